@@ -1,0 +1,5 @@
+"""The serial link between edgernn and a device running the validation server."""
+
+from edgernn.link.client import LinkClient, RunResult, open_port
+
+__all__ = ["LinkClient", "RunResult", "open_port"]

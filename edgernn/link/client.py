@@ -1,0 +1,274 @@
+"""Host side of the validation link: requests with sequence numbers, retries, streaming of steps.
+
+Every fault ends as :class:`edgernn.errors.LinkError` with a one-line message. A retry resends the
+same sequence number, and the device answers a repeat from its cache without running anything again.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from edgernn.errors import LinkError
+from edgernn.link import protocol as P
+from edgernn.link.framing import (NO_SEQ, VERSION, FrameError, FrameReader, FrameTimeout,
+                                  encode_frame, MIN_FRAME)
+
+DEFAULT_TIMEOUT = 2.0
+DEFAULT_RETRIES = 6
+
+
+@dataclass
+class RunResult:
+    """A sequence run on the device: outputs, cycles and states per step."""
+
+    outputs: np.ndarray                 # (steps, output_size), device dtype
+    cycles: np.ndarray                  # (steps,) uint32
+    states: np.ndarray | None           # (steps, state_bytes) uint8, when asked every step
+    last_state: bytes | None
+    frames: int
+    retries: int
+
+
+def open_port(url: str, baud: int = 115200, **kwargs):
+    """A pyserial port by URL; a missing port becomes a LinkError."""
+    import serial
+
+    try:
+        return serial.serial_for_url(url, baudrate=baud, timeout=0.05, write_timeout=5, **kwargs)
+    except (serial.SerialException, ValueError, OSError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise LinkError(f"cannot open port {url}: {reason}") from None
+
+
+class LinkClient:
+    """One host session with a device over an open pyserial-like port."""
+
+    def __init__(self, port, *, url: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 retries: int = DEFAULT_RETRIES, version: int = VERSION, baud: int | None = None):
+        self.port = port
+        self.url = url or getattr(port, "port", None) or "the port"
+        self.timeout = timeout
+        self.retries = retries
+        self.version = version
+        self.baud = baud or getattr(port, "baudrate", None) or 0
+        self.info: P.DeviceInfo | None = None
+        # A random first sequence number, so a device that still caches the previous session's last
+        # answer cannot mistake this session's first request for a repeat.
+        self._seq = int.from_bytes(os.urandom(2), "little") % NO_SEQ
+        self.retry_count = 0
+        self.frames_sent = 0
+        self.payload_bytes = 0
+        self._reader = FrameReader(self._read, in_waiting=self._in_waiting)
+
+    @classmethod
+    def open(cls, url: str, baud: int = 115200, **kwargs) -> "LinkClient":
+        return cls(open_port(url, baud), url=url, baud=baud, **kwargs)
+
+    def close(self) -> None:
+        try:
+            self.port.close()
+        except Exception:  # noqa: BLE001 - closing a port that has gone is not a new fault
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # --- transport -----------------------------------------------------------------------------
+
+    def _read(self, n: int) -> bytes:
+        try:
+            return self.port.read(n)
+        except Exception as exc:  # noqa: BLE001 - pyserial raises several types for a lost port
+            raise LinkError(f"reading from {self.url} failed: {exc}") from None
+
+    def _in_waiting(self) -> int:
+        try:
+            return self.port.in_waiting
+        except Exception:  # noqa: BLE001
+            return 1
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self.port.write(data)
+            self.port.flush()
+        except Exception as exc:  # noqa: BLE001
+            raise LinkError(f"writing to {self.url} failed: {exc}") from None
+
+    def _line_seconds(self, n_bytes: int) -> float:
+        # 10 bit times per byte on a real UART; a pty or socket has no line rate worth counting.
+        return n_bytes * 10.0 / self.baud if self.baud else 0.0
+
+    def request(self, msg_type: int, payload: bytes = b"", expect_bytes: int = 0,
+                what: str | None = None) -> bytes:
+        """Send one request and return its answer's payload, retrying with the same sequence number."""
+        what = what or P.MESSAGE_NAMES.get(msg_type, hex(msg_type))
+        seq = self._seq
+        self._seq = (self._seq + 1) % NO_SEQ
+        wire = encode_frame(msg_type, seq, payload, self.version)
+        timeout = self.timeout + self._line_seconds(len(wire) + expect_bytes + MIN_FRAME)
+        last_fault = "no answer"
+        for attempt in range(self.retries + 1):
+            if attempt:
+                self.retry_count += 1
+            self._write(wire)
+            self.frames_sent += 1
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    frame = self._reader.read_frame(deadline)
+                except FrameTimeout:
+                    last_fault = f"no answer within {timeout:.1f} s"
+                    break
+                except FrameError as exc:
+                    last_fault = f"corrupt answer ({exc.reason})"
+                    break
+                if frame.type == P.ERROR:
+                    err = self._device_error(frame)
+                    if frame.seq == NO_SEQ or err.code in P.TRANSIENT_ERRORS:
+                        if frame.seq in (NO_SEQ, seq):
+                            last_fault = f"device reported {err.name}"
+                            break  # the device could not read our frame: resend it
+                        continue
+                    if frame.seq != seq:
+                        continue
+                    self._raise_device_error(err, what)
+                if frame.seq != seq:
+                    continue  # a late answer to an earlier attempt, already handled
+                if frame.version != self.version:
+                    raise LinkError(f"protocol version mismatch: the device on {self.url} speaks "
+                                    f"version {frame.version}, this host speaks version {self.version}")
+                if frame.type != msg_type | P.REPLY:
+                    raise LinkError(f"device on {self.url} answered {what} with message type "
+                                    f"0x{frame.type:02x}")
+                return frame.payload
+        raise LinkError(f"device on {self.url} gave no valid answer to {what} after "
+                        f"{self.retries + 1} attempts (last: {last_fault})")
+
+    def _device_error(self, frame) -> P.DeviceError:
+        try:
+            return P.parse_error(frame.payload)
+        except ValueError as exc:
+            raise LinkError(f"device on {self.url} sent a malformed error frame: {exc}") from None
+
+    def _raise_device_error(self, err: P.DeviceError, what: str):
+        if err.code == P.ERR_BAD_VERSION:
+            raise LinkError(f"protocol version mismatch: the device on {self.url} speaks version "
+                            f"{err.device_version}, this host speaks version {self.version}")
+        if err.code == P.ERR_NOT_RESET:
+            raise LinkError(f"device on {self.url} restarted during the sequence (it answered {what} "
+                            "with 'no RESET since the device started'); its state is lost")
+        if err.code == P.ERR_MODEL:
+            raise LinkError(f"device on {self.url}: edgernn_step() failed at step {err.detail} of the "
+                            f"batch sent with {what}")
+        raise LinkError(f"device on {self.url} rejected {what}: {err.name} (detail {err.detail})")
+
+    # --- messages ------------------------------------------------------------------------------
+
+    def hello(self) -> P.DeviceInfo:
+        payload = self.request(P.HELLO, what="HELLO (handshake)")
+        try:
+            self.info = P.parse_hello(payload)
+        except ValueError as exc:
+            raise LinkError(f"device on {self.url} gave a malformed handshake: {exc}") from None
+        if self.info.protocol_version != self.version:
+            raise LinkError(f"protocol version mismatch: the device on {self.url} speaks version "
+                            f"{self.info.protocol_version}, this host speaks version {self.version}")
+        self._reader.max_frame = self.info.max_frame
+        return self.info
+
+    def reset(self) -> None:
+        self.request(P.RESET)
+
+    def bye(self) -> None:
+        self.request(P.BYE)
+
+    def max_steps_per_frame(self, flags: int) -> int:
+        info = self._require_info()
+        limit = info.max_frame - MIN_FRAME
+        n = 1
+        per_in = info.input_size * info.input_dtype.itemsize
+        per_out = info.output_size * info.output_dtype.itemsize + 4 + (
+            info.state_bytes if flags & P.STATE_EVERY else 0)
+        fixed_out = P.step_reply_size(0, info, flags)
+        n = min((limit - 3) // max(per_in, 1), (limit - fixed_out) // per_out, 0xFFFF)
+        if n < 1:
+            raise LinkError(f"one step does not fit in the device's {info.max_frame}-byte frames "
+                            f"({per_out} bytes of answer per step); build it with a larger "
+                            "EDGERNN_LINK_MAX_FRAME or ask for fewer states")
+        return n
+
+    def step(self, inputs: np.ndarray, flags: int) -> P.StepBatch:
+        info = self._require_info()
+        inputs = np.asarray(inputs)
+        n = inputs.shape[0]
+        payload = P.build_step_request(inputs, flags, info.input_dtype)
+        expect = P.step_reply_size(n, info, flags)
+        answer = self.request(P.STEP, payload, expect_bytes=expect, what=f"STEP ({n} steps)")
+        try:
+            batch = P.parse_step_reply(answer, info, n, flags)
+        except ValueError as exc:
+            raise LinkError(f"device on {self.url} gave a malformed STEP answer: {exc}") from None
+        self.payload_bytes += len(payload) + len(answer)
+        return batch
+
+    def run(self, inputs: np.ndarray, states: str = "every", steps_per_frame: int | None = None,
+            progress: Callable[[int], None] | None = None) -> RunResult:
+        """RESET, then stream ``inputs`` (steps, input_size) through the device, frame after frame.
+
+        ``states``: "every" (state bytes after each step), "last" (after the last step) or "none".
+        """
+        info = self._require_info()
+        inputs = np.asarray(inputs)
+        if inputs.ndim != 2 or inputs.shape[1] != info.input_size:
+            raise LinkError(f"inputs of shape {inputs.shape} do not match the device's "
+                            f"{info.input_size} inputs per step")
+        flags = {"every": P.STATE_EVERY, "last": P.STATE_LAST, "none": 0}[states]
+        per_frame = self.max_steps_per_frame(flags)
+        if steps_per_frame:
+            per_frame = min(per_frame, steps_per_frame)
+        retries_before = self.retry_count
+        self.reset()
+        outputs, cycles, state_rows = [], [], []
+        last_state = None
+        done = 0
+        frames = 0
+        total = inputs.shape[0]
+        while done < total:
+            n = min(per_frame, total - done)
+            frame_flags = flags & P.STATE_EVERY
+            if flags & P.STATE_LAST and done + n == total:
+                frame_flags |= P.STATE_LAST
+            batch = self.step(inputs[done : done + n], frame_flags)
+            if batch.first_step != done:
+                raise LinkError(f"device on {self.url} counts {batch.first_step} steps done where the "
+                                f"host sent {done}: a step was run twice or skipped")
+            outputs.append(batch.outputs)
+            cycles.append(batch.cycles)
+            if batch.states is not None:
+                state_rows.extend(batch.states)
+            if batch.last_state is not None:
+                last_state = batch.last_state
+            done += n
+            frames += 1
+            if progress:
+                progress(n)
+        state_array = None
+        if flags & P.STATE_EVERY:
+            state_array = np.frombuffer(b"".join(state_rows), dtype=np.uint8).reshape(total, info.state_bytes)
+            last_state = state_rows[-1] if state_rows else last_state
+        return RunResult(np.concatenate(outputs) if outputs else np.zeros((0, info.output_size)),
+                         np.concatenate(cycles) if cycles else np.zeros(0, np.uint32),
+                         state_array, last_state, frames, self.retry_count - retries_before)
+
+    def _require_info(self) -> P.DeviceInfo:
+        if self.info is None:
+            raise LinkError("no handshake yet: call hello() first")
+        return self.info

@@ -1,0 +1,158 @@
+"""Messages of the validation protocol (docs/protocol.md): types, error codes, payload layouts."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from edgernn.link.framing import VERSION
+
+HELLO = 0x01
+RESET = 0x02
+STEP = 0x03
+BYE = 0x04
+REPLY = 0x80
+ERROR = 0xFF
+
+MESSAGE_NAMES = {HELLO: "HELLO", RESET: "RESET", STEP: "STEP", BYE: "BYE", ERROR: "ERROR"}
+
+STATE_EVERY = 0x01
+STATE_LAST = 0x02
+
+ERR_BAD_CRC = 1
+ERR_BAD_VERSION = 2
+ERR_BAD_TYPE = 3
+ERR_BAD_LENGTH = 4
+ERR_TOO_LONG = 5
+ERR_NOT_RESET = 6
+ERR_MODEL = 7
+ERR_BAD_COBS = 8
+
+ERROR_NAMES = {
+    ERR_BAD_CRC: "bad CRC",
+    ERR_BAD_VERSION: "protocol version mismatch",
+    ERR_BAD_TYPE: "unknown message type",
+    ERR_BAD_LENGTH: "bad payload length",
+    ERR_TOO_LONG: "frame too long",
+    ERR_NOT_RESET: "no RESET since the device started",
+    ERR_MODEL: "edgernn_step() failed",
+    ERR_BAD_COBS: "bad COBS encoding",
+}
+# Errors the device sends for a frame it could not read: the host resends its outstanding request.
+TRANSIENT_ERRORS = {ERR_BAD_CRC, ERR_BAD_COBS, ERR_BAD_LENGTH, ERR_TOO_LONG}
+
+ELEMENT_DTYPES = {1: np.dtype("<i1"), 2: np.dtype("<i2"), 4: np.dtype("<f4")}
+
+_HELLO_FIXED = struct.Struct("<BBBBHHIHB")
+_ERROR = struct.Struct("<BBH")
+_STEP_REQUEST = struct.Struct("<BH")
+_STEP_REPLY = struct.Struct("<IHB")
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What the device says about itself in its HELLO answer."""
+
+    protocol_version: int
+    input_dtype: np.dtype
+    output_dtype: np.dtype
+    input_size: int
+    output_size: int
+    state_bytes: int
+    max_frame: int
+    board: str
+    model_sha256: str
+
+
+@dataclass(frozen=True)
+class DeviceError:
+    code: int
+    device_version: int
+    detail: int
+
+    @property
+    def name(self) -> str:
+        return ERROR_NAMES.get(self.code, f"error code {self.code}")
+
+
+@dataclass
+class StepBatch:
+    """The answer to one STEP request."""
+
+    first_step: int
+    outputs: np.ndarray          # (n, output_size)
+    cycles: np.ndarray           # (n,) uint32
+    states: list[bytes] | None   # after every step, when asked
+    last_state: bytes | None     # after the last step, when asked
+
+
+def parse_hello(payload: bytes) -> DeviceInfo:
+    if len(payload) < _HELLO_FIXED.size:
+        raise ValueError(f"HELLO answer of {len(payload)} bytes is too short")
+    version, in_bytes, out_bytes, _reserved, n_in, n_out, n_state, max_frame, board_len = (
+        _HELLO_FIXED.unpack_from(payload))
+    at = _HELLO_FIXED.size
+    if len(payload) != at + board_len + 64:
+        raise ValueError(f"HELLO answer of {len(payload)} bytes has the wrong length")
+    if in_bytes not in ELEMENT_DTYPES or out_bytes not in ELEMENT_DTYPES:
+        raise ValueError(f"HELLO answer gives element sizes {in_bytes}/{out_bytes} bytes")
+    board = payload[at : at + board_len].decode("ascii", "replace")
+    sha = payload[at + board_len :].decode("ascii", "replace")
+    return DeviceInfo(version, ELEMENT_DTYPES[in_bytes], ELEMENT_DTYPES[out_bytes], n_in, n_out,
+                      n_state, max_frame, board, sha)
+
+
+def build_hello(info: DeviceInfo) -> bytes:
+    """The device's HELLO answer payload (for simulated devices and tests)."""
+    board = info.board.encode("ascii")
+    return (_HELLO_FIXED.pack(info.protocol_version, info.input_dtype.itemsize,
+                              info.output_dtype.itemsize, 0, info.input_size, info.output_size,
+                              info.state_bytes, info.max_frame, len(board))
+            + board + info.model_sha256.encode("ascii"))
+
+
+def parse_error(payload: bytes) -> DeviceError:
+    if len(payload) != _ERROR.size:
+        raise ValueError(f"ERROR frame of {len(payload)} bytes")
+    return DeviceError(*_ERROR.unpack(payload))
+
+
+def build_step_request(inputs: np.ndarray, flags: int, dtype: np.dtype) -> bytes:
+    inputs = np.ascontiguousarray(inputs, dtype=dtype)
+    return _STEP_REQUEST.pack(flags, inputs.shape[0]) + inputs.tobytes()
+
+
+def step_reply_size(n: int, info: DeviceInfo, flags: int) -> int:
+    per_step = info.output_size * info.output_dtype.itemsize + 4
+    if flags & STATE_EVERY:
+        per_step += info.state_bytes
+    return _STEP_REPLY.size + n * per_step + (info.state_bytes if flags & STATE_LAST else 0)
+
+
+def step_request_size(n: int, info: DeviceInfo) -> int:
+    return _STEP_REQUEST.size + n * info.input_size * info.input_dtype.itemsize
+
+
+def parse_step_reply(payload: bytes, info: DeviceInfo, n: int, flags: int) -> StepBatch:
+    if len(payload) != step_reply_size(n, info, flags):
+        raise ValueError(f"STEP answer of {len(payload)} bytes, expected {step_reply_size(n, info, flags)}")
+    first, n_reply, flags_reply = _STEP_REPLY.unpack_from(payload)
+    if n_reply != n or flags_reply != flags:
+        raise ValueError(f"STEP answer for {n_reply} steps (flags {flags_reply}), asked {n} (flags {flags})")
+    out_bytes = info.output_size * info.output_dtype.itemsize
+    state_every = info.state_bytes if flags & STATE_EVERY else 0
+    record = np.dtype([("y", info.output_dtype, (info.output_size,)), ("cycles", "<u4"),
+                       ("state", "u1", (state_every,))])
+    assert record.itemsize == out_bytes + 4 + state_every
+    at = _STEP_REPLY.size
+    rows = np.frombuffer(payload, dtype=record, count=n, offset=at)
+    at += n * record.itemsize
+    states = [bytes(row) for row in rows["state"]] if flags & STATE_EVERY else None
+    last_state = bytes(payload[at : at + info.state_bytes]) if flags & STATE_LAST else None
+    return StepBatch(first, rows["y"].copy(), rows["cycles"].astype(np.uint32), states, last_state)
+
+
+def host_version() -> int:
+    return VERSION

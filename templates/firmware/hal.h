@@ -1,0 +1,16 @@
+/* The board interface the validation server runs on. One implementation per board under templates/hal/. */
+#ifndef EDGERNN_HAL_H
+#define EDGERNN_HAL_H
+
+#include <stdint.h>
+
+void hal_init(int argc, char **argv);
+/* Block until at least one byte has arrived; return how many were stored (1..max), or -1 when the
+ * link is gone for good. */
+int hal_uart_read(uint8_t *buf, int max);
+void hal_uart_write(const uint8_t *buf, int len);
+/* A free-running counter: retired instructions, core cycles or nanoseconds, as the board file says. */
+uint64_t hal_cycles(void);
+void hal_exit(int code);
+
+#endif

@@ -1,0 +1,96 @@
+/* edgernn serial link: frame codec shared with edgernn/link/framing.py. Wire format: docs/protocol.md. */
+#ifndef EDGERNN_PROTOCOL_H
+#define EDGERNN_PROTOCOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef EDGERNN_LINK_VERSION
+#define EDGERNN_LINK_VERSION 1
+#endif
+
+/* Largest raw frame (header + payload + CRC) either side may send. The device announces it in HELLO
+ * and the host sizes its STEP batches to fit. */
+#ifndef EDGERNN_LINK_MAX_FRAME
+#define EDGERNN_LINK_MAX_FRAME 4096
+#endif
+
+#define EDGERNN_LINK_HEADER 4u      /* version, type, seq (u16 LE) */
+#define EDGERNN_LINK_CRC 4u         /* CRC-32 (IEEE 802.3, as zlib.crc32), LE */
+#define EDGERNN_LINK_MIN_FRAME (EDGERNN_LINK_HEADER + EDGERNN_LINK_CRC)
+#define EDGERNN_LINK_MAX_PAYLOAD (EDGERNN_LINK_MAX_FRAME - EDGERNN_LINK_MIN_FRAME)
+/* COBS adds one byte per 254 plus the leading code byte; +1 for the 0x00 delimiter. */
+#define EDGERNN_LINK_MAX_ENCODED (EDGERNN_LINK_MAX_FRAME + EDGERNN_LINK_MAX_FRAME / 254u + 2u)
+#define EDGERNN_LINK_NO_SEQ 0xFFFFu
+
+enum edgernn_msg_type {
+    EDGERNN_MSG_HELLO = 0x01,
+    EDGERNN_MSG_RESET = 0x02,
+    EDGERNN_MSG_STEP = 0x03,
+    EDGERNN_MSG_BYE = 0x04,
+    EDGERNN_MSG_REPLY = 0x80, /* reply type = request type | 0x80 */
+    EDGERNN_MSG_ERROR = 0xFF
+};
+
+enum edgernn_link_error {
+    EDGERNN_ERR_BAD_CRC = 1,
+    EDGERNN_ERR_BAD_VERSION = 2,
+    EDGERNN_ERR_BAD_TYPE = 3,
+    EDGERNN_ERR_BAD_LENGTH = 4,
+    EDGERNN_ERR_TOO_LONG = 5,
+    EDGERNN_ERR_NOT_RESET = 6,
+    EDGERNN_ERR_MODEL = 7,
+    EDGERNN_ERR_BAD_COBS = 8
+};
+
+#define EDGERNN_STEP_STATE_EVERY 0x01u
+#define EDGERNN_STEP_STATE_LAST 0x02u
+
+typedef enum {
+    EDGERNN_PARSE_MORE = 0,      /* byte consumed, no frame yet */
+    EDGERNN_PARSE_FRAME = 1,     /* a whole frame with a good CRC is in parser->frame */
+    EDGERNN_PARSE_BAD = 2        /* a delimited frame was corrupt: parser->error says why */
+} edgernn_parse_result_t;
+
+typedef struct {
+    uint8_t frame[EDGERNN_LINK_MAX_FRAME]; /* decoded bytes of the frame being received */
+    size_t len;                            /* decoded length so far / of the finished frame */
+    uint8_t remaining;                     /* data bytes left in the current COBS block */
+    uint8_t prev_code;                     /* code byte of the current block, 0 before the first */
+    uint8_t overflow;                      /* frame grew past the limit: drop it at the delimiter */
+    uint8_t bad_cobs;                      /* a delimiter came inside a block, or similar */
+    uint8_t error;                         /* edgernn_link_error for EDGERNN_PARSE_BAD */
+} edgernn_parser_t;
+
+uint32_t edgernn_crc32(uint32_t crc, const uint8_t *data, size_t len);
+void edgernn_parser_init(edgernn_parser_t *parser);
+/* Feed one received byte. Garbage of any kind yields EDGERNN_PARSE_BAD at the next delimiter at worst. */
+edgernn_parse_result_t edgernn_parser_feed(edgernn_parser_t *parser, uint8_t byte);
+
+/* COBS-encode raw[0..len) into out and append the 0x00 delimiter. Returns the encoded length.
+ * out must hold len + len / 254 + 2 bytes. */
+size_t edgernn_cobs_encode(const uint8_t *raw, size_t len, uint8_t *out);
+
+/* Write header and CRC around a payload already placed at frame + EDGERNN_LINK_HEADER.
+ * Returns the raw frame length. */
+size_t edgernn_frame_seal(uint8_t *frame, uint8_t type, uint16_t seq, size_t payload_len);
+
+static inline uint16_t edgernn_get_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t edgernn_get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static inline void edgernn_put_u16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static inline void edgernn_put_u32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+#endif
