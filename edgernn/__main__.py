@@ -1,0 +1,3 @@
+from edgernn.cli import main
+
+main()

@@ -1,0 +1,178 @@
+"""The ``edgernn`` command. It parses arguments and calls the package's functions; nothing more.
+
+TensorFlow is imported only inside the commands that convert.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from edgernn import __version__
+from edgernn.errors import EdgeRNNError
+
+QUANTS = ("float32", "int8", "int16")
+MODES = ("auto", "step", "fused")
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
+
+
+def _say(message: str) -> None:
+    _console(stderr=True).print(f"[dim]… {message}[/dim]")
+
+
+def _warn(message: str) -> None:
+    _console(stderr=True).print(f"[bold yellow]{message}[/bold yellow]")
+
+
+class EdgeRNNGroup(click.Group):
+    """Turns every EdgeRNNError into one line on stderr and its exit code; never a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except EdgeRNNError as err:
+            click.echo(f"error: {err}", err=True)
+            sys.exit(err.exit_code)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # a bug: still one line, with the way to see more
+            if os.environ.get("EDGERNN_DEBUG") == "1":
+                raise
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            click.echo(f"error: internal error {type(exc).__name__}: {first} (EDGERNN_DEBUG=1 shows the traceback)", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=EdgeRNNGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="edgernn")
+@click.option("-v", "--verbose", is_flag=True, help="Show every stage, compiler command and converter log.")
+@click.pass_context
+def cli(ctx, verbose):
+    """Put trained recurrent Keras models on small devices and prove them correct, step by step."""
+    ctx.ensure_object(dict)
+    ctx.obj["verbose"] = verbose
+    if verbose:
+        os.environ["EDGERNN_VERBOSE"] = "1"
+
+
+def _model_options(func):
+    func = click.option("--unsafe", is_flag=True, help="Load models with Lambda layers (runs code stored in the file).")(func)
+    func = click.option("--calib", type=click.Path(dir_okay=False), default=None,
+                        help="Calibration sequences, .npy of shape (sequences, steps, features).")(func)
+    func = click.option("--mode", type=click.Choice(MODES), default="step", show_default=True,
+                        help="step: single-step cell; fused: UNIDIRECTIONAL_SEQUENCE_LSTM; auto: fused where eligible.")(func)
+    func = click.option("--quant", type=click.Choice(QUANTS), default="int8", show_default=True,
+                        help="int16 means int16 activations with int8 weights (TFLite 16x8).")(func)
+    return func
+
+
+@cli.command()
+@click.argument("model", type=click.Path())
+@click.option("--unsafe", is_flag=True, help="Load models with Lambda layers (runs code stored in the file).")
+@click.option("--json", "as_json", is_flag=True, help="Print the inspection as JSON.")
+def inspect(model, unsafe, as_json):
+    """Show how each layer of MODEL would stream: path and why, parameters, MACs per step, state sizes."""
+    from edgernn.inspection import inspect_model
+
+    result = inspect_model(model, unsafe=unsafe)
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), indent=2))
+        return
+    from edgernn.render import print_inspection
+
+    print_inspection(_console(), result)
+
+
+@cli.command()
+@click.argument("model", type=click.Path())
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@_model_options
+@click.pass_context
+def convert(ctx, model, out, quant, mode, calib, unsafe):
+    """Convert MODEL into OUT/step.tflite (x_t, states) -> (y_t, states') and OUT/manifest.json."""
+    from edgernn.conversion import convert_model
+    from edgernn.render import print_conversion
+
+    manifest = convert_model(model, out, quant=quant, calib=calib, mode=mode, unsafe=unsafe,
+                             log=_say if ctx.obj["verbose"] else None, warn=_warn)
+    print_conversion(_console(), manifest, out)
+
+
+@cli.command()
+@click.argument("model", type=click.Path())
+@click.option("--board", required=True, help="Board name (see `edgernn boards`) or path of a board .toml.")
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@_model_options
+@click.pass_context
+def build(ctx, model, board, out, quant, mode, calib, unsafe):
+    """Convert MODEL, generate OUT/firmware/ for BOARD, and compile it where the toolchain is present."""
+    from edgernn.building import build_firmware
+    from edgernn.render import print_build
+
+    result = build_firmware(model, out, board=board, quant=quant, calib=calib, mode=mode, unsafe=unsafe,
+                            verbose=ctx.obj["verbose"], log=_say if ctx.obj["verbose"] else None, warn=_warn)
+    print_build(_console(), result, out)
+
+
+@cli.command()
+@click.argument("out", type=click.Path())
+@click.option("--port", default=None, help="Serial port for a real board.")
+@click.option("--radio", default=None, help="Crazyflie radio URI for over-the-air flashing (ai_deck).")
+@click.pass_context
+def flash(ctx, out, port, radio):
+    """Put OUT's firmware on its board. Emulated boards start and print the port URL; Ctrl-C stops them."""
+    from edgernn.devices import flash as flash_device
+
+    flash_device(Path(out), port=port, radio=radio, verbose=ctx.obj["verbose"], echo=click.echo)
+
+
+@cli.command()
+@click.argument("out", type=click.Path())
+@click.option("--port", default=None, help="pyserial URL or device: /dev/ttyUSB0, socket://host:port, a pty.")
+@click.option("--baud", default=None, type=int, help="Baud rate (default: the board's).")
+@click.option("--data", type=click.Path(dir_okay=False), default=None, help="Test sequences, .npy (sequences, steps, features).")
+@click.option("--steps", type=int, default=None, help="Generate random test sequences of this many steps.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, help="Also write the report here.")
+@click.pass_context
+def validate(ctx, out, port, baud, data, steps, json_path):
+    """Run OUT's firmware on the device and compare it, step by step, with the interpreter and the float model."""
+    from edgernn.validation import validate as run_validation
+
+    report = run_validation(Path(out), port=port, baud=baud, data=data, steps=steps, json_path=json_path,
+                            verbose=ctx.obj["verbose"])
+    sys.exit(0 if report["pass"] else 1)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the boards as JSON.")
+def boards(as_json):
+    """List the boards edgernn knows, with their facts."""
+    from edgernn.boards import known_boards, load_board
+
+    found = [load_board(name) for name in known_boards()]
+    if as_json:
+        click.echo(json.dumps({b.name: b.data for b in found}, indent=2, default=str))
+        return
+    from edgernn.render import print_boards
+
+    print_boards(_console(), found)
+
+
+def main() -> None:
+    cli(prog_name="edgernn")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,382 @@
+"""``edgernn convert``: a Keras RNN model to a stateful single-step TFLite model and its manifest.
+
+Everything is built in a temporary folder beside OUT and renamed into place at the end, so a
+failure leaves OUT as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from edgernn import __version__, tfenv
+from edgernn import tflite_model as tfl
+from edgernn.decompose import Plan, decompose
+from edgernn.errors import EdgeRNNError
+from edgernn.loading import LoadedModel, load_model
+from edgernn.quantize import (
+    QUANT_MODES, Calibration, calibrate, calibration_subset, check_sequences, explain_quantization_failure,
+    load_sequences, quantize_calibrated, quantize_with_tied_states, run_step_sequences, synthetic_calibration,
+)
+from edgernn.stepmodel import StepModel, build_head_model, build_step_model
+
+MODES = ("step", "fused", "auto")
+MANIFEST = "manifest.json"
+# Ops that TFLite emits for layers, to name the layer when an op cannot be quantized.
+OPS_OF_KIND = {"LTC": ["DIV", "SUM"], "CfC": ["EXP", "DIV"]}
+
+Log = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+# ---------------------------------------------------------------- output folder handling
+
+def check_output_folder(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise EdgeRNNError(f"output {out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).is_file():
+        raise EdgeRNNError(f"output folder {out} is not empty and holds no edgernn {MANIFEST}; choose another folder")
+
+
+def staging_folder(out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+
+
+def commit_folder(staging: Path, out: Path) -> None:
+    """Swap the finished staging folder into place; the old OUT goes only once the new one is whole."""
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+        os.rename(out, old / "x")
+        os.rename(staging, out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(staging, out)
+
+
+# ---------------------------------------------------------------- TFLite conversion
+
+def _converter(keras_model: Any):
+    tf = tfenv.tensorflow()
+    return tf.lite.TFLiteConverter.from_keras_model(keras_model)
+
+
+def _convert_float(keras_model: Any) -> bytes:
+    with warnings.catch_warnings(), tfenv.native_stderr_captured():
+        warnings.simplefilter("ignore")
+        return bytes(_converter(keras_model).convert())
+
+
+def _check_ops(data: bytes, what: str) -> list[str]:
+    names = tfl.op_names(tfl.read(data))
+    banned = sorted({n for n in names if n in tfl.CONTROL_FLOW_OPS or n.startswith("CUSTOM")})
+    if banned:
+        raise EdgeRNNError(f"{what} still holds {', '.join(banned)}; edgernn needs a graph of plain ops")
+    return names
+
+
+def _match_outputs(data: bytes, keras_model: Any, keras_input_names: list[str]) -> list[str]:
+    """Signature output key for each Keras output, found by running both on the same random input."""
+    interp = _interp(data)
+    runner = interp.get_signature_runner()
+    details = runner.get_input_details()
+    if set(details) != set(keras_input_names):
+        raise EdgeRNNError(f"converted step model has inputs {sorted(details)}, expected {sorted(keras_input_names)}")
+    rng = np.random.default_rng(1)
+    feed = {k: rng.uniform(-0.9, 0.9, details[k]["shape"]).astype(np.float32) for k in keras_input_names}
+    got = runner(**feed)
+    expected = keras_model([feed[k] for k in keras_input_names], training=False)
+    expected = [np.asarray(e) for e in (expected if isinstance(expected, (list, tuple)) else [expected])]
+    keys = []
+    for index, want in enumerate(expected):
+        candidates = [k for k, v in got.items() if np.shape(v) == want.shape
+                      and np.allclose(v, want, rtol=1e-4, atol=1e-5)]
+        default = f"output_{index}"
+        pick = default if default in candidates else next((c for c in candidates if c not in keys), None)
+        if pick is None:
+            raise EdgeRNNError(f"converted step model disagrees with the Keras step model on output {index}")
+        keys.append(pick)
+    return keys
+
+
+def _interp(data: bytes):
+    from edgernn.interpreter import load_interpreter
+
+    return load_interpreter(data)
+
+
+def _io_entry(model, name: str, index: int) -> dict:
+    return {"name": name, **tfl.tensor_quant(model, index)}
+
+
+# ---------------------------------------------------------------- reference check
+
+def keras_reference(model: Any, sequences: np.ndarray) -> np.ndarray | None:
+    """The original model's own output on sequences, or None when its input length is fixed otherwise."""
+    steps = model.inputs[0].shape[1]
+    if steps is not None and int(steps) != sequences.shape[1]:
+        return None
+    with warnings.catch_warnings(), tfenv.native_stderr_captured():
+        warnings.simplefilter("ignore")
+        return np.asarray(model(sequences, training=False), np.float32)
+
+
+def _float_self_check(plan: Plan, step_float: bytes, head_float: bytes | None, step_keys: list[str],
+                      sequences: np.ndarray) -> float | None:
+    """Largest relative error of the float step model against the Keras model on a few sequences."""
+    probe = sequences[: min(4, len(sequences)), : min(64, sequences.shape[1])]
+    want = keras_reference(plan.model, probe)
+    if want is None:
+        return None
+    _, ys = run_step_sequences(step_float, probe, step_keys)
+    got = ys if plan.head_per_step else _run_head(head_float, ys[:, -1, :]) if head_float else ys[:, -1, :]
+    got = got.reshape(want.shape)
+    scale = max(float(np.max(np.abs(want))), 1e-6)
+    return float(np.max(np.abs(got - want)) / scale)
+
+
+def _run_head(head: bytes, hs: np.ndarray, key_in: str = "h", key_out: str | None = None) -> np.ndarray:
+    runner = _interp(head).get_signature_runner()
+    details = runner.get_input_details()
+    out = []
+    for h in hs:
+        result = runner(**{key_in: h.reshape(details[key_in]["shape"]).astype(np.float32)})
+        out.append(np.asarray(next(iter(result.values())) if key_out is None else result[key_out]).reshape(-1))
+    return np.asarray(out, np.float32)
+
+
+# ---------------------------------------------------------------- the command
+
+def convert_model(
+    model: Any,
+    out: str | os.PathLike,
+    *,
+    quant: str = "int8",
+    calib: Any = None,
+    mode: str = "step",
+    unsafe: bool = False,
+    board: str | None = None,
+    log: Log | None = None,
+    warn: Log | None = None,
+) -> dict:
+    """Convert ``model`` (a path or a Keras model) into ``out``/step.tflite and ``out``/manifest.json.
+
+    ``calib`` is a (sequences, steps, features) array or the path of a .npy file holding one.
+    Returns the manifest.
+    """
+    log = log or _quiet
+    warn = warn or log
+    if quant not in QUANT_MODES:
+        raise EdgeRNNError(f"unknown --quant {quant!r}; choose one of {', '.join(QUANT_MODES)}")
+    if mode not in MODES:
+        raise EdgeRNNError(f"unknown --mode {mode!r}; choose one of {', '.join(MODES)}")
+    if mode == "fused":
+        raise EdgeRNNError("--mode fused is not available in this version; use --mode step")
+    out = Path(out)
+    check_output_folder(out)
+
+    log("loading model")
+    loaded = load_model(model, unsafe=unsafe)
+    plan = decompose(loaded.model, loaded.flavour)
+    calibration = _calibration(calib, plan.features, quant, warn)
+
+    staging = staging_folder(out)
+    try:
+        manifest = _convert_into(loaded, plan, calibration, quant, staging, log)
+        manifest["board"] = board
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        commit_folder(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return manifest
+
+
+def _calibration(calib: Any, features: int, quant: str, warn: Log) -> Calibration:
+    if calib is None:
+        if quant != "float32":
+            warn(
+                "WARNING: no --calib data given. Quantization ranges come from synthetic standard-normal "
+                "sequences, which are not what your model sees; pass --calib FILE.npy with real sequences "
+                "(sequences, steps, features) for a trustworthy int8/int16 model."
+            )
+        return Calibration(synthetic_calibration(features), "synthetic")
+    if isinstance(calib, (str, os.PathLike)):
+        return Calibration(load_sequences(calib, features), f"file:{Path(calib).name}")
+    return Calibration(check_sequences(calib, features, "calibration data"), "array")
+
+
+def _layers_by_op(plan: Plan) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for rnn in plan.recurrent:
+        for op in OPS_OF_KIND.get(rnn.kind, []):
+            found.setdefault(op, []).append(f"{rnn.kind} layer '{rnn.name}'")
+    return found
+
+
+def _convert_into(loaded: LoadedModel, plan: Plan, calibration: Calibration, quant: str, staging: Path,
+                  log: Log) -> dict:
+    K = loaded.keras
+    log("building the step model")
+    step = build_step_model(plan, K)
+    keras_inputs = [k for k, _ in step.input_names]
+    state_keys = keras_inputs[1:]
+
+    log("converting to TFLite (float32)")
+    step_float = _convert_float(step.keras_model)
+    _check_ops(step_float, "the step model")
+    output_keys = _match_outputs(step_float, step.keras_model, keras_inputs)
+    y_key, state_out_keys = output_keys[0], output_keys[1:]
+
+    head_model = build_head_model(plan, K)
+    head_float = None
+    if head_model is not None:
+        head_float = _name_head_output(_convert_float(head_model))
+        _check_ops(head_float, "the head model")
+
+    # Run the float step model over the calibration sequences: the real trajectories.
+    log("running the float step model over the calibration sequences")
+    sequences = calibration.sequences
+    renamed_float = _rename_for_run(step_float, step, output_keys)
+    samples, ys = run_step_sequences(renamed_float, sequences, step.state_names)
+    self_check = _float_self_check(plan, renamed_float, head_float, step.state_names, sequences)
+    if self_check is not None and self_check > 1e-4:
+        raise EdgeRNNError(
+            f"the float step model differs from the Keras model by {self_check:.2e} (relative); "
+            "this model is not supported"
+        )
+
+    if quant == "float32":
+        step_final = renamed_float
+        head_final = head_float
+    else:
+        log(f"calibrating on {len(samples)} recorded steps and quantizing to {quant}")
+        keyed = [{k: s[p] for k, p in step.input_names} for s in calibration_subset(samples)]
+        try:
+            with warnings.catch_warnings(), tfenv.native_stderr_captured():
+                warnings.simplefilter("ignore")
+                calibrated = calibrate(_converter(step.keras_model), keyed)
+            quantized, tied = quantize_with_tied_states(calibrated, list(zip(state_keys, state_out_keys)), quant)
+        except EdgeRNNError:
+            raise
+        except Exception as exc:
+            raise explain_quantization_failure(exc, quant, _layers_by_op(plan)) from None
+        step_final = _rename_for_run(quantized, step, output_keys)
+        head_final = None
+        if head_float is not None:
+            y_range = tfl.get_min_max(tfl.read(tied), tfl.signature(tfl.read(tied))[1][y_key])
+            head_final = _quantize_head(head_model, ys, y_range, quant, plan)
+
+    names = _check_ops(step_final, "the step model")
+    model = tfl.read(step_final)
+    inputs, outputs = tfl.signature(model)
+    states = []
+    for (name, size, rnn) in plan.state_specs:
+        entry_in, entry_out = _io_entry(model, name, inputs[name]), _io_entry(model, name, outputs[name])
+        if (entry_in["scale"], entry_in["zero_point"]) != (entry_out["scale"], entry_out["zero_point"]):
+            raise EdgeRNNError(f"state {name} ended with different quantization at input and output")
+        states.append({**entry_in, "layer": rnn.name, "size": size})
+    (staging / "step.tflite").write_bytes(step_final)
+
+    head_entry = None
+    head_macs = 0
+    if head_final is not None:
+        (staging / "head.tflite").write_bytes(head_final)
+        hmodel = tfl.read(head_final)
+        hin, hout = tfl.signature(hmodel)
+        head_entry = {
+            "file": "head.tflite",
+            "input": _io_entry(hmodel, "h", hin["h"]),
+            "output": _io_entry(hmodel, "y", next(iter(hout.values()))),
+            "ops": sorted(set(tfl.op_names(hmodel))),
+        }
+        head_macs = tfl.macs(hmodel)
+        y_entry = _io_entry(model, "y", outputs["y"])
+        if quant != "float32" and (head_entry["input"]["scale"], head_entry["input"]["zero_point"]) != (
+                y_entry["scale"], y_entry["zero_point"]):
+            raise EdgeRNNError("the head model's input did not get the step output's quantization")
+
+    from edgernn.inspection import layer_rows
+
+    return {
+        "format": 1,
+        "edgernn_version": __version__,
+        "tool_versions": tfenv.versions(),
+        "model_file": str(loaded.path) if loaded.path else None,
+        "model_sha256": loaded.sha256,
+        "keras": loaded.flavour,
+        "quant": quant,
+        "mode": "step",
+        "sequence_output": "every_step" if plan.head_per_step else "last_step",
+        "inputs": [_io_entry(model, "x", inputs["x"])],
+        "outputs": [_io_entry(model, "y", outputs["y"])],
+        "states": states,
+        "state_feedback": {s["name"]: s["name"] for s in states},
+        "head": head_entry,
+        "files": {"step": "step.tflite", **({"head": "head.tflite"} if head_entry else {})},
+        "ops": sorted(set(names)),
+        "macs_per_step": tfl.macs(model),
+        "head_macs": head_macs,
+        "weight_bytes": tfl.constant_bytes(model) + (tfl.constant_bytes(tfl.read(head_final)) if head_final else 0),
+        "arena_bytes": None,
+        "code_bytes": None,
+        "calibration": {**calibration.describe(), "samples": len(samples)},
+        "float_self_check_rel": self_check,
+        "layers": layer_rows(plan),
+    }
+
+
+def _rename_for_run(data: bytes, step: StepModel, output_keys: list[str]) -> bytes:
+    """Signature keys renamed to the public names (x, y, <layer>.<state>)."""
+    model = tfl.read(data)
+    sig = model.signatureDefs[0]
+    by_key = {tfl._text(t.name): t for t in sig.outputs}
+    new_outputs = []
+    for key, public in zip(output_keys, step.output_names):
+        entry = type(by_key[key])()
+        entry.name = public
+        entry.tensorIndex = by_key[key].tensorIndex
+        new_outputs.append(entry)
+    sig.outputs = new_outputs
+    for entry in sig.inputs:
+        entry.name = dict(step.input_names).get(tfl._text(entry.name), tfl._text(entry.name))
+    return tfl.write(model)
+
+
+def _quantize_head(head_model: Any, ys: np.ndarray, y_range: tuple[float, float] | None, quant: str,
+                   plan: Plan) -> bytes:
+    """The head quantized on the step outputs it will really see, its input tied to the step output."""
+    flat = ys.reshape(-1, ys.shape[-1])
+    picks = np.linspace(0, len(flat) - 1, min(len(flat), 2000)).astype(int)
+    samples = [{"h": flat[i : i + 1]} for i in picks]
+    try:
+        with warnings.catch_warnings(), tfenv.native_stderr_captured():
+            warnings.simplefilter("ignore")
+            calibrated = calibrate(_converter(head_model), samples)
+        model = tfl.read(calibrated)
+        inputs, outputs = tfl.signature(model)
+        if y_range is not None:
+            tfl.set_min_max(model, inputs["h"], *y_range)
+        quantized = quantize_calibrated(tfl.write(model), quant)
+    except EdgeRNNError:
+        raise
+    except Exception as exc:
+        raise explain_quantization_failure(exc, quant, _layers_by_op(plan)) from None
+    return _name_head_output(quantized)
+
+
+def _name_head_output(data: bytes) -> bytes:
+    model = tfl.read(data)
+    _, outs = tfl.signature(model)
+    tfl.rename_signature(model, inputs={}, outputs={next(iter(outs)): "y"})
+    return tfl.write(model)

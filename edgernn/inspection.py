@@ -1,0 +1,123 @@
+"""``edgernn inspect``: how each layer of a model would stream, what it costs, and where it fits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from edgernn.decompose import Plan, decompose
+from edgernn.errors import EdgeRNNError
+from edgernn.loading import load_model
+
+BYTES_PER_WEIGHT = {"float32": 4, "int16": 1, "int8": 1}  # 16x8 keeps int8 weights
+
+
+def _params(layer: Any) -> int:
+    try:
+        return int(layer.count_params())
+    except Exception:  # an unbuilt layer
+        return 0
+
+
+def _matrix_macs(layer: Any) -> int:
+    """MACs per step of a layer: every 2-D weight is one multiply-accumulate per element per step."""
+    total = 0
+    for weight in layer.weights:
+        shape = tuple(int(d) for d in weight.shape)
+        if len(shape) == 2:
+            total += shape[0] * shape[1]
+    return total
+
+
+def _ltc_unfolds(rnn) -> int:
+    return int(getattr(rnn.cell, "_ode_unfolds", 1) or 1)
+
+
+def layer_rows(plan: Plan) -> list[dict]:
+    rows = []
+    recurrent = {id(r.layer): r for r in plan.recurrent}
+    steps = {id(s.layer): s for s in [*plan.pre, *plan.head]}
+    for role, layer in plan.order:
+        row = {"name": layer.name, "class": type(layer).__name__, "role": role, "params": _params(layer),
+               "macs_per_step": _matrix_macs(layer), "states": [], "path": "", "why": ""}
+        if role == "rnn":
+            rnn = recurrent[id(layer)]
+            row["path"] = "step"
+            row["why"] = "; ".join(["cell called once per step, state as input and output", *rnn.notes])
+            row["states"] = [{"name": n, "size": s} for n, s in zip(rnn.public_state_names(), rnn.state_sizes)]
+            if rnn.kind == "LTC":
+                row["macs_per_step"] *= _ltc_unfolds(rnn)
+        elif role == "dropped":
+            row["path"] = "dropped"
+            row["why"] = "identity at inference"
+        else:
+            step = steps[id(layer)]
+            row["path"] = {"pre": "per step", "head-step": "per step", "head-final": "once, after the last step"}[role]
+            row["why"] = step.note or ("acts on the features of one step" if role != "head-final" else "runs on the last output")
+        rows.append(row)
+    return rows
+
+
+@dataclass
+class Inspection:
+    model_name: str
+    keras: str
+    features: int
+    steps: int | None
+    rows: list[dict]
+    sequence_output: str
+    boards: list[dict] = field(default_factory=list)
+
+    @property
+    def params(self) -> int:
+        return sum(r["params"] for r in self.rows)
+
+    @property
+    def macs_per_step(self) -> int:
+        return sum(r["macs_per_step"] for r in self.rows if r["path"] in ("step", "per step"))
+
+    @property
+    def state_elements(self) -> int:
+        return sum(s["size"] for r in self.rows for s in r["states"])
+
+    def as_dict(self) -> dict:
+        return {
+            "model": self.model_name, "keras": self.keras, "features": self.features, "steps": self.steps,
+            "sequence_output": self.sequence_output, "params": self.params, "macs_per_step": self.macs_per_step,
+            "state_elements": self.state_elements, "layers": self.rows, "boards": self.boards,
+        }
+
+
+def board_fit(params: int, state_elements: int, features: int) -> list[dict]:
+    """Rough memory per shipped board: weights and state at each quantization against the largest memory."""
+    from edgernn.boards import known_boards, load_board
+
+    out = []
+    for name in known_boards():
+        board = load_board(name)
+        capacity = max(int(m["size"]) for m in board.memories)
+        entry = {"board": name, "memory_bytes": capacity}
+        for quant, per in BYTES_PER_WEIGHT.items():
+            act = 4 if quant == "float32" else (2 if quant == "int16" else 1)
+            entry[quant] = params * per + (state_elements + features) * act
+        out.append(entry)
+    return out
+
+
+def inspect_model(model: Any, *, unsafe: bool = False) -> Inspection:
+    loaded = load_model(model, unsafe=unsafe)
+    plan = decompose(loaded.model, loaded.flavour)
+    rows = layer_rows(plan)
+    result = Inspection(
+        model_name=loaded.path.name if loaded.path else loaded.model.name,
+        keras="Keras 3" if loaded.flavour == "keras" else "tf_keras (Keras 2)",
+        features=plan.features,
+        steps=plan.steps,
+        rows=rows,
+        sequence_output="every step" if plan.head_per_step else "last step (head runs once)",
+    )
+    try:
+        result.boards = board_fit(result.params, result.state_elements, plan.features)
+    except EdgeRNNError:
+        result.boards = []
+    return result

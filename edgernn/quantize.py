@@ -1,0 +1,219 @@
+"""Quantization calibrated on trajectories, with every state output tied to its state input.
+
+The float step model runs over the user's calibration sequences with its own states fed back, so
+calibration sees the inputs and states the model really visits. Then each state's input and output
+get one range (the union of both), so they end with identical scale and zero point and the device
+loop copies state bytes back unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgernn import tflite_model as tfl
+from edgernn.errors import EdgeRNNError
+from edgernn.interpreter import load_interpreter
+
+QUANT_MODES = ("float32", "int8", "int16")
+MAX_CALIBRATION_SAMPLES = 4000
+SYNTHETIC_SEQUENCES, SYNTHETIC_STEPS = 16, 64
+
+
+@dataclass
+class Calibration:
+    sequences: np.ndarray  # (sequences, steps, features), float32
+    source: str  # "file:<path>", "array" or "synthetic"
+
+    def describe(self) -> dict:
+        return {"source": self.source, "sequences": int(self.sequences.shape[0]), "steps": int(self.sequences.shape[1])}
+
+
+def check_sequences(data: Any, features: int, what: str) -> np.ndarray:
+    """A (sequences, steps, features) float32 array, or a one-line error naming what is wrong."""
+    array = np.asarray(data)
+    if array.dtype.kind not in "fiu":
+        raise EdgeRNNError(f"{what} has dtype {array.dtype}; expected float32 numbers")
+    if array.ndim != 3:
+        raise EdgeRNNError(f"{what} has shape {array.shape}; expected (sequences, steps, {features})")
+    if array.shape[2] != features:
+        raise EdgeRNNError(f"{what} has {array.shape[2]} features per step; the model takes {features} (shape {array.shape})")
+    if array.shape[0] == 0 or array.shape[1] == 0:
+        raise EdgeRNNError(f"{what} is empty (shape {array.shape})")
+    array = array.astype(np.float32)
+    if not np.all(np.isfinite(array)):
+        bad = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
+        raise EdgeRNNError(f"{what} holds {bad} NaN or infinite values")
+    return array
+
+
+def load_sequences(path: str | Path, features: int, what: str = "calibration data") -> np.ndarray:
+    path = Path(path)
+    if not path.is_file():
+        raise EdgeRNNError(f"{what} file {path} does not exist")
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise EdgeRNNError(f"{what} file {path} is not a .npy array ({exc})") from None
+    return check_sequences(data, features, f"{what} {path.name}")
+
+
+def synthetic_calibration(features: int, seed: int = 0) -> np.ndarray:
+    """The documented fallback: standard-normal sequences. Real trajectories are always better."""
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((SYNTHETIC_SEQUENCES, SYNTHETIC_STEPS, features)).astype(np.float32)
+
+
+def run_step_sequences(tflite: bytes, sequences: np.ndarray, state_keys: list[str], x_key: str = "x",
+                       y_key: str = "y") -> tuple[list[dict[str, np.ndarray]], np.ndarray]:
+    """Run a float step model over sequences, feeding its states back.
+
+    Returns the per-step input samples (signature key -> array) and the outputs (seq, steps, out).
+    """
+    interp = load_interpreter(tflite)
+    runner = interp.get_signature_runner()
+    details = runner.get_input_details()
+    samples, outputs = [], []
+    for sequence in sequences:
+        state = {key: np.zeros(details[key]["shape"], np.float32) for key in state_keys}
+        ys = []
+        for x in sequence:
+            feed = {x_key: x.reshape(details[x_key]["shape"]).astype(np.float32), **state}
+            samples.append(feed)
+            result = runner(**feed)
+            ys.append(np.array(result[y_key]).reshape(-1))
+            state = {key: np.array(result[key]) for key in state_keys}
+        outputs.append(ys)
+    return samples, np.asarray(outputs, np.float32)
+
+
+def calibration_subset(samples: list[dict[str, np.ndarray]], limit: int = MAX_CALIBRATION_SAMPLES) -> list[dict]:
+    """At most ``limit`` samples, evenly spaced, always keeping each input's extremes."""
+    if len(samples) <= limit:
+        return samples
+    keep = set(np.linspace(0, len(samples) - 1, limit - 2 * len(samples[0])).astype(int).tolist())
+    for key in samples[0]:
+        values = np.array([s[key].max() for s in samples]), np.array([s[key].min() for s in samples])
+        keep.add(int(values[0].argmax()))
+        keep.add(int(values[1].argmin()))
+    return [samples[i] for i in sorted(keep)]
+
+
+def tie_state_quantization(calibrated: bytes, ties: list[tuple[str, str]],
+                           widen: dict[str, tuple[float, float]] | None = None) -> bytes:
+    """Give each (input key, output key) pair of the signature the union of their calibrated ranges.
+
+    ``widen`` adds ranges per input key: those the quantizer itself imposed on a previous attempt.
+    """
+    widen = widen or {}
+    model = tfl.read(calibrated)
+    inputs, outputs = tfl.signature(model)
+    for in_key, out_key in ties:
+        a, b = inputs[in_key], outputs[out_key]
+        ra, rb = tfl.get_min_max(model, a), tfl.get_min_max(model, b)
+        if ra is None or rb is None:
+            raise EdgeRNNError(f"calibration recorded no range for state {in_key}")
+        extra = widen.get(in_key, (0.0, 0.0))
+        lo, hi = min(ra[0], rb[0], extra[0], 0.0), max(ra[1], rb[1], extra[1], 0.0)
+        tfl.set_min_max(model, a, lo, hi)
+        tfl.set_min_max(model, b, lo, hi)
+    return tfl.write(model)
+
+
+def _represented_range(entry: dict) -> tuple[float, float]:
+    """The real interval a quantized tensor's scale and zero point cover."""
+    bits = {"int8": (-128, 127), "int16": (-32767, 32767)}[entry["dtype"]]
+    return (bits[0] - entry["zero_point"]) * entry["scale"], (bits[1] - entry["zero_point"]) * entry["scale"]
+
+
+def _untied(quantized: bytes, ties: list[tuple[str, str]]) -> dict[str, tuple[float, float]]:
+    """States whose input and output quantization differ, with the union of what both cover."""
+    model = tfl.read(quantized)
+    inputs, outputs = tfl.signature(model)
+    found = {}
+    for in_key, out_key in ties:
+        a, b = tfl.tensor_quant(model, inputs[in_key]), tfl.tensor_quant(model, outputs[out_key])
+        if (a["scale"], a["zero_point"]) != (b["scale"], b["zero_point"]):
+            ra, rb = _represented_range(a), _represented_range(b)
+            found[in_key] = (min(ra[0], rb[0]), max(ra[1], rb[1]))
+    return found
+
+
+def quantize_with_tied_states(calibrated: bytes, ties: list[tuple[str, str]], quant: str) -> tuple[bytes, bytes]:
+    """Quantize so that every state output has its input's exact scale and zero point.
+
+    Ops such as CONCATENATION make the quantizer give all their operands one scale, so a state that
+    enters a concatenation takes the concatenation's range. The loop widens the tied range to what
+    the quantizer imposed and quantizes again, until input and output agree (two rounds in practice).
+    Returns (quantized model, calibrated model with the final ranges).
+    """
+    widen: dict[str, tuple[float, float]] = {}
+    for _ in range(6):
+        tied = tie_state_quantization(calibrated, ties, widen)
+        quantized = quantize_calibrated(tied, quant)
+        untied = _untied(quantized, ties)
+        if not untied:
+            return quantized, tied
+        for key, (lo, hi) in untied.items():
+            old = widen.get(key, (0.0, 0.0))
+            widen[key] = (min(old[0], lo), max(old[1], hi))
+    raise EdgeRNNError(f"could not give states {', '.join(sorted(untied))} one quantization at input and output")
+
+
+def _unsupported_op(message: str) -> str | None:
+    match = re.search(r"not yet supported for op:\s*'?([A-Z_0-9]+)'?", message)
+    return match.group(1) if match else None
+
+
+def quantize_calibrated(calibrated: bytes, quant: str) -> bytes:
+    """Quantize a calibrated float model exactly as TFLiteConverter would after its own calibration."""
+    from edgernn import tfenv
+
+    tf = tfenv.tensorflow()
+    from tensorflow.lite.python.convert import mlir_quantize
+    from tensorflow.lite.python.optimize import calibrator
+    from tensorflow.lite.python.util import modify_model_io_type
+
+    with warnings.catch_warnings(), tfenv.native_stderr_captured():
+        warnings.simplefilter("ignore")
+        if quant == "int8":
+            return bytes(mlir_quantize(calibrated, False, input_data_type=tf.int8, output_data_type=tf.int8))
+        # 16x8 goes through TFLite's own quantizer, as the converter does. With no new samples fed,
+        # it quantizes from the (tied) ranges already stored in the model.
+        wrapper = calibrator.Calibrator(calibrated)
+        wrapper._calibrator.Prepare()
+        quantized = wrapper._calibrator.QuantizeModel(
+            np.dtype(np.int16).num, np.dtype(np.int16).num, False,
+            np.dtype(np.int16).num, np.dtype(np.int64).num, False, False,
+        )
+        return bytes(modify_model_io_type(quantized, tf.int16, tf.int16))
+
+
+def calibrate(converter: Any, samples: list[dict[str, np.ndarray]]) -> bytes:
+    """The float model with min/max statistics, from TFLiteConverter's own calibration pass."""
+    import tensorflow as tf
+
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.representative_dataset = lambda: iter(samples)
+    converter._experimental_calibrate_only = True
+    return bytes(converter.convert())
+
+
+def explain_quantization_failure(exc: BaseException, quant: str, layers_by_op: dict[str, list[str]]) -> EdgeRNNError:
+    text = str(exc)
+    op = _unsupported_op(text)
+    if op:
+        users = layers_by_op.get(op) or []
+        where = f" (used by {', '.join(users)})" if users else ""
+        return EdgeRNNError(
+            f"--quant {quant} is not available for this model: TensorFlow cannot quantize op {op}{where} "
+            f"in {'16x8' if quant == 'int16' else quant} mode; use "
+            + ("--quant int8 or float32" if quant == "int16" else "--quant float32")
+        )
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return EdgeRNNError(f"quantization to {quant} failed: {first}")

@@ -1,0 +1,93 @@
+"""Terminal tables for the commands' results (Rich). Data in, text out; no logic here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _table(title: str, *columns: str, **kwargs):
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", **kwargs)
+    for column in columns:
+        justify = "right" if column in ("params", "MACs/step", "bytes", "scale", "zero point", "size") else "left"
+        table.add_column(column, justify=justify)
+    return table
+
+
+def _bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.1f} MiB"
+    if n >= 1 << 10:
+        return f"{n / (1 << 10):.1f} KiB"
+    return f"{n} B"
+
+
+def print_inspection(console, result) -> None:
+    table = _table(f"{result.model_name} ({result.keras}): input (batch, {result.steps or 'any'}, {result.features})",
+                   "layer", "class", "path", "why", "params", "MACs/step", "state")
+    for row in result.rows:
+        states = ", ".join(f"{s['name']}[{s['size']}]" for s in row["states"])
+        table.add_row(row["name"], row["class"], row["path"], row["why"], f"{row['params']:,}",
+                      f"{row['macs_per_step']:,}", states)
+    console.print(table)
+    console.print(
+        f"output: {result.sequence_output}; params {result.params:,}; MACs per step ≈ {result.macs_per_step:,}; "
+        f"state elements {result.state_elements:,}"
+    )
+    if result.boards:
+        fit = _table("memory for weights + state, by quantization (largest memory of each board)",
+                     "board", "memory", "float32", "int8", "int16")
+        for entry in result.boards:
+            cells = []
+            for quant in ("float32", "int8", "int16"):
+                need = entry[quant]
+                mark = "" if need <= entry["memory_bytes"] else " [red](too big)[/red]"
+                cells.append(_bytes(need) + mark)
+            fit.add_row(entry["board"], _bytes(entry["memory_bytes"]), *cells)
+        console.print(fit)
+
+
+def _io_rows(table, role: str, entries: list[dict]) -> None:
+    for entry in entries:
+        scale = entry.get("scale")
+        table.add_row(role, entry["name"], str(entry["shape"]), entry["dtype"],
+                      "-" if scale is None else f"{scale:.6g}" if isinstance(scale, float) else str(scale),
+                      "-" if entry.get("zero_point") is None else str(entry["zero_point"]))
+
+
+def print_conversion(console, manifest: dict, out: Any) -> None:
+    table = _table(f"{out}/step.tflite ({manifest['quant']}, mode {manifest['mode']})",
+                   "role", "name", "shape", "dtype", "scale", "zero point")
+    _io_rows(table, "input", manifest["inputs"])
+    _io_rows(table, "state", manifest["states"])
+    _io_rows(table, "output", manifest["outputs"])
+    console.print(table)
+    head = manifest.get("head")
+    extra = f"; head.tflite runs once after the last step" if head else ""
+    check = manifest.get("float_self_check_rel")
+    check_text = f"; float step model vs Keras: {check:.1e} relative" if check is not None else ""
+    console.print(
+        f"ops: {', '.join(manifest['ops'])}\n"
+        f"MACs per step {manifest['macs_per_step']:,}; weights {_bytes(manifest['weight_bytes'])}; "
+        f"calibration: {manifest['calibration']['source']} ({manifest['calibration']['samples']} steps){check_text}{extra}"
+    )
+
+
+def print_build(console, result: dict, out: Any) -> None:
+    manifest = result["manifest"]
+    print_conversion(console, manifest, out)
+    for line in result.get("messages", []):
+        console.print(line)
+
+
+def print_boards(console, boards: list) -> None:
+    table = _table("boards", "name", "description", "cpu", "cores", "FPU", "memories", "toolchain")
+    for board in boards:
+        cpu = board["cpu"]
+        mems = ", ".join(f"{m['name']} {_bytes(int(m['size']))}" for m in board.memories)
+        table.add_row(board.name, board.description, cpu.get("isa", ""), str(cpu.get("cores", "")),
+                      "yes" if cpu.get("fpu") else "no", mems, board["toolchain"].get("cc", ""))
+    console.print(table)

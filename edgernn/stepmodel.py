@@ -1,0 +1,106 @@
+"""Build the single-step model ``(x_t, states...) -> (y_t, states'...)`` from a decomposed plan.
+
+The step model reuses the trained layer objects themselves (so it shares their weights) and calls
+each recurrent layer's cell once, with ``training=False``. It is built with the same Keras flavour
+as the model it comes from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from edgernn.decompose import Plan
+
+
+@dataclass
+class StepModel:
+    keras_model: Any
+    # Keras-side input names (valid identifiers) -> public names, in Keras input order.
+    input_names: list[tuple[str, str]]
+    # Public output names, in Keras output order.
+    output_names: list[str]
+    state_names: list[str]
+
+
+def _flatten(structure: Any) -> list[Any]:
+    if isinstance(structure, (list, tuple)):
+        out = []
+        for item in structure:
+            out.extend(_flatten(item))
+        return out
+    return [structure]
+
+
+def _nest_like(cell: Any, flat: list[Any]) -> list[Any]:
+    """States in the nesting the cell's state_size declares (MixedMemoryRNN nests its inner cell's)."""
+    size = cell.state_size
+    if isinstance(size, int):
+        return [flat[0]]
+    return list(flat)
+
+
+def _name_cell(rnn) -> None:
+    """Cells of stacked layers share default names (``gru_cell``); a functional model needs them unique."""
+    wanted = f"{rnn.name}_cell"
+    for attr in ("name", "_name"):
+        try:
+            setattr(rnn.cell, attr, wanted)
+        except AttributeError:
+            continue
+
+
+def _call_cell(rnn, tensor: Any, states: list[Any]) -> tuple[Any, list[Any]]:
+    _name_cell(rnn)
+    out = rnn.cell(tensor, _nest_like(rnn.cell, states), training=False)
+    if isinstance(out, (list, tuple)) and len(out) == 2:
+        output, new_states = out
+    else:  # pragma: no cover - every Keras cell returns (output, states)
+        raise TypeError(f"cell of {rnn.name} returned {type(out).__name__}")
+    new_flat = _flatten(new_states)
+    if len(new_flat) != len(states):
+        raise TypeError(f"cell of {rnn.name} returned {len(new_flat)} states for {len(states)}")
+    return output, new_flat
+
+
+def build_step_model(plan: Plan, keras_module: Any) -> StepModel:
+    K = keras_module
+    x_in = K.Input(shape=(plan.features,), batch_size=1, name="x")
+    inputs = [x_in]
+    input_names = [("x", "x")]
+    state_inputs = {}
+    for index, (public, size, _rnn) in enumerate(plan.state_specs):
+        key = f"state_{index}"
+        tensor = K.Input(shape=(size,), batch_size=1, name=key)
+        state_inputs[public] = tensor
+        inputs.append(tensor)
+        input_names.append((key, public))
+
+    z = x_in
+    for step in plan.pre:
+        z = step.apply(K, z)
+    new_states = []
+    for rnn in plan.recurrent:
+        states = [state_inputs[name] for name in rnn.public_state_names()]
+        z, updated = _call_cell(rnn, z, states)
+        new_states.extend(updated)
+    if plan.head_per_step:
+        for step in plan.head:
+            z = step.apply(K, z)
+
+    state_names = [public for public, _, _ in plan.state_specs]
+    model = K.Model(inputs=inputs, outputs=[z, *new_states], name="edgernn_step")
+    return StepModel(keras_model=model, input_names=input_names, output_names=["y", *state_names],
+                     state_names=state_names)
+
+
+def build_head_model(plan: Plan, keras_module: Any) -> Any | None:
+    """The layers that run once after the last step, as a model ``h -> y``; None if they run per step."""
+    if plan.head_per_step:
+        return None
+    K = keras_module
+    h_in = K.Input(shape=(plan.recurrent[-1].units,), batch_size=1, name="h")
+    z = h_in
+    for step in plan.head:
+        z = step.apply(K, z)
+    return K.Model(inputs=[h_in], outputs=[z], name="edgernn_head")

@@ -1,0 +1,133 @@
+"""Small, typed access to .tflite flatbuffers through the schema module that LiteRT ships.
+
+No TensorFlow here: the validation host reads manifests and models with this module alone.
+"""
+
+from __future__ import annotations
+
+import flatbuffers
+
+from ai_edge_litert import schema_py_generated as schema
+
+_BUILTIN_NAMES = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+_TYPE_NAMES = {v: k for k, v in vars(schema.TensorType).items() if not k.startswith("_")}
+
+CONTROL_FLOW_OPS = {"WHILE", "IF", "CALL_ONCE", "CALL", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE",
+                    "CUSTOM", "DELEGATE", "STABLEHLO_WHILE", "STABLEHLO_CASE"}
+
+
+def read(data: bytes) -> "schema.ModelT":
+    return schema.ModelT.InitFromPackedBuf(bytearray(data), 0)
+
+
+def write(model: "schema.ModelT") -> bytes:
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, (bytes, bytearray)) else str(value)
+
+
+def op_name(model: "schema.ModelT", opcode_index: int) -> str:
+    code = model.operatorCodes[opcode_index]
+    builtin = max(int(code.builtinCode), int(code.deprecatedBuiltinCode))
+    if builtin == schema.BuiltinOperator.CUSTOM:
+        return f"CUSTOM:{_text(code.customCode)}"
+    return _BUILTIN_NAMES.get(builtin, f"OP_{builtin}")
+
+
+def op_names(model: "schema.ModelT") -> list[str]:
+    """Names of the ops of every subgraph, in execution order."""
+    return [op_name(model, op.opcodeIndex) for graph in model.subgraphs for op in (graph.operators or [])]
+
+
+def type_name(tensor_type: int) -> str:
+    return _TYPE_NAMES.get(tensor_type, str(tensor_type)).lower()
+
+
+def signature(model: "schema.ModelT") -> tuple[dict[str, int], dict[str, int]]:
+    """(inputs, outputs) of the only signature: name -> tensor index in subgraph 0."""
+    if not model.signatureDefs:
+        raise ValueError("model has no signature")
+    sig = model.signatureDefs[0]
+    return (
+        {_text(t.name): int(t.tensorIndex) for t in sig.inputs},
+        {_text(t.name): int(t.tensorIndex) for t in sig.outputs},
+    )
+
+
+def rename_signature(model: "schema.ModelT", inputs: dict[str, str], outputs: dict[str, str]) -> None:
+    """Rename signature keys in place (old -> new); tensors keep their indices."""
+    sig = model.signatureDefs[0]
+    for tensor_map, names in ((sig.inputs, inputs), (sig.outputs, outputs)):
+        for item in tensor_map:
+            old = _text(item.name)
+            if old in names:
+                item.name = names[old]
+
+
+def tensor_quant(model: "schema.ModelT", index: int) -> dict:
+    tensor = model.subgraphs[0].tensors[index]
+    q = tensor.quantization
+    scale = [float(v) for v in (q.scale if q is not None and q.scale is not None else [])]
+    zero = [int(v) for v in (q.zeroPoint if q is not None and q.zeroPoint is not None else [])]
+    return {
+        "dtype": type_name(tensor.type),
+        "shape": [int(v) for v in tensor.shape] if tensor.shape is not None else [],
+        "scale": scale[0] if len(scale) == 1 else (scale or None),
+        "zero_point": zero[0] if len(zero) == 1 else (zero or None),
+    }
+
+
+def set_min_max(model: "schema.ModelT", index: int, lo: float, hi: float) -> None:
+    q = model.subgraphs[0].tensors[index].quantization
+    q.min = [float(lo)]
+    q.max = [float(hi)]
+
+
+def get_min_max(model: "schema.ModelT", index: int) -> tuple[float, float] | None:
+    q = model.subgraphs[0].tensors[index].quantization
+    if q is None or q.min is None or q.max is None or len(q.min) != 1:
+        return None
+    return float(q.min[0]), float(q.max[0])
+
+
+def constant_bytes(model: "schema.ModelT") -> int:
+    """Bytes of constant data (weights, biases, tables) that the graph's tensors point at."""
+    graph = model.subgraphs[0]
+    seen, total = set(), 0
+    for tensor in graph.tensors:
+        buf = model.buffers[tensor.buffer] if tensor.buffer < len(model.buffers) else None
+        if buf is not None and buf.data is not None and len(buf.data) and tensor.buffer not in seen:
+            seen.add(tensor.buffer)
+            total += len(buf.data)
+    return total
+
+
+def macs(model: "schema.ModelT") -> int:
+    """Multiply-accumulates of one invoke: matrix products, plus one per element of MUL."""
+    graph = model.subgraphs[0]
+    total = 0
+    for op in graph.operators or []:
+        name = op_name(model, op.opcodeIndex)
+        if name in ("FULLY_CONNECTED", "BATCH_MATMUL"):
+            weights = graph.tensors[op.inputs[1]].shape
+            out = graph.tensors[op.outputs[0]].shape
+            rows = 1
+            for dim in out[:-1]:
+                rows *= int(dim)
+            inner = int(weights[-1]) if name == "FULLY_CONNECTED" else int(weights[-2])
+            total += rows * int(out[-1]) * inner
+        elif name == "UNIDIRECTIONAL_SEQUENCE_LSTM":
+            x = graph.tensors[op.inputs[0]].shape
+            w = graph.tensors[op.inputs[4]].shape  # input-to-cell weights: (units, features)
+            units, features = int(w[0]), int(w[1])
+            total += 4 * units * (features + units) + 3 * units
+        elif name == "MUL":
+            size = 1
+            for dim in graph.tensors[op.outputs[0]].shape:
+                size *= int(dim)
+            total += size
+    return total
