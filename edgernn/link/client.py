@@ -187,8 +187,18 @@ class LinkClient:
     def reset(self) -> None:
         self.request(P.RESET)
 
-    def bye(self) -> None:
+    def bye(self, done_line: str | None = None, timeout: float = 5.0) -> bool:
+        """End the session; the firmware exits. With ``done_line``, wait for the firmware to print it
+        and return whether it did."""
         self.request(P.BYE)
+        if not done_line:
+            return True
+        want = done_line.encode()
+        seen = self._reader.take_buffered()
+        deadline = time.monotonic() + timeout
+        while want not in seen and time.monotonic() < deadline:
+            seen += self._read(64)
+        return want in seen
 
     def max_steps_per_frame(self, flags: int) -> int:
         info = self._require_info()

@@ -147,6 +147,12 @@ class FrameReader:
     def read_frame(self, deadline: float | None = None) -> Frame:
         return next(self.frames(deadline))
 
+    def take_buffered(self) -> bytes:
+        """Bytes read past the last frame (text the device prints after its final frame)."""
+        data = bytes(self._buffer)
+        self._buffer.clear()
+        return data
+
     def discard_buffered(self) -> None:
         self._buffer.clear()
         self._discarding = False

@@ -1,0 +1,64 @@
+"""Shared test setup: tool requirements and the toy-model firmware used by the link tests.
+
+Tests that need a tool (the RISC-V compiler, QEMU, clang with libFuzzer) skip when it is missing,
+unless EDGERNN_REQUIRE_TOOLCHAINS=1 is set (as .ci/run does): then a missing tool fails the test.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+TOY_MODEL = TESTS / "fixtures" / "toy_model"
+sys.path.insert(0, str(TOY_MODEL))
+
+QEMU_TOOLS = ("qemu-system-riscv32", "riscv64-unknown-elf-gcc")
+
+
+def require_tools(*tools: str) -> None:
+    missing = [t for t in tools if shutil.which(t) is None]
+    if not missing:
+        return
+    message = f"needs {', '.join(missing)}"
+    if os.environ.get("EDGERNN_REQUIRE_TOOLCHAINS") == "1":
+        pytest.fail(f"{message} (EDGERNN_REQUIRE_TOOLCHAINS=1 forbids skipping)", pytrace=False)
+    pytest.skip(message)
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("qemu") is not None:
+        require_tools(*QEMU_TOOLS)
+    if item.get_closest_marker("toolchain") is not None:
+        require_tools("gcc")
+
+
+@pytest.fixture(scope="session")
+def toy_firmware(tmp_path_factory):
+    """Build the toy-model firmware for a board once per session: ``toy_firmware(board)`` -> elf."""
+    from edgernn import devices
+
+    built = {}
+
+    def build(board: str, **kwargs):
+        key = (board, repr(sorted(kwargs.items())))
+        if key not in built:
+            build_dir = tmp_path_factory.mktemp(f"toy_{board}")
+            built[key] = devices.build_firmware(TOY_MODEL, board, build_dir, **kwargs).elf
+        return built[key]
+
+    return build
+
+
+@pytest.fixture
+def host_device(toy_firmware):
+    """The toy model running on the host board behind a pty."""
+    from edgernn import devices
+
+    device = devices.start(toy_firmware("host"), "host")
+    yield device
+    device.stop()

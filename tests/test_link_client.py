@@ -1,0 +1,128 @@
+"""The link against the toy-model firmware on the host board: handshake, streaming, states, errors."""
+
+from __future__ import annotations
+
+import os
+import tty
+
+import numpy as np
+import pytest
+
+from edgernn import devices
+from edgernn.errors import LinkError
+from edgernn.link import LinkClient
+from edgernn.link import protocol as P
+from toy import MODEL_SHA256, STATE_BYTES, run_toy
+
+pytestmark = pytest.mark.toolchain
+
+
+def toy_inputs(steps: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).integers(-127, 128, (steps, 3)).astype(np.int8)
+
+
+def expected_states(states: list[bytes]) -> np.ndarray:
+    return np.frombuffer(b"".join(states), dtype=np.uint8).reshape(-1, STATE_BYTES)
+
+
+def test_handshake_reports_the_model_and_layout(host_device):
+    with LinkClient.open(host_device.url) as link:
+        info = link.hello()
+    assert info.model_sha256 == MODEL_SHA256
+    assert (info.input_size, info.output_size, info.state_bytes) == (3, 2, 8)
+    assert info.board == "host" and info.protocol_version == 1
+    assert info.input_dtype == np.int8 and info.max_frame == 4096
+
+
+@pytest.mark.parametrize("states", ["every", "last", "none"])
+def test_streamed_steps_match_the_model_step_by_step(host_device, states):
+    xs = toy_inputs(1500)
+    ys, st = run_toy(xs)
+    with LinkClient.open(host_device.url) as link:
+        link.hello()
+        result = link.run(xs, states=states, steps_per_frame=97)
+    assert np.array_equal(result.outputs, ys)
+    assert result.frames == -(-1500 // 97)
+    assert result.retries == 0
+    if states == "every":
+        assert np.array_equal(result.states, expected_states(st))
+    if states != "none":
+        assert result.last_state == st[-1]
+    assert result.cycles.shape == (1500,)
+
+
+def test_a_second_run_starts_from_reset_and_a_second_session_works(host_device):
+    xs = toy_inputs(300, seed=3)
+    ys, _ = run_toy(xs)
+    for _ in range(2):
+        with LinkClient.open(host_device.url) as link:
+            link.hello()
+            assert np.array_equal(link.run(xs).outputs, ys)
+            assert np.array_equal(link.run(xs).outputs, ys)
+
+
+def test_frames_fill_the_device_limit(host_device):
+    with LinkClient.open(host_device.url) as link:
+        link.hello()
+        per_frame = link.max_steps_per_frame(P.STATE_EVERY)
+        assert P.step_reply_size(per_frame, link.info, P.STATE_EVERY) <= 4096 - 8
+        assert P.step_reply_size(per_frame + 1, link.info, P.STATE_EVERY) > 4096 - 8
+        result = link.run(toy_inputs(2 * per_frame + 1))
+    assert result.frames == 3
+
+
+def test_bye_ends_the_firmware_on_its_fixed_line(toy_firmware):
+    device = devices.start(toy_firmware("host"), "host")
+    try:
+        with LinkClient.open(device.url) as link:
+            link.hello()
+            assert link.bye(done_line="~~~EDGERNN SERVER DONE~~~")
+        assert device.process.wait(10) == 0
+    finally:
+        device.stop()
+
+
+def test_a_failing_step_is_reported_with_its_position(host_device):
+    xs = toy_inputs(10)
+    xs[6] = -128  # the toy model refuses this input
+    with LinkClient.open(host_device.url) as link:
+        link.hello()
+        with pytest.raises(LinkError, match=r"edgernn_step\(\) failed at step 6"):
+            link.run(xs)
+
+
+def test_a_port_that_does_not_exist():
+    with pytest.raises(LinkError, match="cannot open port /dev/ttyEDGERNN_NONE"):
+        LinkClient.open("/dev/ttyEDGERNN_NONE")
+
+
+def test_a_device_that_does_not_answer():
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    try:
+        with LinkClient.open(os.ttyname(slave), timeout=0.2, retries=1) as link:
+            with pytest.raises(LinkError, match=r"gave no valid answer to HELLO .* after 2 attempts"):
+                link.hello()
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+def test_a_protocol_version_mismatch_host_side(host_device):
+    with LinkClient.open(host_device.url, version=2) as link:
+        with pytest.raises(LinkError, match="protocol version mismatch: .* speaks version 1, this host speaks version 2"):
+            link.hello()
+
+
+def test_a_protocol_version_mismatch_device_side(toy_firmware):
+    elf = toy_firmware("host", extra_cflags=["-DEDGERNN_LINK_VERSION=7"])
+    with devices.start(elf, "host") as device, LinkClient.open(device.url) as link:
+        with pytest.raises(LinkError, match="protocol version mismatch: .* speaks version 7, this host speaks version 1"):
+            link.hello()
+
+
+def test_inputs_of_the_wrong_width(host_device):
+    with LinkClient.open(host_device.url) as link:
+        link.hello()
+        with pytest.raises(LinkError, match=r"inputs of shape \(4, 5\) do not match the device's 3 inputs"):
+            link.run(np.zeros((4, 5), np.int8))
