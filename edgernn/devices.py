@@ -100,13 +100,22 @@ def build_firmware(firmware_dir: str | os.PathLike, board: str | Board, build_di
         raise EdgeRNNError(f"building the firmware for {board.name} failed: {errors[0]} "
                            f"(command: {shlex.join(command)})")
     result = BuildResult(elf, command)
-    size_tool = tc.get("size") or ("size" if shutil.which("size") else None)
-    if size_tool and shutil.which(size_tool):
-        out = subprocess.run([size_tool, str(elf)], capture_output=True, text=True).stdout.split("\n")
-        if len(out) > 1 and out[1].split():
-            text, data, bss = (int(v) for v in out[1].split()[:3])
-            result.code_bytes, result.data_bytes = text, data + bss
+    sizes = elf_sizes(elf, board)
+    if sizes:
+        result.code_bytes, result.data_bytes = sizes
     return result
+
+
+def elf_sizes(elf: Path, board: Board) -> tuple[int, int] | None:
+    """(code bytes, data bytes) of a built firmware, from the board's ``size`` tool (text, data+bss)."""
+    size_tool = board["toolchain"].get("size") or "size"
+    if shutil.which(size_tool) is None:
+        return None
+    lines = subprocess.run([size_tool, str(elf)], capture_output=True, text=True).stdout.splitlines()
+    if len(lines) < 2 or len(lines[1].split()) < 3:
+        return None
+    text, data, bss = (int(v) for v in lines[1].split()[:3])
+    return text, data + bss
 
 
 @dataclass

@@ -1,0 +1,134 @@
+"""validate() end to end with the toy-model test double: report, parity, and the clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tty
+
+import numpy as np
+import pytest
+
+from edgernn.errors import EdgeRNNError, LinkError
+from edgernn.validation import ReferenceRun, exit_code, validate
+from conftest import TOY_MODEL
+from toy import MODEL_SHA256, run_toy
+
+pytestmark = pytest.mark.toolchain
+
+REPORT_KEYS = {"pass", "board", "quant", "model_sha256", "steps", "sequences", "reference", "float", "device"}
+
+
+def toy_reference(xq: np.ndarray) -> ReferenceRun:
+    ys, states = [], []
+    for seq in xq:
+        y, st = run_toy(seq)
+        ys.append(y)
+        states.append(np.frombuffer(b"".join(st), np.uint8).reshape(len(seq), -1))
+    return ReferenceRun(np.stack(ys), np.stack(states))
+
+
+def make_toy_out(path, board="host", sha=MODEL_SHA256):
+    fw = path / "firmware"
+    fw.mkdir(parents=True)
+    for name in ("model.c", "model.h"):
+        shutil.copy(TOY_MODEL / name, fw / name)
+    q = lambda shape: {"shape": shape, "dtype": "int8", "scale": 1 / 64, "zero_point": 0}  # noqa: E731
+    manifest = {"board": board, "quant": "int8", "model_sha256": sha, "model_file": None,
+                "inputs": [{"name": "x", **q([1, 3])}], "outputs": [{"name": "y", **q([1, 2])}],
+                "states": [{"name": "toy.state", **q([1, 8])}], "sequence_output": "every_step",
+                "macs_per_step": 12, "arena_bytes": 8, "weight_bytes": 0}
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    return path
+
+
+@pytest.fixture
+def toy_out(tmp_path):
+    return make_toy_out(tmp_path / "out")
+
+
+def test_validate_on_the_host_board_passes_and_writes_reports(toy_out):
+    report = validate(toy_out, steps=1200, sequences=2, reference=toy_reference, show=False)
+    assert REPORT_KEYS <= set(report)
+    assert report["pass"] and exit_code(report) == 0
+    assert report["reference"]["mismatches"] == 0 and report["reference"]["state_mismatches"] == 0
+    assert (report["steps"], report["sequences"], report["board"]) == (1200, 2, "host")
+    assert report["device"]["cycles_per_step"] > 0
+    assert report["float"]["skipped"]
+    saved = json.loads((toy_out / "report.json").read_text())
+    assert saved["pass"] is True and saved["reference"] == report["reference"]
+    page = (toy_out / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == 2 and "PASS" in page
+
+
+def test_validate_fails_when_the_device_differs_from_the_reference(toy_out):
+    def off_by_one(xq):
+        ref = toy_reference(xq)
+        ref.y[0, 500, 1] += 1
+        return ref
+
+    report = validate(toy_out, steps=1000, reference=off_by_one, show=False)
+    assert not report["pass"] and exit_code(report) == 1
+    assert report["reference"]["mismatches"] == 1
+    assert report["reference"]["first_mismatch"]["step"] == 500
+
+
+def test_validate_with_test_data_from_a_file(toy_out, tmp_path):
+    data = np.random.default_rng(1).uniform(-1.5, 1.5, (3, 50, 3)).astype(np.float32)
+    np.save(tmp_path / "data.npy", data)
+    report = validate(toy_out, data=tmp_path / "data.npy", reference=toy_reference, show=False,
+                      json_path=tmp_path / "r.json")
+    assert report["pass"] and (report["steps"], report["sequences"]) == (50, 3)
+    assert (tmp_path / "r.json").is_file() and (tmp_path / "r.html").is_file()
+
+
+def test_test_data_of_the_wrong_shape(toy_out, tmp_path):
+    np.save(tmp_path / "bad.npy", np.zeros((2, 10, 5), np.float32))
+    with pytest.raises(EdgeRNNError, match=r"test data of shape \(2, 10, 5\) does not fit the model: expected "
+                                           r"\(sequences, steps, 3\)"):
+        validate(toy_out, data=tmp_path / "bad.npy", reference=toy_reference, show=False)
+
+
+def test_a_build_folder_that_is_not_one(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(EdgeRNNError, match="is not an edgernn build folder"):
+        validate(tmp_path / "empty", reference=toy_reference, show=False)
+    with pytest.raises(EdgeRNNError, match="does not exist"):
+        validate(tmp_path / "nowhere", reference=toy_reference, show=False)
+
+
+def test_a_device_built_from_another_model(toy_out, tmp_path):
+    other = make_toy_out(tmp_path / "other", sha="0" * 64)
+    from edgernn import devices
+
+    with devices.flash(toy_out) as device:
+        with pytest.raises(LinkError, match="carries another model .*flash this folder's firmware first"):
+            validate(other, port=device.url, steps=10, reference=toy_reference, show=False)
+
+
+def test_a_port_that_does_not_exist_through_validate(toy_out):
+    with pytest.raises(LinkError, match="cannot open port /dev/ttyEDGERNN_NONE"):
+        validate(toy_out, port="/dev/ttyEDGERNN_NONE", steps=10, reference=toy_reference, show=False)
+
+
+def test_a_device_that_does_not_answer_through_validate(toy_out):
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    try:
+        with pytest.raises(LinkError, match="gave no valid answer to HELLO"):
+            validate(toy_out, port=os.ttyname(slave), steps=10, timeout=0.2, reference=toy_reference,
+                     show=False)
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+@pytest.mark.qemu
+def test_validate_on_qemu_riscv32(tmp_path):
+    out = make_toy_out(tmp_path / "out", board="qemu_riscv32")
+    report = validate(out, steps=1000, reference=toy_reference, show=False)
+    assert report["pass"] and report["board"] == "qemu_riscv32"
+    # minstret under -icount shift=0 is exact: every toy step retires the same instruction count.
+    assert report["device"]["cycles_per_step_max"] == report["device"]["cycles_per_step"]
+    assert report["device"]["code_bytes"] > 0
