@@ -205,8 +205,17 @@ def keras_outputs(manifest: dict, sequences: np.ndarray) -> tuple[np.ndarray | N
     return out, None
 
 
-def _check_device(info, manifest: dict, url: str) -> None:
-    want = manifest["model_sha256"]
+def firmware_model_sha256(out_dir: Path, manifest: dict) -> str:
+    """The hash the firmware carries: that of step.tflite, which the C was generated from."""
+    import hashlib
+
+    step = out_dir / manifest.get("files", {}).get("step", "step.tflite")
+    if step.is_file():
+        return hashlib.sha256(step.read_bytes()).hexdigest()
+    return str(manifest["model_sha256"])
+
+
+def _check_device(info, manifest: dict, url: str, want: str) -> None:
     if info.model_sha256.lower() != str(want).lower():
         raise LinkError(f"device on {url} carries another model (SHA-256 {info.model_sha256[:12]}…) than "
                         f"this build folder ({str(want)[:12]}…): flash this folder's firmware first")
@@ -260,7 +269,7 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
         link = LinkClient.open(port, baud=serial_baud, timeout=timeout)
         try:
             info = link.hello()
-            _check_device(info, manifest, port)
+            _check_device(info, manifest, port, firmware_model_sha256(out, manifest))
             board_name = board_name or info.board
             started = time.monotonic()
             runs = _stream(link, xq, states, console)
