@@ -1,0 +1,157 @@
+"""The C backend: step.tflite (and head.tflite) -> self-contained C99 in OUT/firmware/.
+
+``generate_firmware`` writes the sources and returns the facts of the build; ``compile_host`` compiles
+them with the board's host compilers. See docs/ops.md for the ops and the exactness of each kernel.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import metadata
+from pathlib import Path
+
+from edgernn.backend.codegen import (
+    KERNEL_HEADERS,
+    copy_kernels,
+    lower_graph,
+    render,
+    state_layout,
+)
+from edgernn.backend.compile import compile_host
+from edgernn.backend.reader import read_tflite
+from edgernn.errors import EdgeRNNError
+
+__all__ = ["generate_firmware", "compile_host", "read_tflite", "supported_ops"]
+
+_SIZES = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4, "int64_t": 8, "float": 4,
+          "edgernn_run_t": 12, "edgernn_bcast_t": 48, "edgernn_addsub_params_t": 48,
+          "edgernn_mul_params_t": 28}
+
+
+def supported_ops() -> list[str]:
+    from edgernn.backend.lowering import SUPPORTED
+
+    return list(SUPPORTED)
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def _tools() -> str:
+    return f"TensorFlow {_version('tensorflow')}, LiteRT {_version('ai-edge-litert')}"
+
+
+def _state_keys(graph, manifest: dict | None, input_key: str) -> list[str]:
+    if manifest:
+        states = manifest.get("states")
+        if isinstance(states, list) and states:
+            keys = [s["name"] if isinstance(s, dict) else str(s) for s in states]
+            return keys
+        if isinstance(states, dict) and states:
+            return list(states)
+    return sorted(k for k in graph.inputs if k != input_key)
+
+
+def _weight_bytes(arrays, structs) -> int:
+    total = 0
+    for a in arrays:
+        total += _SIZES[a.ctype] * len(a.values)
+    for s in structs:
+        total += _SIZES[s.ctype]
+    return total
+
+
+def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
+    """Write OUT/firmware/ from OUT/step.tflite (+ head.tflite); return the facts of the build.
+
+    Returns ``{"arena_bytes", "liveness_bound_bytes", "weight_bytes", "state_bytes", "sources",
+    "headers", "firmware_dir", "ops"}``; ``sources`` are the .c files (relative to firmware_dir) that a
+    main program links with.
+    """
+    from edgernn import __version__
+
+    out_dir = Path(out_dir)
+    step_path = out_dir / "step.tflite"
+    if not step_path.is_file():
+        raise EdgeRNNError(f"{step_path} not found: convert the model first (edgernn convert)")
+    manifest = None
+    if (out_dir / "manifest.json").is_file():
+        try:
+            manifest = json.loads((out_dir / "manifest.json").read_text())
+        except json.JSONDecodeError as exc:
+            raise EdgeRNNError(f"{out_dir / 'manifest.json'} is not valid JSON: {exc}") from None
+    graph = read_tflite(step_path)
+    keys = _state_keys(graph, manifest, "x")
+    states = state_layout(graph, keys)
+    step = lower_graph(graph, "edgernn_step", "x", "y", states)
+
+    head_ctx = None
+    head = None
+    if (out_dir / "head.tflite").is_file():
+        hgraph = read_tflite(out_dir / "head.tflite")
+        head = lower_graph(hgraph, "edgernn_head", "h", "y", [])
+        hx, hy = hgraph.tensors[head.input_tensor], hgraph.tensors[head.output_tensor]
+        head_ctx = {"graph": head, "input_size": hx.size, "output_size": hy.size, "in_ctype": hx.ctype,
+                    "out_ctype": hy.ctype, "output_bytes": hy.nbytes}
+
+    x_t, y_t = graph.tensors[step.input_tensor], graph.tensors[step.output_tensor]
+    packed = 0
+    state_ctx = []
+    for s in states:
+        state_ctx.append({**s.__dict__, "packed_offset": packed, "in_expr": step.exprs[s.in_tensor],
+                          "out_expr": step.exprs[s.out_tensor]})
+        packed += s.nbytes
+    arrays = step.arrays + (head.arrays if head else [])
+    structs = step.structs + (head.structs if head else [])
+    arena_bytes = max(step.plan.arena_bytes, head.plan.arena_bytes if head else 0)
+    bound = max(step.plan.liveness_bound_bytes, head.plan.liveness_bound_bytes if head else 0)
+    weight_bytes = _weight_bytes(arrays, structs)
+    quant = manifest.get("quant") if manifest and manifest.get("quant") else x_t.dtype
+    (xs, xz), (ys, yz) = x_t.qparams(), y_t.qparams()
+    context = {
+        "version": __version__,
+        "sha256": graph.sha256,
+        "tools": _tools(),
+        "quant": quant,
+        "input_size": x_t.size,
+        "output_size": y_t.size,
+        "output_bytes": y_t.nbytes,
+        "in_ctype": x_t.ctype,
+        "out_ctype": y_t.ctype,
+        "input_scale": repr(float(xs)),
+        "input_zero_point": xz,
+        "output_scale": repr(float(ys)),
+        "output_zero_point": yz,
+        "state_bytes": packed,
+        "state_storage_bytes": sum((s.nbytes + 7) // 8 * 8 for s in states),
+        "states": state_ctx,
+        "arena_bytes": arena_bytes,
+        "liveness_bound_bytes": bound,
+        "weight_bytes": weight_bytes,
+        "weights_section": (board.get("placement", {}) or {}).get("weights_section", "") if board is not None else "",
+        "step": step,
+        "head": head_ctx,
+        "arrays": arrays,
+        "structs": structs,
+    }
+    fw = out_dir / "firmware"
+    fw.mkdir(parents=True, exist_ok=True)
+    sources = copy_kernels(fw)
+    render(context, fw)
+    if verbose:
+        print(f"edgernn: wrote {fw} ({len(graph.operators)} ops, arena {arena_bytes} B, "
+              f"liveness bound {bound} B, constants {weight_bytes} B)")
+    return {
+        "arena_bytes": arena_bytes,
+        "liveness_bound_bytes": bound,
+        "weight_bytes": weight_bytes,
+        "state_bytes": packed,
+        "firmware_dir": str(fw),
+        "sources": sources + ["model.c", "weights.c"],
+        "headers": list(KERNEL_HEADERS) + ["model.h", "weights.h"],
+        "ops": sorted(set(graph.op_names) | (set(head.graph.op_names) if head else set())),
+    }

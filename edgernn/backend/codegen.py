@@ -1,0 +1,201 @@
+"""Render the generated C (model.h, model.c, weights.c) from Jinja templates.
+
+Python decides every value (offsets, constants, the schedule); the templates under
+``templates/model/`` hold the C structure, and the kernels under ``templates/kernels/`` are copied as
+they are.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from edgernn.backend.ir import Graph
+from edgernn.backend.lowering import Call, ConstArray, ConstStruct, Lowering
+from edgernn.backend.memplan import ArenaPlan, plan_arena
+from edgernn.errors import EdgeRNNError
+
+KERNEL_SOURCES = [
+    "edgernn_fully_connected.c",
+    "edgernn_elementwise.c",
+    "edgernn_shape.c",
+    "edgernn_tables.c",
+]
+KERNEL_HEADERS = ["edgernn_kernels.h", "edgernn_fixedpoint.h"]
+STATE_ALIGN = 8
+
+
+@dataclass
+class StateSlot:
+    key: str
+    in_tensor: int
+    out_tensor: int
+    ctype: str
+    offset: int
+    nbytes: int
+    count: int
+    zero_point: int
+
+
+@dataclass
+class RenderedGraph:
+    """One graph (the step or the head) as the template sees it."""
+
+    prefix: str
+    graph: Graph
+    calls: list[Call]
+    plan: ArenaPlan
+    exprs: dict[int, str]
+    arrays: list[ConstArray] = field(default_factory=list)
+    structs: list[ConstStruct] = field(default_factory=list)
+    input_tensor: int = -1
+    output_tensor: int = -1
+
+    @property
+    def statements(self) -> list[dict]:
+        out = []
+        for call in self.calls:
+            chain = [call, *call.more]
+            for k, c in enumerate(chain):
+                traced = []
+                if k == len(chain) - 1:
+                    op = self.graph.operators[c.op_index]
+                    traced = [{"expr": self.exprs[t], "nbytes": self.graph.tensors[t].nbytes}
+                              for t in op.outputs if t in self.exprs]
+                out.append({"op": f"{c.op_index}: {c.op}", "index": c.op_index, "fn": c.fn,
+                            "args": [self.arg(a) for a in c.args], "traced": traced})
+        return out
+
+    def arg(self, a) -> str:
+        if isinstance(a, tuple):
+            kind, value = a
+            if kind == "tensor":
+                return self.exprs[value]
+            if kind == "const":
+                return value
+            if kind == "ref":
+                return f"&{value}"
+        return str(a)
+
+
+def c_initializer(values) -> str:
+    """A C initializer list for numbers or nested lists (struct fields, run triples)."""
+    if isinstance(values, (list, tuple, np.ndarray)):
+        return "{" + ", ".join(c_initializer(v) for v in values) + "}"
+    if isinstance(values, (float, np.floating)):
+        return repr(float(values)) + "f"
+    return str(int(values))
+
+
+def _liveness(graph: Graph, fixed: set[int]) -> list[tuple[list[int], int, int, int]]:
+    n_ops = len(graph.operators)
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for op in graph.operators:
+        for t in op.outputs:
+            first.setdefault(t, op.index)
+            last[t] = max(last.get(t, op.index), op.index)
+        for t in op.inputs:
+            if t >= 0:
+                last[t] = max(last.get(t, op.index), op.index)
+    for t in graph.outputs.values():
+        last[t] = n_ops
+    lives = []
+    for t, f in first.items():
+        tensor = graph.tensors[t]
+        if tensor.is_const or t in fixed:
+            continue
+        lives.append(([t], tensor.nbytes, f, last[t]))
+    return lives
+
+
+def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
+                state_slots: list[StateSlot]) -> RenderedGraph:
+    lowering = Lowering(graph, prefix)
+    calls = lowering.lower()
+    if input_key not in graph.inputs:
+        raise EdgeRNNError(f"the {prefix} model has no input {input_key!r} (it has {', '.join(graph.inputs)})")
+    if output_key not in graph.outputs:
+        raise EdgeRNNError(f"the {prefix} model has no output {output_key!r} (it has {', '.join(graph.outputs)})")
+    x_t = graph.inputs[input_key]
+    fixed = {x_t} | {s.in_tensor for s in state_slots}
+    plan = plan_arena(_liveness(graph, fixed))
+    exprs: dict[int, str] = {x_t: input_key}
+    for s in state_slots:
+        exprs[s.in_tensor] = f"EDGERNN_STATE({s.ctype}, {s.offset})"
+    arrays: list[ConstArray] = []
+    for t in sorted(lowering.runtime_consts):
+        tensor = graph.tensors[t]
+        name = f"{prefix}_c{t}"
+        exprs[t] = name
+        arrays.append(ConstArray(name, tensor.ctype, tensor.data.reshape(-1).tolist()))
+    for t, off in plan.offsets.items():
+        exprs[t] = f"EDGERNN_ARENA({graph.tensors[t].ctype}, {off})"
+    structs: list[ConstStruct] = []
+    for c in calls:
+        arrays.extend(c.arrays)
+        structs.extend(c.structs)
+    for call in calls:
+        for c in [call, *call.more]:
+            for a in c.args:
+                if isinstance(a, tuple) and a[0] == "tensor" and a[1] not in exprs:
+                    raise EdgeRNNError(f"op {c.op_index} ({c.op}) reads tensor {a[1]} that nothing provides")
+    return RenderedGraph(prefix, graph, calls, plan, exprs, arrays, structs, x_t, graph.outputs[output_key])
+
+
+def state_layout(graph: Graph, state_keys: list[str]) -> list[StateSlot]:
+    slots, offset = [], 0
+    for key in state_keys:
+        if key not in graph.inputs or key not in graph.outputs:
+            raise EdgeRNNError(f"state {key!r} must be both an input and an output of the step model")
+        ti, to = graph.tensors[graph.inputs[key]], graph.tensors[graph.outputs[key]]
+        if ti.dtype != to.dtype or ti.shape != to.shape:
+            raise EdgeRNNError(f"state {key!r}: input {ti.dtype}{list(ti.shape)} and output {to.dtype}{list(to.shape)} differ")
+        if ti.qparams() != to.qparams():
+            raise EdgeRNNError(
+                f"state {key!r}: the output's quantization {to.qparams()} differs from the input's {ti.qparams()}; "
+                "the step model must tie them so the state can be fed back byte for byte"
+            )
+        slots.append(StateSlot(key, ti.index, to.index, ti.ctype, offset, ti.nbytes, ti.size, ti.qparams()[1]))
+        offset += (ti.nbytes + STATE_ALIGN - 1) // STATE_ALIGN * STATE_ALIGN
+    return slots
+
+
+def _environment():
+    try:
+        import jinja2
+    except ImportError:
+        raise EdgeRNNError("generating C needs jinja2: pip install jinja2") from None
+    from edgernn.resources import templates_dir
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir() / "model")),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["c_init"] = c_initializer
+    return env
+
+
+def copy_kernels(dest: Path) -> list[str]:
+    from edgernn.resources import templates_dir
+
+    src = templates_dir() / "kernels"
+    for name in KERNEL_SOURCES + KERNEL_HEADERS:
+        shutil.copyfile(src / name, dest / name)
+    return list(KERNEL_SOURCES)
+
+
+def render(context: dict, dest: Path) -> list[str]:
+    env = _environment()
+    written = []
+    for name in ("model.h", "weights.h", "model.c", "weights.c"):
+        text = env.get_template(f"{name}.j2").render(**context)
+        (dest / name).write_text(text)
+        written.append(name)
+    return written

@@ -1,0 +1,530 @@
+"""Lower IR operators to kernel calls with every constant computed.
+
+Each supported (op, dtype) pair has one lowering function. It checks what the kernel assumes, computes
+the multipliers, shifts, folded biases and lookup tables the way TFLite's Prepare does, and returns a
+:class:`Call`: the kernel's name, its arguments and the constant data it needs. Anything else is refused
+with the op's name and its index in the graph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from edgernn.backend import quantparams as qp
+from edgernn.backend.ir import Graph, Operator, Tensor
+from edgernn.errors import EdgeRNNError
+
+FLT_MAX = "3.402823466e+38f"
+
+
+@dataclass
+class ConstArray:
+    name: str
+    ctype: str
+    values: list
+    weights: bool = True         # placed with the board's weights section attribute
+
+
+@dataclass
+class ConstStruct:
+    name: str
+    ctype: str
+    fields: list                 # initializer values in field order; nested lists are braces
+
+
+@dataclass
+class Call:
+    op_index: int
+    op: str
+    fn: str
+    args: list                   # items: ("tensor", index) | ("const", name) | ("ref", name) | literal str
+    arrays: list[ConstArray] = field(default_factory=list)
+    structs: list[ConstStruct] = field(default_factory=list)
+    more: list = field(default_factory=list)   # further calls of the same op (data movement)
+
+
+class Unsupported(EdgeRNNError):
+    pass
+
+
+def _refuse(op: Operator, why: str) -> Unsupported:
+    return Unsupported(f"op {op.index} ({op.op}) is not supported by the C backend: {why}")
+
+
+def _lit_float(x: float) -> str:
+    if x == float("inf"):
+        return FLT_MAX
+    if x == float("-inf"):
+        return "-" + FLT_MAX
+    return repr(float(np.float32(x))) + "f" if "." in repr(float(np.float32(x))) or "e" in repr(float(np.float32(x))) else repr(float(np.float32(x))) + ".0f"
+
+
+class Lowering:
+    def __init__(self, graph: Graph, prefix: str):
+        self.g = graph
+        self.prefix = prefix
+        self.calls: list[Call] = []
+        self.runtime_consts: set[int] = set()
+
+    # ---- helpers ----
+    def t(self, i: int) -> Tensor:
+        return self.g.tensors[i]
+
+    def cname(self, op: Operator, what: str) -> str:
+        return f"{self.prefix}_op{op.index}_{what}"
+
+    def const_input(self, op: Operator, pos: int) -> np.ndarray:
+        idx = op.inputs[pos]
+        if idx < 0 or not self.t(idx).is_const:
+            raise _refuse(op, f"input {pos} must be a constant")
+        return self.t(idx).data
+
+    def operand(self, i: int):
+        """A tensor as a kernel argument; constants become runtime arrays in weights.c."""
+        if self.t(i).is_const:
+            self.runtime_consts.add(i)
+        return ("tensor", i)
+
+    def lower(self) -> list[Call]:
+        for op in self.g.operators:
+            fn = getattr(self, f"op_{op.op.lower()}", None)
+            if fn is None:
+                raise _refuse(op, "no kernel for this op")
+            out_dtype = self.t(op.outputs[0]).dtype if op.outputs else "float32"
+            call = fn(op, out_dtype)
+            if call is None:
+                raise _refuse(op, f"no {out_dtype} kernel")
+            self.calls.append(call)
+        return self.calls
+
+    # ---- FULLY_CONNECTED ----
+    def op_fully_connected(self, op: Operator, dtype: str):
+        opts = op.options
+        x, w = self.t(op.inputs[0]), self.t(op.inputs[1])
+        bias_i = op.inputs[2] if len(op.inputs) > 2 else -1
+        out = self.t(op.outputs[0])
+        if not w.is_const or len(w.shape) != 2:
+            raise _refuse(op, "weights must be a constant 2-D tensor")
+        if opts.get("weightsFormat", 0) != 0:
+            raise _refuse(op, "shuffled weights format")
+        n_out, n_in = w.shape
+        rows = x.size // n_in
+        act = opts.get("fusedActivationFunction", 0)
+        if dtype == "float32":
+            lo, hi = qp.activation_range_float(act)
+            if w.dtype != "float32":
+                raise _refuse(op, "hybrid (quantized weights, float activations) models")
+            self.runtime_consts.add(op.inputs[1])
+            bias_arg = "NULL"
+            if bias_i >= 0:
+                self.runtime_consts.add(bias_i)
+                bias_arg = ("tensor", bias_i)
+            return Call(op.index, op.op, "edgernn_fully_connected_f32",
+                        [("tensor", op.inputs[0]), ("tensor", op.inputs[1]), bias_arg, _lit_float(lo),
+                         _lit_float(hi), str(rows), str(n_in), str(n_out), ("tensor", op.outputs[0])])
+        if dtype not in ("int8", "int16") or w.dtype != "int8":
+            return None
+        in_s, in_zp = x.qparams()
+        out_s, out_zp = out.qparams()
+        if np.any(w.zero_point != 0):
+            raise _refuse(op, "asymmetric weights")
+        if dtype == "int16" and (in_zp != 0 or out_zp != 0):
+            raise _refuse(op, "int16 activations with a nonzero zero point")
+        if w.per_channel:
+            reals = [float(np.float32(in_s)) * float(s) / float(np.float32(out_s)) for s in w.scale]
+        else:
+            prod = qp.f32(np.float32(in_s) * np.float32(w.scale[0]))
+            reals = [prod / float(np.float32(out_s))] * n_out
+        mult, shift = zip(*(qp.quantize_multiplier(r) for r in reals))
+        wsum = w.data.astype(np.int64).sum(axis=1)
+        bias = np.zeros(n_out, dtype=np.int64) if bias_i < 0 else self.t(bias_i).data.astype(np.int64)
+        bias_eff = bias + (-in_zp) * wsum
+        lo, hi = qp.activation_range(act, dtype, out_s, out_zp)
+        self.runtime_consts.add(op.inputs[1])
+        bias_type = "int32_t" if dtype == "int8" else "int64_t"
+        if dtype == "int8" and (bias_eff.min() < qp.INT32_MIN or bias_eff.max() > qp.INT32_MAX):
+            raise _refuse(op, "folded bias exceeds int32")
+        arrays = [
+            ConstArray(self.cname(op, "bias"), bias_type, [int(b) for b in bias_eff]),
+            ConstArray(self.cname(op, "mult"), "int32_t", [int(m) for m in mult]),
+            ConstArray(self.cname(op, "shift"), "int32_t", [int(s) for s in shift]),
+        ]
+        fn = "edgernn_fully_connected_s8" if dtype == "int8" else "edgernn_fully_connected_s16"
+        return Call(op.index, op.op, fn,
+                    [("tensor", op.inputs[0]), ("tensor", op.inputs[1]), ("const", arrays[0].name),
+                     ("const", arrays[1].name), ("const", arrays[2].name), str(out_zp), str(lo), str(hi),
+                     str(rows), str(n_in), str(n_out), ("tensor", op.outputs[0])], arrays=arrays)
+
+    # ---- binary element-wise ----
+    def bcast(self, op: Operator) -> ConstStruct:
+        a, b, out = self.t(op.inputs[0]), self.t(op.inputs[1]), self.t(op.outputs[0])
+        rank = max(len(a.shape), len(b.shape), len(out.shape), 1)
+        if rank > 4:
+            raise _refuse(op, f"broadcast over {rank} dimensions")
+        def pad(shape):
+            return (1,) * (4 - len(shape)) + tuple(shape)
+        sa, sb, so = pad(a.shape), pad(b.shape), pad(out.shape)
+        def strides(shape):
+            st, acc = [0] * 4, 1
+            for d in range(3, -1, -1):
+                st[d] = 0 if (shape[d] == 1 and so[d] != 1) else acc
+                acc *= shape[d]
+            return st
+        for s in (sa, sb):
+            for d in range(4):
+                if s[d] not in (1, so[d]):
+                    raise _refuse(op, f"shapes {a.shape} and {b.shape} do not broadcast to {out.shape}")
+        return ConstStruct(self.cname(op, "bcast"), "edgernn_bcast_t", [list(so), strides(sa), strides(sb)])
+
+    def _binary_float(self, op: Operator, fn: str, with_act: bool = True):
+        bc = self.bcast(op)
+        args = [("ref", bc.name), self.operand(op.inputs[0]), self.operand(op.inputs[1])]
+        if with_act:
+            lo, hi = qp.activation_range_float(op.options.get("fusedActivationFunction", 0))
+            args += [_lit_float(lo), _lit_float(hi)]
+        return Call(op.index, op.op, fn, args + [("tensor", op.outputs[0])], structs=[bc])
+
+    def _addsub(self, op: Operator, dtype: str, subtract: bool):
+        if dtype == "float32":
+            return self._binary_float(op, "edgernn_sub_f32" if subtract else "edgernn_add_f32")
+        if dtype not in ("int8", "int16"):
+            return None
+        a, b, out = self.t(op.inputs[0]), self.t(op.inputs[1]), self.t(op.outputs[0])
+        (s1, z1), (s2, z2), (so, zo) = a.qparams(), b.qparams(), out.qparams()
+        if dtype == "int16" and op.options.get("potScaleInt16", True):
+            pots = [qp.checked_log2(s)[0] for s in (s1, s2, so)]
+            if all(pots) and z1 == z2 == zo == 0:
+                raise _refuse(op, "the int16 power-of-two-scale path")
+        left_shift = 20 if dtype == "int8" else 15
+        twice_max = float(2 * max(np.float32(s1), np.float32(s2)))
+        r1 = float(np.float32(s1)) / twice_max
+        r2 = float(np.float32(s2)) / twice_max
+        ro = twice_max / float(np.float32((1 << left_shift) * np.float32(so)))
+        m1, sh1 = qp.quantize_multiplier(r1)
+        m2, sh2 = qp.quantize_multiplier(r2)
+        mo, sho = qp.quantize_multiplier(ro)
+        kernel_subtract = subtract
+        if subtract and dtype == "int16":
+            m2, kernel_subtract = -m2, False   # TFLite runs int16 SUB as ADD with a negated multiplier
+        lo, hi = qp.activation_range(op.options.get("fusedActivationFunction", 0), dtype, so, zo)
+        params = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
+                             [-z1, -z2, zo, left_shift, m1, sh1, m2, sh2, mo, sho, lo, hi])
+        bc = self.bcast(op)
+        fn = "edgernn_addsub_s8" if dtype == "int8" else "edgernn_addsub_s16"
+        return Call(op.index, op.op, fn,
+                    [("ref", bc.name), ("ref", params.name), "1" if kernel_subtract else "0",
+                     self.operand(op.inputs[0]), self.operand(op.inputs[1]), ("tensor", op.outputs[0])],
+                    structs=[bc, params])
+
+    def op_add(self, op, dtype):
+        return self._addsub(op, dtype, False)
+
+    def op_sub(self, op, dtype):
+        return self._addsub(op, dtype, True)
+
+    def _mul_params(self, op: Operator, dtype: str, real: float) -> ConstStruct:
+        a, b, out = self.t(op.inputs[0]), self.t(op.inputs[1]), self.t(op.outputs[0])
+        m, s = qp.quantize_multiplier(real)
+        lo, hi = qp.activation_range(op.options.get("fusedActivationFunction", 0), dtype, *out.qparams())
+        return ConstStruct(self.cname(op, "q"), "edgernn_mul_params_t",
+                           [-a.qparams()[1], -b.qparams()[1], out.qparams()[1], m, s, lo, hi])
+
+    def op_mul(self, op, dtype):
+        if dtype == "float32":
+            return self._binary_float(op, "edgernn_mul_f32")
+        if dtype not in ("int8", "int16"):
+            return None
+        a, b, out = self.t(op.inputs[0]), self.t(op.inputs[1]), self.t(op.outputs[0])
+        real = float(np.float32(a.qparams()[0])) * float(np.float32(b.qparams()[0])) / float(np.float32(out.qparams()[0]))
+        params = self._mul_params(op, dtype, real)
+        bc = self.bcast(op)
+        fn = "edgernn_mul_s8" if dtype == "int8" else "edgernn_mul_s16"
+        return Call(op.index, op.op, fn, [("ref", bc.name), ("ref", params.name), self.operand(op.inputs[0]),
+                                          self.operand(op.inputs[1]), ("tensor", op.outputs[0])],
+                    structs=[bc, params])
+
+    def op_div(self, op, dtype):
+        if dtype == "float32":
+            return self._binary_float(op, "edgernn_div_f32")
+        if dtype != "int8":
+            return None
+        a, b, out = self.t(op.inputs[0]), self.t(op.inputs[1]), self.t(op.outputs[0])
+        real = float(np.float32(a.qparams()[0])) / (float(np.float32(b.qparams()[0])) * float(np.float32(out.qparams()[0])))
+        params = self._mul_params(op, dtype, real)
+        bc = self.bcast(op)
+        return Call(op.index, op.op, "edgernn_div_s8", [("ref", bc.name), ("ref", params.name), self.operand(op.inputs[0]),
+                                                        self.operand(op.inputs[1]), ("tensor", op.outputs[0])],
+                    structs=[bc, params])
+
+    def op_maximum(self, op, dtype):
+        return self._binary_float(op, "edgernn_maximum_f32", False) if dtype == "float32" else None
+
+    def op_minimum(self, op, dtype):
+        return self._binary_float(op, "edgernn_minimum_f32", False) if dtype == "float32" else None
+
+    def op_squared_difference(self, op, dtype):
+        return self._binary_float(op, "edgernn_squared_difference_f32", False) if dtype == "float32" else None
+
+    # ---- unary ----
+    def _unary(self, op: Operator, dtype: str, name: str):
+        x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
+        n = str(out.size)
+        if dtype == "float32":
+            return Call(op.index, op.op, "edgernn_unary_f32",
+                        [f"EDGERNN_UNARY_{name}", ("tensor", op.inputs[0]), n, ("tensor", op.outputs[0])])
+        if dtype == "int8":
+            table = self.lut_s8(op, name, x, out)
+            arr = ConstArray(self.cname(op, "lut"), "int8_t", [int(v) for v in table])
+            return Call(op.index, op.op, "edgernn_lut_s8",
+                        [("const", arr.name), ("tensor", op.inputs[0]), n, ("tensor", op.outputs[0])], arrays=[arr])
+        if dtype == "int16":
+            (si, zi), (so, zo) = x.qparams(), out.qparams()
+            if name in ("LOGISTIC", "TANH"):
+                if zi != 0 or zo != 0 or so != 1.0 / 32768:
+                    raise _refuse(op, "int16 needs zero points 0 and output scale 1/32768")
+                m, s = qp.int16_activation_params(name, si)
+                fn = "edgernn_logistic_s16" if name == "LOGISTIC" else "edgernn_tanh_s16"
+                return Call(op.index, op.op, fn, [str(m), str(s), ("tensor", op.inputs[0]), n, ("tensor", op.outputs[0])])
+            if name in ("ABS", "NEG"):
+                needs = np.float32(si) != np.float32(so)
+                m, s = qp.quantize_multiplier(qp.f32(np.float32(si) / np.float32(so))) if needs else (1 << 30, 1)
+                params = ConstStruct(self.cname(op, "q"), "edgernn_mul_params_t", [-zi, 0, zo, m, s, -32768, 32767])
+                mode = "1" if name == "ABS" else "2"
+                return Call(op.index, op.op, "edgernn_requantize_s16",
+                            [("ref", params.name), mode, ("tensor", op.inputs[0]), n, ("tensor", op.outputs[0])],
+                            structs=[params])
+        return None
+
+    def lut_s8(self, op: Operator, name: str, x: Tensor, out: Tensor) -> np.ndarray:
+        (si, zi), (so, zo) = x.qparams(), out.qparams()
+        if name in ("LOGISTIC", "TANH", "EXP"):
+            if name == "LOGISTIC" and (so != 1.0 / 256 or zo != -128):
+                raise _refuse(op, "int8 LOGISTIC needs output scale 1/256 and zero point -128")
+            return qp.lookup_table_s8(qp.float_unary(name), si, zi, so, zo)
+        vals = np.arange(-128, 128)
+        if name in ("ABS", "NEG"):
+            needs = np.float32(si) != np.float32(so)
+            m, s = qp.quantize_multiplier(qp.f32(np.float32(si) / np.float32(so))) if needs else (0, 0)
+            table = np.zeros(256, dtype=np.int8)
+            for v in vals:
+                value = abs(int(v) - zi) if name == "ABS" else -(int(v) - zi)
+                r = (qp.mbqm(value, m, s) if needs else value) + zo
+                table[v & 0xFF] = max(-128, min(127, r))
+            return table
+        if name in ("RELU", "RELU6"):
+            m, s = qp.quantize_multiplier(float(np.float32(si)) / float(np.float32(so)))
+            lo = max(-128, zo + int(qp.tflite_round(qp.f32(0.0 / np.float32(so)))))
+            hi = 127 if name == "RELU" else min(127, zo + int(qp.tflite_round(qp.f32(6.0 / np.float32(so)))))
+            table = np.zeros(256, dtype=np.int8)
+            for v in vals:
+                r = zo + qp.mbqm(int(v) - zi, m, s)
+                table[v & 0xFF] = max(lo, min(hi, r))
+            return table
+        if name == "REQUANTIZE":
+            m, s = qp.quantize_multiplier(float(np.float32(si)) / float(np.float32(so)))
+            table = np.zeros(256, dtype=np.int8)
+            for v in vals:
+                table[v & 0xFF] = max(-128, min(127, qp.mbqm(int(v) - zi, m, s) + zo))
+            return table
+        raise _refuse(op, "no int8 table")
+
+    def op_logistic(self, op, dtype):
+        return self._unary(op, dtype, "LOGISTIC")
+
+    def op_tanh(self, op, dtype):
+        return self._unary(op, dtype, "TANH")
+
+    def op_exp(self, op, dtype):
+        return self._unary(op, dtype, "EXP")
+
+    def op_abs(self, op, dtype):
+        return self._unary(op, dtype, "ABS")
+
+    def op_neg(self, op, dtype):
+        return self._unary(op, dtype, "NEG")
+
+    def op_relu(self, op, dtype):
+        return self._unary(op, dtype, "RELU")
+
+    def op_relu6(self, op, dtype):
+        return self._unary(op, dtype, "RELU6")
+
+    def op_rsqrt(self, op, dtype):
+        return self._unary(op, dtype, "RSQRT") if dtype == "float32" else None
+
+    def op_sqrt(self, op, dtype):
+        return self._unary(op, dtype, "SQRT") if dtype == "float32" else None
+
+    def op_square(self, op, dtype):
+        return self._unary(op, dtype, "SQUARE") if dtype == "float32" else None
+
+    def op_quantize(self, op, dtype):
+        x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
+        n = str(out.size)
+        if x.dtype == "float32" and dtype in ("int8", "int16"):
+            s, z = out.qparams()
+            return Call(op.index, op.op, f"edgernn_quantize_f32_s{8 if dtype == 'int8' else 16}",
+                        [_lit_float(s), str(z), ("tensor", op.inputs[0]), n, ("tensor", op.outputs[0])])
+        if x.dtype == dtype == "int8":
+            table = self.lut_s8(op, "REQUANTIZE", x, out)
+            arr = ConstArray(self.cname(op, "lut"), "int8_t", [int(v) for v in table])
+            return Call(op.index, op.op, "edgernn_lut_s8",
+                        [("const", arr.name), ("tensor", op.inputs[0]), n, ("tensor", op.outputs[0])], arrays=[arr])
+        if x.dtype == dtype == "int16":
+            (si, zi), (so, zo) = x.qparams(), out.qparams()
+            m, s = qp.quantize_multiplier(float(np.float32(si)) / float(np.float32(so)))
+            params = ConstStruct(self.cname(op, "q"), "edgernn_mul_params_t", [-zi, 0, zo, m, s, -32768, 32767])
+            return Call(op.index, op.op, "edgernn_requantize_s16",
+                        [("ref", params.name), "0", ("tensor", op.inputs[0]), n, ("tensor", op.outputs[0])],
+                        structs=[params])
+        return None
+
+    def op_dequantize(self, op, dtype):
+        x = self.t(op.inputs[0])
+        if dtype != "float32" or x.dtype not in ("int8", "int16"):
+            return None
+        s, z = x.qparams()
+        return Call(op.index, op.op, f"edgernn_dequantize_s{8 if x.dtype == 'int8' else 16}_f32",
+                    [_lit_float(s), str(z), ("tensor", op.inputs[0]), str(x.size), ("tensor", op.outputs[0])])
+
+    # ---- reductions ----
+    def _reduce(self, op: Operator, dtype: str, fn: str):
+        if dtype != "float32":
+            return None
+        x = self.t(op.inputs[0])
+        axes = sorted({int(a) % max(len(x.shape), 1) for a in np.atleast_1d(self.const_input(op, 1))})
+        if axes != list(range(axes[0], axes[-1] + 1)):
+            raise _refuse(op, "reduction over non-adjacent axes")
+        outer = int(np.prod(x.shape[: axes[0]], dtype=np.int64))
+        reduced = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+        inner = int(np.prod(x.shape[axes[-1] + 1 :], dtype=np.int64))
+        return Call(op.index, op.op, fn, [("tensor", op.inputs[0]), str(outer), str(reduced), str(inner),
+                                          ("tensor", op.outputs[0])])
+
+    def op_sum(self, op, dtype):
+        return self._reduce(op, dtype, "edgernn_sum_f32")
+
+    def op_mean(self, op, dtype):
+        return self._reduce(op, dtype, "edgernn_mean_f32")
+
+    # ---- data movement: an index map from output elements to source elements ----
+    def _same_quant(self, op: Operator, tensors: list[int]):
+        ref = self.t(op.outputs[0]).qparams()
+        for i in tensors:
+            if self.t(i).qparams() != ref:
+                raise _refuse(op, "inputs and outputs with different quantization")
+
+    def _moves(self, op: Operator, data_inputs: list[int], maps: list[np.ndarray], dtype: str) -> Call:
+        """maps[k]: for output k, the flat source code (input number << 32 | element) of each element."""
+        self._same_quant(op, data_inputs + list(op.outputs))
+        itemsize = self.t(op.outputs[0]).itemsize
+        calls_args = []
+        arrays = []
+        for k, m in enumerate(maps):
+            flat = np.asarray(m, dtype=np.int64).reshape(-1)
+            src_ids = flat >> 32
+            elems = flat & 0xFFFFFFFF
+            for src in np.unique(src_ids):
+                dst = np.nonzero(src_ids == src)[0]
+                sel = elems[dst]
+                runs = []
+                start = 0
+                for j in range(1, len(dst) + 1):
+                    if j == len(dst) or dst[j] != dst[j - 1] + 1 or sel[j] != sel[j - 1] + 1:
+                        runs.append([int(dst[start]), int(sel[start]), int(j - start)])
+                        start = j
+                name = self.cname(op, f"runs{k}_{int(src)}")
+                arrays.append(ConstArray(name, "edgernn_run_t", runs))
+                calls_args.append((name, len(runs), data_inputs[int(src)], op.outputs[k]))
+        # One Call per (output, source) pair, chained through .extra
+        first = None
+        for name, n_runs, src_t, dst_t in calls_args:
+            self.operand(src_t)
+            call = Call(op.index, op.op, "edgernn_copy_runs",
+                        [("const", name), str(n_runs), f"sizeof({self.t(dst_t).ctype})", ("tensor", src_t), ("tensor", dst_t)])
+            if first is None:
+                first = call
+                first.arrays = arrays
+            else:
+                first.more.append(call)
+        return first
+
+    def _idx(self, i: int, src: int = 0) -> np.ndarray:
+        t = self.t(i)
+        return (np.arange(t.size, dtype=np.int64) | (src << 32)).reshape(t.shape if t.shape else ())
+
+    def op_reshape(self, op, dtype):
+        return self._moves(op, [op.inputs[0]], [self._idx(op.inputs[0])], dtype)
+
+    op_squeeze = op_reshape
+    op_expand_dims = op_reshape
+
+    def op_split(self, op, dtype):
+        axis = int(np.asarray(self.const_input(op, 0)).reshape(-1)[0])
+        idx = self._idx(op.inputs[1])
+        parts = np.split(idx, len(op.outputs), axis=axis)
+        return self._moves(op, [op.inputs[1]], parts, dtype)
+
+    def op_split_v(self, op, dtype):
+        sizes = [int(s) for s in np.asarray(self.const_input(op, 1)).reshape(-1)]
+        axis = int(np.asarray(self.const_input(op, 2)).reshape(-1)[0])
+        idx = self._idx(op.inputs[0])
+        if -1 in sizes:
+            sizes[sizes.index(-1)] = idx.shape[axis] - (sum(sizes) + 1)
+        cuts = np.cumsum(sizes)[:-1]
+        return self._moves(op, [op.inputs[0]], np.split(idx, cuts, axis=axis), dtype)
+
+    def op_concatenation(self, op, dtype):
+        axis = op.options.get("axis", 0)
+        if op.options.get("fusedActivationFunction", 0):
+            raise _refuse(op, "fused activation")
+        parts = [self._idx(i, k) for k, i in enumerate(op.inputs)]
+        return self._moves(op, list(op.inputs), [np.concatenate(parts, axis=axis)], dtype)
+
+    def op_pack(self, op, dtype):
+        axis = op.options.get("axis", 0)
+        parts = [self._idx(i, k) for k, i in enumerate(op.inputs)]
+        return self._moves(op, list(op.inputs), [np.stack(parts, axis=axis)], dtype)
+
+    def op_unpack(self, op, dtype):
+        axis = op.options.get("axis", 0)
+        idx = self._idx(op.inputs[0])
+        return self._moves(op, [op.inputs[0]], [np.take(idx, k, axis=axis) for k in range(len(op.outputs))], dtype)
+
+    def op_gather(self, op, dtype):
+        axis = op.options.get("axis", 0)
+        if op.options.get("batchDims", 0):
+            raise _refuse(op, "batch_dims")
+        indices = np.asarray(self.const_input(op, 1))
+        return self._moves(op, [op.inputs[0]], [np.take(self._idx(op.inputs[0]), indices, axis=axis)], dtype)
+
+    def op_slice(self, op, dtype):
+        begin = np.asarray(self.const_input(op, 1)).reshape(-1)
+        size = np.asarray(self.const_input(op, 2)).reshape(-1)
+        idx = self._idx(op.inputs[0])
+        sl = tuple(slice(int(b), None if int(s) < 0 else int(b) + int(s)) for b, s in zip(begin, size))
+        return self._moves(op, [op.inputs[0]], [idx[sl]], dtype)
+
+    def op_strided_slice(self, op, dtype):
+        o = op.options
+        if o.get("ellipsisMask", 0) or o.get("newAxisMask", 0):
+            raise _refuse(op, "ellipsis or new-axis masks")
+        begin = np.asarray(self.const_input(op, 1)).reshape(-1)
+        end = np.asarray(self.const_input(op, 2)).reshape(-1)
+        strides = np.asarray(self.const_input(op, 3)).reshape(-1)
+        idx = self._idx(op.inputs[0])
+        sl = []
+        for d in range(len(begin)):
+            b = None if (o.get("beginMask", 0) >> d) & 1 else int(begin[d])
+            e = None if (o.get("endMask", 0) >> d) & 1 else int(end[d])
+            if (o.get("shrinkAxisMask", 0) >> d) & 1:
+                sl.append(int(begin[d]))
+            else:
+                sl.append(slice(b, e, int(strides[d])))
+        picked = idx[tuple(sl)]
+        return self._moves(op, [op.inputs[0]], [picked.reshape(self.t(op.outputs[0]).shape)], dtype)
+
+
+SUPPORTED = sorted(n[3:].upper() for n in dir(Lowering) if n.startswith("op_"))

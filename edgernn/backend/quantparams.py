@@ -1,0 +1,167 @@
+"""TFLite's quantization arithmetic, computed in Python exactly as the reference kernels compute it.
+
+Multipliers are derived from the float32 scales stored in the model, with the same float/double
+promotions as TFLite's Prepare functions (they matter for the last bit of a multiplier). The integer
+helpers mirror ``tensorflow/lite/kernels/internal/common.h`` and gemmlowp, so a lookup table for an
+8-bit op can be filled here by running the very arithmetic the interpreter runs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import math
+
+import numpy as np
+
+INT32_MIN = -(1 << 31)
+INT32_MAX = (1 << 31) - 1
+
+
+def tflite_round(x: float) -> float:
+    """std::round: halves away from zero."""
+    return math.copysign(math.floor(abs(x) + 0.5), x)
+
+
+def quantize_multiplier(real: float) -> tuple[int, int]:
+    """tflite::QuantizeMultiplier: (Q31 multiplier, shift), shift > 0 meaning a left shift."""
+    if real == 0.0:
+        return 0, 0
+    q, shift = math.frexp(real)
+    q_fixed = int(tflite_round(q * (1 << 31)))
+    if q_fixed == (1 << 31):
+        q_fixed //= 2
+        shift += 1
+    if shift < -31:
+        shift, q_fixed = 0, 0
+    if shift > 30:
+        shift, q_fixed = 30, (1 << 31) - 1
+    return q_fixed, shift
+
+
+def f32(x) -> float:
+    """Round a Python float to float32, as a C++ float expression would."""
+    return float(np.float32(x))
+
+
+# ---- integer helpers, value for value the same as the C in templates/kernels/edgernn_fixedpoint.h ----
+
+def _wrap32(x: int) -> int:
+    return (x + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
+def srdhm(a: int, b: int) -> int:
+    """gemmlowp::SaturatingRoundingDoublingHighMul."""
+    if a == b == INT32_MIN:
+        return INT32_MAX
+    ab = a * b
+    nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
+    return _tdiv(ab + nudge, 1 << 31)
+
+
+def _tdiv(a: int, b: int) -> int:
+    """C integer division (truncation toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def rdbpot(x: int, exponent: int) -> int:
+    """gemmlowp::RoundingDivideByPOT."""
+    mask = (1 << exponent) - 1
+    remainder = x & mask
+    threshold = (mask >> 1) + (1 if x < 0 else 0)
+    return (x >> exponent) + (1 if remainder > threshold else 0)
+
+
+def mbqm(x: int, multiplier: int, shift: int) -> int:
+    """tflite::MultiplyByQuantizedMultiplier (int32 form, double rounding)."""
+    left = shift if shift > 0 else 0
+    right = 0 if shift > 0 else -shift
+    return rdbpot(srdhm(_wrap32(x * (1 << left)), multiplier), right)
+
+
+# ---- float activation tables, computed with the C library's float functions as TFLite's Prepare does ----
+
+_LIBM = None
+
+
+def _libm():
+    global _LIBM
+    if _LIBM is None:
+        lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+        for fn in ("expf", "tanhf"):
+            getattr(lib, fn).restype = ctypes.c_float
+            getattr(lib, fn).argtypes = [ctypes.c_float]
+        _LIBM = lib
+    return _LIBM
+
+
+def float_unary(name: str):
+    """The float function that TFLite's PopulateLookupTable applies, evaluated in float32."""
+    lib = _libm()
+    if name == "LOGISTIC":
+        return lambda v: f32(1.0 / f32(1.0 + lib.expf(f32(-v))))
+    if name == "TANH":
+        return lambda v: f32(lib.tanhf(v))
+    if name == "EXP":
+        return lambda v: f32(lib.expf(v))
+    raise KeyError(name)
+
+
+def lookup_table_s8(fn, in_scale: float, in_zp: int, out_scale: float, out_zp: int) -> np.ndarray:
+    """tflite PopulateLookupTable<int8_t>: table indexed by (uint8_t)input."""
+    inverse_scale = f32(1.0 / np.float32(out_scale))
+    table = np.zeros(256, dtype=np.int8)
+    for val in range(-128, 128):
+        dequantized = f32(np.float32(in_scale) * np.float32(val - in_zp))
+        transformed = fn(dequantized)
+        rescaled = tflite_round(f32(np.float32(transformed) * np.float32(inverse_scale)))
+        quantized = int(rescaled + out_zp) if math.isfinite(rescaled) else (127 if rescaled > 0 else -128)
+        table[val & 0xFF] = max(-128, min(127, quantized))
+    return table
+
+
+def checked_log2(x: float) -> tuple[bool, int]:
+    """tflite::CheckedLog2."""
+    x_log2 = math.log(x) * (1.0 / math.log(2.0))
+    x_log2_rounded = tflite_round(x_log2)
+    return abs(x_log2 - x_log2_rounded) < 1e-3, int(x_log2_rounded)
+
+
+def int16_activation_params(op: str, in_scale: float) -> tuple[int, int]:
+    """(input_multiplier, input_left_shift) of TFLite's int16 LOGISTIC / TANH Prepare."""
+    pot, log2 = checked_log2(in_scale)
+    left_shift = (15 - 3) + log2
+    if op == "TANH":
+        pot = pot and left_shift in (0, 1)
+    else:
+        pot = pot and left_shift == 0
+    if pot:
+        return 0, left_shift
+    multiplier = float(np.float32(in_scale)) * 4096.0 * 3.0
+    left_shift = 0
+    while multiplier <= 32767.0 / 2.0 and left_shift <= 30:
+        left_shift += 1
+        multiplier *= 2.0
+    return int(multiplier), left_shift
+
+
+def activation_range(act: int, dtype: str, scale: float, zp: int) -> tuple[int, int]:
+    """CalculateActivationRangeQuantized for a fused activation code of the schema."""
+    qmin, qmax = {"int8": (-128, 127), "int16": (-32768, 32767)}[dtype]
+    def q(v: float) -> int:
+        return zp + int(tflite_round(v / scale))
+    if act == 0:  # NONE
+        return qmin, qmax
+    if act == 1:  # RELU
+        return max(qmin, q(0.0)), qmax
+    if act == 2:  # RELU_N1_TO_1
+        return max(qmin, q(-1.0)), min(qmax, q(1.0))
+    if act == 3:  # RELU6
+        return max(qmin, q(0.0)), min(qmax, q(6.0))
+    raise ValueError(f"fused activation {act}")
+
+
+def activation_range_float(act: int) -> tuple[float, float]:
+    inf = float("inf")
+    return {0: (-inf, inf), 1: (0.0, inf), 2: (-1.0, 1.0), 3: (0.0, 6.0)}[act]

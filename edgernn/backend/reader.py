@@ -1,0 +1,151 @@
+"""Read a .tflite flatbuffer into the backend IR.
+
+The flatbuffer is decoded with the schema module that LiteRT ships (``schema_py_generated``); nothing
+here parses bytes by hand, and TensorFlow is not imported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+from edgernn.backend.ir import Graph, Operator, Tensor
+from edgernn.errors import EdgeRNNError
+
+_TYPE_NAMES = {
+    "FLOAT32": "float32",
+    "INT8": "int8",
+    "INT16": "int16",
+    "INT32": "int32",
+    "INT64": "int64",
+    "UINT8": "uint8",
+    "BOOL": "bool",
+}
+
+
+def _schema():
+    try:
+        from ai_edge_litert import schema_py_generated as schema
+    except ImportError:
+        try:
+            from tflite_runtime import schema_py_generated as schema  # type: ignore[no-redef]
+        except ImportError:
+            raise EdgeRNNError(
+                "reading .tflite files needs the LiteRT schema module: pip install ai-edge-litert"
+            ) from None
+    return schema
+
+
+def _enum_names(enum_cls) -> dict[int, str]:
+    return {v: k for k, v in vars(enum_cls).items() if not k.startswith("_") and isinstance(v, int)}
+
+
+def _decode(value):
+    if isinstance(value, bytes):
+        return value.decode()
+    return value
+
+
+def _options(op) -> dict:
+    opts = op.builtinOptions
+    if opts is None:
+        return {}
+    out = {}
+    for key, value in vars(opts).items():
+        if isinstance(value, np.ndarray):
+            value = value.tolist()
+        out[key] = value
+    return out
+
+
+def read_tflite(source: bytes | str | Path, signature: str = "serving_default") -> Graph:
+    """Decode a .tflite model (bytes or path) into a :class:`Graph` of its signature's subgraph."""
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        try:
+            blob = path.read_bytes()
+        except OSError as exc:
+            raise EdgeRNNError(f"cannot read {path}: {exc.strerror}") from None
+    else:
+        blob = bytes(source)
+    schema = _schema()
+    try:
+        model = schema.ModelT.InitFromPackedBuf(bytearray(blob), 0)
+    except Exception as exc:  # the generated decoder raises assorted errors on garbage
+        raise EdgeRNNError(f"not a valid .tflite flatbuffer ({type(exc).__name__})") from None
+
+    type_names = _enum_names(schema.TensorType)
+    op_names = _enum_names(schema.BuiltinOperator)
+
+    sig = None
+    for candidate in model.signatureDefs or []:
+        if _decode(candidate.signatureKey) == signature:
+            sig = candidate
+    if sig is None and model.signatureDefs:
+        keys = [_decode(s.signatureKey) for s in model.signatureDefs]
+        raise EdgeRNNError(f"the model has no signature {signature!r} (it has {', '.join(keys)})")
+    sub_index = sig.subgraphIndex if sig is not None else 0
+    if len(model.subgraphs) != 1:
+        raise EdgeRNNError(
+            f"the model has {len(model.subgraphs)} subgraphs; a step model has exactly one (no WHILE or IF)"
+        )
+    sub = model.subgraphs[sub_index]
+
+    tensors: list[Tensor] = []
+    for i, t in enumerate(sub.tensors):
+        tname = type_names.get(t.type, str(t.type))
+        if tname not in _TYPE_NAMES:
+            raise EdgeRNNError(f"tensor {i} ({_decode(t.name)}) has unsupported type {tname}")
+        dtype = _TYPE_NAMES[tname]
+        shape = tuple(int(d) for d in (t.shape if t.shape is not None else []))
+        if any(d < 0 for d in shape):
+            raise EdgeRNNError(f"tensor {i} ({_decode(t.name)}) has a dynamic shape {shape}")
+        scale = zp = None
+        qdim = 0
+        q = t.quantization
+        if q is not None and q.scale is not None and len(q.scale) > 0:
+            scale = np.asarray(q.scale, dtype=np.float32)
+            zp = np.asarray(q.zeroPoint if q.zeroPoint is not None else np.zeros(len(scale)), dtype=np.int64)
+            qdim = int(q.quantizedDimension)
+        data = None
+        buf = model.buffers[t.buffer] if t.buffer < len(model.buffers) else None
+        if buf is not None and buf.data is not None and len(buf.data) > 0:
+            raw = np.asarray(buf.data, dtype=np.uint8).tobytes()
+            data = np.frombuffer(raw, dtype=np.dtype(_np_dtype(dtype)).newbyteorder("<")).reshape(shape).copy()
+        elif buf is not None and getattr(buf, "offset", 0):
+            start, size = int(buf.offset), int(buf.size)
+            data = np.frombuffer(blob[start : start + size], dtype=_np_dtype(dtype)).reshape(shape).copy()
+        tensors.append(Tensor(i, _decode(t.name) or f"t{i}", dtype, shape, scale, zp, qdim, data))
+
+    operators: list[Operator] = []
+    for i, op in enumerate(sub.operators or []):
+        code = model.operatorCodes[op.opcodeIndex]
+        builtin = max(int(code.builtinCode), int(code.deprecatedBuiltinCode))
+        name = op_names.get(builtin, f"op{builtin}")
+        if name == "CUSTOM":
+            name = f"CUSTOM({_decode(code.customCode)})"
+        operators.append(
+            Operator(
+                i,
+                name,
+                [int(x) for x in (op.inputs if op.inputs is not None else [])],
+                [int(x) for x in (op.outputs if op.outputs is not None else [])],
+                _options(op),
+            )
+        )
+
+    if sig is not None:
+        inputs = {_decode(m.name): int(m.tensorIndex) for m in sig.inputs}
+        outputs = {_decode(m.name): int(m.tensorIndex) for m in sig.outputs}
+    else:
+        inputs = {tensors[i].name: int(i) for i in sub.inputs}
+        outputs = {tensors[i].name: int(i) for i in sub.outputs}
+    return Graph(tensors, operators, inputs, outputs, hashlib.sha256(blob).hexdigest(), signature)
+
+
+def _np_dtype(dtype: str):
+    from edgernn.backend.ir import DTYPES
+
+    return DTYPES[dtype][0]

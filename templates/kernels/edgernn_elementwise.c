@@ -1,0 +1,365 @@
+#include <math.h>
+
+#include "edgernn_fixedpoint.h"
+#include "edgernn_kernels.h"
+
+/* The 4-D broadcasting walk shared by the binary ops: BODY sees in1[i1], in2[i2], out[o]. */
+#define EDGERNN_BCAST_LOOP(b, BODY)                                                             \
+    do {                                                                                        \
+        int d0, d1, d2, d3;                                                                     \
+        size_t o = 0;                                                                           \
+        for (d0 = 0; d0 < (b)->dims[0]; ++d0) {                                                 \
+            for (d1 = 0; d1 < (b)->dims[1]; ++d1) {                                             \
+                for (d2 = 0; d2 < (b)->dims[2]; ++d2) {                                         \
+                    size_t i1 = (size_t)d0 * (b)->stride1[0] + (size_t)d1 * (b)->stride1[1] +   \
+                                (size_t)d2 * (b)->stride1[2];                                   \
+                    size_t i2 = (size_t)d0 * (b)->stride2[0] + (size_t)d1 * (b)->stride2[1] +   \
+                                (size_t)d2 * (b)->stride2[2];                                   \
+                    for (d3 = 0; d3 < (b)->dims[3]; ++d3, ++o) {                                \
+                        BODY;                                                                   \
+                        i1 += (size_t)(b)->stride1[3];                                          \
+                        i2 += (size_t)(b)->stride2[3];                                          \
+                    }                                                                           \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+    } while (0)
+
+static float clampf(float x, float lo, float hi)
+{
+    return x < lo ? lo : (x > hi ? hi : x);
+}
+
+void edgernn_add_f32(const edgernn_bcast_t *b, const float *in1, const float *in2, float act_min,
+                     float act_max, float *out)
+{
+    EDGERNN_BCAST_LOOP(b, out[o] = clampf(in1[i1] + in2[i2], act_min, act_max));
+}
+
+void edgernn_sub_f32(const edgernn_bcast_t *b, const float *in1, const float *in2, float act_min,
+                     float act_max, float *out)
+{
+    EDGERNN_BCAST_LOOP(b, out[o] = clampf(in1[i1] - in2[i2], act_min, act_max));
+}
+
+void edgernn_mul_f32(const edgernn_bcast_t *b, const float *in1, const float *in2, float act_min,
+                     float act_max, float *out)
+{
+    EDGERNN_BCAST_LOOP(b, out[o] = clampf(in1[i1] * in2[i2], act_min, act_max));
+}
+
+void edgernn_div_f32(const edgernn_bcast_t *b, const float *in1, const float *in2, float act_min,
+                     float act_max, float *out)
+{
+    EDGERNN_BCAST_LOOP(b, out[o] = clampf(in1[i1] / in2[i2], act_min, act_max));
+}
+
+void edgernn_maximum_f32(const edgernn_bcast_t *b, const float *in1, const float *in2, float *out)
+{
+    EDGERNN_BCAST_LOOP(b, out[o] = in1[i1] > in2[i2] ? in1[i1] : in2[i2]);
+}
+
+void edgernn_minimum_f32(const edgernn_bcast_t *b, const float *in1, const float *in2, float *out)
+{
+    EDGERNN_BCAST_LOOP(b, out[o] = in1[i1] < in2[i2] ? in1[i1] : in2[i2]);
+}
+
+void edgernn_squared_difference_f32(const edgernn_bcast_t *b, const float *in1, const float *in2,
+                                    float *out)
+{
+    EDGERNN_BCAST_LOOP(b, out[o] = (in1[i1] - in2[i2]) * (in1[i1] - in2[i2]));
+}
+
+/* reference_integer_ops::Add / reference_ops::Sub, general rescaling path. */
+static int32_t addsub_one(const edgernn_addsub_params_t *p, int subtract, int32_t a, int32_t c)
+{
+    const int32_t shifted1 = (p->input1_offset + a) * (1 << p->left_shift);
+    const int32_t shifted2 = (p->input2_offset + c) * (1 << p->left_shift);
+    const int32_t scaled1 = edgernn_rdbpot(edgernn_srdhm(shifted1, p->input1_multiplier), -p->input1_shift);
+    const int32_t scaled2 = edgernn_rdbpot(edgernn_srdhm(shifted2, p->input2_multiplier), -p->input2_shift);
+    const int32_t raw = subtract ? scaled1 - scaled2 : scaled1 + scaled2;
+    const int32_t result =
+        edgernn_rdbpot(edgernn_srdhm(raw, p->output_multiplier), -p->output_shift) + p->output_offset;
+    return edgernn_clamp(result, p->act_min, p->act_max);
+}
+
+void edgernn_addsub_s8(const edgernn_bcast_t *b, const edgernn_addsub_params_t *p, int subtract,
+                       const int8_t *in1, const int8_t *in2, int8_t *out)
+{
+    EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)addsub_one(p, subtract, in1[i1], in2[i2]));
+}
+
+void edgernn_addsub_s16(const edgernn_bcast_t *b, const edgernn_addsub_params_t *p, int subtract,
+                        const int16_t *in1, const int16_t *in2, int16_t *out)
+{
+    EDGERNN_BCAST_LOOP(b, out[o] = (int16_t)addsub_one(p, subtract, in1[i1], in2[i2]));
+}
+
+static int32_t mul_one(const edgernn_mul_params_t *p, int32_t a, int32_t c)
+{
+    const int32_t prod = (p->input1_offset + a) * (p->input2_offset + c);
+    const int32_t result = edgernn_mbqm(prod, p->output_multiplier, p->output_shift) + p->output_offset;
+    return edgernn_clamp(result, p->act_min, p->act_max);
+}
+
+void edgernn_mul_s8(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int8_t *in1,
+                    const int8_t *in2, int8_t *out)
+{
+    EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)mul_one(p, in1[i1], in2[i2]));
+}
+
+void edgernn_mul_s16(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int16_t *in1,
+                     const int16_t *in2, int16_t *out)
+{
+    EDGERNN_BCAST_LOOP(b, out[o] = (int16_t)mul_one(p, in1[i1], in2[i2]));
+}
+
+/* ---- DIV, 8-bit: reference_ops::DivElementwise with gemmlowp's reciprocal ---- */
+
+static int count_leading_zeros_u32(uint32_t x)
+{
+    int n = 0;
+    if (x == 0) {
+        return 32;
+    }
+    while (!(x & 0x80000000u)) {
+        x <<= 1;
+        ++n;
+    }
+    return n;
+}
+
+static int count_leading_sign_bits(int32_t x)
+{
+    if (x == 0) {
+        return 31;
+    }
+    return x < 0 ? count_leading_zeros_u32(~(uint32_t)x) - 1 : count_leading_zeros_u32((uint32_t)x) - 1;
+}
+
+/* gemmlowp fixed-point helpers, Q0.31 with 2 integer bits where noted. */
+static int32_t fp_mul(int32_t a, int32_t b)
+{
+    return edgernn_srdhm(a, b);
+}
+
+static int32_t saturating_shl(int32_t x, int exponent)
+{
+    const int64_t wide = (int64_t)x * ((int64_t)1 << exponent);
+    return wide > INT32_MAX ? INT32_MAX : (wide < INT32_MIN ? INT32_MIN : (int32_t)wide);
+}
+
+/* gemmlowp::one_over_one_plus_x_for_x_in_0_1, input Q0.31 in [0, 1), output Q2.29 (raw). */
+static int32_t one_over_one_plus_x_for_x_in_0_1(int32_t a)
+{
+    /* half_denominator = (a + 1) / 2 in Q0.31, via RoundingHalfSum(a, one) */
+    const int64_t sum = (int64_t)a + (int64_t)INT32_MAX;
+    const int64_t sign = sum >= 0 ? 1 : -1;
+    const int32_t half_denominator = (int32_t)((sum + sign) / 2);
+    const int32_t constant_48_over_17 = 1515870810;   /* Q2.29 */
+    const int32_t constant_neg_32_over_17 = -1010580540; /* Q2.29 */
+    int32_t x = constant_48_over_17 + fp_mul(half_denominator, constant_neg_32_over_17);
+    int k;
+    for (k = 0; k < 3; ++k) {
+        /* half_denominator (Q0.31) * x (Q2.29) -> Q2.29 */
+        const int32_t half_denominator_times_x = fp_mul(half_denominator, x);
+        /* one in Q2.29 is 1 << 29 */
+        const int32_t one_minus = (1 << 29) - half_denominator_times_x;
+        /* x * one_minus: Q2.29 * Q2.29 -> Q4.27, rescaled to Q2.29 with a saturating shift by 2 */
+        x = x + saturating_shl(fp_mul(x, one_minus), 2);
+    }
+    /* result Q2.29 scaled by 2 (ExactMulByPot<-1> of Rescale<1>) -> Q1.30 */
+    return saturating_shl(x, 1);
+}
+
+/* tflite::GetReciprocal(x, x_integer_digits = 31, &num_bits_over_unit) */
+static int32_t get_reciprocal(int32_t x, int *num_bits_over_unit)
+{
+    const int headroom_plus_one = count_leading_zeros_u32((uint32_t)x);
+    const int32_t shifted_sum_minus_one;
+    const int32_t shifted_scale;
+    *num_bits_over_unit = 31 - headroom_plus_one;
+    {
+        const uint32_t shifted = (uint32_t)x << headroom_plus_one;
+        const int32_t minus_one = (int32_t)(shifted - ((uint32_t)1 << 31));
+        (void)shifted_sum_minus_one;
+        (void)shifted_scale;
+        return one_over_one_plus_x_for_x_in_0_1(minus_one);
+    }
+}
+
+static int32_t div_one(const edgernn_mul_params_t *p, int32_t a, int32_t c)
+{
+    const int32_t input1_val = p->input1_offset + a;
+    const int32_t input2_val = p->input2_offset + c;
+    int recip_shift;
+    int32_t input2_inv;
+    int headroom;
+    int32_t unscaled;
+    int total_shift;
+    int32_t result;
+    if (input2_val > 0) {
+        input2_inv = get_reciprocal(input2_val, &recip_shift);
+    } else {
+        input2_inv = -get_reciprocal(-input2_val, &recip_shift);
+    }
+    headroom = count_leading_sign_bits(input1_val);
+    unscaled = edgernn_srdhm(input1_val * (1 << headroom), input2_inv);
+    total_shift = p->output_shift - recip_shift - headroom;
+    result = edgernn_rdbpot(edgernn_srdhm(unscaled, p->output_multiplier), -total_shift) + p->output_offset;
+    return edgernn_clamp(result, p->act_min, p->act_max);
+}
+
+void edgernn_div_s8(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int8_t *in1,
+                    const int8_t *in2, int8_t *out)
+{
+    EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)div_one(p, in1[i1], in2[i2]));
+}
+
+/* ---- unary ---- */
+
+void edgernn_unary_f32(edgernn_unary_t op, const float *in, int n, float *out)
+{
+    int i;
+    for (i = 0; i < n; ++i) {
+        const float v = in[i];
+        float r;
+        switch (op) {
+        case EDGERNN_UNARY_LOGISTIC: r = 1.0f / (1.0f + expf(-v)); break;
+        case EDGERNN_UNARY_TANH: r = tanhf(v); break;
+        case EDGERNN_UNARY_EXP: r = expf(v); break;
+        case EDGERNN_UNARY_ABS: r = fabsf(v); break;
+        case EDGERNN_UNARY_NEG: r = -v; break;
+        case EDGERNN_UNARY_RELU: r = v > 0.0f ? v : 0.0f; break;
+        case EDGERNN_UNARY_RELU6: r = v > 0.0f ? (v < 6.0f ? v : 6.0f) : 0.0f; break;
+        case EDGERNN_UNARY_RSQRT: r = 1.0f / sqrtf(v); break;
+        case EDGERNN_UNARY_SQRT: r = sqrtf(v); break;
+        case EDGERNN_UNARY_SQUARE: r = v * v; break;
+        default: r = v; break;
+        }
+        out[i] = r;
+    }
+}
+
+void edgernn_lut_s8(const int8_t *table, const int8_t *in, int n, int8_t *out)
+{
+    int i;
+    for (i = 0; i < n; ++i) {
+        out[i] = table[(uint8_t)in[i]];
+    }
+}
+
+extern const uint16_t edgernn_sigmoid_table_uint16[256];
+
+/* reference_integer_ops::Logistic, int16 */
+void edgernn_logistic_s16(int32_t input_multiplier, int32_t input_left_shift, const int16_t *in, int n,
+                          int16_t *out)
+{
+    int32_t round;
+    int i;
+    if (input_multiplier == 0) {
+        input_multiplier = 3 << input_left_shift;
+        input_left_shift = 0;
+    }
+    round = input_left_shift > 0 ? 1 << (input_left_shift - 1) : 0;
+    for (i = 0; i < n; ++i) {
+        const int32_t input_data = ((int32_t)in[i] * input_multiplier + round) >> input_left_shift;
+        const uint32_t abs_input = (uint32_t)(input_data < 0 ? -input_data : input_data);
+        const uint32_t uh = abs_input >> 9;
+        uint32_t result;
+        if (uh >= 255) {
+            result = 0x7FFFu << 10;
+        } else {
+            const uint32_t ua = edgernn_sigmoid_table_uint16[uh];
+            const uint32_t ub = edgernn_sigmoid_table_uint16[uh + 1];
+            const uint32_t ut = abs_input & 0x1ff;
+            result = (ua << 9) + ut * (ub - ua);
+        }
+        result = input_data >= 0 ? (result + (1u << 9)) : ((1u << (16 + 9)) - result + (1u << 9) - 1);
+        out[i] = (int16_t)(result >> 10);
+    }
+}
+
+/* reference_integer_ops::Tanh, int16 */
+void edgernn_tanh_s16(int32_t input_multiplier, int32_t input_left_shift, const int16_t *in, int n,
+                      int16_t *out)
+{
+    int32_t round;
+    int i;
+    if (input_multiplier == 0) {
+        input_multiplier = 3 << input_left_shift;
+        input_left_shift = 0;
+    }
+    round = input_left_shift > 0 ? 1 << (input_left_shift - 1) : 0;
+    for (i = 0; i < n; ++i) {
+        const int32_t input_data = ((int32_t)in[i] * input_multiplier + round) >> input_left_shift;
+        const uint32_t abs_input = (uint32_t)(input_data < 0 ? -input_data : input_data);
+        const uint32_t uh = abs_input >> 8;
+        int32_t result;
+        if (uh >= 255) {
+            result = 0xFFFF << 8;
+        } else {
+            const uint32_t ua = edgernn_sigmoid_table_uint16[uh];
+            const uint32_t ub = edgernn_sigmoid_table_uint16[uh + 1];
+            const uint8_t ut = (uint8_t)(abs_input & 0xFF);
+            result = (int32_t)((ua << 8) + ut * (ub - ua));
+        }
+        result = input_data >= 0 ? (result - (1 << (14 + 9)) + (1 << (9 - 2)))
+                                 : (-result + (1 << (14 + 9)) + (1 << (9 - 2)) - 1);
+        out[i] = (int16_t)(result >> (9 - 1));
+    }
+}
+
+void edgernn_requantize_s16(const edgernn_mul_params_t *p, int mode, const int16_t *in, int n,
+                            int16_t *out)
+{
+    int i;
+    for (i = 0; i < n; ++i) {
+        int32_t v = (int32_t)in[i] + p->input1_offset;
+        int32_t r;
+        if (mode == 1) {
+            v = v < 0 ? -v : v;
+        } else if (mode == 2) {
+            v = -v;
+        }
+        r = edgernn_mbqm(v, p->output_multiplier, p->output_shift) + p->output_offset;
+        out[i] = (int16_t)edgernn_clamp(r, p->act_min, p->act_max);
+    }
+}
+
+static int32_t round_half_away(float x)
+{
+    return (int32_t)(x >= 0.0f ? floorf(x + 0.5f) : -floorf(-x + 0.5f));
+}
+
+void edgernn_quantize_f32_s8(float scale, int32_t zero_point, const float *in, int n, int8_t *out)
+{
+    int i;
+    for (i = 0; i < n; ++i) {
+        out[i] = (int8_t)edgernn_clamp(round_half_away(in[i] / scale) + zero_point, -128, 127);
+    }
+}
+
+void edgernn_quantize_f32_s16(float scale, int32_t zero_point, const float *in, int n, int16_t *out)
+{
+    int i;
+    for (i = 0; i < n; ++i) {
+        out[i] = (int16_t)edgernn_clamp(round_half_away(in[i] / scale) + zero_point, -32768, 32767);
+    }
+}
+
+void edgernn_dequantize_s8_f32(float scale, int32_t zero_point, const int8_t *in, int n, float *out)
+{
+    int i;
+    for (i = 0; i < n; ++i) {
+        out[i] = (float)((double)scale * (double)((int32_t)in[i] - zero_point));
+    }
+}
+
+void edgernn_dequantize_s16_f32(float scale, int32_t zero_point, const int16_t *in, int n, float *out)
+{
+    int i;
+    for (i = 0; i < n; ++i) {
+        out[i] = (float)((double)scale * (double)((int32_t)in[i] - zero_point));
+    }
+}

@@ -1,0 +1,120 @@
+/* edgernn kernels: plain C99, caller-owned buffers, no malloc, no recursion.
+ *
+ * Integer kernels reproduce TFLite's reference integer kernels bit for bit. Every quantization
+ * constant (multipliers, shifts, offsets, lookup tables, folded biases) is computed by edgernn in
+ * Python from the model and passed in, so these kernels hold arithmetic only.
+ */
+#ifndef EDGERNN_KERNELS_H
+#define EDGERNN_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Broadcasting of a binary element-wise op, collapsed to at most 4 dimensions. Strides are in
+ * elements; a stride of 0 repeats the operand along that dimension. */
+typedef struct {
+    int32_t dims[4];
+    int32_t stride1[4];
+    int32_t stride2[4];
+} edgernn_bcast_t;
+
+/* ADD and SUB of TFLite's general 8/16-bit path. */
+typedef struct {
+    int32_t input1_offset, input2_offset, output_offset;
+    int32_t left_shift;
+    int32_t input1_multiplier, input1_shift;
+    int32_t input2_multiplier, input2_shift;
+    int32_t output_multiplier, output_shift;
+    int32_t act_min, act_max;
+} edgernn_addsub_params_t;
+
+/* MUL, and the requantizing unary ops. */
+typedef struct {
+    int32_t input1_offset, input2_offset, output_offset;
+    int32_t output_multiplier, output_shift;
+    int32_t act_min, act_max;
+} edgernn_mul_params_t;
+
+/* A contiguous run of elements copied by the data-movement ops. */
+typedef struct {
+    int32_t dst, src, count;
+} edgernn_run_t;
+
+/* ---- fully connected: out[r][o] = act(sum_i in[r][i] * w[o][i] + bias[o]) ---- */
+void edgernn_fully_connected_f32(const float *in, const float *w, const float *bias, float act_min,
+                                 float act_max, int rows, int n_in, int n_out, float *out);
+/* bias already holds bias[o] + input_offset * sum_i w[o][i]. */
+void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
+                                const int32_t *multiplier, const int32_t *shift, int32_t output_offset,
+                                int32_t act_min, int32_t act_max, int rows, int n_in, int n_out,
+                                int8_t *out);
+void edgernn_fully_connected_s16(const int16_t *in, const int8_t *w, const int64_t *bias,
+                                 const int32_t *multiplier, const int32_t *shift, int32_t output_offset,
+                                 int32_t act_min, int32_t act_max, int rows, int n_in, int n_out,
+                                 int16_t *out);
+
+/* ---- binary element-wise ---- */
+void edgernn_add_f32(const edgernn_bcast_t *b, const float *in1, const float *in2, float act_min,
+                     float act_max, float *out);
+void edgernn_sub_f32(const edgernn_bcast_t *b, const float *in1, const float *in2, float act_min,
+                     float act_max, float *out);
+void edgernn_mul_f32(const edgernn_bcast_t *b, const float *in1, const float *in2, float act_min,
+                     float act_max, float *out);
+void edgernn_div_f32(const edgernn_bcast_t *b, const float *in1, const float *in2, float act_min,
+                     float act_max, float *out);
+void edgernn_maximum_f32(const edgernn_bcast_t *b, const float *in1, const float *in2, float *out);
+void edgernn_minimum_f32(const edgernn_bcast_t *b, const float *in1, const float *in2, float *out);
+void edgernn_squared_difference_f32(const edgernn_bcast_t *b, const float *in1, const float *in2,
+                                    float *out);
+/* subtract != 0: in1 - in2 with TFLite's 8-bit SUB rounding; for int16 SUB TFLite negates the
+ * second multiplier instead and calls ADD, which the caller expresses through the parameters. */
+void edgernn_addsub_s8(const edgernn_bcast_t *b, const edgernn_addsub_params_t *p, int subtract,
+                       const int8_t *in1, const int8_t *in2, int8_t *out);
+void edgernn_addsub_s16(const edgernn_bcast_t *b, const edgernn_addsub_params_t *p, int subtract,
+                        const int16_t *in1, const int16_t *in2, int16_t *out);
+void edgernn_mul_s8(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int8_t *in1,
+                    const int8_t *in2, int8_t *out);
+void edgernn_mul_s16(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int16_t *in1,
+                     const int16_t *in2, int16_t *out);
+void edgernn_div_s8(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int8_t *in1,
+                    const int8_t *in2, int8_t *out);
+
+/* ---- unary ---- */
+typedef enum {
+    EDGERNN_UNARY_LOGISTIC,
+    EDGERNN_UNARY_TANH,
+    EDGERNN_UNARY_EXP,
+    EDGERNN_UNARY_ABS,
+    EDGERNN_UNARY_NEG,
+    EDGERNN_UNARY_RELU,
+    EDGERNN_UNARY_RELU6,
+    EDGERNN_UNARY_RSQRT,
+    EDGERNN_UNARY_SQRT,
+    EDGERNN_UNARY_SQUARE
+} edgernn_unary_t;
+void edgernn_unary_f32(edgernn_unary_t op, const float *in, int n, float *out);
+/* Any 8-bit op that maps each input value to one output value, through a 256-entry table indexed
+ * by (uint8_t)input. */
+void edgernn_lut_s8(const int8_t *table, const int8_t *in, int n, int8_t *out);
+void edgernn_logistic_s16(int32_t input_multiplier, int32_t input_left_shift, const int16_t *in, int n,
+                          int16_t *out);
+void edgernn_tanh_s16(int32_t input_multiplier, int32_t input_left_shift, const int16_t *in, int n,
+                      int16_t *out);
+/* out = clamp(MultiplyByQuantizedMultiplier(op(in - input_offset)) + output_offset); op is the
+ * identity (QUANTIZE), abs or negation. */
+void edgernn_requantize_s16(const edgernn_mul_params_t *p, int mode, const int16_t *in, int n,
+                            int16_t *out);
+void edgernn_quantize_f32_s8(float scale, int32_t zero_point, const float *in, int n, int8_t *out);
+void edgernn_quantize_f32_s16(float scale, int32_t zero_point, const float *in, int n, int16_t *out);
+void edgernn_dequantize_s8_f32(float scale, int32_t zero_point, const int8_t *in, int n, float *out);
+void edgernn_dequantize_s16_f32(float scale, int32_t zero_point, const int16_t *in, int n, float *out);
+
+/* ---- data movement: SPLIT, SPLIT_V, CONCATENATION, STRIDED_SLICE, RESHAPE, PACK, GATHER ... ---- */
+void edgernn_copy_runs(const edgernn_run_t *runs, int n_runs, size_t elem_size, const void *src,
+                       void *dst);
+
+/* ---- reductions: out[o][i] = sum_r in[o][r][i] ---- */
+void edgernn_sum_f32(const float *in, int outer, int reduced, int inner, float *out);
+void edgernn_mean_f32(const float *in, int outer, int reduced, int inner, float *out);
+
+#endif /* EDGERNN_KERNELS_H */

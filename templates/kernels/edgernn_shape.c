@@ -1,0 +1,39 @@
+#include <string.h>
+
+#include "edgernn_kernels.h"
+
+void edgernn_copy_runs(const edgernn_run_t *runs, int n_runs, size_t elem_size, const void *src,
+                       void *dst)
+{
+    int k;
+    for (k = 0; k < n_runs; ++k) {
+        memmove((unsigned char *)dst + (size_t)runs[k].dst * elem_size,
+                (const unsigned char *)src + (size_t)runs[k].src * elem_size,
+                (size_t)runs[k].count * elem_size);
+    }
+}
+
+void edgernn_sum_f32(const float *in, int outer, int reduced, int inner, float *out)
+{
+    int o, r, i;
+    for (o = 0; o < outer; ++o) {
+        for (i = 0; i < inner; ++i) {
+            float acc = 0.0f;
+            for (r = 0; r < reduced; ++r) {
+                acc += in[((size_t)o * reduced + r) * inner + i];
+            }
+            out[(size_t)o * inner + i] = acc;
+        }
+    }
+}
+
+void edgernn_mean_f32(const float *in, int outer, int reduced, int inner, float *out)
+{
+    int o, i;
+    edgernn_sum_f32(in, outer, reduced, inner, out);
+    for (o = 0; o < outer; ++o) {
+        for (i = 0; i < inner; ++i) {
+            out[(size_t)o * inner + i] /= (float)reduced;
+        }
+    }
+}
