@@ -42,14 +42,14 @@ static inline int32_t edgernn_mbqm_single(int32_t x, int32_t multiplier, int shi
     return (int32_t)(((int64_t)x * (int64_t)multiplier + round) >> total_shift);
 }
 
-/* tflite::MultiplyByQuantizedMultiplier(int64_t, int32_t, int), used by the 16x8 kernels with
- * 64-bit bias: a 16-bit multiplier and one rounding shift. */
+/* The 16x8 FULLY_CONNECTED rescale of LiteRT (through ruy): the 64-bit accumulator times the full
+ * Q31 multiplier, one rounding, halves toward +infinity. Exact while |x| < 2^32, which holds for
+ * int16 x int8 dot products of fewer than 2^13 terms. */
 static inline int32_t edgernn_mbqm64(int64_t x, int32_t multiplier, int shift)
 {
-    const int32_t reduced = multiplier < 0x7FFF0000 ? ((multiplier + (1 << 15)) >> 16) : 0x7FFF;
-    const int total_shift = 15 - shift;
+    const int total_shift = 31 - shift;
     const int64_t round = (int64_t)1 << (total_shift - 1);
-    return (int32_t)((x * (int64_t)reduced + round) >> total_shift);
+    return (int32_t)((x * (int64_t)multiplier + round) >> total_shift);
 }
 
 static inline int32_t edgernn_clamp(int32_t x, int32_t lo, int32_t hi)
