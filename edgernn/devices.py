@@ -234,8 +234,10 @@ def _start_emulator(elf: Path, board: Board) -> Device:
 def find_firmware(out_dir: Path, board: Board) -> Path | None:
     fw = Path(out_dir) / "firmware"
     name = "firmware.elf" if board["cpu"]["arch"] != "native" else "firmware"
+    newest_source = max((p.stat().st_mtime for p in fw.glob("*.[ch]")), default=0.0)
     for candidate in (fw / "build" / board.name / name, fw / name, Path(out_dir) / name):
-        if candidate.is_file():
+        # A firmware older than the generated sources is stale: it would carry the previous model.
+        if candidate.is_file() and candidate.stat().st_mtime >= newest_source:
             return candidate
     return None
 
