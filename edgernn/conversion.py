@@ -30,9 +30,11 @@ from edgernn.stepmodel import StepModel, build_head_model, build_step_model
 MODES = ("step", "fused", "auto")
 MANIFEST = "manifest.json"
 # Ops that TFLite emits for layers, to name the layer when an op cannot be quantized.
-OPS_OF_KIND = {"LTC": ["DIV", "SUM"], "CfC": ["EXP", "DIV"]}
+OPS_OF_KIND = {"LTC": ["DIV", "SUM"], "CfC": ["EXP", "DIV"],
+               "LayerNormalization": ["NEG", "RSQRT", "MEAN", "SQUARED_DIFFERENCE"]}
 
 Log = Callable[[str], None]
+QUANT_WARN_L2R = 0.1
 
 
 def _quiet(_: str) -> None:
@@ -155,6 +157,37 @@ def _run_head(head: bytes, hs: np.ndarray, key_in: str = "h", key_out: str | Non
     return np.asarray(out, np.float32)
 
 
+def quantization_error(folder: Path, manifest: dict, sequences: np.ndarray) -> dict:
+    """The quantized step model against the float one, over (up to 8 of) the calibration sequences."""
+    from edgernn.reference import StepRunner
+
+    probe = sequences[:8]
+    runner = StepRunner(folder, manifest)
+    got = runner.run(probe).y_float
+    float_runner = _FloatTwin(folder, manifest)
+    want = float_runner.y(probe)
+    err = got - want
+    norm = float(np.linalg.norm(want))
+    return {
+        "on": f"{len(probe)} calibration sequences of {probe.shape[1]} steps, per-step output y",
+        "l2r": float(np.linalg.norm(err) / norm) if norm > 0 else 0.0,
+        "rmse": float(np.sqrt(np.mean(err ** 2))),
+        "max_abs": float(np.max(np.abs(err))),
+    }
+
+
+class _FloatTwin:
+    """The float step model kept beside a quantized one while converting (float.tflite in staging)."""
+
+    def __init__(self, folder: Path, manifest: dict):
+        self.data = (folder / ".float_step.tflite").read_bytes()
+        self.states = [s["name"] for s in manifest["states"]]
+
+    def y(self, sequences: np.ndarray) -> np.ndarray:
+        _, ys = run_step_sequences(self.data, sequences, self.states)
+        return ys
+
+
 # ---------------------------------------------------------------- the command
 
 def convert_model(
@@ -194,6 +227,13 @@ def convert_model(
     try:
         manifest = _convert_into(loaded, plan, calibration, quant, staging, log)
         manifest["board"] = board
+        if quant != "float32":
+            manifest["quantization_error"] = quantization_error(staging, manifest, calibration.sequences)
+            l2r = manifest["quantization_error"]["l2r"]
+            if l2r > QUANT_WARN_L2R:
+                warn(f"WARNING: the {quant} step model is far from the float model on the calibration sequences "
+                     f"(l2r {l2r:.3f}); check the calibration data, or use a wider --quant")
+        (staging / ".float_step.tflite").unlink(missing_ok=True)
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         commit_folder(staging, out)
     except BaseException:
@@ -218,9 +258,10 @@ def _calibration(calib: Any, features: int, quant: str, warn: Log) -> Calibratio
 
 def _layers_by_op(plan: Plan) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
-    for rnn in plan.recurrent:
-        for op in OPS_OF_KIND.get(rnn.kind, []):
-            found.setdefault(op, []).append(f"{rnn.kind} layer '{rnn.name}'")
+    for _, layer in plan.order:
+        kind = type(layer).__name__
+        for op in OPS_OF_KIND.get(kind, []):
+            found.setdefault(op, []).append(f"{kind} layer '{layer.name}'")
     return found
 
 
@@ -256,6 +297,7 @@ def _convert_into(loaded: LoadedModel, plan: Plan, calibration: Calibration, qua
             "this model is not supported"
         )
 
+    (staging / ".float_step.tflite").write_bytes(renamed_float)
     if quant == "float32":
         step_final = renamed_float
         head_final = head_float

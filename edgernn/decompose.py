@@ -220,11 +220,25 @@ def _recurrent(layer: Any) -> RecurrentLayer:
     )
 
 
+def _needs_time_axis(layer: Any) -> bool:
+    """True when the layer was built to check for a rank-3 (batch, time, features) input."""
+    specs = getattr(layer, "input_spec", None)
+    specs = specs if isinstance(specs, (list, tuple)) else [specs]
+    return any(getattr(spec, "ndim", None) == 3 or getattr(spec, "min_ndim", None) == 3 for spec in specs if spec)
+
+
+def _call(layer: Any, tensor: Any) -> Any:
+    if type(layer).__name__ in ("BatchNormalization", "LayerNormalization", "Normalization"):
+        return layer(tensor, training=False)
+    return layer(tensor)
+
+
 def _apply_direct(layer: Any) -> Callable[[Any, Any], Any]:
+    if _needs_time_axis(layer):
+        return _apply_through_time_axis(layer)
+
     def apply(module: Any, tensor: Any) -> Any:
-        if type(layer).__name__ in ("BatchNormalization", "LayerNormalization", "Normalization"):
-            return layer(tensor, training=False)
-        return layer(tensor)
+        return _call(layer, tensor)
 
     return apply
 
@@ -235,7 +249,7 @@ def _apply_through_time_axis(layer: Any) -> Callable[[Any, Any], Any]:
     def apply(module: Any, tensor: Any) -> Any:
         width = int(tensor.shape[-1])
         seq = module.layers.Reshape((1, width))(tensor)
-        out = layer(seq, training=False) if type(layer).__name__ == "Normalization" else layer(seq)
+        out = _call(layer, seq)
         return module.layers.Reshape((int(out.shape[-1]),))(out)
 
     return apply

@@ -104,24 +104,63 @@ def calibration_subset(samples: list[dict[str, np.ndarray]], limit: int = MAX_CA
     return [samples[i] for i in sorted(keep)]
 
 
+# Ops whose integer kernels copy bytes, so the quantizer gives all their activations one scale.
+SAME_SCALE_OPS = {"CONCATENATION", "RESHAPE", "STRIDED_SLICE", "SLICE", "SPLIT", "SPLIT_V", "SQUEEZE",
+                  "EXPAND_DIMS", "GATHER", "PACK", "UNPACK", "TRANSPOSE"}
+
+
+def same_scale_groups(model) -> dict[int, set[int]]:
+    """Tensor index -> the set of activation tensors that must share its quantization."""
+    graph = model.subgraphs[0]
+    parent: dict[int, int] = {}
+
+    def find(i: int) -> int:
+        while parent.setdefault(i, i) != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def is_activation(i: int) -> bool:
+        if i < 0:
+            return False
+        buf = model.buffers[graph.tensors[i].buffer]
+        return buf.data is None or len(buf.data) == 0
+
+    for op in graph.operators or []:
+        if tfl.op_name(model, op.opcodeIndex) not in SAME_SCALE_OPS:
+            continue
+        members = [i for i in [*op.inputs, *op.outputs] if is_activation(int(i))]
+        for i in members[1:]:
+            parent[find(int(i))] = find(int(members[0]))
+    groups: dict[int, set[int]] = {}
+    for i in list(parent):
+        groups.setdefault(find(i), set()).add(i)
+    return {i: group for group in groups.values() for i in group}
+
+
 def tie_state_quantization(calibrated: bytes, ties: list[tuple[str, str]],
                            widen: dict[str, tuple[float, float]] | None = None) -> bytes:
-    """Give each (input key, output key) pair of the signature the union of their calibrated ranges.
+    """Give each (input key, output key) pair of the signature one range: the union of their ranges.
 
-    ``widen`` adds ranges per input key: those the quantizer itself imposed on a previous attempt.
+    A state that enters a concatenation shares its scale with every operand of it, so the whole
+    same-scale group of both tensors gets the union. ``widen`` adds ranges per input key: those the
+    quantizer itself imposed on a previous attempt.
     """
     widen = widen or {}
     model = tfl.read(calibrated)
     inputs, outputs = tfl.signature(model)
+    groups = same_scale_groups(model)
     for in_key, out_key in ties:
-        a, b = inputs[in_key], outputs[out_key]
-        ra, rb = tfl.get_min_max(model, a), tfl.get_min_max(model, b)
-        if ra is None or rb is None:
+        members = groups.get(inputs[in_key], {inputs[in_key]}) | groups.get(outputs[out_key], {outputs[out_key]})
+        ranges = [r for r in (tfl.get_min_max(model, i) for i in members) if r is not None]
+        if not ranges:
             raise EdgeRNNError(f"calibration recorded no range for state {in_key}")
         extra = widen.get(in_key, (0.0, 0.0))
-        lo, hi = min(ra[0], rb[0], extra[0], 0.0), max(ra[1], rb[1], extra[1], 0.0)
-        tfl.set_min_max(model, a, lo, hi)
-        tfl.set_min_max(model, b, lo, hi)
+        lo = min(min(r[0] for r in ranges), extra[0], 0.0)
+        hi = max(max(r[1] for r in ranges), extra[1], 0.0)
+        for index in members:
+            if tfl.get_min_max(model, index) is not None:
+                tfl.set_min_max(model, index, lo, hi)
     return tfl.write(model)
 
 

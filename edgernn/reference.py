@@ -1,0 +1,109 @@
+"""Run a converted step model over whole sequences with the TFLite interpreter.
+
+This is the oracle the device is held against: the interpreter's own bytes, state fed back step by
+step, and the same values dequantized for comparison with the float Keras model. No TensorFlow.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from edgernn.errors import EdgeRNNError
+from edgernn.interpreter import load_interpreter
+
+_NP_TYPES = {"float32": np.float32, "int8": np.int8, "int16": np.int16}
+
+
+def read_manifest(out_dir: str | Path) -> dict:
+    path = Path(out_dir) / "manifest.json"
+    if not path.is_file():
+        raise EdgeRNNError(f"{out_dir} is not an edgernn output folder (no manifest.json)")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise EdgeRNNError(f"{path} is not valid JSON ({exc})") from None
+
+
+def quantize(values: np.ndarray, entry: dict) -> np.ndarray:
+    kind = _NP_TYPES[entry["dtype"]]
+    if entry["dtype"] == "float32":
+        return values.astype(np.float32)
+    info = np.iinfo(kind)
+    q = np.round(values / entry["scale"]) + entry["zero_point"]
+    return np.clip(q, info.min, info.max).astype(kind)
+
+
+def dequantize(values: np.ndarray, entry: dict) -> np.ndarray:
+    if entry["dtype"] == "float32":
+        return values.astype(np.float32)
+    return ((values.astype(np.float32) - entry["zero_point"]) * entry["scale"]).astype(np.float32)
+
+
+@dataclass
+class Trace:
+    """What the step model produced over sequences, raw (device types) and dequantized."""
+
+    x: np.ndarray  # (sequences, steps, features) in the model's input type
+    y: np.ndarray  # (sequences, steps, outputs) raw
+    states: dict[str, np.ndarray]  # name -> (sequences, steps, size) raw, after each step
+    y_float: np.ndarray  # y dequantized
+    final: np.ndarray | None = None  # the head's output per sequence (dequantized), when there is a head
+
+
+class StepRunner:
+    """The step model (and its head) of an output folder, on the reference kernels."""
+
+    def __init__(self, out_dir: str | Path, manifest: dict | None = None):
+        self.out_dir = Path(out_dir)
+        self.manifest = manifest or read_manifest(out_dir)
+        self.runner = load_interpreter(self.out_dir / self.manifest["files"]["step"]).get_signature_runner()
+        head = self.manifest.get("head")
+        self.head = load_interpreter(self.out_dir / head["file"]).get_signature_runner() if head else None
+        self.x_entry = self.manifest["inputs"][0]
+        self.y_entry = self.manifest["outputs"][0]
+
+    def zero_state(self) -> dict[str, np.ndarray]:
+        return {s["name"]: quantize(np.zeros(s["shape"], np.float32), s) for s in self.manifest["states"]}
+
+    def run(self, sequences: np.ndarray, quantized_input: bool = False) -> Trace:
+        sequences = np.asarray(sequences)
+        xq = sequences if quantized_input else quantize(sequences.astype(np.float32), self.x_entry)
+        shape = self.x_entry["shape"]
+        ys, states = [], {s["name"]: [] for s in self.manifest["states"]}
+        for seq in xq:
+            state = self.zero_state()
+            seq_y = []
+            seq_states = {name: [] for name in states}
+            for x in seq:
+                result = self.runner(x=x.reshape(shape), **state)
+                seq_y.append(np.array(result["y"]).reshape(-1))
+                state = {name: np.array(result[name]) for name in state}
+                for name in state:
+                    seq_states[name].append(state[name].reshape(-1))
+            ys.append(seq_y)
+            for name in states:
+                states[name].append(seq_states[name])
+        y = np.asarray(ys)
+        trace = Trace(x=xq, y=y, states={k: np.asarray(v) for k, v in states.items()},
+                      y_float=dequantize(y, self.y_entry))
+        if self.head is not None:
+            trace.final = self.run_head(y[:, -1, :])
+        return trace
+
+    def run_head(self, last_y: np.ndarray) -> np.ndarray:
+        entry = self.manifest["head"]
+        outs = []
+        for h in last_y:
+            result = self.head(h=h.reshape(entry["input"]["shape"]).astype(_NP_TYPES[entry["input"]["dtype"]]))
+            outs.append(dequantize(np.array(result["y"]).reshape(-1), entry["output"]))
+        return np.asarray(outs)
+
+    def model_output(self, trace: Trace) -> np.ndarray:
+        """What the Keras model outputs for the same sequences: per step, or once at the end."""
+        if self.manifest["sequence_output"] == "every_step":
+            return trace.y_float
+        return trace.final if trace.final is not None else trace.y_float[:, -1, :]

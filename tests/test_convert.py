@@ -1,0 +1,181 @@
+"""The step conversion core against the Keras models themselves, run by the LiteRT interpreter."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from edgernn import tflite_model as tfl
+from edgernn.reference import StepRunner
+
+import zoo
+
+pytestmark = pytest.mark.slow
+
+CALIB_SEQ, CALIB_STEPS = 8, 40
+TEST_SEQ, TEST_STEPS = 4, 5 * CALIB_STEPS  # five times longer than calibration
+
+# Quantization error bounds (l2r = |err| / |ref| over all test steps). Calibrated on 40 steps, tested on 200.
+# 16x8 keeps int8 weights, so int16 activations lower the error only down to the weights' own error.
+L2R_BOUND = {"int8": 0.12, "int16": 0.05}
+# TF's 16x8 quantizer has no DIV (LTC) and no NEG (LayerNormalization); both are refusals in test_refusals.py.
+INT16_UNAVAILABLE = {"ltc_wired", "lstm_pre_head"}
+# The LTC's ODE solver (6 unfolds of a division per step) loses the signal in int8. That is measured, flagged
+# by the converter and documented in docs/quantization.md; the test holds the converter to flagging it.
+KNOWN_POOR = {("ltc_wired", "int8")}
+
+
+@pytest.fixture(scope="session")
+def zoo_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("zoo")
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            model = zoo.ZOO[name]()
+            cache[name] = (model, zoo.save(model, folder))
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def converted(zoo_files, tmp_path_factory):
+    from edgernn.conversion import convert_model
+
+    cache = {}
+
+    def get(name, quant):
+        if (name, quant) not in cache:
+            model, path = zoo_files(name)
+            features = zoo.features_of(model)
+            calib = zoo.trajectories(CALIB_SEQ, CALIB_STEPS, features, seed=1)
+            out = tmp_path_factory.mktemp(f"{name}_{quant}") / "out"
+            manifest = convert_model(path, out, quant=quant, calib=calib)
+            cache[(name, quant)] = (model, out, manifest)
+        return cache[(name, quant)]
+
+    return get
+
+
+def keras_output(model, sequences):
+    return np.asarray(model(sequences, training=False), np.float32)
+
+
+@pytest.mark.parametrize("name", sorted(zoo.ZOO))
+def test_float32_step_model_reproduces_keras(converted, name):
+    model, out, manifest = converted(name, "float32")
+    sequences = zoo.trajectories(3, 120, zoo.features_of(model), seed=7)
+    runner = StepRunner(out)
+    got = runner.model_output(runner.run(sequences))
+    want = keras_output(model, sequences)
+    rel = float(np.max(np.abs(got.reshape(want.shape) - want)) / np.max(np.abs(want)))
+    assert rel <= 1e-5, f"{name}: float32 step model differs from Keras by {rel:.2e} relative"
+
+
+def _error_profile(name, quant, converted):
+    model, out, manifest = converted(name, quant)
+    sequences = zoo.trajectories(TEST_SEQ, TEST_STEPS, zoo.features_of(model), seed=11)
+    runner = StepRunner(out)
+    trace = runner.run(sequences)
+    want = keras_output(model, sequences)
+    got = runner.model_output(trace).reshape(want.shape)
+    l2r = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+    per_step = None
+    if manifest["sequence_output"] == "every_step":
+        per_step = np.sqrt(np.mean((got - want) ** 2, axis=(0, 2)))
+    return l2r, per_step, want
+
+
+@pytest.mark.parametrize("quant", ["int8", "int16"])
+@pytest.mark.parametrize("name", sorted(zoo.ZOO))
+def test_quantized_error_is_bounded_and_does_not_grow(converted, name, quant, record_property):
+    if quant == "int16" and name in INT16_UNAVAILABLE:
+        pytest.skip("int16 of this model is refused; see test_int16_ltc_is_refused_with_the_op_named")
+    l2r, per_step, want = _error_profile(name, quant, converted)
+    record_property(f"{name}_{quant}_l2r", l2r)
+    print(f"{name} {quant}: l2r {l2r:.4f} over {TEST_STEPS} steps (calibrated on {CALIB_STEPS})")
+    if (name, quant) in KNOWN_POOR:
+        from edgernn.conversion import QUANT_WARN_L2R
+
+        reported = converted(name, quant)[2]["quantization_error"]["l2r"]
+        assert reported > QUANT_WARN_L2R, f"{name} {quant}: l2r {l2r:.3f} but the converter reported {reported:.3f}"
+        return
+    assert l2r < L2R_BOUND[quant], f"{name} {quant}: l2r {l2r:.4f}"
+    if per_step is not None:
+        # No drift: the error over the last calibration-length window stays at the level of the first.
+        window = CALIB_STEPS
+        early, late = per_step[:window].mean(), per_step[-window:].mean()
+        rms = float(np.sqrt(np.mean(want ** 2)))
+        assert late <= 2.0 * early + 0.02 * rms, f"{name} {quant}: error grows from {early:.4g} to {late:.4g}"
+
+
+@pytest.mark.parametrize("quant", ["float32", "int8", "int16"])
+def test_step_model_has_no_loop_no_variables_and_named_io(converted, quant):
+    model, out, manifest = converted("functional_lstm", quant)
+    graph = tfl.read((out / "step.tflite").read_bytes())
+    ops = set(tfl.op_names(graph))
+    assert not ops & tfl.CONTROL_FLOW_OPS, ops
+    inputs, outputs = tfl.signature(graph)
+    lstm = next(layer.name for layer in model.layers if type(layer).__name__ == "LSTM")
+    assert set(inputs) == {"x", f"{lstm}.h", f"{lstm}.c"}
+    assert set(outputs) == {"y", f"{lstm}.h", f"{lstm}.c"}
+    for name, index in {**inputs, **outputs}.items():
+        assert graph.subgraphs[0].tensors[index].shape[0] == 1, f"{name} is not batch 1"
+    expected = {"float32": "float32", "int8": "int8", "int16": "int16"}[quant]
+    assert [e["dtype"] for e in manifest["inputs"] + manifest["outputs"] + manifest["states"]] == [expected] * 4
+
+
+@pytest.mark.parametrize("name", ["functional_lstm", "cfc_default", "cfc_nogate_mixed", "gru_stack_final"])
+@pytest.mark.parametrize("quant", ["int8", "int16"])
+def test_state_outputs_have_their_inputs_quantization(converted, name, quant):
+    _, out, manifest = converted(name, quant)
+    graph = tfl.read((out / "step.tflite").read_bytes())
+    inputs, outputs = tfl.signature(graph)
+    assert manifest["states"], "a recurrent model has states"
+    for state in manifest["states"]:
+        a = tfl.tensor_quant(graph, inputs[state["name"]])
+        b = tfl.tensor_quant(graph, outputs[state["name"]])
+        assert (a["scale"], a["zero_point"]) == (b["scale"], b["zero_point"]), state["name"]
+        if quant == "int16":
+            assert a["zero_point"] == 0
+    assert manifest["state_feedback"] == {s["name"]: s["name"] for s in manifest["states"]}
+
+
+def test_head_that_runs_once_is_a_separate_model_tied_to_the_step_output(converted):
+    model, out, manifest = converted("gru_stack_final", "int8")
+    assert manifest["sequence_output"] == "last_step"
+    assert (out / "head.tflite").is_file()
+    head, y = manifest["head"]["input"], manifest["outputs"][0]
+    assert (head["scale"], head["zero_point"]) == (y["scale"], y["zero_point"])
+    grus = [layer.name for layer in model.layers if type(layer).__name__ == "GRU"]
+    assert [s["name"] for s in manifest["states"]] == [f"{g}.h" for g in grus]
+
+
+def test_manifest_carries_the_contract_fields(converted):
+    _, out, manifest = converted("cfc_default", "int8")
+    on_disk = json.loads((out / "manifest.json").read_text())
+    assert on_disk == manifest
+    for key in ("edgernn_version", "model_sha256", "board", "quant", "mode", "inputs", "outputs", "states",
+                "state_feedback", "macs_per_step", "arena_bytes", "weight_bytes"):
+        assert key in manifest, key
+    assert manifest["quant"] == "int8" and manifest["mode"] == "step"
+    assert len(manifest["model_sha256"]) == 64
+    assert manifest["macs_per_step"] > 0 and manifest["weight_bytes"] > 0
+    assert manifest["calibration"] == {"source": "array", "sequences": CALIB_SEQ, "steps": CALIB_STEPS,
+                                       "samples": CALIB_SEQ * CALIB_STEPS}
+
+
+def test_keras3_int8_conversion_of_a_plain_lstm_does_not_crash(tmp_path):
+    """TensorFlow's own full-int8 conversion of a Keras 3 LSTM dies in the converter; the step path works."""
+    from edgernn.conversion import convert_model
+
+    import keras
+
+    keras.utils.set_random_seed(3)
+    model = keras.Sequential([keras.Input((None, 4)), keras.layers.LSTM(16)])
+    manifest = convert_model(model, tmp_path / "out", quant="int8", calib=zoo.trajectories(4, 30, 4, 0))
+    assert manifest["sequence_output"] == "last_step"
+    assert {"FULLY_CONNECTED", "LOGISTIC", "TANH"} <= set(manifest["ops"])

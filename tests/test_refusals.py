@@ -1,0 +1,188 @@
+"""Bad input gets one clear line and a non-zero exit, and leaves the output folder as it was."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from edgernn.cli import cli
+
+import zoo
+
+pytestmark = pytest.mark.slow
+
+
+def run(*args):
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def out(tmp_path):
+    """An output folder from an earlier conversion, which a failed one must not touch."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "manifest.json").write_text('{"earlier": true}\n')
+    (folder / "step.tflite").write_bytes(b"earlier")
+    return folder
+
+
+def assert_untouched(folder):
+    assert json.loads((folder / "manifest.json").read_text()) == {"earlier": True}
+    assert (folder / "step.tflite").read_bytes() == b"earlier"
+    assert sorted(p.name for p in folder.parent.iterdir() if p.name.startswith(".")) == []
+
+
+def keras3():
+    import keras
+
+    keras.utils.set_random_seed(0)
+    return keras
+
+
+def save(model, tmp_path, name="m.keras"):
+    path = tmp_path / name
+    model.save(path)
+    return path
+
+
+def refused(tmp_path, out, model, *needles, extra=()):
+    code, text = run("convert", save(model, tmp_path), "-o", out, "--quant", "float32", *extra)
+    assert code == 2, text
+    line = text.strip().splitlines()
+    assert len(line) == 1 and line[0].startswith("error: "), text
+    for needle in needles:
+        assert needle in text, text
+    assert "Traceback" not in text
+    assert_untouched(out)
+    return text
+
+
+def test_bidirectional_is_refused_with_the_reason(tmp_path, out):
+    keras = keras3()
+    model = keras.Sequential([keras.Input((None, 3)), keras.layers.Bidirectional(keras.layers.LSTM(4), name="bi")])
+    refused(tmp_path, out, model, "'bi'", "Bidirectional", "future of the sequence")
+
+
+def test_masking_is_refused(tmp_path, out):
+    keras = keras3()
+    model = keras.Sequential([keras.Input((None, 3)), keras.layers.Masking(name="mask"), keras.layers.GRU(4)])
+    refused(tmp_path, out, model, "'mask'", "Masking", "skips time steps")
+
+
+def test_conv1d_along_time_is_refused(tmp_path, out):
+    keras = keras3()
+    model = keras.Sequential([keras.Input((None, 3)), keras.layers.Conv1D(4, 3, name="conv"), keras.layers.LSTM(4)])
+    refused(tmp_path, out, model, "'conv'", "Conv1D", "along time")
+
+
+def test_attention_is_refused(tmp_path, out):
+    keras = keras3()
+    x = keras.Input((None, 3))
+    z = keras.layers.LSTM(4, return_sequences=True)(x)
+    z = keras.layers.MultiHeadAttention(2, 4, name="mha")(z, z)
+    model = keras.Model(x, z)
+    text = refused(tmp_path, out, model, "mha")
+    assert "attends over the whole sequence" in text or "single chain" in text
+
+
+def test_go_backwards_is_refused(tmp_path, out):
+    keras = keras3()
+    model = keras.Sequential([keras.Input((None, 3)), keras.layers.LSTM(4, go_backwards=True, name="back")])
+    refused(tmp_path, out, model, "'back'", "go_backwards")
+
+
+def test_lambda_is_refused_naming_unsafe(tmp_path, out):
+    keras = keras3()
+    model = keras.Sequential([keras.Input((None, 3)), keras.layers.Lambda(lambda t: t * 2.0),
+                              keras.layers.LSTM(4)])
+    refused(tmp_path, out, model, "Lambda", "--unsafe")
+
+
+def test_lambda_loads_with_unsafe_and_is_then_refused_as_unstreamable(tmp_path, out):
+    keras = keras3()
+    model = keras.Sequential([keras.Input((None, 3)), keras.layers.Lambda(lambda t: t * 2.0, name="lam"),
+                              keras.layers.LSTM(4)])
+    refused(tmp_path, out, model, "'lam'", "arbitrary Python", extra=("--unsafe",))
+
+
+def test_corrupt_model_file(tmp_path, out):
+    bad = tmp_path / "broken.keras"
+    bad.write_bytes(b"PK\x03\x04 not really a zip")
+    code, text = run("convert", bad, "-o", out)
+    assert code == 2 and "broken.keras" in text and "corrupt" in text, text
+    assert_untouched(out)
+
+
+def test_missing_model_file(tmp_path, out):
+    code, text = run("convert", tmp_path / "nope.keras", "-o", out)
+    assert code == 2 and "does not exist" in text, text
+    assert_untouched(out)
+
+
+@pytest.fixture
+def small_model(tmp_path):
+    keras = keras3()
+    return save(keras.Sequential([keras.Input((None, 3)), keras.layers.GRU(4, return_sequences=True)]), tmp_path)
+
+
+@pytest.mark.parametrize("data, needle", [
+    (np.zeros((4, 10, 5), np.float32), "5 features per step; the model takes 3"),
+    (np.zeros((40, 3), np.float32), "expected (sequences, steps, 3)"),
+    (np.full((2, 10, 3), np.nan, np.float32), "NaN"),
+])
+def test_bad_calibration_data(tmp_path, out, small_model, data, needle):
+    path = tmp_path / "calib.npy"
+    np.save(path, data)
+    code, text = run("convert", small_model, "-o", out, "--calib", path)
+    assert code == 2 and needle in text, text
+    assert_untouched(out)
+
+
+def test_int16_ltc_is_refused_with_the_op_named(tmp_path, out):
+    model = zoo.ltc_wired()
+    code, text = run("convert", save(model, tmp_path), "-o", out, "--quant", "int16")
+    assert code == 2, text
+    assert "DIV" in text and "LTC" in text and "--quant int8" in text, text
+    assert_untouched(out)
+
+
+def test_int16_layer_normalization_is_refused_with_the_layer_named(tmp_path, out):
+    keras = keras3()
+    model = keras.Sequential([keras.Input((None, 3)), keras.layers.LayerNormalization(name="norm"),
+                              keras.layers.GRU(4)])
+    code, text = run("convert", save(model, tmp_path), "-o", out, "--quant", "int16")
+    assert code == 2, text
+    assert "NEG" in text and "LayerNormalization layer 'norm'" in text, text
+    assert_untouched(out)
+
+
+def test_output_folder_that_is_not_an_edgernn_one_is_refused(tmp_path, small_model):
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "thesis.tex").write_text("precious")
+    code, text = run("convert", small_model, "-o", other, "--quant", "float32")
+    assert code == 2 and "not empty" in text, text
+    assert (other / "thesis.tex").read_text() == "precious"
+
+
+def test_missing_calibration_warns_loudly(tmp_path, small_model):
+    code, text = run("convert", small_model, "-o", tmp_path / "o", "--quant", "int8")
+    assert code == 0, text
+    assert "no --calib data" in text and "synthetic" in text
+
+
+def test_console_script_prints_one_line_and_no_traceback(tmp_path):
+    bad = tmp_path / "broken.h5"
+    bad.write_bytes(b"\x89HDF garbage")
+    proc = subprocess.run([sys.executable, "-m", "edgernn", "inspect", str(bad)], capture_output=True, text=True,
+                          env={**os.environ, "EDGERNN_DEBUG": "0"})
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and proc.stderr.startswith("error: ")
+    assert "Traceback" not in proc.stderr + proc.stdout
