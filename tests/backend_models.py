@@ -137,15 +137,17 @@ def rename_signature(blob: bytes, n_states: int, prefix: str = "cell") -> bytes:
         name = m.name.decode() if isinstance(m.name, bytes) else m.name
         k = int(name.split("_")[-1])
         m.name = "y" if k == 0 else f"{prefix}.s{k - 1}"
-    # Tie each state output's quantization to its input's, as the converter does, so that the state
+    # Tie each state input's quantization to its output's, as the converter does, so that the state
     # can be fed back byte for byte.
     sub = model.subgraphs[sig.subgraphIndex]
     ins = {(m.name.decode() if isinstance(m.name, bytes) else m.name): m.tensorIndex for m in sig.inputs}
     for m in sig.outputs:
         name = m.name.decode() if isinstance(m.name, bytes) else m.name
         if name in ins and sub.tensors[ins[name]].quantization is not None:
-            src = sub.tensors[ins[name]].quantization
-            dst = sub.tensors[m.tensorIndex].quantization
+            # the output keeps its own (an activation such as TANH fixes its output scale); the
+            # input state takes it
+            dst = sub.tensors[ins[name]].quantization
+            src = sub.tensors[m.tensorIndex].quantization
             if dst is not None and src.scale is not None and dst.scale is not None:
                 dst.scale = np.array(src.scale, dtype=np.float32).copy()
                 dst.zeroPoint = np.array(src.zeroPoint, dtype=np.int64).copy()

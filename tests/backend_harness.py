@@ -1,0 +1,102 @@
+"""Drive generated firmware over whole sequences and hold it against the LiteRT interpreter.
+
+The driver (tests/c/step_driver.c) reads a binary file of quantized inputs and writes, for every
+step, the output bytes followed by all state bytes; the interpreter runs the same step.tflite with its
+output states fed back as its next input states. The comparison covers every byte.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from edgernn.backend import compile_host, generate_firmware
+from edgernn.boards import load_board
+from edgernn.interpreter import load_interpreter
+
+DRIVER = Path(__file__).resolve().parent / "c" / "step_driver.c"
+
+
+def state_keys(folder: Path) -> list[str]:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    return [s["name"] for s in manifest["states"]]
+
+
+def quantize_x(folder: Path, xs: np.ndarray) -> np.ndarray:
+    runner = load_interpreter(folder / "step.tflite").get_signature_runner("serving_default")
+    d = runner.get_input_details()["x"]
+    if d["dtype"] == np.float32:
+        return xs.astype(np.float32)
+    scale = d["quantization_parameters"]["scales"][0]
+    zp = d["quantization_parameters"]["zero_points"][0]
+    info = np.iinfo(d["dtype"])
+    return np.clip(np.round(xs / scale) + zp, info.min, info.max).astype(d["dtype"])
+
+
+def reference_bytes(folder: Path, xq: np.ndarray) -> tuple[np.ndarray, np.dtype]:
+    """(steps, bytes) records of y then every state, from the interpreter, and y's dtype."""
+    runner = load_interpreter(folder / "step.tflite").get_signature_runner("serving_default")
+    details = runner.get_input_details()
+    keys = state_keys(folder)
+    state = {}
+    for k in keys:
+        zp = details[k]["quantization_parameters"]["zero_points"]
+        state[k] = np.full(details[k]["shape"], int(zp[0]) if len(zp) else 0, dtype=details[k]["dtype"])
+    records = []
+    y_dtype = None
+    for t in range(xq.shape[0]):
+        out = runner(x=xq[t].reshape(details["x"]["shape"]), **state)
+        y_dtype = out["y"].dtype
+        parts = [out["y"].reshape(-1)]
+        for k in keys:
+            state[k] = out[k].copy()
+            parts.append(state[k].reshape(-1))
+        records.append(np.concatenate([p.view(np.uint8) for p in parts]))
+    return np.stack(records), y_dtype
+
+
+@dataclass
+class Build:
+    folder: Path
+    facts: dict
+    exe: Path
+    code_bytes: int
+    commands: list[str]
+
+
+def build(folder: Path, board: str = "host", cflags=None, compilers=("gcc",), name: str = "driver") -> Build:
+    b = load_board(board)
+    facts = generate_firmware(folder, b)
+    res = compile_host(folder / "firmware", b, [DRIVER], folder / name, cflags=cflags, compilers=list(compilers))
+    return Build(folder, facts, Path(res["outputs"][0]), res["code_bytes"], res["commands"])
+
+
+def run_driver(exe: Path, xq: np.ndarray, record_bytes: int, workdir: Path, env=None) -> tuple[np.ndarray, str]:
+    inp = workdir / f"{exe.name}.in.bin"
+    out = workdir / f"{exe.name}.out.bin"
+    inp.write_bytes(np.int32(xq.shape[0]).tobytes() + np.ascontiguousarray(xq).tobytes())
+    proc = subprocess.run([str(exe), str(inp), str(out)], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, f"driver failed ({proc.returncode}): {proc.stderr}"
+    assert "~~~EDGERNN STEPS DONE~~~" in proc.stdout
+    raw = np.frombuffer(out.read_bytes(), dtype=np.uint8)
+    assert raw.size == xq.shape[0] * record_bytes, "driver wrote a record of the wrong size"
+    return raw.reshape(xq.shape[0], record_bytes), proc.stderr
+
+
+def compare(got: np.ndarray, ref: np.ndarray, quant: str) -> dict:
+    """Mismatch statistics of two record arrays; float32 records compare as float32 values."""
+    if quant == "float32":
+        a = got.copy().view(np.float32)
+        b = ref.copy().view(np.float32)
+        rel = np.abs(a - b) / np.maximum(np.abs(b), 1e-30)
+        close = np.abs(a - b) <= 1e-5 * np.maximum(np.abs(b), 1e-3)
+        return {"values": int(a.size), "not_close": int((~close).sum()), "max_rel": float(rel.max(initial=0.0))}
+    dt = np.int8 if quant == "int8" else np.int16
+    a = got.copy().view(dt).astype(np.int64)
+    b = ref.copy().view(dt).astype(np.int64)
+    diff = np.abs(a - b)
+    return {"values": int(a.size), "mismatches": int((diff != 0).sum()), "max_lsb": int(diff.max(initial=0))}
