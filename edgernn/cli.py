@@ -135,7 +135,18 @@ def flash(ctx, out, port, radio):
     """Put OUT's firmware on its board. Emulated boards start and print the port URL; Ctrl-C stops them."""
     from edgernn.devices import flash as flash_device
 
-    flash_device(Path(out), port=port, radio=radio, verbose=ctx.obj["verbose"], echo=click.echo)
+    if port or radio:
+        raise EdgeRNNError("--port/--radio flashing needs a hardware board; emulated boards are started, not flashed")
+    device = flash_device(Path(out))
+    click.echo(f"{device.board.name} running; port: {device.url}")
+    click.echo("press Ctrl-C to stop it")
+    try:
+        device.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        device.stop()
+        click.echo("stopped")
 
 
 @cli.command()
@@ -148,11 +159,10 @@ def flash(ctx, out, port, radio):
 @click.pass_context
 def validate(ctx, out, port, baud, data, steps, json_path):
     """Run OUT's firmware on the device and compare it, step by step, with the interpreter and the float model."""
-    from edgernn.validation import validate as run_validation
+    from edgernn.validation import exit_code, validate as run_validation
 
-    report = run_validation(Path(out), port=port, baud=baud, data=data, steps=steps, json_path=json_path,
-                            verbose=ctx.obj["verbose"])
-    sys.exit(0 if report["pass"] else 1)
+    report = run_validation(Path(out), port=port, baud=baud, data=data, steps=steps, json_path=json_path)
+    sys.exit(exit_code(report))
 
 
 @cli.command()

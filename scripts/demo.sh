@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up (see setup.sh), then the main job on an example: train a small sine LSTM, inspect it and convert it
-# to an int8 single-step model calibrated on real trajectories.
+# Set up (see setup.sh), then the main job on the emulated RISC-V board: train the sine LSTM example,
+# build int8 firmware for qemu_riscv32 (a real RV32IMC ELF), and validate it step by step over its UART
+# against the TFLite interpreter (exact bytes) and the float Keras model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -8,5 +9,6 @@ work=${EDGERNN_DEMO_DIR:-_work/demo}
 mkdir -p "$work"
 python3 examples/sine_lstm/train.py --out "$work"
 edgernn inspect "$work/sine_lstm.keras"
-edgernn convert "$work/sine_lstm.keras" --quant int8 --calib "$work/calib.npy" -o "$work/out"
-echo "demo: step model and manifest in $work/out"
+edgernn build "$work/sine_lstm.keras" --board qemu_riscv32 --quant int8 --calib "$work/calib.npy" -o "$work/out"
+edgernn validate "$work/out" --data "$work/test.npy" --json "$work/report.json"
+echo "demo: firmware in $work/out/firmware, report in $work/out/report.html"
