@@ -237,7 +237,8 @@ class Lowering:
         if dtype not in ("int8", "int16"):
             return None
         a, b, out = self.t(op.inputs[0]), self.t(op.inputs[1]), self.t(op.outputs[0])
-        real = float(np.float32(a.qparams()[0])) * float(np.float32(b.qparams()[0])) / float(np.float32(out.qparams()[0]))
+        # TFLite's Mul Prepare computes scale1 * scale2 / scale_out in float before widening to double
+        real = qp.f32(np.float32(np.float32(a.qparams()[0]) * np.float32(b.qparams()[0])) / np.float32(out.qparams()[0]))
         params = self._mul_params(op, dtype, real)
         bc = self.bcast(op)
         fn = "edgernn_mul_s8" if dtype == "int8" else "edgernn_mul_s16"
