@@ -71,7 +71,7 @@ void edgernn_squared_difference_f32(const edgernn_bcast_t *b, const float *in1, 
 }
 
 /* reference_integer_ops::Add / reference_ops::Sub, general rescaling path. */
-static int32_t addsub_one(const edgernn_addsub_params_t *p, int subtract, int32_t a, int32_t c)
+static inline int32_t addsub_one(const edgernn_addsub_params_t *p, int subtract, int32_t a, int32_t c)
 {
     const int32_t shifted1 = (p->input1_offset + a) * (1 << p->left_shift);
     const int32_t shifted2 = (p->input2_offset + c) * (1 << p->left_shift);
@@ -83,9 +83,24 @@ static int32_t addsub_one(const edgernn_addsub_params_t *p, int subtract, int32_
     return edgernn_clamp(result, p->act_min, p->act_max);
 }
 
+static int is_flat(const edgernn_bcast_t *b)
+{
+    return b->dims[0] == 1 && b->dims[1] == 1 && b->dims[2] == 1 && b->stride1[3] == 1 && b->stride2[3] == 1;
+}
+
 void edgernn_addsub_s8(const edgernn_bcast_t *b, const edgernn_addsub_params_t *p, int subtract,
                        const int8_t *in1, const int8_t *in2, int8_t *out)
 {
+    if (is_flat(b)) {
+        /* the common case, with the parameters held in locals the compiler can keep in registers */
+        const edgernn_addsub_params_t q = *p;
+        const int n = b->dims[3];
+        int i;
+        for (i = 0; i < n; ++i) {
+            out[i] = (int8_t)addsub_one(&q, subtract, in1[i], in2[i]);
+        }
+        return;
+    }
     EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)addsub_one(p, subtract, in1[i1], in2[i2]));
 }
 
@@ -95,7 +110,7 @@ void edgernn_addsub_s16(const edgernn_bcast_t *b, const edgernn_addsub_params_t 
     EDGERNN_BCAST_LOOP(b, out[o] = (int16_t)addsub_one(p, subtract, in1[i1], in2[i2]));
 }
 
-static int32_t mul_one(const edgernn_mul_params_t *p, int32_t a, int32_t c)
+static inline int32_t mul_one(const edgernn_mul_params_t *p, int32_t a, int32_t c)
 {
     const int32_t prod = (p->input1_offset + a) * (p->input2_offset + c);
     const int32_t result = edgernn_mbqm(prod, p->output_multiplier, p->output_shift) + p->output_offset;
@@ -105,6 +120,15 @@ static int32_t mul_one(const edgernn_mul_params_t *p, int32_t a, int32_t c)
 void edgernn_mul_s8(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int8_t *in1,
                     const int8_t *in2, int8_t *out)
 {
+    if (is_flat(b)) {
+        const edgernn_mul_params_t q = *p;
+        const int n = b->dims[3];
+        int i;
+        for (i = 0; i < n; ++i) {
+            out[i] = (int8_t)mul_one(&q, in1[i], in2[i]);
+        }
+        return;
+    }
     EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)mul_one(p, in1[i1], in2[i2]));
 }
 

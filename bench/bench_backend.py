@@ -1,0 +1,100 @@
+"""Benchmark of the generated C: instructions per step, arena against its liveness bound, code bytes.
+
+For the int8 step models of a 64-unit LSTM and of a CfC, the firmware is compiled -O2 for x86-64 and
+run under `valgrind --tool=callgrind`; instructions per step are the difference between a run of N and
+a run of 2N steps, divided by N, so start-up and file I/O cancel out. Prints figures; asserts nothing.
+
+    python bench/bench_backend.py [--steps 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def lstm64(seed: int = 0):
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    return keras.Sequential([keras.Input((None, 3)), keras.layers.LSTM(64, return_sequences=True)], name="lstm64")
+
+
+def cfc64(seed: int = 0):
+    import keras
+    import ncps.keras
+
+    keras.utils.set_random_seed(seed)
+    return keras.Sequential([keras.Input((None, 3)), ncps.keras.CfC(64, return_sequences=True)], name="cfc64")
+
+
+def instructions(exe: Path, xq: np.ndarray, work: Path) -> int:
+    inp, out, cg = work / "in.bin", work / "out.bin", work / "callgrind.out"
+    inp.write_bytes(np.int32(xq.shape[0]).tobytes() + xq.tobytes())
+    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", str(exe), str(inp), str(out)],
+                   check=True, capture_output=True)
+    text = cg.read_text()
+    m = re.search(r"^summary:\s+(\d+)", text, re.M) or re.search(r"^totals:\s+(\d+)", text, re.M)
+    return int(m.group(1))
+
+
+def bench(name: str, builder, steps: int, work: Path) -> dict:
+    import backend_harness as H
+    import zoo
+    from edgernn.conversion import convert_model
+
+    folder = work / name
+    with contextlib.redirect_stdout(io.StringIO()):
+        convert_model(builder(), folder, quant="int8")
+    b = H.build(folder, cflags=["-O2"], name="driver_O2")
+    xs = zoo.trajectories(1, 2 * steps, 3, seed=1)[0]
+    xq = H.quantize_x(folder, xs)
+    n1 = instructions(b.exe, xq[:steps], folder)
+    n2 = instructions(b.exe, xq, folder)
+    return {
+        "model": name,
+        "instructions_per_step": (n2 - n1) / steps,
+        "arena_bytes": b.facts["arena_bytes"],
+        "liveness_bound_bytes": b.facts["liveness_bound_bytes"],
+        "weight_bytes": b.facts["weight_bytes"],
+        "state_bytes": b.facts["state_bytes"],
+        "code_bytes": b.code_bytes,
+        "ops": ",".join(b.facts["ops"]),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--keep", help="folder to keep the builds in")
+    args = ap.parse_args()
+    if shutil.which("valgrind") is None:
+        sys.exit("bench_backend: valgrind is not installed (apt-get install valgrind)")
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="edgernn-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    rows = [bench("lstm64_int8", lstm64, args.steps, work), bench("cfc64_int8", cfc64, args.steps, work)]
+    print(f"{'model':<14}{'instr/step':>12}{'arena B':>9}{'bound B':>9}{'weights B':>11}{'state B':>9}{'code B':>8}")
+    for r in rows:
+        print(f"{r['model']:<14}{r['instructions_per_step']:>12.0f}{r['arena_bytes']:>9}{r['liveness_bound_bytes']:>9}"
+              f"{r['weight_bytes']:>11}{r['state_bytes']:>9}{r['code_bytes']:>8}")
+    print("x86-64, gcc -O2, valgrind --tool=callgrind; code bytes: `size` text of kernels + model.c + weights.c "
+          "objects minus the weights (they are counted in weights B)")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
