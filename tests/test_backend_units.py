@@ -1,0 +1,89 @@
+"""Unit tests of the backend's pure-Python parts: arena plan, TFLite quantization arithmetic, reader."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edgernn.backend import quantparams as qp
+from edgernn.backend.memplan import plan_arena
+from edgernn.errors import EdgeRNNError
+
+
+def _overlaps(a, b):
+    return a.first <= b.last and b.first <= a.last and a.offset < b.offset + b.nbytes and b.offset < a.offset + a.nbytes
+
+
+def test_arena_reuses_bytes_of_dead_tensors_and_never_overlaps_live_ones():
+    # a chain t0 -> t1 -> t2 -> t3: only two neighbours are alive at once
+    lives = [([0], 64, 0, 1), ([1], 64, 1, 2), ([2], 64, 2, 3), ([3], 64, 3, 4)]
+    plan = plan_arena(lives)
+    assert plan.liveness_bound_bytes == 128
+    assert plan.arena_bytes == 128
+    for a in plan.buffers:
+        for b in plan.buffers:
+            assert a is b or not _overlaps(a, b)
+
+
+def test_arena_is_at_least_the_liveness_bound_on_a_mixed_graph():
+    rng = np.random.default_rng(0)
+    lives = []
+    for t in range(40):
+        first = int(rng.integers(0, 30))
+        lives.append(([t], int(rng.integers(1, 200)), first, first + int(rng.integers(0, 6))))
+    plan = plan_arena(lives)
+    assert plan.arena_bytes >= plan.liveness_bound_bytes > 0
+    for a in plan.buffers:
+        assert a.offset % 8 == 0
+        for b in plan.buffers:
+            assert a is b or not _overlaps(a, b)
+
+
+def test_quantize_multiplier_matches_tflite_examples():
+    assert qp.quantize_multiplier(0.5) == (1 << 30, 0)
+    assert qp.quantize_multiplier(1.0) == (1 << 30, 1)
+    assert qp.quantize_multiplier(0.0) == (0, 0)
+    m, s = qp.quantize_multiplier(0.1)
+    assert abs(m * 2.0 ** (s - 31) - 0.1) < 1e-9 and (1 << 30) <= m < (1 << 31)
+    # rounding of q * 2^31 up to 2^31 renormalises
+    assert qp.quantize_multiplier(1.0 - 2.0 ** -40) == (1 << 30, 1)
+
+
+def test_fixed_point_helpers_round_like_gemmlowp():
+    assert qp.rdbpot(5, 1) == 3 and qp.rdbpot(-5, 1) == -3      # halves away from zero
+    assert qp.rdbpot(4, 1) == 2 and qp.rdbpot(-7, 2) == -2
+    assert qp.srdhm(qp.INT32_MIN, qp.INT32_MIN) == qp.INT32_MAX
+    assert qp.srdhm(1 << 30, 1 << 30) == 1 << 29
+    assert qp.mbqm(100, 1 << 30, 0) == 50
+    assert qp.mbqm(3, 1 << 30, 0) == 2
+    assert qp.mbqm(-3, 1 << 30, 0) == -1           # the doubling high multiply's nudge takes -1.5 to -1
+
+
+def test_int8_tables_follow_the_float_function():
+    table = qp.lookup_table_s8(qp.float_unary("LOGISTIC"), 0.05, 0, 1.0 / 256, -128)
+    x = (np.arange(-128, 128) * 0.05).astype(np.float32)
+    want = np.clip(np.round(1 / (1 + np.exp(-x)) * 256) - 128, -128, 127)
+    got = table[np.arange(-128, 128) & 0xFF].astype(int)
+    assert np.max(np.abs(got - want)) <= 1          # same function; the exact bits are checked end to end
+    assert got[0] == -128 and got[-1] == 127
+
+
+def test_reader_refuses_garbage_and_reads_signature_keys(tmp_path):
+    from edgernn.backend.reader import read_tflite
+
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(b"not a flatbuffer at all")
+    with pytest.raises(EdgeRNNError):
+        read_tflite(bad)
+    with pytest.raises(EdgeRNNError, match="cannot read"):
+        read_tflite(tmp_path / "missing.tflite")
+
+
+def test_unsupported_op_is_refused_with_its_name_and_index():
+    from edgernn.backend.ir import Graph, Operator, Tensor
+    from edgernn.backend.lowering import Lowering
+
+    t = [Tensor(0, "x", "float32", (1, 4)), Tensor(1, "y", "float32", (1, 4))]
+    g = Graph(t, [Operator(0, "RELU", [0], [1]), Operator(1, "CUMSUM", [1], [0])], {"x": 0}, {"y": 1}, "0" * 64)
+    with pytest.raises(EdgeRNNError, match=r"op 1 \(CUMSUM\) is not supported"):
+        Lowering(g, "t").lower()
