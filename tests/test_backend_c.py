@@ -249,3 +249,28 @@ def test_missing_compiler_is_a_clear_error(tmp_path):
     (tmp_path / "fw" / "a.c").write_text("int a;\n")
     with pytest.raises(EdgeRNNError, match="edgernn-no-such-cc.*not found.*install"):
         compile_host(tmp_path / "fw", load_board(custom))
+
+
+@pytest.mark.toolchain
+def test_head_runs_once_on_the_last_output(tmp_path):
+    """gru_stack_final keeps only the last step: its Dense + softmax head becomes edgernn_head()."""
+    from edgernn.backend import compile_host, generate_firmware
+    from edgernn.boards import load_board
+    from edgernn.conversion import convert_model
+
+    folder = tmp_path / "out"
+    with contextlib.redirect_stdout(io.StringIO()):
+        convert_model(zoo.gru_stack_final(), folder, quant="float32")
+    board = load_board("host")
+    generate_firmware(folder, board)
+    exe = tmp_path / "head"
+    compile_host(folder / "firmware", board, [H.DRIVER.parent / "head_driver.c"], exe, compilers=["gcc"])
+    runner = H.load_interpreter(folder / "head.tflite").get_signature_runner("serving_default")
+    shape = runner.get_input_details()["h"]["shape"]
+    hs = np.random.default_rng(4).normal(0, 1, (20, int(np.prod(shape)))).astype(np.float32)
+    ref = np.stack([runner(h=h.reshape(shape))["y"].reshape(-1) for h in hs])
+    (tmp_path / "h.bin").write_bytes(np.int32(len(hs)).tobytes() + hs.tobytes())
+    subprocess.run([str(exe), str(tmp_path / "h.bin"), str(tmp_path / "y.bin")], check=True)
+    got = np.frombuffer((tmp_path / "y.bin").read_bytes(), np.float32).reshape(ref.shape)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-7)
+    assert np.allclose(got.sum(axis=1), 1.0, atol=1e-5)

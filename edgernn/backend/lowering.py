@@ -390,6 +390,15 @@ class Lowering:
         return Call(op.index, op.op, f"edgernn_dequantize_s{8 if x.dtype == 'int8' else 16}_f32",
                     [_lit_float(s), str(z), ("tensor", op.inputs[0]), str(x.size), ("tensor", op.outputs[0])])
 
+    def op_softmax(self, op, dtype):
+        if dtype != "float32":
+            return None
+        x = self.t(op.inputs[0])
+        depth = x.shape[-1] if x.shape else 1
+        return Call(op.index, op.op, "edgernn_softmax_f32",
+                    [("tensor", op.inputs[0]), str(x.size // depth), str(depth),
+                     _lit_float(op.options.get("beta", 1.0)), ("tensor", op.outputs[0])])
+
     # ---- reductions ----
     def _reduce(self, op: Operator, dtype: str, fn: str):
         if dtype != "float32":

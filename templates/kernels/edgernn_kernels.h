@@ -113,6 +113,9 @@ void edgernn_dequantize_s16_f32(float scale, int32_t zero_point, const int16_t *
 void edgernn_copy_runs(const edgernn_run_t *runs, int n_runs, size_t elem_size, const void *src,
                        void *dst);
 
+/* softmax over the last dimension (depth) of rows, with TFLite's beta */
+void edgernn_softmax_f32(const float *in, int rows, int depth, float beta, float *out);
+
 /* ---- reductions: out[o][i] = sum_r in[o][r][i] ---- */
 void edgernn_sum_f32(const float *in, int outer, int reduced, int inner, float *out);
 void edgernn_mean_f32(const float *in, int outer, int reduced, int inner, float *out);

@@ -1,3 +1,4 @@
+#include <math.h>
 #include <string.h>
 
 #include "edgernn_kernels.h"
@@ -34,6 +35,27 @@ void edgernn_mean_f32(const float *in, int outer, int reduced, int inner, float 
     for (o = 0; o < outer; ++o) {
         for (i = 0; i < inner; ++i) {
             out[(size_t)o * inner + i] /= (float)reduced;
+        }
+    }
+}
+
+void edgernn_softmax_f32(const float *in, int rows, int depth, float beta, float *out)
+{
+    int r, i;
+    for (r = 0; r < rows; ++r) {
+        const float *x = in + (size_t)r * depth;
+        float *y = out + (size_t)r * depth;
+        float max = x[0];
+        float sum = 0.0f;
+        for (i = 1; i < depth; ++i) {
+            max = x[i] > max ? x[i] : max;
+        }
+        for (i = 0; i < depth; ++i) {
+            y[i] = expf((x[i] - max) * beta);
+            sum += y[i];
+        }
+        for (i = 0; i < depth; ++i) {
+            y[i] /= sum;
         }
     }
 }
