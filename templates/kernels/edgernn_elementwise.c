@@ -200,16 +200,9 @@ static int32_t one_over_one_plus_x_for_x_in_0_1(int32_t a)
 static int32_t get_reciprocal(int32_t x, int *num_bits_over_unit)
 {
     const int headroom_plus_one = count_leading_zeros_u32((uint32_t)x);
-    const int32_t shifted_sum_minus_one;
-    const int32_t shifted_scale;
+    const uint32_t shifted = (uint32_t)x << headroom_plus_one;
     *num_bits_over_unit = 31 - headroom_plus_one;
-    {
-        const uint32_t shifted = (uint32_t)x << headroom_plus_one;
-        const int32_t minus_one = (int32_t)(shifted - ((uint32_t)1 << 31));
-        (void)shifted_sum_minus_one;
-        (void)shifted_scale;
-        return one_over_one_plus_x_for_x_in_0_1(minus_one);
-    }
+    return one_over_one_plus_x_for_x_in_0_1((int32_t)(shifted - ((uint32_t)1 << 31)));
 }
 
 static int32_t div_one(const edgernn_mul_params_t *p, int32_t a, int32_t c)
