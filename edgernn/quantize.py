@@ -139,14 +139,17 @@ def same_scale_groups(model) -> dict[int, set[int]]:
 
 
 def tie_state_quantization(calibrated: bytes, ties: list[tuple[str, str]],
-                           widen: dict[str, tuple[float, float]] | None = None) -> bytes:
+                           widen: dict[str, tuple[float, float]] | None = None,
+                           exact: dict[str, tuple[float, float]] | None = None) -> bytes:
     """Give each (input key, output key) pair of the signature one range: the union of their ranges.
 
     A state that enters a concatenation shares its scale with every operand of it, so the whole
     same-scale group of both tensors gets the union. ``widen`` adds ranges per input key: those the
-    quantizer itself imposed on a previous attempt.
+    quantizer imposed on the input side in a previous attempt. ``exact`` sets the range outright:
+    for a state produced by an op whose output quantization TFLite fixes (TANH, LOGISTIC), the
+    input takes that range, which holds every value the state can take.
     """
-    widen = widen or {}
+    widen, exact = widen or {}, exact or {}
     model = tfl.read(calibrated)
     inputs, outputs = tfl.signature(model)
     groups = same_scale_groups(model)
@@ -155,13 +158,27 @@ def tie_state_quantization(calibrated: bytes, ties: list[tuple[str, str]],
         ranges = [r for r in (tfl.get_min_max(model, i) for i in members) if r is not None]
         if not ranges:
             raise EdgeRNNError(f"calibration recorded no range for state {in_key}")
-        extra = widen.get(in_key, (0.0, 0.0))
-        lo = min(min(r[0] for r in ranges), extra[0], 0.0)
-        hi = max(max(r[1] for r in ranges), extra[1], 0.0)
+        if in_key in exact:
+            lo, hi = exact[in_key]
+        else:
+            extra = widen.get(in_key, (0.0, 0.0))
+            lo = min(min(r[0] for r in ranges), extra[0], 0.0)
+            hi = max(max(r[1] for r in ranges), extra[1], 0.0)
         for index in members:
             if tfl.get_min_max(model, index) is not None:
                 tfl.set_min_max(model, index, lo, hi)
     return tfl.write(model)
+
+
+# Ops whose integer output quantization TFLite fixes, whatever the calibration says.
+FIXED_OUTPUT_OPS = {"TANH", "LOGISTIC"}
+
+
+def _producer(model, tensor: int) -> str | None:
+    for op in model.subgraphs[0].operators or []:
+        if tensor in [int(i) for i in op.outputs]:
+            return tfl.op_name(model, op.opcodeIndex)
+    return None
 
 
 def _represented_range(entry: dict) -> tuple[float, float]:
@@ -170,8 +187,9 @@ def _represented_range(entry: dict) -> tuple[float, float]:
     return (bits[0] - entry["zero_point"]) * entry["scale"], (bits[1] - entry["zero_point"]) * entry["scale"]
 
 
-def _untied(quantized: bytes, ties: list[tuple[str, str]]) -> dict[str, tuple[float, float]]:
-    """States whose input and output quantization differ, with the union of what both cover."""
+def _untied(quantized: bytes, ties: list[tuple[str, str]]) -> dict[str, tuple[str, tuple[float, float]]]:
+    """States whose input and output quantization differ: ("exact", the fixed output's range) when the
+    output comes from an op with fixed output quantization, else ("union", what both cover)."""
     model = tfl.read(quantized)
     inputs, outputs = tfl.signature(model)
     found = {}
@@ -179,7 +197,10 @@ def _untied(quantized: bytes, ties: list[tuple[str, str]]) -> dict[str, tuple[fl
         a, b = tfl.tensor_quant(model, inputs[in_key]), tfl.tensor_quant(model, outputs[out_key])
         if (a["scale"], a["zero_point"]) != (b["scale"], b["zero_point"]):
             ra, rb = _represented_range(a), _represented_range(b)
-            found[in_key] = (min(ra[0], rb[0]), max(ra[1], rb[1]))
+            if _producer(model, outputs[out_key]) in FIXED_OUTPUT_OPS:
+                found[in_key] = ("exact", rb)
+            else:
+                found[in_key] = ("union", (min(ra[0], rb[0]), max(ra[1], rb[1])))
     return found
 
 
@@ -192,13 +213,17 @@ def quantize_with_tied_states(calibrated: bytes, ties: list[tuple[str, str]], qu
     Returns (quantized model, calibrated model with the final ranges).
     """
     widen: dict[str, tuple[float, float]] = {}
+    exact: dict[str, tuple[float, float]] = {}
     for _ in range(6):
-        tied = tie_state_quantization(calibrated, ties, widen)
+        tied = tie_state_quantization(calibrated, ties, widen, exact)
         quantized = quantize_calibrated(tied, quant)
         untied = _untied(quantized, ties)
         if not untied:
             return quantized, tied
-        for key, (lo, hi) in untied.items():
+        for key, (how, (lo, hi)) in untied.items():
+            if how == "exact":
+                exact[key] = (lo, hi)
+                continue
             old = widen.get(key, (0.0, 0.0))
             widen[key] = (min(old[0], lo), max(old[1], hi))
     raise EdgeRNNError(f"could not give states {', '.join(sorted(untied))} one quantization at input and output")

@@ -50,9 +50,8 @@ MODELS = {
     "cfc_pure": zoo.cfc_wired_pure,
     "ltc": zoo.ltc_wired,
 }
-# Refused upstream, by the converter: LTC in int16 (TF cannot quantize DIV in 16x8), and a tanh SimpleRNN
-# in int8/int16 (its state is TANH's output, whose scale TFLite fixes, and the converter cannot tie it).
-UPSTREAM = {("ltc", "int16"), ("simplernn", "int8"), ("simplernn", "int16")}
+# Refused upstream, by the converter: LTC in int16 (TF cannot quantize DIV in 16x8).
+UPSTREAM = {("ltc", "int16")}
 CASES = [(name, q) for name in MODELS for q in QUANTS if (name, q) not in UPSTREAM]
 # Known refusals of this backend (docs/ops.md, "Not yet generated"): the case must fail with the op named.
 REFUSED = {("cfc_pure", "int16"): "EXP", ("ltc", "int8"): "SUM"}

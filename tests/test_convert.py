@@ -179,3 +179,16 @@ def test_keras3_int8_conversion_of_a_plain_lstm_does_not_crash(tmp_path):
     manifest = convert_model(model, tmp_path / "out", quant="int8", calib=zoo.trajectories(4, 30, 4, 0))
     assert manifest["sequence_output"] == "last_step"
     assert {"FULLY_CONNECTED", "LOGISTIC", "TANH"} <= set(manifest["ops"])
+
+
+@pytest.mark.parametrize("quant", ["int8", "int16"])
+def test_state_from_tanh_takes_the_fixed_tanh_quantization(tmp_path, quant):
+    """TFLite fixes TANH's output quantization; a SimpleRNN's state input must take it, whatever calibration says."""
+    from edgernn.conversion import convert_model
+
+    keras = zoo._keras(0)
+    model = keras.Sequential([keras.Input((None, 3)), keras.layers.SimpleRNN(9, return_sequences=True)])
+    manifest = convert_model(model, tmp_path / "out", quant=quant)  # synthetic calibration reaches tanh's ±1
+    (state,) = manifest["states"]
+    expected = {"int8": (1 / 128, 0), "int16": (1 / 32768, 0)}[quant]
+    assert (state["scale"], state["zero_point"]) == pytest.approx(expected)
