@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from edgernn.errors import EdgeRNNError, LinkError
+from edgernn.reference import dequantize, quantize
 
 FLOAT_RTOL = 1e-5
 DEFAULT_STEPS = 1000
@@ -96,21 +97,6 @@ def synthetic_sequences(manifest: dict, steps: int, sequences: int = 1, seed: in
     phase = rng.uniform(0, 2 * np.pi, (sequences, 1, features))
     noise = rng.normal(0, 0.15, (sequences, steps, features))
     return (mid + half * np.clip(np.sin(2 * np.pi * freq * t + phase) * 0.85 + noise, -1, 1)).astype(np.float32)
-
-
-def quantize(values: np.ndarray, entry: dict) -> np.ndarray:
-    kind = _DTYPES[entry["dtype"]]
-    if entry["dtype"] == "float32":
-        return values.astype(np.float32)
-    info = np.iinfo(kind)
-    q = np.round(values / entry["scale"]) + entry["zero_point"]
-    return np.clip(q, info.min, info.max).astype(kind)
-
-
-def dequantize(values: np.ndarray, entry: dict) -> np.ndarray:
-    if entry["dtype"] == "float32":
-        return values.astype(np.float32)
-    return ((values.astype(np.float32) - entry["zero_point"]) * entry["scale"]).astype(np.float32)
 
 
 def interpreter_reference(out_dir: Path, manifest: dict) -> Callable[[np.ndarray], ReferenceRun]:
