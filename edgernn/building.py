@@ -33,13 +33,19 @@ def _with_compiler(board: Board, cc: str) -> Board:
 
 
 def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int8", calib: Any = None,
-                   mode: str = "step", unsafe: bool = False, verbose: bool = False, log: Log | None = None,
+                   mode: str = "auto", unsafe: bool = False, verbose: bool = False, log: Log | None = None,
                    warn: Log | None = None) -> dict:
     """Returns ``{"manifest", "firmware", "messages"}``; OUT holds step.tflite, manifest.json, firmware/."""
     from edgernn import devices
     from edgernn.backend import generate_firmware
 
     log = log or (lambda _: None)
+    from edgernn.backend import supported_ops
+    from edgernn.fused import FUSED_OP
+
+    if mode == "fused" and FUSED_OP not in supported_ops():
+        raise EdgeRNNError("--mode fused cannot be built: the C backend has no fused LSTM kernel yet "
+                           "(edgernn convert --mode fused makes the .tflite); use --mode auto or step")
     board_obj = load_board(board)
     _require_compiler(board_obj)
     out = Path(out)
@@ -50,7 +56,7 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
     messages = []
     try:
         manifest = convert_model(model, inner, quant=quant, calib=calib, mode=mode, unsafe=unsafe,
-                                 board=board_obj.name, log=log, warn=warn)
+                                 board=board_obj.name, for_firmware=True, log=log, warn=warn)
         log(f"generating C for board {board_obj.name}")
         facts = generate_firmware(inner, board_obj, verbose=verbose)
         firmware_dir = inner / "firmware"

@@ -71,8 +71,9 @@ def _model_options(func):
     func = click.option("--unsafe", is_flag=True, help="Load models with Lambda layers (runs code stored in the file).")(func)
     func = click.option("--calib", type=click.Path(dir_okay=False), default=None,
                         help="Calibration sequences, .npy of shape (sequences, steps, features).")(func)
-    func = click.option("--mode", type=click.Choice(MODES), default="step", show_default=True,
-                        help="step: single-step cell; fused: UNIDIRECTIONAL_SEQUENCE_LSTM; auto: fused where eligible.")(func)
+    func = click.option("--mode", type=click.Choice(MODES), default="auto", show_default=True,
+                        help="step: single-step cells; fused: one UNIDIRECTIONAL_SEQUENCE_LSTM per LSTM; "
+                             "auto: fused when every RNN layer allows it, else step.")(func)
     func = click.option("--quant", type=click.Choice(QUANTS), default="int8", show_default=True,
                         help="int16 means int16 activations with int8 weights (TFLite 16x8).")(func)
     return func
@@ -81,12 +82,14 @@ def _model_options(func):
 @cli.command()
 @click.argument("model", type=click.Path())
 @click.option("--unsafe", is_flag=True, help="Load models with Lambda layers (runs code stored in the file).")
+@click.option("--quant", type=click.Choice(QUANTS), default="int8", show_default=True,
+              help="The quantization the paths are decided for.")
 @click.option("--json", "as_json", is_flag=True, help="Print the inspection as JSON.")
-def inspect(model, unsafe, as_json):
+def inspect(model, unsafe, quant, as_json):
     """Show how each layer of MODEL would stream: path and why, parameters, MACs per step, state sizes."""
     from edgernn.inspection import inspect_model
 
-    result = inspect_model(model, unsafe=unsafe)
+    result = inspect_model(model, unsafe=unsafe, quant=quant)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))
         return

@@ -20,6 +20,8 @@ from edgernn import __version__, tfenv
 from edgernn import tflite_model as tfl
 from edgernn.decompose import Plan, decompose
 from edgernn.errors import EdgeRNNError
+from edgernn.fused import diagnose
+from edgernn.inspection import layer_rows
 from edgernn.loading import LoadedModel, load_model
 from edgernn.quantize import (
     QUANT_MODES, Calibration, calibrate, calibration_subset, check_sequences, explain_quantization_failure,
@@ -133,14 +135,21 @@ def keras_reference(model: Any, sequences: np.ndarray) -> np.ndarray | None:
         return np.asarray(model(sequences, training=False), np.float32)
 
 
-def _float_self_check(plan: Plan, step_float: bytes, head_float: bytes | None, step_keys: list[str],
+def _float_self_check(plan: Plan, step_float: bytes, head_float: bytes | None, step_keys: list[str] | None,
                       sequences: np.ndarray) -> float | None:
-    """Largest relative error of the float step model against the Keras model on a few sequences."""
+    """Largest relative error of the float step model against the Keras model on a few sequences.
+
+    ``step_keys`` None means a fused step model (its states in variable tensors)."""
     probe = sequences[: min(4, len(sequences)), : min(64, sequences.shape[1])]
     want = keras_reference(plan.model, probe)
     if want is None:
         return None
-    _, ys = run_step_sequences(step_float, probe, step_keys)
+    if step_keys is None:
+        from edgernn.reference import FusedStepper
+
+        ys, _ = FusedStepper(step_float, {}).run(probe)
+    else:
+        _, ys = run_step_sequences(step_float, probe, step_keys)
     got = ys if plan.head_per_step else _run_head(head_float, ys[:, -1, :]) if head_float else ys[:, -1, :]
     got = got.reshape(want.shape)
     scale = max(float(np.max(np.abs(want))), 1e-6)
@@ -182,8 +191,14 @@ class _FloatTwin:
     def __init__(self, folder: Path, manifest: dict):
         self.data = (folder / ".float_step.tflite").read_bytes()
         self.states = [s["name"] for s in manifest["states"]]
+        self.fused = manifest.get("mode") == "fused"
 
     def y(self, sequences: np.ndarray) -> np.ndarray:
+        if self.fused:
+            from edgernn.reference import FusedStepper
+
+            ys, _ = FusedStepper(self.data, {}).run(sequences)
+            return ys.astype(np.float32)
         _, ys = run_step_sequences(self.data, sequences, self.states)
         return ys
 
@@ -196,15 +211,19 @@ def convert_model(
     *,
     quant: str = "int8",
     calib: Any = None,
-    mode: str = "step",
+    mode: str = "auto",
     unsafe: bool = False,
     board: str | None = None,
+    for_firmware: bool = False,
     log: Log | None = None,
     warn: Log | None = None,
 ) -> dict:
     """Convert ``model`` (a path or a Keras model) into ``out``/step.tflite and ``out``/manifest.json.
 
     ``calib`` is a (sequences, steps, features) array or the path of a .npy file holding one.
+    ``mode``: ``step`` (single-step cells), ``fused`` (one UNIDIRECTIONAL_SEQUENCE_LSTM per LSTM, refused
+    with the reasons when the model does not allow it) or ``auto`` (fused where every RNN layer allows
+    it, else step). ``for_firmware``: the model is for the C backend, so fused only when it has the kernel.
     Returns the manifest.
     """
     log = log or _quiet
@@ -213,20 +232,27 @@ def convert_model(
         raise EdgeRNNError(f"unknown --quant {quant!r}; choose one of {', '.join(QUANT_MODES)}")
     if mode not in MODES:
         raise EdgeRNNError(f"unknown --mode {mode!r}; choose one of {', '.join(MODES)}")
-    if mode == "fused":
-        raise EdgeRNNError("--mode fused is not available in this version; use --mode step")
     out = Path(out)
     check_output_folder(out)
 
     log("loading model")
     loaded = load_model(model, unsafe=unsafe)
     plan = decompose(loaded.model, loaded.flavour)
+    diagnosis = diagnose(plan, quant, mode, for_firmware)
+    for line in diagnosis.lines():
+        log(f"plan: {line}")
     calibration = _calibration(calib, plan.features, quant, warn)
 
     staging = staging_folder(out)
     try:
-        manifest = _convert_into(loaded, plan, calibration, quant, staging, log)
+        if diagnosis.fused:
+            manifest = _convert_fused_into(loaded, plan, calibration, quant, staging, log)
+        else:
+            manifest = _convert_into(loaded, plan, calibration, quant, staging, log)
         manifest["board"] = board
+        manifest["mode_requested"] = mode
+        manifest["rnn_paths"] = [p.as_dict() for p in diagnosis.paths]
+        manifest["layers"] = layer_rows(plan, diagnosis)
         if quant != "float32":
             manifest["quantization_error"] = quantization_error(staging, manifest, calibration.sequences)
             l2r = manifest["quantization_error"]["l2r"]
@@ -330,26 +356,44 @@ def _convert_into(loaded: LoadedModel, plan: Plan, calibration: Calibration, qua
         states.append({**entry_in, "layer": rnn.name, "size": size})
     (staging / "step.tflite").write_bytes(step_final)
 
-    head_entry = None
-    head_macs = 0
-    if head_final is not None:
-        (staging / "head.tflite").write_bytes(head_final)
-        hmodel = tfl.read(head_final)
-        hin, hout = tfl.signature(hmodel)
-        head_entry = {
-            "file": "head.tflite",
-            "input": _io_entry(hmodel, "h", hin["h"]),
-            "output": _io_entry(hmodel, "y", next(iter(hout.values()))),
-            "ops": sorted(set(tfl.op_names(hmodel))),
-        }
-        head_macs = tfl.macs(hmodel)
-        y_entry = _io_entry(model, "y", outputs["y"])
-        if quant != "float32" and (head_entry["input"]["scale"], head_entry["input"]["zero_point"]) != (
-                y_entry["scale"], y_entry["zero_point"]):
-            raise EdgeRNNError("the head model's input did not get the step output's quantization")
+    head_entry, head_macs = _head_entry(staging, head_final, model, outputs, quant)
+    manifest = _manifest_common(loaded, plan, quant, model, head_final, head_entry, head_macs)
+    manifest.update({
+        "mode": "step",
+        "inputs": [_io_entry(model, "x", inputs["x"])],
+        "outputs": [_io_entry(model, "y", outputs["y"])],
+        "states": states,
+        "state_feedback": {s["name"]: s["name"] for s in states},
+        "files": {"step": "step.tflite", **({"head": "head.tflite"} if head_entry else {})},
+        "ops": sorted(set(names)),
+        "calibration": {**calibration.describe(), "samples": len(samples)},
+        "float_self_check_rel": self_check,
+    })
+    return manifest
 
-    from edgernn.inspection import layer_rows
 
+def _head_entry(staging: Path, head_final: bytes | None, model, outputs: dict, quant: str) -> tuple[dict | None, int]:
+    """Write head.tflite and describe it; its input must carry the step output's quantization."""
+    if head_final is None:
+        return None, 0
+    (staging / "head.tflite").write_bytes(head_final)
+    hmodel = tfl.read(head_final)
+    hin, hout = tfl.signature(hmodel)
+    head_entry = {
+        "file": "head.tflite",
+        "input": _io_entry(hmodel, "h", hin["h"]),
+        "output": _io_entry(hmodel, "y", next(iter(hout.values()))),
+        "ops": sorted(set(tfl.op_names(hmodel))),
+    }
+    y_entry = _io_entry(model, "y", outputs["y"])
+    if quant != "float32" and (head_entry["input"]["scale"], head_entry["input"]["zero_point"]) != (
+            y_entry["scale"], y_entry["zero_point"]):
+        raise EdgeRNNError("the head model's input did not get the step output's quantization")
+    return head_entry, tfl.macs(hmodel)
+
+
+def _manifest_common(loaded: LoadedModel, plan: Plan, quant: str, model, head_final: bytes | None,
+                     head_entry: dict | None, head_macs: int) -> dict:
     return {
         "format": 1,
         "edgernn_version": __version__,
@@ -358,24 +402,134 @@ def _convert_into(loaded: LoadedModel, plan: Plan, calibration: Calibration, qua
         "model_sha256": loaded.sha256,
         "keras": loaded.flavour,
         "quant": quant,
-        "mode": "step",
+        "mode": None,
         "sequence_output": "every_step" if plan.head_per_step else "last_step",
-        "inputs": [_io_entry(model, "x", inputs["x"])],
-        "outputs": [_io_entry(model, "y", outputs["y"])],
-        "states": states,
-        "state_feedback": {s["name"]: s["name"] for s in states},
+        "inputs": None,
+        "outputs": None,
+        "states": None,
+        "state_feedback": None,
         "head": head_entry,
-        "files": {"step": "step.tflite", **({"head": "head.tflite"} if head_entry else {})},
-        "ops": sorted(set(names)),
+        "files": None,
+        "ops": None,
         "macs_per_step": tfl.macs(model),
         "head_macs": head_macs,
         "weight_bytes": tfl.constant_bytes(model) + (tfl.constant_bytes(tfl.read(head_final)) if head_final else 0),
         "arena_bytes": None,
         "code_bytes": None,
-        "calibration": {**calibration.describe(), "samples": len(samples)},
-        "float_self_check_rel": self_check,
+        "calibration": None,
+        "float_self_check_rel": None,
         "layers": layer_rows(plan),
     }
+
+
+def _convert_fused_into(loaded: LoadedModel, plan: Plan, calibration: Calibration, quant: str, staging: Path,
+                        log: Log) -> dict:
+    """OUT/step.tflite with one UNIDIRECTIONAL_SEQUENCE_LSTM per LSTM, one invoke per time step."""
+    from edgernn import fused
+    from edgernn.reference import FusedStepper
+
+    log("rebuilding the model in tf_keras for the fused LSTM op")
+    with warnings.catch_warnings(), tfenv.native_stderr_captured():
+        warnings.simplefilter("ignore")
+        fused_keras = fused.build_fused_keras(plan, plan.features)
+    log("converting to TFLite (float32)")
+    fused_float = _convert_float(fused_keras)
+    fused.check_fused_ops(fused_float, plan)
+    fused_float = fused.set_cell_activations(fused_float, plan)
+
+    head_model = build_head_model(plan, loaded.keras)
+    head_float = None
+    if head_model is not None:
+        head_float = _name_head_output(_convert_float(head_model))
+        _check_ops(head_float, "the head model")
+
+    sequences = calibration.sequences
+    self_check = _float_self_check(plan, fused_float, head_float, None, sequences)
+    if self_check is not None and self_check > 1e-4:
+        raise EdgeRNNError(
+            f"the fused float model differs from the Keras model by {self_check:.2e} (relative); use --mode step"
+        )
+    (staging / ".float_step.tflite").write_bytes(fused_float)
+    picked = fused.calibration_sequences(sequences)
+    if quant == "float32":
+        step_final, head_final = fused_float, head_float
+    else:
+        log(f"calibrating on {len(picked)} whole sequences and quantizing to {quant}")
+        try:
+            calibrated = fused.calibrate_on_trajectories(_converter(fused_keras), picked)
+            quantized = quantize_calibrated(calibrated, quant)
+        except EdgeRNNError:
+            raise
+        except Exception as exc:
+            raise explain_quantization_failure(exc, quant, _layers_by_op(plan)) from None
+        fused.check_fused_ops(quantized, plan)
+        step_final, head_final = quantized, None
+        if head_float is not None:
+            ys, _ = FusedStepper(fused_float, {}).run(picked)
+            calibrated_model = tfl.read(calibrated)
+            y_range = tfl.get_min_max(calibrated_model, tfl.signature(calibrated_model)[1]["y"])
+            head_final = _quantize_head(head_model, ys, y_range, quant, plan)
+
+    model = tfl.read(step_final)
+    inputs, outputs = tfl.signature(model)
+    found = fused.state_tensors(step_final, plan)
+    states = []
+    for name, index, rnn in found:
+        entry = _io_entry(model, name, index)
+        states.append({**entry, "layer": rnn.name, "size": int(np.prod(entry["shape"])), "variable": True,
+                       "tensor": index})
+    (staging / "step.tflite").write_bytes(step_final)
+    files = {"step": "step.tflite"}
+    states_io = fused.states_as_io(step_final, found)
+    why_not_io = _check_states_io(step_final, states_io, states, sequences[:2, :32])
+    if why_not_io is None:
+        (staging / "fused_states_io.tflite").write_bytes(states_io)
+        files["fused_states_io"] = "fused_states_io.tflite"
+    else:
+        log(f"fused_states_io.tflite not written: {why_not_io}")
+
+    head_entry, head_macs = _head_entry(staging, head_final, model, outputs, quant)
+    if head_entry:
+        files["head"] = "head.tflite"
+    manifest = _manifest_common(loaded, plan, quant, model, head_final, head_entry, head_macs)
+    manifest.update({
+        "mode": "fused",
+        "inputs": [_io_entry(model, "x", inputs["x"])],
+        "outputs": [_io_entry(model, "y", outputs["y"])],
+        "states": states,
+        "state_feedback": {},
+        "files": files,
+        "ops": sorted(set(tfl.op_names(model))),
+        "calibration": {**calibration.describe(), "samples": int(picked.shape[0] * picked.shape[1]),
+                        "whole_sequences": int(picked.shape[0])},
+        "float_self_check_rel": self_check,
+    })
+    if why_not_io is not None:
+        manifest["fused_states_io"] = {"written": False, "why": why_not_io}
+    return manifest
+
+
+def _check_states_io(stepwise: bytes, states_io: bytes, states: list[dict], probe: np.ndarray) -> str | None:
+    """None when the states-as-I/O form gives the stepwise form's exact bytes over probe, else why not."""
+    from edgernn.reference import FusedStepper, quantize
+
+    x_entry = tfl.tensor_quant(tfl.read(stepwise), tfl.signature(tfl.read(stepwise))[0]["x"])
+    xq = quantize(probe.astype(np.float32), x_entry)
+    want_y, want_states = FusedStepper(stepwise, {s["name"]: s["tensor"] for s in states}).run(xq)
+    try:
+        runner = _interp(states_io).get_signature_runner()
+        for i, seq in enumerate(xq):
+            state = {s["name"]: quantize(np.zeros(s["shape"], np.float32), s) for s in states}
+            for t, x in enumerate(seq):
+                result = runner(x=x.reshape(x_entry["shape"]), **state)
+                state = {name: np.array(result[name]) for name in state}
+                if not np.array_equal(np.array(result["y"]).reshape(-1), want_y[i, t]) or any(
+                        not np.array_equal(state[n].reshape(-1), want_states[n][i, t]) for n in state):
+                    return f"it differs from step.tflite at sequence {i}, step {t}"
+    except Exception as exc:  # the interpreter refusing the edited graph is an answer, not a bug
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"the interpreter refuses it ({first})"
+    return None
 
 
 def _rename_for_run(data: bytes, step: StepModel, output_keys: list[str]) -> bytes:

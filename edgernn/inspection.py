@@ -7,6 +7,7 @@ from typing import Any
 
 from edgernn.decompose import Plan, decompose
 from edgernn.errors import EdgeRNNError
+from edgernn.fused import Diagnosis, diagnose
 from edgernn.loading import load_model
 
 BYTES_PER_WEIGHT = {"float32": 4, "int16": 1, "int8": 1}  # 16x8 keeps int8 weights
@@ -33,7 +34,9 @@ def _ltc_unfolds(rnn) -> int:
     return int(getattr(rnn.cell, "_ode_unfolds", 1) or 1)
 
 
-def layer_rows(plan: Plan) -> list[dict]:
+def layer_rows(plan: Plan, diagnosis: Diagnosis | None = None) -> list[dict]:
+    """One row per layer; an RNN layer's path is "fused" or "step" as ``diagnosis`` decided."""
+    paths = {p.layer: p for p in diagnosis.paths} if diagnosis else {}
     rows = []
     recurrent = {id(r.layer): r for r in plan.recurrent}
     steps = {id(s.layer): s for s in [*plan.pre, *plan.head]}
@@ -42,8 +45,15 @@ def layer_rows(plan: Plan) -> list[dict]:
                "macs_per_step": _matrix_macs(layer), "states": [], "path": "", "why": ""}
         if role == "rnn":
             rnn = recurrent[id(layer)]
-            row["path"] = "step"
-            row["why"] = "; ".join(["cell called once per step, state as input and output", *rnn.notes])
+            choice = paths.get(rnn.name)
+            row["path"] = choice.path if choice else "step"
+            if row["path"] == "fused":
+                first = "one UNIDIRECTIONAL_SEQUENCE_LSTM op per step, state in its variable tensors"
+            else:
+                first = "cell called once per step, state as input and output"
+                if choice:
+                    first = f"{first} (step, because {choice.why})"
+            row["why"] = "; ".join([first, *rnn.notes])
             row["states"] = [{"name": n, "size": s} for n, s in zip(rnn.public_state_names(), rnn.state_sizes)]
             if rnn.kind == "LTC":
                 row["macs_per_step"] *= _ltc_unfolds(rnn)
@@ -66,6 +76,9 @@ class Inspection:
     steps: int | None
     rows: list[dict]
     sequence_output: str
+    quant: str = "int8"
+    mode: str = "auto"
+    plan_lines: list[str] = field(default_factory=list)
     boards: list[dict] = field(default_factory=list)
 
     @property
@@ -74,7 +87,7 @@ class Inspection:
 
     @property
     def macs_per_step(self) -> int:
-        return sum(r["macs_per_step"] for r in self.rows if r["path"] in ("step", "per step"))
+        return sum(r["macs_per_step"] for r in self.rows if r["path"] in ("step", "fused", "per step"))
 
     @property
     def state_elements(self) -> int:
@@ -84,7 +97,8 @@ class Inspection:
         return {
             "model": self.model_name, "keras": self.keras, "features": self.features, "steps": self.steps,
             "sequence_output": self.sequence_output, "params": self.params, "macs_per_step": self.macs_per_step,
-            "state_elements": self.state_elements, "layers": self.rows, "boards": self.boards,
+            "state_elements": self.state_elements, "quant": self.quant, "mode": self.mode,
+            "rnn_paths": self.plan_lines, "layers": self.rows, "boards": self.boards,
         }
 
 
@@ -104,10 +118,13 @@ def board_fit(params: int, state_elements: int, features: int) -> list[dict]:
     return out
 
 
-def inspect_model(model: Any, *, unsafe: bool = False) -> Inspection:
+def inspect_model(model: Any, *, unsafe: bool = False, quant: str = "int8", mode: str = "auto",
+                  for_firmware: bool = False) -> Inspection:
+    """``quant``, ``mode`` and ``for_firmware`` are those of the conversion the paths are shown for."""
     loaded = load_model(model, unsafe=unsafe)
     plan = decompose(loaded.model, loaded.flavour)
-    rows = layer_rows(plan)
+    diagnosis = diagnose(plan, quant, "auto" if mode == "fused" else mode, for_firmware)
+    rows = layer_rows(plan, diagnosis)
     result = Inspection(
         model_name=loaded.path.name if loaded.path else loaded.model.name,
         keras="Keras 3" if loaded.flavour == "keras" else "tf_keras (Keras 2)",
@@ -115,6 +132,9 @@ def inspect_model(model: Any, *, unsafe: bool = False) -> Inspection:
         steps=plan.steps,
         rows=rows,
         sequence_output="every step" if plan.head_per_step else "last step (head runs once)",
+        quant=quant,
+        mode=mode,
+        plan_lines=diagnosis.lines(),
     )
     try:
         result.boards = board_fit(result.params, result.state_elements, plan.features)

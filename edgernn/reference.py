@@ -54,13 +54,59 @@ class Trace:
     final: np.ndarray | None = None  # the head's output per sequence (dequantized), when there is a head
 
 
+class FusedStepper:
+    """A fused step model: one invoke per time step, the LSTM states in the interpreter's variable tensors.
+
+    ``reset_all_variables()`` zeroes them (each at its zero point) for a new sequence; ``get_tensor`` with
+    the manifest's tensor index reads them after each invoke.
+    """
+
+    def __init__(self, model, state_tensors: dict[str, int]):
+        self.interp = load_interpreter(model)
+        details = self.interp.get_signature_runner()
+        self.x_index = details.get_input_details()["x"]["index"]
+        self.y_index = details.get_output_details()["y"]["index"]
+        self.x_shape = details.get_input_details()["x"]["shape"]
+        self.state_tensors = state_tensors
+
+    def reset(self) -> None:
+        self.interp.reset_all_variables()
+
+    def step(self, x: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        self.interp.set_tensor(self.x_index, x.reshape(self.x_shape))
+        self.interp.invoke()
+        y = np.array(self.interp.get_tensor(self.y_index))
+        return y, {name: np.array(self.interp.get_tensor(index)) for name, index in self.state_tensors.items()}
+
+    def run(self, sequences: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """(y (sequences, steps, outputs), states name -> (sequences, steps, size)), raw values."""
+        ys, states = [], {name: [] for name in self.state_tensors}
+        for seq in sequences:
+            self.reset()
+            seq_y, seq_states = [], {name: [] for name in self.state_tensors}
+            for x in seq:
+                y, now = self.step(x)
+                seq_y.append(y.reshape(-1))
+                for name, value in now.items():
+                    seq_states[name].append(value.reshape(-1))
+            ys.append(seq_y)
+            for name in states:
+                states[name].append(seq_states[name])
+        return np.asarray(ys), {k: np.asarray(v) for k, v in states.items()}
+
+
 class StepRunner:
     """The step model (and its head) of an output folder, on the reference kernels."""
 
     def __init__(self, out_dir: str | Path, manifest: dict | None = None):
         self.out_dir = Path(out_dir)
         self.manifest = manifest or read_manifest(out_dir)
-        self.runner = load_interpreter(self.out_dir / self.manifest["files"]["step"]).get_signature_runner()
+        step_file = self.out_dir / self.manifest["files"]["step"]
+        self.fused = None
+        if self.manifest.get("mode") == "fused":
+            self.fused = FusedStepper(step_file, {s["name"]: s["tensor"] for s in self.manifest["states"]})
+        else:
+            self.runner = load_interpreter(step_file).get_signature_runner()
         head = self.manifest.get("head")
         self.head = load_interpreter(self.out_dir / head["file"]).get_signature_runner() if head else None
         self.x_entry = self.manifest["inputs"][0]
@@ -73,6 +119,12 @@ class StepRunner:
         sequences = np.asarray(sequences)
         xq = sequences if quantized_input else quantize(sequences.astype(np.float32), self.x_entry)
         shape = self.x_entry["shape"]
+        if self.fused is not None:
+            y, states = self.fused.run(xq)
+            trace = Trace(x=xq, y=y, states=states, y_float=dequantize(y, self.y_entry))
+            if self.head is not None:
+                trace.final = self.run_head(y[:, -1, :])
+            return trace
         ys, states = [], {s["name"]: [] for s in self.manifest["states"]}
         for seq in xq:
             state = self.zero_state()

@@ -33,6 +33,9 @@ def print_inspection(console, result) -> None:
         table.add_row(row["name"], row["class"], row["path"], row["why"], f"{row['params']:,}",
                       f"{row['macs_per_step']:,}", states)
     console.print(table)
+    console.print(f"paths for --quant {result.quant} --mode {result.mode} (convert; build also needs the C kernels):")
+    for line in result.plan_lines:
+        console.print(f"  {line}")
     console.print(
         f"output: {result.sequence_output}; params {result.params:,}; MACs per step ≈ {result.macs_per_step:,}; "
         f"state elements {result.state_elements:,}"
@@ -65,6 +68,13 @@ def print_conversion(console, manifest: dict, out: Any) -> None:
     _io_rows(table, "state", manifest["states"])
     _io_rows(table, "output", manifest["outputs"])
     console.print(table)
+    for path in manifest.get("rnn_paths", []):
+        why = f", because {path['why']}" if path["path"] == "step" else ""
+        console.print(f"plan: {path['layer']} ({path['class']}): {path['path']}{why}")
+    if manifest["mode"] == "fused":
+        io = manifest["files"].get("fused_states_io")
+        console.print("the LSTM states live in step.tflite's variable tensors (one invoke per step)"
+                      + (f"; {io} has them as inputs and outputs" if io else ""))
     head = manifest.get("head")
     extra = f"; head.tflite runs once after the last step" if head else ""
     check = manifest.get("float_self_check_rel")

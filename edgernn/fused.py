@@ -1,0 +1,317 @@
+"""The fused path: each LSTM becomes one TFLite ``UNIDIRECTIONAL_SEQUENCE_LSTM`` op.
+
+TensorFlow 2.21 turns every Keras 3 LSTM into a ``WHILE`` loop, but still fuses a tf_keras LSTM whose
+cell activation is tanh and whose gates are sigmoid. So the model is rebuilt in tf_keras with the same
+weights (dropout dropped: it is the identity at inference), for a batch of one and one time step, and
+converted with TensorFlow's own converter. The LSTM state lives in the op's two variable tensors
+(input activation state and cell state), which TFLite keeps from one invoke to the next: one invoke is
+one time step, the way TFLite Micro streams, and ``reset_all_variables()`` starts a new sequence.
+
+``diagnose`` is the one eligibility check that ``inspect``, ``convert`` and ``build`` share.
+"""
+
+from __future__ import annotations
+
+import inspect as pyinspect
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from edgernn import tflite_model as tfl
+from edgernn.decompose import Plan, RecurrentLayer
+from edgernn.errors import EdgeRNNError
+
+FUSED_OP = "UNIDIRECTIONAL_SEQUENCE_LSTM"
+# UNIDIRECTIONAL_SEQUENCE_LSTM inputs 18 and 19: the variable tensors holding h and c between invokes.
+ACTIVATION_STATE_INPUT, CELL_STATE_INPUT = 18, 19
+# Keras cell activation -> LSTMOptions.fused_activation_function that computes the same function.
+# TFLite's float kernel applies it to the cell input and to c before the output gate, as Keras does.
+# SIGN_BIT has no Keras counterpart. The integer kernel applies tanh whatever the option says.
+FLOAT_ACTIVATIONS = {"tanh": "TANH", "relu": "RELU", "relu6": "RELU6", "hard_tanh": "RELU_N1_TO_1", "linear": "NONE"}
+INT8_ACTIVATIONS = {"tanh": "TANH"}
+# Per-step layers the fused model rebuilds in tf_keras (class name, or TimeDistributed around one).
+REBUILT_LAYERS = {"Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "Rescaling",
+                  "BatchNormalization", "LayerNormalization"}
+NO_FUSED_BACKEND = "the C backend has no fused LSTM kernel yet"
+# Steps the int8 calibration runs at most; whole sequences are always kept.
+MAX_CALIBRATION_STEPS = 20000
+
+
+@dataclass
+class RNNPath:
+    """The path one recurrent layer takes, and why."""
+
+    layer: str
+    kind: str
+    path: str  # "fused" or "step"
+    why: str
+
+    def line(self) -> str:
+        return f"{self.layer} ({self.kind}): {self.path}" + (f", because {self.why}" if self.path == "step" else "")
+
+    def as_dict(self) -> dict:
+        return {"layer": self.layer, "class": self.kind, "path": self.path, "why": self.why}
+
+
+@dataclass
+class Diagnosis:
+    mode: str  # what was asked: auto, step or fused
+    fused: bool  # what the model gets
+    paths: list[RNNPath]
+
+    def lines(self) -> list[str]:
+        return [p.line() for p in self.paths]
+
+
+def activation_name(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    name = getattr(value, "__name__", None) or type(value).__name__
+    return str(name)
+
+
+def _cell_attr(rnn: RecurrentLayer, name: str, default: Any = None) -> Any:
+    return getattr(rnn.cell, name, getattr(rnn.layer, name, default))
+
+
+def lstm_obstacle(rnn: RecurrentLayer, quant: str) -> str | None:
+    """None when this recurrent layer can be one fused op, else the exact attribute that stops it."""
+    cell_kind = type(rnn.cell).__name__
+    if cell_kind != "LSTMCell" or rnn.kind not in ("LSTM", "RNN"):
+        what = rnn.kind if rnn.kind != "RNN" else f"RNN({cell_kind})"
+        return f"{what} has no fused TFLite op; only LSTM has one (UNIDIRECTIONAL_SEQUENCE_LSTM)"
+    dtype = str(getattr(rnn.cell, "dtype", "float32") or "float32")
+    if dtype != "float32":
+        return f"dtype={dtype}: the fused op is converted from float32 weights"
+    recurrent = activation_name(_cell_attr(rnn, "recurrent_activation"))
+    if recurrent != "sigmoid":
+        return f"recurrent_activation={recurrent}: the fused op's gates are sigmoid"
+    activation = activation_name(_cell_attr(rnn, "activation"))
+    if activation not in FLOAT_ACTIVATIONS:
+        return (f"activation={activation}: the fused op's cell activation (LSTMOptions.fused_activation_function) "
+                f"can only be {', '.join(FLOAT_ACTIVATIONS)}")
+    if quant == "int16":
+        return "TFLite's fused LSTM has no 16x8 quantization"
+    if quant == "int8" and activation not in INT8_ACTIVATIONS:
+        return f"activation={activation}: TFLite's int8 fused LSTM kernel applies tanh only"
+    return None
+
+
+def _layer_obstacle(layer: Any) -> str | None:
+    kind = type(layer).__name__
+    inner = type(layer.layer).__name__ if kind == "TimeDistributed" else kind
+    if inner in REBUILT_LAYERS:
+        return None
+    return f"layer '{layer.name}' ({kind}) is not one edgernn rebuilds in tf_keras for the fused model"
+
+
+def diagnose(plan: Plan, quant: str, mode: str = "auto", for_firmware: bool = False) -> Diagnosis:
+    """The path of every recurrent layer: all fused, or all step with each layer's reason.
+
+    A model is fused only when every recurrent layer can be, and every per-step layer around them can be
+    rebuilt in tf_keras: one step model holds either fused ops or step cells, never both.
+    """
+    own = {rnn.name: lstm_obstacle(rnn, quant) for rnn in plan.recurrent}
+    around = [why for step in [*plan.pre, *(plan.head if plan.head_per_step else [])]
+              for why in [_layer_obstacle(step.layer)] if why]
+    if for_firmware:
+        from edgernn.backend import supported_ops
+
+        if FUSED_OP not in supported_ops():
+            around.insert(0, NO_FUSED_BACKEND)
+    blocked = [name for name, why in own.items() if why]
+    fused = mode != "step" and not blocked and not around
+    paths = []
+    for rnn in plan.recurrent:
+        kind = rnn.kind if rnn.kind != "RNN" else f"RNN({type(rnn.cell).__name__})"
+        if fused:
+            paths.append(RNNPath(rnn.name, kind, "fused", "one UNIDIRECTIONAL_SEQUENCE_LSTM op; state in its variable tensors"))
+        elif mode == "step":
+            paths.append(RNNPath(rnn.name, kind, "step", "--mode step"))
+        elif own[rnn.name]:
+            paths.append(RNNPath(rnn.name, kind, "step", own[rnn.name]))
+        elif around:
+            paths.append(RNNPath(rnn.name, kind, "step", around[0]))
+        else:
+            others = ", ".join(f"'{n}'" for n in blocked)
+            paths.append(RNNPath(rnn.name, kind, "step",
+                                 f"{others} cannot be fused, and a model is fused only when every RNN layer can"))
+    diagnosis = Diagnosis(mode=mode, fused=fused, paths=paths)
+    if mode == "fused" and not fused:
+        reasons = "; ".join(f"{p.layer}: {p.why}" for p in paths)
+        raise EdgeRNNError(f"--mode fused is not possible for this model ({reasons}); use --mode auto or step")
+    return diagnosis
+
+
+# ---------------------------------------------------------------- the tf_keras twin
+
+def _twin_of(layer: Any, tk: Any, source_flavour: str) -> Any:
+    """A tf_keras layer computing what ``layer`` computes on the last axis, weights not yet set."""
+    if type(layer).__name__ == "TimeDistributed":
+        layer = layer.layer
+    kind = type(layer).__name__
+    cls = getattr(tk.layers, kind)
+    config = layer.get_config()
+    if source_flavour != "tf_keras":
+        accepted = set(pyinspect.signature(cls.__init__).parameters) | {"name", "trainable"}
+        config = {k: v for k, v in config.items()
+                  if k in accepted and not isinstance(v, dict) and k != "dtype"}
+    config["name"] = f"{layer.name}_twin"
+    return cls.from_config(config), layer
+
+
+def _lstm_twin(rnn: RecurrentLayer, tk: Any) -> tuple[Any, list[np.ndarray]]:
+    cell = rnn.cell
+    weights = [np.asarray(w) for w in cell.get_weights()]
+    units = int(cell.units)
+    if not getattr(cell, "use_bias", True):
+        weights = weights[:2] + [np.zeros(4 * units, np.float32)]
+    # tf_keras fuses only tanh; another cell activation is written into the op's options afterwards.
+    layer = tk.layers.LSTM(units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
+                           return_sequences=True, unroll=False, name=f"{rnn.name}_fused")
+    return layer, weights[:3]
+
+
+def build_fused_keras(plan: Plan, features: int) -> Any:
+    """The tf_keras model x[1, F] -> y[1, units]: pre-layers, one LSTM per layer, per-step head."""
+    from edgernn import tfenv
+
+    tk = tfenv.tf_keras()
+    if tk is None:
+        raise EdgeRNNError("the fused path rebuilds the model in tf_keras: install it (pip install tf-keras)")
+    x = tk.Input(batch_shape=(1, features), name="x")
+    z = tk.layers.Reshape((1, features), name="x_sequence")(x)
+    pending = []
+    steps_around = [*plan.pre]
+    for step in steps_around:
+        twin, source = _twin_of(step.layer, tk, plan.flavour)
+        z = twin(z)
+        pending.append((twin, source.get_weights()))
+    for rnn in plan.recurrent:
+        twin, weights = _lstm_twin(rnn, tk)
+        z = twin(z)
+        pending.append((twin, weights))
+    if plan.head_per_step:
+        for step in plan.head:
+            twin, source = _twin_of(step.layer, tk, plan.flavour)
+            z = twin(z)
+            pending.append((twin, source.get_weights()))
+    y = tk.layers.Reshape((int(z.shape[-1]),), name="y")(z)
+    model = tk.Model(x, y, name="edgernn_fused")
+    for twin, weights in pending:
+        try:
+            twin.set_weights(weights)
+        except ValueError as exc:
+            raise EdgeRNNError(f"cannot give the tf_keras twin of '{twin.name[:-5]}' its weights ({exc})") from None
+    return model
+
+
+# ---------------------------------------------------------------- flatbuffer facts and edits
+
+def lstm_ops(model) -> list:
+    graph = model.subgraphs[0]
+    return [op for op in graph.operators or [] if tfl.op_name(model, op.opcodeIndex) == FUSED_OP]
+
+
+def check_fused_ops(data: bytes, plan: Plan) -> None:
+    model = tfl.read(data)
+    names = tfl.op_names(model)
+    loops = sorted({n for n in names if n in tfl.CONTROL_FLOW_OPS or n.startswith("CUSTOM")})
+    count = names.count(FUSED_OP)
+    if loops or count != len(plan.recurrent):
+        raise EdgeRNNError(
+            f"TensorFlow did not fuse the LSTMs: {count} {FUSED_OP} op(s) for {len(plan.recurrent)} LSTM layer(s)"
+            + (f", and {', '.join(loops)}" if loops else "") + "; use --mode step"
+        )
+
+
+def set_cell_activations(data: bytes, plan: Plan) -> bytes:
+    """Write each LSTM's cell activation into its op's LSTMOptions (tf_keras fused them as tanh)."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    model = tfl.read(data)
+    for op, rnn in zip(lstm_ops(model), plan.recurrent):
+        wanted = FLOAT_ACTIVATIONS[activation_name(_cell_attr(rnn, "activation"))]
+        op.builtinOptions.fusedActivationFunction = getattr(schema.ActivationFunctionType, wanted)
+    return tfl.write(model)
+
+
+def state_tensors(data: bytes, plan: Plan) -> list[tuple[str, int, RecurrentLayer]]:
+    """(public state name, tensor index, layer) of every LSTM's h and c variable tensors, in layer order."""
+    model = tfl.read(data)
+    graph = model.subgraphs[0]
+    found = []
+    for op, rnn in zip(lstm_ops(model), plan.recurrent):
+        for name, slot in (("h", ACTIVATION_STATE_INPUT), ("c", CELL_STATE_INPUT)):
+            index = int(op.inputs[slot])
+            if index < 0 or not graph.tensors[index].isVariable:
+                raise EdgeRNNError(f"the fused op of '{rnn.name}' keeps its {name} state in no variable tensor")
+            found.append((f"{rnn.name}.{name}", index, rnn))
+    return found
+
+
+def states_as_io(data: bytes, states: list[tuple[str, int, Any]]) -> bytes:
+    """The same model with each variable state tensor also a graph input and output, named in the signature.
+
+    The op still updates the tensor in place; setting it before an invoke and reading it after makes the
+    state explicit, which is what tools that want the states as inputs and outputs need.
+    """
+    model = tfl.read(data)
+    graph = model.subgraphs[0]
+    sig = model.signatureDefs[0]
+    entry_type = type(sig.inputs[0])
+    for name, index, _ in states:
+        graph.inputs = [*graph.inputs, index]
+        graph.outputs = [*graph.outputs, index]
+        for side in ("inputs", "outputs"):
+            entry = entry_type()
+            entry.name = name
+            entry.tensorIndex = index
+            setattr(sig, side, [*getattr(sig, side), entry])
+    return tfl.write(model)
+
+
+# ---------------------------------------------------------------- int8 calibration on whole sequences
+
+def calibration_sequences(sequences: np.ndarray, limit: int = MAX_CALIBRATION_STEPS) -> np.ndarray:
+    """Whole sequences, evenly spaced, at most ``limit`` steps in all (always at least one)."""
+    keep = max(1, min(len(sequences), limit // max(1, sequences.shape[1])))
+    picks = np.linspace(0, len(sequences) - 1, keep).astype(int)
+    return sequences[np.unique(picks)]
+
+
+def calibrate_on_trajectories(converter: Any, sequences: np.ndarray) -> bytes:
+    """Min/max of every tensor over whole sequences, each started from a zero state.
+
+    TFLite's calibrator keeps variable tensors from one invoke to the next and never resets them, so
+    feeding the steps of one sequence in order lets the state visit what it visits on the device. A fresh
+    calibrator per sequence starts each from zero; the ranges are the union over all sequences.
+    """
+    from tensorflow.lite.python.optimize import calibrator
+
+    from edgernn import tfenv
+    from edgernn.quantize import calibrate
+
+    def steps(sequence):
+        return [{"x": x.reshape(1, -1).astype(np.float32)} for x in sequence]
+
+    with warnings.catch_warnings(), tfenv.native_stderr_captured():
+        warnings.simplefilter("ignore")
+        first = calibrate(converter, steps(sequences[0]))
+        model = tfl.read(first)
+        ranges = {i: tfl.get_min_max(model, i) for i in range(len(model.subgraphs[0].tensors))}
+        for sequence in sequences[1:]:
+            wrapper = calibrator.Calibrator(first)
+            data = wrapper.calibrate(lambda s=sequence: iter([[x.reshape(1, -1).astype(np.float32)] for x in s]))
+            other = tfl.read(bytes(data))
+            for i in ranges:
+                r = tfl.get_min_max(other, i)
+                if r is not None:
+                    old = ranges[i]
+                    ranges[i] = r if old is None else (min(old[0], r[0]), max(old[1], r[1]))
+    for i, r in ranges.items():
+        if r is not None:
+            tfl.set_min_max(model, i, *r)
+    return tfl.write(model)
