@@ -58,7 +58,7 @@ def bench(name: str, builder, steps: int, work: Path) -> dict:
 
     folder = work / name
     with contextlib.redirect_stdout(io.StringIO()):
-        convert_model(builder(), folder, quant="int8")
+        convert_model(builder(), folder, quant="int8", mode="step")
     b = H.build(folder, cflags=["-O2"], name="driver_O2")
     xs = zoo.trajectories(1, 2 * steps, 3, seed=1)[0]
     xq = H.quantize_x(folder, xs)

@@ -5,9 +5,11 @@ The heavy stages import TensorFlow lazily, so ``import edgernn`` stays cheap.
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "convert", "inspect", "EdgeRNNError"]
+__all__ = ["__version__", "convert", "inspect", "EdgeRNNError", "lstm_from_torch", "lstm_from_cudnn",
+           "keras_lstm_weights", "keras_lstm_weights_from_cudnn"]
 
 from edgernn.errors import EdgeRNNError
+from edgernn.interop import keras_lstm_weights, keras_lstm_weights_from_cudnn, lstm_from_cudnn, lstm_from_torch
 
 
 def convert(model, out, **options):

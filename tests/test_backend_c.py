@@ -68,7 +68,7 @@ def converted(tmp_path_factory):
             out = tmp_path_factory.mktemp(f"be_{name}_{quant}") / "out"
             model = MODELS[name]()
             with contextlib.redirect_stdout(io.StringIO()):
-                convert_model(model, out, quant=quant)
+                convert_model(model, out, quant=quant, mode="step")
             cache[(name, quant)] = out
         return cache[(name, quant)]
 

@@ -53,7 +53,7 @@ def converted(zoo_files, tmp_path_factory):
             features = zoo.features_of(model)
             calib = zoo.trajectories(CALIB_SEQ, CALIB_STEPS, features, seed=1)
             out = tmp_path_factory.mktemp(f"{name}_{quant}") / "out"
-            manifest = convert_model(path, out, quant=quant, calib=calib)
+            manifest = convert_model(path, out, quant=quant, calib=calib, mode="step")
             cache[(name, quant)] = (model, out, manifest)
         return cache[(name, quant)]
 
@@ -176,7 +176,8 @@ def test_keras3_int8_conversion_of_a_plain_lstm_does_not_crash(tmp_path):
 
     keras.utils.set_random_seed(3)
     model = keras.Sequential([keras.Input((None, 4)), keras.layers.LSTM(16)])
-    manifest = convert_model(model, tmp_path / "out", quant="int8", calib=zoo.trajectories(4, 30, 4, 0))
+    manifest = convert_model(model, tmp_path / "out", quant="int8", calib=zoo.trajectories(4, 30, 4, 0),
+                             mode="step")
     assert manifest["sequence_output"] == "last_step"
     assert {"FULLY_CONNECTED", "LOGISTIC", "TANH"} <= set(manifest["ops"])
 

@@ -44,7 +44,8 @@ def converted(tmp_path_factory):
             path = folder / f"{kind}.keras"
             model.save(path)
             out = folder / "out"
-            convert_model(str(path), out, quant="int8", calib=trajectories(8, 80, 2, 1), board=board)
+            convert_model(str(path), out, quant="int8", calib=trajectories(8, 80, 2, 1), board=board,
+                          mode="step")
             from edgernn.backend import generate_firmware
 
             generate_firmware(out, load_board(board))

@@ -30,7 +30,8 @@ def test_inspect_reports_path_reason_params_macs_and_states(lstm_file):
     rows = {r["name"]: r for r in report["layers"]}
     lstm = next(l for l in model.layers if type(l).__name__ == "LSTM")
     row = rows[lstm.name]
-    assert row["path"] == "step"
+    assert row["path"] == "fused"  # dropout and recurrent_dropout never block fusion
+    assert report["rnn_paths"] == [f"{lstm.name} (LSTM): fused"]
     assert "dropout ignored at inference" in row["why"] and "recurrent_dropout ignored at inference" in row["why"]
     assert row["states"] == [{"name": f"{lstm.name}.h", "size": 16}, {"name": f"{lstm.name}.c", "size": 16}]
     assert row["params"] == lstm.count_params()
