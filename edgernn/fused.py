@@ -104,12 +104,46 @@ def lstm_obstacle(rnn: RecurrentLayer, quant: str) -> str | None:
     return None
 
 
-def _layer_obstacle(layer: Any) -> str | None:
+def _layer_obstacle(layer: Any, flavour: str) -> str | None:
     kind = type(layer).__name__
     inner = type(layer.layer).__name__ if kind == "TimeDistributed" else kind
-    if inner in REBUILT_LAYERS:
-        return None
-    return f"layer '{layer.name}' ({kind}) is not one edgernn rebuilds in tf_keras for the fused model"
+    if inner not in REBUILT_LAYERS:
+        return f"layer '{layer.name}' ({kind}) is not one edgernn rebuilds in tf_keras for the fused model"
+    if flavour != "tf_keras":
+        _, problem = tf_keras_config(layer.layer if kind == "TimeDistributed" else layer)
+        if problem:
+            return f"layer '{layer.name}' ({kind}) {problem}"
+    return None
+
+
+# Keras 3 config keys tf_keras lacks: dropped when they hold these (the behaviour tf_keras has), else refused.
+KERAS3_ONLY_DEFAULTS = {"quantization_config": None, "renorm": False, "renorm_clipping": None,
+                        "renorm_momentum": 0.99, "rms_scaling": False, "synchronized": False}
+KERAS3_RENAMED = {"negative_slope": "alpha"}  # LeakyReLU
+_WEIGHT_SETTINGS = ("_initializer", "_regularizer", "_constraint")
+
+
+def tf_keras_config(layer: Any) -> tuple[dict, str | None]:
+    """A Keras 3 layer's config for the tf_keras class of the same name, or the key that has no counterpart."""
+    from edgernn import tfenv
+
+    cls = getattr(tfenv.tf_keras().layers, type(layer).__name__)
+    accepted = set(pyinspect.signature(cls.__init__).parameters)
+    config = {}
+    for key, value in layer.get_config().items():
+        if key in ("dtype", "trainable", "name") or key.endswith(_WEIGHT_SETTINGS):
+            continue
+        if key not in accepted and key in KERAS3_RENAMED and KERAS3_RENAMED[key] in accepted:
+            config[KERAS3_RENAMED[key]] = value
+        elif key not in accepted:
+            if key in KERAS3_ONLY_DEFAULTS and value == KERAS3_ONLY_DEFAULTS[key]:
+                continue
+            return config, f"has {key}={value!r}, which tf_keras' {type(layer).__name__} cannot express"
+        elif isinstance(value, dict):
+            return config, f"has a custom {key} tf_keras cannot rebuild"
+        else:
+            config[key] = value
+    return config, None
 
 
 def diagnose(plan: Plan, quant: str, mode: str = "auto", for_firmware: bool = False) -> Diagnosis:
@@ -120,7 +154,7 @@ def diagnose(plan: Plan, quant: str, mode: str = "auto", for_firmware: bool = Fa
     """
     own = {rnn.name: lstm_obstacle(rnn, quant) for rnn in plan.recurrent}
     around = [why for step in [*plan.pre, *(plan.head if plan.head_per_step else [])]
-              for why in [_layer_obstacle(step.layer)] if why]
+              for why in [_layer_obstacle(step.layer, plan.flavour)] if why]
     if for_firmware:
         from edgernn.backend import supported_ops
 
@@ -158,11 +192,12 @@ def _twin_of(layer: Any, tk: Any, source_flavour: str) -> Any:
         layer = layer.layer
     kind = type(layer).__name__
     cls = getattr(tk.layers, kind)
-    config = layer.get_config()
-    if source_flavour != "tf_keras":
-        accepted = set(pyinspect.signature(cls.__init__).parameters) | {"name", "trainable"}
-        config = {k: v for k, v in config.items()
-                  if k in accepted and not isinstance(v, dict) and k != "dtype"}
+    if source_flavour == "tf_keras":
+        config = layer.get_config()
+    else:
+        config, problem = tf_keras_config(layer)
+        if problem:
+            raise EdgeRNNError(f"layer '{layer.name}' ({kind}) {problem}; use --mode step")
     config["name"] = f"{layer.name}_twin"
     return cls.from_config(config), layer
 

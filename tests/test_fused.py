@@ -29,9 +29,11 @@ def stack_final(seed: int = 0):
 
 
 def relu_cell(seed: int = 0):
+    """A relu cell after a LeakyReLU pre-layer (Keras 3 calls its slope negative_slope, tf_keras alpha)."""
     keras = zoo._keras(seed)
-    return keras.Sequential([keras.Input((None, 3)), keras.layers.LSTM(6, activation="relu", return_sequences=True)],
-                            name="relu_cell")
+    L = keras.layers
+    return keras.Sequential([keras.Input((None, 3)), L.Dense(4), L.LeakyReLU(0.1),
+                             L.LSTM(6, activation="relu", return_sequences=True)], name="relu_cell")
 
 
 MODELS = {"lstm_pre_head": zoo.lstm_pre_head, "stack_final": stack_final,
@@ -206,6 +208,19 @@ def test_ineligible_lstm_gets_its_named_reason(kwargs, quant, needle):
 def test_relu_cell_is_fused_in_float32():
     rows, _ = _paths(relu_cell(), "float32")
     assert next(iter(rows.values()))["path"] == "fused"
+
+
+def test_a_per_step_layer_tf_keras_cannot_express_names_its_key():
+    import warnings
+
+    keras = zoo._keras(0)
+    L = keras.layers
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        norm = L.LayerNormalization(rms_scaling=True, name="rms")
+    model = keras.Sequential([keras.Input((None, 3)), norm, L.LSTM(4, name="l")])
+    rows, _ = _paths(model)
+    assert rows["l"]["path"] == "step" and "'rms' (LayerNormalization) has rms_scaling=True" in rows["l"]["why"]
 
 
 def test_rnn_around_lstmcell_with_sigmoid_names_the_attribute():
