@@ -110,6 +110,10 @@ def _layer_obstacle(layer: Any, flavour: str) -> str | None:
     if inner not in REBUILT_LAYERS:
         return f"layer '{layer.name}' ({kind}) is not one edgernn rebuilds in tf_keras for the fused model"
     if flavour != "tf_keras":
+        from edgernn import tfenv
+
+        if tfenv.tf_keras() is None:
+            return "tf_keras is not installed (the fused model is rebuilt in it)"
         _, problem = tf_keras_config(layer.layer if kind == "TimeDistributed" else layer)
         if problem:
             return f"layer '{layer.name}' ({kind}) {problem}"
@@ -153,6 +157,11 @@ def diagnose(plan: Plan, quant: str, mode: str = "auto", for_firmware: bool = Fa
     rebuilt in tf_keras: one step model holds either fused ops or step cells, never both.
     """
     own = {rnn.name: lstm_obstacle(rnn, quant) for rnn in plan.recurrent}
+    if any(why is None for why in own.values()):
+        from edgernn import tfenv
+
+        if tfenv.tf_keras() is None:
+            own = {name: why or "tf_keras is not installed (the fused model is rebuilt in it)" for name, why in own.items()}
     around = [why for step in [*plan.pre, *(plan.head if plan.head_per_step else [])]
               for why in [_layer_obstacle(step.layer, plan.flavour)] if why]
     if for_firmware:
