@@ -435,7 +435,7 @@ def _convert_fused_into(loaded: LoadedModel, plan: Plan, calibration: Calibratio
     log("converting to TFLite (float32)")
     fused_float = _convert_float(fused_keras)
     fused.check_fused_ops(fused_float, plan)
-    fused_float = fused.set_cell_activations(fused_float, plan)
+    fused_float = fused.keras_lstm_options(fused_float, plan)
 
     head_model = build_head_model(plan, loaded.keras)
     head_float = None

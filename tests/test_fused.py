@@ -36,10 +36,26 @@ def relu_cell(seed: int = 0):
                              L.LSTM(6, activation="relu", return_sequences=True)], name="relu_cell")
 
 
+def wide_cell(seed: int = 0):
+    """An LSTM whose cell state grows far past 10 and back, and whose h stays mostly on one side of 0.
+
+    TensorFlow's converter gives the fused op a cell clip of 10 that Keras does not have, and the integer
+    kernel needs the hidden intermediate tied to the output; both are undone by edgernn, and this model
+    shows it when they are not.
+    """
+    keras = zoo._keras(seed)
+    model = keras.Sequential([keras.Input((None, 3)), keras.layers.LSTM(4, return_sequences=True)], name="wide_cell")
+    kernel, recurrent, bias = model.layers[0].get_weights()
+    kernel[:, 8:12] = 4.0  # the cell input follows the input's sign
+    bias[0:4], bias[4:8], bias[8:12] = 3.0, 6.0, 0.0  # input gate open, forget gate nearly 1
+    model.layers[0].set_weights([kernel, recurrent, bias])
+    return model
+
+
 MODELS = {"lstm_pre_head": zoo.lstm_pre_head, "stack_final": stack_final,
-          "tf_keras_lstm_final": zoo.tf_keras_lstm_final, "relu_cell": relu_cell}
+          "tf_keras_lstm_final": zoo.tf_keras_lstm_final, "relu_cell": relu_cell, "wide_cell": wide_cell}
 FLOAT_CASES = list(MODELS)
-INT8_CASES = ["lstm_pre_head", "stack_final"]
+INT8_CASES = ["lstm_pre_head", "stack_final", "wide_cell"]
 
 
 @pytest.fixture(scope="module")
