@@ -347,7 +347,8 @@ def calibrate_on_trajectories(converter: Any, sequences: np.ndarray) -> bytes:
 
     TFLite's calibrator keeps variable tensors from one invoke to the next and never resets them, so
     feeding the steps of one sequence in order lets the state visit what it visits on the device. A fresh
-    calibrator per sequence starts each from zero; the ranges are the union over all sequences.
+    calibrator per sequence starts each from zero; the ranges are the union over all sequences. Then the
+    cell and hidden ranges are fixed up for the integer kernel (``widen_cell_states``, ``tie_hidden_ranges``).
     """
     from tensorflow.lite.python.optimize import calibrator
 
