@@ -148,6 +148,7 @@ def test_int8_fused_is_no_worse_than_int8_step(converted, name, record_property)
     assert manifest["inputs"][0]["dtype"] == "int8" and manifest["outputs"][0]["dtype"] == "int8"
     names = tfl.op_names(tfl.read((out / "step.tflite").read_bytes()))
     assert names.count(FUSED_OP) == lstm_count(model) and not set(names) & tfl.CONTROL_FLOW_OPS
+    assert manifest["files"]["fused_states_io"] == "fused_states_io.tflite"  # checked byte-exact when converted
     cells = [s for s in manifest["states"] if s["name"].endswith(".c")]
     assert all(s["dtype"] == "int16" for s in cells)  # the integer LSTM keeps its cell state in int16
 
