@@ -23,6 +23,9 @@ KERNEL_SOURCES = [
     "edgernn_elementwise.c",
     "edgernn_shape.c",
     "edgernn_tables.c",
+    "edgernn_reduce.c",
+    "edgernn_lut16.c",
+    "edgernn_squared_difference.c",
 ]
 KERNEL_HEADERS = ["edgernn_kernels.h", "edgernn_fixedpoint.h"]
 STATE_ALIGN = 8

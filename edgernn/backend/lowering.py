@@ -266,7 +266,27 @@ class Lowering:
         return self._binary_float(op, "edgernn_minimum_f32", False) if dtype == "float32" else None
 
     def op_squared_difference(self, op, dtype):
-        return self._binary_float(op, "edgernn_squared_difference_f32", False) if dtype == "float32" else None
+        if dtype == "float32":
+            return self._binary_float(op, "edgernn_squared_difference_f32", False)
+        if dtype != "int8":
+            return None
+        a, b, out = self.t(op.inputs[0]), self.t(op.inputs[1]), self.t(op.outputs[0])
+        (s1, z1), (s2, z2), (so, zo) = a.qparams(), b.qparams(), out.qparams()
+        # squared_difference.cc Prepare: float max of the scales, then double arithmetic
+        left_shift = 7
+        twice_max = float(np.float32(2) * max(np.float32(s1), np.float32(s2)))
+        r1 = float(np.float32(s1)) / twice_max
+        r2 = float(np.float32(s2)) / twice_max
+        ro = (twice_max * twice_max) / float(np.float32((1 << (2 * left_shift)) * np.float32(so)))
+        m1, sh1 = qp.quantize_multiplier(r1)
+        m2, sh2 = qp.quantize_multiplier(r2)
+        mo, sho = qp.quantize_multiplier(ro)
+        params = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
+                             [-z1, -z2, zo, left_shift, m1, sh1, m2, sh2, mo, sho, -128, 127])
+        bc = self.bcast(op)
+        return Call(op.index, op.op, "edgernn_squared_difference_s8",
+                    [("ref", bc.name), ("ref", params.name), self.operand(op.inputs[0]),
+                     self.operand(op.inputs[1]), ("tensor", op.outputs[0])], structs=[bc, params])
 
     # ---- unary ----
     def _unary(self, op: Operator, dtype: str, name: str):
@@ -338,6 +358,13 @@ class Lowering:
         return self._unary(op, dtype, "TANH")
 
     def op_exp(self, op, dtype):
+        if dtype == "int16":
+            x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
+            table = qp.lookup_table_s16(qp.float_unary("EXP"), *x.qparams(), *out.qparams())
+            arr = ConstArray(self.cname(op, "lut"), "int16_t", [int(v) for v in table])
+            return Call(op.index, op.op, "edgernn_lut_s16",
+                        [("const", arr.name), ("tensor", op.inputs[0]), str(out.size), ("tensor", op.outputs[0])],
+                        arrays=[arr])
         return self._unary(op, dtype, "EXP")
 
     def op_abs(self, op, dtype):
@@ -353,6 +380,13 @@ class Lowering:
         return self._unary(op, dtype, "RELU6")
 
     def op_rsqrt(self, op, dtype):
+        if dtype == "int8":
+            x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
+            table = qp.rsqrt_table_s8(*x.qparams(), *out.qparams())
+            arr = ConstArray(self.cname(op, "lut"), "int8_t", [int(v) for v in table])
+            return Call(op.index, op.op, "edgernn_lut_s8",
+                        [("const", arr.name), ("tensor", op.inputs[0]), str(out.size), ("tensor", op.outputs[0])],
+                        arrays=[arr])
         return self._unary(op, dtype, "RSQRT") if dtype == "float32" else None
 
     def op_sqrt(self, op, dtype):
@@ -401,15 +435,31 @@ class Lowering:
 
     # ---- reductions ----
     def _reduce(self, op: Operator, dtype: str, fn: str):
-        if dtype != "float32":
+        if dtype not in ("float32", "int8", "int16"):
             return None
-        x = self.t(op.inputs[0])
+        x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
         axes = sorted({int(a) % max(len(x.shape), 1) for a in np.atleast_1d(self.const_input(op, 1))})
         if axes != list(range(axes[0], axes[-1] + 1)):
             raise _refuse(op, "reduction over non-adjacent axes")
         outer = int(np.prod(x.shape[: axes[0]], dtype=np.int64))
         reduced = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
         inner = int(np.prod(x.shape[axes[-1] + 1 :], dtype=np.int64))
+        if dtype == "int16":
+            raise _refuse(op, "no int16 kernel (no converted model uses one, so none is verified)")
+        if dtype == "int8":
+            (si, zi), (so, zo) = x.qparams(), out.qparams()
+            if fn == "edgernn_sum_f32":
+                # LiteRT's SUM kernel rescales the int32 sum in float (docs/ops.md says why not the
+                # reference one); scale and bias are the float32 values its Eval computes
+                scale, bias = qp.sum_float_params(si, so, zi, reduced)
+                return Call(op.index, op.op, "edgernn_sum_s8",
+                            [("tensor", op.inputs[0]), str(outer), str(reduced), str(inner), _lit_float(scale),
+                             _lit_float(bias), str(zo), ("tensor", op.outputs[0])])
+            # reference_ops::QuantizedMeanOrSum: int32 sum, zero point removed, one requantization
+            mult, shift = qp.reduce_params(si, so, reduced, mean=True)
+            return Call(op.index, op.op, "edgernn_mean_s8",
+                        [("tensor", op.inputs[0]), str(outer), str(reduced), str(inner), str(zi), str(mult),
+                         str(shift), str(zo), ("tensor", op.outputs[0])])
         return Call(op.index, op.op, fn, [("tensor", op.inputs[0]), str(outer), str(reduced), str(inner),
                                           ("tensor", op.outputs[0])])
 

@@ -78,6 +78,9 @@ void edgernn_mul_s16(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, co
                      const int16_t *in2, int16_t *out);
 void edgernn_div_s8(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int8_t *in1,
                     const int8_t *in2, int8_t *out);
+/* squared_difference.cc's 8-bit path; left_shift is 7, the activation range the full int8 range */
+void edgernn_squared_difference_s8(const edgernn_bcast_t *b, const edgernn_addsub_params_t *p,
+                                   const int8_t *in1, const int8_t *in2, int8_t *out);
 
 /* ---- unary ---- */
 typedef enum {
@@ -96,6 +99,8 @@ void edgernn_unary_f32(edgernn_unary_t op, const float *in, int n, float *out);
 /* Any 8-bit op that maps each input value to one output value, through a 256-entry table indexed
  * by (uint8_t)input. */
 void edgernn_lut_s8(const int8_t *table, const int8_t *in, int n, int8_t *out);
+/* TFLite's interpolating int16 lookup (LUTLookup) over a 513-entry table. */
+void edgernn_lut_s16(const int16_t *table, const int16_t *in, int n, int16_t *out);
 void edgernn_logistic_s16(int32_t input_multiplier, int32_t input_left_shift, const int16_t *in, int n,
                           int16_t *out);
 void edgernn_tanh_s16(int32_t input_multiplier, int32_t input_left_shift, const int16_t *in, int n,
@@ -119,5 +124,11 @@ void edgernn_softmax_f32(const float *in, int rows, int depth, float beta, float
 /* ---- reductions: out[o][i] = sum_r in[o][r][i] ---- */
 void edgernn_sum_f32(const float *in, int outer, int reduced, int inner, float *out);
 void edgernn_mean_f32(const float *in, int outer, int reduced, int inner, float *out);
+/* MEAN, 8-bit: out = clamp(mbqm(sum - reduced * input_zero_point) + output_zero_point) */
+void edgernn_mean_s8(const int8_t *in, int outer, int reduced, int inner, int32_t input_zero_point,
+                     int32_t multiplier, int shift, int32_t output_zero_point, int8_t *out);
+/* SUM, 8-bit: out = clamp(roundf(sum * scale + bias) + output_zero_point), in float32 */
+void edgernn_sum_s8(const int8_t *in, int outer, int reduced, int inner, float scale, float bias,
+                    int32_t output_zero_point, int8_t *out);
 
 #endif /* EDGERNN_KERNELS_H */
