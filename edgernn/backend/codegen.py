@@ -26,6 +26,7 @@ KERNEL_SOURCES = [
     "edgernn_reduce.c",
     "edgernn_lut16.c",
     "edgernn_squared_difference.c",
+    "edgernn_softmax.c",
 ]
 KERNEL_HEADERS = ["edgernn_kernels.h", "edgernn_fixedpoint.h"]
 STATE_ALIGN = 8

@@ -425,10 +425,31 @@ class Lowering:
                     [_lit_float(s), str(z), ("tensor", op.inputs[0]), str(x.size), ("tensor", op.outputs[0])])
 
     def op_softmax(self, op, dtype):
+        x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
+        depth = x.shape[-1] if x.shape else 1
+        rows = str(x.size // depth)
+        beta = op.options.get("beta", 1.0)
+        if dtype in ("int8", "int16") and x.dtype != dtype:
+            raise _refuse(op, f"{x.dtype} input with {dtype} output")
+        if dtype == "int8":
+            if out.qparams()[1] != -128 or abs(out.qparams()[0] - 1.0 / 256) > 0.001 / 256:
+                raise _refuse(op, "int8 output needs scale 1/256 and zero point -128")
+            m, s, diff_min = qp.softmax_s8_params(beta, x.qparams()[0])
+            return Call(op.index, op.op, "edgernn_softmax_s8",
+                        [str(m), str(s), str(diff_min), ("tensor", op.inputs[0]), rows, str(depth),
+                         ("tensor", op.outputs[0])])
+        if dtype == "int16":
+            if x.qparams()[1] != 0 or out.qparams()[1] != 0 or abs(out.qparams()[0] - 1.0 / 32768) > 0.001 / 32768:
+                raise _refuse(op, "int16 needs zero points 0 and output scale 1/32768")
+            m, s = qp.softmax_s16_params(beta, x.qparams()[0])
+            exp_lut, recip_lut = qp.softmax_s16_tables()
+            arrays = [ConstArray(self.cname(op, "exp_lut"), "int16_t", [int(v) for v in exp_lut]),
+                      ConstArray(self.cname(op, "recip_lut"), "int16_t", [int(v) for v in recip_lut])]
+            return Call(op.index, op.op, "edgernn_softmax_s16",
+                        [("const", arrays[0].name), ("const", arrays[1].name), str(m), str(s),
+                         ("tensor", op.inputs[0]), rows, str(depth), ("tensor", op.outputs[0])], arrays=arrays)
         if dtype != "float32":
             return None
-        x = self.t(op.inputs[0])
-        depth = x.shape[-1] if x.shape else 1
         return Call(op.index, op.op, "edgernn_softmax_f32",
                     [("tensor", op.inputs[0]), str(x.size // depth), str(depth),
                      _lit_float(op.options.get("beta", 1.0)), ("tensor", op.outputs[0])])

@@ -191,9 +191,14 @@ def sum_float_params(in_scale: float, out_scale: float, in_zp: int, count: int) 
     return float(scale), float(bias)
 
 
-def lookup_table_s16(fn, in_scale: float, in_zp: int, out_scale: float, out_zp: int) -> np.ndarray:
-    """tflite LUTPopulateInt16<float>: 513 entries for the interpolating int16 lookup."""
-    F = np.float32
+def lookup_table_s16(fn, in_scale: float, in_zp: int, out_scale: float, out_zp: int,
+                     precision=np.float32) -> np.ndarray:
+    """tflite LUTPopulateInt16<FloatT>: 513 entries for the interpolating int16 lookup.
+
+    FloatT is float for EXP and double for the two tables of the int16 SOFTMAX; ``fn`` must compute
+    in the same precision (the C library's expf for float).
+    """
+    F = precision
     in_s, out_s = F(in_scale), F(out_scale)
     input_min = F(in_s * F(-32768 - in_zp))
     input_max = F(in_s * F(32767 - in_zp))
@@ -203,7 +208,7 @@ def lookup_table_s16(fn, in_scale: float, in_zp: int, out_scale: float, out_zp: 
     half_step = F(step / F(2))
     inv = F(F(65536) / F(output_max - output_min))
 
-    def rnd(x) -> F:
+    def rnd(x):
         return F(tflite_round(float(x)))
 
     lut = np.zeros(513, dtype=np.int16)
@@ -219,6 +224,31 @@ def lookup_table_s16(fn, in_scale: float, in_zp: int, out_scale: float, out_zp: 
         lut[i] = int(min(max(F(sample - bias), F(-32768)), F(32767)))
     lut[512] = int(min(max(rnd(F(F(fn(float(input_max))) * inv)), F(-32768)), F(32767)))
     return lut
+
+
+def softmax_s16_tables() -> tuple[np.ndarray, np.ndarray]:
+    """The exp and 1 / (1 + x) tables of TFLite's int16 SOFTMAX Prepare (double precision)."""
+    rng = 65535.0
+    exp_lut = lookup_table_s16(math.exp, 10.0 / rng, 32767, 2.0 / rng, 0, precision=np.float64)
+    recip_lut = lookup_table_s16(lambda v: 1.0 / (1.0 + v), 1.0 / rng, -32768, 2.0 / rng, 0,
+                                 precision=np.float64)
+    return exp_lut, recip_lut
+
+
+def softmax_s8_params(beta: float, in_scale: float) -> tuple[int, int, int]:
+    """(input_multiplier, input_left_shift, diff_min) of the 8-bit reference SOFTMAX Prepare."""
+    integer_bits = 5
+    real = min(float(np.float32(beta)) * float(np.float32(in_scale)) * float(1 << (31 - integer_bits)),
+               float((1 << 31) - 1))
+    mult, left_shift = quantize_multiplier(real)
+    radius = math.floor(1.0 * ((1 << integer_bits) - 1) * (1 << (31 - integer_bits)) / (1 << left_shift))
+    return mult, left_shift, -radius
+
+
+def softmax_s16_params(beta: float, in_scale: float) -> tuple[int, int]:
+    """(input_multiplier, input_shift) of the int16 SOFTMAX Prepare: the input scaled to 10 / 65535."""
+    real = f32(np.float32(in_scale) * np.float32(beta)) / (10.0 / 65535.0)
+    return quantize_multiplier(real)
 
 
 def _sat_shl(x: int, exponent: int) -> int:

@@ -120,6 +120,12 @@ void edgernn_copy_runs(const edgernn_run_t *runs, int n_runs, size_t elem_size, 
 
 /* softmax over the last dimension (depth) of rows, with TFLite's beta */
 void edgernn_softmax_f32(const float *in, int rows, int depth, float beta, float *out);
+/* 8-bit: TFLite's reference fixed-point softmax (output scale 1/256, zero point -128) */
+void edgernn_softmax_s8(int32_t input_multiplier, int input_left_shift, int32_t diff_min, const int8_t *in,
+                        int rows, int depth, int8_t *out);
+/* 16-bit: TFLite's SoftmaxInt16 with its exp and 1 / (1 + x) tables (output scale 1/32768) */
+void edgernn_softmax_s16(const int16_t *exp_lut, const int16_t *recip_lut, int32_t input_multiplier,
+                         int input_shift, const int16_t *in, int rows, int depth, int16_t *out);
 
 /* ---- reductions: out[o][i] = sum_r in[o][r][i] ---- */
 void edgernn_sum_f32(const float *in, int outer, int reduced, int inner, float *out);
