@@ -171,15 +171,16 @@ def test_sanitizers_report_nothing(converted, tmp_path):
 
 
 @pytest.mark.toolchain
-def test_sanitizers_int8_lstm(converted, tmp_path):
-    folder = converted("lstm", "int8")
+@pytest.mark.parametrize("name,quant", [("lstm", "int8"), ("ltc", "int8"), ("softmax_steps", "int16")])
+def test_sanitizers_quantized(converted, tmp_path, name, quant):
+    folder = converted(name, quant)
     b = H.build(folder, cflags=["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"],
                 name="driver_asan")
     xq = H.quantize_x(folder, np.random.default_rng(2).normal(0, 3, (50, _features(folder))).astype(np.float32))
     ref, _ = H.reference_bytes(folder, xq)
     got, stderr = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
     assert "runtime error" not in stderr and "AddressSanitizer" not in stderr, stderr
-    assert H.compare(got, ref, "int8")["mismatches"] == 0
+    assert H.compare(got, ref, quant)["mismatches"] == 0
 
 
 @pytest.mark.toolchain

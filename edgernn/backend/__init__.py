@@ -65,6 +65,16 @@ def _weight_bytes(arrays, structs) -> int:
     return total
 
 
+def _lower_named(file_name: str, graph, *args):
+    """lower_graph, with a refusal naming the file the op is in (step or head)."""
+    from edgernn.backend.lowering import Unsupported
+
+    try:
+        return lower_graph(graph, *args)
+    except Unsupported as exc:
+        raise Unsupported(f"{file_name}: {exc}") from None
+
+
 def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
     """Write OUT/firmware/ from OUT/step.tflite (+ head.tflite); return the facts of the build.
 
@@ -87,13 +97,13 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
     graph = read_tflite(step_path)
     keys = _state_keys(graph, manifest, "x")
     states = state_layout(graph, keys)
-    step = lower_graph(graph, "edgernn_step", "x", "y", states)
+    step = _lower_named(step_path.name, graph, "edgernn_step", "x", "y", states)
 
     head_ctx = None
     head = None
     if (out_dir / "head.tflite").is_file():
         hgraph = read_tflite(out_dir / "head.tflite")
-        head = lower_graph(hgraph, "edgernn_head", "h", "y", [])
+        head = _lower_named("head.tflite", hgraph, "edgernn_head", "h", "y", [])
         hx, hy = hgraph.tensors[head.input_tensor], hgraph.tensors[head.output_tensor]
         head_ctx = {"graph": head, "input_size": hx.size, "output_size": hy.size, "in_ctype": hx.ctype,
                     "out_ctype": hy.ctype, "output_bytes": hy.nbytes}

@@ -221,7 +221,7 @@ static int32_t div_one(const edgernn_mul_params_t *p, int32_t a, int32_t c)
         input2_inv = -get_reciprocal(-input2_val, &recip_shift);
     }
     headroom = count_leading_sign_bits(input1_val);
-    unscaled = edgernn_srdhm(input1_val * (1 << headroom), input2_inv);
+    unscaled = edgernn_srdhm((int32_t)((int64_t)input1_val * ((int64_t)1 << headroom)), input2_inv);
     total_shift = p->output_shift - recip_shift - headroom;
     result = edgernn_rdbpot(edgernn_srdhm(unscaled, p->output_multiplier), -total_shift) + p->output_offset;
     return edgernn_clamp(result, p->act_min, p->act_max);
