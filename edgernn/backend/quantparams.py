@@ -172,7 +172,6 @@ def activation_range_float(act: int) -> tuple[float, float]:
 def reduce_params(in_scale: float, out_scale: float, count: int, mean: bool) -> tuple[int, int]:
     """(multiplier, shift) of reference_ops::QuantizedMeanOrSum for a sum (or mean) of count values.
 
-
     PrepareMeanOrSum quantizes input_scale / output_scale; for MEAN the kernel folds 1 / count into
     the multiplier with an integer division, clamping the extra shift as the kernel does.
     """
