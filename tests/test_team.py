@@ -21,6 +21,8 @@ import zoo
 
 WORKERS = (1, 2, 8)
 
+pytestmark = pytest.mark.slow
+
 
 def wide_lstm(seed: int = 0):
     keras = zoo._keras(seed)
