@@ -95,6 +95,6 @@ def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int) -> Pl
         what = ", ".join(f"{mem} by {n} B" for mem, n in over)
         raise MemoryBudgetError(
             f"the model does not fit board {board.name}: over budget in {what} "
-            f"(budgets from {board.path.name}; quantize to int8 or make the model smaller)",
+            f"(budget = size less reserved, from {board.path.name}; the table shows what goes where)",
             placement.table())
     return placement
