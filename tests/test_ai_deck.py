@@ -17,7 +17,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import zoo
@@ -223,3 +222,30 @@ def test_validate_on_a_port_that_does_not_answer(deck_build):
         os.close(master)
         os.close(slave)
     assert not (out / "report.json").exists()
+
+
+def test_arena_goes_to_l2_when_l1_is_too_small(deck_build, tmp_path):
+    import copy
+    import shutil
+
+    from edgernn.backend import generate_firmware
+    from edgernn.backend.placement import place
+    from edgernn.boards import Board, load_board
+
+    deck = load_board("ai_deck")
+    small = place(deck, weight_bytes=1000, state_bytes=64, arena_bytes=2048)
+    assert small.items["arena"][0] == "l1" and small.arena_in_team_memory
+    large = place(deck, weight_bytes=1000, state_bytes=64, arena_bytes=60000)
+    assert large.items["arena"][0] == "l2" and not large.arena_in_team_memory and large.notes
+
+    out, _, _ = deck_build
+    folder = tmp_path / "out"
+    shutil.copytree(out, folder)
+    data = copy.deepcopy(deck.data)
+    for mem in data["memory"]:
+        if mem["name"] == "l1":
+            mem["reserved"] = mem["size"] - 8      # no room left in L1
+    facts = generate_firmware(folder, Board(deck.name, deck.description, deck.path, data))
+    assert facts["placement"]["items"]["arena"]["memory"] == "l2"
+    model_c = (folder / "firmware" / "model.c").read_text()
+    assert "static int64_t edgernn_arena[" in model_c and "edgernn_team_fast_alloc" not in model_c

@@ -20,7 +20,7 @@ from edgernn.backend.codegen import (
 )
 from edgernn.backend.compile import compile_host
 from edgernn.backend.parallel import min_count, share_calls
-from edgernn.backend.placement import MemoryBudgetError, Placement, place
+from edgernn.backend.placement import MemoryBudgetError, place
 from edgernn.backend.reader import read_tflite
 from edgernn.errors import EdgeRNNError
 
