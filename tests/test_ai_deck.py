@@ -249,3 +249,18 @@ def test_arena_goes_to_l2_when_l1_is_too_small(deck_build, tmp_path):
     assert facts["placement"]["items"]["arena"]["memory"] == "l2"
     model_c = (folder / "firmware" / "model.c").read_text()
     assert "static int64_t edgernn_arena[" in model_c and "edgernn_team_fast_alloc" not in model_c
+
+
+def test_nntool_files_for_a_fused_float_model(tmp_path):
+    from edgernn.nntool import write_nntool
+
+    manifest = {"model_sha256": "0" * 64, "quant": "float32", "mode": "fused", "ops": ["UNIDIRECTIONAL_SEQUENCE_LSTM"],
+                "inputs": [{"name": "x", "dtype": "float32", "shape": [1, 3]}],
+                "outputs": [{"name": "y", "dtype": "float32", "shape": [1, 2]}],
+                "states": [{"name": "lstm.h", "dtype": "float32", "shape": [1, 8], "zero_point": None},
+                           {"name": "lstm.c", "dtype": "float32", "shape": [1, 8], "zero_point": None}]}
+    assert write_nntool(tmp_path, manifest) == ["nntool_script", "host_loop.c"]
+    script = (tmp_path / "nntool" / "nntool_script").read_text()
+    assert "nodeoption LSTM_NODE RNN_STATES_AS_INPUTS 1" in script and "aquant" in script
+    loop = (tmp_path / "nntool" / "host_loop.c").read_text()
+    assert "edgernnCNN(x_step, state0[current], state1[current], y_step, state0[next], state1[next])" in loop
