@@ -13,15 +13,18 @@ from pathlib import Path
 from edgernn.backend.codegen import (
     KERNEL_HEADERS,
     copy_kernels,
+    write_project,
     lower_graph,
     render,
     state_layout,
 )
 from edgernn.backend.compile import compile_host
+from edgernn.backend.parallel import min_count, share_calls
+from edgernn.backend.placement import MemoryBudgetError, place
 from edgernn.backend.reader import read_tflite
 from edgernn.errors import EdgeRNNError
 
-__all__ = ["generate_firmware", "compile_host", "read_tflite", "supported_ops"]
+__all__ = ["generate_firmware", "compile_host", "read_tflite", "supported_ops", "MemoryBudgetError"]
 
 _SIZES = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4, "int64_t": 8, "float": 4,
           "edgernn_run_t": 12, "edgernn_bcast_t": 48, "edgernn_addsub_params_t": 48,
@@ -120,6 +123,12 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
     arena_bytes = max(step.plan.arena_bytes, head.plan.arena_bytes if head else 0)
     bound = max(step.plan.liveness_bound_bytes, head.plan.liveness_bound_bytes if head else 0)
     weight_bytes = _weight_bytes(arrays, structs)
+    state_storage = sum((s.nbytes + 7) // 8 * 8 for s in states)
+    placement = None
+    if board is not None:
+        placement = place(board, weight_bytes=weight_bytes, state_bytes=state_storage, arena_bytes=arena_bytes)
+    threshold = min_count(board)
+    shared = share_calls(step.calls, threshold) + (share_calls(head.calls, threshold) if head else [])
     quant = manifest.get("quant") if manifest and manifest.get("quant") else x_t.dtype
     (xs, xz), (ys, yz) = x_t.qparams(), y_t.qparams()
     context = {
@@ -137,12 +146,14 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
         "output_scale": repr(float(ys)),
         "output_zero_point": yz,
         "state_bytes": packed,
-        "state_storage_bytes": sum((s.nbytes + 7) // 8 * 8 for s in states),
+        "state_storage_bytes": state_storage,
         "states": state_ctx,
         "arena_bytes": arena_bytes,
         "liveness_bound_bytes": bound,
         "weight_bytes": weight_bytes,
         "weights_section": (board.get("placement", {}) or {}).get("weights_section", "") if board is not None else "",
+        "arena_in_team_memory": bool(placement and placement.arena_in_team_memory),
+        "arena_memory": placement.items["arena"][0] if placement else "ram",
         "step": step,
         "head": head_ctx,
         "arrays": arrays,
@@ -150,8 +161,11 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
     }
     fw = out_dir / "firmware"
     fw.mkdir(parents=True, exist_ok=True)
-    sources = copy_kernels(fw)
+    sources = copy_kernels(fw, board)
     render(context, fw)
+    project_files = []
+    if board is not None and (board.get("hal", {}) or {}).get("self_contained"):
+        project_files = write_project(board, fw, {**context, "sources": sources + ["model.c", "weights.c"]})
     if verbose:
         print(f"edgernn: wrote {fw} ({len(graph.operators)} ops, arena {arena_bytes} B, "
               f"liveness bound {bound} B, constants {weight_bytes} B)")
@@ -164,4 +178,9 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
         "sources": sources + ["model.c", "weights.c"],
         "headers": list(KERNEL_HEADERS) + ["model.h", "weights.h"],
         "ops": sorted(set(graph.op_names) | (set(head.graph.op_names) if head else set())),
+        "placement": placement.as_dict() if placement else None,
+        "placement_table": placement.table() if placement else [],
+        "placement_notes": placement.notes if placement else [],
+        "team_ops": sorted(shared),
+        "project_files": project_files,
     }

@@ -27,8 +27,13 @@ KERNEL_SOURCES = [
     "edgernn_lut16.c",
     "edgernn_squared_difference.c",
     "edgernn_softmax.c",
+    "edgernn_team_kernels.c",
 ]
-KERNEL_HEADERS = ["edgernn_kernels.h", "edgernn_fixedpoint.h"]
+KERNEL_HEADERS = ["edgernn_kernels.h", "edgernn_fixedpoint.h", "edgernn_team.h"]
+# The team implementation, copied as edgernn_team.c: the board file's [parallel] team (a path under
+# templates/), else the portable one (serial, or POSIX threads with -DEDGERNN_THREADS=N).
+DEFAULT_TEAM = "kernels/edgernn_team.c"
+TEAM_SOURCE = "edgernn_team.c"
 STATE_ALIGN = 8
 
 
@@ -186,13 +191,25 @@ def _environment():
     return env
 
 
-def copy_kernels(dest: Path) -> list[str]:
+def team_template(board) -> Path:
+    from edgernn.resources import templates_dir
+
+    rel = ((board.get("parallel", {}) or {}).get("team") if board is not None else None) or DEFAULT_TEAM
+    path = templates_dir() / rel
+    if not path.is_file():
+        where = f"board file {board.path}" if board is not None else "the default"
+        raise EdgeRNNError(f"{where}: parallel.team names {rel!r}, which is not a template file")
+    return path
+
+
+def copy_kernels(dest: Path, board=None) -> list[str]:
     from edgernn.resources import templates_dir
 
     src = templates_dir() / "kernels"
     for name in KERNEL_SOURCES + KERNEL_HEADERS:
         shutil.copyfile(src / name, dest / name)
-    return list(KERNEL_SOURCES)
+    shutil.copyfile(team_template(board), dest / TEAM_SOURCE)
+    return list(KERNEL_SOURCES) + [TEAM_SOURCE]
 
 
 def render(context: dict, dest: Path) -> list[str]:
@@ -202,4 +219,38 @@ def render(context: dict, dest: Path) -> list[str]:
         text = env.get_template(f"{name}.j2").render(**context)
         (dest / name).write_text(text)
         written.append(name)
+    return written
+
+
+FIRMWARE_TEMPLATE_FILES = ("protocol.c", "protocol.h", "server.c", "server.h", "main.c", "hal.h")
+
+
+def write_project(board, dest: Path, context: dict) -> list[str]:
+    """A board whose firmware folder must stand alone (``[hal] self_contained``): copy the server,
+    protocol and HAL next to the model, the HAL's files replacing the generic ones of the same name,
+    and render the HAL folder's ``*.j2`` templates (a Makefile) with the board's facts."""
+    import jinja2
+
+    from edgernn.resources import templates_dir
+
+    hal_dir = templates_dir() / board["hal"]["template"]
+    if not hal_dir.is_dir():
+        raise EdgeRNNError(f"board file {board.path}: hal.template {board['hal']['template']!r} is not a folder")
+    written = []
+    for name in FIRMWARE_TEMPLATE_FILES:
+        shutil.copyfile(templates_dir() / "firmware" / name, dest / name)
+        written.append(name)
+    team = team_template(board)
+    for path in sorted(hal_dir.iterdir()):
+        if path.suffix in (".c", ".h") and path != team:
+            shutil.copyfile(path, dest / path.name)
+            if path.name not in written:
+                written.append(path.name)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(hal_dir)), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    sources = sorted(set(context["sources"]) | {n for n in written if n.endswith(".c")})
+    for path in sorted(hal_dir.glob("*.j2")):
+        text = env.get_template(path.name).render(**context, board=board, all_sources=sources)
+        (dest / path.stem).write_text(text)
+        written.append(path.stem)
     return written
