@@ -22,9 +22,17 @@ void edgernn_fully_connected_f32(const float *in, const float *w, const float *b
     }
 }
 
-/* Four output rows at a time share each load of the input: a plain-C form of the blocking that
- * CMSIS-NN's arm_nn_vec_mat_mult_t_s8 uses, about 3.5 instructions per multiply-accumulate on a scalar
- * core. The sums are exact int32 arithmetic, so the order does not change the result. */
+static inline int8_t requantize_s8(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
+                                   int32_t act_min, int32_t act_max)
+{
+    return (int8_t)edgernn_clamp(edgernn_mbqm_single(acc, multiplier, shift) + output_offset, act_min, act_max);
+}
+
+/* Four output rows at a time share each load of the input, and two inputs per iteration halve the
+ * loop overhead: a plain-C form of the blocking that CMSIS-NN's arm_nn_vec_mat_mult_t_s8 uses, about
+ * three instructions per multiply-accumulate on a scalar core. The sums are exact int32 arithmetic, so
+ * the order does not change the result. Rows [r0, r1) of the output are the same call with w, bias,
+ * multiplier, shift advanced by r0 rows, out by r0, and n_out = r1 - r0 (rows == 1). */
 void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
                                 const int32_t *multiplier, const int32_t *shift, int32_t output_offset,
                                 int32_t act_min, int32_t act_max, int rows, int n_in, int n_out,
@@ -40,21 +48,24 @@ void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t
             const int8_t *w2 = w1 + n_in;
             const int8_t *w3 = w2 + n_in;
             int32_t a0 = bias[o], a1 = bias[o + 1], a2 = bias[o + 2], a3 = bias[o + 3];
-            for (i = 0; i < n_in; ++i) {
-                const int32_t xi = x[i];
-                a0 += xi * w0[i];
-                a1 += xi * w1[i];
-                a2 += xi * w2[i];
-                a3 += xi * w3[i];
+            for (i = 0; i + 2 <= n_in; i += 2) {
+                const int32_t x0 = x[i], x1 = x[i + 1];
+                a0 += x0 * w0[i] + x1 * w0[i + 1];
+                a1 += x0 * w1[i] + x1 * w1[i + 1];
+                a2 += x0 * w2[i] + x1 * w2[i + 1];
+                a3 += x0 * w3[i] + x1 * w3[i + 1];
             }
-            y[o] = (int8_t)edgernn_clamp(edgernn_mbqm_single(a0, multiplier[o], shift[o]) + output_offset,
-                                         act_min, act_max);
-            y[o + 1] = (int8_t)edgernn_clamp(
-                edgernn_mbqm_single(a1, multiplier[o + 1], shift[o + 1]) + output_offset, act_min, act_max);
-            y[o + 2] = (int8_t)edgernn_clamp(
-                edgernn_mbqm_single(a2, multiplier[o + 2], shift[o + 2]) + output_offset, act_min, act_max);
-            y[o + 3] = (int8_t)edgernn_clamp(
-                edgernn_mbqm_single(a3, multiplier[o + 3], shift[o + 3]) + output_offset, act_min, act_max);
+            if (i < n_in) {
+                const int32_t x0 = x[i];
+                a0 += x0 * w0[i];
+                a1 += x0 * w1[i];
+                a2 += x0 * w2[i];
+                a3 += x0 * w3[i];
+            }
+            y[o] = requantize_s8(a0, multiplier[o], shift[o], output_offset, act_min, act_max);
+            y[o + 1] = requantize_s8(a1, multiplier[o + 1], shift[o + 1], output_offset, act_min, act_max);
+            y[o + 2] = requantize_s8(a2, multiplier[o + 2], shift[o + 2], output_offset, act_min, act_max);
+            y[o + 3] = requantize_s8(a3, multiplier[o + 3], shift[o + 3], output_offset, act_min, act_max);
         }
         for (; o < n_out; ++o) {
             const int8_t *wo = w + (size_t)o * n_in;
@@ -62,10 +73,19 @@ void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t
             for (i = 0; i < n_in; ++i) {
                 acc += (int32_t)x[i] * (int32_t)wo[i];
             }
-            acc = edgernn_mbqm_single(acc, multiplier[o], shift[o]) + output_offset;
-            y[o] = (int8_t)edgernn_clamp(acc, act_min, act_max);
+            y[o] = requantize_s8(acc, multiplier[o], shift[o], output_offset, act_min, act_max);
         }
     }
+}
+
+/* 16x8: each product fits in 23 bits, so a chunk of up to 256 of them sums exactly in int32; the
+ * chunks are added in int64. Four rows at a time, as in the 8-bit kernel. */
+#define EDGERNN_S16_CHUNK 256
+
+static inline int16_t requantize_s16(int64_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
+                                     int32_t act_min, int32_t act_max)
+{
+    return (int16_t)edgernn_clamp(edgernn_mbqm64(acc, multiplier, shift) + output_offset, act_min, act_max);
 }
 
 void edgernn_fully_connected_s16(const int16_t *in, const int8_t *w, const int64_t *bias,
@@ -73,19 +93,48 @@ void edgernn_fully_connected_s16(const int16_t *in, const int8_t *w, const int64
                                  int32_t act_min, int32_t act_max, int rows, int n_in, int n_out,
                                  int16_t *out)
 {
-    int r, o, i;
+    int r, o, i, i0;
     for (r = 0; r < rows; ++r) {
         const int16_t *x = in + (size_t)r * n_in;
-        for (o = 0; o < n_out; ++o) {
-            const int8_t *wo = w + (size_t)o * n_in;
-            int64_t acc = 0;
-            int32_t scaled;
-            for (i = 0; i < n_in; ++i) {
-                acc += (int32_t)x[i] * (int32_t)wo[i];
+        int16_t *y = out + (size_t)r * n_out;
+        for (o = 0; o + 4 <= n_out; o += 4) {
+            const int8_t *w0 = w + (size_t)o * n_in;
+            const int8_t *w1 = w0 + n_in;
+            const int8_t *w2 = w1 + n_in;
+            const int8_t *w3 = w2 + n_in;
+            int64_t a0 = bias[o], a1 = bias[o + 1], a2 = bias[o + 2], a3 = bias[o + 3];
+            for (i0 = 0; i0 < n_in; i0 += EDGERNN_S16_CHUNK) {
+                const int end = n_in - i0 < EDGERNN_S16_CHUNK ? n_in : i0 + EDGERNN_S16_CHUNK;
+                int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+                for (i = i0; i < end; ++i) {
+                    const int32_t xi = x[i];
+                    s0 += xi * w0[i];
+                    s1 += xi * w1[i];
+                    s2 += xi * w2[i];
+                    s3 += xi * w3[i];
+                }
+                a0 += s0;
+                a1 += s1;
+                a2 += s2;
+                a3 += s3;
             }
-            acc += bias[o];
-            scaled = edgernn_mbqm64(acc, multiplier[o], shift[o]) + output_offset;
-            out[(size_t)r * n_out + o] = (int16_t)edgernn_clamp(scaled, act_min, act_max);
+            y[o] = requantize_s16(a0, multiplier[o], shift[o], output_offset, act_min, act_max);
+            y[o + 1] = requantize_s16(a1, multiplier[o + 1], shift[o + 1], output_offset, act_min, act_max);
+            y[o + 2] = requantize_s16(a2, multiplier[o + 2], shift[o + 2], output_offset, act_min, act_max);
+            y[o + 3] = requantize_s16(a3, multiplier[o + 3], shift[o + 3], output_offset, act_min, act_max);
+        }
+        for (; o < n_out; ++o) {
+            const int8_t *wo = w + (size_t)o * n_in;
+            int64_t acc = bias[o];
+            for (i0 = 0; i0 < n_in; i0 += EDGERNN_S16_CHUNK) {
+                const int end = n_in - i0 < EDGERNN_S16_CHUNK ? n_in : i0 + EDGERNN_S16_CHUNK;
+                int32_t s = 0;
+                for (i = i0; i < end; ++i) {
+                    s += (int32_t)x[i] * (int32_t)wo[i];
+                }
+                acc += s;
+            }
+            y[o] = requantize_s16(acc, multiplier[o], shift[o], output_offset, act_min, act_max);
         }
     }
 }
