@@ -24,7 +24,7 @@ KERNEL_SOURCES = [
     "edgernn_shape.c",
     "edgernn_tables.c",
 ]
-KERNEL_HEADERS = ["edgernn_kernels.h", "edgernn_fixedpoint.h"]
+KERNEL_HEADERS = ["edgernn_kernels.h", "edgernn_fixedpoint.h", "edgernn_xpulp_emul.h"]
 STATE_ALIGN = 8
 
 
