@@ -286,21 +286,22 @@ VECTOR_SDOTSP4 = ("-D__builtin_pulp_sdotsp4(a,b,c)="
 @pytest.mark.parametrize("name", ["cfc", "gru"])
 def test_xpulp_fully_connected_path_is_byte_exact(converted, name):
     """The Xpulp SIMD FULLY_CONNECTED path, built on the host on the C emulation of its builtins
-    (edgernn_xpulp_emul.h) and on GCC vectors, gives the portable build's bytes and the interpreter's.
-    The models have rows and inputs that are not multiples of 4 (tails) and unaligned rows."""
+    (edgernn_xpulp_emul.h) and on GCC vectors, and the scalar-core blocking (EDGERNN_FC_SCALAR), give
+    the portable build's bytes and the interpreter's. The models have rows and inputs that are not
+    multiples of 4 (tails) and unaligned rows."""
     folder = converted(name, "int8")
     fc_obj = folder / "firmware" / "obj-gcc" / "edgernn_fully_connected.o"
     builds, objects = {}, {}
-    for label, flags in {"portable": [], "emulated": ["-DEDGERNN_XPULP_EMULATE"],
+    for label, flags in {"portable": [], "scalar": ["-DEDGERNN_FC_SCALAR"], "emulated": ["-DEDGERNN_XPULP_EMULATE"],
                          "vector": ["-DEDGERNN_XPULP=1", VECTOR_SDOTSP4]}.items():
         builds[label] = H.build(folder, cflags=["-O2", *flags], name=f"driver_fc_{label}")
         objects[label] = fc_obj.read_bytes()
     # the macros select another kernel, or the comparison below would prove nothing
-    assert objects["emulated"] != objects["portable"] and objects["vector"] != objects["portable"]
+    assert all(objects[k] != objects["portable"] for k in ("scalar", "emulated", "vector"))
     for label, xs in _sequences(folder).items():
         xq = H.quantize_x(folder, xs)
         ref, _ = H.reference_bytes(folder, xq)
         got = {k: H.run_driver(b.exe, xq, ref.shape[1], folder)[0] for k, b in builds.items()}
-        for k in ("emulated", "vector"):
+        for k in ("scalar", "emulated", "vector"):
             assert np.array_equal(got[k], got["portable"]), f"{name} {label}: {k} differs from portable"
         assert H.compare(got["emulated"], ref, "int8")["mismatches"] == 0

@@ -132,11 +132,27 @@ static void fully_connected_s8_xpulp(const int8_t *in, const int8_t *w, const in
 }
 #endif
 
-/* Four output rows at a time share each load of the input, and two inputs per iteration halve the
- * loop overhead: a plain-C form of the blocking that CMSIS-NN's arm_nn_vec_mat_mult_t_s8 uses, about
- * three instructions per multiply-accumulate on a scalar core. The sums are exact int32 arithmetic, so
- * the order does not change the result. Rows [r0, r1) of the output are the same call with w, bias,
- * multiplier, shift advanced by r0 rows, out by r0, and n_out = r1 - r0 (rows == 1). */
+/* Where the core has a vector unit, a block of 16 inputs is a loop of fixed length, which gcc and
+ * clang vectorize at -O2; on a scalar core (or with -DEDGERNN_FC_SCALAR) it is 8 inputs written
+ * out, which saves the loop's overhead. */
+#if (defined(__SSE2__) || defined(__ARM_NEON) || defined(__ARM_NEON__)) && !defined(EDGERNN_FC_SCALAR)
+#define EDGERNN_FC_VECTOR_BLOCK 1
+#endif
+
+#define EDGERNN_FC_MAC4(k)                                                                          \
+    do {                                                                                            \
+        const int32_t xk = x[k];                                                                    \
+        a0 += xk * w0[k];                                                                           \
+        a1 += xk * w1[k];                                                                           \
+        a2 += xk * w2[k];                                                                           \
+        a3 += xk * w3[k];                                                                           \
+    } while (0)
+
+/* Four output rows at a time share each load of the input (the blocking of CMSIS-NN's
+ * arm_nn_vec_mat_mult_t_s8), in blocks of inputs as above, then two inputs per iteration and a
+ * last one. The sums are exact int32 arithmetic, so the order does not change the result. Rows
+ * [r0, r1) of the output are the same call with w, bias, multiplier, shift advanced by r0 rows, out
+ * by r0, and n_out = r1 - r0 (rows == 1). */
 void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
                                 const int32_t *multiplier, const int32_t *shift, int32_t output_offset,
                                 int32_t act_min, int32_t act_max, int rows, int n_in, int n_out,
@@ -156,7 +172,26 @@ void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t
             const int8_t *w2 = w1 + n_in;
             const int8_t *w3 = w2 + n_in;
             int32_t a0 = bias[o], a1 = bias[o + 1], a2 = bias[o + 2], a3 = bias[o + 3];
-            for (i = 0; i + 2 <= n_in; i += 2) {
+#if defined(EDGERNN_FC_VECTOR_BLOCK)
+            for (i = 0; i + 16 <= n_in; i += 16) {
+                int k;
+                for (k = 0; k < 16; ++k) {
+                    EDGERNN_FC_MAC4(i + k);
+                }
+            }
+#else
+            for (i = 0; i + 8 <= n_in; i += 8) {
+                EDGERNN_FC_MAC4(i);
+                EDGERNN_FC_MAC4(i + 1);
+                EDGERNN_FC_MAC4(i + 2);
+                EDGERNN_FC_MAC4(i + 3);
+                EDGERNN_FC_MAC4(i + 4);
+                EDGERNN_FC_MAC4(i + 5);
+                EDGERNN_FC_MAC4(i + 6);
+                EDGERNN_FC_MAC4(i + 7);
+            }
+#endif
+            for (; i + 2 <= n_in; i += 2) {
                 const int32_t x0 = x[i], x1 = x[i + 1];
                 a0 += x0 * w0[i] + x1 * w0[i + 1];
                 a1 += x0 * w1[i] + x1 * w1[i + 1];
