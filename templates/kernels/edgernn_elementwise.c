@@ -76,6 +76,8 @@ void edgernn_squared_difference_f32(const edgernn_bcast_t *b, const float *in1, 
 typedef struct {
     edgernn_rescale_t r1, r2, ro;
     int32_t off1, off2, out_off, lo, hi, sign2;
+    int half1, half2;   /* the input's real multiplier is 0.5 exactly */
+    int32_t half_mul;   /* its rescale is then the exact product by 2^(left_shift - 1) */
 } addsub_consts_t;
 
 static addsub_consts_t addsub_consts(const edgernn_addsub_params_t *p, int subtract)
@@ -90,6 +92,11 @@ static addsub_consts_t addsub_consts(const edgernn_addsub_params_t *p, int subtr
     k.lo = p->act_min;
     k.hi = p->act_max;
     k.sign2 = subtract ? -1 : 1;
+    /* TFLite rescales both inputs to twice the larger input scale, so that input's multiplier is
+     * 0.5 exactly: m = 2^30 with shift 0, and floor((x * 2^L * 2^30 + 2^30) / 2^31) = x * 2^(L-1). */
+    k.half1 = p->input1_multiplier == (1 << 30) && p->input1_shift == 0 && p->left_shift >= 1;
+    k.half2 = p->input2_multiplier == (1 << 30) && p->input2_shift == 0 && p->left_shift >= 1;
+    k.half_mul = p->left_shift >= 1 ? (int32_t)1 << (p->left_shift - 1) : 1;
     return k;
 }
 
@@ -105,6 +112,16 @@ static inline int32_t addsub_one(const addsub_consts_t *k, int32_t a, int32_t c)
     return addsub_out(k, scaled1 + k->sign2 * scaled2);
 }
 
+/* The flat loop, with the input whose rescale is an exact product (HALF: 1 or 2, 0 for neither)
+ * known at compile time, which leaves one rescale fewer per element and fewer live constants. */
+#define EDGERNN_ADDSUB_FLAT(T, HALF)                                                                \
+    for (i = 0; i < n; ++i) {                                                                       \
+        const int32_t x1 = in1[i] + k.off1, x2 = in2[i] + k.off2;                                   \
+        const int32_t s1 = (HALF) == 1 ? x1 * k.half_mul : edgernn_rescale(&k.r1, x1);              \
+        const int32_t s2 = (HALF) == 2 ? x2 * k.half_mul : edgernn_rescale(&k.r2, x2);              \
+        out[i] = (T)addsub_out(&k, s1 + k.sign2 * s2);                                              \
+    }
+
 static int is_flat(const edgernn_bcast_t *b)
 {
     return b->dims[0] == 1 && b->dims[1] == 1 && b->dims[2] == 1 && b->stride1[3] == 1 && b->stride2[3] == 1;
@@ -115,8 +132,12 @@ void edgernn_addsub_n_s8(const edgernn_addsub_params_t *p, int subtract, const i
 {
     const addsub_consts_t k = addsub_consts(p, subtract);
     int i;
-    for (i = 0; i < n; ++i) {
-        out[i] = (int8_t)addsub_one(&k, in1[i], in2[i]);
+    if (k.half1) {
+        EDGERNN_ADDSUB_FLAT(int8_t, 1)
+    } else if (k.half2) {
+        EDGERNN_ADDSUB_FLAT(int8_t, 2)
+    } else {
+        EDGERNN_ADDSUB_FLAT(int8_t, 0)
     }
 }
 
@@ -136,8 +157,12 @@ void edgernn_addsub_n_s16(const edgernn_addsub_params_t *p, int subtract, const 
 {
     const addsub_consts_t k = addsub_consts(p, subtract);
     int i;
-    for (i = 0; i < n; ++i) {
-        out[i] = (int16_t)addsub_one(&k, in1[i], in2[i]);
+    if (k.half1) {
+        EDGERNN_ADDSUB_FLAT(int16_t, 1)
+    } else if (k.half2) {
+        EDGERNN_ADDSUB_FLAT(int16_t, 2)
+    } else {
+        EDGERNN_ADDSUB_FLAT(int16_t, 0)
     }
 }
 
@@ -159,8 +184,14 @@ void edgernn_addsub_const_s8(const edgernn_addsub_params_t *p, int negate, const
 {
     const addsub_consts_t q = addsub_consts(p, negate);
     int i;
-    for (i = 0; i < n; ++i) {
-        out[i] = (int8_t)addsub_out(&q, q.sign2 * edgernn_rescale(&q.r1, in[i] + q.off1) + k[i]);
+    if (q.half1) {
+        for (i = 0; i < n; ++i) {
+            out[i] = (int8_t)addsub_out(&q, q.sign2 * ((in[i] + q.off1) * q.half_mul) + k[i]);
+        }
+    } else {
+        for (i = 0; i < n; ++i) {
+            out[i] = (int8_t)addsub_out(&q, q.sign2 * edgernn_rescale(&q.r1, in[i] + q.off1) + k[i]);
+        }
     }
 }
 
@@ -169,8 +200,14 @@ void edgernn_addsub_const_s16(const edgernn_addsub_params_t *p, int negate, cons
 {
     const addsub_consts_t q = addsub_consts(p, negate);
     int i;
-    for (i = 0; i < n; ++i) {
-        out[i] = (int16_t)addsub_out(&q, q.sign2 * edgernn_rescale(&q.r1, in[i] + q.off1) + k[i]);
+    if (q.half1) {
+        for (i = 0; i < n; ++i) {
+            out[i] = (int16_t)addsub_out(&q, q.sign2 * ((in[i] + q.off1) * q.half_mul) + k[i]);
+        }
+    } else {
+        for (i = 0; i < n; ++i) {
+            out[i] = (int16_t)addsub_out(&q, q.sign2 * edgernn_rescale(&q.r1, in[i] + q.off1) + k[i]);
+        }
     }
 }
 
