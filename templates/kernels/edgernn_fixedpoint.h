@@ -68,9 +68,8 @@ static inline int32_t edgernn_mbqm(int32_t x, int32_t multiplier, int shift)
  * gives (its reference kernel multiplies through ruy, whose rescaling rounds once). */
 static inline int32_t edgernn_mbqm_single(int32_t x, int32_t multiplier, int shift)
 {
-    const int total_shift = 31 - shift;
-    const int64_t round = (int64_t)1 << (total_shift - 1);
-    return (int32_t)(((int64_t)x * (int64_t)multiplier + round) >> total_shift);
+    /* (x * m + 2^(30 - shift)) >> (31 - shift), as ((x * m >> (30 - shift)) + 1) >> 1: nested floors */
+    return (int32_t)(((((int64_t)x * (int64_t)multiplier) >> (30 - shift)) + 1) >> 1);
 }
 
 /* The 16x8 FULLY_CONNECTED rescale of LiteRT (through ruy): the 64-bit accumulator times the full

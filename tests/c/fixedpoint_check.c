@@ -75,6 +75,15 @@ int main(void)
             ++checked;
         }
     }
+    /* the single-rounding rescale of FULLY_CONNECTED */
+    for (i = 0; i < 2000000; ++i) {
+        const int32_t x = (int32_t)next(), m = (int32_t)((next() >> 1) | (1u << 30));
+        const int sh = -(int)(next() % 31);
+        const int total = 31 - sh;
+        const int32_t want = (int32_t)(((int64_t)x * m + ((int64_t)1 << (total - 1))) >> total);
+        bad += edgernn_mbqm_single(x, m, sh) != want;
+        ++checked;
+    }
     printf("checked %ld mismatches %ld\n", checked, bad);
     return bad != 0;
 }
