@@ -223,8 +223,17 @@ void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t
 }
 
 /* 16x8: each product fits in 23 bits, so a chunk of up to 256 of them sums exactly in int32; the
- * chunks are added in int64. Four rows at a time, as in the 8-bit kernel. */
+ * chunks are added in int64. Four rows at a time and blocks of inputs, as in the 8-bit kernel. */
 #define EDGERNN_S16_CHUNK 256
+
+#define EDGERNN_FC_MAC4_S16(k)                                                                      \
+    do {                                                                                            \
+        const int32_t xk = x[k];                                                                    \
+        s0 += xk * w0[k];                                                                           \
+        s1 += xk * w1[k];                                                                           \
+        s2 += xk * w2[k];                                                                           \
+        s3 += xk * w3[k];                                                                           \
+    } while (0)
 
 static inline int16_t requantize_s16(int64_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
                                      int32_t act_min, int32_t act_max)
@@ -250,12 +259,24 @@ void edgernn_fully_connected_s16(const int16_t *in, const int8_t *w, const int64
             for (i0 = 0; i0 < n_in; i0 += EDGERNN_S16_CHUNK) {
                 const int end = n_in - i0 < EDGERNN_S16_CHUNK ? n_in : i0 + EDGERNN_S16_CHUNK;
                 int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-                for (i = i0; i < end; ++i) {
-                    const int32_t xi = x[i];
-                    s0 += xi * w0[i];
-                    s1 += xi * w1[i];
-                    s2 += xi * w2[i];
-                    s3 += xi * w3[i];
+                i = i0;
+#if defined(EDGERNN_FC_VECTOR_BLOCK)
+                for (; i + 16 <= end; i += 16) {
+                    int k;
+                    for (k = 0; k < 16; ++k) {
+                        EDGERNN_FC_MAC4_S16(i + k);
+                    }
+                }
+#else
+                for (; i + 4 <= end; i += 4) {
+                    EDGERNN_FC_MAC4_S16(i);
+                    EDGERNN_FC_MAC4_S16(i + 1);
+                    EDGERNN_FC_MAC4_S16(i + 2);
+                    EDGERNN_FC_MAC4_S16(i + 3);
+                }
+#endif
+                for (; i < end; ++i) {
+                    EDGERNN_FC_MAC4_S16(i);
                 }
                 a0 += s0;
                 a1 += s1;
