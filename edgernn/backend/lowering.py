@@ -217,6 +217,7 @@ class Lowering:
         const_pos = [k for k in (0, 1) if self.t(op.inputs[k]).is_const]
         if len(const_pos) == 1 and self.t(op.inputs[1 - const_pos[0]]).size == out.size:
             # one operand constant: its rescaled value (with the op's sign) is folded here, per element
+            self.bcast(op)   # refuses shapes that do not broadcast
             c = const_pos[0]
             ct = self.t(op.inputs[c])
             (zc, mc, shc), (zr, mr, shr) = ((z1, m1, sh1), (z2, m2, sh2)) if c == 0 else ((z2, m2, sh2), (z1, m1, sh1))
