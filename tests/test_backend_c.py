@@ -300,3 +300,38 @@ def test_head_runs_once_on_the_last_output(tmp_path, quant):
         return
     assert np.array_equal(got, ref), f"{int((got != ref).sum())} of {got.size} values differ"
     assert len({r.tobytes() for r in ref}) > len(hs) // 2
+
+
+
+# GAP8's SIMD dot product, written with the GCC vector subscripts of the GAP SDK's own emulation
+# (gap_sdk tools/autotiler_v3/Emulation/GapBuiltins.h): it stands in for the real builtin so the
+# device-side types and loads of the Xpulp path compile and run on the host too.
+VECTOR_SDOTSP4 = ("-D__builtin_pulp_sdotsp4(a,b,c)="
+                  "((c)+(a)[0]*(b)[0]+(a)[1]*(b)[1]+(a)[2]*(b)[2]+(a)[3]*(b)[3])")
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("name,quant", [("cfc", "int8"), ("gru", "int8"), ("gru", "int16")])
+def test_fully_connected_paths_are_byte_exact(converted, name, quant):
+    """Every build of FULLY_CONNECTED gives the portable build's bytes and the interpreter's: the
+    scalar-core blocking (EDGERNN_FC_SCALAR) and, for int8, the Xpulp SIMD path built on the host on
+    the C emulation of its builtin (edgernn_xpulp_emul.h) and on GCC vectors. The models have rows
+    and inputs that are not multiples of 4 (tails) and unaligned rows."""
+    folder = converted(name, quant)
+    fc_obj = folder / "firmware" / "obj-gcc" / "edgernn_fully_connected.o"
+    variants = {"portable": [], "scalar": ["-DEDGERNN_FC_SCALAR"]}
+    if quant == "int8":
+        variants.update({"emulated": ["-DEDGERNN_XPULP_EMULATE"], "vector": ["-DEDGERNN_XPULP=1", VECTOR_SDOTSP4]})
+    builds, objects = {}, {}
+    for label, flags in variants.items():
+        builds[label] = H.build(folder, cflags=["-O2", *flags], name=f"driver_fc_{label}")
+        objects[label] = fc_obj.read_bytes()
+    # the macros select another kernel, or the comparison below would prove nothing
+    assert all(objects[k] != objects["portable"] for k in variants if k != "portable")
+    for label, xs in _sequences(folder).items():
+        xq = H.quantize_x(folder, xs)
+        ref, _ = H.reference_bytes(folder, xq)
+        got = {k: H.run_driver(b.exe, xq, ref.shape[1], folder)[0] for k, b in builds.items()}
+        for k in variants:
+            assert np.array_equal(got[k], got["portable"]), f"{name} {quant} {label}: {k} differs from portable"
+        assert H.compare(got["portable"], ref, quant)["mismatches"] == 0

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -57,6 +60,19 @@ def test_fixed_point_helpers_round_like_gemmlowp():
     assert qp.mbqm(100, 1 << 30, 0) == 50
     assert qp.mbqm(3, 1 << 30, 0) == 2
     assert qp.mbqm(-3, 1 << 30, 0) == -1           # the doubling high multiply's nudge takes -1.5 to -1
+
+
+@pytest.mark.toolchain
+def test_c_fixed_point_fast_forms_equal_gemmlowp(tmp_path):
+    """The one-multiply forms in edgernn_fixedpoint.h against gemmlowp's literal definitions, in C."""
+    from edgernn.resources import templates_dir
+
+    src = Path(__file__).resolve().parent / "c" / "fixedpoint_check.c"
+    exe = tmp_path / "fixedpoint_check"
+    subprocess.run(["gcc", "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic",
+                    "-I", str(templates_dir() / "kernels"), str(src), "-o", str(exe)], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.split()[-1] == "0", out.stdout
 
 
 def test_int8_tables_follow_the_float_function():

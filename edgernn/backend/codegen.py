@@ -29,7 +29,7 @@ KERNEL_SOURCES = [
     "edgernn_softmax.c",
     "edgernn_team_kernels.c",
 ]
-KERNEL_HEADERS = ["edgernn_kernels.h", "edgernn_fixedpoint.h", "edgernn_team.h"]
+KERNEL_HEADERS = ["edgernn_kernels.h", "edgernn_fixedpoint.h", "edgernn_team.h", "edgernn_xpulp_emul.h"]
 # The team implementation, copied as edgernn_team.c: the board file's [parallel] team (a path under
 # templates/), else the portable one (serial, or POSIX threads with -DEDGERNN_THREADS=N).
 DEFAULT_TEAM = "kernels/edgernn_team.c"

@@ -209,13 +209,38 @@ class Lowering:
         if subtract and dtype == "int16":
             m2, kernel_subtract = -m2, False   # TFLite runs int16 SUB as ADD with a negated multiplier
         lo, hi = qp.activation_range(op.options.get("fusedActivationFunction", 0), dtype, so, zo)
+        if max(sh1, sh2, sho) > 0:
+            raise _refuse(op, "a rescale multiplier above one")   # TFLite's Prepare refuses it too
+        sfx = "s8" if dtype == "int8" else "s16"
+        out_arg = ("tensor", op.outputs[0])
+        flag = "1" if kernel_subtract else "0"
+        const_pos = [k for k in (0, 1) if self.t(op.inputs[k]).is_const]
+        if len(const_pos) == 1 and self.t(op.inputs[1 - const_pos[0]]).size == out.size:
+            # one operand constant: its rescaled value (with the op's sign) is folded here, per element
+            self.bcast(op)   # refuses shapes that do not broadcast
+            c = const_pos[0]
+            ct = self.t(op.inputs[c])
+            (zc, mc, shc), (zr, mr, shr) = ((z1, m1, sh1), (z2, m2, sh2)) if c == 0 else ((z2, m2, sh2), (z1, m1, sh1))
+            sign = -1 if (c == 1 and kernel_subtract) else 1
+            vals = np.broadcast_to(ct.data.astype(np.int64), out.shape).reshape(-1)
+            k = [sign * qp.rdbpot(qp.srdhm((int(v) - zc) * (1 << left_shift), mc), -shc) for v in vals]
+            params = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
+                                 [-zr, 0, zo, left_shift, mr, shr, 0, 0, mo, sho, lo, hi])
+            karr = ConstArray(self.cname(op, "k"), "int32_t", k)
+            negate = "1" if (c == 0 and kernel_subtract) else "0"
+            return Call(op.index, op.op, f"edgernn_addsub_const_{sfx}",
+                        [("ref", params.name), negate, ("tensor", op.inputs[1 - c]), ("const", karr.name),
+                         str(out.size), out_arg], arrays=[karr], structs=[params])
         params = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
                              [-z1, -z2, zo, left_shift, m1, sh1, m2, sh2, mo, sho, lo, hi])
+        if a.size == b.size == out.size:
+            return Call(op.index, op.op, f"edgernn_addsub_n_{sfx}",
+                        [("ref", params.name), flag, self.operand(op.inputs[0]), self.operand(op.inputs[1]),
+                         str(out.size), out_arg], structs=[params])
         bc = self.bcast(op)
-        fn = "edgernn_addsub_s8" if dtype == "int8" else "edgernn_addsub_s16"
-        return Call(op.index, op.op, fn,
-                    [("ref", bc.name), ("ref", params.name), "1" if kernel_subtract else "0",
-                     self.operand(op.inputs[0]), self.operand(op.inputs[1]), ("tensor", op.outputs[0])],
+        return Call(op.index, op.op, f"edgernn_addsub_{sfx}",
+                    [("ref", bc.name), ("ref", params.name), flag,
+                     self.operand(op.inputs[0]), self.operand(op.inputs[1]), out_arg],
                     structs=[bc, params])
 
     def op_add(self, op, dtype):
@@ -240,10 +265,14 @@ class Lowering:
         # TFLite's Mul Prepare computes scale1 * scale2 / scale_out in float before widening to double
         real = qp.f32(np.float32(np.float32(a.qparams()[0]) * np.float32(b.qparams()[0])) / np.float32(out.qparams()[0]))
         params = self._mul_params(op, dtype, real)
+        sfx = "s8" if dtype == "int8" else "s16"
+        if a.size == b.size == out.size:
+            return Call(op.index, op.op, f"edgernn_mul_n_{sfx}",
+                        [("ref", params.name), self.operand(op.inputs[0]), self.operand(op.inputs[1]),
+                         str(out.size), ("tensor", op.outputs[0])], structs=[params])
         bc = self.bcast(op)
-        fn = "edgernn_mul_s8" if dtype == "int8" else "edgernn_mul_s16"
-        return Call(op.index, op.op, fn, [("ref", bc.name), ("ref", params.name), self.operand(op.inputs[0]),
-                                          self.operand(op.inputs[1]), ("tensor", op.outputs[0])],
+        return Call(op.index, op.op, f"edgernn_mul_{sfx}", [("ref", bc.name), ("ref", params.name), self.operand(op.inputs[0]),
+                                                          self.operand(op.inputs[1]), ("tensor", op.outputs[0])],
                     structs=[bc, params])
 
     def op_div(self, op, dtype):

@@ -72,6 +72,22 @@ void edgernn_addsub_s8(const edgernn_bcast_t *b, const edgernn_addsub_params_t *
                        const int8_t *in1, const int8_t *in2, int8_t *out);
 void edgernn_addsub_s16(const edgernn_bcast_t *b, const edgernn_addsub_params_t *p, int subtract,
                         const int16_t *in1, const int16_t *in2, int16_t *out);
+/* The same without broadcasting, on n elements: a range [i0, i1) of the output is the same call with
+ * every pointer advanced by i0 and n = i1 - i0. */
+void edgernn_addsub_n_s8(const edgernn_addsub_params_t *p, int subtract, const int8_t *in1,
+                         const int8_t *in2, int n, int8_t *out);
+void edgernn_addsub_n_s16(const edgernn_addsub_params_t *p, int subtract, const int16_t *in1,
+                          const int16_t *in2, int n, int16_t *out);
+/* One operand constant, rescaled at generation time: out[i] = rescale_out(+-rescale_1(in[i]) + k[i]),
+ * the input1 fields of p describing in, negate != 0 for constant - in. */
+void edgernn_addsub_const_s8(const edgernn_addsub_params_t *p, int negate, const int8_t *in,
+                             const int32_t *k, int n, int8_t *out);
+void edgernn_addsub_const_s16(const edgernn_addsub_params_t *p, int negate, const int16_t *in,
+                              const int32_t *k, int n, int16_t *out);
+void edgernn_mul_n_s8(const edgernn_mul_params_t *p, const int8_t *in1, const int8_t *in2, int n,
+                      int8_t *out);
+void edgernn_mul_n_s16(const edgernn_mul_params_t *p, const int16_t *in1, const int16_t *in2, int n,
+                       int16_t *out);
 void edgernn_mul_s8(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int8_t *in1,
                     const int8_t *in2, int8_t *out);
 void edgernn_mul_s16(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int16_t *in1,
