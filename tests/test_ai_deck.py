@@ -84,6 +84,8 @@ def test_project_files(deck_build):
     for line in ("io = uart", "PMSIS_OS ?= freertos", "APP = edgernn", "APP_INC += .",
                  'APP_CFLAGS += -DEDGERNN_BOARD_NAME=\\"ai_deck\\"', "include $(RULES_DIR)/pmsis_rules.mk"):
         assert line in make
+    # the int8 dot products take the Xpulp SIMD path on the device
+    assert re.search(r"^APP_CFLAGS \+= .*-DEDGERNN_XPULP=1\b", make, re.M)
     assert "pmsis_kickoff" in (fw / "main.c").read_text()
     hal = (fw / "hal.c").read_text()
     conf_init = hal.index("pi_uart_conf_init(&uart_conf)")

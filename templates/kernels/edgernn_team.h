@@ -70,6 +70,19 @@ void edgernn_team_mul_s8(const edgernn_bcast_t *b, const edgernn_mul_params_t *p
                          const int8_t *in2, int8_t *out);
 void edgernn_team_mul_s16(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int16_t *in1,
                           const int16_t *in2, int16_t *out);
+/* The same without broadcasting, over n elements. */
+void edgernn_team_addsub_n_s8(const edgernn_addsub_params_t *p, int subtract, const int8_t *in1,
+                              const int8_t *in2, int n, int8_t *out);
+void edgernn_team_addsub_n_s16(const edgernn_addsub_params_t *p, int subtract, const int16_t *in1,
+                               const int16_t *in2, int n, int16_t *out);
+void edgernn_team_addsub_const_s8(const edgernn_addsub_params_t *p, int negate, const int8_t *in,
+                                  const int32_t *k, int n, int8_t *out);
+void edgernn_team_addsub_const_s16(const edgernn_addsub_params_t *p, int negate, const int16_t *in,
+                                   const int32_t *k, int n, int16_t *out);
+void edgernn_team_mul_n_s8(const edgernn_mul_params_t *p, const int8_t *in1, const int8_t *in2, int n,
+                           int8_t *out);
+void edgernn_team_mul_n_s16(const edgernn_mul_params_t *p, const int16_t *in1, const int16_t *in2, int n,
+                            int16_t *out);
 /* Unary element-wise ops over n elements. */
 void edgernn_team_unary_f32(edgernn_unary_t op, const float *in, int n, float *out);
 void edgernn_team_lut_s8(const int8_t *table, const int8_t *in, int n, int8_t *out);

@@ -261,6 +261,106 @@ void edgernn_team_mul_s16(const edgernn_bcast_t *b, const edgernn_mul_params_t *
     binary_int(mul_s16_range, b, p, 0, in1, in2, out);
 }
 
+/* ---- binary element-wise without broadcasting, over n elements ---- */
+
+typedef struct {
+    const void *params;
+    int flag;                 /* subtract, or negate for a constant operand */
+    const void *in1, *in2;    /* in2 is the int32 constant of the _const kernels */
+    void *out;
+} flat_args_t;
+
+static void addsub_n_s8_range(const void *args, int begin, int end)
+{
+    const flat_args_t *a = (const flat_args_t *)args;
+    edgernn_addsub_n_s8((const edgernn_addsub_params_t *)a->params, a->flag, (const int8_t *)a->in1 + begin,
+                        (const int8_t *)a->in2 + begin, end - begin, (int8_t *)a->out + begin);
+}
+
+static void addsub_n_s16_range(const void *args, int begin, int end)
+{
+    const flat_args_t *a = (const flat_args_t *)args;
+    edgernn_addsub_n_s16((const edgernn_addsub_params_t *)a->params, a->flag, (const int16_t *)a->in1 + begin,
+                         (const int16_t *)a->in2 + begin, end - begin, (int16_t *)a->out + begin);
+}
+
+static void addsub_const_s8_range(const void *args, int begin, int end)
+{
+    const flat_args_t *a = (const flat_args_t *)args;
+    edgernn_addsub_const_s8((const edgernn_addsub_params_t *)a->params, a->flag, (const int8_t *)a->in1 + begin,
+                            (const int32_t *)a->in2 + begin, end - begin, (int8_t *)a->out + begin);
+}
+
+static void addsub_const_s16_range(const void *args, int begin, int end)
+{
+    const flat_args_t *a = (const flat_args_t *)args;
+    edgernn_addsub_const_s16((const edgernn_addsub_params_t *)a->params, a->flag,
+                             (const int16_t *)a->in1 + begin, (const int32_t *)a->in2 + begin, end - begin,
+                             (int16_t *)a->out + begin);
+}
+
+static void mul_n_s8_range(const void *args, int begin, int end)
+{
+    const flat_args_t *a = (const flat_args_t *)args;
+    edgernn_mul_n_s8((const edgernn_mul_params_t *)a->params, (const int8_t *)a->in1 + begin,
+                     (const int8_t *)a->in2 + begin, end - begin, (int8_t *)a->out + begin);
+}
+
+static void mul_n_s16_range(const void *args, int begin, int end)
+{
+    const flat_args_t *a = (const flat_args_t *)args;
+    edgernn_mul_n_s16((const edgernn_mul_params_t *)a->params, (const int16_t *)a->in1 + begin,
+                      (const int16_t *)a->in2 + begin, end - begin, (int16_t *)a->out + begin);
+}
+
+static void flat(edgernn_range_fn fn, const void *params, int flag, const void *in1, const void *in2, int n,
+                 void *out)
+{
+    flat_args_t a;
+    a.params = params;
+    a.flag = flag;
+    a.in1 = in1;
+    a.in2 = in2;
+    a.out = out;
+    edgernn_team_split(fn, &a, n, 1);
+}
+
+void edgernn_team_addsub_n_s8(const edgernn_addsub_params_t *p, int subtract, const int8_t *in1,
+                              const int8_t *in2, int n, int8_t *out)
+{
+    flat(addsub_n_s8_range, p, subtract, in1, in2, n, out);
+}
+
+void edgernn_team_addsub_n_s16(const edgernn_addsub_params_t *p, int subtract, const int16_t *in1,
+                               const int16_t *in2, int n, int16_t *out)
+{
+    flat(addsub_n_s16_range, p, subtract, in1, in2, n, out);
+}
+
+void edgernn_team_addsub_const_s8(const edgernn_addsub_params_t *p, int negate, const int8_t *in,
+                                  const int32_t *k, int n, int8_t *out)
+{
+    flat(addsub_const_s8_range, p, negate, in, k, n, out);
+}
+
+void edgernn_team_addsub_const_s16(const edgernn_addsub_params_t *p, int negate, const int16_t *in,
+                                   const int32_t *k, int n, int16_t *out)
+{
+    flat(addsub_const_s16_range, p, negate, in, k, n, out);
+}
+
+void edgernn_team_mul_n_s8(const edgernn_mul_params_t *p, const int8_t *in1, const int8_t *in2, int n,
+                           int8_t *out)
+{
+    flat(mul_n_s8_range, p, 0, in1, in2, n, out);
+}
+
+void edgernn_team_mul_n_s16(const edgernn_mul_params_t *p, const int16_t *in1, const int16_t *in2, int n,
+                            int16_t *out)
+{
+    flat(mul_n_s16_range, p, 0, in1, in2, n, out);
+}
+
 /* ---- unary element-wise over n elements ---- */
 
 typedef struct {
