@@ -9,8 +9,6 @@ kernel's own time loop; time = 1 models are streamed one step per invoke.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import subprocess
@@ -22,70 +20,10 @@ import backend_harness as H
 import zoo
 from edgernn.errors import EdgeRNNError
 
-pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
-
-FEATURES = 3
+FEATURES = zoo.FUSED_FEATURES
 
 
-def lstm_model(time: int, units: int, sequences: bool, dense_before: bool, dense_after: bool,
-               use_bias: bool = True, kernel_std: float | None = None, seed: int = 0):
-    """Input "x" of batch 1, an LSTM, Dense layers around it; the last layer is named "y"."""
-    from edgernn.tfenv import tf_keras
-
-    K = tf_keras()
-    K.utils.set_random_seed(seed)
-    x = K.layers.Input(batch_shape=(1, time, FEATURES), name="x")
-    h = K.layers.Dense(5, name="pre")(x) if dense_before else x
-    init = K.initializers.RandomNormal(stddev=kernel_std) if kernel_std else "glorot_uniform"
-    h = K.layers.LSTM(units, return_sequences=sequences, use_bias=use_bias, kernel_initializer=init,
-                      name="lstm" if dense_after else "y")(h)
-    if dense_after:
-        h = K.layers.Dense(4, name="y")(h)
-    return K.Model(x, h)
-
-
-def write_fused(folder, model, quant: str, time: int, calib_offset: float = 0.0, seed: int = 0):
-    """step.tflite + a manifest whose states are the LSTM's variable tensors, as the converter's
-    fused mode writes them ("<layer>.h", "<layer>.c", variable, tensor index)."""
-    from edgernn.backend.reader import read_tflite
-    from edgernn.tfenv import native_stderr_captured, tensorflow
-
-    tf = tensorflow()
-    converter = tf.lite.TFLiteConverter.from_keras_model(model)
-    if quant == "int8":
-        rng = np.random.default_rng(seed)
-        # an offset of constant sign per sequence lets the cell integrate to larger values
-        calib = [(rng.normal(0.0, 1.0, (1, time, FEATURES)) + rng.choice([-calib_offset, calib_offset], (1, 1, FEATURES)))
-                 .astype(np.float32) for _ in range(32)]
-        converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        converter.representative_dataset = lambda: ([c] for c in calib)
-        converter.inference_input_type = tf.int8
-        converter.inference_output_type = tf.int8
-    with native_stderr_captured(), contextlib.redirect_stdout(io.StringIO()):
-        blob = converter.convert()
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "step.tflite").write_bytes(blob)
-    states = []
-    try:
-        operators = read_tflite(blob).operators
-    except EdgeRNNError:      # not a single-subgraph model: the backend's own refusal is under test
-        operators = []
-    graph = read_tflite(blob) if operators else None
-    for op in operators:
-        if op.op == "UNIDIRECTIONAL_SEQUENCE_LSTM":
-            layer = "lstm"
-            for suffix, index in (("h", op.inputs[18]), ("c", op.inputs[19])):
-                t = graph.tensors[index]
-                scale, zp = t.qparams()
-                states.append({"name": f"{layer}.{suffix}", "layer": layer, "variable": True, "tensor": index,
-                               "shape": list(t.shape), "dtype": t.dtype, "size": t.size,
-                               "scale": scale, "zero_point": zp})
-    (folder / "manifest.json").write_text(json.dumps({"quant": quant, "mode": "fused", "states": states,
-                                                      "state_feedback": {}}))
-    return folder
-
-
-# name: (time, units, return_sequences, dense before, dense after), then lstm_model / write_fused options.
+# name: (time, units, return_sequences, dense before, dense after), then zoo.fused_lstm / zoo.write_fused_lstm options.
 # Cell state scales the int8 conversions get (the integer tanh of c has 15 + log2(scale) integer bits):
 # seq8_* and stream_u16 2^-15; stream_u64 2^-16, where TFLite skips tanh(c) (docs/ops.md);
 # seq16_bigcell 2^-11.
@@ -107,7 +45,7 @@ def fused(tmp_path_factory):
         if (name, quant) not in cache:
             (time, units, seqs, before, after), model_opts, calib_opts = MODELS[name]
             folder = tmp_path_factory.mktemp(f"fused_{name}_{quant}") / "out"
-            write_fused(folder, lstm_model(time, units, seqs, before, after, **model_opts), quant, time, **calib_opts)
+            zoo.write_fused_lstm(folder, zoo.fused_lstm(time, units, seqs, before, after, **model_opts), quant, time, **calib_opts)
             cache[(name, quant)] = H.build(folder)
         return cache[(name, quant)]
 
@@ -150,6 +88,8 @@ def compare_float_per_tensor(got: np.ndarray, ref: np.ndarray, sizes: list[int])
     return {"values": int(a.size), "not_close": not_close, "max_rel": worst}
 
 
+@pytest.mark.slow
+@pytest.mark.toolchain
 @pytest.mark.parametrize("name,quant", CASES)
 def test_fused_lstm_matches_interpreter(fused, name, quant, record_property):
     b = fused(name, quant)
@@ -171,6 +111,8 @@ def test_fused_lstm_matches_interpreter(fused, name, quant, record_property):
         assert len({bytes(r) for r in ref}) > xs.shape[0] // 2
 
 
+@pytest.mark.slow
+@pytest.mark.toolchain
 def test_int8_cases_cover_three_cell_scales(fused):
     """The exactness cases above reach tanh(c) with 0 and 4 integer bits, and the cell scale
     (2^-16) where TFLite's ApplyTanh writes nothing and h becomes o * i."""
@@ -184,6 +126,8 @@ def test_int8_cases_cover_three_cell_scales(fused):
     assert found == {"stream_u16": -15, "stream_u64": -16, "seq16_bigcell": -11}
 
 
+@pytest.mark.slow
+@pytest.mark.toolchain
 def test_state_is_the_variable_tensors_in_manifest_order(fused):
     b = fused("stream_u16", "int8")
     header = (b.folder / "firmware" / "model.h").read_text()
@@ -193,6 +137,8 @@ def test_state_is_the_variable_tensors_in_manifest_order(fused):
     assert "#define EDGERNN_STATE_BYTES 48 " in header
 
 
+@pytest.mark.slow
+@pytest.mark.toolchain
 def test_reset_and_set_state_of_a_streamed_lstm(fused):
     """edgernn_reset() restarts like reset_all_variables(); a run resumed from a saved state
     continues exactly like the unbroken run."""
@@ -223,6 +169,8 @@ def test_reset_and_set_state_of_a_streamed_lstm(fused):
     assert np.array_equal(got, ref[k:])
 
 
+@pytest.mark.slow
+@pytest.mark.toolchain
 def test_sanitizers_report_nothing_on_the_fused_lstm(fused, tmp_path):
     folder = fused("seq8_u16_all", "int8").folder
     b = H.build(folder, cflags=["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
@@ -235,6 +183,8 @@ def test_sanitizers_report_nothing_on_the_fused_lstm(fused, tmp_path):
     assert H.compare(got, ref, "int8")["mismatches"] == 0
 
 
+@pytest.mark.slow
+@pytest.mark.toolchain
 def test_a_state_missing_from_the_manifest_is_refused(fused, tmp_path):
     from edgernn.backend import generate_firmware
     from edgernn.boards import load_board
@@ -251,12 +201,99 @@ def test_a_state_missing_from_the_manifest_is_refused(fused, tmp_path):
     assert not (folder / "firmware" / "model.c").exists()
 
 
+@pytest.mark.slow
 def test_lstm_without_bias_is_not_fused_by_tf(tmp_path):
     """use_bias=False: TF's converter emits a WHILE loop in float (and crashes in int8), so the
     backend gets no fused op and says why in one line."""
     from edgernn.backend import generate_firmware
     from edgernn.boards import load_board
 
-    folder = write_fused(tmp_path / "out", lstm_model(4, 8, True, False, True, use_bias=False), "float32", 4)
+    folder = zoo.write_fused_lstm(tmp_path / "out", zoo.fused_lstm(4, 8, True, False, True, use_bias=False), "float32", 4)
     with pytest.raises(EdgeRNNError, match="subgraphs"):
         generate_firmware(folder, load_board("host"))
+
+
+# ---- what the lowering refuses, on hand-made graphs (no TensorFlow, no compiler) ----
+
+def _lstm_graph(quant: str = "int8", n_in: int = 3, n_cell: int = 4, time: int = 2, batch: int = 1):
+    from edgernn.backend.ir import Graph, Operator, Tensor
+
+    rng = np.random.default_rng(0)
+    f = quant == "float32"
+    tensors = []
+
+    def add(dtype, shape, scale=None, zp=0, data=None, variable=False):
+        q = (None, None) if f or scale is None else (np.float32([scale]), np.int64([zp]))
+        tensors.append(Tensor(len(tensors), f"t{len(tensors)}", dtype, shape, q[0], q[1], 0, data, variable))
+        return len(tensors) - 1
+
+    x = add("float32" if f else "int8", (batch, time, n_in), 0.05, 3)
+    weights = [add("float32" if f else "int8", shape, 0.01, 0,
+                   rng.normal(0, 0.5, shape).astype(np.float32) if f else rng.integers(-127, 128, shape).astype(np.int8))
+               for shape in [(n_cell, n_in)] * 4 + [(n_cell, n_cell)] * 4]
+    biases = [add("float32" if f else "int32", (n_cell,), 0.0005, 0,
+                  np.zeros(n_cell, np.float32 if f else np.int32)) for _ in range(4)]
+    h = add("float32" if f else "int8", (batch, n_cell), 0.008, -2, variable=True)
+    c = add("float32" if f else "int16", (batch, n_cell), 2.0 ** -15, 0, variable=True)
+    out = add("float32" if f else "int8", (batch, time, n_cell), 0.008, -2)
+    inter = [add("float32", (0,)) for _ in range(4)] + [add("int8", (0,), 0.008, -2)]
+    inputs = [x] + weights + [-1, -1, -1] + biases + [-1, -1, h, c, -1, -1, -1, -1]
+    op = Operator(0, "UNIDIRECTIONAL_SEQUENCE_LSTM", inputs, [out],
+                  {"fusedActivationFunction": 4, "cellClip": 10.0, "timeMajor": False}, [] if f else inter)
+    return Graph(tensors, [op], {"x": x}, {"y": out}, "0" * 64)
+
+
+def _lower(graph):
+    from edgernn.backend.lowering import Lowering
+
+    return Lowering(graph, "edgernn_step").lower()
+
+
+@pytest.mark.parametrize("quant", ["int8", "float32"])
+def test_a_plain_lstm_lowers_to_one_kernel_call(quant):
+    (call,) = _lower(_lstm_graph(quant))
+    assert call.fn == ("edgernn_lstm_s8" if quant == "int8" else "edgernn_lstm_f32")
+    assert call.scratch[1] == 4 * 4 * (2 if quant == "int8" else 4)
+    assert "2" in call.args      # the kernel runs the two time steps itself
+
+
+def test_int8_constants_follow_tflite_prepare():
+    """Zero points folded into the biases, effective scales in float, cell clip 10 / 2^-15 saturated."""
+    from edgernn.backend import quantparams as qp
+
+    graph = _lstm_graph("int8")
+    (call,) = _lower(graph)
+    arrays = {a.name.rsplit("_op0_", 1)[1]: a for a in call.arrays}
+    w_f = graph.tensors[2].data.astype(np.int64)
+    assert arrays["bias_in"].values[4:8] == [int(v) for v in -3 * w_f.sum(axis=1)]
+    w_rec_i = graph.tensors[5].data.astype(np.int64)
+    assert arrays["bias_rec"].values[:4] == [int(v) for v in 2 * w_rec_i.sum(axis=1)]
+    fields = call.structs[0].fields
+    assert fields[2][0] == qp.quantize_multiplier(qp.f32(np.float32(np.float32(0.01) * np.float32(0.05)) / np.float32(2.0 ** -12)))[0]
+    assert fields[-3:] == [15, 0, 32767]
+
+
+@pytest.mark.parametrize("change,why", [
+    (lambda g: g.operators[0].inputs.__setitem__(1, -1), "CIFG"),
+    (lambda g: g.operators[0].inputs.__setitem__(10, 1), "peephole"),
+    (lambda g: g.operators[0].inputs.__setitem__(16, 1), "projection"),
+    (lambda g: g.operators[0].inputs.__setitem__(21, 13), "layer normalization"),
+    (lambda g: g.operators[0].options.__setitem__("fusedActivationFunction", 1), "other than tanh"),
+    (lambda g: setattr(g.tensors[13], "is_variable", False), "must be a variable tensor"),
+    (lambda g: setattr(g.tensors[14], "scale", np.float32([0.0001])), "not a power of two"),
+    (lambda g: g.operators[0].intermediates.clear(), "intermediates"),
+])
+def test_lstm_variants_outside_the_kernel_are_refused(change, why):
+    from edgernn.backend.lowering import Unsupported
+
+    graph = _lstm_graph("int8")
+    change(graph)
+    with pytest.raises(Unsupported, match=rf"op 0 \(UNIDIRECTIONAL_SEQUENCE_LSTM\) .*{why}"):
+        _lower(graph)
+
+
+def test_a_batch_of_two_is_refused():
+    from edgernn.backend.lowering import Unsupported
+
+    with pytest.raises(Unsupported, match="only batch 1"):
+        _lower(_lstm_graph("float32", batch=2))

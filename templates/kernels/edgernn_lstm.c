@@ -14,12 +14,12 @@
 
 /* ---- gemmlowp fixed point on int16 raw values ---- */
 
-static int16_t fx_wrap(int32_t x)
+static inline int16_t fx_wrap(int32_t x)
 {
     return (int16_t)x;
 }
 
-static int16_t fx_mul(int16_t a, int16_t b)
+static inline int16_t fx_mul(int16_t a, int16_t b)
 {
     int32_t ab;
     int32_t nudge;
@@ -31,7 +31,7 @@ static int16_t fx_mul(int16_t a, int16_t b)
     return (int16_t)((ab + nudge) / (1 << 15));
 }
 
-static int16_t fx_rdbpot(int16_t x, int exponent)
+static inline int16_t fx_rdbpot(int16_t x, int exponent)
 {
     const int16_t mask = (int16_t)((1 << exponent) - 1);
     const int16_t remainder = (int16_t)(x & mask);
@@ -40,7 +40,7 @@ static int16_t fx_rdbpot(int16_t x, int exponent)
 }
 
 /* SaturatingRoundingMultiplyByPOT<exponent> */
-static int16_t fx_mul_pot(int16_t x, int exponent)
+static inline int16_t fx_mul_pot(int16_t x, int exponent)
 {
     if (exponent > 0) {
         const int32_t threshold = (1 << (15 - exponent)) - 1;
@@ -58,7 +58,7 @@ static int16_t fx_mul_pot(int16_t x, int exponent)
     return x;
 }
 
-static int16_t fx_saturating_add(int16_t a, int16_t b)
+static inline int16_t fx_saturating_add(int16_t a, int16_t b)
 {
     return (int16_t)edgernn_clamp((int32_t)a + (int32_t)b, INT16_MIN, INT16_MAX);
 }
@@ -69,18 +69,17 @@ static int16_t fx_saturating_add(int16_t a, int16_t b)
 #define FX_48_OVER_17 23130           /* 1515870810, Q2.13 */
 #define FX_NEG_32_OVER_17 (-15420)    /* -1010580540, Q2.13 */
 
-static const int16_t fx_exp_barrel[7] = {
-    25520, /* exp(-1/4)  1672461947 */
-    19875, /* exp(-1/2)  1302514674 */
-    12055, /* exp(-1)     790015084 */
-    4435,  /* exp(-2)     290630308 */
-    600,   /* exp(-4)      39332535 */
-    11,    /* exp(-8)        720401 */
-    0,     /* exp(-16)          242 */
-};
+/* exp(-2^k) for k = -2..4: the barrel shifter's factors (gemmlowp's 1672461947, 1302514674,
+ * 790015084, 290630308, 39332535, 720401, 242) */
+#define FX_EXP_BARREL(remainder, result, integer_bits, fractional_bits, k, factor)                  \
+    do {                                                                                          \
+        if ((integer_bits) > (k) && (((uint16_t)(remainder) >> ((fractional_bits) + (k))) & 1u)) { \
+            (result) = fx_mul((result), (factor));                                                \
+        }                                                                                         \
+    } while (0)
 
 /* exp(a) for a in [-1/4, 0), Q0.15 in and out */
-static int16_t fx_exp_quarter(int16_t a)
+static inline int16_t fx_exp_quarter(int16_t a)
 {
     const int16_t x = fx_wrap(a + (1 << 12));
     const int16_t x2 = fx_mul(x, x);
@@ -93,7 +92,7 @@ static int16_t fx_exp_quarter(int16_t a)
 }
 
 /* exp(a) for a <= 0 with integer_bits integer bits, result Q0.15 */
-static int16_t fx_exp_on_negative(int16_t a, int integer_bits)
+static inline int16_t fx_exp_on_negative(int16_t a, int integer_bits)
 {
     const int fractional_bits = 15 - integer_bits;
     const int16_t one_quarter = (int16_t)(1 << (fractional_bits - 2));
@@ -101,16 +100,13 @@ static int16_t fx_exp_on_negative(int16_t a, int integer_bits)
     const int16_t a_mod_quarter_minus_one_quarter = fx_wrap((a & mask) - one_quarter);
     const int16_t remainder = fx_wrap(a_mod_quarter_minus_one_quarter - a);
     int16_t result = fx_exp_quarter(fx_mul_pot(a_mod_quarter_minus_one_quarter, integer_bits));
-    int k;
-    for (k = 0; k < 7; ++k) {
-        const int exponent = k - 2;
-        if (integer_bits > exponent) {
-            const int shift = fractional_bits + exponent;
-            if (((uint16_t)remainder >> shift) & 1u) {
-                result = fx_mul(result, fx_exp_barrel[k]);
-            }
-        }
-    }
+    FX_EXP_BARREL(remainder, result, integer_bits, fractional_bits, -2, 25520);
+    FX_EXP_BARREL(remainder, result, integer_bits, fractional_bits, -1, 19875);
+    FX_EXP_BARREL(remainder, result, integer_bits, fractional_bits, 0, 12055);
+    FX_EXP_BARREL(remainder, result, integer_bits, fractional_bits, 1, 4435);
+    FX_EXP_BARREL(remainder, result, integer_bits, fractional_bits, 2, 600);
+    FX_EXP_BARREL(remainder, result, integer_bits, fractional_bits, 3, 11);
+    FX_EXP_BARREL(remainder, result, integer_bits, fractional_bits, 4, 0);
     if (integer_bits > 5) {
         const int16_t clamp = (int16_t)(-(1 << (20 - integer_bits))); /* -32 */
         if (a < clamp) {
@@ -121,7 +117,7 @@ static int16_t fx_exp_on_negative(int16_t a, int integer_bits)
 }
 
 /* Newton-Raphson for 1 / (1 + a) (logistic) and (1 - a) / (1 + a) (tanh), a in Q0.15 */
-static int16_t fx_newton_half_reciprocal(int16_t a)
+static inline int16_t fx_newton_half_reciprocal(int16_t a)
 {
     const int32_t sum = (int32_t)a + INT16_MAX;
     const int16_t half_denominator = (int16_t)((sum + (sum >= 0 ? 1 : -1)) / 2);
@@ -135,7 +131,7 @@ static int16_t fx_newton_half_reciprocal(int16_t a)
 }
 
 /* gemmlowp::logistic of a Q3.12 input, Q0.15 output */
-static int16_t fx_logistic_q3(int16_t a)
+static inline int16_t fx_logistic_q3(int16_t a)
 {
     const int16_t abs_input = a > 0 ? a : fx_wrap(-a);
     const int16_t result_if_positive =
@@ -147,7 +143,7 @@ static int16_t fx_logistic_q3(int16_t a)
 }
 
 /* gemmlowp::tanh of an input with integer_bits integer bits (0..6), Q0.15 output */
-static int16_t fx_tanh(int16_t a, int integer_bits)
+static inline int16_t fx_tanh(int16_t a, int integer_bits)
 {
     const int16_t n = a < 0 ? a : fx_wrap(-a);
     const int16_t exp_value = fx_exp_on_negative(n, integer_bits + 1);
@@ -160,20 +156,45 @@ static int16_t fx_tanh(int16_t a, int integer_bits)
 
 /* ---- int8 ---- */
 
-/* gate[r] = clamp16(MBQM(bias[r] + w[r] . v, multiplier, shift) + gate[r]) for one gate */
+static int16_t gate_add(int32_t acc, int32_t multiplier, int32_t shift, int16_t gate)
+{
+    return (int16_t)edgernn_clamp(edgernn_mbqm(acc, multiplier, (int)shift) + gate, INT16_MIN, INT16_MAX);
+}
+
+/* gate[r] = clamp16(MBQM(bias[r] + w[r] . v, multiplier, shift) + gate[r]) for one gate: TFLite's
+ * MatrixBatchVectorMultiplyAccumulate with int16 output, four rows at a time so that each v[c] is
+ * loaded once for four products. */
 static void gate_accumulate_s8(const int8_t *w, const int32_t *bias, int32_t multiplier, int32_t shift,
                                const int8_t *v, int n_cols, int n_rows, int16_t *gate)
 {
-    int r;
-    for (r = 0; r < n_rows; ++r) {
+    int r = 0;
+    for (; r + 4 <= n_rows; r += 4) {
+        const int8_t *w0 = w + (size_t)r * (size_t)n_cols;
+        const int8_t *w1 = w0 + n_cols;
+        const int8_t *w2 = w1 + n_cols;
+        const int8_t *w3 = w2 + n_cols;
+        int32_t a0 = bias[r], a1 = bias[r + 1], a2 = bias[r + 2], a3 = bias[r + 3];
+        int c;
+        for (c = 0; c < n_cols; ++c) {
+            const int32_t vc = v[c];
+            a0 += (int32_t)w0[c] * vc;
+            a1 += (int32_t)w1[c] * vc;
+            a2 += (int32_t)w2[c] * vc;
+            a3 += (int32_t)w3[c] * vc;
+        }
+        gate[r] = gate_add(a0, multiplier, shift, gate[r]);
+        gate[r + 1] = gate_add(a1, multiplier, shift, gate[r + 1]);
+        gate[r + 2] = gate_add(a2, multiplier, shift, gate[r + 2]);
+        gate[r + 3] = gate_add(a3, multiplier, shift, gate[r + 3]);
+    }
+    for (; r < n_rows; ++r) {
         const int8_t *row = w + (size_t)r * (size_t)n_cols;
         int32_t acc = bias[r];
         int c;
         for (c = 0; c < n_cols; ++c) {
             acc += (int32_t)row[c] * (int32_t)v[c];
         }
-        acc = edgernn_mbqm(acc, multiplier, (int)shift) + gate[r];
-        gate[r] = (int16_t)edgernn_clamp(acc, INT16_MIN, INT16_MAX);
+        gate[r] = gate_add(acc, multiplier, shift, gate[r]);
     }
 }
 
