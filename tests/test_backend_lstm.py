@@ -171,6 +171,28 @@ def test_reset_and_set_state_of_a_streamed_lstm(fused):
 
 @pytest.mark.slow
 @pytest.mark.toolchain
+def test_validation_server_streams_the_variable_states(fused, tmp_path):
+    """The host-board firmware behind its serial link: the handshake counts h and c in the state
+    bytes, and every step's state read over the link equals the interpreter's variable tensors."""
+    from edgernn import devices
+    from edgernn.link.client import LinkClient
+
+    b = fused("stream_u16", "int8")
+    elf = devices.build_firmware(b.folder / "firmware", "host", build_dir=tmp_path / "build").elf
+    xq = H.quantize_x(b.folder, _inputs(1, 40, seed=9)["noise"])
+    ref, _ = H.reference_bytes(b.folder, xq)
+    with devices.start(elf, "host") as device, LinkClient.open(device.url) as link:
+        info = link.hello()
+        assert info.state_bytes == 48
+        run = link.run(xq, states="every")
+        link.bye()
+    y_bytes = ref.shape[1] - 48
+    assert np.array_equal(run.outputs.reshape(len(xq), -1).view(np.uint8), ref[:, :y_bytes])
+    assert np.array_equal(run.states, ref[:, y_bytes:])
+
+
+@pytest.mark.slow
+@pytest.mark.toolchain
 def test_sanitizers_report_nothing_on_the_fused_lstm(fused, tmp_path):
     folder = fused("seq8_u16_all", "int8").folder
     b = H.build(folder, cflags=["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
@@ -290,6 +312,15 @@ def test_lstm_variants_outside_the_kernel_are_refused(change, why):
     change(graph)
     with pytest.raises(Unsupported, match=rf"op 0 \(UNIDIRECTIONAL_SEQUENCE_LSTM\) .*{why}"):
         _lower(graph)
+
+
+def test_time_major_input_runs_its_first_dimension_as_time():
+    graph = _lstm_graph("float32", time=5)
+    x = graph.tensors[0]
+    x.shape = (5, 1, x.shape[2])
+    graph.operators[0].options["timeMajor"] = True
+    (call,) = _lower(graph)
+    assert "5" in call.args
 
 
 def test_a_batch_of_two_is_refused():

@@ -151,7 +151,8 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
     }
     fw = out_dir / "firmware"
     fw.mkdir(parents=True, exist_ok=True)
-    sources = copy_kernels(fw)
+    functions = {c.fn for g in (step, head) if g for call in g.calls for c in [call, *call.more]}
+    sources = copy_kernels(fw, functions)
     render(context, fw)
     if verbose:
         print(f"edgernn: wrote {fw} ({len(graph.operators)} ops, arena {arena_bytes} B, "

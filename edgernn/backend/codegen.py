@@ -23,8 +23,9 @@ KERNEL_SOURCES = [
     "edgernn_elementwise.c",
     "edgernn_shape.c",
     "edgernn_tables.c",
-    "edgernn_lstm.c",
 ]
+# Kernels copied only into firmware whose schedule calls them: source -> function name prefix
+OPTIONAL_KERNEL_SOURCES = {"edgernn_lstm.c": "edgernn_lstm_"}
 KERNEL_HEADERS = ["edgernn_kernels.h", "edgernn_fixedpoint.h"]
 STATE_ALIGN = 8
 
@@ -212,13 +213,21 @@ def _environment():
     return env
 
 
-def copy_kernels(dest: Path) -> list[str]:
+def copy_kernels(dest: Path, functions=()) -> list[str]:
+    """Copy the kernels into dest; an optional kernel source only when one of ``functions`` (the
+    kernel calls of the schedule) is in it, and a stale copy of it is removed otherwise."""
     from edgernn.resources import templates_dir
 
     src = templates_dir() / "kernels"
-    for name in KERNEL_SOURCES + KERNEL_HEADERS:
+    sources = list(KERNEL_SOURCES)
+    for name, prefix in OPTIONAL_KERNEL_SOURCES.items():
+        if any(fn.startswith(prefix) for fn in functions):
+            sources.append(name)
+        else:
+            (dest / name).unlink(missing_ok=True)
+    for name in sources + KERNEL_HEADERS:
         shutil.copyfile(src / name, dest / name)
-    return list(KERNEL_SOURCES)
+    return sources
 
 
 def render(context: dict, dest: Path) -> list[str]:
