@@ -235,6 +235,31 @@ def test_lstm_without_bias_is_not_fused_by_tf(tmp_path):
         generate_firmware(folder, load_board("host"))
 
 
+@pytest.mark.toolchain
+def test_fixed_point_logistic_and_tanh_equal_gemmlowp_on_every_input(tmp_path):
+    """The kernel's sigmoid and tanh against gemmlowp's fixedpoint.h as TensorFlow ships it
+    (include/external/gemmlowp), compiled with g++: all 65,536 inputs, tanh with 0 to 6 integer bits."""
+    import importlib.util
+    from pathlib import Path
+
+    from conftest import require_tools
+
+    require_tools("gcc", "g++")
+    spec = importlib.util.find_spec("tensorflow")
+    gemmlowp = Path(spec.submodule_search_locations[0]) / "include" / "external" / "gemmlowp"
+    if not (gemmlowp / "fixedpoint" / "fixedpoint.h").is_file():
+        pytest.skip(f"no gemmlowp headers under {gemmlowp}")
+    kernels = Path(__file__).resolve().parent.parent / "templates" / "kernels"
+    c_dir = Path(__file__).resolve().parent / "c"
+    subprocess.run(["gcc", "-std=c99", "-O2", "-I", str(kernels), "-c", str(c_dir / "lstm_fx_shim.c"),
+                    "-o", str(tmp_path / "shim.o")], check=True)
+    subprocess.run(["g++", "-std=c++17", "-O2", "-I", str(gemmlowp), str(c_dir / "lstm_fx_check.cc"),
+                    str(tmp_path / "shim.o"), "-o", str(tmp_path / "check"), "-lm"], check=True)
+    proc = subprocess.run([str(tmp_path / "check")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout.split() == ["logistic", "0", "tanh"] + ["0"] * 7
+
+
 # ---- what the lowering refuses, on hand-made graphs (no TensorFlow, no compiler) ----
 
 def _lstm_graph(quant: str = "int8", n_in: int = 3, n_cell: int = 4, time: int = 2, batch: int = 1):
