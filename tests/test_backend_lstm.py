@@ -3,8 +3,9 @@
 The models are tf_keras LSTMs converted by TFLiteConverter.from_keras_model, the path on which TF emits
 the fused op. The state lives in the op's two variable tensors: the interpreter keeps them between
 invokes and the firmware keeps them in its state buffer; both are compared after every invoke, with y,
-byte for byte (int8) or within 1e-5 relative (float32). Whole-sequence models (time > 1) run the
-kernel's own time loop; time = 1 models are streamed one step per invoke.
+byte for byte (int8) or within 1e-5 relative to the tensor's magnitude (float32, see
+compare_float_per_tensor). Whole-sequence models (time > 1) run the kernel's own time loop; time = 1
+models are streamed one step per invoke.
 """
 
 from __future__ import annotations
