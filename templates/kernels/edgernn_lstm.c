@@ -14,6 +14,14 @@
 
 /* ---- gemmlowp fixed point on int16 raw values ---- */
 
+/* The activations are inlined into their callers so that constant integer bits fold away (except
+ * when optimizing for size). */
+#if defined(__GNUC__) && !defined(__OPTIMIZE_SIZE__)
+#define FX_INLINE inline __attribute__((always_inline))
+#else
+#define FX_INLINE inline
+#endif
+
 static inline int16_t fx_wrap(int32_t x)
 {
     return (int16_t)x;
@@ -79,7 +87,7 @@ static inline int16_t fx_saturating_add(int16_t a, int16_t b)
     } while (0)
 
 /* exp(a) for a in [-1/4, 0), Q0.15 in and out */
-static inline int16_t fx_exp_quarter(int16_t a)
+static FX_INLINE int16_t fx_exp_quarter(int16_t a)
 {
     const int16_t x = fx_wrap(a + (1 << 12));
     const int16_t x2 = fx_mul(x, x);
@@ -92,7 +100,7 @@ static inline int16_t fx_exp_quarter(int16_t a)
 }
 
 /* exp(a) for a <= 0 with integer_bits integer bits, result Q0.15 */
-static inline int16_t fx_exp_on_negative(int16_t a, int integer_bits)
+static FX_INLINE int16_t fx_exp_on_negative(int16_t a, int integer_bits)
 {
     const int fractional_bits = 15 - integer_bits;
     const int16_t one_quarter = (int16_t)(1 << (fractional_bits - 2));
@@ -117,7 +125,7 @@ static inline int16_t fx_exp_on_negative(int16_t a, int integer_bits)
 }
 
 /* Newton-Raphson for 1 / (1 + a) (logistic) and (1 - a) / (1 + a) (tanh), a in Q0.15 */
-static inline int16_t fx_newton_half_reciprocal(int16_t a)
+static FX_INLINE int16_t fx_newton_half_reciprocal(int16_t a)
 {
     const int32_t sum = (int32_t)a + INT16_MAX;
     const int16_t half_denominator = (int16_t)((sum + (sum >= 0 ? 1 : -1)) / 2);
@@ -131,7 +139,7 @@ static inline int16_t fx_newton_half_reciprocal(int16_t a)
 }
 
 /* gemmlowp::logistic of a Q3.12 input, Q0.15 output */
-static inline int16_t fx_logistic_q3(int16_t a)
+static FX_INLINE int16_t fx_logistic_q3(int16_t a)
 {
     const int16_t abs_input = a > 0 ? a : fx_wrap(-a);
     const int16_t result_if_positive =
@@ -143,7 +151,7 @@ static inline int16_t fx_logistic_q3(int16_t a)
 }
 
 /* gemmlowp::tanh of an input with integer_bits integer bits (0..6), Q0.15 output */
-static inline int16_t fx_tanh(int16_t a, int integer_bits)
+static FX_INLINE int16_t fx_tanh(int16_t a, int integer_bits)
 {
     const int16_t n = a < 0 ? a : fx_wrap(-a);
     const int16_t exp_value = fx_exp_on_negative(n, integer_bits + 1);
