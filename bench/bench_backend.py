@@ -1,8 +1,10 @@
 """Benchmark of the generated C: instructions per step, arena against its liveness bound, code bytes.
 
-For the int8 (or, with --quant int16, 16x8) step models of a 64-unit LSTM and of a CfC, the firmware
-is compiled -O2 for x86-64 and run under `valgrind --tool=callgrind`; instructions per step are the difference between a run of N and
-a run of 2N steps, divided by N, so start-up and file I/O cancel out. Prints figures; asserts nothing.
+For the int8 (or, with --quant int16, 16x8) step models of a 64-unit LSTM and of a CfC, and, in int8,
+for a 64-unit LSTM converted to TFLite's fused UNIDIRECTIONAL_SEQUENCE_LSTM (time 1, streamed: the state
+stays in the op's variable tensors), the firmware is compiled -O2 for x86-64 and run under
+`valgrind --tool=callgrind`; instructions per step are the difference between a run of N and a run of 2N
+steps, divided by N, so start-up and file I/O cancel out. Prints figures; asserts nothing.
 
     python bench/bench_backend.py [--steps 200] [--quant int16] [--cflags "-O2 -fno-tree-vectorize -DEDGERNN_FC_SCALAR"]
 
@@ -45,6 +47,13 @@ def cfc64(seed: int = 0):
     return keras.Sequential([keras.Input((None, 3)), ncps.keras.CfC(64, return_sequences=True)], name="cfc64")
 
 
+def fused_lstm64(folder: Path) -> None:
+    """step.tflite + manifest of a fused int8 LSTM(64), one step per invoke (cell scale 2^-15)."""
+    import zoo
+
+    zoo.write_fused_lstm(folder, zoo.fused_lstm(1, 64, True, False, False), "int8", 1, calib_offset=1.0)
+
+
 def instructions(exe: Path, xq: np.ndarray, work: Path) -> int:
     inp, out, cg = work / "in.bin", work / "out.bin", work / "callgrind.out"
     inp.write_bytes(np.int32(xq.shape[0]).tobytes() + xq.tobytes())
@@ -61,8 +70,11 @@ def bench(name: str, builder, steps: int, work: Path, cflags: list[str], quant: 
     from edgernn.conversion import convert_model
 
     folder = work / name
-    with contextlib.redirect_stdout(io.StringIO()):
-        convert_model(builder(), folder, quant=quant)
+    if builder is fused_lstm64:
+        builder(folder)
+    else:
+        with contextlib.redirect_stdout(io.StringIO()):
+            convert_model(builder(), folder, quant=quant)
     b = H.build(folder, cflags=cflags, name="driver_bench")
     xs = zoo.trajectories(1, 2 * steps, 3, seed=1)[0]
     xq = H.quantize_x(folder, xs)
@@ -94,9 +106,11 @@ def main() -> None:
     cflags = args.cflags.split()
     q = args.quant
     rows = [bench(f"lstm64_{q}", lstm64, args.steps, work, cflags, q), bench(f"cfc64_{q}", cfc64, args.steps, work, cflags, q)]
-    print(f"{'model':<14}{'instr/step':>12}{'arena B':>9}{'bound B':>9}{'weights B':>11}{'state B':>9}{'code B':>8}")
+    if q == "int8":
+        rows.append(bench("lstm64_fused_int8", fused_lstm64, args.steps, work, cflags, q))
+    print(f"{'model':<18}{'instr/step':>12}{'arena B':>9}{'bound B':>9}{'weights B':>11}{'state B':>9}{'code B':>8}")
     for r in rows:
-        print(f"{r['model']:<14}{r['instructions_per_step']:>12.0f}{r['arena_bytes']:>9}{r['liveness_bound_bytes']:>9}"
+        print(f"{r['model']:<18}{r['instructions_per_step']:>12.0f}{r['arena_bytes']:>9}{r['liveness_bound_bytes']:>9}"
               f"{r['weight_bytes']:>11}{r['state_bytes']:>9}{r['code_bytes']:>8}")
     print(f"x86-64, gcc {args.cflags}, valgrind --tool=callgrind; code bytes: `size` text of kernels + model.c + weights.c "
           "objects minus the weights (they are counted in weights B)")

@@ -28,7 +28,7 @@ __all__ = ["generate_firmware", "compile_host", "read_tflite", "supported_ops", 
 
 _SIZES = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4, "int64_t": 8, "float": 4,
           "edgernn_run_t": 12, "edgernn_bcast_t": 48, "edgernn_addsub_params_t": 48,
-          "edgernn_mul_params_t": 28}
+          "edgernn_mul_params_t": 28, "edgernn_lstm_s8_params_t": 96, "edgernn_lstm_f32_params_t": 12}
 
 
 def supported_ops() -> list[str]:
@@ -48,15 +48,26 @@ def _tools() -> str:
     return f"TensorFlow {_version('tensorflow')}, LiteRT {_version('ai-edge-litert')}"
 
 
-def _state_keys(graph, manifest: dict | None, input_key: str) -> list[str]:
+def _state_keys(graph, manifest: dict | None, input_key: str) -> list:
+    """The states in manifest order: a name (an input and output of the step model), or
+    (name, tensor index) for a variable tensor that a fused op updates in place."""
     if manifest:
         states = manifest.get("states")
         if isinstance(states, list) and states:
-            keys = [s["name"] if isinstance(s, dict) else str(s) for s in states]
+            keys = []
+            for s in states:
+                if isinstance(s, dict) and s.get("variable"):
+                    try:
+                        keys.append((str(s["name"]), int(s["tensor"])))
+                    except (KeyError, TypeError, ValueError):
+                        raise EdgeRNNError(f"manifest.json: variable state {s.get('name')!r} needs a tensor index") from None
+                else:
+                    keys.append(s["name"] if isinstance(s, dict) else str(s))
             return keys
         if isinstance(states, dict) and states:
             return list(states)
-    return sorted(k for k in graph.inputs if k != input_key)
+    keys = sorted(k for k in graph.inputs if k != input_key)
+    return keys + [(t.name, t.index) for t in graph.tensors if t.is_variable]
 
 
 def _weight_bytes(arrays, structs) -> int:
@@ -161,7 +172,8 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
     }
     fw = out_dir / "firmware"
     fw.mkdir(parents=True, exist_ok=True)
-    sources = copy_kernels(fw, board)
+    functions = {c.fn for g in (step, head) if g for call in g.calls for c in [call, *call.more]}
+    sources = copy_kernels(fw, board, functions)
     render(context, fw)
     project_files = []
     if board is not None and (board.get("hal", {}) or {}).get("self_contained"):

@@ -146,6 +146,19 @@ def int16_activation_params(op: str, in_scale: float) -> tuple[int, int]:
     return int(multiplier), left_shift
 
 
+def lstm_effective_scale(weight_scale: float, activation_scale: float, gate_scale: float) -> float:
+    """weight scale * activation scale / gate scale, in float as the integer LSTM's Prepare computes it."""
+    return f32(np.float32(np.float32(weight_scale) * np.float32(activation_scale)) / np.float32(gate_scale))
+
+
+def lstm_quantized_cell_clip(cell_clip: float, cell_scale: float) -> int:
+    """The int16 cell clip of the integer LSTM's Prepare (0: no clipping); the cast truncates."""
+    if cell_clip <= 0.0:
+        return 0
+    value = f32(np.float32(cell_clip) / np.float32(cell_scale))
+    return int(min(max(value, -32768.0), 32767.0))
+
+
 def activation_range(act: int, dtype: str, scale: float, zp: int) -> tuple[int, int]:
     """CalculateActivationRangeQuantized for a fused activation code of the schema."""
     qmin, qmax = {"int8": (-128, 127), "int16": (-32768, 32767)}[dtype]

@@ -153,4 +153,31 @@ void edgernn_mean_s8(const int8_t *in, int outer, int reduced, int inner, int32_
 void edgernn_sum_s8(const int8_t *in, int outer, int reduced, int inner, float scale, float bias,
                     int32_t output_zero_point, int8_t *out);
 
+/* ---- UNIDIRECTIONAL_SEQUENCE_LSTM (edgernn_lstm.c): batch 1, `steps` time steps ----
+ * Gates are packed in the order input, forget, cell, output: w_in is [4 * n_cell][n_input] and
+ * w_rec [4 * n_cell][n_cell], row-major. h and c are the op's variable tensors (the persistent
+ * state), updated in place; y receives h after every step. scratch holds 4 * n_cell gate values. */
+typedef struct {
+    int32_t n_input, n_cell;
+    int32_t in_multiplier[4], in_shift[4];   /* effective input-to-gate scales, per gate */
+    int32_t rec_multiplier[4], rec_shift[4]; /* effective recurrent-to-gate scales, per gate */
+    int32_t hidden_multiplier, hidden_shift, hidden_zero_point;
+    int32_t cell_shift;                      /* 30 + log2(cell scale): input gate x cell gate */
+    int32_t cell_tanh_integer_bits;          /* 15 + log2(cell scale) */
+    int32_t cell_clip;                       /* quantized cell clip, 0 for none */
+} edgernn_lstm_s8_params_t;
+
+typedef struct {
+    int32_t n_input, n_cell;
+    float cell_clip;                         /* 0 for none */
+} edgernn_lstm_f32_params_t;
+
+/* bias_in[r] = gate bias - input zero point * sum(w_in[r]); bias_rec[r] = -h zero point * sum(w_rec[r]) */
+void edgernn_lstm_s8(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, const int8_t *w_rec,
+                     const int32_t *bias_in, const int32_t *bias_rec, int steps, const int8_t *x,
+                     int8_t *h, int16_t *c, int8_t *y, int16_t *scratch);
+void edgernn_lstm_f32(const edgernn_lstm_f32_params_t *p, const float *w_in, const float *w_rec,
+                      const float *bias, int steps, const float *x, float *h, float *c, float *y,
+                      float *scratch);
+
 #endif /* EDGERNN_KERNELS_H */
