@@ -26,6 +26,27 @@ def _require_compiler(board: Board) -> None:
                            f"{tc.get('install_hint', 'install it')}")
 
 
+def _check_quant(board: Board, quant: str, warn: Log | None) -> None:
+    """A board may refuse a quantization, or allow it with a warning ([quant] in its board file)."""
+    rules = board.get("quant", {}) or {}
+    policy = rules.get(quant, "ok")
+    reason = rules.get(f"{quant}_reason", f"board {board.name} does not support {quant}")
+    if policy == "refuse":
+        raise EdgeRNNError(f"--quant {quant} is refused for board {board.name}: {reason}")
+    if policy == "warn" and warn is not None:
+        warn(f"warning: {reason}")
+
+
+def _placement_line(facts: dict) -> str:
+    placement = facts.get("placement")
+    if not placement:
+        return ""
+    items = ", ".join(f"{k} {v['bytes']} B in {v['memory']}" for k, v in placement["items"].items())
+    used = {v["memory"] for v in placement["items"].values()}
+    budgets = ", ".join(f"{m} {b} B" for m, b in placement["budgets"].items() if m in used)
+    return f"memory: {items} (budgets: {budgets})"
+
+
 def _with_compiler(board: Board, cc: str) -> Board:
     data = copy.deepcopy(board.data)
     data["toolchain"]["cc"] = cc
@@ -47,7 +68,10 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
         raise EdgeRNNError("--mode fused cannot be built: the C backend has no fused LSTM kernel yet "
                            "(edgernn convert --mode fused makes the .tflite); use --mode auto or step")
     board_obj = load_board(board)
-    _require_compiler(board_obj)
+    _check_quant(board_obj, quant, warn)
+    gap_sdk = devices.is_gap_sdk(board_obj)
+    if not gap_sdk:
+        _require_compiler(board_obj)
     out = Path(out)
     check_output_folder(out)
 
@@ -60,36 +84,92 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
         log(f"generating C for board {board_obj.name}")
         facts = generate_firmware(inner, board_obj, verbose=verbose)
         firmware_dir = inner / "firmware"
-        log("compiling")
-        built = devices.build_firmware(firmware_dir, board_obj)
-        if verbose:
-            messages.append(f"compiled: {shlex.join(built.command)}")
-        compilers = [board_obj["toolchain"]["cc"]]
-        for other in board_obj["toolchain"].get("also", []):
-            if shutil.which(other):
-                variant = devices.build_firmware(firmware_dir, _with_compiler(board_obj, other),
-                                                 build_dir=firmware_dir / "build" / f"{board_obj.name}-{other}")
-                compilers.append(other)
-                if verbose:
-                    messages.append(f"compiled: {shlex.join(variant.command)}")
-        manifest.update({
-            "arena_bytes": facts["arena_bytes"],
-            "liveness_bound_bytes": facts["liveness_bound_bytes"],
-            "weight_bytes": facts["weight_bytes"],
-            "state_bytes": facts["state_bytes"],
-            "code_bytes": built.code_bytes,
-            "data_bytes": built.data_bytes,
-            "firmware": {"elf": str(built.elf.relative_to(inner)), "compilers": compilers},
-        })
+        if gap_sdk:
+            sdk_line = _build_gap_sdk(board_obj, firmware_dir, staging / "check", out, log, messages, verbose)
+            manifest.update({
+                "arena_bytes": facts["arena_bytes"],
+                "liveness_bound_bytes": facts["liveness_bound_bytes"],
+                "weight_bytes": facts["weight_bytes"],
+                "state_bytes": facts["state_bytes"],
+                "code_bytes": None,
+                "data_bytes": None,
+                "placement": facts["placement"],
+                "team_ops": facts["team_ops"],
+                "firmware": {"project": "firmware/Makefile", "built": sdk_line is None,
+                             "image": f"firmware/{board_obj['gap_sdk']['image']}", "compilers": []},
+            })
+            from edgernn.nntool import write_nntool
+
+            write_nntool(inner, manifest)
+        else:
+            log("compiling")
+            built = devices.build_firmware(firmware_dir, board_obj)
+            if verbose:
+                messages.append(f"compiled: {shlex.join(built.command)}")
+            compilers = [board_obj["toolchain"]["cc"]]
+            for other in board_obj["toolchain"].get("also", []):
+                if shutil.which(other):
+                    variant = devices.build_firmware(firmware_dir, _with_compiler(board_obj, other),
+                                                     build_dir=firmware_dir / "build" / f"{board_obj.name}-{other}")
+                    compilers.append(other)
+                    if verbose:
+                        messages.append(f"compiled: {shlex.join(variant.command)}")
+            manifest.update({
+                "arena_bytes": facts["arena_bytes"],
+                "liveness_bound_bytes": facts["liveness_bound_bytes"],
+                "weight_bytes": facts["weight_bytes"],
+                "state_bytes": facts["state_bytes"],
+                "code_bytes": built.code_bytes,
+                "data_bytes": built.data_bytes,
+                "placement": facts["placement"],
+                "team_ops": facts["team_ops"],
+                "firmware": {"elf": str(built.elf.relative_to(inner)), "compilers": compilers},
+            })
         (inner / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         commit_folder(inner, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    placement_line = _placement_line(facts)
+    if gap_sdk:
+        messages.append(
+            f"GAP SDK project for {board_obj.name} in {out / 'firmware'}: arena {manifest['arena_bytes']} B, "
+            f"weights {manifest['weight_bytes']} B; {len(facts['team_ops'])} ops split across "
+            f"{board_obj['parallel']['workers']} cluster cores")
+        if placement_line:
+            messages.append(placement_line)
+        messages.append(f"for GreenWaves' NNTool flow (untested here): {out / 'nntool'}/nntool_script, host_loop.c")
+        messages.append(sdk_line or f"built with the GAP SDK -> {out / manifest['firmware']['image']}; "
+                                    f"flash: edgernn flash {out} (JTAG) or edgernn flash {out} --radio "
+                                    f"{board_obj['flash']['radio_example']}")
+        return {"manifest": manifest, "firmware": str(out / "firmware"), "messages": messages}
     messages.append(
         f"firmware for {board_obj.name}: arena {manifest['arena_bytes']} B (liveness bound "
         f"{manifest['liveness_bound_bytes']} B), weights {manifest['weight_bytes']} B, code {manifest['code_bytes']} B; "
-        f"built with {', '.join(compilers)} -> {out / manifest['firmware']['elf']}"
+        f"built with {', '.join(manifest['firmware']['compilers'])} -> {out / manifest['firmware']['elf']}"
     )
     if board_obj.emulated:
         messages.append(f"next: edgernn validate {out}")
     return {"manifest": manifest, "firmware": str(out / "firmware"), "messages": messages}
+
+
+def _build_gap_sdk(board: Board, firmware_dir: Path, check_dir: Path, out: Path, log: Log,
+                   messages: list[str], verbose: bool) -> str | None:
+    """Check the portable sources with the board's check compiler, then build with the GAP SDK when it
+    is set up. Returns None when built, else the one line saying how to build and flash by hand."""
+    from edgernn import devices
+
+    checked = devices.check_portable_sources(firmware_dir, board, check_dir)
+    if checked is not None:
+        cc = board["toolchain"]["check_cc"]
+        messages.append(f"portable sources ({len(checked)} files) compile warning-free with {cc} "
+                        f"{' '.join(board['toolchain'].get('check_cflags', []))}")
+    try:
+        devices.gap_sdk_config(board)
+    except EdgeRNNError as missing:
+        reason = str(missing).split(":")[0]
+        return f"not built here ({reason}); {devices.manual_commands(board, out)}"
+    log("building with the GAP SDK")
+    command = devices.build_gap_project(firmware_dir, board)
+    if verbose:
+        messages.append(f"built: {shlex.join(command)}")
+    return None

@@ -41,6 +41,8 @@ class EdgeRNNGroup(click.Group):
             return super().invoke(ctx)
         except EdgeRNNError as err:
             click.echo(f"error: {err}", err=True)
+            for line in getattr(err, "details", None) or []:
+                click.echo(line, err=True)
             sys.exit(err.exit_code)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
@@ -138,9 +140,14 @@ def flash(ctx, out, port, radio):
     """Put OUT's firmware on its board. Emulated boards start and print the port URL; Ctrl-C stops them."""
     from edgernn.devices import flash as flash_device
 
-    if port or radio:
-        raise EdgeRNNError("--port/--radio flashing needs a hardware board; emulated boards are started, not flashed")
-    device = flash_device(Path(out))
+    if port:
+        raise EdgeRNNError("--port is not used to flash: emulated boards are started, the ai_deck is flashed "
+                           "over JTAG or with --radio URI; pass --port to `edgernn validate`")
+    device = flash_device(Path(out), radio=radio)
+    if device.process is None:
+        click.echo(f"{device.board.name} flashed ({'radio' if radio else 'JTAG'}); validate it with "
+                   f"`edgernn validate {out} --port /dev/ttyUSB0` (the USB-UART on its UART pins)")
+        return
     click.echo(f"{device.board.name} running; port: {device.url}")
     click.echo("press Ctrl-C to stop it")
     try:

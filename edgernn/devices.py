@@ -242,14 +242,25 @@ def find_firmware(out_dir: Path, board: Board) -> Path | None:
     return None
 
 
-def flash(out_dir: str | os.PathLike, board: str | Board | None = None, rebuild: bool = False) -> Device:
+def flash(out_dir: str | os.PathLike, board: str | Board | None = None, rebuild: bool = False,
+          radio: str | None = None) -> Device:
     """Put OUT's firmware on its board. For an emulated board: build it if needed, start it, and
-    return the running device (``device.url`` is the port to use, ``device.stop()`` ends it)."""
+    return the running device (``device.url`` is the port to use, ``device.stop()`` ends it). For a
+    GAP SDK board (ai_deck): flash over JTAG (``make flash``) or, with ``radio``, with cfloader; the
+    device returned has no port (the UART is the user's: pass it to validate)."""
     out_dir = Path(out_dir)
     if not (out_dir / "manifest.json").is_file():
         raise EdgeRNNError(f"{out_dir} is not an edgernn build folder (no manifest.json): create one with "
                            "`edgernn build MODEL --board BOARD -o OUT`")
     board = _out_board(out_dir, board)
+    if radio and not is_gap_sdk(board):
+        raise EdgeRNNError(f"board {board.name} is not flashed over the radio; --radio is for ai_deck")
+    if is_gap_sdk(board):
+        if not (out_dir / "firmware" / "Makefile").is_file():
+            raise EdgeRNNError(f"{out_dir}/firmware has no GAP SDK project: build it with `edgernn build MODEL "
+                               f"--board {board.name} -o {out_dir}`")
+        command = flash_hardware(out_dir, board, radio)
+        return Device(board, "", None, None, [], command)
     if not board.emulated or not board.get("emulator"):
         raise EdgeRNNError(f"board {board.name} is flashed with its own tools "
                            f"({board.get('flash', {}).get('command', 'see the board file')}); then pass --port")
@@ -261,3 +272,112 @@ def flash(out_dir: str | os.PathLike, board: str | Board | None = None, rebuild:
         elf = build_firmware(out_dir / "firmware", board).elf
     return start(elf, board)
 
+
+
+# ---- boards built by the GAP SDK (ai_deck): edgernn generates the project, the SDK's make builds it ----
+
+def is_gap_sdk(board: Board) -> bool:
+    return (board.get("toolchain", {}) or {}).get("kind") == "gap_sdk"
+
+
+def gap_sdk_config(board: Board) -> Path:
+    """The SDK's board configuration script, from $GAP_SDK_HOME; a one-line error saying how to get it."""
+    sdk = board["gap_sdk"]
+    home = os.environ.get(sdk["home_env"])
+    hint = board["toolchain"].get("install_hint", "install the GAP SDK")
+    if not home:
+        raise EdgeRNNError(f"the GAP SDK is not set up (${sdk['home_env']} is unset): {hint}")
+    config = Path(home) / sdk["config"]
+    if not config.is_file():
+        raise EdgeRNNError(f"${sdk['home_env']}={home} has no {sdk['config']}: {hint}")
+    if shutil.which("make") is None:
+        raise EdgeRNNError("the GAP SDK builds with make, which is not installed: apt-get install make")
+    return config
+
+
+def gap_sdk_command(board: Board, firmware_dir: Path, make_args: list[str]) -> list[str]:
+    """``make ...`` in firmware_dir after sourcing the SDK's board configuration, as one bash command."""
+    config = gap_sdk_config(board)
+    script = (f"cd {shlex.quote(str(config.parent.parent))} && source {shlex.quote(str(config))} && "
+              f"cd {shlex.quote(str(Path(firmware_dir).resolve()))} && {shlex.join(make_args)}")
+    return ["bash", "-c", script]
+
+
+def manual_commands(board: Board, out_dir: Path) -> str:
+    """The commands that build and flash a generated GAP SDK project by hand."""
+    sdk, fl = board["gap_sdk"], board["flash"]
+    fw = Path(out_dir) / "firmware"
+    return (f"build: source ${sdk['home_env']}/{sdk['config']} && make -C {fw} {' '.join(sdk['build'][1:])}; "
+            f"flash: edgernn flash {out_dir} (JTAG, {shlex.join(fl['jtag'])}) or "
+            f"edgernn flash {out_dir} --radio {fl['radio_example']} (cfloader)")
+
+
+def build_gap_project(firmware_dir: Path, board: Board) -> list[str]:
+    """Run the SDK's build in firmware_dir; returns the command. Needs $GAP_SDK_HOME (see gap_sdk_config)."""
+    command = gap_sdk_command(board, firmware_dir, list(board["gap_sdk"]["build"]))
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines() or ["(no output)"]
+        errors = [line for line in lines if "error" in line.lower()] or lines[-1:]
+        raise EdgeRNNError(f"the GAP SDK build failed: {errors[0]} (command: {shlex.join(command)})")
+    return command
+
+
+def hal_files(board: Board) -> set[str]:
+    """Names of the files a board's HAL folder provides (PMSIS-facing on ai_deck)."""
+    hal_dir = templates_dir() / board["hal"]["template"]
+    return {p.name for p in hal_dir.iterdir() if p.suffix in (".c", ".h")}
+
+
+def check_portable_sources(firmware_dir: Path, board: Board, obj_dir: Path) -> list[list[str]] | None:
+    """Compile every portable source of the project (all but the HAL's) with the board's check
+    compiler and flags; returns the commands, or None when that compiler is not installed."""
+    tc = board["toolchain"]
+    cc = tc.get("check_cc")
+    if not cc or shutil.which(cc) is None:
+        return None
+    provided = hal_files(board)
+    defines = [f"-D{d}" for d in tc.get("defines", [])] + [f'-DEDGERNN_BOARD_NAME="{board.name}"']
+    obj_dir.mkdir(parents=True, exist_ok=True)
+    commands = []
+    for src in sorted(Path(firmware_dir).glob("*.c")):
+        if src.name in provided:
+            continue
+        cmd = [cc, *tc.get("check_cflags", []), *defines, f"-I{firmware_dir}", "-c", str(src),
+               "-o", str(obj_dir / (src.stem + ".o"))]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            first = (proc.stderr.strip().splitlines() or ["(no output)"])
+            errors = [line for line in first if "error" in line] or first
+            raise EdgeRNNError(f"{src.name} does not compile for {board.name}: {errors[0]} (command: {shlex.join(cmd)})")
+        commands.append(cmd)
+    return commands
+
+
+def image_path(out_dir: Path, board: Board) -> Path:
+    return Path(out_dir) / "firmware" / board["gap_sdk"]["image"]
+
+
+def flash_command(out_dir: Path, board: Board, radio: str | None = None) -> list[str]:
+    """The command that puts OUT's firmware on a GAP SDK board: make flash (JTAG) or cfloader (radio)."""
+    fl = board["flash"]
+    if radio:
+        tool = fl["radio"][0]
+        if shutil.which(tool) is None:
+            raise EdgeRNNError(f"{tool} is not installed: {fl.get('radio_hint', 'install it')}")
+        image = image_path(out_dir, board)
+        if not image.is_file():
+            raise EdgeRNNError(f"no GAP8 image at {image}: build it first ({manual_commands(board, out_dir)})")
+        return [a.format(image=image, uri=radio) for a in fl["radio"]]
+    return gap_sdk_command(board, Path(out_dir) / "firmware", list(fl["jtag"]))
+
+
+def flash_hardware(out_dir: Path, board: Board, radio: str | None = None) -> list[str]:
+    command = flash_command(out_dir, board, radio)
+    env = dict(os.environ)
+    if not radio and board["flash"].get("jtag_cable"):
+        env.setdefault("GAPY_OPENOCD_CABLE", board["flash"]["jtag_cable"])
+    proc = subprocess.run(command, env=env)
+    if proc.returncode != 0:
+        raise EdgeRNNError(f"flashing {board.name} failed (exit status {proc.returncode}; command: {shlex.join(command)})")
+    return command

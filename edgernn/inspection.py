@@ -103,13 +103,19 @@ class Inspection:
 
 
 def board_fit(params: int, state_elements: int, features: int) -> list[dict]:
-    """Rough memory per shipped board: weights and state at each quantization against the largest memory."""
+    """Rough memory per shipped board: weights and state at each quantization against the budget of the
+    memory that holds the weights (placement.weights_memory; else the largest memory)."""
     from edgernn.boards import known_boards, load_board
 
     out = []
     for name in known_boards():
         board = load_board(name)
-        capacity = max(int(m["size"]) for m in board.memories)
+        weights_memory = (board.get("placement", {}) or {}).get("weights_memory")
+        if weights_memory:
+            mem = board.memory(weights_memory)
+            capacity = int(mem["size"]) - int(mem.get("reserved", 0))
+        else:
+            capacity = max(int(m["size"]) for m in board.memories)
         entry = {"board": name, "memory_bytes": capacity}
         for quant, per in BYTES_PER_WEIGHT.items():
             act = 4 if quant == "float32" else (2 if quant == "int16" else 1)

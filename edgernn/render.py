@@ -90,7 +90,7 @@ def print_build(console, result: dict, out: Any) -> None:
     manifest = result["manifest"]
     print_conversion(console, manifest, out)
     for line in result.get("messages", []):
-        console.print(line)
+        console.print(line, soft_wrap=True)
 
 
 def print_boards(console, boards: list) -> None:

@@ -232,6 +232,10 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
 
     out = Path(out_dir)
     manifest = read_build_folder(out)
+    board = _manifest_board(manifest.get("board"))
+    if port is None and board is not None and not board.emulated:
+        raise EdgeRNNError(f"board {board.name} is hardware: flash it (`edgernn flash {out}`), then pass its "
+                           "serial port, e.g. `--port /dev/ttyUSB0`")
     test = load_test_data(data, manifest, steps, sequences, seed)
     x_entry, y_entry = manifest["inputs"][0], manifest["outputs"][0]
     xq = quantize(test, x_entry)
@@ -251,7 +255,7 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
             port = device.url
             board_name = device.board.name
             code_bytes = _code_bytes(device) or code_bytes
-        serial_baud = baud or (device.board["serial"]["baud"] if device else 115200)
+        serial_baud = baud or (device.board if device else board or {}).get("serial", {}).get("baud", 115200)
         link = LinkClient.open(port, baud=serial_baud, timeout=timeout)
         try:
             info = link.hello()
@@ -366,6 +370,18 @@ def _code_bytes(device) -> int | None:
 
     sizes = elf_sizes(device.elf, device.board)
     return sizes[0] if sizes else None
+
+
+def _manifest_board(board_name: str | None):
+    """The build folder's board, or None when it names none or one this edgernn does not know."""
+    if not board_name:
+        return None
+    try:
+        from edgernn.boards import load_board
+
+        return load_board(board_name)
+    except EdgeRNNError:
+        return None
 
 
 def _cycle_counter(board_name: str | None) -> str | None:

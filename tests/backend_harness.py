@@ -39,6 +39,9 @@ def quantize_x(folder: Path, xs: np.ndarray) -> np.ndarray:
 
 def reference_bytes(folder: Path, xq: np.ndarray) -> tuple[np.ndarray, np.dtype]:
     """(steps, bytes) records of y then every state, from the interpreter, and y's dtype."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    if any(s.get("variable") for s in manifest["states"]):
+        return variable_reference_bytes(folder, xq, manifest["states"])
     runner = load_interpreter(folder / "step.tflite").get_signature_runner("serving_default")
     details = runner.get_input_details()
     keys = state_keys(folder)
@@ -55,6 +58,22 @@ def reference_bytes(folder: Path, xq: np.ndarray) -> tuple[np.ndarray, np.dtype]
         for k in keys:
             state[k] = out[k].copy()
             parts.append(state[k].reshape(-1))
+        records.append(np.concatenate([p.view(np.uint8) for p in parts]))
+    return np.stack(records), y_dtype
+
+
+def variable_reference_bytes(folder: Path, xq: np.ndarray, states: list[dict]) -> tuple[np.ndarray, np.dtype]:
+    """The same records for a model whose state lives in variable tensors (a fused RNN op): the
+    interpreter keeps them between invokes, and each is read back by its tensor index."""
+    interp = load_interpreter(folder / "step.tflite")
+    runner = interp.get_signature_runner("serving_default")
+    shape = runner.get_input_details()["x"]["shape"]
+    records = []
+    y_dtype = None
+    for t in range(xq.shape[0]):
+        y = runner(x=xq[t].reshape(shape))["y"]
+        y_dtype = y.dtype
+        parts = [y.reshape(-1)] + [interp.get_tensor(int(s["tensor"])).reshape(-1) for s in states]
         records.append(np.concatenate([p.view(np.uint8) for p in parts]))
     return np.stack(records), y_dtype
 

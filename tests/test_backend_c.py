@@ -40,6 +40,14 @@ def simplernn_tanh(seed: int = 0):
                             name="simplernn_tanh")
 
 
+def gru_softmax_steps(seed: int = 0):
+    """A softmax head on every step: SOFTMAX in the step model itself."""
+    keras = zoo._keras(seed)
+    L = keras.layers
+    return keras.Sequential([keras.Input((None, 3)), L.GRU(8, return_sequences=True),
+                             L.Dense(4, activation="softmax")], name="gru_softmax_steps")
+
+
 MODELS = {
     "lstm": zoo.functional_lstm,
     "gru": gru_pair,
@@ -47,14 +55,18 @@ MODELS = {
     "relu_rnn": zoo.simplernn_relu,
     "cfc": zoo.cfc_default,
     "cfc_nogate_mixed": zoo.cfc_nogate_mixed,
-    "cfc_pure": zoo.cfc_wired_pure,
-    "ltc": zoo.ltc_wired,
+    "cfc_pure": zoo.cfc_wired_pure,        # int16: EXP through the 513-entry table
+    "ltc": zoo.ltc_wired,                  # int8: SUM and DIV
+    "layernorm_lstm": zoo.lstm_pre_head,   # int8: MEAN, SQUARED_DIFFERENCE, RSQRT
+    "softmax_steps": gru_softmax_steps,    # int8, int16: SOFTMAX
 }
-# Refused upstream, by the converter: LTC in int16 (TF cannot quantize DIV in 16x8).
-UPSTREAM = {("ltc", "int16")}
-CASES = [(name, q) for name in MODELS for q in QUANTS if (name, q) not in UPSTREAM]
+# Refused upstream, by the converter: TF cannot quantize DIV (LTC) or NEG (LayerNormalization) in 16x8.
+UPSTREAM = {("ltc", "int16"), ("layernorm_lstm", "int16")}
+# Models added for one quantized op run only in the quantizations that exercise it.
+ONLY = {"layernorm_lstm": ("int8",), "softmax_steps": ("int8", "int16")}
+CASES = [(name, q) for name in MODELS for q in ONLY.get(name, QUANTS) if (name, q) not in UPSTREAM]
 # Known refusals of this backend (docs/ops.md, "Not yet generated"): the case must fail with the op named.
-REFUSED = {("cfc_pure", "int16"): "EXP", ("ltc", "int8"): "SUM"}
+REFUSED: dict[tuple[str, str], str] = {}
 
 
 @pytest.fixture(scope="session")
@@ -159,15 +171,16 @@ def test_sanitizers_report_nothing(converted, tmp_path):
 
 
 @pytest.mark.toolchain
-def test_sanitizers_int8_lstm(converted, tmp_path):
-    folder = converted("lstm", "int8")
+@pytest.mark.parametrize("name,quant", [("lstm", "int8"), ("ltc", "int8"), ("softmax_steps", "int16")])
+def test_sanitizers_quantized(converted, tmp_path, name, quant):
+    folder = converted(name, quant)
     b = H.build(folder, cflags=["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"],
                 name="driver_asan")
     xq = H.quantize_x(folder, np.random.default_rng(2).normal(0, 3, (50, _features(folder))).astype(np.float32))
     ref, _ = H.reference_bytes(folder, xq)
     got, stderr = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
     assert "runtime error" not in stderr and "AddressSanitizer" not in stderr, stderr
-    assert H.compare(got, ref, "int8")["mismatches"] == 0
+    assert H.compare(got, ref, quant)["mismatches"] == 0
 
 
 @pytest.mark.toolchain
@@ -251,7 +264,8 @@ def test_missing_compiler_is_a_clear_error(tmp_path):
 
 
 @pytest.mark.toolchain
-def test_head_runs_once_on_the_last_output(tmp_path):
+@pytest.mark.parametrize("quant", QUANTS)
+def test_head_runs_once_on_the_last_output(tmp_path, quant):
     """gru_stack_final keeps only the last step: its Dense + softmax head becomes edgernn_head()."""
     from edgernn.backend import compile_host, generate_firmware
     from edgernn.boards import load_board
@@ -259,17 +273,65 @@ def test_head_runs_once_on_the_last_output(tmp_path):
 
     folder = tmp_path / "out"
     with contextlib.redirect_stdout(io.StringIO()):
-        convert_model(zoo.gru_stack_final(), folder, quant="float32")
+        convert_model(zoo.gru_stack_final(), folder, quant=quant)
     board = load_board("host")
     generate_firmware(folder, board)
     exe = tmp_path / "head"
     compile_host(folder / "firmware", board, [H.DRIVER.parent / "head_driver.c"], exe, compilers=["gcc"])
     runner = H.load_interpreter(folder / "head.tflite").get_signature_runner("serving_default")
-    shape = runner.get_input_details()["h"]["shape"]
-    hs = np.random.default_rng(4).normal(0, 1, (20, int(np.prod(shape)))).astype(np.float32)
+    detail = runner.get_input_details()["h"]
+    shape, dtype = detail["shape"], detail["dtype"]
+    rng = np.random.default_rng(4)
+    if quant == "float32":
+        hs = rng.normal(0, 1, (20, int(np.prod(shape)))).astype(np.float32)
+    else:
+        # full-range codes and a narrower spread, so that rows saturate and rows share the mass
+        info = np.iinfo(dtype)
+        hs = np.concatenate([rng.integers(info.min, info.max + 1, (200, int(np.prod(shape)))),
+                             rng.normal(0, info.max / 8, (200, int(np.prod(shape)))).clip(info.min, info.max)])
+        hs = hs.astype(dtype)
     ref = np.stack([runner(h=h.reshape(shape))["y"].reshape(-1) for h in hs])
     (tmp_path / "h.bin").write_bytes(np.int32(len(hs)).tobytes() + hs.tobytes())
     subprocess.run([str(exe), str(tmp_path / "h.bin"), str(tmp_path / "y.bin")], check=True)
-    got = np.frombuffer((tmp_path / "y.bin").read_bytes(), np.float32).reshape(ref.shape)
-    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-7)
-    assert np.allclose(got.sum(axis=1), 1.0, atol=1e-5)
+    got = np.frombuffer((tmp_path / "y.bin").read_bytes(), ref.dtype).reshape(ref.shape)
+    if quant == "float32":
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-7)
+        assert np.allclose(got.sum(axis=1), 1.0, atol=1e-5)
+        return
+    assert np.array_equal(got, ref), f"{int((got != ref).sum())} of {got.size} values differ"
+    assert len({r.tobytes() for r in ref}) > len(hs) // 2
+
+
+
+# GAP8's SIMD dot product, written with the GCC vector subscripts of the GAP SDK's own emulation
+# (gap_sdk tools/autotiler_v3/Emulation/GapBuiltins.h): it stands in for the real builtin so the
+# device-side types and loads of the Xpulp path compile and run on the host too.
+VECTOR_SDOTSP4 = ("-D__builtin_pulp_sdotsp4(a,b,c)="
+                  "((c)+(a)[0]*(b)[0]+(a)[1]*(b)[1]+(a)[2]*(b)[2]+(a)[3]*(b)[3])")
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("name,quant", [("cfc", "int8"), ("gru", "int8"), ("gru", "int16")])
+def test_fully_connected_paths_are_byte_exact(converted, name, quant):
+    """Every build of FULLY_CONNECTED gives the portable build's bytes and the interpreter's: the
+    scalar-core blocking (EDGERNN_FC_SCALAR) and, for int8, the Xpulp SIMD path built on the host on
+    the C emulation of its builtin (edgernn_xpulp_emul.h) and on GCC vectors. The models have rows
+    and inputs that are not multiples of 4 (tails) and unaligned rows."""
+    folder = converted(name, quant)
+    fc_obj = folder / "firmware" / "obj-gcc" / "edgernn_fully_connected.o"
+    variants = {"portable": [], "scalar": ["-DEDGERNN_FC_SCALAR"]}
+    if quant == "int8":
+        variants.update({"emulated": ["-DEDGERNN_XPULP_EMULATE"], "vector": ["-DEDGERNN_XPULP=1", VECTOR_SDOTSP4]})
+    builds, objects = {}, {}
+    for label, flags in variants.items():
+        builds[label] = H.build(folder, cflags=["-O2", *flags], name=f"driver_fc_{label}")
+        objects[label] = fc_obj.read_bytes()
+    # the macros select another kernel, or the comparison below would prove nothing
+    assert all(objects[k] != objects["portable"] for k in variants if k != "portable")
+    for label, xs in _sequences(folder).items():
+        xq = H.quantize_x(folder, xs)
+        ref, _ = H.reference_bytes(folder, xq)
+        got = {k: H.run_driver(b.exe, xq, ref.shape[1], folder)[0] for k, b in builds.items()}
+        for k in variants:
+            assert np.array_equal(got[k], got["portable"]), f"{name} {quant} {label}: {k} differs from portable"
+        assert H.compare(got["portable"], ref, quant)["mismatches"] == 0

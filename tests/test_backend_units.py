@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -59,6 +62,19 @@ def test_fixed_point_helpers_round_like_gemmlowp():
     assert qp.mbqm(-3, 1 << 30, 0) == -1           # the doubling high multiply's nudge takes -1.5 to -1
 
 
+@pytest.mark.toolchain
+def test_c_fixed_point_fast_forms_equal_gemmlowp(tmp_path):
+    """The one-multiply forms in edgernn_fixedpoint.h against gemmlowp's literal definitions, in C."""
+    from edgernn.resources import templates_dir
+
+    src = Path(__file__).resolve().parent / "c" / "fixedpoint_check.c"
+    exe = tmp_path / "fixedpoint_check"
+    subprocess.run(["gcc", "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic",
+                    "-I", str(templates_dir() / "kernels"), str(src), "-o", str(exe)], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.split()[-1] == "0", out.stdout
+
+
 def test_int8_tables_follow_the_float_function():
     table = qp.lookup_table_s8(qp.float_unary("LOGISTIC"), 0.05, 0, 1.0 / 256, -128)
     x = (np.arange(-128, 128) * 0.05).astype(np.float32)
@@ -87,3 +103,38 @@ def test_unsupported_op_is_refused_with_its_name_and_index():
     g = Graph(t, [Operator(0, "RELU", [0], [1]), Operator(1, "CUMSUM", [1], [0])], {"x": 0}, {"y": 1}, "0" * 64)
     with pytest.raises(EdgeRNNError, match=r"op 1 \(CUMSUM\) is not supported"):
         Lowering(g, "t").lower()
+
+
+def test_quantized_reduction_without_a_verified_kernel_is_refused_with_name_index_and_reason():
+    from edgernn.backend.ir import Graph, Operator, Tensor
+    from edgernn.backend.lowering import Lowering
+
+    q = {"scale": np.array([0.01], np.float32), "zero_point": np.array([0])}
+    t = [Tensor(0, "x", "int16", (1, 4, 3), **q), Tensor(1, "axis", "int32", (1,), data=np.array([1], np.int32)),
+         Tensor(2, "y", "int16", (1, 3), **q)]
+    g = Graph(t, [Operator(0, "SUM", [0, 1], [2], {"keepDims": False})], {"x": 0}, {"y": 2}, "0" * 64)
+    with pytest.raises(EdgeRNNError, match=r"op 0 \(SUM\) is not supported by the C backend: no int16 kernel"):
+        Lowering(g, "t").lower()
+
+
+def test_inverse_square_root_multiplier_is_tflites_fixed_point_result():
+    # 1/sqrt(v) = multiplier * 2^(shift - 31) to within the Newton iteration's precision
+    for v in (2, 3, 4, 17, 100, 12345, (1 << 29) + 5):
+        m, s = qp.inv_sqrt_multiplier_exp(v)
+        assert abs(m * 2.0 ** (s - 31) * np.sqrt(v) - 1) < 1e-5, v
+    assert qp.inv_sqrt_multiplier_exp(1) == (qp.INT32_MAX, 0)
+    table = qp.rsqrt_table_s8(0.02, -128, 0.05, -128)
+    values = table[np.arange(-127, 128) & 0xFF].astype(int)
+    assert np.all(np.diff(values) <= 0)                            # decreasing
+    assert table[-128 & 0xFF] == 127                               # zero maps to the largest value
+    assert abs(values[0] - (-128 + 1 / np.sqrt(0.02) / 0.05)) <= 1
+
+
+def test_int16_tables_interpolate_the_function():
+    lut = qp.lookup_table_s16(qp.float_unary("EXP"), 8.0 / 32768, 0, 8.0 / 32768, 0)
+    assert lut.shape == (513,)
+    grid = np.linspace(-8.0, 8.0 * 32767 / 32768, 513)
+    want = np.clip(np.exp(grid) * 32768 / 8.0, -32768, 32767)
+    assert np.max(np.abs(lut.astype(float) - want)) <= 2
+    exp_lut, recip_lut = qp.softmax_s16_tables()
+    assert exp_lut[-1] == 32767 and recip_lut[0] == 32767 and recip_lut[-1] == 16384

@@ -122,6 +122,73 @@ def tf_keras_lstm_final(seed: int = 0):
     return tf_keras.Sequential([L.InputLayer((None, 3)), L.LSTM(8), L.Dense(2)], name="tf_keras_lstm_final")
 
 
+# ---- fused UNIDIRECTIONAL_SEQUENCE_LSTM step models, as the converter's fused mode lays them out ----
+
+FUSED_FEATURES = 3
+
+
+def fused_lstm(time: int, units: int, sequences: bool, dense_before: bool, dense_after: bool,
+               use_bias: bool = True, kernel_std: float | None = None, seed: int = 0):
+    """Input "x" of batch 1, an LSTM, Dense layers around it; the last layer is named "y"."""
+    from edgernn.tfenv import tf_keras
+
+    K = tf_keras()
+    K.utils.set_random_seed(seed)
+    x = K.layers.Input(batch_shape=(1, time, FUSED_FEATURES), name="x")
+    h = K.layers.Dense(5, name="pre")(x) if dense_before else x
+    init = K.initializers.RandomNormal(stddev=kernel_std) if kernel_std else "glorot_uniform"
+    h = K.layers.LSTM(units, return_sequences=sequences, use_bias=use_bias, kernel_initializer=init,
+                      name="lstm" if dense_after else "y")(h)
+    if dense_after:
+        h = K.layers.Dense(4, name="y")(h)
+    return K.Model(x, h)
+
+
+def write_fused_lstm(folder, model, quant: str, time: int, calib_offset: float = 0.0, seed: int = 0):
+    """step.tflite + a manifest whose states are the LSTM's variable tensors, as the converter's
+    fused mode writes them ("<layer>.h", "<layer>.c", variable, tensor index)."""
+    import contextlib
+    import io
+    import json
+
+    from edgernn.backend.reader import read_tflite
+    from edgernn.errors import EdgeRNNError
+    from edgernn.tfenv import native_stderr_captured, tensorflow
+
+    tf = tensorflow()
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    if quant == "int8":
+        rng = np.random.default_rng(seed)
+        # an offset of constant sign per sequence lets the cell integrate to larger values
+        shape = (1, time, FUSED_FEATURES)
+        calib = [(rng.normal(0.0, 1.0, shape) + rng.choice([-calib_offset, calib_offset], (1, 1, FUSED_FEATURES)))
+                 .astype(np.float32) for _ in range(32)]
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        converter.representative_dataset = lambda: ([c] for c in calib)
+        converter.inference_input_type = tf.int8
+        converter.inference_output_type = tf.int8
+    with native_stderr_captured(), contextlib.redirect_stdout(io.StringIO()):
+        blob = converter.convert()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "step.tflite").write_bytes(blob)
+    try:
+        graph = read_tflite(blob)
+    except EdgeRNNError:      # no single subgraph (a WHILE loop): the backend's own refusal is then under test
+        graph = None
+    states = []
+    for op in graph.operators if graph else []:
+        if op.op == "UNIDIRECTIONAL_SEQUENCE_LSTM":
+            for suffix, index in (("h", op.inputs[18]), ("c", op.inputs[19])):
+                t = graph.tensors[index]
+                scale, zp = t.qparams()
+                states.append({"name": f"lstm.{suffix}", "layer": "lstm", "variable": True, "tensor": index,
+                               "shape": list(t.shape), "dtype": t.dtype, "size": t.size,
+                               "scale": scale, "zero_point": zp})
+    (folder / "manifest.json").write_text(json.dumps({"quant": quant, "mode": "fused", "states": states,
+                                                      "state_feedback": {}}))
+    return folder
+
+
 ZOO = {
     "lstm_pre_head": lstm_pre_head,
     "gru_stack_final": gru_stack_final,

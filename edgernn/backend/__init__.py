@@ -13,19 +13,22 @@ from pathlib import Path
 from edgernn.backend.codegen import (
     KERNEL_HEADERS,
     copy_kernels,
+    write_project,
     lower_graph,
     render,
     state_layout,
 )
 from edgernn.backend.compile import compile_host
+from edgernn.backend.parallel import min_count, share_calls
+from edgernn.backend.placement import MemoryBudgetError, place
 from edgernn.backend.reader import read_tflite
 from edgernn.errors import EdgeRNNError
 
-__all__ = ["generate_firmware", "compile_host", "read_tflite", "supported_ops"]
+__all__ = ["generate_firmware", "compile_host", "read_tflite", "supported_ops", "MemoryBudgetError"]
 
 _SIZES = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4, "int64_t": 8, "float": 4,
           "edgernn_run_t": 12, "edgernn_bcast_t": 48, "edgernn_addsub_params_t": 48,
-          "edgernn_mul_params_t": 28}
+          "edgernn_mul_params_t": 28, "edgernn_lstm_s8_params_t": 96, "edgernn_lstm_f32_params_t": 12}
 
 
 def supported_ops() -> list[str]:
@@ -45,15 +48,26 @@ def _tools() -> str:
     return f"TensorFlow {_version('tensorflow')}, LiteRT {_version('ai-edge-litert')}"
 
 
-def _state_keys(graph, manifest: dict | None, input_key: str) -> list[str]:
+def _state_keys(graph, manifest: dict | None, input_key: str) -> list:
+    """The states in manifest order: a name (an input and output of the step model), or
+    (name, tensor index) for a variable tensor that a fused op updates in place."""
     if manifest:
         states = manifest.get("states")
         if isinstance(states, list) and states:
-            keys = [s["name"] if isinstance(s, dict) else str(s) for s in states]
+            keys = []
+            for s in states:
+                if isinstance(s, dict) and s.get("variable"):
+                    try:
+                        keys.append((str(s["name"]), int(s["tensor"])))
+                    except (KeyError, TypeError, ValueError):
+                        raise EdgeRNNError(f"manifest.json: variable state {s.get('name')!r} needs a tensor index") from None
+                else:
+                    keys.append(s["name"] if isinstance(s, dict) else str(s))
             return keys
         if isinstance(states, dict) and states:
             return list(states)
-    return sorted(k for k in graph.inputs if k != input_key)
+    keys = sorted(k for k in graph.inputs if k != input_key)
+    return keys + [(t.name, t.index) for t in graph.tensors if t.is_variable]
 
 
 def _weight_bytes(arrays, structs) -> int:
@@ -63,6 +77,16 @@ def _weight_bytes(arrays, structs) -> int:
     for s in structs:
         total += _SIZES[s.ctype]
     return total
+
+
+def _lower_named(file_name: str, graph, *args):
+    """lower_graph, with a refusal naming the file the op is in (step or head)."""
+    from edgernn.backend.lowering import Unsupported
+
+    try:
+        return lower_graph(graph, *args)
+    except Unsupported as exc:
+        raise Unsupported(f"{file_name}: {exc}") from None
 
 
 def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
@@ -87,13 +111,13 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
     graph = read_tflite(step_path)
     keys = _state_keys(graph, manifest, "x")
     states = state_layout(graph, keys)
-    step = lower_graph(graph, "edgernn_step", "x", "y", states)
+    step = _lower_named(step_path.name, graph, "edgernn_step", "x", "y", states)
 
     head_ctx = None
     head = None
     if (out_dir / "head.tflite").is_file():
         hgraph = read_tflite(out_dir / "head.tflite")
-        head = lower_graph(hgraph, "edgernn_head", "h", "y", [])
+        head = _lower_named("head.tflite", hgraph, "edgernn_head", "h", "y", [])
         hx, hy = hgraph.tensors[head.input_tensor], hgraph.tensors[head.output_tensor]
         head_ctx = {"graph": head, "input_size": hx.size, "output_size": hy.size, "in_ctype": hx.ctype,
                     "out_ctype": hy.ctype, "output_bytes": hy.nbytes}
@@ -110,6 +134,12 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
     arena_bytes = max(step.plan.arena_bytes, head.plan.arena_bytes if head else 0)
     bound = max(step.plan.liveness_bound_bytes, head.plan.liveness_bound_bytes if head else 0)
     weight_bytes = _weight_bytes(arrays, structs)
+    state_storage = sum((s.nbytes + 7) // 8 * 8 for s in states)
+    placement = None
+    if board is not None:
+        placement = place(board, weight_bytes=weight_bytes, state_bytes=state_storage, arena_bytes=arena_bytes)
+    threshold = min_count(board)
+    shared = share_calls(step.calls, threshold) + (share_calls(head.calls, threshold) if head else [])
     quant = manifest.get("quant") if manifest and manifest.get("quant") else x_t.dtype
     (xs, xz), (ys, yz) = x_t.qparams(), y_t.qparams()
     context = {
@@ -127,12 +157,14 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
         "output_scale": repr(float(ys)),
         "output_zero_point": yz,
         "state_bytes": packed,
-        "state_storage_bytes": sum((s.nbytes + 7) // 8 * 8 for s in states),
+        "state_storage_bytes": state_storage,
         "states": state_ctx,
         "arena_bytes": arena_bytes,
         "liveness_bound_bytes": bound,
         "weight_bytes": weight_bytes,
         "weights_section": (board.get("placement", {}) or {}).get("weights_section", "") if board is not None else "",
+        "arena_in_team_memory": bool(placement and placement.arena_in_team_memory),
+        "arena_memory": placement.items["arena"][0] if placement else "ram",
         "step": step,
         "head": head_ctx,
         "arrays": arrays,
@@ -140,8 +172,12 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
     }
     fw = out_dir / "firmware"
     fw.mkdir(parents=True, exist_ok=True)
-    sources = copy_kernels(fw)
+    functions = {c.fn for g in (step, head) if g for call in g.calls for c in [call, *call.more]}
+    sources = copy_kernels(fw, board, functions)
     render(context, fw)
+    project_files = []
+    if board is not None and (board.get("hal", {}) or {}).get("self_contained"):
+        project_files = write_project(board, fw, {**context, "sources": sources + ["model.c", "weights.c"]})
     if verbose:
         print(f"edgernn: wrote {fw} ({len(graph.operators)} ops, arena {arena_bytes} B, "
               f"liveness bound {bound} B, constants {weight_bytes} B)")
@@ -154,4 +190,9 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
         "sources": sources + ["model.c", "weights.c"],
         "headers": list(KERNEL_HEADERS) + ["model.h", "weights.h"],
         "ops": sorted(set(graph.op_names) | (set(head.graph.op_names) if head else set())),
+        "placement": placement.as_dict() if placement else None,
+        "placement_table": placement.table() if placement else [],
+        "placement_notes": placement.notes if placement else [],
+        "team_ops": sorted(shared),
+        "project_files": project_files,
     }

@@ -23,8 +23,19 @@ KERNEL_SOURCES = [
     "edgernn_elementwise.c",
     "edgernn_shape.c",
     "edgernn_tables.c",
+    "edgernn_reduce.c",
+    "edgernn_lut16.c",
+    "edgernn_squared_difference.c",
+    "edgernn_softmax.c",
+    "edgernn_team_kernels.c",
 ]
-KERNEL_HEADERS = ["edgernn_kernels.h", "edgernn_fixedpoint.h"]
+# Kernels copied only into firmware whose schedule calls them: source -> function name prefix
+OPTIONAL_KERNEL_SOURCES = {"edgernn_lstm.c": "edgernn_lstm_"}
+KERNEL_HEADERS = ["edgernn_kernels.h", "edgernn_fixedpoint.h", "edgernn_team.h", "edgernn_xpulp_emul.h"]
+# The team implementation, copied as edgernn_team.c: the board file's [parallel] team (a path under
+# templates/), else the portable one (serial, or POSIX threads with -DEDGERNN_THREADS=N).
+DEFAULT_TEAM = "kernels/edgernn_team.c"
+TEAM_SOURCE = "edgernn_team.c"
 STATE_ALIGN = 8
 
 
@@ -78,6 +89,8 @@ class RenderedGraph:
                 return value
             if kind == "ref":
                 return f"&{value}"
+            if kind == "scratch":
+                return self.exprs[_scratch_key(value)]
         return str(a)
 
 
@@ -88,6 +101,11 @@ def c_initializer(values) -> str:
     if isinstance(values, (float, np.floating)):
         return repr(float(values)) + "f"
     return str(int(values))
+
+
+def _scratch_key(op_index: int) -> int:
+    """The arena plan's key for an operator's scratch buffer (tensor keys are >= 0)."""
+    return -1 - op_index
 
 
 def _liveness(graph: Graph, fixed: set[int]) -> list[tuple[list[int], int, int, int]]:
@@ -122,7 +140,10 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
         raise EdgeRNNError(f"the {prefix} model has no output {output_key!r} (it has {', '.join(graph.outputs)})")
     x_t = graph.inputs[input_key]
     fixed = {x_t} | {s.in_tensor for s in state_slots}
-    plan = plan_arena(_liveness(graph, fixed))
+    lives = _liveness(graph, fixed)
+    scratch = {_scratch_key(c.op_index): c.scratch for c in calls if c.scratch}
+    lives += [([key], nbytes, -1 - key, -1 - key) for key, (_, nbytes) in scratch.items()]
+    plan = plan_arena(lives)
     exprs: dict[int, str] = {x_t: input_key}
     for s in state_slots:
         exprs[s.in_tensor] = f"EDGERNN_STATE({s.ctype}, {s.offset})"
@@ -133,7 +154,8 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
         exprs[t] = name
         arrays.append(ConstArray(name, tensor.ctype, tensor.data.reshape(-1).tolist()))
     for t, off in plan.offsets.items():
-        exprs[t] = f"EDGERNN_ARENA({graph.tensors[t].ctype}, {off})"
+        ctype = scratch[t][0] if t in scratch else graph.tensors[t].ctype
+        exprs[t] = f"EDGERNN_ARENA({ctype}, {off})"
     structs: list[ConstStruct] = []
     for c in calls:
         arrays.extend(c.arrays)
@@ -146,9 +168,22 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
     return RenderedGraph(prefix, graph, calls, plan, exprs, arrays, structs, x_t, graph.outputs[output_key])
 
 
-def state_layout(graph: Graph, state_keys: list[str]) -> list[StateSlot]:
+def state_layout(graph: Graph, state_keys: list) -> list[StateSlot]:
+    """Slots in the given order. A key is a state name that is both an input and an output of the
+    step model, or a (name, tensor index) pair for a variable tensor that an op updates in place."""
     slots, offset = [], 0
-    for key in state_keys:
+    for spec in state_keys:
+        key, variable = (spec, None) if isinstance(spec, str) else spec
+        if variable is not None:
+            if not (isinstance(variable, int) and 0 <= variable < len(graph.tensors)) or \
+                    not graph.tensors[variable].is_variable:
+                raise EdgeRNNError(f"state {key!r}: tensor {variable} of the step model is not a variable tensor")
+            t = graph.tensors[variable]
+            # TFLite's ResetVariableTensor: int8 starts at its zero point, every other type at 0
+            zero = t.qparams()[1] if t.dtype == "int8" else 0
+            slots.append(StateSlot(key, t.index, t.index, t.ctype, offset, t.nbytes, t.size, zero))
+            offset += (t.nbytes + STATE_ALIGN - 1) // STATE_ALIGN * STATE_ALIGN
+            continue
         if key not in graph.inputs or key not in graph.outputs:
             raise EdgeRNNError(f"state {key!r} must be both an input and an output of the step model")
         ti, to = graph.tensors[graph.inputs[key]], graph.tensors[graph.outputs[key]]
@@ -161,6 +196,11 @@ def state_layout(graph: Graph, state_keys: list[str]) -> list[StateSlot]:
             )
         slots.append(StateSlot(key, ti.index, to.index, ti.ctype, offset, ti.nbytes, ti.size, ti.qparams()[1]))
         offset += (ti.nbytes + STATE_ALIGN - 1) // STATE_ALIGN * STATE_ALIGN
+    listed = {s.in_tensor for s in slots}
+    for t in graph.tensors:
+        if t.is_variable and t.index not in listed:
+            raise EdgeRNNError(f"variable tensor {t.index} ({t.name}) keeps state between steps, "
+                               "but the manifest does not list it among the states")
     return slots
 
 
@@ -182,13 +222,34 @@ def _environment():
     return env
 
 
-def copy_kernels(dest: Path) -> list[str]:
+def team_template(board) -> Path:
+    from edgernn.resources import templates_dir
+
+    rel = ((board.get("parallel", {}) or {}).get("team") if board is not None else None) or DEFAULT_TEAM
+    path = templates_dir() / rel
+    if not path.is_file():
+        where = f"board file {board.path}" if board is not None else "the default"
+        raise EdgeRNNError(f"{where}: parallel.team names {rel!r}, which is not a template file")
+    return path
+
+
+def copy_kernels(dest: Path, board=None, functions=()) -> list[str]:
+    """Copy the kernels and the board's team implementation into dest; an optional kernel source only
+    when one of ``functions`` (the kernel calls of the schedule) is in it, and a stale copy of it is
+    removed otherwise."""
     from edgernn.resources import templates_dir
 
     src = templates_dir() / "kernels"
-    for name in KERNEL_SOURCES + KERNEL_HEADERS:
+    sources = list(KERNEL_SOURCES)
+    for name, prefix in OPTIONAL_KERNEL_SOURCES.items():
+        if any(fn.startswith(prefix) for fn in functions):
+            sources.append(name)
+        else:
+            (dest / name).unlink(missing_ok=True)
+    for name in sources + KERNEL_HEADERS:
         shutil.copyfile(src / name, dest / name)
-    return list(KERNEL_SOURCES)
+    shutil.copyfile(team_template(board), dest / TEAM_SOURCE)
+    return sources + [TEAM_SOURCE]
 
 
 def render(context: dict, dest: Path) -> list[str]:
@@ -198,4 +259,38 @@ def render(context: dict, dest: Path) -> list[str]:
         text = env.get_template(f"{name}.j2").render(**context)
         (dest / name).write_text(text)
         written.append(name)
+    return written
+
+
+FIRMWARE_TEMPLATE_FILES = ("protocol.c", "protocol.h", "server.c", "server.h", "main.c", "hal.h")
+
+
+def write_project(board, dest: Path, context: dict) -> list[str]:
+    """A board whose firmware folder must stand alone (``[hal] self_contained``): copy the server,
+    protocol and HAL next to the model, the HAL's files replacing the generic ones of the same name,
+    and render the HAL folder's ``*.j2`` templates (a Makefile) with the board's facts."""
+    import jinja2
+
+    from edgernn.resources import templates_dir
+
+    hal_dir = templates_dir() / board["hal"]["template"]
+    if not hal_dir.is_dir():
+        raise EdgeRNNError(f"board file {board.path}: hal.template {board['hal']['template']!r} is not a folder")
+    written = []
+    for name in FIRMWARE_TEMPLATE_FILES:
+        shutil.copyfile(templates_dir() / "firmware" / name, dest / name)
+        written.append(name)
+    team = team_template(board)
+    for path in sorted(hal_dir.iterdir()):
+        if path.suffix in (".c", ".h") and path != team:
+            shutil.copyfile(path, dest / path.name)
+            if path.name not in written:
+                written.append(path.name)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(hal_dir)), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    sources = sorted(set(context["sources"]) | {n for n in written if n.endswith(".c")})
+    for path in sorted(hal_dir.glob("*.j2")):
+        text = env.get_template(path.name).render(**context, board=board, all_sources=sources)
+        (dest / path.stem).write_text(text)
+        written.append(path.stem)
     return written

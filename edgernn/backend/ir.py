@@ -32,6 +32,7 @@ class Tensor:
     zero_point: np.ndarray | None = None     # int64 zero points
     quantized_dimension: int = 0
     data: np.ndarray | None = None           # constant contents, or None for a runtime tensor
+    is_variable: bool = False                # persistent across invokes (a fused RNN op's state)
 
     @property
     def size(self) -> int:
@@ -75,6 +76,7 @@ class Operator:
     inputs: list[int]            # tensor indices, -1 for an omitted optional input
     outputs: list[int]
     options: dict[str, Any] = field(default_factory=dict)
+    intermediates: list[int] = field(default_factory=list)   # tensors that only carry quantization
 
 
 @dataclass

@@ -43,6 +43,7 @@ class Call:
     arrays: list[ConstArray] = field(default_factory=list)
     structs: list[ConstStruct] = field(default_factory=list)
     more: list = field(default_factory=list)   # further calls of the same op (data movement)
+    scratch: tuple[str, int] | None = None      # (ctype, bytes) of arena scratch, argument ("scratch", op)
 
 
 class Unsupported(EdgeRNNError):
@@ -209,13 +210,38 @@ class Lowering:
         if subtract and dtype == "int16":
             m2, kernel_subtract = -m2, False   # TFLite runs int16 SUB as ADD with a negated multiplier
         lo, hi = qp.activation_range(op.options.get("fusedActivationFunction", 0), dtype, so, zo)
+        if max(sh1, sh2, sho) > 0:
+            raise _refuse(op, "a rescale multiplier above one")   # TFLite's Prepare refuses it too
+        sfx = "s8" if dtype == "int8" else "s16"
+        out_arg = ("tensor", op.outputs[0])
+        flag = "1" if kernel_subtract else "0"
+        const_pos = [k for k in (0, 1) if self.t(op.inputs[k]).is_const]
+        if len(const_pos) == 1 and self.t(op.inputs[1 - const_pos[0]]).size == out.size:
+            # one operand constant: its rescaled value (with the op's sign) is folded here, per element
+            self.bcast(op)   # refuses shapes that do not broadcast
+            c = const_pos[0]
+            ct = self.t(op.inputs[c])
+            (zc, mc, shc), (zr, mr, shr) = ((z1, m1, sh1), (z2, m2, sh2)) if c == 0 else ((z2, m2, sh2), (z1, m1, sh1))
+            sign = -1 if (c == 1 and kernel_subtract) else 1
+            vals = np.broadcast_to(ct.data.astype(np.int64), out.shape).reshape(-1)
+            k = [sign * qp.rdbpot(qp.srdhm((int(v) - zc) * (1 << left_shift), mc), -shc) for v in vals]
+            params = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
+                                 [-zr, 0, zo, left_shift, mr, shr, 0, 0, mo, sho, lo, hi])
+            karr = ConstArray(self.cname(op, "k"), "int32_t", k)
+            negate = "1" if (c == 0 and kernel_subtract) else "0"
+            return Call(op.index, op.op, f"edgernn_addsub_const_{sfx}",
+                        [("ref", params.name), negate, ("tensor", op.inputs[1 - c]), ("const", karr.name),
+                         str(out.size), out_arg], arrays=[karr], structs=[params])
         params = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
                              [-z1, -z2, zo, left_shift, m1, sh1, m2, sh2, mo, sho, lo, hi])
+        if a.size == b.size == out.size:
+            return Call(op.index, op.op, f"edgernn_addsub_n_{sfx}",
+                        [("ref", params.name), flag, self.operand(op.inputs[0]), self.operand(op.inputs[1]),
+                         str(out.size), out_arg], structs=[params])
         bc = self.bcast(op)
-        fn = "edgernn_addsub_s8" if dtype == "int8" else "edgernn_addsub_s16"
-        return Call(op.index, op.op, fn,
-                    [("ref", bc.name), ("ref", params.name), "1" if kernel_subtract else "0",
-                     self.operand(op.inputs[0]), self.operand(op.inputs[1]), ("tensor", op.outputs[0])],
+        return Call(op.index, op.op, f"edgernn_addsub_{sfx}",
+                    [("ref", bc.name), ("ref", params.name), flag,
+                     self.operand(op.inputs[0]), self.operand(op.inputs[1]), out_arg],
                     structs=[bc, params])
 
     def op_add(self, op, dtype):
@@ -240,10 +266,14 @@ class Lowering:
         # TFLite's Mul Prepare computes scale1 * scale2 / scale_out in float before widening to double
         real = qp.f32(np.float32(np.float32(a.qparams()[0]) * np.float32(b.qparams()[0])) / np.float32(out.qparams()[0]))
         params = self._mul_params(op, dtype, real)
+        sfx = "s8" if dtype == "int8" else "s16"
+        if a.size == b.size == out.size:
+            return Call(op.index, op.op, f"edgernn_mul_n_{sfx}",
+                        [("ref", params.name), self.operand(op.inputs[0]), self.operand(op.inputs[1]),
+                         str(out.size), ("tensor", op.outputs[0])], structs=[params])
         bc = self.bcast(op)
-        fn = "edgernn_mul_s8" if dtype == "int8" else "edgernn_mul_s16"
-        return Call(op.index, op.op, fn, [("ref", bc.name), ("ref", params.name), self.operand(op.inputs[0]),
-                                          self.operand(op.inputs[1]), ("tensor", op.outputs[0])],
+        return Call(op.index, op.op, f"edgernn_mul_{sfx}", [("ref", bc.name), ("ref", params.name), self.operand(op.inputs[0]),
+                                                          self.operand(op.inputs[1]), ("tensor", op.outputs[0])],
                     structs=[bc, params])
 
     def op_div(self, op, dtype):
@@ -266,7 +296,27 @@ class Lowering:
         return self._binary_float(op, "edgernn_minimum_f32", False) if dtype == "float32" else None
 
     def op_squared_difference(self, op, dtype):
-        return self._binary_float(op, "edgernn_squared_difference_f32", False) if dtype == "float32" else None
+        if dtype == "float32":
+            return self._binary_float(op, "edgernn_squared_difference_f32", False)
+        if dtype != "int8":
+            return None
+        a, b, out = self.t(op.inputs[0]), self.t(op.inputs[1]), self.t(op.outputs[0])
+        (s1, z1), (s2, z2), (so, zo) = a.qparams(), b.qparams(), out.qparams()
+        # squared_difference.cc Prepare: float max of the scales, then double arithmetic
+        left_shift = 7
+        twice_max = float(np.float32(2) * max(np.float32(s1), np.float32(s2)))
+        r1 = float(np.float32(s1)) / twice_max
+        r2 = float(np.float32(s2)) / twice_max
+        ro = (twice_max * twice_max) / float(np.float32((1 << (2 * left_shift)) * np.float32(so)))
+        m1, sh1 = qp.quantize_multiplier(r1)
+        m2, sh2 = qp.quantize_multiplier(r2)
+        mo, sho = qp.quantize_multiplier(ro)
+        params = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
+                             [-z1, -z2, zo, left_shift, m1, sh1, m2, sh2, mo, sho, -128, 127])
+        bc = self.bcast(op)
+        return Call(op.index, op.op, "edgernn_squared_difference_s8",
+                    [("ref", bc.name), ("ref", params.name), self.operand(op.inputs[0]),
+                     self.operand(op.inputs[1]), ("tensor", op.outputs[0])], structs=[bc, params])
 
     # ---- unary ----
     def _unary(self, op: Operator, dtype: str, name: str):
@@ -338,6 +388,13 @@ class Lowering:
         return self._unary(op, dtype, "TANH")
 
     def op_exp(self, op, dtype):
+        if dtype == "int16":
+            x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
+            table = qp.lookup_table_s16(qp.float_unary("EXP"), *x.qparams(), *out.qparams())
+            arr = ConstArray(self.cname(op, "lut"), "int16_t", [int(v) for v in table])
+            return Call(op.index, op.op, "edgernn_lut_s16",
+                        [("const", arr.name), ("tensor", op.inputs[0]), str(out.size), ("tensor", op.outputs[0])],
+                        arrays=[arr])
         return self._unary(op, dtype, "EXP")
 
     def op_abs(self, op, dtype):
@@ -353,6 +410,13 @@ class Lowering:
         return self._unary(op, dtype, "RELU6")
 
     def op_rsqrt(self, op, dtype):
+        if dtype == "int8":
+            x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
+            table = qp.rsqrt_table_s8(*x.qparams(), *out.qparams())
+            arr = ConstArray(self.cname(op, "lut"), "int8_t", [int(v) for v in table])
+            return Call(op.index, op.op, "edgernn_lut_s8",
+                        [("const", arr.name), ("tensor", op.inputs[0]), str(out.size), ("tensor", op.outputs[0])],
+                        arrays=[arr])
         return self._unary(op, dtype, "RSQRT") if dtype == "float32" else None
 
     def op_sqrt(self, op, dtype):
@@ -391,25 +455,62 @@ class Lowering:
                     [_lit_float(s), str(z), ("tensor", op.inputs[0]), str(x.size), ("tensor", op.outputs[0])])
 
     def op_softmax(self, op, dtype):
+        x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
+        depth = x.shape[-1] if x.shape else 1
+        rows = str(x.size // depth)
+        beta = op.options.get("beta", 1.0)
+        if dtype in ("int8", "int16") and x.dtype != dtype:
+            raise _refuse(op, f"{x.dtype} input with {dtype} output")
+        if dtype == "int8":
+            if out.qparams()[1] != -128 or abs(out.qparams()[0] - 1.0 / 256) > 0.001 / 256:
+                raise _refuse(op, "int8 output needs scale 1/256 and zero point -128")
+            m, s, diff_min = qp.softmax_s8_params(beta, x.qparams()[0])
+            return Call(op.index, op.op, "edgernn_softmax_s8",
+                        [str(m), str(s), str(diff_min), ("tensor", op.inputs[0]), rows, str(depth),
+                         ("tensor", op.outputs[0])])
+        if dtype == "int16":
+            if x.qparams()[1] != 0 or out.qparams()[1] != 0 or abs(out.qparams()[0] - 1.0 / 32768) > 0.001 / 32768:
+                raise _refuse(op, "int16 needs zero points 0 and output scale 1/32768")
+            m, s = qp.softmax_s16_params(beta, x.qparams()[0])
+            exp_lut, recip_lut = qp.softmax_s16_tables()
+            arrays = [ConstArray(self.cname(op, "exp_lut"), "int16_t", [int(v) for v in exp_lut]),
+                      ConstArray(self.cname(op, "recip_lut"), "int16_t", [int(v) for v in recip_lut])]
+            return Call(op.index, op.op, "edgernn_softmax_s16",
+                        [("const", arrays[0].name), ("const", arrays[1].name), str(m), str(s),
+                         ("tensor", op.inputs[0]), rows, str(depth), ("tensor", op.outputs[0])], arrays=arrays)
         if dtype != "float32":
             return None
-        x = self.t(op.inputs[0])
-        depth = x.shape[-1] if x.shape else 1
         return Call(op.index, op.op, "edgernn_softmax_f32",
                     [("tensor", op.inputs[0]), str(x.size // depth), str(depth),
                      _lit_float(op.options.get("beta", 1.0)), ("tensor", op.outputs[0])])
 
     # ---- reductions ----
     def _reduce(self, op: Operator, dtype: str, fn: str):
-        if dtype != "float32":
+        if dtype not in ("float32", "int8", "int16"):
             return None
-        x = self.t(op.inputs[0])
+        x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
         axes = sorted({int(a) % max(len(x.shape), 1) for a in np.atleast_1d(self.const_input(op, 1))})
         if axes != list(range(axes[0], axes[-1] + 1)):
             raise _refuse(op, "reduction over non-adjacent axes")
         outer = int(np.prod(x.shape[: axes[0]], dtype=np.int64))
         reduced = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
         inner = int(np.prod(x.shape[axes[-1] + 1 :], dtype=np.int64))
+        if dtype == "int16":
+            raise _refuse(op, "no int16 kernel (no converted model uses one, so none is verified)")
+        if dtype == "int8":
+            (si, zi), (so, zo) = x.qparams(), out.qparams()
+            if fn == "edgernn_sum_f32":
+                # LiteRT's SUM kernel rescales the int32 sum in float (docs/ops.md says why not the
+                # reference one); scale and bias are the float32 values its Eval computes
+                scale, bias = qp.sum_float_params(si, so, zi, reduced)
+                return Call(op.index, op.op, "edgernn_sum_s8",
+                            [("tensor", op.inputs[0]), str(outer), str(reduced), str(inner), _lit_float(scale),
+                             _lit_float(bias), str(zo), ("tensor", op.outputs[0])])
+            # reference_ops::QuantizedMeanOrSum: int32 sum, zero point removed, one requantization
+            mult, shift = qp.reduce_params(si, so, reduced, mean=True)
+            return Call(op.index, op.op, "edgernn_mean_s8",
+                        [("tensor", op.inputs[0]), str(outer), str(reduced), str(inner), str(zi), str(mult),
+                         str(shift), str(zo), ("tensor", op.outputs[0])])
         return Call(op.index, op.op, fn, [("tensor", op.inputs[0]), str(outer), str(reduced), str(inner),
                                           ("tensor", op.outputs[0])])
 
@@ -535,6 +636,105 @@ class Lowering:
                 sl.append(slice(b, e, int(strides[d])))
         picked = idx[tuple(sl)]
         return self._moves(op, [op.inputs[0]], [picked.reshape(self.t(op.outputs[0]).shape)], dtype)
+
+    # ---- fused recurrent ops ----
+    def op_unidirectional_sequence_lstm(self, op: Operator, dtype: str):
+        """TFLite's LSTM kernel over the op's time steps, state kept in its two variable tensors.
+
+        Inputs (lstm_shared.h): 0 x, 1-4 input-to-gate weights (i, f, c, o), 5-8 recurrent weights,
+        9-11 peephole, 12-15 gate biases, 16-17 projection, 18 h, 19 c, 20-23 layer norm.
+        """
+        ins = list(op.inputs) + [-1] * (24 - len(op.inputs))
+        opts = op.options
+        x = self.t(ins[0])
+        if ins[1] < 0 or ins[5] < 0:
+            raise _refuse(op, "no input gate (CIFG)")
+        if any(i >= 0 for i in ins[9:12]):
+            raise _refuse(op, "peephole connections")
+        if ins[16] >= 0 or ins[17] >= 0:
+            raise _refuse(op, "a projection")
+        if any(i >= 0 for i in ins[20:24]):
+            raise _refuse(op, "layer normalization")
+        if opts.get("fusedActivationFunction", 0) != 4:
+            raise _refuse(op, "a cell activation other than tanh")
+        for k in (18, 19):
+            if ins[k] < 0 or not self.t(ins[k]).is_variable:
+                raise _refuse(op, f"input {k} (the {'hidden' if k == 18 else 'cell'} state) must be a variable tensor")
+        w_in = [self.t(i) for i in ins[1:5]]
+        w_rec = [self.t(i) for i in ins[5:9]]
+        for w in w_in + w_rec:
+            if not w.is_const or len(w.shape) != 2:
+                raise _refuse(op, "weights must be constant 2-D tensors")
+        n_cell, n_in = w_in[0].shape
+        if any(w.shape != (n_cell, n_in) for w in w_in) or any(w.shape != (n_cell, n_cell) for w in w_rec):
+            raise _refuse(op, "gate weights of unequal shapes")
+        if x.shape[-1:] != (n_in,) or len(x.shape) not in (2, 3):
+            raise _refuse(op, f"input shape {x.shape} for {n_in} features")
+        steps = 1 if len(x.shape) == 2 else x.shape[0 if opts.get("timeMajor", False) else 1]
+        if x.size != steps * n_in:
+            raise _refuse(op, f"a batch of {x.size // (steps * n_in)} (only batch 1)")
+        h, c, out = self.t(ins[18]), self.t(ins[19]), self.t(op.outputs[0])
+        if h.size != n_cell or c.size != n_cell or out.size != steps * n_cell:
+            raise _refuse(op, "state or output sizes that do not match the weights")
+        biases = []
+        for i in ins[12:16]:
+            if i < 0 or not self.t(i).is_const or self.t(i).size != n_cell:
+                raise _refuse(op, "every gate needs a constant bias")
+            biases.append(self.t(i).data.reshape(-1))
+        cell_clip = float(np.float32(opts.get("cellClip", 0.0)))
+        args_state = [str(steps), ("tensor", ins[0]), ("tensor", ins[18]), ("tensor", ins[19]),
+                      ("tensor", op.outputs[0]), ("scratch", op.index)]
+        if dtype == "float32":
+            if x.dtype != "float32" or any(w.dtype != "float32" for w in w_in + w_rec):
+                raise _refuse(op, "hybrid (quantized weights, float activations) models")
+            arrays = [
+                ConstArray(self.cname(op, "w_in"), "float", np.concatenate([w.data.reshape(-1) for w in w_in]).tolist()),
+                ConstArray(self.cname(op, "w_rec"), "float", np.concatenate([w.data.reshape(-1) for w in w_rec]).tolist()),
+                ConstArray(self.cname(op, "bias"), "float", np.concatenate(biases).astype(np.float32).tolist()),
+            ]
+            params = ConstStruct(self.cname(op, "p"), "edgernn_lstm_f32_params_t",
+                                 [n_in, n_cell, cell_clip if cell_clip > 0 else 0.0])
+            return Call(op.index, op.op, "edgernn_lstm_f32",
+                        [("ref", params.name)] + [("const", a.name) for a in arrays] + args_state,
+                        arrays=arrays, structs=[params], scratch=("float", 4 * 4 * n_cell))
+        if dtype != "int8":
+            return None
+        if x.dtype != "int8" or h.dtype != "int8" or c.dtype != "int16" or any(w.dtype != "int8" for w in w_in + w_rec):
+            raise _refuse(op, "int8 needs int8 input, weights and hidden state and an int16 cell state")
+        if any(w.per_channel or np.any(w.zero_point != 0) for w in w_in + w_rec):
+            raise _refuse(op, "per-channel or asymmetric weights")
+        if len(op.intermediates) != 5 or not self.t(op.intermediates[4]).quantized:
+            raise _refuse(op, "the five quantization intermediates of TFLite's integer LSTM are missing")
+        (x_s, x_zp), (h_s, h_zp) = x.qparams(), h.qparams()
+        hidden_s, hidden_zp = self.t(op.intermediates[4]).qparams()
+        c_s, c_zp = c.qparams()
+        exact, cell_log2 = qp.checked_log2(c_s)
+        if not exact or c_zp != 0:
+            raise _refuse(op, f"cell state scale {c_s} is not a power of two with zero point 0")
+        if not -29 <= cell_log2 <= 1:
+            raise _refuse(op, f"cell state scale 2^{cell_log2}")
+        gate_s = 2.0 ** -12          # Q3.12 gate inputs when there is no layer norm
+        in_q = [qp.quantize_multiplier(qp.lstm_effective_scale(w.scale[0], x_s, gate_s)) for w in w_in]
+        rec_q = [qp.quantize_multiplier(qp.lstm_effective_scale(w.scale[0], h_s, gate_s)) for w in w_rec]
+        hid_m, hid_sh = qp.quantize_multiplier(qp.f32((2.0 ** -15 / float(np.float32(hidden_s))) * 2.0 ** -15))
+        bias_in = np.concatenate([b.astype(np.int64) - x_zp * w.data.astype(np.int64).sum(axis=1)
+                                  for b, w in zip(biases, w_in)])
+        bias_rec = np.concatenate([-h_zp * w.data.astype(np.int64).sum(axis=1) for w in w_rec])
+        if max(abs(int(bias_in.min())), abs(int(bias_in.max()))) > qp.INT32_MAX:
+            raise _refuse(op, "folded bias exceeds int32")
+        arrays = [
+            ConstArray(self.cname(op, "w_in"), "int8_t", np.concatenate([w.data.reshape(-1) for w in w_in]).tolist()),
+            ConstArray(self.cname(op, "w_rec"), "int8_t", np.concatenate([w.data.reshape(-1) for w in w_rec]).tolist()),
+            ConstArray(self.cname(op, "bias_in"), "int32_t", [int(b) for b in bias_in]),
+            ConstArray(self.cname(op, "bias_rec"), "int32_t", [int(b) for b in bias_rec]),
+        ]
+        params = ConstStruct(self.cname(op, "p"), "edgernn_lstm_s8_params_t", [
+            n_in, n_cell, [m for m, _ in in_q], [s for _, s in in_q], [m for m, _ in rec_q], [s for _, s in rec_q],
+            hid_m, hid_sh, hidden_zp, 30 + cell_log2, 15 + cell_log2, qp.lstm_quantized_cell_clip(cell_clip, c_s),
+        ])
+        return Call(op.index, op.op, "edgernn_lstm_s8",
+                    [("ref", params.name)] + [("const", a.name) for a in arrays] + args_state,
+                    arrays=arrays, structs=[params], scratch=("int16_t", 2 * 4 * n_cell))
 
 
 SUPPORTED = sorted(n[3:].upper() for n in dir(Lowering) if n.startswith("op_"))

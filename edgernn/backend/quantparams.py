@@ -146,6 +146,19 @@ def int16_activation_params(op: str, in_scale: float) -> tuple[int, int]:
     return int(multiplier), left_shift
 
 
+def lstm_effective_scale(weight_scale: float, activation_scale: float, gate_scale: float) -> float:
+    """weight scale * activation scale / gate scale, in float as the integer LSTM's Prepare computes it."""
+    return f32(np.float32(np.float32(weight_scale) * np.float32(activation_scale)) / np.float32(gate_scale))
+
+
+def lstm_quantized_cell_clip(cell_clip: float, cell_scale: float) -> int:
+    """The int16 cell clip of the integer LSTM's Prepare (0: no clipping); the cast truncates."""
+    if cell_clip <= 0.0:
+        return 0
+    value = f32(np.float32(cell_clip) / np.float32(cell_scale))
+    return int(min(max(value, -32768.0), 32767.0))
+
+
 def activation_range(act: int, dtype: str, scale: float, zp: int) -> tuple[int, int]:
     """CalculateActivationRangeQuantized for a fused activation code of the schema."""
     qmin, qmax = {"int8": (-128, 127), "int16": (-32768, 32767)}[dtype]
@@ -165,3 +178,137 @@ def activation_range(act: int, dtype: str, scale: float, zp: int) -> tuple[int, 
 def activation_range_float(act: int) -> tuple[float, float]:
     inf = float("inf")
     return {0: (-inf, inf), 1: (0.0, inf), 2: (-1.0, 1.0), 3: (0.0, 6.0)}[act]
+
+
+# ---- reductions, 16-bit tables, reciprocal square root ----
+
+def reduce_params(in_scale: float, out_scale: float, count: int, mean: bool) -> tuple[int, int]:
+    """(multiplier, shift) of reference_ops::QuantizedMeanOrSum for a sum (or mean) of count values.
+
+    PrepareMeanOrSum quantizes input_scale / output_scale; for MEAN the kernel folds 1 / count into
+    the multiplier with an integer division, clamping the extra shift as the kernel does.
+    """
+    mult, shift = quantize_multiplier(float(np.float32(in_scale)) / float(np.float32(out_scale)))
+    if mean:
+        extra = min(count.bit_length() - 1, 32, 31 + shift)
+        mult = _tdiv(mult << extra, count)
+        shift -= extra
+    return mult, shift
+
+
+def sum_float_params(in_scale: float, out_scale: float, in_zp: int, count: int) -> tuple[float, float]:
+    """(scale, bias) in float32 of LiteRT's quantized SUM: out = round(sum * scale + bias) + zp_out."""
+    scale = np.float32(in_scale) / np.float32(out_scale)
+    bias = np.float32(np.float32(np.float32(-in_zp) * scale) * np.float32(count))
+    return float(scale), float(bias)
+
+
+def lookup_table_s16(fn, in_scale: float, in_zp: int, out_scale: float, out_zp: int,
+                     precision=np.float32) -> np.ndarray:
+    """tflite LUTPopulateInt16<FloatT>: 513 entries for the interpolating int16 lookup.
+
+    FloatT is float for EXP and double for the two tables of the int16 SOFTMAX; ``fn`` must compute
+    in the same precision (the C library's expf for float).
+    """
+    F = precision
+    in_s, out_s = F(in_scale), F(out_scale)
+    input_min = F(in_s * F(-32768 - in_zp))
+    input_max = F(in_s * F(32767 - in_zp))
+    output_min = F(out_s * F(-32768 - out_zp))
+    output_max = F(out_s * F(32767 - out_zp))
+    step = F(F(input_max - input_min) / F(512))
+    half_step = F(step / F(2))
+    inv = F(F(65536) / F(output_max - output_min))
+
+    def rnd(x):
+        return F(tflite_round(float(x)))
+
+    lut = np.zeros(513, dtype=np.int16)
+    for i in range(512):
+        x = F(input_min + F(F(i) * step))
+        val = F(fn(float(x)))
+        val_mid = F(fn(float(F(x + half_step))))
+        val_next = F(fn(float(F(input_min + F(F(i + 1) * step)))))
+        sample = rnd(F(val * inv))
+        mid_interp = rnd(F(F(F(val_next * inv) + rnd(F(val * inv))) / F(2)))
+        mid = rnd(F(val_mid * inv))
+        bias = rnd(F(F(mid_interp - mid) / F(2)))
+        lut[i] = int(min(max(F(sample - bias), F(-32768)), F(32767)))
+    lut[512] = int(min(max(rnd(F(F(fn(float(input_max))) * inv)), F(-32768)), F(32767)))
+    return lut
+
+
+def softmax_s16_tables() -> tuple[np.ndarray, np.ndarray]:
+    """The exp and 1 / (1 + x) tables of TFLite's int16 SOFTMAX Prepare (double precision)."""
+    rng = 65535.0
+    exp_lut = lookup_table_s16(math.exp, 10.0 / rng, 32767, 2.0 / rng, 0, precision=np.float64)
+    recip_lut = lookup_table_s16(lambda v: 1.0 / (1.0 + v), 1.0 / rng, -32768, 2.0 / rng, 0,
+                                 precision=np.float64)
+    return exp_lut, recip_lut
+
+
+def softmax_s8_params(beta: float, in_scale: float) -> tuple[int, int, int]:
+    """(input_multiplier, input_left_shift, diff_min) of the 8-bit reference SOFTMAX Prepare."""
+    integer_bits = 5
+    real = min(float(np.float32(beta)) * float(np.float32(in_scale)) * float(1 << (31 - integer_bits)),
+               float((1 << 31) - 1))
+    mult, left_shift = quantize_multiplier(real)
+    radius = math.floor(1.0 * ((1 << integer_bits) - 1) * (1 << (31 - integer_bits)) / (1 << left_shift))
+    return mult, left_shift, -radius
+
+
+def softmax_s16_params(beta: float, in_scale: float) -> tuple[int, int]:
+    """(input_multiplier, input_shift) of the int16 SOFTMAX Prepare: the input scaled to 10 / 65535."""
+    real = f32(np.float32(in_scale) * np.float32(beta)) / (10.0 / 65535.0)
+    return quantize_multiplier(real)
+
+
+def _sat_shl(x: int, exponent: int) -> int:
+    return max(INT32_MIN, min(INT32_MAX, x * (1 << exponent)))
+
+
+def inv_sqrt_multiplier_exp(value: int) -> tuple[int, int]:
+    """tflite::GetInvSqrtQuantizedMultiplierExp(value, kReverseShift): (multiplier, left shift)."""
+    if value <= 1:
+        return INT32_MAX, 0
+    shift = 11
+    while value >= (1 << 29):
+        value //= 4
+        shift += 1
+    max_left_shift_bits = (32 - value.bit_length()) - 1
+    left_shift_bit_pairs = max_left_shift_bits // 2 - 1
+    shift -= left_shift_bit_pairs
+    value <<= 2 * left_shift_bit_pairs
+    fixed_input = value >> 1                      # F3
+    half_input = rdbpot(fixed_input, 1)           # SaturatingRoundingMultiplyByPOT<-1>
+    half_three = (1 << 28) + (1 << 27)            # 1.5 in F3
+    x = 1 << 28                                   # F3 one
+    for _ in range(5):
+        x3 = _sat_shl(srdhm(srdhm(x, x), x), 6)   # Rescale<3>(x * x * x), F9 -> F3
+        x = _sat_shl(_wrap32(srdhm(half_three, x) - srdhm(half_input, x3)), 3)
+    x = srdhm(x, 1518500250)                      # times sqrt(2) / 2 in F0
+    if shift < 0:
+        x = _wrap32(x << -shift)
+        shift = 0
+    return x, -shift
+
+
+def rsqrt_table_s8(in_scale: float, in_zp: int, out_scale: float, out_zp: int) -> np.ndarray:
+    """The 8-bit RSQRT of elementwise.cc, value by value (its Prepare: 1 / (sqrtf(s_in) * s_out))."""
+    real = 1.0 / float(np.float32(np.sqrt(np.float32(in_scale)) * np.float32(out_scale)))
+    mult, shift = quantize_multiplier(real)
+    k_shift = 20
+    table = np.zeros(256, dtype=np.int8)
+    for v in range(-128, 128):
+        value = v - in_zp
+        if value == 0:
+            table[v & 0xFF] = 127
+            continue
+        if value < 0:
+            table[v & 0xFF] = 127       # the interpreter rejects these inputs; never reached
+            continue
+        inv_m, inv_s = inv_sqrt_multiplier_exp(value)
+        data = mbqm(1, inv_m, inv_s + k_shift)
+        out = mbqm(data, mult, shift - k_shift) + out_zp
+        table[v & 0xFF] = max(-128, min(127, out))
+    return table

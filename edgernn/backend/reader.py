@@ -110,14 +110,16 @@ def read_tflite(source: bytes | str | Path, signature: str = "serving_default") 
             zp = np.asarray(q.zeroPoint if q.zeroPoint is not None else np.zeros(len(scale)), dtype=np.int64)
             qdim = int(q.quantizedDimension)
         data = None
-        buf = model.buffers[t.buffer] if t.buffer < len(model.buffers) else None
+        is_variable = bool(t.isVariable)
+        # a variable tensor starts from its zero point whatever its buffer holds (TFLite's ResetVariableTensor)
+        buf = model.buffers[t.buffer] if t.buffer < len(model.buffers) and not is_variable else None
         if buf is not None and buf.data is not None and len(buf.data) > 0:
             raw = np.asarray(buf.data, dtype=np.uint8).tobytes()
             data = np.frombuffer(raw, dtype=np.dtype(_np_dtype(dtype)).newbyteorder("<")).reshape(shape).copy()
         elif buf is not None and getattr(buf, "offset", 0):
             start, size = int(buf.offset), int(buf.size)
             data = np.frombuffer(blob[start : start + size], dtype=_np_dtype(dtype)).reshape(shape).copy()
-        tensors.append(Tensor(i, _decode(t.name) or f"t{i}", dtype, shape, scale, zp, qdim, data))
+        tensors.append(Tensor(i, _decode(t.name) or f"t{i}", dtype, shape, scale, zp, qdim, data, is_variable))
 
     operators: list[Operator] = []
     for i, op in enumerate(sub.operators or []):
@@ -133,6 +135,7 @@ def read_tflite(source: bytes | str | Path, signature: str = "serving_default") 
                 [int(x) for x in (op.inputs if op.inputs is not None else [])],
                 [int(x) for x in (op.outputs if op.outputs is not None else [])],
                 _options(op),
+                [int(x) for x in (op.intermediates if op.intermediates is not None else [])],
             )
         )
 

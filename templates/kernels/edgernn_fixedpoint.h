@@ -5,24 +5,55 @@
 
 #include <stdint.h>
 
+/* gemmlowp's SaturatingRoundingDoublingHighMul. Its nudge (2^30, or 1 - 2^30 for a negative product)
+ * followed by a division that truncates toward zero is the same as floor((a*b + 2^30) / 2^31) for
+ * every product: the ties of negative products go up, like the positive ones. One multiply, one add,
+ * one shift. */
 static inline int32_t edgernn_srdhm(int32_t a, int32_t b)
 {
-    int64_t ab;
-    int64_t nudge;
     if (a == b && a == INT32_MIN) {
         return INT32_MAX;
     }
-    ab = (int64_t)a * (int64_t)b;
-    nudge = ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
-    return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+    return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 30)) >> 31);
 }
 
+/* gemmlowp's RoundingDivideByPOT: halves away from zero, i.e. floor((x + 2^(e-1) - [x < 0]) / 2^e). */
 static inline int32_t edgernn_rdbpot(int32_t x, int exponent)
 {
-    const int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1);
-    const int32_t remainder = x & mask;
-    const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
-    return (x >> exponent) + (remainder > threshold ? 1 : 0);
+    const int64_t round = exponent > 0 ? ((int64_t)1 << (exponent - 1)) - (x < 0 ? 1 : 0) : 0;
+    return (int32_t)(((int64_t)x + round) >> exponent);
+}
+
+/* RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x * 2^left_shift, m), e) in one 64-bit
+ * expression, the rescale of TFLite's ADD/SUB inputs and outputs and of MultiplyByQuantizedMultiplier.
+ * With y = x * m, c = 2^(30 - left_shift) and A = 2^(31 - left_shift), the high multiply is
+ * q = floor((y + c) / A) (the identity above, the 2^left_shift factor cancelling), and for e > 0
+ * floor((floor(u / A) + d) / 2^e) = floor((u + A * d) / (A * 2^e)) merges the two roundings, the sign
+ * of q being the sign of y + c. Preconditions, as in TFLite: x * 2^left_shift fits in int32,
+ * left_shift <= 30, e >= 0, m != INT32_MIN. */
+typedef struct {
+    int64_t m;        /* the Q31 multiplier */
+    int64_t nudge;    /* c */
+    int64_t round;    /* A * 2^(e-1), or 0 when e == 0 */
+    int64_t neg;      /* A, or 0 when e == 0 */
+    int shift;        /* 31 - left_shift + e */
+} edgernn_rescale_t;
+
+static inline edgernn_rescale_t edgernn_rescale_make(int32_t multiplier, int left_shift, int e)
+{
+    edgernn_rescale_t r;
+    r.m = multiplier;
+    r.nudge = (int64_t)1 << (30 - left_shift);
+    r.round = e > 0 ? (int64_t)1 << (30 - left_shift + e) : 0;
+    r.neg = e > 0 ? (int64_t)1 << (31 - left_shift) : 0;
+    r.shift = 31 - left_shift + e;
+    return r;
+}
+
+static inline int32_t edgernn_rescale(const edgernn_rescale_t *r, int32_t x)
+{
+    const int64_t t = (int64_t)x * r->m + r->nudge;
+    return (int32_t)((t + r->round - ((t >> 63) & r->neg)) >> r->shift);
 }
 
 /* tflite::MultiplyByQuantizedMultiplier(int32_t, int32_t, int): two roundings, halves away from zero. */
@@ -37,9 +68,8 @@ static inline int32_t edgernn_mbqm(int32_t x, int32_t multiplier, int shift)
  * gives (its reference kernel multiplies through ruy, whose rescaling rounds once). */
 static inline int32_t edgernn_mbqm_single(int32_t x, int32_t multiplier, int shift)
 {
-    const int total_shift = 31 - shift;
-    const int64_t round = (int64_t)1 << (total_shift - 1);
-    return (int32_t)(((int64_t)x * (int64_t)multiplier + round) >> total_shift);
+    /* (x * m + 2^(30 - shift)) >> (31 - shift), as ((x * m >> (30 - shift)) + 1) >> 1: nested floors */
+    return (int32_t)(((((int64_t)x * (int64_t)multiplier) >> (30 - shift)) + 1) >> 1);
 }
 
 /* The 16x8 FULLY_CONNECTED rescale of LiteRT (through ruy): the 64-bit accumulator times the full

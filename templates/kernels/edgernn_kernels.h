@@ -72,12 +72,31 @@ void edgernn_addsub_s8(const edgernn_bcast_t *b, const edgernn_addsub_params_t *
                        const int8_t *in1, const int8_t *in2, int8_t *out);
 void edgernn_addsub_s16(const edgernn_bcast_t *b, const edgernn_addsub_params_t *p, int subtract,
                         const int16_t *in1, const int16_t *in2, int16_t *out);
+/* The same without broadcasting, on n elements: a range [i0, i1) of the output is the same call with
+ * every pointer advanced by i0 and n = i1 - i0. */
+void edgernn_addsub_n_s8(const edgernn_addsub_params_t *p, int subtract, const int8_t *in1,
+                         const int8_t *in2, int n, int8_t *out);
+void edgernn_addsub_n_s16(const edgernn_addsub_params_t *p, int subtract, const int16_t *in1,
+                          const int16_t *in2, int n, int16_t *out);
+/* One operand constant, rescaled at generation time: out[i] = rescale_out(+-rescale_1(in[i]) + k[i]),
+ * the input1 fields of p describing in, negate != 0 for constant - in. */
+void edgernn_addsub_const_s8(const edgernn_addsub_params_t *p, int negate, const int8_t *in,
+                             const int32_t *k, int n, int8_t *out);
+void edgernn_addsub_const_s16(const edgernn_addsub_params_t *p, int negate, const int16_t *in,
+                              const int32_t *k, int n, int16_t *out);
+void edgernn_mul_n_s8(const edgernn_mul_params_t *p, const int8_t *in1, const int8_t *in2, int n,
+                      int8_t *out);
+void edgernn_mul_n_s16(const edgernn_mul_params_t *p, const int16_t *in1, const int16_t *in2, int n,
+                       int16_t *out);
 void edgernn_mul_s8(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int8_t *in1,
                     const int8_t *in2, int8_t *out);
 void edgernn_mul_s16(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int16_t *in1,
                      const int16_t *in2, int16_t *out);
 void edgernn_div_s8(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int8_t *in1,
                     const int8_t *in2, int8_t *out);
+/* squared_difference.cc's 8-bit path; left_shift is 7, the activation range the full int8 range */
+void edgernn_squared_difference_s8(const edgernn_bcast_t *b, const edgernn_addsub_params_t *p,
+                                   const int8_t *in1, const int8_t *in2, int8_t *out);
 
 /* ---- unary ---- */
 typedef enum {
@@ -96,6 +115,8 @@ void edgernn_unary_f32(edgernn_unary_t op, const float *in, int n, float *out);
 /* Any 8-bit op that maps each input value to one output value, through a 256-entry table indexed
  * by (uint8_t)input. */
 void edgernn_lut_s8(const int8_t *table, const int8_t *in, int n, int8_t *out);
+/* TFLite's interpolating int16 lookup (LUTLookup) over a 513-entry table. */
+void edgernn_lut_s16(const int16_t *table, const int16_t *in, int n, int16_t *out);
 void edgernn_logistic_s16(int32_t input_multiplier, int32_t input_left_shift, const int16_t *in, int n,
                           int16_t *out);
 void edgernn_tanh_s16(int32_t input_multiplier, int32_t input_left_shift, const int16_t *in, int n,
@@ -115,9 +136,48 @@ void edgernn_copy_runs(const edgernn_run_t *runs, int n_runs, size_t elem_size, 
 
 /* softmax over the last dimension (depth) of rows, with TFLite's beta */
 void edgernn_softmax_f32(const float *in, int rows, int depth, float beta, float *out);
+/* 8-bit: TFLite's reference fixed-point softmax (output scale 1/256, zero point -128) */
+void edgernn_softmax_s8(int32_t input_multiplier, int input_left_shift, int32_t diff_min, const int8_t *in,
+                        int rows, int depth, int8_t *out);
+/* 16-bit: TFLite's SoftmaxInt16 with its exp and 1 / (1 + x) tables (output scale 1/32768) */
+void edgernn_softmax_s16(const int16_t *exp_lut, const int16_t *recip_lut, int32_t input_multiplier,
+                         int input_shift, const int16_t *in, int rows, int depth, int16_t *out);
 
 /* ---- reductions: out[o][i] = sum_r in[o][r][i] ---- */
 void edgernn_sum_f32(const float *in, int outer, int reduced, int inner, float *out);
 void edgernn_mean_f32(const float *in, int outer, int reduced, int inner, float *out);
+/* MEAN, 8-bit: out = clamp(mbqm(sum - reduced * input_zero_point) + output_zero_point) */
+void edgernn_mean_s8(const int8_t *in, int outer, int reduced, int inner, int32_t input_zero_point,
+                     int32_t multiplier, int shift, int32_t output_zero_point, int8_t *out);
+/* SUM, 8-bit: out = clamp(roundf(sum * scale + bias) + output_zero_point), in float32 */
+void edgernn_sum_s8(const int8_t *in, int outer, int reduced, int inner, float scale, float bias,
+                    int32_t output_zero_point, int8_t *out);
+
+/* ---- UNIDIRECTIONAL_SEQUENCE_LSTM (edgernn_lstm.c): batch 1, `steps` time steps ----
+ * Gates are packed in the order input, forget, cell, output: w_in is [4 * n_cell][n_input] and
+ * w_rec [4 * n_cell][n_cell], row-major. h and c are the op's variable tensors (the persistent
+ * state), updated in place; y receives h after every step. scratch holds 4 * n_cell gate values. */
+typedef struct {
+    int32_t n_input, n_cell;
+    int32_t in_multiplier[4], in_shift[4];   /* effective input-to-gate scales, per gate */
+    int32_t rec_multiplier[4], rec_shift[4]; /* effective recurrent-to-gate scales, per gate */
+    int32_t hidden_multiplier, hidden_shift, hidden_zero_point;
+    int32_t cell_shift;                      /* 30 + log2(cell scale): input gate x cell gate */
+    int32_t cell_tanh_integer_bits;          /* 15 + log2(cell scale) */
+    int32_t cell_clip;                       /* quantized cell clip, 0 for none */
+} edgernn_lstm_s8_params_t;
+
+typedef struct {
+    int32_t n_input, n_cell;
+    float cell_clip;                         /* 0 for none */
+} edgernn_lstm_f32_params_t;
+
+/* bias_in[r] = gate bias - input zero point * sum(w_in[r]); bias_rec[r] = -h zero point * sum(w_rec[r]) */
+void edgernn_lstm_s8(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, const int8_t *w_rec,
+                     const int32_t *bias_in, const int32_t *bias_rec, int steps, const int8_t *x,
+                     int8_t *h, int16_t *c, int8_t *y, int16_t *scratch);
+void edgernn_lstm_f32(const edgernn_lstm_f32_params_t *p, const float *w_in, const float *w_rec,
+                      const float *bias, int steps, const float *x, float *h, float *c, float *y,
+                      float *scratch);
 
 #endif /* EDGERNN_KERNELS_H */

@@ -1,0 +1,100 @@
+"""Where the weights, the state and the arena go on a board, checked against its memory budget.
+
+The board file says it (``[placement]``): ``weights_memory``, ``state_memory`` and ``arena_memory`` (a
+memory name, or a list tried in order: the first with room left wins). A memory's budget is its
+``size`` less its ``reserved`` bytes (runtime, code, stacks, link buffers). A memory marked
+``team_memory = true`` is allocated at init through the team (cluster L1 on GAP8) rather than
+statically. A model that does not fit is refused with a table of what goes where.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from edgernn.errors import EdgeRNNError
+
+
+class MemoryBudgetError(EdgeRNNError):
+    """The model does not fit the board's memories; ``details`` holds the placement table."""
+
+    def __init__(self, message: str, details: list[str]):
+        super().__init__(message)
+        self.details = details
+
+
+@dataclass
+class Placement:
+    board: str
+    items: dict[str, tuple[str, int]]                 # item -> (memory, bytes)
+    budgets: dict[str, int]                           # memory -> usable bytes
+    arena_in_team_memory: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def used(self, memory: str) -> int:
+        return sum(n for mem, n in self.items.values() if mem == memory)
+
+    def table(self) -> list[str]:
+        rows = [f"{'item':<8} {'memory':<8} {'bytes':>10}"]
+        for item, (mem, n) in self.items.items():
+            rows.append(f"{item:<8} {mem:<8} {n:>10}")
+        rows.append(f"{'memory':<8} {'used':>10} {'budget':>10} {'overflow':>10}")
+        for mem, budget in self.budgets.items():
+            used = self.used(mem)
+            if used == 0:
+                continue
+            over = max(0, used - budget)
+            rows.append(f"{mem:<8} {used:>10} {budget:>10} {over if over else '-':>10}")
+        return rows
+
+    def as_dict(self) -> dict:
+        return {"items": {k: {"memory": m, "bytes": n} for k, (m, n) in self.items.items()},
+                "budgets": dict(self.budgets), "arena_in_team_memory": self.arena_in_team_memory}
+
+
+def _budgets(board) -> dict[str, int]:
+    return {m["name"]: int(m["size"]) - int(m.get("reserved", 0)) for m in board.memories}
+
+
+def _choices(value, default: str) -> list[str]:
+    if value is None:
+        return [default]
+    return [value] if isinstance(value, str) else list(value)
+
+
+def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int) -> Placement:
+    """Put weights, state and arena in the board's memories; raise MemoryBudgetError when over budget."""
+    budgets = _budgets(board)
+    first = board.memories[0]["name"]
+    rules = board.get("placement", {}) or {}
+    for key in ("weights_memory", "state_memory"):
+        for name in _choices(rules.get(key), first):
+            if name not in budgets:
+                raise EdgeRNNError(f"board file {board.path}: placement.{key} names no memory {name!r}")
+    weights_mem = _choices(rules.get("weights_memory"), first)[0]
+    state_mem = _choices(rules.get("state_memory"), first)[0]
+    items = {"weights": (weights_mem, int(weight_bytes)), "state": (state_mem, int(state_bytes))}
+    fixed = Placement(board.name, dict(items), budgets)
+
+    arena_choices = _choices(rules.get("arena_memory"), first)
+    for name in arena_choices:
+        if name not in budgets:
+            raise EdgeRNNError(f"board file {board.path}: placement.arena_memory names no memory {name!r}")
+    arena_mem = arena_choices[-1]
+    for name in arena_choices:
+        if fixed.used(name) + arena_bytes <= budgets[name]:
+            arena_mem = name
+            break
+    items["arena"] = (arena_mem, int(arena_bytes))
+    placement = Placement(board.name, items, budgets,
+                          arena_in_team_memory=bool(board.memory(arena_mem).get("team_memory", False)))
+    if arena_mem != arena_choices[0]:
+        placement.notes.append(f"arena ({arena_bytes} B) does not fit {arena_choices[0]}: placed in {arena_mem}")
+    over = [(mem, placement.used(mem) - budget) for mem, budget in budgets.items()
+            if placement.used(mem) > budget]
+    if over:
+        what = ", ".join(f"{mem} by {n} B" for mem, n in over)
+        raise MemoryBudgetError(
+            f"the model does not fit board {board.name}: over budget in {what} "
+            f"(budget = size less reserved, from {board.path.name}; the table shows what goes where)",
+            placement.table())
+    return placement

@@ -1,0 +1,83 @@
+/* The team on GAP8: the cluster's cores. edgernn_init opens the cluster (and takes the arena from its
+ * L1 when the build placed it there); every step is one cluster task whose master core runs the
+ * schedule, and each shared kernel is forked over EDGERNN_CLUSTER_CORES cores with pi_cl_team_fork.
+ * Each core computes its own sub-range (pi_core_id) and meets the others at pi_cl_team_barrier. */
+#include "pmsis.h"
+
+#include "edgernn_team.h"
+
+#ifndef EDGERNN_CLUSTER_CORES
+#define EDGERNN_CLUSTER_CORES 8
+#endif
+
+typedef struct {
+    edgernn_range_fn fn;
+    const void *args;
+    int count, grain;
+} team_job_t;
+
+static struct pi_device cluster_dev;
+static struct pi_cluster_conf cluster_conf;
+static struct pi_cluster_task cluster_task;
+static int cluster_opened;
+
+int edgernn_team_open(void)
+{
+    if (cluster_opened) {
+        return 0;
+    }
+    pi_cluster_conf_init(&cluster_conf);
+    cluster_conf.id = 0;
+    pi_open_from_conf(&cluster_dev, &cluster_conf);
+    if (pi_cluster_open(&cluster_dev) != 0) {
+        return -1;
+    }
+    cluster_opened = 1;
+    return 0;
+}
+
+void *edgernn_team_fast_alloc(size_t nbytes)
+{
+    uint8_t *chunk;
+    if (!cluster_opened) {
+        return NULL;
+    }
+    /* pi_cl_l1_malloc aligns to 4 bytes; the arena wants 8. The chunk lives as long as the firmware. */
+    chunk = (uint8_t *)pi_cl_l1_malloc(&cluster_dev, (uint32_t)(nbytes + 4u));
+    if (chunk == NULL) {
+        return NULL;
+    }
+    return chunk + (((uintptr_t)chunk & 7u) ? 4u : 0u);
+}
+
+void edgernn_team_enter(void (*body)(void *), void *arg)
+{
+    pi_cluster_task(&cluster_task, body, arg);
+    (void)pi_cluster_send_task_to_cl(&cluster_dev, &cluster_task);
+}
+
+static void team_worker(void *arg)
+{
+    const team_job_t *job = (const team_job_t *)arg;
+    int begin, end;
+    edgernn_team_range((int)pi_core_id(), EDGERNN_CLUSTER_CORES, job->count, job->grain, &begin, &end);
+    if (begin < end) {
+        job->fn(job->args, begin, end);
+    }
+    pi_cl_team_barrier();
+}
+
+void edgernn_team_split(edgernn_range_fn fn, const void *args, int count, int grain)
+{
+    team_job_t job;
+    job.fn = fn;
+    job.args = args;
+    job.count = count;
+    job.grain = grain;
+    pi_cl_team_fork(EDGERNN_CLUSTER_CORES, team_worker, &job);
+}
+
+int edgernn_team_workers(void)
+{
+    return EDGERNN_CLUSTER_CORES;
+}

@@ -1,0 +1,37 @@
+/* Firmware entry on the AI-deck: PMSIS starts FreeRTOS and runs edgernn_main as its main task on the
+ * fabric controller. The validation server is the one of every board; each step runs on the cluster
+ * (edgernn_team.c). Ends on a fixed line, as on the emulated boards. */
+#include "pmsis.h"
+
+#include "hal.h"
+#include "model.h"
+#include "server.h"
+
+static void write_line(const char *line)
+{
+    int n = 0;
+    while (line[n] != '\0') {
+        ++n;
+    }
+    hal_uart_write((const uint8_t *)line, n);
+}
+
+static void edgernn_main(void)
+{
+    int code;
+
+    hal_init(0, (char **)0);
+    if (edgernn_init() != EDGERNN_OK) {
+        write_line("\n~~~EDGERNN INIT FAILED~~~\n");
+        hal_exit(2);
+        return;
+    }
+    code = edgernn_serve();
+    write_line(code == 0 ? "\n~~~EDGERNN SERVER DONE~~~\n" : "\n~~~EDGERNN LINK LOST~~~\n");
+    hal_exit(code);
+}
+
+int main(void)
+{
+    return pmsis_kickoff((void *)edgernn_main);
+}

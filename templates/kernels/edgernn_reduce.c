@@ -1,0 +1,49 @@
+#include <math.h>
+
+#include "edgernn_fixedpoint.h"
+#include "edgernn_kernels.h"
+
+/* MEAN, 8-bit: reference_ops::QuantizedMeanOrSum. The int32 sum of each reduced run, less
+ * count * zero point, requantized once; the multiplier already holds 1 / count. */
+void edgernn_mean_s8(const int8_t *in, int outer, int reduced, int inner, int32_t input_zero_point,
+                     int32_t multiplier, int shift, int32_t output_zero_point, int8_t *out)
+{
+    int o, r, i;
+    for (o = 0; o < outer; ++o) {
+        for (i = 0; i < inner; ++i) {
+            const int8_t *p = in + (size_t)o * reduced * inner + i;
+            int32_t sum = 0;
+            for (r = 0; r < reduced; ++r) {
+                sum += p[(size_t)r * inner];
+            }
+            sum -= input_zero_point * reduced;
+            out[(size_t)o * inner + i] =
+                (int8_t)edgernn_clamp(edgernn_mbqm(sum, multiplier, shift) + output_zero_point, -128, 127);
+        }
+    }
+}
+
+/* SUM, 8-bit, as LiteRT's SUM kernel computes it: the int32 sum rescaled in float,
+ * out = clamp(roundf(sum * scale + bias) + output_zero_point), with scale = s_in / s_out and
+ * bias = -zp_in * scale * count in float32. The product goes through a volatile so that no compiler
+ * fuses it with the addition into an fma, which would round once instead of twice. */
+void edgernn_sum_s8(const int8_t *in, int outer, int reduced, int inner, float scale, float bias,
+                    int32_t output_zero_point, int8_t *out)
+{
+    int o, r, i;
+    for (o = 0; o < outer; ++o) {
+        for (i = 0; i < inner; ++i) {
+            const int8_t *p = in + (size_t)o * reduced * inner + i;
+            int32_t sum = 0;
+            volatile float scaled;
+            float shifted;
+            for (r = 0; r < reduced; ++r) {
+                sum += p[(size_t)r * inner];
+            }
+            scaled = (float)sum * scale;
+            shifted = scaled + bias;
+            out[(size_t)o * inner + i] =
+                (int8_t)edgernn_clamp((int32_t)roundf(shifted) + output_zero_point, -128, 127);
+        }
+    }
+}

@@ -1,0 +1,89 @@
+/* The fast forms of edgernn_fixedpoint.h against gemmlowp's literal definitions.
+ * Prints the number of disagreements (0 expected) over edge cases and pseudo-random operands. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "edgernn_fixedpoint.h"
+
+/* gemmlowp::SaturatingRoundingDoublingHighMul, as written there */
+static int32_t ref_srdhm(int32_t a, int32_t b)
+{
+    int64_t ab, nudge;
+    if (a == b && a == INT32_MIN) {
+        return INT32_MAX;
+    }
+    ab = (int64_t)a * (int64_t)b;
+    nudge = ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
+    return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+}
+
+/* gemmlowp::RoundingDivideByPOT, as written there */
+static int32_t ref_rdbpot(int32_t x, int exponent)
+{
+    const int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1);
+    const int32_t remainder = x & mask;
+    const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
+static uint64_t state = 0x9E3779B97F4A7C15ull;
+
+static uint32_t next(void)
+{
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return (uint32_t)(state >> 16);
+}
+
+int main(void)
+{
+    static const int32_t edges[] = {0, 1, -1, 2, -2, 255, -255, 256, -256, 32767, -32768, 65535, -65535,
+                                    1 << 20, -(1 << 20), (1 << 28) - 1, -(1 << 28), INT32_MAX, INT32_MIN,
+                                    1 << 30, (1 << 30) + 1, 1073741823, 2147483646, -2147483647};
+    const int n_edges = (int)(sizeof edges / sizeof edges[0]);
+    long bad = 0, checked = 0;
+    int i, j, e, L;
+    for (i = 0; i < n_edges; ++i) {
+        for (j = 0; j < n_edges; ++j) {
+            bad += edgernn_srdhm(edges[i], edges[j]) != ref_srdhm(edges[i], edges[j]);
+            ++checked;
+        }
+        for (e = 0; e < 31; ++e) {
+            bad += edgernn_rdbpot(edges[i], e) != ref_rdbpot(edges[i], e);
+            ++checked;
+        }
+    }
+    for (i = 0; i < 2000000; ++i) {
+        const int32_t a = (int32_t)next(), b = (int32_t)next();
+        const int ex = (int)(next() % 32);
+        bad += edgernn_srdhm(a, b) != ref_srdhm(a, b);
+        bad += edgernn_rdbpot(a, ex) != ref_rdbpot(a, ex);
+        checked += 2;
+    }
+    /* the merged rescale, for the left shifts of ADD/SUB (20, 15) and MUL (0), near ties included */
+    for (L = 0; L <= 20; L += (L == 0 ? 15 : 5)) {
+        const int32_t lim = L == 20 ? 255 : (L == 15 ? 32768 : INT32_MAX);
+        for (i = 0; i < 1000000; ++i) {
+            const int32_t m = (int32_t)(next() % 3 == 0 ? (1u << 30) + (next() % 4) : ((next() >> 1) | (1u << 30)));
+            const int32_t sm = (next() & 1) ? m : -m;
+            const int32_t x = (int32_t)((int64_t)(int32_t)next() % ((int64_t)lim + 1));
+            const int ex = (int)(next() % 24);
+            const edgernn_rescale_t r = edgernn_rescale_make(sm, L, ex);
+            const int32_t want = ref_rdbpot(ref_srdhm((int32_t)((int64_t)x * ((int64_t)1 << L)), sm), ex);
+            bad += edgernn_rescale(&r, x) != want;
+            ++checked;
+        }
+    }
+    /* the single-rounding rescale of FULLY_CONNECTED */
+    for (i = 0; i < 2000000; ++i) {
+        const int32_t x = (int32_t)next(), m = (int32_t)((next() >> 1) | (1u << 30));
+        const int sh = -(int)(next() % 31);
+        const int total = 31 - sh;
+        const int32_t want = (int32_t)(((int64_t)x * m + ((int64_t)1 << (total - 1))) >> total);
+        bad += edgernn_mbqm_single(x, m, sh) != want;
+        ++checked;
+    }
+    printf("checked %ld mismatches %ld\n", checked, bad);
+    return bad != 0;
+}
