@@ -1,6 +1,6 @@
-"""End to end: a Keras model converted to an int8 step model, firmware generated, built for the host
-and qemu_riscv32 boards, and validated over the link: the device must match the interpreter exactly
-over at least 1,000 steps."""
+"""End to end: a Keras model converted to an int8 step model (and an LSTM to TFLite's fused
+UNIDIRECTIONAL_SEQUENCE_LSTM), firmware generated, built for the host and qemu_riscv32 boards, and
+validated over the link: the device must match the interpreter exactly over at least 1,000 steps."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from edgernn.boards import load_board
 
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
 
-KINDS = ["lstm64", "gru", "cfc"]
+KINDS = ["lstm64", "lstm64_fused", "gru", "cfc"]
 STEPS = 1000
 
 
@@ -18,7 +18,7 @@ def build_model(kind: str):
     import keras
 
     keras.utils.set_random_seed(0)
-    if kind == "lstm64":
+    if kind.startswith("lstm64"):
         rnn = keras.layers.LSTM(64, return_sequences=True)
     elif kind == "gru":
         rnn = keras.layers.GRU(16, return_sequences=True)
@@ -26,7 +26,7 @@ def build_model(kind: str):
         import ncps.keras
 
         rnn = ncps.keras.CfC(16, return_sequences=True)
-    return keras.Sequential([keras.Input((None, 2)), rnn, keras.layers.Dense(1)], name=kind)
+    return keras.Sequential([keras.Input((None, 2)), rnn, keras.layers.Dense(1)], name=kind.split("_")[0])
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +44,12 @@ def converted(tmp_path_factory):
             path = folder / f"{kind}.keras"
             model.save(path)
             out = folder / "out"
-            convert_model(str(path), out, quant="int8", calib=trajectories(8, 80, 2, 1), board=board,
-                          mode="step")
+            mode = "fused" if kind.endswith("_fused") else "step"
+            manifest = convert_model(str(path), out, quant="int8", calib=trajectories(8, 80, 2, 1),
+                                     board=board, mode=mode)
+            assert manifest["mode"] == mode
+            if mode == "fused":
+                assert "UNIDIRECTIONAL_SEQUENCE_LSTM" in manifest["ops"] and "WHILE" not in manifest["ops"]
             from edgernn.backend import generate_firmware
 
             generate_firmware(out, load_board(board))
