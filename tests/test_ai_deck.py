@@ -47,17 +47,28 @@ def small_lstm(seed: int = 0):
                             name="deck_lstm")
 
 
-@pytest.fixture(scope="module")
-def deck_build(tmp_path_factory):
-    """An int8 LSTM built for ai_deck where no GAP SDK is set up."""
+def _deck_build(tmp_path_factory, mode: str):
     from edgernn.building import build_firmware
 
-    out = tmp_path_factory.mktemp("deck") / "out"
+    out = tmp_path_factory.mktemp(f"deck_{mode}") / "out"
     warnings = []
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(io.StringIO()):
         mp.delenv("GAP_SDK_HOME", raising=False)
-        result = build_firmware(small_lstm(), out, board="ai_deck", quant="int8", warn=warnings.append)
+        result = build_firmware(small_lstm(), out, board="ai_deck", quant="int8", mode=mode,
+                                warn=warnings.append)
     return out, result, warnings
+
+
+@pytest.fixture(scope="module")
+def deck_build(tmp_path_factory):
+    """An int8 LSTM step model built for ai_deck where no GAP SDK is set up."""
+    return _deck_build(tmp_path_factory, "step")
+
+
+@pytest.fixture(scope="module")
+def deck_build_fused(tmp_path_factory):
+    """The same LSTM as TFLite's fused UNIDIRECTIONAL_SEQUENCE_LSTM."""
+    return _deck_build(tmp_path_factory, "fused")
 
 
 def test_boards_lists_ai_deck():
@@ -127,12 +138,18 @@ def test_build_says_how_to_build_and_flash(deck_build):
 
 
 @pytest.mark.toolchain
-def test_portable_sources_compile_warning_free_for_rv32imc(deck_build, tmp_path):
+@pytest.mark.parametrize("mode", ["step", "fused"])
+def test_portable_sources_compile_warning_free_for_rv32imc(request, mode, tmp_path):
     require_tools("riscv64-unknown-elf-gcc")
-    out, _, _ = deck_build
+    out, result, _ = request.getfixturevalue("deck_build" if mode == "step" else "deck_build_fused")
+    assert result["manifest"]["mode"] == mode
     fw = out / "firmware"
     portable = [p for p in sorted(fw.glob("*.c")) if p.name not in HAL_FILES]
     assert {"server.c", "protocol.c", "model.c", "weights.c", "edgernn_team_kernels.c"} <= {p.name for p in portable}
+    if mode == "fused":
+        assert "edgernn_lstm.c" in {p.name for p in portable} and "edgernn_lstm_s8(" in (fw / "model.c").read_text()
+        make = (fw / "Makefile").read_text()
+        assert "edgernn_lstm.c" in re.search(r"^APP_SRCS \+= (.*)$", make, re.M).group(1).split()
     for src in portable:
         cmd = [*RV32, *STRICT, "-O2", "-DEDGERNN_LINK_MAX_FRAME=4096", '-DEDGERNN_BOARD_NAME="ai_deck"',
                f"-I{fw}", "-c", str(src), "-o", str(tmp_path / (src.stem + ".o"))]
