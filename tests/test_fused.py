@@ -256,16 +256,17 @@ def test_a_gru_beside_an_lstm_keeps_the_whole_model_on_the_step_path():
     assert len(result.plan_lines) == 2
 
 
-def test_for_firmware_auto_picks_step_until_the_backend_has_the_kernel():
-    from edgernn.backend import supported_ops
+def test_for_firmware_auto_follows_what_the_backend_can_run(monkeypatch):
+    import edgernn.backend
     from edgernn.decompose import decompose
     from edgernn.fused import NO_FUSED_BACKEND, diagnose
 
-    if FUSED_OP in supported_ops():
-        pytest.skip("the C backend has a fused LSTM kernel")
-    model = zoo.functional_lstm()
-    plan = decompose(model, "keras")
+    plan = decompose(zoo.functional_lstm(), "keras")
+    assert FUSED_OP in edgernn.backend.supported_ops()
     assert diagnose(plan, "int8", "auto").fused
+    assert diagnose(plan, "int8", "auto", for_firmware=True).fused
+    # a backend without the kernel gets the step path, with the reason
+    monkeypatch.setattr(edgernn.backend, "supported_ops", lambda: ["FULLY_CONNECTED"])
     firmware = diagnose(plan, "int8", "auto", for_firmware=True)
     assert not firmware.fused and firmware.paths[0].why == NO_FUSED_BACKEND
 
@@ -279,12 +280,11 @@ def test_mode_fused_on_an_ineligible_model_is_one_line_error(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_build_with_mode_fused_is_refused_until_the_backend_has_the_kernel(tmp_path):
-    from edgernn.backend import supported_ops
+def test_build_with_mode_fused_is_refused_by_a_backend_without_the_kernel(tmp_path, monkeypatch):
+    import edgernn.backend
     from edgernn.building import build_firmware
 
-    if FUSED_OP in supported_ops():
-        pytest.skip("the C backend has a fused LSTM kernel")
+    monkeypatch.setattr(edgernn.backend, "supported_ops", lambda: ["FULLY_CONNECTED"])
     with pytest.raises(EdgeRNNError, match="C backend has no fused LSTM kernel"):
         build_firmware(zoo.functional_lstm(), tmp_path / "out", board="host", mode="fused")
     assert not (tmp_path / "out").exists()

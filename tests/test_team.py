@@ -51,7 +51,7 @@ def converted(tmp_path_factory):
         if (name, quant) not in cache:
             out = tmp_path_factory.mktemp(f"team_{name}_{quant}") / "out"
             with contextlib.redirect_stdout(io.StringIO()):
-                convert_model(MODELS[name](), out, quant=quant)
+                convert_model(MODELS[name](), out, quant=quant, mode="step")
             cache[(name, quant)] = out
         return cache[(name, quant)]
 
