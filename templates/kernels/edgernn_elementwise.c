@@ -281,25 +281,12 @@ void edgernn_mul_s16(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, co
 
 /* ---- DIV, 8-bit: reference_ops::DivElementwise with gemmlowp's reciprocal ---- */
 
-static int count_leading_zeros_u32(uint32_t x)
-{
-    int n = 0;
-    if (x == 0) {
-        return 32;
-    }
-    while (!(x & 0x80000000u)) {
-        x <<= 1;
-        ++n;
-    }
-    return n;
-}
-
 static int count_leading_sign_bits(int32_t x)
 {
     if (x == 0) {
         return 31;
     }
-    return x < 0 ? count_leading_zeros_u32(~(uint32_t)x) - 1 : count_leading_zeros_u32((uint32_t)x) - 1;
+    return x < 0 ? edgernn_clz32(~(uint32_t)x) - 1 : edgernn_clz32((uint32_t)x) - 1;
 }
 
 /* gemmlowp fixed-point helpers, Q0.31 with 2 integer bits where noted. */
@@ -340,7 +327,7 @@ static int32_t one_over_one_plus_x_for_x_in_0_1(int32_t a)
 /* tflite::GetReciprocal(x, x_integer_digits = 31, &num_bits_over_unit) */
 static int32_t get_reciprocal(int32_t x, int *num_bits_over_unit)
 {
-    const int headroom_plus_one = count_leading_zeros_u32((uint32_t)x);
+    const int headroom_plus_one = edgernn_clz32((uint32_t)x);
     const uint32_t shifted = (uint32_t)x << headroom_plus_one;
     *num_bits_over_unit = 31 - headroom_plus_one;
     return one_over_one_plus_x_for_x_in_0_1((int32_t)(shifted - ((uint32_t)1 << 31)));

@@ -87,4 +87,18 @@ static inline int32_t edgernn_clamp(int32_t x, int32_t lo, int32_t hi)
     return x < lo ? lo : (x > hi ? hi : x);
 }
 
+/* Leading zero bits of x (32 for 0), as the reference kernels' CountLeadingZeros. */
+static inline int edgernn_clz32(uint32_t x)
+{
+    int n = 0;
+    if (x == 0) {
+        return 32;
+    }
+    while (!(x & 0x80000000u)) {
+        x <<= 1;
+        ++n;
+    }
+    return n;
+}
+
 #endif /* EDGERNN_FIXEDPOINT_H */

@@ -9,19 +9,6 @@ static int32_t sat_shl(int32_t x, int exponent)
     return wide > INT32_MAX ? INT32_MAX : (wide < INT32_MIN ? INT32_MIN : (int32_t)wide);
 }
 
-static int clz32(uint32_t x)
-{
-    int n = 0;
-    if (x == 0) {
-        return 32;
-    }
-    while (!(x & 0x80000000u)) {
-        x <<= 1;
-        ++n;
-    }
-    return n;
-}
-
 /* gemmlowp::exp_on_interval_between_negative_one_quarter_and_0_excl, Q0.31 in and out */
 static int32_t exp_quarter(int32_t a)
 {
@@ -92,7 +79,7 @@ void edgernn_softmax_s8(int32_t input_multiplier, int input_left_shift, int32_t 
             }
         }
         /* tflite::GetReciprocal(sum, 12 integer bits) */
-        headroom_plus_one = clz32((uint32_t)sum_of_exps);
+        headroom_plus_one = edgernn_clz32((uint32_t)sum_of_exps);
         num_bits_over_unit = 12 - headroom_plus_one;
         shifted_scale = one_over_one_plus_x(
             (int32_t)(((uint32_t)sum_of_exps << headroom_plus_one) - ((uint32_t)1 << 31)));
@@ -142,7 +129,7 @@ void edgernn_softmax_s16(const int16_t *exp_lut, const int16_t *recip_lut, int32
             y[c] = (int16_t)lut_lookup_s16(exp_lut, symmetric);
             sum_of_exps += y[c];
         }
-        headroom_plus_one = clz32((uint32_t)sum_of_exps);
+        headroom_plus_one = edgernn_clz32((uint32_t)sum_of_exps);
         shifted_sum = (int32_t)((((int64_t)sum_of_exps << (headroom_plus_one - 1)) + (1 << 13)) >> 14);
         reciprocal = lut_lookup_s16(recip_lut,
                                     edgernn_clamp(shifted_sum - ((1 << 15) + (1 << 16)), -32768, 32767));
