@@ -119,13 +119,14 @@ def test_fused_lstm_matches_interpreter(fused, name, quant, record_property):
 @pytest.mark.parametrize("name", ["seq8_u16_all", "seq4_u13"])
 def test_int8_gate_dot_product_paths_are_byte_exact(fused, name):
     """The gates' dot products (edgernn_dot.h, shared with FULLY_CONNECTED) built for a scalar core
-    (EDGERNN_FC_SCALAR) and on GAP8's Xpulp path, with the C emulation of its builtin and with GCC
-    vectors: the same bytes as the portable build and as the interpreter. Inputs of 5 features,
-    13 units: dot products with tails, rows past the last multiple of 4, unaligned rows."""
+    (EDGERNN_FC_SCALAR, with the 32-bit cores' rescale, EDGERNN_LSTM_SCALE32) and on GAP8's Xpulp
+    path, with the C emulation of its builtin and with GCC vectors: the same bytes as the portable
+    build and as the interpreter. Inputs of 5 features, 13 units: dot products with tails, rows past
+    the last multiple of 4, unaligned rows."""
     folder = fused(name, "int8").folder
     obj = folder / "firmware" / "obj-gcc" / "edgernn_lstm.o"
-    variants = {"portable": [], "scalar": ["-DEDGERNN_FC_SCALAR"], "emulated": ["-DEDGERNN_XPULP_EMULATE"],
-                "vector": ["-DEDGERNN_XPULP=1", H.VECTOR_SDOTSP4]}
+    variants = {"portable": [], "scalar": ["-DEDGERNN_FC_SCALAR", "-DEDGERNN_LSTM_SCALE32"],
+                "emulated": ["-DEDGERNN_XPULP_EMULATE"], "vector": ["-DEDGERNN_XPULP=1", H.VECTOR_SDOTSP4]}
     builds, objects = {}, {}
     for label, flags in variants.items():
         builds[label] = H.build(folder, cflags=["-O2", *flags], name=f"driver_dot_{label}")

@@ -150,25 +150,61 @@ static inline int16_t fx_tanh(int16_t a, int ib)
 
 /* ---- int8 ---- */
 
-/* TFLite's MultiplyByQuantizedMultiplier(acc, multiplier, shift) as edgernn_rescale: the left
- * shift wraps in int32 first, as TFLite's does; the rest is one 64-bit expression. */
+/* gemmlowp's RoundingDivideByPOT in 32-bit arithmetic (mask and threshold, as gemmlowp writes it):
+ * no 64-bit add or shift, which a 32-bit core pays for. */
+static inline int32_t lstm_rdbpot(int32_t x, int exponent)
+{
+    const int32_t mask = (int32_t)((1u << exponent) - 1u);
+    const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> exponent) + ((x & mask) > threshold ? 1 : 0);
+}
+
+/* TFLite's MultiplyByQuantizedMultiplier(x, multiplier, shift), set up once per call. The left shift
+ * wraps in int32 as TFLite's does. On a 64-bit core the rest is edgernn_rescale's one 64-bit
+ * expression; a 32-bit core (or -DEDGERNN_LSTM_SCALE32) shifts the 64-bit product by the constant 31
+ * only, floor((a * m + 2^30) / 2^31), the doubling high multiply (its saturation needs
+ * m == INT32_MIN, which a quantized multiplier never is), and rounds the right shift in 32 bits. */
+#if UINTPTR_MAX > 0xFFFFFFFFu && !defined(EDGERNN_LSTM_SCALE32)
 typedef struct {
     edgernn_rescale_t rescale;
     int left_shift;
-} gate_scale_t;
+} lstm_scale_t;
 
-static gate_scale_t gate_scale(int32_t multiplier, int32_t shift)
+static lstm_scale_t lstm_scale(int32_t multiplier, int32_t shift)
 {
-    gate_scale_t s;
+    lstm_scale_t s;
     s.rescale = edgernn_rescale_make(multiplier, 0, shift > 0 ? 0 : (int)-shift);
     s.left_shift = shift > 0 ? (int)shift : 0;
     return s;
 }
 
-static inline int32_t gate_scaled(const gate_scale_t *s, int32_t acc)
+static inline int32_t lstm_scaled(const lstm_scale_t *s, int32_t x)
 {
-    return edgernn_rescale(&s->rescale, (int32_t)((uint32_t)acc << s->left_shift));
+    return edgernn_rescale(&s->rescale, (int32_t)((uint32_t)x << s->left_shift));
 }
+#else
+typedef struct {
+    int32_t multiplier;
+    int left_shift;
+    int right_shift;
+} lstm_scale_t;
+
+static lstm_scale_t lstm_scale(int32_t multiplier, int32_t shift)
+{
+    lstm_scale_t s;
+    s.multiplier = multiplier;
+    s.left_shift = shift > 0 ? (int)shift : 0;
+    s.right_shift = shift > 0 ? 0 : (int)-shift;
+    return s;
+}
+
+static inline int32_t lstm_scaled(const lstm_scale_t *s, int32_t x)
+{
+    const int32_t a = (int32_t)((uint32_t)x << s->left_shift);
+    const int32_t high = (int32_t)(((int64_t)a * s->multiplier + ((int64_t)1 << 30)) >> 31);
+    return lstm_rdbpot(high, s->right_shift);
+}
+#endif
 
 /* gate[r] = clamp16(MBQM(bias[r] + w[r] . v, multiplier, shift) + gate[r]) for one gate: TFLite's
  * MatrixBatchVectorMultiplyAccumulate with int16 output, four rows at a time sharing each load of v
@@ -177,7 +213,7 @@ static inline int32_t gate_scaled(const gate_scale_t *s, int32_t acc)
 static void gate_accumulate_s8(const int8_t *w, const int32_t *bias, int32_t multiplier, int32_t shift,
                                const int8_t *v, int n_cols, int n_rows, int first, int16_t *gate)
 {
-    const gate_scale_t s = gate_scale(multiplier, shift);
+    const lstm_scale_t s = lstm_scale(multiplier, shift);
     int r = 0;
     for (; r + 4 <= n_rows; r += 4) {
         int32_t acc[4];
@@ -189,13 +225,13 @@ static void gate_accumulate_s8(const int8_t *w, const int32_t *bias, int32_t mul
         edgernn_dot4_s8(v, w + (size_t)r * (size_t)n_cols, n_cols, acc);
         for (k = 0; k < 4; ++k) {
             const int32_t prior = first ? 0 : gate[r + k];
-            gate[r + k] = (int16_t)edgernn_clamp(gate_scaled(&s, acc[k]) + prior, INT16_MIN, INT16_MAX);
+            gate[r + k] = (int16_t)edgernn_clamp(lstm_scaled(&s, acc[k]) + prior, INT16_MIN, INT16_MAX);
         }
     }
     for (; r < n_rows; ++r) {
         const int32_t acc = edgernn_dot1_s8(v, w + (size_t)r * (size_t)n_cols, n_cols, bias[r]);
         const int32_t prior = first ? 0 : gate[r];
-        gate[r] = (int16_t)edgernn_clamp(gate_scaled(&s, acc) + prior, INT16_MIN, INT16_MAX);
+        gate[r] = (int16_t)edgernn_clamp(lstm_scaled(&s, acc) + prior, INT16_MIN, INT16_MAX);
     }
 }
 
@@ -206,6 +242,8 @@ void edgernn_lstm_s8(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, cons
     const int n_in = (int)p->n_input;
     const int n_cell = (int)p->n_cell;
     const int tanh_cell = p->cell_tanh_integer_bits >= 0 && p->cell_tanh_integer_bits <= 6;
+    const int cell_shift = (int)p->cell_shift;
+    const lstm_scale_t hidden_scale = lstm_scale(p->hidden_multiplier, p->hidden_shift);
     int t;
     for (t = 0; t < steps; ++t) {
         const int8_t *xt = x + (size_t)t * (size_t)n_in;
@@ -225,8 +263,8 @@ void edgernn_lstm_s8(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, cons
             const int16_t cg = fx_tanh_q3(scratch[2 * n_cell + j]);
             const int16_t og = fx_logistic_q3(scratch[3 * n_cell + j]);
             /* UpdateLstmCellInteger: CwiseMul by 2^-15 and 2^-(30 + cell scale), CwiseAdd, clip */
-            const int16_t kept = (int16_t)edgernn_rdbpot((int32_t)fg * (int32_t)c[j], 15);
-            const int16_t added = (int16_t)edgernn_rdbpot((int32_t)ig * (int32_t)cg, (int)p->cell_shift);
+            const int16_t kept = (int16_t)lstm_rdbpot((int32_t)fg * (int32_t)c[j], 15);
+            const int16_t added = (int16_t)lstm_rdbpot((int32_t)ig * (int32_t)cg, cell_shift);
             int32_t cell = edgernn_clamp((int32_t)kept + (int32_t)added, INT16_MIN, INT16_MAX);
             int32_t hidden;
             if (p->cell_clip > 0) {
@@ -237,7 +275,7 @@ void edgernn_lstm_s8(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, cons
              * integer bits; for any other cell scale it writes nothing, and the product takes the
              * input gate left in that scratch buffer instead of tanh(c). */
             hidden = (int32_t)og * (int32_t)(tanh_cell ? fx_tanh(c[j], (int)p->cell_tanh_integer_bits) : ig);
-            hidden = edgernn_mbqm(hidden, p->hidden_multiplier, (int)p->hidden_shift) + p->hidden_zero_point;
+            hidden = lstm_scaled(&hidden_scale, hidden) + p->hidden_zero_point;
             scratch[j] = (int16_t)edgernn_clamp(hidden, -128, 127);
         }
         /* h is read by every gate of this step, so it changes only now */
