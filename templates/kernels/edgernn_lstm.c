@@ -206,6 +206,11 @@ static inline int32_t lstm_scaled(const lstm_scale_t *s, int32_t x)
 }
 #endif
 
+static inline int16_t gate_add(const lstm_scale_t *s, int32_t acc, int32_t prior)
+{
+    return (int16_t)edgernn_clamp(lstm_scaled(s, acc) + prior, INT16_MIN, INT16_MAX);
+}
+
 /* gate[r] = clamp16(MBQM(bias[r] + w[r] . v, multiplier, shift) + gate[r]) for one gate: TFLite's
  * MatrixBatchVectorMultiplyAccumulate with int16 output, four rows at a time sharing each load of v
  * (edgernn_dot4_s8, the dot products of FULLY_CONNECTED). first: the gate's first product, whose
@@ -217,21 +222,19 @@ static void gate_accumulate_s8(const int8_t *w, const int32_t *bias, int32_t mul
     int r = 0;
     for (; r + 4 <= n_rows; r += 4) {
         int32_t acc[4];
-        int k;
         acc[0] = bias[r];
         acc[1] = bias[r + 1];
         acc[2] = bias[r + 2];
         acc[3] = bias[r + 3];
         edgernn_dot4_s8(v, w + (size_t)r * (size_t)n_cols, n_cols, acc);
-        for (k = 0; k < 4; ++k) {
-            const int32_t prior = first ? 0 : gate[r + k];
-            gate[r + k] = (int16_t)edgernn_clamp(lstm_scaled(&s, acc[k]) + prior, INT16_MIN, INT16_MAX);
-        }
+        gate[r] = gate_add(&s, acc[0], first ? 0 : gate[r]);
+        gate[r + 1] = gate_add(&s, acc[1], first ? 0 : gate[r + 1]);
+        gate[r + 2] = gate_add(&s, acc[2], first ? 0 : gate[r + 2]);
+        gate[r + 3] = gate_add(&s, acc[3], first ? 0 : gate[r + 3]);
     }
     for (; r < n_rows; ++r) {
         const int32_t acc = edgernn_dot1_s8(v, w + (size_t)r * (size_t)n_cols, n_cols, bias[r]);
-        const int32_t prior = first ? 0 : gate[r];
-        gate[r] = (int16_t)edgernn_clamp(lstm_scaled(&s, acc) + prior, INT16_MIN, INT16_MAX);
+        gate[r] = gate_add(&s, acc, first ? 0 : gate[r]);
     }
 }
 
