@@ -4,8 +4,8 @@
  * projection, peephole or CIFG: int8 input and hidden state, int8 weights, int16 gates in Q3.12
  * before their activation and Q0.15 after it, an int16 cell state with a power-of-two scale.
  * The sigmoid and tanh are gemmlowp's 16-bit fixed-point logistic and tanh, which TFLite's
- * portable tensor utils apply (ApplySigmoid, ApplyTanh), reproduced here operation for operation,
- * including the wrap-around of 16-bit adds that gemmlowp leaves unsaturated.
+ * portable tensor utils apply (ApplySigmoid, ApplyTanh): the same roundings in the same order, for
+ * the same result on every input, without the saturations and wraps that their ranges never reach.
  */
 #include <math.h>
 
