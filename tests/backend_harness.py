@@ -20,6 +20,13 @@ from edgernn.interpreter import load_interpreter
 
 DRIVER = Path(__file__).resolve().parent / "c" / "step_driver.c"
 
+# GAP8's SIMD dot product, written with the GCC vector subscripts of the GAP SDK's own emulation
+# (gap_sdk tools/autotiler_v3/Emulation/GapBuiltins.h): it stands in for the real builtin so the
+# device-side types and loads of the Xpulp path (templates/kernels/edgernn_dot.h) compile and run on
+# the host too.
+VECTOR_SDOTSP4 = ("-D__builtin_pulp_sdotsp4(a,b,c)="
+                  "((c)+(a)[0]*(b)[0]+(a)[1]*(b)[1]+(a)[2]*(b)[2]+(a)[3]*(b)[3])")
+
 
 def state_keys(folder: Path) -> list[str]:
     manifest = json.loads((folder / "manifest.json").read_text())

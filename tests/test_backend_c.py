@@ -302,14 +302,6 @@ def test_head_runs_once_on_the_last_output(tmp_path, quant):
     assert len({r.tobytes() for r in ref}) > len(hs) // 2
 
 
-
-# GAP8's SIMD dot product, written with the GCC vector subscripts of the GAP SDK's own emulation
-# (gap_sdk tools/autotiler_v3/Emulation/GapBuiltins.h): it stands in for the real builtin so the
-# device-side types and loads of the Xpulp path compile and run on the host too.
-VECTOR_SDOTSP4 = ("-D__builtin_pulp_sdotsp4(a,b,c)="
-                  "((c)+(a)[0]*(b)[0]+(a)[1]*(b)[1]+(a)[2]*(b)[2]+(a)[3]*(b)[3])")
-
-
 @pytest.mark.toolchain
 @pytest.mark.parametrize("name,quant", [("cfc", "int8"), ("gru", "int8"), ("gru", "int16")])
 def test_fully_connected_paths_are_byte_exact(converted, name, quant):
@@ -321,7 +313,7 @@ def test_fully_connected_paths_are_byte_exact(converted, name, quant):
     fc_obj = folder / "firmware" / "obj-gcc" / "edgernn_fully_connected.o"
     variants = {"portable": [], "scalar": ["-DEDGERNN_FC_SCALAR"]}
     if quant == "int8":
-        variants.update({"emulated": ["-DEDGERNN_XPULP_EMULATE"], "vector": ["-DEDGERNN_XPULP=1", VECTOR_SDOTSP4]})
+        variants.update({"emulated": ["-DEDGERNN_XPULP_EMULATE"], "vector": ["-DEDGERNN_XPULP=1", H.VECTOR_SDOTSP4]})
     builds, objects = {}, {}
     for label, flags in variants.items():
         builds[label] = H.build(folder, cflags=["-O2", *flags], name=f"driver_fc_{label}")

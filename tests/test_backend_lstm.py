@@ -27,9 +27,11 @@ FEATURES = zoo.FUSED_FEATURES
 # name: (time, units, return_sequences, dense before, dense after), then zoo.fused_lstm / zoo.write_fused_lstm options.
 # Cell state scales the int8 conversions get (the integer tanh of c has 15 + log2(scale) integer bits):
 # seq8_* and stream_u16 2^-15; stream_u64 2^-16, where TFLite skips tanh(c) (docs/ops.md);
-# seq16_bigcell 2^-11.
+# seq16_bigcell 2^-11. seq4_u13: 13 units, so gate rows past the last multiple of 4 and recurrent rows
+# that start off a word.
 MODELS = {
     "seq8_u16_all": ((8, 16, True, True, True), {}, {}),
+    "seq4_u13": ((4, 13, True, True, True), {}, {}),
     "seq8_u64_last": ((8, 64, False, False, True), {}, {}),
     "stream_u16": ((1, 16, True, True, True), {}, {}),
     "stream_u64": ((1, 64, True, False, False), {}, {}),
@@ -110,6 +112,35 @@ def test_fused_lstm_matches_interpreter(fused, name, quant, record_property):
             assert stats["mismatches"] == 0, f"{name} {label}: {stats}"
         # the state carries over between invokes and really moves
         assert len({bytes(r) for r in ref}) > xs.shape[0] // 2
+
+
+@pytest.mark.slow
+@pytest.mark.toolchain
+@pytest.mark.parametrize("name", ["seq8_u16_all", "seq4_u13"])
+def test_int8_gate_dot_product_paths_are_byte_exact(fused, name):
+    """The gates' dot products (edgernn_dot.h, shared with FULLY_CONNECTED) built for a scalar core
+    (EDGERNN_FC_SCALAR, with the 32-bit cores' rescale, EDGERNN_LSTM_SCALE32) and on GAP8's Xpulp
+    path, with the C emulation of its builtin and with GCC vectors: the same bytes as the portable
+    build and as the interpreter. Inputs of 5 features, 13 units: dot products with tails, rows past
+    the last multiple of 4, unaligned rows."""
+    folder = fused(name, "int8").folder
+    obj = folder / "firmware" / "obj-gcc" / "edgernn_lstm.o"
+    variants = {"portable": [], "scalar": ["-DEDGERNN_FC_SCALAR", "-DEDGERNN_LSTM_SCALE32"],
+                "emulated": ["-DEDGERNN_XPULP_EMULATE"], "vector": ["-DEDGERNN_XPULP=1", H.VECTOR_SDOTSP4]}
+    builds, objects = {}, {}
+    for label, flags in variants.items():
+        builds[label] = H.build(folder, cflags=["-O2", *flags], name=f"driver_dot_{label}")
+        objects[label] = obj.read_bytes()
+    # the macros select other code, or the comparison below would prove nothing
+    assert all(objects[k] != objects["portable"] for k in variants if k != "portable")
+    time = MODELS[name][0][0]
+    for label, xs in _inputs(time, 64 // time, seed=11).items():
+        xq = H.quantize_x(folder, xs)
+        ref, _ = H.reference_bytes(folder, xq)
+        got = {k: H.run_driver(b.exe, xq, ref.shape[1], folder)[0] for k, b in builds.items()}
+        for k in variants:
+            assert np.array_equal(got[k], got["portable"]), f"{name} {label}: {k} differs from portable"
+        assert H.compare(got["portable"], ref, "int8")["mismatches"] == 0
 
 
 @pytest.mark.slow
@@ -239,7 +270,8 @@ def test_lstm_without_bias_is_not_fused_by_tf(tmp_path):
 @pytest.mark.toolchain
 def test_fixed_point_logistic_and_tanh_equal_gemmlowp_on_every_input(tmp_path):
     """The kernel's sigmoid and tanh against gemmlowp's fixedpoint.h as TensorFlow ships it
-    (include/external/gemmlowp), compiled with g++: all 65,536 inputs, tanh with 0 to 6 integer bits."""
+    (include/external/gemmlowp), compiled with g++: all 65,536 inputs, the gates' sigmoid and tanh
+    (Q3.12) and tanh(c) with 0 to 6 integer bits."""
     import importlib.util
     from pathlib import Path
 
@@ -258,7 +290,7 @@ def test_fixed_point_logistic_and_tanh_equal_gemmlowp_on_every_input(tmp_path):
                     str(tmp_path / "shim.o"), "-o", str(tmp_path / "check"), "-lm"], check=True)
     proc = subprocess.run([str(tmp_path / "check")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
-    assert proc.stdout.split() == ["logistic", "0", "tanh"] + ["0"] * 7
+    assert proc.stdout.split() == ["logistic", "0", "tanh_q3", "0", "tanh"] + ["0"] * 7
 
 
 # ---- what the lowering refuses, on hand-made graphs (no TensorFlow, no compiler) ----

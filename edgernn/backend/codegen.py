@@ -31,7 +31,9 @@ KERNEL_SOURCES = [
 ]
 # Kernels copied only into firmware whose schedule calls them: source -> function name prefix
 OPTIONAL_KERNEL_SOURCES = {"edgernn_lstm.c": "edgernn_lstm_"}
-KERNEL_HEADERS = ["edgernn_kernels.h", "edgernn_fixedpoint.h", "edgernn_team.h", "edgernn_xpulp_emul.h"]
+KERNEL_HEADERS = [
+    "edgernn_kernels.h", "edgernn_fixedpoint.h", "edgernn_dot.h", "edgernn_team.h", "edgernn_xpulp_emul.h",
+]
 # The team implementation, copied as edgernn_team.c: the board file's [parallel] team (a path under
 # templates/), else the portable one (serial, or POSIX threads with -DEDGERNN_THREADS=N).
 DEFAULT_TEAM = "kernels/edgernn_team.c"

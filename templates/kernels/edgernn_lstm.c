@@ -4,15 +4,22 @@
  * projection, peephole or CIFG: int8 input and hidden state, int8 weights, int16 gates in Q3.12
  * before their activation and Q0.15 after it, an int16 cell state with a power-of-two scale.
  * The sigmoid and tanh are gemmlowp's 16-bit fixed-point logistic and tanh, which TFLite's
- * portable tensor utils apply (ApplySigmoid, ApplyTanh), reproduced here operation for operation,
- * including the wrap-around of 16-bit adds that gemmlowp leaves unsaturated.
+ * portable tensor utils apply (ApplySigmoid, ApplyTanh): the same roundings in the same order, for
+ * the same result on every input, without the saturations and wraps that their ranges never reach.
  */
 #include <math.h>
 
+#include "edgernn_dot.h"
 #include "edgernn_fixedpoint.h"
 #include "edgernn_kernels.h"
 
-/* ---- gemmlowp fixed point on int16 raw values ---- */
+/* ---- gemmlowp fixed point on int16 raw values ----
+ *
+ * gemmlowp's logistic and tanh (fixedpoint.h: exp_on_negative_values, one_over_one_plus_x_for_x_in_0_1,
+ * one_minus_x_over_one_plus_x_for_x_in_0_1) at 16 bits, with the paths that cannot trigger on their
+ * value ranges left out. Every intermediate below stays inside int16, so gemmlowp's wrapping 16-bit
+ * adds never wrap and are done in int32; the saturations kept are the ones that do occur.
+ * tests/c/lstm_fx_check.cc holds the result against gemmlowp itself on all 65,536 inputs. */
 
 /* The activations are inlined into their callers so that constant integer bits fold away (except
  * when optimizing for size). */
@@ -22,53 +29,13 @@
 #define FX_INLINE inline
 #endif
 
-static inline int16_t fx_wrap(int32_t x)
+/* SaturatingRoundingDoublingHighMul of int16: its nudge and truncating division equal
+ * floor((a*b + 2^14) / 2^15) for every product (as for edgernn_srdhm in 32 bits). It saturates only
+ * for a == b == INT16_MIN, which no product below has: one operand is always a positive constant or
+ * a value known to be positive. */
+static inline int32_t fx_mul(int32_t a, int32_t b)
 {
-    return (int16_t)x;
-}
-
-static inline int16_t fx_mul(int16_t a, int16_t b)
-{
-    int32_t ab;
-    int32_t nudge;
-    if (a == b && a == INT16_MIN) {
-        return INT16_MAX;
-    }
-    ab = (int32_t)a * (int32_t)b;
-    nudge = ab >= 0 ? (1 << 14) : (1 - (1 << 14));
-    return (int16_t)((ab + nudge) / (1 << 15));
-}
-
-static inline int16_t fx_rdbpot(int16_t x, int exponent)
-{
-    const int16_t mask = (int16_t)((1 << exponent) - 1);
-    const int16_t remainder = (int16_t)(x & mask);
-    const int16_t threshold = (int16_t)((mask >> 1) + (x < 0 ? 1 : 0));
-    return fx_wrap((x >> exponent) + (remainder > threshold ? 1 : 0));
-}
-
-/* SaturatingRoundingMultiplyByPOT<exponent> */
-static inline int16_t fx_mul_pot(int16_t x, int exponent)
-{
-    if (exponent > 0) {
-        const int32_t threshold = (1 << (15 - exponent)) - 1;
-        if (x > threshold) {
-            return INT16_MAX;
-        }
-        if (x < -threshold) {
-            return INT16_MIN;
-        }
-        return fx_wrap((int32_t)x * (1 << exponent));
-    }
-    if (exponent < 0) {
-        return fx_rdbpot(x, -exponent);
-    }
-    return x;
-}
-
-static inline int16_t fx_saturating_add(int16_t a, int16_t b)
-{
-    return (int16_t)edgernn_clamp((int32_t)a + (int32_t)b, INT16_MIN, INT16_MAX);
+    return (a * b + (1 << 14)) >> 15;
 }
 
 /* The 32-bit constants of gemmlowp, rounded to 16 bits (RescaleConstantInitializer). */
@@ -77,132 +44,197 @@ static inline int16_t fx_saturating_add(int16_t a, int16_t b)
 #define FX_48_OVER_17 23130           /* 1515870810, Q2.13 */
 #define FX_NEG_32_OVER_17 (-15420)    /* -1010580540, Q2.13 */
 
-/* exp(-2^k) for k = -2..4: the barrel shifter's factors (gemmlowp's 1672461947, 1302514674,
- * 790015084, 290630308, 39332535, 720401, 242) */
-#define FX_EXP_BARREL(remainder, result, integer_bits, fractional_bits, k, factor)                  \
+/* exp(a) for a in [-1/4, 0), Q0.15 in and out (exp_on_interval_between_negative_one_quarter_and_0_excl).
+ * On that interval x is in [-1/8, 1/8), x4 and x4/24 + x3/6 + x2/2 are >= 0 (so the two rounding
+ * divisions by 4 and 2 are of non-negative values), and the result stays below 1, so the final
+ * saturating add never saturates (every input checked). */
+static FX_INLINE int32_t fx_exp_quarter(int32_t a)
+{
+    const int32_t x = a + (1 << 12);
+    const int32_t x2 = fx_mul(x, x);
+    const int32_t x3 = fx_mul(x2, x);
+    const int32_t x4_over_4 = (fx_mul(x2, x2) + 2) >> 2;
+    const int32_t poly = (fx_mul(x4_over_4 + x3, FX_ONE_THIRD) + x2 + 1) >> 1;
+    return FX_EXP_MINUS_ONE_EIGHTH + fx_mul(FX_EXP_MINUS_ONE_EIGHTH, x + poly);
+}
+
+/* The barrel shifter: result times exp(-2^(j-2)) when bit j of sel is set, j = 0..5 (gemmlowp's
+ * 1672461947, 1302514674, 790015084, 290630308, 39332535, 720401). gemmlowp has the factor only for
+ * integer bits > j - 2; with fewer integer bits sel has no bit j, max_ib lets constant integer bits
+ * drop the stage at compile time. */
+#define FX_EXP_STAGE(j, factor)                                                                     \
     do {                                                                                          \
-        if ((integer_bits) > (k) && (((uint16_t)(remainder) >> ((fractional_bits) + (k))) & 1u)) { \
-            (result) = fx_mul((result), (factor));                                                \
+        if ((j) < max_ib + 2 && ((sel >> (j)) & 1)) {                                             \
+            result = fx_mul(result, (factor));                                                    \
         }                                                                                         \
     } while (0)
 
-/* exp(a) for a in [-1/4, 0), Q0.15 in and out */
-static FX_INLINE int16_t fx_exp_quarter(int16_t a)
+/* exp(a) for a < 0 with ib integer bits (1..7, at most max_ib), given u = -a - 1 in [0, 2^15), result
+ * in Q0.15. gemmlowp writes -a as a multiple of 1/4 plus a rest in (0, 1/4]: with u, the rest is
+ * (u mod 1/4) + 1 (exp of minus it by the polynomial) and the multiple is sel = u / (1/4), whose bits
+ * pick the barrel's factors. Its last factor, exp(-16), is 0 in 16 bits, and for more than 5 integer
+ * bits gemmlowp clamps a < -32 to 0: together, sel >= 64 gives 0. a == 0 is the caller's. */
+static FX_INLINE int32_t fx_exp_on_negative(int32_t u, int ib, int max_ib)
 {
-    const int16_t x = fx_wrap(a + (1 << 12));
-    const int16_t x2 = fx_mul(x, x);
-    const int16_t x3 = fx_mul(x2, x);
-    const int16_t x4 = fx_mul(x2, x2);
-    const int16_t x4_over_4 = fx_mul_pot(x4, -2);
-    const int16_t poly =
-        fx_mul_pot(fx_wrap(fx_mul(fx_wrap(x4_over_4 + x3), FX_ONE_THIRD) + x2), -1);
-    return fx_saturating_add(FX_EXP_MINUS_ONE_EIGHTH, fx_mul(FX_EXP_MINUS_ONE_EIGHTH, fx_wrap(x + poly)));
-}
-
-/* exp(a) for a <= 0 with integer_bits integer bits, result Q0.15 */
-static FX_INLINE int16_t fx_exp_on_negative(int16_t a, int integer_bits)
-{
-    const int fractional_bits = 15 - integer_bits;
-    const int16_t one_quarter = (int16_t)(1 << (fractional_bits - 2));
-    const int16_t mask = (int16_t)(one_quarter - 1);
-    const int16_t a_mod_quarter_minus_one_quarter = fx_wrap((a & mask) - one_quarter);
-    const int16_t remainder = fx_wrap(a_mod_quarter_minus_one_quarter - a);
-    int16_t result = fx_exp_quarter(fx_mul_pot(a_mod_quarter_minus_one_quarter, integer_bits));
-    FX_EXP_BARREL(remainder, result, integer_bits, fractional_bits, -2, 25520);
-    FX_EXP_BARREL(remainder, result, integer_bits, fractional_bits, -1, 19875);
-    FX_EXP_BARREL(remainder, result, integer_bits, fractional_bits, 0, 12055);
-    FX_EXP_BARREL(remainder, result, integer_bits, fractional_bits, 1, 4435);
-    FX_EXP_BARREL(remainder, result, integer_bits, fractional_bits, 2, 600);
-    FX_EXP_BARREL(remainder, result, integer_bits, fractional_bits, 3, 11);
-    FX_EXP_BARREL(remainder, result, integer_bits, fractional_bits, 4, 0);
-    if (integer_bits > 5) {
-        const int16_t clamp = (int16_t)(-(1 << (20 - integer_bits))); /* -32 */
-        if (a < clamp) {
-            result = 0;
-        }
+    const int quarter_shift = 13 - ib; /* 1/4 in Q(ib) is 2^(13 - ib) */
+    const int32_t sel = u >> quarter_shift;
+    int32_t result = fx_exp_quarter(-(((u & ((1 << quarter_shift) - 1)) + 1) << ib));
+    FX_EXP_STAGE(0, 25520);
+    FX_EXP_STAGE(1, 19875);
+    FX_EXP_STAGE(2, 12055);
+    FX_EXP_STAGE(3, 4435);
+    FX_EXP_STAGE(4, 600);
+    FX_EXP_STAGE(5, 11);
+    if (max_ib >= 5 && sel >= 64) {
+        result = 0;
     }
-    return a == 0 ? INT16_MAX : result;
+    return result;
 }
 
-/* Newton-Raphson for 1 / (1 + a) (logistic) and (1 - a) / (1 + a) (tanh), a in Q0.15 */
-static FX_INLINE int16_t fx_newton_half_reciprocal(int16_t a)
+/* Newton-Raphson for 2 / (1 + e), e in [0, 1) Q0.15, result Q2.13 in [1, 2]: the half denominator
+ * (RoundingHalfSum(e, 1), of a positive sum) is in [1/2, 1), every correction x * (1 - hd * x) stays
+ * under 2^9 in magnitude, so Rescale<2> of it never saturates. */
+static FX_INLINE int32_t fx_newton_half_reciprocal(int32_t e)
 {
-    const int32_t sum = (int32_t)a + INT16_MAX;
-    const int16_t half_denominator = (int16_t)((sum + (sum >= 0 ? 1 : -1)) / 2);
-    int16_t x = fx_wrap(FX_48_OVER_17 + fx_mul(half_denominator, FX_NEG_32_OVER_17));
-    int k;
-    for (k = 0; k < 3; ++k) {
-        const int16_t one_minus = fx_wrap((1 << 13) - fx_mul(half_denominator, x));
-        x = fx_wrap(x + fx_mul_pot(fx_mul(x, one_minus), 2));
-    }
-    return x; /* Q2.13 */
+    const int32_t half_denominator = (e + (1 << 15)) >> 1;
+    int32_t x = FX_48_OVER_17 + fx_mul(half_denominator, FX_NEG_32_OVER_17);
+    x += 4 * fx_mul(x, (1 << 13) - fx_mul(half_denominator, x));
+    x += 4 * fx_mul(x, (1 << 13) - fx_mul(half_denominator, x));
+    x += 4 * fx_mul(x, (1 << 13) - fx_mul(half_denominator, x));
+    return x;
 }
 
-/* gemmlowp::logistic of a Q3.12 input, Q0.15 output */
+/* u = |a| - 1 for a != 0, with |INT16_MIN| taken as 2^15 (gemmlowp negates with a 16-bit wrap, which
+ * leaves INT16_MIN as it is, the same -8 of the exp). */
+static inline int32_t fx_magnitude_minus_one(int16_t a)
+{
+    return a > 0 ? (int32_t)a - 1 : ~(int32_t)a;
+}
+
+/* gemmlowp::logistic of a Q3.12 input, Q0.15 output: 1 / (1 + exp(-|a|)) is the Newton result
+ * rescaled from Q1.14 to Q0.15 (saturating), and 1 minus it for a < 0. */
 static FX_INLINE int16_t fx_logistic_q3(int16_t a)
 {
-    const int16_t abs_input = a > 0 ? a : fx_wrap(-a);
-    const int16_t result_if_positive =
-        fx_mul_pot(fx_newton_half_reciprocal(fx_exp_on_negative(fx_wrap(-abs_input), 3)), 1);
+    const int32_t r = 2 * fx_newton_half_reciprocal(fx_exp_on_negative(fx_magnitude_minus_one(a), 3, 3));
+    const int32_t positive = r < INT16_MAX ? r : INT16_MAX;
     if (a == 0) {
         return 1 << 14;
     }
-    return a > 0 ? result_if_positive : fx_wrap(INT16_MAX - result_if_positive);
+    return (int16_t)(a > 0 ? positive : INT16_MAX - positive);
 }
 
-/* gemmlowp::tanh of an input with integer_bits integer bits (0..6), Q0.15 output */
-static FX_INLINE int16_t fx_tanh(int16_t a, int integer_bits)
+/* gemmlowp::tanh of an input with ib integer bits (0 to max_ib <= 6), Q0.15 output:
+ * (1 - exp(-2|a|)) / (1 + exp(-2|a|)), the exp's input being |a| with ib + 1 integer bits. */
+static FX_INLINE int16_t fx_tanh_bits(int16_t a, int ib, int max_ib)
 {
-    const int16_t n = a < 0 ? a : fx_wrap(-a);
-    const int16_t exp_value = fx_exp_on_negative(n, integer_bits + 1);
-    const int16_t t = fx_mul_pot(fx_wrap(fx_newton_half_reciprocal(exp_value) - (1 << 13)), 2);
+    const int32_t t =
+        4 * (fx_newton_half_reciprocal(fx_exp_on_negative(fx_magnitude_minus_one(a), ib + 1, max_ib + 1)) - (1 << 13));
+    const int32_t positive = t < INT16_MAX ? t : INT16_MAX;
     if (a == 0) {
         return 0;
     }
-    return a < 0 ? fx_wrap(-t) : t;
+    return (int16_t)(a < 0 ? -positive : positive);
+}
+
+/* the cell gate's tanh, of a Q3.12 input */
+static FX_INLINE int16_t fx_tanh_q3(int16_t a)
+{
+    return fx_tanh_bits(a, 3, 3);
+}
+
+/* tanh(c): integer bits known only at run time (0..6) */
+static inline int16_t fx_tanh(int16_t a, int ib)
+{
+    return fx_tanh_bits(a, ib, 6);
 }
 
 /* ---- int8 ---- */
 
-static int16_t gate_add(int32_t acc, int32_t multiplier, int32_t shift, int16_t gate)
+/* gemmlowp's RoundingDivideByPOT in 32-bit arithmetic (mask and threshold, as gemmlowp writes it):
+ * no 64-bit add or shift, which a 32-bit core pays for. */
+static inline int32_t lstm_rdbpot(int32_t x, int exponent)
 {
-    return (int16_t)edgernn_clamp(edgernn_mbqm(acc, multiplier, (int)shift) + gate, INT16_MIN, INT16_MAX);
+    const int32_t mask = (int32_t)((1u << exponent) - 1u);
+    const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> exponent) + ((x & mask) > threshold ? 1 : 0);
+}
+
+/* TFLite's MultiplyByQuantizedMultiplier(x, multiplier, shift), set up once per call. The left shift
+ * wraps in int32 as TFLite's does. On a 64-bit core the rest is edgernn_rescale's one 64-bit
+ * expression; a 32-bit core (or -DEDGERNN_LSTM_SCALE32) shifts the 64-bit product by the constant 31
+ * only, floor((a * m + 2^30) / 2^31), the doubling high multiply (its saturation needs
+ * m == INT32_MIN, which a quantized multiplier never is), and rounds the right shift in 32 bits. */
+#if UINTPTR_MAX > 0xFFFFFFFFu && !defined(EDGERNN_LSTM_SCALE32)
+typedef struct {
+    edgernn_rescale_t rescale;
+    int left_shift;
+} lstm_scale_t;
+
+static lstm_scale_t lstm_scale(int32_t multiplier, int32_t shift)
+{
+    lstm_scale_t s;
+    s.rescale = edgernn_rescale_make(multiplier, 0, shift > 0 ? 0 : (int)-shift);
+    s.left_shift = shift > 0 ? (int)shift : 0;
+    return s;
+}
+
+static inline int32_t lstm_scaled(const lstm_scale_t *s, int32_t x)
+{
+    return edgernn_rescale(&s->rescale, (int32_t)((uint32_t)x << s->left_shift));
+}
+#else
+typedef struct {
+    int32_t multiplier;
+    int left_shift;
+    int right_shift;
+} lstm_scale_t;
+
+static lstm_scale_t lstm_scale(int32_t multiplier, int32_t shift)
+{
+    lstm_scale_t s;
+    s.multiplier = multiplier;
+    s.left_shift = shift > 0 ? (int)shift : 0;
+    s.right_shift = shift > 0 ? 0 : (int)-shift;
+    return s;
+}
+
+static inline int32_t lstm_scaled(const lstm_scale_t *s, int32_t x)
+{
+    const int32_t a = (int32_t)((uint32_t)x << s->left_shift);
+    const int32_t high = (int32_t)(((int64_t)a * s->multiplier + ((int64_t)1 << 30)) >> 31);
+    return lstm_rdbpot(high, s->right_shift);
+}
+#endif
+
+static inline int16_t gate_add(const lstm_scale_t *s, int32_t acc, int32_t prior)
+{
+    return (int16_t)edgernn_clamp(lstm_scaled(s, acc) + prior, INT16_MIN, INT16_MAX);
 }
 
 /* gate[r] = clamp16(MBQM(bias[r] + w[r] . v, multiplier, shift) + gate[r]) for one gate: TFLite's
- * MatrixBatchVectorMultiplyAccumulate with int16 output, four rows at a time so that each v[c] is
- * loaded once for four products. */
+ * MatrixBatchVectorMultiplyAccumulate with int16 output, four rows at a time sharing each load of v
+ * (edgernn_dot4_s8, the dot products of FULLY_CONNECTED). first: the gate's first product, whose
+ * gate[r] is TFLite's zeroed buffer. */
 static void gate_accumulate_s8(const int8_t *w, const int32_t *bias, int32_t multiplier, int32_t shift,
-                               const int8_t *v, int n_cols, int n_rows, int16_t *gate)
+                               const int8_t *v, int n_cols, int n_rows, int first, int16_t *gate)
 {
+    const lstm_scale_t s = lstm_scale(multiplier, shift);
     int r = 0;
     for (; r + 4 <= n_rows; r += 4) {
-        const int8_t *w0 = w + (size_t)r * (size_t)n_cols;
-        const int8_t *w1 = w0 + n_cols;
-        const int8_t *w2 = w1 + n_cols;
-        const int8_t *w3 = w2 + n_cols;
-        int32_t a0 = bias[r], a1 = bias[r + 1], a2 = bias[r + 2], a3 = bias[r + 3];
-        int c;
-        for (c = 0; c < n_cols; ++c) {
-            const int32_t vc = v[c];
-            a0 += (int32_t)w0[c] * vc;
-            a1 += (int32_t)w1[c] * vc;
-            a2 += (int32_t)w2[c] * vc;
-            a3 += (int32_t)w3[c] * vc;
-        }
-        gate[r] = gate_add(a0, multiplier, shift, gate[r]);
-        gate[r + 1] = gate_add(a1, multiplier, shift, gate[r + 1]);
-        gate[r + 2] = gate_add(a2, multiplier, shift, gate[r + 2]);
-        gate[r + 3] = gate_add(a3, multiplier, shift, gate[r + 3]);
+        int32_t acc[4];
+        acc[0] = bias[r];
+        acc[1] = bias[r + 1];
+        acc[2] = bias[r + 2];
+        acc[3] = bias[r + 3];
+        edgernn_dot4_s8(v, w + (size_t)r * (size_t)n_cols, n_cols, acc);
+        gate[r] = gate_add(&s, acc[0], first ? 0 : gate[r]);
+        gate[r + 1] = gate_add(&s, acc[1], first ? 0 : gate[r + 1]);
+        gate[r + 2] = gate_add(&s, acc[2], first ? 0 : gate[r + 2]);
+        gate[r + 3] = gate_add(&s, acc[3], first ? 0 : gate[r + 3]);
     }
     for (; r < n_rows; ++r) {
-        const int8_t *row = w + (size_t)r * (size_t)n_cols;
-        int32_t acc = bias[r];
-        int c;
-        for (c = 0; c < n_cols; ++c) {
-            acc += (int32_t)row[c] * (int32_t)v[c];
-        }
-        gate[r] = gate_add(acc, multiplier, shift, gate[r]);
+        const int32_t acc = edgernn_dot1_s8(v, w + (size_t)r * (size_t)n_cols, n_cols, bias[r]);
+        gate[r] = gate_add(&s, acc, first ? 0 : gate[r]);
     }
 }
 
@@ -213,30 +245,29 @@ void edgernn_lstm_s8(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, cons
     const int n_in = (int)p->n_input;
     const int n_cell = (int)p->n_cell;
     const int tanh_cell = p->cell_tanh_integer_bits >= 0 && p->cell_tanh_integer_bits <= 6;
+    const int cell_shift = (int)p->cell_shift;
+    const lstm_scale_t hidden_scale = lstm_scale(p->hidden_multiplier, p->hidden_shift);
     int t;
     for (t = 0; t < steps; ++t) {
         const int8_t *xt = x + (size_t)t * (size_t)n_in;
         int g, j;
-        for (j = 0; j < 4 * n_cell; ++j) {
-            scratch[j] = 0;
-        }
         /* gates i, f, c, o: input part, then recurrent part on the previous h */
         for (g = 0; g < 4; ++g) {
             int16_t *gate = scratch + (size_t)g * (size_t)n_cell;
             gate_accumulate_s8(w_in + (size_t)g * (size_t)n_cell * (size_t)n_in, bias_in + (size_t)g * (size_t)n_cell,
-                               p->in_multiplier[g], p->in_shift[g], xt, n_in, n_cell, gate);
+                               p->in_multiplier[g], p->in_shift[g], xt, n_in, n_cell, 1, gate);
             gate_accumulate_s8(w_rec + (size_t)g * (size_t)n_cell * (size_t)n_cell,
                                bias_rec + (size_t)g * (size_t)n_cell, p->rec_multiplier[g], p->rec_shift[g], h,
-                               n_cell, n_cell, gate);
+                               n_cell, n_cell, 0, gate);
         }
         for (j = 0; j < n_cell; ++j) {
             const int16_t ig = fx_logistic_q3(scratch[j]);
             const int16_t fg = fx_logistic_q3(scratch[n_cell + j]);
-            const int16_t cg = fx_tanh(scratch[2 * n_cell + j], 3);
+            const int16_t cg = fx_tanh_q3(scratch[2 * n_cell + j]);
             const int16_t og = fx_logistic_q3(scratch[3 * n_cell + j]);
             /* UpdateLstmCellInteger: CwiseMul by 2^-15 and 2^-(30 + cell scale), CwiseAdd, clip */
-            const int16_t kept = (int16_t)edgernn_rdbpot((int32_t)fg * (int32_t)c[j], 15);
-            const int16_t added = (int16_t)edgernn_rdbpot((int32_t)ig * (int32_t)cg, (int)p->cell_shift);
+            const int16_t kept = (int16_t)lstm_rdbpot((int32_t)fg * (int32_t)c[j], 15);
+            const int16_t added = (int16_t)lstm_rdbpot((int32_t)ig * (int32_t)cg, cell_shift);
             int32_t cell = edgernn_clamp((int32_t)kept + (int32_t)added, INT16_MIN, INT16_MAX);
             int32_t hidden;
             if (p->cell_clip > 0) {
@@ -247,7 +278,7 @@ void edgernn_lstm_s8(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, cons
              * integer bits; for any other cell scale it writes nothing, and the product takes the
              * input gate left in that scratch buffer instead of tanh(c). */
             hidden = (int32_t)og * (int32_t)(tanh_cell ? fx_tanh(c[j], (int)p->cell_tanh_integer_bits) : ig);
-            hidden = edgernn_mbqm(hidden, p->hidden_multiplier, (int)p->hidden_shift) + p->hidden_zero_point;
+            hidden = lstm_scaled(&hidden_scale, hidden) + p->hidden_zero_point;
             scratch[j] = (int16_t)edgernn_clamp(hidden, -128, 127);
         }
         /* h is read by every gate of this step, so it changes only now */

@@ -1,6 +1,6 @@
 /* HOST EMULATION of the Xpulp builtins used by edgernn's kernels, in plain C99.
  *
- * On GAP8 the kernels call the PULP builtins themselves (edgernn_fully_connected.c). This header
+ * On GAP8 the kernels call the PULP builtins themselves (edgernn_dot.h). This header
  * stands in for them when the SIMD path is compiled for another machine with
  * -DEDGERNN_XPULP_EMULATE, so that path can be built, run and compared byte for byte on the host.
  * It is never used on the device.
