@@ -41,7 +41,7 @@ def print_inspection(console, result) -> None:
         f"state elements {result.state_elements:,}"
     )
     if result.boards:
-        fit = _table("memory for weights + state, by quantization (largest memory of each board)",
+        fit = _table("memory for weights + state, by quantization (against the memory that holds the weights)",
                      "board", "memory", "float32", "int8", "int16")
         for entry in result.boards:
             cells = []
