@@ -127,12 +127,25 @@ def _io_entry(model, name: str, index: int) -> dict:
 
 def keras_reference(model: Any, sequences: np.ndarray) -> np.ndarray | None:
     """The original model's own output on sequences, or None when its input length is fixed otherwise."""
-    steps = model.inputs[0].shape[1]
+    batch, steps = model.inputs[0].shape[0], model.inputs[0].shape[1]
     if steps is not None and int(steps) != sequences.shape[1]:
+        return None
+    stateful = [layer for layer in model.layers if getattr(layer, "stateful", False)]
+    if batch is not None and int(batch) != 1 and (stateful or int(batch) != len(sequences)):
         return None
     with warnings.catch_warnings(), tfenv.native_stderr_captured():
         warnings.simplefilter("ignore")
-        return np.asarray(model(sequences, training=False), np.float32)
+        if not stateful and (batch is None or int(batch) == len(sequences)):
+            return np.asarray(model(sequences, training=False), np.float32)
+        # a fixed batch of one (a stateful model): one sequence at a time, each from zero state
+        outputs = []
+        for sequence in sequences:
+            for layer in stateful:
+                layer.reset_states()
+            outputs.append(np.asarray(model(sequence[None], training=False), np.float32))
+        for layer in stateful:
+            layer.reset_states()
+        return np.concatenate(outputs)
 
 
 def _float_self_check(plan: Plan, step_float: bytes, head_float: bytes | None, step_keys: list[str] | None,

@@ -193,3 +193,40 @@ def test_state_from_tanh_takes_the_fixed_tanh_quantization(tmp_path, quant):
     (state,) = manifest["states"]
     expected = {"int8": (1 / 128, 0), "int16": (1 / 32768, 0)}[quant]
     assert (state["scale"], state["zero_point"]) == pytest.approx(expected)
+
+
+def test_tf_keras_savedmodel_folder_converts_like_its_model(tmp_path):
+    """A tf_keras SavedModel folder loads, hashes its files, and its step model reproduces the model."""
+    from edgernn.conversion import convert_model
+
+    model = zoo.tf_keras_lstm_final()
+    folder = tmp_path / "saved"
+    model.save(str(folder), save_format="tf")
+    assert (folder / "saved_model.pb").is_file()
+    manifest = convert_model(str(folder), tmp_path / "out", quant="float32", mode="step")
+    assert manifest["keras"] == "tf_keras" and len(manifest["model_sha256"]) == 64
+    xs = zoo.trajectories(2, 30, 3, seed=4)
+    got = StepRunner(tmp_path / "out").run(xs)
+    ref = keras_output(model, xs)
+    np.testing.assert_allclose(StepRunner(tmp_path / "out").model_output(got), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_stateful_lstm_converts_with_the_state_starting_at_zero(tmp_path):
+    """stateful=True keeps the state across calls in Keras; on the device it lives across edgernn_step()
+    calls the same way, and a sequence starts from zero state, as a freshly reset Keras layer does."""
+    import keras
+
+    from edgernn.conversion import convert_model
+
+    keras.utils.set_random_seed(3)
+    model = keras.Sequential([keras.Input((None, 3), batch_size=1),
+                              keras.layers.LSTM(6, return_sequences=True, stateful=True), keras.layers.Dense(2)])
+    xs = zoo.trajectories(1, 40, 3, seed=6)
+    path = zoo.save(model, tmp_path)
+    manifest = convert_model(path, tmp_path / "out", quant="float32", mode="step")
+    assert [s["name"] for s in manifest["states"]] == ["lstm.h", "lstm.c"]
+    got = StepRunner(tmp_path / "out").run(xs).y_float
+    model.layers[0].reset_states()
+    first = keras_output(model, xs[:, :20])
+    second = keras_output(model, xs[:, 20:])   # carries on from the first half's state
+    np.testing.assert_allclose(got, np.concatenate([first, second], axis=1), rtol=1e-5, atol=1e-6)
