@@ -239,14 +239,30 @@ static void gate_accumulate_s8(const int8_t *w, const int32_t *bias, int32_t mul
     }
 }
 
+/* Both kernels, the single-core one and the team's, run the time steps alike: the units' work of a
+ * step (lstm_*_units over [0, n_cell), or split across the team by ranges of units), then the new h
+ * published to the state and the output. Unit ranges start at multiples of 4, the int8 gates' row
+ * block. */
+#define LSTM_GRAIN 4
+
+typedef struct {
+    const edgernn_lstm_s8_params_t *p;
+    const int8_t *w_in, *w_rec;
+    const int32_t *bias_in, *bias_rec;
+    const int8_t *xt, *h;
+    int16_t *c, *scratch;
+} lstm_s8_args_t;
+
 /* One time step for the units [begin, end): their four gates (scratch[g * n_cell + u]) from x_t and
  * all of the previous h, their cell state c[u] in place, and their new hidden state in their own input
  * gate slot scratch[u]. It writes nothing another unit reads, so disjoint ranges can run at once; h
- * changes only after all of them (the caller's). Any ranges give the same bytes. */
-static void lstm_s8_units(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, const int8_t *w_rec,
-                          const int32_t *bias_in, const int32_t *bias_rec, const int8_t *xt, const int8_t *h,
-                          int16_t *c, int16_t *scratch, int begin, int end)
+ * changes only after all of them. Any ranges give the same bytes. */
+static void lstm_s8_units(const void *args, int begin, int end)
 {
+    const lstm_s8_args_t *a = (const lstm_s8_args_t *)args;
+    const edgernn_lstm_s8_params_t *p = a->p;
+    int16_t *c = a->c;
+    int16_t *scratch = a->scratch;
     const int n_in = (int)p->n_input;
     const int n_cell = (int)p->n_cell;
     const int n_rows = end - begin;
@@ -258,10 +274,10 @@ static void lstm_s8_units(const edgernn_lstm_s8_params_t *p, const int8_t *w_in,
     for (g = 0; g < 4; ++g) {
         const size_t row = (size_t)g * (size_t)n_cell + (size_t)begin;
         int16_t *gate = scratch + row;
-        gate_accumulate_s8(w_in + row * (size_t)n_in, bias_in + row, p->in_multiplier[g], p->in_shift[g], xt, n_in,
-                           n_rows, 1, gate);
-        gate_accumulate_s8(w_rec + row * (size_t)n_cell, bias_rec + row, p->rec_multiplier[g], p->rec_shift[g], h,
-                           n_cell, n_rows, 0, gate);
+        gate_accumulate_s8(a->w_in + row * (size_t)n_in, a->bias_in + row, p->in_multiplier[g], p->in_shift[g],
+                           a->xt, n_in, n_rows, 1, gate);
+        gate_accumulate_s8(a->w_rec + row * (size_t)n_cell, a->bias_rec + row, p->rec_multiplier[g],
+                           p->rec_shift[g], a->h, n_cell, n_rows, 0, gate);
     }
     for (j = begin; j < end; ++j) {
         const int16_t ig = fx_logistic_q3(scratch[j]);
@@ -282,8 +298,37 @@ static void lstm_s8_units(const edgernn_lstm_s8_params_t *p, const int8_t *w_in,
          * input gate left in that scratch buffer instead of tanh(c). */
         hidden = (int32_t)og * (int32_t)(tanh_cell ? fx_tanh(c[j], (int)p->cell_tanh_integer_bits) : ig);
         hidden = lstm_scaled(&hidden_scale, hidden) + p->hidden_zero_point;
-        /* the unit's own input gate slot, read above and by no other unit */
         scratch[j] = (int16_t)edgernn_clamp(hidden, -128, 127);
+    }
+}
+
+static void lstm_s8_steps(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, const int8_t *w_rec,
+                          const int32_t *bias_in, const int32_t *bias_rec, int steps, const int8_t *x, int8_t *h,
+                          int16_t *c, int8_t *y, int16_t *scratch, int team)
+{
+    const int n_cell = (int)p->n_cell;
+    lstm_s8_args_t a;
+    int t, j;
+    a.p = p;
+    a.w_in = w_in;
+    a.w_rec = w_rec;
+    a.bias_in = bias_in;
+    a.bias_rec = bias_rec;
+    a.h = h;
+    a.c = c;
+    a.scratch = scratch;
+    for (t = 0; t < steps; ++t) {
+        a.xt = x + (size_t)t * (size_t)p->n_input;
+        if (team) {
+            edgernn_team_split(lstm_s8_units, &a, n_cell, LSTM_GRAIN);
+        } else {
+            lstm_s8_units(&a, 0, n_cell);
+        }
+        /* h is read by every gate of this step, so it changes only now */
+        for (j = 0; j < n_cell; ++j) {
+            h[j] = (int8_t)scratch[j];
+            y[(size_t)t * (size_t)n_cell + (size_t)j] = h[j];
+        }
     }
 }
 
@@ -291,17 +336,14 @@ void edgernn_lstm_s8(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, cons
                      const int32_t *bias_in, const int32_t *bias_rec, int steps, const int8_t *x,
                      int8_t *h, int16_t *c, int8_t *y, int16_t *scratch)
 {
-    const int n_in = (int)p->n_input;
-    const int n_cell = (int)p->n_cell;
-    int t, j;
-    for (t = 0; t < steps; ++t) {
-        lstm_s8_units(p, w_in, w_rec, bias_in, bias_rec, x + (size_t)t * (size_t)n_in, h, c, scratch, 0, n_cell);
-        /* h is read by every gate of this step, so it changes only now */
-        for (j = 0; j < n_cell; ++j) {
-            h[j] = (int8_t)scratch[j];
-            y[(size_t)t * (size_t)n_cell + (size_t)j] = h[j];
-        }
-    }
+    lstm_s8_steps(p, w_in, w_rec, bias_in, bias_rec, steps, x, h, c, y, scratch, 0);
+}
+
+void edgernn_team_lstm_s8(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, const int8_t *w_rec,
+                          const int32_t *bias_in, const int32_t *bias_rec, int steps, const int8_t *x, int8_t *h,
+                          int16_t *c, int8_t *y, int16_t *scratch)
+{
+    lstm_s8_steps(p, w_in, w_rec, bias_in, bias_rec, steps, x, h, c, y, scratch, 1);
 }
 
 /* ---- float32 ---- */
@@ -311,11 +353,20 @@ static float sigmoidf_ref(float v)
     return 1.0f / (1.0f + expf(-v));
 }
 
+typedef struct {
+    const edgernn_lstm_f32_params_t *p;
+    const float *w_in, *w_rec, *bias;
+    const float *xt, *h;
+    float *c, *scratch;
+} lstm_f32_args_t;
+
 /* The float32 step for the units [begin, end), as lstm_s8_units. */
-static void lstm_f32_units(const edgernn_lstm_f32_params_t *p, const float *w_in, const float *w_rec,
-                           const float *bias, const float *xt, const float *h, float *c, float *scratch, int begin,
-                           int end)
+static void lstm_f32_units(const void *args, int begin, int end)
 {
+    const lstm_f32_args_t *a = (const lstm_f32_args_t *)args;
+    const edgernn_lstm_f32_params_t *p = a->p;
+    float *c = a->c;
+    float *scratch = a->scratch;
     const int n_in = (int)p->n_input;
     const int n_cell = (int)p->n_cell;
     int g, j;
@@ -323,18 +374,18 @@ static void lstm_f32_units(const edgernn_lstm_f32_params_t *p, const float *w_in
         const int first = g * n_cell;
         int r;
         for (r = first + begin; r < first + end; ++r) {
-            const float *wi = w_in + (size_t)r * (size_t)n_in;
-            const float *wr = w_rec + (size_t)r * (size_t)n_cell;
+            const float *wi = a->w_in + (size_t)r * (size_t)n_in;
+            const float *wr = a->w_rec + (size_t)r * (size_t)n_cell;
             float acc_in = 0.0f;
             float acc_rec = 0.0f;
             int k;
             for (k = 0; k < n_in; ++k) {
-                acc_in += wi[k] * xt[k];
+                acc_in += wi[k] * a->xt[k];
             }
             for (k = 0; k < n_cell; ++k) {
-                acc_rec += wr[k] * h[k];
+                acc_rec += wr[k] * a->h[k];
             }
-            scratch[r] = (bias[r] + acc_in) + acc_rec;
+            scratch[r] = (a->bias[r] + acc_in) + acc_rec;
         }
     }
     for (j = begin; j < end; ++j) {
@@ -352,85 +403,9 @@ static void lstm_f32_units(const edgernn_lstm_f32_params_t *p, const float *w_in
     }
 }
 
-void edgernn_lstm_f32(const edgernn_lstm_f32_params_t *p, const float *w_in, const float *w_rec,
-                      const float *bias, int steps, const float *x, float *h, float *c, float *y,
-                      float *scratch)
-{
-    const int n_in = (int)p->n_input;
-    const int n_cell = (int)p->n_cell;
-    int t, j;
-    for (t = 0; t < steps; ++t) {
-        lstm_f32_units(p, w_in, w_rec, bias, x + (size_t)t * (size_t)n_in, h, c, scratch, 0, n_cell);
-        for (j = 0; j < n_cell; ++j) {
-            h[j] = scratch[j];
-            y[(size_t)t * (size_t)n_cell + (size_t)j] = scratch[j];
-        }
-    }
-}
-
-/* ---- the team versions: each time step splits its units ----
- * Every unit's gates read x_t and the whole previous h; its cell state and new h depend on its own
- * gates only. So each worker does a range of units (lstm_*_units: gates, c in place, the new h in the
- * unit's scratch slot), the join keeps h unchanged until every worker has read it, and then the
- * caller copies the new h into the state and the output, as the single-core kernel does. Unit ranges
- * start at multiples of 4, the row block of the int8 gates. */
-#define LSTM_GRAIN 4
-
-typedef struct {
-    const edgernn_lstm_s8_params_t *p;
-    const int8_t *w_in, *w_rec;
-    const int32_t *bias_in, *bias_rec;
-    const int8_t *xt, *h;
-    int16_t *c, *scratch;
-} lstm_s8_args_t;
-
-static void lstm_s8_range(const void *args, int begin, int end)
-{
-    const lstm_s8_args_t *a = (const lstm_s8_args_t *)args;
-    lstm_s8_units(a->p, a->w_in, a->w_rec, a->bias_in, a->bias_rec, a->xt, a->h, a->c, a->scratch, begin, end);
-}
-
-void edgernn_team_lstm_s8(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, const int8_t *w_rec,
-                          const int32_t *bias_in, const int32_t *bias_rec, int steps, const int8_t *x, int8_t *h,
-                          int16_t *c, int8_t *y, int16_t *scratch)
-{
-    const int n_cell = (int)p->n_cell;
-    lstm_s8_args_t a;
-    int t, j;
-    a.p = p;
-    a.w_in = w_in;
-    a.w_rec = w_rec;
-    a.bias_in = bias_in;
-    a.bias_rec = bias_rec;
-    a.h = h;
-    a.c = c;
-    a.scratch = scratch;
-    for (t = 0; t < steps; ++t) {
-        a.xt = x + (size_t)t * (size_t)p->n_input;
-        edgernn_team_split(lstm_s8_range, &a, n_cell, LSTM_GRAIN);
-        for (j = 0; j < n_cell; ++j) {
-            h[j] = (int8_t)scratch[j];
-            y[(size_t)t * (size_t)n_cell + (size_t)j] = h[j];
-        }
-    }
-}
-
-typedef struct {
-    const edgernn_lstm_f32_params_t *p;
-    const float *w_in, *w_rec, *bias;
-    const float *xt, *h;
-    float *c, *scratch;
-} lstm_f32_args_t;
-
-static void lstm_f32_range(const void *args, int begin, int end)
-{
-    const lstm_f32_args_t *a = (const lstm_f32_args_t *)args;
-    lstm_f32_units(a->p, a->w_in, a->w_rec, a->bias, a->xt, a->h, a->c, a->scratch, begin, end);
-}
-
-void edgernn_team_lstm_f32(const edgernn_lstm_f32_params_t *p, const float *w_in, const float *w_rec,
-                           const float *bias, int steps, const float *x, float *h, float *c, float *y,
-                           float *scratch)
+static void lstm_f32_steps(const edgernn_lstm_f32_params_t *p, const float *w_in, const float *w_rec,
+                           const float *bias, int steps, const float *x, float *h, float *c, float *y, float *scratch,
+                           int team)
 {
     const int n_cell = (int)p->n_cell;
     lstm_f32_args_t a;
@@ -444,10 +419,28 @@ void edgernn_team_lstm_f32(const edgernn_lstm_f32_params_t *p, const float *w_in
     a.scratch = scratch;
     for (t = 0; t < steps; ++t) {
         a.xt = x + (size_t)t * (size_t)p->n_input;
-        edgernn_team_split(lstm_f32_range, &a, n_cell, LSTM_GRAIN);
+        if (team) {
+            edgernn_team_split(lstm_f32_units, &a, n_cell, LSTM_GRAIN);
+        } else {
+            lstm_f32_units(&a, 0, n_cell);
+        }
         for (j = 0; j < n_cell; ++j) {
             h[j] = scratch[j];
             y[(size_t)t * (size_t)n_cell + (size_t)j] = scratch[j];
         }
     }
+}
+
+void edgernn_lstm_f32(const edgernn_lstm_f32_params_t *p, const float *w_in, const float *w_rec,
+                      const float *bias, int steps, const float *x, float *h, float *c, float *y,
+                      float *scratch)
+{
+    lstm_f32_steps(p, w_in, w_rec, bias, steps, x, h, c, y, scratch, 0);
+}
+
+void edgernn_team_lstm_f32(const edgernn_lstm_f32_params_t *p, const float *w_in, const float *w_rec,
+                           const float *bias, int steps, const float *x, float *h, float *c, float *y,
+                           float *scratch)
+{
+    lstm_f32_steps(p, w_in, w_rec, bias, steps, x, h, c, y, scratch, 1);
 }
