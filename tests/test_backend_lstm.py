@@ -4,7 +4,7 @@ The models are tf_keras LSTMs converted by TFLiteConverter.from_keras_model, the
 the fused op. The state lives in the op's two variable tensors: the interpreter keeps them between
 invokes and the firmware keeps them in its state buffer; both are compared after every invoke, with y,
 byte for byte (int8) or within 1e-5 relative to the tensor's magnitude (float32, see
-compare_float_per_tensor). Whole-sequence models (time > 1) run the kernel's own time loop; time = 1
+H.compare_float_per_tensor). Whole-sequence models (time > 1) run the kernel's own time loop; time = 1
 models are streamed one step per invoke.
 """
 
@@ -64,33 +64,6 @@ def _inputs(time: int, invokes: int, seed: int) -> dict[str, np.ndarray]:
             (("trajectory", trajectory), ("noise", noise))}
 
 
-def _tensor_sizes(folder, record_values: int) -> list[int]:
-    states = [s["size"] for s in json.loads((folder / "manifest.json").read_text())["states"]]
-    return [record_values - sum(states)] + states
-
-
-def compare_float_per_tensor(got: np.ndarray, ref: np.ndarray, sizes: list[int]) -> dict:
-    """Float records, y then each state: every element within 1e-5 of the larger of its own
-    magnitude and its tensor's largest magnitude at that step.
-
-    TFLite's float LSTM takes tanh and the logistic from Eigen's approximations and its matrix
-    products from Eigen's blocked GEMV; the C kernel uses tanhf/expf and plain dot products. The two
-    differ by a few float32 ulps of the state (about 1e-7 of its magnitude), which an element close
-    to zero cannot absorb relative to itself (docs/ops.md).
-    """
-    a = got.copy().view(np.float32)
-    b = ref.copy().view(np.float32)
-    not_close, worst, start = 0, 0.0, 0
-    for n in sizes:
-        ta, tb = a[:, start : start + n], b[:, start : start + n]
-        scale = np.maximum(np.abs(tb), np.abs(tb).max(axis=1, keepdims=True))
-        rel = np.abs(ta - tb) / np.maximum(scale, 1e-30)
-        not_close += int((rel > 1e-5).sum())
-        worst = max(worst, float(rel.max(initial=0.0)))
-        start += n
-    return {"values": int(a.size), "not_close": not_close, "max_rel": worst}
-
-
 @pytest.mark.slow
 @pytest.mark.toolchain
 @pytest.mark.parametrize("name,quant", CASES)
@@ -103,7 +76,7 @@ def test_fused_lstm_matches_interpreter(fused, name, quant, record_property):
         ref, _ = H.reference_bytes(b.folder, xq)
         got, _ = H.run_driver(b.exe, xq, ref.shape[1], b.folder)
         if quant == "float32":
-            stats = compare_float_per_tensor(got, ref, _tensor_sizes(b.folder, ref.shape[1] // 4))
+            stats = H.compare_float_per_tensor(got, ref, H.tensor_sizes(b.folder, ref.shape[1] // 4))
             record_property(f"{label}", stats)
             assert stats["not_close"] == 0, f"{name} {label}: {stats}"
         else:
@@ -335,6 +308,23 @@ def test_a_plain_lstm_lowers_to_one_kernel_call(quant):
     assert call.fn == ("edgernn_lstm_s8" if quant == "int8" else "edgernn_lstm_f32")
     assert call.scratch[1] == 4 * 4 * (2 if quant == "int8" else 4)
     assert "2" in call.args      # the kernel runs the two time steps itself
+
+
+@pytest.mark.parametrize("quant", ["int8", "float32"])
+def test_the_team_shares_an_lstm_of_at_least_min_count_units(quant, tmp_path):
+    """Its units are the split range; the team version lives in edgernn_lstm.c, which is then copied."""
+    from edgernn.backend.codegen import copy_kernels
+    from edgernn.backend.parallel import share_calls
+
+    suffix = "s8" if quant == "int8" else "f32"
+    (narrow,) = _lower(_lstm_graph(quant, n_cell=12))
+    (wide,) = _lower(_lstm_graph(quant, n_cell=16))
+    assert share_calls([narrow, wide], 16) == [wide.op_index]
+    assert narrow.fn == f"edgernn_lstm_{suffix}" and wide.fn == f"edgernn_team_lstm_{suffix}"
+    assert "edgernn_lstm.c" in copy_kernels(tmp_path, None, {wide.fn})
+    assert (tmp_path / "edgernn_lstm.c").is_file()
+    assert "edgernn_lstm.c" not in copy_kernels(tmp_path, None, {"edgernn_fully_connected_s8"})
+    assert not (tmp_path / "edgernn_lstm.c").exists()
 
 
 def test_int8_constants_follow_tflite_prepare():

@@ -1,5 +1,7 @@
 """The team: heavy kernels split by output range across 1, 2 and 8 workers give the same bytes as the
-interpreter, and a ThreadSanitizer build of the thread team reports nothing.
+interpreter, and a ThreadSanitizer build of the thread team reports nothing. The fused LSTM
+(UNIDIRECTIONAL_SEQUENCE_LSTM) splits its units at every time step; its float32 build gives the same
+bytes for every number of workers, within 1e-5 of the interpreter.
 
 The host board's portable team is serial unless compiled with -DEDGERNN_THREADS=N; the GAP8 team
 (templates/hal/ai_deck/edgernn_team.c) uses the same sub-range arithmetic (edgernn_team_range) and the
@@ -47,13 +49,13 @@ def converted(tmp_path_factory):
 
     cache = {}
 
-    def get(name: str, quant: str):
-        if (name, quant) not in cache:
-            out = tmp_path_factory.mktemp(f"team_{name}_{quant}") / "out"
+    def get(name: str, quant: str, mode: str = "step"):
+        if (name, quant, mode) not in cache:
+            out = tmp_path_factory.mktemp(f"team_{name}_{quant}_{mode}") / "out"
             with contextlib.redirect_stdout(io.StringIO()):
-                convert_model(MODELS[name](), out, quant=quant, mode="step")
-            cache[(name, quant)] = out
-        return cache[(name, quant)]
+                convert_model(MODELS[name](), out, quant=quant, mode=mode)
+            cache[(name, quant, mode)] = out
+        return cache[(name, quant, mode)]
 
     return get
 
@@ -78,6 +80,33 @@ def test_workers_give_identical_bytes(converted, name, quant, tmp_path):
         got, _ = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
         results[n] = got
         assert H.compare(got, ref, quant)["mismatches"] == 0, f"{n} workers differ from the interpreter"
+    assert all(np.array_equal(results[1], results[n]) for n in WORKERS)
+    assert len({bytes(r) for r in ref}) > xq.shape[0] // 4
+
+
+def _matches_interpreter(folder, got, ref, quant) -> bool:
+    if quant == "float32":
+        return H.compare_float_per_tensor(got, ref, H.tensor_sizes(folder, ref.shape[1] // 4))["not_close"] == 0
+    return H.compare(got, ref, quant)["mismatches"] == 0
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("quant", ["int8", "float32"])
+def test_fused_lstm_workers_give_identical_bytes(converted, quant, tmp_path):
+    """The fused LSTM's units split at every step: every worker reads the whole previous h, so a
+    worker that published its part of h early would change the others' gates."""
+    folder = converted("lstm", quant, "fused")
+    xq = _inputs(folder)
+    ref, _ = H.reference_bytes(folder, xq)
+    results = {}
+    for n in WORKERS:
+        b = H.build(folder, cflags=["-O2", f"-DEDGERNN_THREADS={n}", "-pthread"], name=f"driver_t{n}")
+        assert "UNIDIRECTIONAL_SEQUENCE_LSTM" in b.facts["ops"]
+        model_c = (folder / "firmware" / "model.c").read_text()
+        assert ("edgernn_team_lstm_s8(" if quant == "int8" else "edgernn_team_lstm_f32(") in model_c
+        got, _ = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
+        results[n] = got
+        assert _matches_interpreter(folder, got, ref, quant), f"{n} workers differ from the interpreter"
     assert all(np.array_equal(results[1], results[n]) for n in WORKERS)
     assert len({bytes(r) for r in ref}) > xq.shape[0] // 4
 
@@ -118,8 +147,8 @@ def test_thread_sanitizer_reports_nothing(converted, tmp_path):
         control = subprocess.run(command_prefix + [str(tmp_path / "race")], capture_output=True, text=True)
     assert "WARNING: ThreadSanitizer: data race" in control.stderr, "TSan does not work here: " + control.stderr[:300]
 
-    for name, quant in (("lstm", "int8"), ("gru", "int16")):
-        folder = converted(name, quant)
+    for name, quant, mode in (("lstm", "int8", "step"), ("gru", "int16", "step"), ("lstm", "int8", "fused")):
+        folder = converted(name, quant, mode)
         b = H.build(folder, cflags=[*tsan, "-DEDGERNN_THREADS=8"], name="driver_tsan")
         xq = _inputs(folder, steps=25)
         ref, _ = H.reference_bytes(folder, xq)
@@ -130,5 +159,7 @@ def test_thread_sanitizer_reports_nothing(converted, tmp_path):
                               env=env)
         assert "ThreadSanitizer" not in proc.stderr, proc.stderr[:2000]
         assert proc.returncode == 0, proc.stderr[:500]
+        if mode == "fused":
+            assert "edgernn_team_lstm_s8(" in (folder / "firmware" / "model.c").read_text()
         got = np.frombuffer(out.read_bytes(), np.uint8).reshape(xq.shape[0], -1)
         assert H.compare(got, ref, quant)["mismatches"] == 0

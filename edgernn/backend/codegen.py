@@ -29,8 +29,9 @@ KERNEL_SOURCES = [
     "edgernn_softmax.c",
     "edgernn_team_kernels.c",
 ]
-# Kernels copied only into firmware whose schedule calls them: source -> function name prefix
-OPTIONAL_KERNEL_SOURCES = {"edgernn_lstm.c": "edgernn_lstm_"}
+# Kernels copied only into firmware whose schedule calls them: source -> function name prefixes (the
+# kernel's own and its team version's)
+OPTIONAL_KERNEL_SOURCES = {"edgernn_lstm.c": ("edgernn_lstm_", "edgernn_team_lstm_")}
 KERNEL_HEADERS = [
     "edgernn_kernels.h", "edgernn_fixedpoint.h", "edgernn_dot.h", "edgernn_team.h", "edgernn_xpulp_emul.h",
 ]
@@ -243,8 +244,8 @@ def copy_kernels(dest: Path, board=None, functions=()) -> list[str]:
 
     src = templates_dir() / "kernels"
     sources = list(KERNEL_SOURCES)
-    for name, prefix in OPTIONAL_KERNEL_SOURCES.items():
-        if any(fn.startswith(prefix) for fn in functions):
+    for name, prefixes in OPTIONAL_KERNEL_SOURCES.items():
+        if any(fn.startswith(prefixes) for fn in functions):
             sources.append(name)
         else:
             (dest / name).unlink(missing_ok=True)

@@ -1,7 +1,7 @@
 """Which kernel calls of a schedule the team shares, and the team kernel each one becomes.
 
 A call is shared when its output range (features of a one-row FULLY_CONNECTED, else its rows; the
-elements of an element-wise op) holds at least the board's ``[parallel] min_count`` elements. The team
+elements of an element-wise op; the units of a fused LSTM, split anew at every time step) holds at least the board's ``[parallel] min_count`` elements. The team
 kernel (templates/kernels/edgernn_team.h) has the kernel's own arguments, so only the name changes.
 Binary element-wise ops are shared only when their broadcast is one-dimensional, where a sub-range is a
 shorter walk with offset pointers.
@@ -45,6 +45,14 @@ def _n_at(index: int) -> Callable[[Call], int | None]:
     return lambda call: _int(call.args[index])
 
 
+def _lstm(call: Call) -> int | None:
+    """The fused LSTM splits its units: n_cell, the second field of its parameter struct."""
+    for struct in call.structs:
+        if struct.ctype.startswith("edgernn_lstm_"):
+            return int(struct.fields[1])
+    return None
+
+
 # kernel -> (team kernel, the size of its output range or None when it cannot be split)
 TEAM_KERNELS: dict[str, tuple[str, Callable[[Call], int | None]]] = {
     "edgernn_fully_connected_f32": ("edgernn_team_fully_connected_f32", _fc(5, 7)),
@@ -67,6 +75,8 @@ TEAM_KERNELS: dict[str, tuple[str, Callable[[Call], int | None]]] = {
     "edgernn_lut_s8": ("edgernn_team_lut_s8", _n_at(2)),
     "edgernn_logistic_s16": ("edgernn_team_logistic_s16", _n_at(3)),
     "edgernn_tanh_s16": ("edgernn_team_tanh_s16", _n_at(3)),
+    "edgernn_lstm_s8": ("edgernn_team_lstm_s8", _lstm),
+    "edgernn_lstm_f32": ("edgernn_team_lstm_f32", _lstm),
 }
 
 

@@ -156,7 +156,9 @@ void edgernn_sum_s8(const int8_t *in, int outer, int reduced, int inner, float s
 /* ---- UNIDIRECTIONAL_SEQUENCE_LSTM (edgernn_lstm.c): batch 1, `steps` time steps ----
  * Gates are packed in the order input, forget, cell, output: w_in is [4 * n_cell][n_input] and
  * w_rec [4 * n_cell][n_cell], row-major. h and c are the op's variable tensors (the persistent
- * state), updated in place; y receives h after every step. scratch holds 4 * n_cell gate values. */
+ * state), updated in place; y receives h after every step. scratch holds 4 * n_cell gate values.
+ * The team versions, edgernn_team_lstm_* (edgernn_team.h), are in edgernn_lstm.c too, which firmware
+ * holds only when its schedule has an LSTM. */
 typedef struct {
     int32_t n_input, n_cell;
     int32_t in_multiplier[4], in_shift[4];   /* effective input-to-gate scales, per gate */

@@ -12,6 +12,7 @@
 #include "edgernn_dot.h"
 #include "edgernn_fixedpoint.h"
 #include "edgernn_kernels.h"
+#include "edgernn_team.h"
 
 /* ---- gemmlowp fixed point on int16 raw values ----
  *
@@ -238,48 +239,90 @@ static void gate_accumulate_s8(const int8_t *w, const int32_t *bias, int32_t mul
     }
 }
 
-void edgernn_lstm_s8(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, const int8_t *w_rec,
-                     const int32_t *bias_in, const int32_t *bias_rec, int steps, const int8_t *x,
-                     int8_t *h, int16_t *c, int8_t *y, int16_t *scratch)
+/* Both kernels, the single-core one and the team's, run the time steps alike: the units' work of a
+ * step (lstm_*_units over [0, n_cell), or split across the team by ranges of units), then the new h
+ * published to the state and the output. Unit ranges start at multiples of 4, the int8 gates' row
+ * block. */
+#define LSTM_GRAIN 4
+
+typedef struct {
+    const edgernn_lstm_s8_params_t *p;
+    const int8_t *w_in, *w_rec;
+    const int32_t *bias_in, *bias_rec;
+    const int8_t *xt, *h;
+    int16_t *c, *scratch;
+} lstm_s8_args_t;
+
+/* One time step for the units [begin, end): their four gates (scratch[g * n_cell + u]) from x_t and
+ * all of the previous h, their cell state c[u] in place, and their new hidden state in their own input
+ * gate slot scratch[u]. It writes nothing another unit reads, so disjoint ranges can run at once; h
+ * changes only after all of them. Any ranges give the same bytes. */
+static void lstm_s8_units(const void *args, int begin, int end)
 {
+    const lstm_s8_args_t *a = (const lstm_s8_args_t *)args;
+    const edgernn_lstm_s8_params_t *p = a->p;
+    int16_t *c = a->c;
+    int16_t *scratch = a->scratch;
     const int n_in = (int)p->n_input;
     const int n_cell = (int)p->n_cell;
+    const int n_rows = end - begin;
     const int tanh_cell = p->cell_tanh_integer_bits >= 0 && p->cell_tanh_integer_bits <= 6;
     const int cell_shift = (int)p->cell_shift;
     const lstm_scale_t hidden_scale = lstm_scale(p->hidden_multiplier, p->hidden_shift);
-    int t;
-    for (t = 0; t < steps; ++t) {
-        const int8_t *xt = x + (size_t)t * (size_t)n_in;
-        int g, j;
-        /* gates i, f, c, o: input part, then recurrent part on the previous h */
-        for (g = 0; g < 4; ++g) {
-            int16_t *gate = scratch + (size_t)g * (size_t)n_cell;
-            gate_accumulate_s8(w_in + (size_t)g * (size_t)n_cell * (size_t)n_in, bias_in + (size_t)g * (size_t)n_cell,
-                               p->in_multiplier[g], p->in_shift[g], xt, n_in, n_cell, 1, gate);
-            gate_accumulate_s8(w_rec + (size_t)g * (size_t)n_cell * (size_t)n_cell,
-                               bias_rec + (size_t)g * (size_t)n_cell, p->rec_multiplier[g], p->rec_shift[g], h,
-                               n_cell, n_cell, 0, gate);
+    int g, j;
+    /* gates i, f, c, o of the units: input part, then recurrent part on the previous h */
+    for (g = 0; g < 4; ++g) {
+        const size_t row = (size_t)g * (size_t)n_cell + (size_t)begin;
+        int16_t *gate = scratch + row;
+        gate_accumulate_s8(a->w_in + row * (size_t)n_in, a->bias_in + row, p->in_multiplier[g], p->in_shift[g],
+                           a->xt, n_in, n_rows, 1, gate);
+        gate_accumulate_s8(a->w_rec + row * (size_t)n_cell, a->bias_rec + row, p->rec_multiplier[g],
+                           p->rec_shift[g], a->h, n_cell, n_rows, 0, gate);
+    }
+    for (j = begin; j < end; ++j) {
+        const int16_t ig = fx_logistic_q3(scratch[j]);
+        const int16_t fg = fx_logistic_q3(scratch[n_cell + j]);
+        const int16_t cg = fx_tanh_q3(scratch[2 * n_cell + j]);
+        const int16_t og = fx_logistic_q3(scratch[3 * n_cell + j]);
+        /* UpdateLstmCellInteger: CwiseMul by 2^-15 and 2^-(30 + cell scale), CwiseAdd, clip */
+        const int16_t kept = (int16_t)lstm_rdbpot((int32_t)fg * (int32_t)c[j], 15);
+        const int16_t added = (int16_t)lstm_rdbpot((int32_t)ig * (int32_t)cg, cell_shift);
+        int32_t cell = edgernn_clamp((int32_t)kept + (int32_t)added, INT16_MIN, INT16_MAX);
+        int32_t hidden;
+        if (p->cell_clip > 0) {
+            cell = edgernn_clamp(cell, -p->cell_clip, p->cell_clip);
         }
-        for (j = 0; j < n_cell; ++j) {
-            const int16_t ig = fx_logistic_q3(scratch[j]);
-            const int16_t fg = fx_logistic_q3(scratch[n_cell + j]);
-            const int16_t cg = fx_tanh_q3(scratch[2 * n_cell + j]);
-            const int16_t og = fx_logistic_q3(scratch[3 * n_cell + j]);
-            /* UpdateLstmCellInteger: CwiseMul by 2^-15 and 2^-(30 + cell scale), CwiseAdd, clip */
-            const int16_t kept = (int16_t)lstm_rdbpot((int32_t)fg * (int32_t)c[j], 15);
-            const int16_t added = (int16_t)lstm_rdbpot((int32_t)ig * (int32_t)cg, cell_shift);
-            int32_t cell = edgernn_clamp((int32_t)kept + (int32_t)added, INT16_MIN, INT16_MAX);
-            int32_t hidden;
-            if (p->cell_clip > 0) {
-                cell = edgernn_clamp(cell, -p->cell_clip, p->cell_clip);
-            }
-            c[j] = (int16_t)cell;
-            /* CalculateLstmOutputInteger8x8_16 without projection. TFLite's ApplyTanh handles 0 to 6
-             * integer bits; for any other cell scale it writes nothing, and the product takes the
-             * input gate left in that scratch buffer instead of tanh(c). */
-            hidden = (int32_t)og * (int32_t)(tanh_cell ? fx_tanh(c[j], (int)p->cell_tanh_integer_bits) : ig);
-            hidden = lstm_scaled(&hidden_scale, hidden) + p->hidden_zero_point;
-            scratch[j] = (int16_t)edgernn_clamp(hidden, -128, 127);
+        c[j] = (int16_t)cell;
+        /* CalculateLstmOutputInteger8x8_16 without projection. TFLite's ApplyTanh handles 0 to 6
+         * integer bits; for any other cell scale it writes nothing, and the product takes the
+         * input gate left in that scratch buffer instead of tanh(c). */
+        hidden = (int32_t)og * (int32_t)(tanh_cell ? fx_tanh(c[j], (int)p->cell_tanh_integer_bits) : ig);
+        hidden = lstm_scaled(&hidden_scale, hidden) + p->hidden_zero_point;
+        scratch[j] = (int16_t)edgernn_clamp(hidden, -128, 127);
+    }
+}
+
+static void lstm_s8_steps(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, const int8_t *w_rec,
+                          const int32_t *bias_in, const int32_t *bias_rec, int steps, const int8_t *x, int8_t *h,
+                          int16_t *c, int8_t *y, int16_t *scratch, int team)
+{
+    const int n_cell = (int)p->n_cell;
+    lstm_s8_args_t a;
+    int t, j;
+    a.p = p;
+    a.w_in = w_in;
+    a.w_rec = w_rec;
+    a.bias_in = bias_in;
+    a.bias_rec = bias_rec;
+    a.h = h;
+    a.c = c;
+    a.scratch = scratch;
+    for (t = 0; t < steps; ++t) {
+        a.xt = x + (size_t)t * (size_t)p->n_input;
+        if (team) {
+            edgernn_team_split(lstm_s8_units, &a, n_cell, LSTM_GRAIN);
+        } else {
+            lstm_s8_units(&a, 0, n_cell);
         }
         /* h is read by every gate of this step, so it changes only now */
         for (j = 0; j < n_cell; ++j) {
@@ -289,6 +332,20 @@ void edgernn_lstm_s8(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, cons
     }
 }
 
+void edgernn_lstm_s8(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, const int8_t *w_rec,
+                     const int32_t *bias_in, const int32_t *bias_rec, int steps, const int8_t *x,
+                     int8_t *h, int16_t *c, int8_t *y, int16_t *scratch)
+{
+    lstm_s8_steps(p, w_in, w_rec, bias_in, bias_rec, steps, x, h, c, y, scratch, 0);
+}
+
+void edgernn_team_lstm_s8(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, const int8_t *w_rec,
+                          const int32_t *bias_in, const int32_t *bias_rec, int steps, const int8_t *x, int8_t *h,
+                          int16_t *c, int8_t *y, int16_t *scratch)
+{
+    lstm_s8_steps(p, w_in, w_rec, bias_in, bias_rec, steps, x, h, c, y, scratch, 1);
+}
+
 /* ---- float32 ---- */
 
 static float sigmoidf_ref(float v)
@@ -296,46 +353,94 @@ static float sigmoidf_ref(float v)
     return 1.0f / (1.0f + expf(-v));
 }
 
-void edgernn_lstm_f32(const edgernn_lstm_f32_params_t *p, const float *w_in, const float *w_rec,
-                      const float *bias, int steps, const float *x, float *h, float *c, float *y,
-                      float *scratch)
+typedef struct {
+    const edgernn_lstm_f32_params_t *p;
+    const float *w_in, *w_rec, *bias;
+    const float *xt, *h;
+    float *c, *scratch;
+} lstm_f32_args_t;
+
+/* The float32 step for the units [begin, end), as lstm_s8_units. */
+static void lstm_f32_units(const void *args, int begin, int end)
 {
+    const lstm_f32_args_t *a = (const lstm_f32_args_t *)args;
+    const edgernn_lstm_f32_params_t *p = a->p;
+    float *c = a->c;
+    float *scratch = a->scratch;
     const int n_in = (int)p->n_input;
     const int n_cell = (int)p->n_cell;
-    int t;
-    for (t = 0; t < steps; ++t) {
-        const float *xt = x + (size_t)t * (size_t)n_in;
-        int r, j;
-        for (r = 0; r < 4 * n_cell; ++r) {
-            const float *wi = w_in + (size_t)r * (size_t)n_in;
-            const float *wr = w_rec + (size_t)r * (size_t)n_cell;
+    int g, j;
+    for (g = 0; g < 4; ++g) {
+        const int first = g * n_cell;
+        int r;
+        for (r = first + begin; r < first + end; ++r) {
+            const float *wi = a->w_in + (size_t)r * (size_t)n_in;
+            const float *wr = a->w_rec + (size_t)r * (size_t)n_cell;
             float acc_in = 0.0f;
             float acc_rec = 0.0f;
             int k;
             for (k = 0; k < n_in; ++k) {
-                acc_in += wi[k] * xt[k];
+                acc_in += wi[k] * a->xt[k];
             }
             for (k = 0; k < n_cell; ++k) {
-                acc_rec += wr[k] * h[k];
+                acc_rec += wr[k] * a->h[k];
             }
-            scratch[r] = (bias[r] + acc_in) + acc_rec;
+            scratch[r] = (a->bias[r] + acc_in) + acc_rec;
         }
-        for (j = 0; j < n_cell; ++j) {
-            const float ig = sigmoidf_ref(scratch[j]);
-            const float fg = sigmoidf_ref(scratch[n_cell + j]);
-            const float cg = tanhf(scratch[2 * n_cell + j]);
-            const float og = sigmoidf_ref(scratch[3 * n_cell + j]);
-            float cell = fg * c[j];
-            cell += cg * ig;
-            if (p->cell_clip > 0.0f) {
-                cell = cell > p->cell_clip ? p->cell_clip : (cell < -p->cell_clip ? -p->cell_clip : cell);
-            }
-            c[j] = cell;
-            scratch[j] = og * tanhf(cell);
+    }
+    for (j = begin; j < end; ++j) {
+        const float ig = sigmoidf_ref(scratch[j]);
+        const float fg = sigmoidf_ref(scratch[n_cell + j]);
+        const float cg = tanhf(scratch[2 * n_cell + j]);
+        const float og = sigmoidf_ref(scratch[3 * n_cell + j]);
+        float cell = fg * c[j];
+        cell += cg * ig;
+        if (p->cell_clip > 0.0f) {
+            cell = cell > p->cell_clip ? p->cell_clip : (cell < -p->cell_clip ? -p->cell_clip : cell);
+        }
+        c[j] = cell;
+        scratch[j] = og * tanhf(cell);
+    }
+}
+
+static void lstm_f32_steps(const edgernn_lstm_f32_params_t *p, const float *w_in, const float *w_rec,
+                           const float *bias, int steps, const float *x, float *h, float *c, float *y, float *scratch,
+                           int team)
+{
+    const int n_cell = (int)p->n_cell;
+    lstm_f32_args_t a;
+    int t, j;
+    a.p = p;
+    a.w_in = w_in;
+    a.w_rec = w_rec;
+    a.bias = bias;
+    a.h = h;
+    a.c = c;
+    a.scratch = scratch;
+    for (t = 0; t < steps; ++t) {
+        a.xt = x + (size_t)t * (size_t)p->n_input;
+        if (team) {
+            edgernn_team_split(lstm_f32_units, &a, n_cell, LSTM_GRAIN);
+        } else {
+            lstm_f32_units(&a, 0, n_cell);
         }
         for (j = 0; j < n_cell; ++j) {
             h[j] = scratch[j];
             y[(size_t)t * (size_t)n_cell + (size_t)j] = scratch[j];
         }
     }
+}
+
+void edgernn_lstm_f32(const edgernn_lstm_f32_params_t *p, const float *w_in, const float *w_rec,
+                      const float *bias, int steps, const float *x, float *h, float *c, float *y,
+                      float *scratch)
+{
+    lstm_f32_steps(p, w_in, w_rec, bias, steps, x, h, c, y, scratch, 0);
+}
+
+void edgernn_team_lstm_f32(const edgernn_lstm_f32_params_t *p, const float *w_in, const float *w_rec,
+                           const float *bias, int steps, const float *x, float *h, float *c, float *y,
+                           float *scratch)
+{
+    lstm_f32_steps(p, w_in, w_rec, bias, steps, x, h, c, y, scratch, 1);
 }

@@ -3,7 +3,9 @@
  * A team kernel takes exactly the arguments of its kernel in edgernn_kernels.h. It cuts the output
  * range into one contiguous sub-range per worker and calls the unchanged kernel on each, with offset
  * pointers and a smaller count, so every output element is computed by the same code with the same
- * arithmetic as in a single-core build: the bytes do not depend on the number of workers.
+ * arithmetic as in a single-core build: the bytes do not depend on the number of workers. The fused
+ * LSTM splits once per time step: its units, through the step of a range of units that the
+ * single-core kernel also runs (over all units), then the caller alone publishes the new hidden state.
  *
  * Implementations (one is linked, chosen by the board file, [parallel] team):
  *   edgernn_team.c (portable)   serial; with -DEDGERNN_THREADS=N (N > 1) a POSIX thread team
@@ -90,5 +92,13 @@ void edgernn_team_logistic_s16(int32_t input_multiplier, int32_t input_left_shif
                                int16_t *out);
 void edgernn_team_tanh_s16(int32_t input_multiplier, int32_t input_left_shift, const int16_t *in, int n,
                            int16_t *out);
+/* UNIDIRECTIONAL_SEQUENCE_LSTM: every time step splits its units. Defined in edgernn_lstm.c, which
+ * firmware holds only when its schedule has an LSTM. */
+void edgernn_team_lstm_s8(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, const int8_t *w_rec,
+                          const int32_t *bias_in, const int32_t *bias_rec, int steps, const int8_t *x, int8_t *h,
+                          int16_t *c, int8_t *y, int16_t *scratch);
+void edgernn_team_lstm_f32(const edgernn_lstm_f32_params_t *p, const float *w_in, const float *w_rec,
+                           const float *bias, int steps, const float *x, float *h, float *c, float *y,
+                           float *scratch);
 
 #endif /* EDGERNN_TEAM_H */

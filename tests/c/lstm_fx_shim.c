@@ -1,7 +1,9 @@
 /* Exposes the 16-bit fixed-point logistic and tanh of edgernn_lstm.c (static there) to
  * lstm_fx_check.cc, which holds them against gemmlowp's own fixedpoint.h: the gates' logistic and
- * tanh (Q3.12, integer bits fixed at compile time) and tanh(c) (integer bits known at run time). */
+ * tanh (Q3.12, integer bits fixed at compile time) and tanh(c) (integer bits known at run time).
+ * The portable team (serial here) is what the file's team versions split with. */
 #include "edgernn_lstm.c"
+#include "edgernn_team.c"
 
 int16_t edgernn_fx_tanh(int16_t a, int integer_bits);
 int16_t edgernn_fx_tanh_q3(int16_t a);
