@@ -311,15 +311,16 @@ def test_a_plain_lstm_lowers_to_one_kernel_call(quant):
 
 
 @pytest.mark.parametrize("quant", ["int8", "float32"])
-def test_the_team_shares_an_lstm_of_at_least_min_count_units(quant, tmp_path):
-    """Its units are the split range; the team version lives in edgernn_lstm.c, which is then copied."""
+def test_the_team_shares_an_lstm_of_at_least_min_count_gate_rows(quant, tmp_path):
+    """Its units are the split range, its size its gate rows (4 per unit); the team version lives in
+    edgernn_lstm.c, which is then copied."""
     from edgernn.backend.codegen import copy_kernels
     from edgernn.backend.parallel import share_calls
 
     suffix = "s8" if quant == "int8" else "f32"
     (narrow,) = _lower(_lstm_graph(quant, n_cell=12))
     (wide,) = _lower(_lstm_graph(quant, n_cell=16))
-    assert share_calls([narrow, wide], 16) == [wide.op_index]
+    assert share_calls([narrow, wide], 64) == [wide.op_index]
     assert narrow.fn == f"edgernn_lstm_{suffix}" and wide.fn == f"edgernn_team_lstm_{suffix}"
     assert "edgernn_lstm.c" in copy_kernels(tmp_path, None, {wide.fn})
     assert (tmp_path / "edgernn_lstm.c").is_file()

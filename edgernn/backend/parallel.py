@@ -46,10 +46,11 @@ def _n_at(index: int) -> Callable[[Call], int | None]:
 
 
 def _lstm(call: Call) -> int | None:
-    """The fused LSTM splits its units: n_cell, the second field of its parameter struct."""
+    """The fused LSTM splits its units (n_cell, the second field of its parameter struct); its size is
+    counted as its gate rows, four per unit, the measure of a FULLY_CONNECTED's outputs."""
     for struct in call.structs:
         if struct.ctype.startswith("edgernn_lstm_"):
-            return int(struct.fields[1])
+            return 4 * int(struct.fields[1])
     return None
 
 
