@@ -220,7 +220,8 @@ def test_stateful_lstm_converts_with_the_state_starting_at_zero(tmp_path):
 
     keras.utils.set_random_seed(3)
     model = keras.Sequential([keras.Input((None, 3), batch_size=1),
-                              keras.layers.LSTM(6, return_sequences=True, stateful=True), keras.layers.Dense(2)])
+                              keras.layers.LSTM(6, return_sequences=True, stateful=True, name="lstm"),
+                              keras.layers.Dense(2)])
     xs = zoo.trajectories(1, 40, 3, seed=6)
     path = zoo.save(model, tmp_path)
     manifest = convert_model(path, tmp_path / "out", quant="float32", mode="step")
