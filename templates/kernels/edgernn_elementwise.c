@@ -144,11 +144,11 @@ void edgernn_addsub_n_s8(const edgernn_addsub_params_t *p, int subtract, const i
 void edgernn_addsub_s8(const edgernn_bcast_t *b, const edgernn_addsub_params_t *p, int subtract,
                        const int8_t *in1, const int8_t *in2, int8_t *out)
 {
-    const addsub_consts_t k = addsub_consts(p, subtract);
     if (is_flat(b)) {
         edgernn_addsub_n_s8(p, subtract, in1, in2, b->dims[3], out);
         return;
     }
+    const addsub_consts_t k = addsub_consts(p, subtract);
     EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)addsub_one(&k, in1[i1], in2[i2]));
 }
 
@@ -169,11 +169,11 @@ void edgernn_addsub_n_s16(const edgernn_addsub_params_t *p, int subtract, const 
 void edgernn_addsub_s16(const edgernn_bcast_t *b, const edgernn_addsub_params_t *p, int subtract,
                        const int16_t *in1, const int16_t *in2, int16_t *out)
 {
-    const addsub_consts_t k = addsub_consts(p, subtract);
     if (is_flat(b)) {
         edgernn_addsub_n_s16(p, subtract, in1, in2, b->dims[3], out);
         return;
     }
+    const addsub_consts_t k = addsub_consts(p, subtract);
     EDGERNN_BCAST_LOOP(b, out[o] = (int16_t)addsub_one(&k, in1[i1], in2[i2]));
 }
 
@@ -250,11 +250,11 @@ void edgernn_mul_n_s8(const edgernn_mul_params_t *p, const int8_t *in1, const in
 void edgernn_mul_s8(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int8_t *in1,
                     const int8_t *in2, int8_t *out)
 {
-    const mul_consts_t k = mul_consts(p);
     if (is_flat(b)) {
         edgernn_mul_n_s8(p, in1, in2, b->dims[3], out);
         return;
     }
+    const mul_consts_t k = mul_consts(p);
     EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)mul_one(&k, in1[i1], in2[i2]));
 }
 
@@ -271,11 +271,11 @@ void edgernn_mul_n_s16(const edgernn_mul_params_t *p, const int16_t *in1, const 
 void edgernn_mul_s16(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int16_t *in1,
                     const int16_t *in2, int16_t *out)
 {
-    const mul_consts_t k = mul_consts(p);
     if (is_flat(b)) {
         edgernn_mul_n_s16(p, in1, in2, b->dims[3], out);
         return;
     }
+    const mul_consts_t k = mul_consts(p);
     EDGERNN_BCAST_LOOP(b, out[o] = (int16_t)mul_one(&k, in1[i1], in2[i2]));
 }
 
