@@ -65,13 +65,18 @@ def firmware_sources(firmware_dir: Path, board: Board) -> tuple[list[Path], list
     return sources, includes
 
 
+def board_defines(board: Board) -> list[str]:
+    """The -D flags every build of the board's firmware takes: its toolchain defines and its name."""
+    return [f"-D{d}" for d in board["toolchain"].get("defines", [])] + [f'-DEDGERNN_BOARD_NAME="{board.name}"']
+
+
 def build_command(firmware_dir: Path, board: Board, elf: Path, optimize: str | None = None) -> list[str]:
     tc = board["toolchain"]
     sources, includes = firmware_sources(firmware_dir, board)
     cflags = list(tc.get("cflags", []))
     if optimize:
         cflags = [f for f in cflags if not f.startswith("-O")] + [optimize]
-    defines = [f"-D{d}" for d in tc.get("defines", [])] + [f'-DEDGERNN_BOARD_NAME="{board.name}"']
+    defines = board_defines(board)
     return ([tc["cc"], *cflags, *defines, *[f"-I{i}" for i in includes], *map(str, sources),
              "-o", str(elf), *tc.get("ldflags", [])])
 
@@ -337,7 +342,7 @@ def check_portable_sources(firmware_dir: Path, board: Board, obj_dir: Path) -> l
     if not cc or shutil.which(cc) is None:
         return None
     provided = hal_files(board)
-    defines = [f"-D{d}" for d in tc.get("defines", [])] + [f'-DEDGERNN_BOARD_NAME="{board.name}"']
+    defines = board_defines(board)
     obj_dir.mkdir(parents=True, exist_ok=True)
     commands = []
     for src in sorted(Path(firmware_dir).glob("*.c")):
