@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
-# Installs what edgernn needs on a fresh Debian machine: the RISC-V toolchain, QEMU and clang from Debian
-# (when run as root and missing), then edgernn itself with its test dependencies.
+# Installs what edgernn and its tests need on a fresh Debian machine, then edgernn itself with its test
+# dependencies. Every system package is named here, and checked by package rather than by command: a
+# command can be present while a part of its package family that only a recommendation brings is not
+# (clang without its libFuzzer and sanitizer runtimes, for example).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need=()
-command -v riscv64-unknown-elf-gcc >/dev/null || need+=(gcc-riscv64-unknown-elf)
-[ -e /usr/lib/picolibc/riscv64-unknown-elf/picolibc.specs ] || ls /usr/lib/picolibc/riscv64-unknown-elf/*.specs >/dev/null 2>&1 || need+=(picolibc-riscv64-unknown-elf)
-command -v qemu-system-riscv32 >/dev/null || need+=(qemu-system-misc)
-command -v clang >/dev/null || need+=(clang)
-command -v gcc >/dev/null || need+=(gcc)
-command -v valgrind >/dev/null || need+=(valgrind)
-if [ ${#need[@]} -gt 0 ]; then
+packages=(
+    gcc g++ make                      # host board, backend tests, the GAP SDK's make rules
+    clang libclang-rt-dev             # clang builds; libclang-rt-dev: libFuzzer, ASan and UBSan runtimes
+    valgrind                          # instruction counts in bench/ (callgrind)
+    gcc-riscv64-unknown-elf           # qemu_riscv32 and the GAP8 firmware (through the GAP SDK's rules)
+    picolibc-riscv64-unknown-elf      # the C library of the qemu_riscv32 firmware
+    qemu-system-misc                  # qemu-system-riscv32
+    rsync scons                       # building GVSOC, the GAP8 simulator, from the GAP SDK
+)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -q
-        apt-get install -y -q --no-install-recommends "${need[@]}"
+        apt-get install -y -q --no-install-recommends "${missing[@]}"
     else
-        echo "setup: missing ${need[*]}; install them with: sudo apt-get install ${need[*]}" >&2
+        echo "setup: missing ${missing[*]}; install them with: sudo apt-get install --no-install-recommends ${missing[*]}" >&2
     fi
 fi
 

@@ -11,7 +11,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 
 import numpy as np
@@ -185,10 +184,9 @@ def test_sanitizers_quantized(converted, tmp_path, name, quant):
 
 @pytest.mark.toolchain
 def test_clang_also_compiles_it_warning_free(converted):
-    if shutil.which("clang") is None:
-        if os.environ.get("EDGERNN_REQUIRE_TOOLCHAINS") == "1":
-            pytest.fail("clang missing (EDGERNN_REQUIRE_TOOLCHAINS=1 forbids skipping)")
-        pytest.skip("clang missing")
+    from conftest import require_tools
+
+    require_tools("clang")
     from edgernn.backend import compile_host, generate_firmware
     from edgernn.boards import load_board
 

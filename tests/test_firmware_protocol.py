@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import random
-import shutil
 import subprocess
 import zlib
 from pathlib import Path
@@ -21,8 +20,9 @@ MAX_FRAME = 600  # small, so the tests reach the limit cheaply
 
 @pytest.fixture(scope="module")
 def codec(tmp_path_factory):
-    if shutil.which("gcc") is None:
-        pytest.skip("needs gcc")
+    from conftest import require_tools
+
+    require_tools("gcc")
     lib = tmp_path_factory.mktemp("codec") / "codec.so"
     fw = templates_dir() / "firmware"
     shim = Path(__file__).parent / "fixtures" / "codec_shim.c"

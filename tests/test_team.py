@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import backend_harness as H
+from conftest import tool_unavailable
 import zoo
 
 WORKERS = (1, 2, 8)
@@ -138,7 +139,7 @@ def test_thread_sanitizer_reports_nothing(converted, tmp_path):
     tsan = ["-fsanitize=thread", "-g", "-O1", "-pthread"]
     built = subprocess.run(["gcc", *tsan, str(probe), "-o", str(tmp_path / "race")], capture_output=True, text=True)
     if built.returncode != 0:
-        pytest.skip(f"gcc cannot build with -fsanitize=thread here: {built.stderr.strip()[:200]}")
+        tool_unavailable(f"gcc cannot build with -fsanitize=thread here: {built.stderr.strip()[:200]}")
     control = subprocess.run([str(tmp_path / "race")], capture_output=True, text=True)
     command_prefix = []
     if "ThreadSanitizer" not in control.stderr:
