@@ -315,9 +315,12 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
         },
         "notes": [n for n in [float_note] if n],
     }
+    report["device"].update(info.describe_target())
     macs = manifest.get("macs_per_step")
     if macs:
         report["device"]["cycles_per_mac"] = report["device"]["cycles_per_step"] / macs
+        if report["device"]["cycles_per_step"]:
+            report["device"]["macs_per_cycle"] = macs / report["device"]["cycles_per_step"]
 
     from edgernn import report as report_writer
 

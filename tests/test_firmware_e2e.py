@@ -75,6 +75,13 @@ def check_parity(out):
     return report
 
 
+def test_the_device_says_what_ran_the_step(converted):
+    report = check_parity(converted("gru", "host"))
+    assert (report["device"]["workers"], report["device"]["simd_dot"], report["device"]["offloaded"]) == (1, False, False)
+    assert report["device"]["macs_per_cycle"] == pytest.approx(
+        report["device"]["macs_per_step"] / report["device"]["cycles_per_step"])
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_int8_model_on_the_host_board(converted, kind):
     check_parity(converted(kind, "host"))

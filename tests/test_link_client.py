@@ -32,6 +32,25 @@ def test_handshake_reports_the_model_and_layout(host_device):
     assert (info.input_size, info.output_size, info.state_bytes) == (3, 2, 8)
     assert info.board == "host" and info.protocol_version == 1
     assert info.input_dtype == np.int8 and info.max_frame == 4096
+    # The toy model has no edgernn_target(): its target block says "not reported".
+    assert (info.workers, info.target_flags) == (0, 0)
+    assert info.describe_target() == {"workers": None, "simd_dot": None, "offloaded": None}
+
+
+@pytest.mark.parametrize("workers, flags, target", [
+    (1, 0, {"workers": 1, "simd_dot": False, "offloaded": False}),
+    (8, P.TARGET_SIMD_DOT | P.TARGET_OFFLOADED, {"workers": 8, "simd_dot": True, "offloaded": True}),
+    (0, 0, {"workers": None, "simd_dot": None, "offloaded": None}),
+])
+def test_hello_target_block_round_trips(workers, flags, target):
+    info = P.DeviceInfo(1, np.dtype("<i1"), np.dtype("<i1"), 3, 2, 8, 4096, "gvsoc_gap8", "a" * 64, workers, flags)
+    payload = P.build_hello(info)
+    assert P.parse_hello(payload) == info and P.parse_hello(payload).describe_target() == target
+    # Firmware older than the target block ends after the SHA-256; one byte more or less is refused.
+    assert P.parse_hello(payload[:-4]).describe_target()["workers"] is None
+    for bad in (payload[:-1], payload + b"\0"):
+        with pytest.raises(ValueError, match="wrong length"):
+            P.parse_hello(bad)
 
 
 @pytest.mark.parametrize("states", ["every", "last", "none"])

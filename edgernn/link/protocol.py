@@ -46,6 +46,9 @@ TRANSIENT_ERRORS = {ERR_BAD_CRC, ERR_BAD_COBS, ERR_BAD_LENGTH, ERR_TOO_LONG}
 ELEMENT_DTYPES = {1: np.dtype("<i1"), 2: np.dtype("<i2"), 4: np.dtype("<f4")}
 
 _HELLO_FIXED = struct.Struct("<BBBBHHIHB")
+_HELLO_TARGET = struct.Struct("<BBH")   # workers, flags, reserved; absent from older firmware
+TARGET_SIMD_DOT = 0x01                  # the int8 dot products use SIMD instructions (GAP8 Xpulp)
+TARGET_OFFLOADED = 0x02                 # the step runs on a cluster apart from the link's core
 _ERROR = struct.Struct("<BBH")
 _STEP_REQUEST = struct.Struct("<BH")
 _STEP_REPLY = struct.Struct("<IHB")
@@ -64,6 +67,14 @@ class DeviceInfo:
     max_frame: int
     board: str
     model_sha256: str
+    workers: int = 0          # the team's workers that run the step; 0 = not reported
+    target_flags: int = 0     # TARGET_* bits
+
+    def describe_target(self) -> dict:
+        """What ran the step, as report.json says it."""
+        return {"workers": self.workers or None,
+                "simd_dot": bool(self.target_flags & TARGET_SIMD_DOT) if self.workers else None,
+                "offloaded": bool(self.target_flags & TARGET_OFFLOADED) if self.workers else None}
 
 
 @dataclass(frozen=True)
@@ -94,14 +105,18 @@ def parse_hello(payload: bytes) -> DeviceInfo:
     version, in_bytes, out_bytes, _reserved, n_in, n_out, n_state, max_frame, board_len = (
         _HELLO_FIXED.unpack_from(payload))
     at = _HELLO_FIXED.size
-    if len(payload) != at + board_len + 64:
+    tail = len(payload) - (at + board_len + 64)
+    if tail not in (0, _HELLO_TARGET.size):
         raise ValueError(f"HELLO answer of {len(payload)} bytes has the wrong length")
     if in_bytes not in ELEMENT_DTYPES or out_bytes not in ELEMENT_DTYPES:
         raise ValueError(f"HELLO answer gives element sizes {in_bytes}/{out_bytes} bytes")
     board = payload[at : at + board_len].decode("ascii", "replace")
-    sha = payload[at + board_len :].decode("ascii", "replace")
+    sha = payload[at + board_len : at + board_len + 64].decode("ascii", "replace")
+    workers, flags = 0, 0
+    if tail:
+        workers, flags, _reserved = _HELLO_TARGET.unpack_from(payload, at + board_len + 64)
     return DeviceInfo(version, ELEMENT_DTYPES[in_bytes], ELEMENT_DTYPES[out_bytes], n_in, n_out,
-                      n_state, max_frame, board, sha)
+                      n_state, max_frame, board, sha, workers, flags)
 
 
 def build_hello(info: DeviceInfo) -> bytes:
@@ -110,7 +125,8 @@ def build_hello(info: DeviceInfo) -> bytes:
     return (_HELLO_FIXED.pack(info.protocol_version, info.input_dtype.itemsize,
                               info.output_dtype.itemsize, 0, info.input_size, info.output_size,
                               info.state_bytes, info.max_frame, len(board))
-            + board + info.model_sha256.encode("ascii"))
+            + board + info.model_sha256.encode("ascii")
+            + _HELLO_TARGET.pack(info.workers, info.target_flags, 0))
 
 
 def parse_error(payload: bytes) -> DeviceError:

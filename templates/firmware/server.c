@@ -77,6 +77,18 @@ static void answer_hello(uint16_t seq)
     n += board_len;
     memcpy(p + n, sha, 64);
     n += 64;
+    /* The target block: what the step runs on (a model API without edgernn_target says 0, unknown). */
+    {
+        int workers = 0;
+        unsigned flags = 0u;
+#ifdef EDGERNN_TARGET_SIMD_DOT
+        edgernn_target(&workers, &flags);
+#endif
+        p[n++] = (uint8_t)workers;
+        p[n++] = (uint8_t)flags;
+        edgernn_put_u16(p + n, 0u); /* reserved */
+        n += 2;
+    }
     tx_len = edgernn_frame_seal(tx, EDGERNN_MSG_HELLO | EDGERNN_MSG_REPLY, seq, n);
     /* A new host session starts here: whatever was cached belongs to the previous one. */
     have_cache = 0;

@@ -6,6 +6,15 @@
 
 /* The int8 dot products are edgernn_dot.h's (portable C, or GAP8's Xpulp SIMD builtin). */
 
+int edgernn_dot_simd(void)
+{
+#if defined(EDGERNN_DOT_XPULP)
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 void edgernn_fully_connected_f32(const float *in, const float *w, const float *bias, float act_min,
                                  float act_max, int rows, int n_in, int n_out, float *out)
 {

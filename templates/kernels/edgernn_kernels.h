@@ -41,6 +41,9 @@ typedef struct {
 } edgernn_run_t;
 
 /* ---- fully connected: out[r][o] = act(sum_i in[r][i] * w[o][i] + bias[o]) ---- */
+/* 1 when this build's int8 dot products use SIMD instructions (edgernn_dot.h: Xpulp pv.sdotsp.b). */
+int edgernn_dot_simd(void);
+
 void edgernn_fully_connected_f32(const float *in, const float *w, const float *bias, float act_min,
                                  float act_max, int rows, int n_in, int n_out, float *out);
 /* bias already holds bias[o] + input_offset * sum_i w[o][i]. */

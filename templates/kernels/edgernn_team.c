@@ -145,3 +145,8 @@ void edgernn_team_enter(void (*body)(void *), void *arg)
 {
     body(arg);
 }
+
+int edgernn_team_offloaded(void)
+{
+    return 0;
+}

@@ -34,6 +34,8 @@ void edgernn_team_enter(void (*body)(void *), void *arg);
 void edgernn_team_split(edgernn_range_fn fn, const void *args, int count, int grain);
 /* How many workers edgernn_team_split uses. */
 int edgernn_team_workers(void);
+/* 1 when edgernn_team_enter runs its body on other cores than the caller's (GAP8's cluster). */
+int edgernn_team_offloaded(void);
 
 /* Worker k of n: its sub-range of [0, count), in whole units of grain elements (the last may be shorter). */
 static inline void edgernn_team_range(int k, int n, int count, int grain, int *begin, int *end)

@@ -81,3 +81,8 @@ int edgernn_team_workers(void)
 {
     return EDGERNN_CLUSTER_CORES;
 }
+
+int edgernn_team_offloaded(void)
+{
+    return 1;
+}
