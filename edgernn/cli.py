@@ -37,6 +37,9 @@ class EdgeRNNGroup(click.Group):
     """Turns every EdgeRNNError into one line on stderr and its exit code; never a traceback."""
 
     def invoke(self, ctx):
+        from edgernn import procs
+
+        procs.install_signal_handlers()
         try:
             return super().invoke(ctx)
         except EdgeRNNError as err:
@@ -47,6 +50,9 @@ class EdgeRNNGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)
+        except procs.Interrupted as stop:
+            click.echo(f"interrupted ({stop})", err=True)
+            sys.exit(128 + stop.signum)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
         except Exception as exc:  # a bug: still one line, with the way to see more
@@ -54,7 +60,10 @@ class EdgeRNNGroup(click.Group):
                 raise
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             click.echo(f"error: internal error {type(exc).__name__}: {first} (EDGERNN_DEBUG=1 shows the traceback)", err=True)
-            sys.exit(1)
+            sys.exit(4)
+        finally:
+            # No compiler, emulator or firmware outlives the command, whatever ended it.
+            procs.stop_all()
 
 
 @click.group(cls=EdgeRNNGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -149,11 +158,9 @@ def flash(ctx, out, port, radio):
                    f"`edgernn validate {out} --port /dev/ttyUSB0` (the USB-UART on its UART pins)")
         return
     click.echo(f"{device.board.name} running; port: {device.url}")
-    click.echo("press Ctrl-C to stop it")
+    click.echo("press Ctrl-C to stop it (exit status 130)")
     try:
         device.wait()
-    except KeyboardInterrupt:
-        pass
     finally:
         device.stop()
         click.echo("stopped")

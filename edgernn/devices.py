@@ -14,11 +14,11 @@ import shlex
 import shutil
 import subprocess
 import threading
-import time
 import tty
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edgernn import procs
 from edgernn.boards import Board, load_board
 from edgernn.errors import EdgeRNNError
 from edgernn.resources import templates_dir
@@ -98,7 +98,7 @@ def build_firmware(firmware_dir: str | os.PathLike, board: str | Board, build_di
     command = build_command(firmware_dir, board, elf, optimize)
     if extra_cflags:
         command[1:1] = extra_cflags
-    proc = subprocess.run(command, capture_output=True, text=True)
+    proc = procs.run(command)
     if proc.returncode != 0:
         first = (proc.stderr.strip().splitlines() or ["(no output)"])
         errors = [line for line in first if "error" in line] or first
@@ -140,14 +140,8 @@ class Device:
         return self.process is not None and self.process.poll() is None
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop the board's process (if any) and release the pty."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout)
+        """Stop the board's process group (if any) and release the pty."""
+        procs.stop(self.process, timeout)
         for fd in self._fds:
             try:
                 os.close(fd)
@@ -159,11 +153,9 @@ class Device:
         """Power-cycle the device: the port stays, the firmware starts from scratch (host board)."""
         if self._master is None:
             raise EdgeRNNError(f"board {self.board.name} cannot be restarted in place")
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(5)
-        self.process = subprocess.Popen(self._command, pass_fds=[self._master],
-                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        procs.stop(self.process, timeout=0.0)
+        self.process = procs.spawn(self._command, pass_fds=[self._master], stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL)
 
     def wait(self) -> int | None:
         return self.process.wait() if self.process is not None else None
@@ -203,8 +195,7 @@ def _start_on_pty(elf: Path, board: Board) -> Device:
     tty.setraw(slave)
     tty.setraw(master)
     command = _format(board["emulator"]["command"], elf=elf, fd=master)
-    process = subprocess.Popen(command, pass_fds=[master], stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL)
+    process = procs.spawn(command, pass_fds=[master], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     # The slave stays open here too, so the firmware never reads EIO between host sessions.
     return Device(board, os.ttyname(slave), elf, process, [master, slave], command, master)
 
@@ -212,8 +203,8 @@ def _start_on_pty(elf: Path, board: Board) -> Device:
 def _start_emulator(elf: Path, board: Board) -> Device:
     emulator = board["emulator"]
     command = _format(emulator["command"], elf=elf) + list(emulator.get("serial_args", []))
-    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, bufsize=1)
+    process = procs.spawn(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, bufsize=1)
     device = Device(board, "", elf, process, [], command)
     pattern = re.compile(emulator["serial_announce"])
     found = threading.Event()
@@ -320,7 +311,7 @@ def manual_commands(board: Board, out_dir: Path) -> str:
 def build_gap_project(firmware_dir: Path, board: Board) -> list[str]:
     """Run the SDK's build in firmware_dir; returns the command. Needs $GAP_SDK_HOME (see gap_sdk_config)."""
     command = gap_sdk_command(board, firmware_dir, list(board["gap_sdk"]["build"]))
-    proc = subprocess.run(command, capture_output=True, text=True)
+    proc = procs.run(command)
     if proc.returncode != 0:
         lines = (proc.stderr or proc.stdout).strip().splitlines() or ["(no output)"]
         errors = [line for line in lines if "error" in line.lower()] or lines[-1:]
@@ -350,7 +341,7 @@ def check_portable_sources(firmware_dir: Path, board: Board, obj_dir: Path) -> l
             continue
         cmd = [cc, *tc.get("check_cflags", []), *defines, f"-I{firmware_dir}", "-c", str(src),
                "-o", str(obj_dir / (src.stem + ".o"))]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = procs.run(cmd)
         if proc.returncode != 0:
             first = (proc.stderr.strip().splitlines() or ["(no output)"])
             errors = [line for line in first if "error" in line] or first
@@ -382,7 +373,7 @@ def flash_hardware(out_dir: Path, board: Board, radio: str | None = None) -> lis
     env = dict(os.environ)
     if not radio and board["flash"].get("jtag_cable"):
         env.setdefault("GAPY_OPENOCD_CABLE", board["flash"]["jtag_cable"])
-    proc = subprocess.run(command, env=env)
+    proc = procs.run(command, env=env, stdout=None, stderr=None)
     if proc.returncode != 0:
         raise EdgeRNNError(f"flashing {board.name} failed (exit status {proc.returncode}; command: {shlex.join(command)})")
     return command

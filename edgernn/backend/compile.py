@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from edgernn import procs
 from edgernn.errors import EdgeRNNError
 
 STRICT_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
@@ -34,7 +35,7 @@ def host_compilers(board) -> list[str]:
 def _run(cmd: list[str], verbose: bool) -> None:
     if verbose:
         print(shlex.join(cmd))
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = procs.run(cmd)
     if proc.returncode != 0:
         detail = (proc.stderr or proc.stdout).strip().splitlines()
         first = detail[0] if detail else f"exit status {proc.returncode}"

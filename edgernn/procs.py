@@ -1,0 +1,107 @@
+"""Child processes that end when edgernn ends.
+
+Compilers, make, emulators and host firmware start in a process group of their own, so that a
+terminal's Ctrl-C does not reach them behind edgernn's back, and so that edgernn can end the whole
+group: killing only the ``gcc`` driver would leave ``cc1`` running, killing only ``gapy`` would leave
+the simulator running. Every group started here is remembered until it has ended; ``stop_all`` ends
+those still alive, and the CLI calls it on every exit path (error, Ctrl-C, SIGTERM, SIGHUP).
+
+``install_signal_handlers`` turns SIGTERM and SIGHUP into ``Interrupted``, raised in the main thread
+like KeyboardInterrupt, so that every ``finally`` (a device's stop, a staging folder's removal) runs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from typing import Any
+
+_live: dict[int, subprocess.Popen] = {}
+_lock = threading.Lock()
+
+
+class Interrupted(BaseException):
+    """SIGTERM or SIGHUP arrived: unwind like KeyboardInterrupt, then exit 128 + signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_interrupted(signum, _frame):
+    raise Interrupted(signum)
+
+
+def install_signal_handlers() -> None:
+    """SIGTERM and SIGHUP raise Interrupted in the main thread (call from the main thread)."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_interrupted)
+
+
+def spawn(command: list[str], **kwargs: Any) -> subprocess.Popen:
+    """Popen in a new process group, remembered until ``stop`` (or ``stop_all``) ends it."""
+    kwargs.setdefault("start_new_session", True)
+    process = subprocess.Popen(command, **kwargs)
+    with _lock:
+        _live[process.pid] = process
+    return process
+
+
+def _signal_group(process: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop(process: subprocess.Popen | None, timeout: float = 5.0) -> None:
+    """End a process started by ``spawn`` and everything in its group: SIGTERM, then SIGKILL."""
+    if process is None:
+        return
+    if process.poll() is None:
+        _signal_group(process, signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+    # The leader may be gone while others of its group live on (a compiler's cc1, a simulator's
+    # launcher): the group is always sent SIGKILL at the end.
+    _signal_group(process, signal.SIGKILL)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    with _lock:
+        _live.pop(process.pid, None)
+
+
+def stop_all() -> None:
+    """End every group still alive (the CLI's last word on any exit path)."""
+    with _lock:
+        processes = list(_live.values())
+    for process in processes:
+        stop(process, timeout=2.0)
+
+
+def run(command: list[str], *, timeout: float | None = None, input: str | bytes | None = None,
+        **kwargs: Any) -> subprocess.CompletedProcess:
+    """``subprocess.run`` whose whole process group ends on any exception, KeyboardInterrupt included.
+
+    Output is captured as text unless the caller says otherwise."""
+    kwargs.setdefault("stdout", subprocess.PIPE)
+    kwargs.setdefault("stderr", subprocess.PIPE)
+    kwargs.setdefault("text", True)
+    if input is None:
+        kwargs.setdefault("stdin", subprocess.DEVNULL)
+    else:
+        kwargs["stdin"] = subprocess.PIPE
+    process = spawn(command, **kwargs)
+    try:
+        stdout, stderr = process.communicate(input, timeout=timeout)
+    except BaseException:
+        stop(process, timeout=2.0)
+        raise
+    stop(process, timeout=2.0)  # the leader has exited; anything left in its group goes too
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)

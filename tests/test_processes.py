@@ -1,0 +1,86 @@
+"""No orphans: every compiler, emulator or firmware process edgernn starts ends when the command ends,
+whether it ends through an error, Ctrl-C, SIGTERM or SIGHUP."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from edgernn import procs
+from test_link_validate import make_toy_out
+
+pytestmark = pytest.mark.toolchain
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line holds text (a test's own tmp path)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline and alive(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+def wait_until(predicate, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def test_run_ends_the_whole_group_on_an_exception(tmp_path):
+    marker = str(tmp_path / "grandchild")
+    # A driver that leaves a grandchild behind it, as gcc leaves cc1.
+    command = ["bash", "-c", f"exec -a {marker} sleep 60 & wait"]
+    with pytest.raises(subprocess.TimeoutExpired):
+        procs.run(command, timeout=0.5)
+    assert wait_until(lambda: not processes_mentioning(marker)), "the grandchild outlived the exception"
+
+
+def test_run_ends_what_the_leader_left_running(tmp_path):
+    marker = str(tmp_path / "left")
+    done = procs.run(["bash", "-c", f"(exec -a {marker} sleep 60 >/dev/null 2>&1) & echo started"])
+    assert done.returncode == 0 and done.stdout.strip() == "started"
+    assert wait_until(lambda: not processes_mentioning(marker))
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_signal_to_flash_stops_the_emulated_board(tmp_path, sig, code):
+    out = make_toy_out(tmp_path / "out")
+    cli = subprocess.Popen([sys.executable, "-m", "edgernn", "flash", str(out)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        line = ""
+        while "port:" not in line:
+            line = cli.stdout.readline()
+            assert line, "flash ended before it printed the port: " + cli.stderr.read()
+        firmware = processes_mentioning(str(out))
+        assert firmware, "no firmware process is running"
+        cli.send_signal(sig)
+        assert cli.wait(20) == code
+        assert wait_until(lambda: not processes_mentioning(str(out))), "the firmware outlived edgernn"
+    finally:
+        if cli.poll() is None:
+            os.killpg(cli.pid, signal.SIGKILL)
