@@ -57,11 +57,40 @@ def load_board(name_or_path: str | Path) -> Board:
                 f"unknown board {str(name_or_path)!r}: known boards are {', '.join(known_boards())}, "
                 "or pass the path of a board .toml file"
             )
-    try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise EdgeRNNError(f"board file {path}: {exc}") from None
+    data = _read_board_file(path, seen=())
     missing = [key for key in _REQUIRED if key not in data]
     if missing:
         raise EdgeRNNError(f"board file {path} lacks {', '.join(missing)}")
     return Board(name=data["name"], description=data["description"], path=path, data=data)
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Tables merge key by key; anything else (a value, an array) in ``over`` replaces ``base``'s."""
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _read_board_file(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
+    """A board file's data, with ``extends = "other"`` resolved: the other board's data (a shipped
+    name, or a path relative to this file), overridden table by table by this file's."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise EdgeRNNError(f"board file {path}: {exc}") from None
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data
+    if not isinstance(parent, str):
+        raise EdgeRNNError(f"board file {path}: extends must name a board, not {parent!r}")
+    parent_path = path.parent / parent if parent.endswith(".toml") else boards_dir() / f"{parent}.toml"
+    if not parent_path.is_file():
+        raise EdgeRNNError(f"board file {path} extends {parent!r}, which is not a board file ({parent_path})")
+    if parent_path.resolve() in seen:
+        raise EdgeRNNError(f"board file {path}: extends goes round in a circle through {parent_path.name}")
+    base = _read_board_file(parent_path, seen + (path.resolve(),))
+    return _merge(base, data)
