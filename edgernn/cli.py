@@ -36,6 +36,24 @@ def _warn(message: str) -> None:
 class EdgeRNNGroup(click.Group):
     """Turns every EdgeRNNError into one line on stderr and its exit code; never a traceback."""
 
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """Click's own usage errors become one ``error: ...`` line and exit 2, like edgernn's."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            result = super().main(args, prog_name, complete_var, False, **extra)
+        except click.exceptions.Abort:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+        except click.ClickException as exc:
+            message = " ".join(exc.format_message().split())
+            hint = ""
+            if isinstance(exc, click.UsageError) and exc.ctx is not None:
+                hint = f" (see {exc.ctx.command_path} --help)"
+            click.echo(f"error: {message}{hint}", err=True)
+            sys.exit(2)
+        sys.exit(result if isinstance(result, int) else 0)
+
     def invoke(self, ctx):
         from edgernn import procs
 
@@ -111,7 +129,7 @@ def inspect(model, unsafe, quant, as_json):
 
 @cli.command()
 @click.argument("model", type=click.Path())
-@click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@click.option("-o", "--out", required=True, type=click.Path(), help="Output folder.")
 @_model_options
 @click.pass_context
 def convert(ctx, model, out, quant, mode, calib, unsafe):
@@ -127,7 +145,7 @@ def convert(ctx, model, out, quant, mode, calib, unsafe):
 @cli.command()
 @click.argument("model", type=click.Path())
 @click.option("--board", required=True, help="Board name (see `edgernn boards`) or path of a board .toml.")
-@click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@click.option("-o", "--out", required=True, type=click.Path(), help="Output folder.")
 @_model_options
 @click.pass_context
 def build(ctx, model, board, out, quant, mode, calib, unsafe):

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any, Callable
@@ -18,6 +16,7 @@ import numpy as np
 
 from edgernn import __version__, tfenv
 from edgernn import tflite_model as tfl
+from edgernn.buildfolder import MANIFEST, BuildFolder
 from edgernn.decompose import Plan, decompose
 from edgernn.errors import EdgeRNNError
 from edgernn.fused import diagnose
@@ -30,7 +29,6 @@ from edgernn.quantize import (
 from edgernn.stepmodel import StepModel, build_head_model, build_step_model
 
 MODES = ("step", "fused", "auto")
-MANIFEST = "manifest.json"
 # Ops that TFLite emits for layers, to name the layer when an op cannot be quantized.
 OPS_OF_KIND = {"LTC": ["DIV", "SUM"], "CfC": ["EXP", "DIV"],
                "LayerNormalization": ["NEG", "RSQRT", "MEAN", "SQUARED_DIFFERENCE"]}
@@ -41,31 +39,6 @@ QUANT_WARN_L2R = 0.1
 
 def _quiet(_: str) -> None:
     pass
-
-
-# ---------------------------------------------------------------- output folder handling
-
-def check_output_folder(out: Path) -> None:
-    if out.exists() and not out.is_dir():
-        raise EdgeRNNError(f"output {out} exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).is_file():
-        raise EdgeRNNError(f"output folder {out} is not empty and holds no edgernn {MANIFEST}; choose another folder")
-
-
-def staging_folder(out: Path) -> Path:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-
-
-def commit_folder(staging: Path, out: Path) -> None:
-    """Swap the finished staging folder into place; the old OUT goes only once the new one is whole."""
-    if out.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-        os.rename(out, old / "x")
-        os.rename(staging, out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(staging, out)
 
 
 # ---------------------------------------------------------------- TFLite conversion
@@ -245,19 +218,16 @@ def convert_model(
         raise EdgeRNNError(f"unknown --quant {quant!r}; choose one of {', '.join(QUANT_MODES)}")
     if mode not in MODES:
         raise EdgeRNNError(f"unknown --mode {mode!r}; choose one of {', '.join(MODES)}")
-    out = Path(out)
-    check_output_folder(out)
-
-    log("loading model")
-    loaded = load_model(model, unsafe=unsafe)
-    plan = decompose(loaded.model, loaded.flavour)
-    diagnosis = diagnose(plan, quant, mode, for_firmware)
-    for line in diagnosis.lines():
-        log(f"plan: {line}")
-    calibration = _calibration(calib, plan.features, quant, warn)
-
-    staging = staging_folder(out)
+    folder = BuildFolder(out)
+    staging = folder.stage()
     try:
+        log("loading model")
+        loaded = load_model(model, unsafe=unsafe)
+        plan = decompose(loaded.model, loaded.flavour)
+        diagnosis = diagnose(plan, quant, mode, for_firmware)
+        for line in diagnosis.lines():
+            log(f"plan: {line}")
+        calibration = _calibration(calib, plan.features, quant, warn)
         if diagnosis.fused:
             manifest = _convert_fused_into(loaded, plan, calibration, quant, staging, log)
         else:
@@ -274,11 +244,10 @@ def convert_model(
                      f"(l2r {l2r:.3f}); check the calibration data, or use a wider --quant")
         (staging / ".float_step.tflite").unlink(missing_ok=True)
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        commit_folder(staging, out)
+        return folder.commit(staging)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        folder.abandon(staging)
         raise
-    return manifest
 
 
 def _calibration(calib: Any, features: int, quant: str, warn: Log) -> Calibration:
