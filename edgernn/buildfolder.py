@@ -28,7 +28,8 @@ SCHEMA = "edgernn-build/1"
 MANIFEST = "manifest.json"
 # Every top-level name edgernn may write into a build folder. A user's own file of one of these
 # names (one the manifest does not list) makes edgernn refuse the folder rather than replace it.
-KNOWN_ENTRIES = ("manifest.json", "step.tflite", "head.tflite", "fused_states_io.tflite", "firmware", "nntool",
+KNOWN_ENTRIES = ("manifest.json", "step.tflite", "head.tflite", "fused_states_io.tflite", "float_step.tflite",
+                 "float_head.tflite", "firmware", "nntool",
                  "report.json", "report.html")
 
 

@@ -65,6 +65,15 @@ class EdgeRNNGroup(click.Group):
             for line in getattr(err, "details", None) or []:
                 click.echo(line, err=True)
             sys.exit(err.exit_code)
+        except OSError as exc:  # a path or disk fault that no stage turned into its own message
+            from edgernn.buildfolder import os_error_message
+
+            if type(exc).__module__.startswith("serial"):
+                click.echo(f"error: serial port fault: {' '.join(str(exc).split()) or type(exc).__name__}", err=True)
+                sys.exit(3)
+            target = exc.filename or "a file"
+            click.echo(f"error: {os_error_message(exc, f'use {target}')}", err=True)
+            sys.exit(2)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)
@@ -189,14 +198,23 @@ def flash(ctx, out, port, radio):
 @click.option("--port", default=None, help="pyserial URL or device: /dev/ttyUSB0, socket://host:port, a pty.")
 @click.option("--baud", default=None, type=int, help="Baud rate (default: the board's).")
 @click.option("--data", type=click.Path(dir_okay=False), default=None, help="Test sequences, .npy (sequences, steps, features).")
-@click.option("--steps", type=int, default=None, help="Generate random test sequences of this many steps.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, help="Also write the report here.")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="Generate random test sequences of this many steps (default 1000); with --data, use the first N.")
+@click.option("--sequences", type=click.IntRange(min=1), default=1, show_default=True,
+              help="How many random test sequences (without --data).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the report here instead of OUT/report.json (the folder must exist).")
+@click.option("--save", type=click.Path(dir_okay=False), default=None,
+              help="Also write the device outputs (y, y_float, cycles) to this .npz, as they arrive.")
 @click.pass_context
-def validate(ctx, out, port, baud, data, steps, json_path):
-    """Run OUT's firmware on the device and compare it, step by step, with the interpreter and the float model."""
+def validate(ctx, out, port, baud, data, steps, sequences, json_path, save):
+    """Run OUT's firmware on the device and compare it, step by step, with the interpreter and the float model.
+
+    Exit status: 0 parity PASS, 1 parity FAIL, 2 bad input, 3 device or link fault, 4 internal error."""
     from edgernn.validation import exit_code, validate as run_validation
 
-    report = run_validation(Path(out), port=port, baud=baud, data=data, steps=steps, json_path=json_path)
+    report = run_validation(Path(out), port=port, baud=baud, data=data, steps=steps, sequences=sequences,
+                            json_path=json_path, save=save)
     sys.exit(exit_code(report))
 
 

@@ -35,6 +35,9 @@ OPS_OF_KIND = {"LTC": ["DIV", "SUM"], "CfC": ["EXP", "DIV"],
 
 Log = Callable[[str], None]
 QUANT_WARN_L2R = 0.1
+# The float twins of a quantized build: the same step model (and head) in float32, which validate runs
+# beside the device to measure the quantization error step by step, in constant memory.
+FLOAT_STEP, FLOAT_HEAD = "float_step.tflite", "float_head.tflite"
 
 
 def _quiet(_: str) -> None:
@@ -175,7 +178,7 @@ class _FloatTwin:
     """The float step model kept beside a quantized one while converting (float.tflite in staging)."""
 
     def __init__(self, folder: Path, manifest: dict):
-        self.data = (folder / ".float_step.tflite").read_bytes()
+        self.data = (folder / FLOAT_STEP).read_bytes()
         self.states = [s["name"] for s in manifest["states"]]
         self.fused = manifest.get("mode") == "fused"
 
@@ -242,7 +245,12 @@ def convert_model(
             if l2r > QUANT_WARN_L2R:
                 warn(f"WARNING: the {quant} step model is far from the float model on the calibration sequences "
                      f"(l2r {l2r:.3f}); check the calibration data, or use a wider --quant")
-        (staging / ".float_step.tflite").unlink(missing_ok=True)
+        if quant == "float32":
+            (staging / FLOAT_STEP).unlink(missing_ok=True)  # step.tflite is the float model itself
+        else:
+            manifest["files"]["float_step"] = FLOAT_STEP
+            if (staging / FLOAT_HEAD).is_file():
+                manifest["files"]["float_head"] = FLOAT_HEAD
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         return folder.commit(staging)
     except BaseException:
@@ -260,8 +268,14 @@ def _calibration(calib: Any, features: int, quant: str, warn: Log) -> Calibratio
             )
         return Calibration(synthetic_calibration(features), "synthetic")
     if isinstance(calib, (str, os.PathLike)):
-        return Calibration(load_sequences(calib, features), f"file:{Path(calib).name}")
-    return Calibration(check_sequences(calib, features, "calibration data"), "array")
+        found = Calibration(load_sequences(calib, features), f"file:{Path(calib).name}")
+    else:
+        found = Calibration(check_sequences(calib, features, "calibration data"), "array")
+    low, high = float(found.sequences.min()), float(found.sequences.max())
+    if low == high:
+        warn(f"WARNING: the calibration data holds one value only ({low:g} everywhere): the quantization ranges "
+             "say nothing about real inputs; pass sequences the model really sees")
+    return found
 
 
 def _layers_by_op(plan: Plan) -> dict[str, list[str]]:
@@ -305,7 +319,9 @@ def _convert_into(loaded: LoadedModel, plan: Plan, calibration: Calibration, qua
             "this model is not supported"
         )
 
-    (staging / ".float_step.tflite").write_bytes(renamed_float)
+    (staging / FLOAT_STEP).write_bytes(renamed_float)
+    if head_float is not None and quant != "float32":
+        (staging / FLOAT_HEAD).write_bytes(head_float)
     if quant == "float32":
         step_final = renamed_float
         head_final = head_float
@@ -431,7 +447,9 @@ def _convert_fused_into(loaded: LoadedModel, plan: Plan, calibration: Calibratio
         raise EdgeRNNError(
             f"the fused float model differs from the Keras model by {self_check:.2e} (relative); use --mode step"
         )
-    (staging / ".float_step.tflite").write_bytes(fused_float)
+    (staging / FLOAT_STEP).write_bytes(fused_float)
+    if head_float is not None and quant != "float32":
+        (staging / FLOAT_HEAD).write_bytes(head_float)
     picked = fused.calibration_sequences(sequences)
     if quant == "float32":
         step_final, head_final = fused_float, head_float
