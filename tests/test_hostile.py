@@ -229,3 +229,258 @@ def test_a_new_output_folder_gets_the_usual_mode(models, tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE(out.stat().st_mode) == 0o755
+
+
+# ---------------------------------------------------------------- data files
+
+def npz(path):
+    with open(path, "wb") as handle:  # np.savez would add .npz to any other name
+        np.savez(handle, a=np.zeros((2, 10, 3), np.float32))
+    return path
+
+
+def text_npy(path):
+    path.write_text("1 2 3\n4 5 6\n")
+    return path
+
+
+def pickled(path):
+    np.save(path, np.array([{"x": 1}], dtype=object), allow_pickle=True)
+    return path
+
+
+def fifo(path):
+    os.mkfifo(path)
+    return path
+
+
+def truncated(path):
+    np.save(path, np.zeros((4, 100, 3), np.float32))
+    path.write_bytes(path.read_bytes()[:300])
+    return path
+
+
+def wrong_features(path):
+    np.save(path, np.zeros((2, 10, 5), np.float32))
+    return path
+
+
+def folder(path):
+    path.mkdir()
+    return path
+
+
+DATA_CASES = [
+    # (file maker, file name, words in the error line)
+    (npz, "d.npz", [".npz archive", "numpy.save"]),
+    (npz, "d.npy", [".npz archive"]),
+    (text_npy, "d.npy", ["not a .npy file"]),
+    (pickled, "d.npy", ["Python objects"]),
+    (fifo, "d.npy", ["not a regular file"]),
+    (truncated, "d.npy", ["damaged or truncated"]),
+    (wrong_features, "d.npy", ["5 features per step; the model takes 3"]),
+    (folder, "d.npy", ["is a directory"]),
+    (None, "missing.npy", ["does not exist"]),
+]
+
+
+@pytest.mark.parametrize("make, name, needles", DATA_CASES, ids=[f"{c[0].__name__ if c[0] else 'none'}-{c[1]}"
+                                                                 for c in DATA_CASES])
+def test_bad_calibration_files(models, tmp_path, make, name, needles):
+    path = make(tmp_path / name) if make else tmp_path / name
+    before = snapshot(tmp_path)
+    code, _, err = run("convert", models / "plain.keras", "-o", tmp_path / "out", "--calib", path)
+    assert_one_error_line(code, err, 2, *needles)
+    assert snapshot(tmp_path) == before
+
+
+def test_all_zero_calibration_is_accepted_with_a_warning(models, tmp_path):
+    np.save(tmp_path / "zeros.npy", np.zeros((2, 20, 3), np.float32))
+    code, _, err = run("convert", models / "plain.keras", "-o", tmp_path / "out", "--calib", tmp_path / "zeros.npy")
+    assert code == 0, err
+    assert "one value only" in err
+
+
+# ---------------------------------------------------------------- validate
+
+@pytest.fixture(scope="session")
+def host_build(models, tmp_path_factory):
+    from conftest import require_tools
+
+    require_tools("gcc")
+    out = tmp_path_factory.mktemp("build") / "out"
+    code, _, err = run("build", models / "plain.keras", "--board", "host", "-o", out, "--quant", "int8")
+    assert code == 0, err
+    return out
+
+
+@pytest.fixture
+def build_copy(host_build, tmp_path):
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(host_build, out, symlinks=True)
+    (out / "report.json").unlink(missing_ok=True)
+    (out / "report.html").unlink(missing_ok=True)
+    return out
+
+
+def no_step(out):
+    (out / "step.tflite").unlink()
+
+
+def damaged_step(out):
+    (out / "step.tflite").write_bytes(b"TFL3" + b"\0" * 40)
+
+
+def bad_manifest(out):
+    (out / "manifest.json").write_text("{not json")
+
+
+def user_report_file(out):
+    (out / "report.json").write_text("the user's notes")
+
+
+def no_change(out):
+    pass
+
+
+VALIDATE_CASES = [
+    # (folder change, extra args, exit code, words in the error line)
+    (no_change, ["--steps", "0"], 2, ["--steps", "0"]),
+    (no_change, ["--steps", "-5"], 2, ["--steps", "-5"]),
+    (no_change, ["--json", "{tmp}/no/such/dir/r.json"], 2, ["does not exist"]),
+    (no_change, ["--json", "{tmp}/user.txt"], 2, ["edgernn did not write"]),
+    (no_change, ["--json", "/proc/edgernn-report.json"], 2, ["cannot write the report"]),
+    (no_change, ["--save", "{tmp}/dev.npy"], 2, [".npz"]),
+    (no_change, ["--save", "{tmp}/user.npz"], 2, ["edgernn did not write"]),
+    (no_change, ["--data", "{tmp}/d.npz"], 2, [".npz archive"]),
+    (no_change, ["--port", "/dev/ttyEDGERNN_NONE"], 3, ["cannot open port"]),
+    (no_step, [], 2, ["step.tflite is missing"]),
+    (damaged_step, [], 2, ["damaged"]),
+    (bad_manifest, [], 2, ["not valid JSON"]),
+    (user_report_file, [], 2, ["report.json", "edgernn did not write"]),
+]
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("change, extra, want, needles", VALIDATE_CASES,
+                         ids=[f"{c[0].__name__}{' '.join(c[1])}" for c in VALIDATE_CASES])
+def test_validate_refusals(build_copy, tmp_path, change, extra, want, needles):
+    change(build_copy)
+    (tmp_path / "user.txt").write_text("mine")
+    npz(tmp_path / "user.npz")
+    npz(tmp_path / "d.npz")
+    before = snapshot(tmp_path)
+    code, out, err = run("validate", build_copy, *[a.format(tmp=tmp_path) for a in extra])
+    assert_one_error_line(code, err, want, *needles)
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.toolchain
+def test_validate_passes_prints_the_table_on_stdout_and_saves(build_copy, tmp_path):
+    code, out, err = run("validate", build_copy, "--steps", "2500", "--save", tmp_path / "dev.npz")
+    assert code == 0, err
+    assert "PASS" in out and "drift" in out and "PASS" not in err
+    report = json.loads((build_copy / "report.json").read_text())
+    assert [r["steps"] for r in report["drift"]] == [[0, 200], [200, 1000], [1000, 2000], [2000, 2500], [1500, 2500]]
+    assert all(r["rmse"] is not None for r in report["drift"])
+    assert report["float"]["rmse"] is not None and "float_step.tflite" in report["float"]["against"]
+    saved = np.load(tmp_path / "dev.npz")
+    assert saved["y"].shape == (1, 2500, 4) and saved["cycles"].shape == (1, 2500)
+    manifest = json.loads((build_copy / "manifest.json").read_text())
+    assert {"report.json", "report.html"} <= set(manifest["written"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dev.npz", "out"]
+
+
+@pytest.mark.toolchain
+def test_validate_fail_is_exit_1(build_copy, monkeypatch):
+    from edgernn import validation
+
+    advance = validation.InterpreterReference.advance
+
+    def off_by_one(self, xq):
+        ref = advance(self, xq)
+        ref.y[:, 0] += 1
+        return ref
+
+    monkeypatch.setattr(validation.InterpreterReference, "advance", off_by_one)
+    code, out, err = run("validate", build_copy, "--steps", "300")
+    assert code == 1, err
+    assert "FAIL" in out
+
+
+@pytest.mark.toolchain
+def test_inputs_outside_the_calibrated_range_are_reported(build_copy, tmp_path):
+    np.save(tmp_path / "far.npy", np.full((1, 300, 3), 40.0, np.float32))
+    code, out, err = run("validate", build_copy, "--data", tmp_path / "far.npy")
+    assert code == 0, err
+    report = json.loads((build_copy / "report.json").read_text())
+    assert report["inputs"]["clipped_values"] == 900
+    assert any("clipped" in n for n in report["notes"]) and "clipped" in out
+
+
+@pytest.mark.toolchain
+def test_a_board_file_without_memory_size(models, tmp_path):
+    from edgernn.resources import boards_dir
+
+    text = (boards_dir() / "host.toml").read_text().replace("size = 1073741824\n", "")
+    (tmp_path / "mine.toml").write_text(text)
+    code, _, err = run("build", models / "plain.keras", "--board", tmp_path / "mine.toml", "-o", tmp_path / "out")
+    assert_one_error_line(code, err, 2, "memory.size")
+    assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------- dead devices and signals
+
+@pytest.mark.toolchain
+def test_a_killed_host_firmware_is_noticed_at_once(tmp_path):
+    import signal
+    import time
+
+    from edgernn.errors import LinkError
+    from edgernn.validation import validate
+    from test_link_validate import ToyReference, make_toy_out
+    from test_processes import processes_mentioning
+
+    out = make_toy_out(tmp_path / "out")
+
+    class KillingReference(ToyReference):
+        def advance(self, xq):
+            if self.done >= 2000 and not hasattr(self, "killed"):
+                for pid in processes_mentioning(str(out)):
+                    os.kill(pid, signal.SIGKILL)
+                self.killed = time.monotonic()
+            return super().advance(xq)
+
+    reference = KillingReference()
+    with pytest.raises(LinkError, match=r"firmware process ended \(killed by signal 9\)"):
+        validate(out, steps=10_000, chunk_steps=1000, reference=reference, show=False)
+    assert time.monotonic() - reference.killed < 3.0
+    assert not (out / "report.json").exists()
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("sig, code", [("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129)])
+def test_a_signal_during_validate_leaves_nothing(build_copy, tmp_path, sig, code):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from test_processes import processes_mentioning, wait_until
+
+    before = snapshot(tmp_path)
+    cli_process = subprocess.Popen([sys.executable, "-m", "edgernn", "validate", str(build_copy), "--steps", "3000000",
+                                    "--save", str(tmp_path / "dev.npz")], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert wait_until(lambda: processes_mentioning(str(build_copy / "firmware")), 60), cli_process.stderr.read()
+        time.sleep(1.0)
+        cli_process.send_signal(getattr(signal, sig))
+        assert cli_process.wait(30) == code
+        assert wait_until(lambda: not processes_mentioning(str(build_copy))), "the firmware outlived edgernn"
+        assert snapshot(tmp_path) == before
+    finally:
+        if cli_process.poll() is None:
+            os.killpg(cli_process.pid, signal.SIGKILL)
