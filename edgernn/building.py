@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from edgernn.boards import Board, load_board
-from edgernn.buildfolder import MANIFEST, BuildFolder
+from edgernn.buildfolder import MANIFEST, BuildFolder, os_error_message
 from edgernn.conversion import convert_model
 from edgernn.errors import EdgeRNNError
 
@@ -129,6 +129,9 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
             })
         (inner / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         manifest = folder.commit(inner)
+    except OSError as exc:  # a full or read-only disk under the staging folder
+        folder.abandon(staging)
+        raise EdgeRNNError(os_error_message(exc, f"write the output folder {out}", show_file=False)) from None
     except BaseException:
         folder.abandon(staging)
         raise

@@ -484,3 +484,57 @@ def test_a_signal_during_validate_leaves_nothing(build_copy, tmp_path, sig, code
     finally:
         if cli_process.poll() is None:
             os.killpg(cli_process.pid, signal.SIGKILL)
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("verdict, code", [("PASS", 2), ("FAIL", 1)])
+def test_a_report_that_cannot_be_written_keeps_the_verdict(build_copy, monkeypatch, verdict, code):
+    """The disk fills up after the run: the verdict is printed first, then one error line."""
+    import errno
+
+    from edgernn import report, validation
+
+    def full(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(report, "write_json", full)
+    if verdict == "FAIL":
+        advance = validation.InterpreterReference.advance
+
+        def off_by_one(self, xq):
+            ref = advance(self, xq)
+            ref.y[:, 0] += 1
+            return ref
+
+        monkeypatch.setattr(validation.InterpreterReference, "advance", off_by_one)
+    got, out, err = run("validate", build_copy, "--steps", "300")
+    assert verdict in out
+    assert_one_error_line(got, err, code, "disk is full", f"verdict above stands: {verdict}")
+    assert not (build_copy / "report.json").exists()
+
+
+def _raise(exc):
+    def raiser(*_args, **_kwargs):
+        raise exc
+
+    return raiser
+
+
+INJECTED_FAULTS = [
+    # (module attribute to replace, exception it raises, exit code, words in the error line)
+    ("edgernn.buildfolder.BuildFolder.commit", OSError(28, "No space left on device"), 2, ["disk is full"]),
+    ("edgernn.buildfolder.BuildFolder.commit", OSError(30, "Read-only file system"), 2, ["read-only"]),
+    ("edgernn.conversion.decompose", RuntimeError("a bug"), 4, []),
+]
+
+
+@pytest.mark.parametrize("target, exc, want, needles", INJECTED_FAULTS, ids=[f"{c[0]}-{c[2]}" for c in INJECTED_FAULTS])
+def test_injected_faults_during_convert(models, tmp_path, monkeypatch, target, exc, want, needles):
+    monkeypatch.setattr(target, _raise(exc))
+    before = snapshot(tmp_path)
+    code, _, err = run("convert", models / "plain.keras", "-o", tmp_path / "out", "--quant", "float32")
+    if want == 4:
+        assert code == 4 and err.startswith("error: internal error RuntimeError: a bug"), err
+    else:
+        assert_one_error_line(code, err, want, *needles)
+    assert snapshot(tmp_path) == before
