@@ -315,30 +315,6 @@ def _float_source(out: Path, manifest: dict, test: TestSequences):
         return None, f"the Keras loader is not available ({exc})"
 
 
-def keras_outputs(manifest: dict, sequences: np.ndarray) -> tuple[np.ndarray | None, str | None]:
-    """The float Keras model's output on the test sequences, or None and the reason it is missing."""
-    path = manifest.get("model_file")
-    if not path:
-        return None, "the build folder does not record the model file"
-    if not Path(path).exists():
-        return None, f"the model file {path} is not there any more"
-    try:
-        from edgernn.loading import file_sha256, load_model
-    except ImportError as exc:
-        return None, f"the Keras loader is not available ({exc})"
-    if manifest.get("model_sha256") and file_sha256(path) != manifest["model_sha256"]:
-        return None, f"{path} changed since the build (SHA-256 differs)"
-    try:
-        loaded = load_model(path)
-        from edgernn.conversion import keras_reference
-    except Exception as exc:  # noqa: BLE001 - the float comparison is extra; never hide why it is absent
-        return None, f"loading {path} failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-    out = keras_reference(loaded.model, sequences)
-    if out is None:
-        return None, "the Keras model takes a fixed sequence length other than the test data's"
-    return out, None
-
-
 def firmware_model_sha256(out_dir: Path, manifest: dict) -> str:
     """The hash the firmware carries: that of step.tflite, which the C was generated from."""
     import hashlib

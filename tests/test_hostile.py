@@ -538,3 +538,31 @@ def test_injected_faults_during_convert(models, tmp_path, monkeypatch, target, e
     else:
         assert_one_error_line(code, err, want, *needles)
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("command, sig, code", [
+    ("convert", "SIGTERM", 143), ("convert", "SIGINT", 130), ("build", "SIGHUP", 129), ("build", "SIGTERM", 143)])
+def test_a_signal_during_convert_or_build_leaves_nothing(models, tmp_path, command, sig, code):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from test_processes import processes_mentioning, wait_until
+
+    work = tmp_path / "work"
+    work.mkdir()
+    args = [sys.executable, "-m", "edgernn", command, str(models / "plain.keras"), "-o", str(work / "out"),
+            "--quant", "int8"] + (["--board", "host"] if command == "build" else [])
+    child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert wait_until(lambda: any(work.iterdir()), 60), "no staging folder appeared"
+        time.sleep(2.0 if command == "convert" else 5.0)
+        child.send_signal(getattr(signal, sig))
+        assert child.wait(30) == code, child.stderr.read()
+        assert list(work.iterdir()) == [], "something was left behind"
+        assert wait_until(lambda: not processes_mentioning(str(work))), "a compiler outlived edgernn"
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
