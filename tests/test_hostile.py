@@ -216,10 +216,18 @@ def test_rebuilding_keeps_the_users_files_in_an_edgernn_folder(models, tmp_path)
     assert {k: after[k] for k in mine} == mine
     assert (out / "step.tflite").read_bytes() != old_step
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["schema"] == "edgernn-build/1" and manifest["written"] == ["manifest.json", "step.tflite"]
+    assert manifest["schema"] == "edgernn-build/1"
+    assert manifest["written"] == ["float_step.tflite", "manifest.json", "step.tflite"]
+    assert sorted(p.name for p in out.iterdir()) == ["calib.npy", "data", "float_step.tflite", "manifest.json",
+                                                     "model.keras", "notes.txt", "step.tflite"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"], "a staging folder was left behind"
+    # Back to float32: edgernn's own float_step.tflite goes, the user's files stay.
+    code, _, err = run("convert", models / "plain.keras", "-o", out, "--quant", "float32")
+    assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == ["calib.npy", "data", "manifest.json", "model.keras",
                                                      "notes.txt", "step.tflite"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"], "a staging folder was left behind"
+    after = snapshot(out)
+    assert {k: after[k] for k in mine} == mine
 
 
 def test_a_new_output_folder_gets_the_usual_mode(models, tmp_path):
