@@ -61,7 +61,31 @@ def load_board(name_or_path: str | Path) -> Board:
     missing = [key for key in _REQUIRED if key not in data]
     if missing:
         raise EdgeRNNError(f"board file {path} lacks {', '.join(missing)}")
+    _check_board_data(path, data)
     return Board(name=data["name"], description=data["description"], path=path, data=data)
+
+
+def _check_board_data(path: Path, data: dict[str, Any]) -> None:
+    """The facts other modules read without asking: each a one-line refusal when absent or wrong."""
+    memories = data["memory"]
+    if not isinstance(memories, list) or not memories:
+        raise EdgeRNNError(f"board file {path}: memory must be a list of [[memory]] tables")
+    for index, mem in enumerate(memories):
+        if not isinstance(mem, dict):
+            raise EdgeRNNError(f"board file {path}: memory entry {index + 1} is not a [[memory]] table")
+        for key, kind in (("name", str), ("size", int)):
+            if key not in mem:
+                raise EdgeRNNError(f"board file {path}: memory entry {index + 1} lacks memory.{key}")
+            if not isinstance(mem[key], kind) or isinstance(mem[key], bool):
+                raise EdgeRNNError(f"board file {path}: memory.{key} of entry {index + 1} must be "
+                                   f"{'a string' if kind is str else 'a whole number of bytes'}")
+        if mem["size"] <= 0:
+            raise EdgeRNNError(f"board file {path}: memory.size of {mem['name']} must be positive")
+    for table in ("cpu", "toolchain", "serial", "hal"):
+        if not isinstance(data[table], dict):
+            raise EdgeRNNError(f"board file {path}: {table} must be a table")
+    if not isinstance(data["name"], str) or not data["name"]:
+        raise EdgeRNNError(f"board file {path}: name must be a string")
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

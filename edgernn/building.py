@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from edgernn.boards import Board, load_board
-from edgernn.conversion import MANIFEST, check_output_folder, commit_folder, convert_model, staging_folder
+from edgernn.buildfolder import MANIFEST, BuildFolder, os_error_message
+from edgernn.conversion import convert_model
 from edgernn.errors import EdgeRNNError
 
 Log = Callable[[str], None]
@@ -73,9 +74,10 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
     if not gap_sdk:
         _require_compiler(board_obj)
     out = Path(out)
-    check_output_folder(out)
+    folder = BuildFolder(out)
+    folder.check()
 
-    staging = staging_folder(out)
+    staging = folder.stage()
     inner = staging / "out"
     messages = []
     try:
@@ -126,9 +128,14 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
                 "firmware": {"elf": str(built.elf.relative_to(inner)), "compilers": compilers},
             })
         (inner / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        commit_folder(inner, out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        manifest = folder.commit(inner)
+    except OSError as exc:  # a full or read-only disk under the staging folder
+        folder.abandon(staging)
+        raise EdgeRNNError(os_error_message(exc, f"write the output folder {out}", show_file=False)) from None
+    except BaseException:
+        folder.abandon(staging)
+        raise
+    shutil.rmtree(staging, ignore_errors=True)
     placement_line = _placement_line(facts)
     if gap_sdk:
         messages.append(

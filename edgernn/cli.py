@@ -36,6 +36,24 @@ def _warn(message: str) -> None:
 class EdgeRNNGroup(click.Group):
     """Turns every EdgeRNNError into one line on stderr and its exit code; never a traceback."""
 
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """Click's own usage errors become one ``error: ...`` line and exit 2, like edgernn's."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            result = super().main(args, prog_name, complete_var, False, **extra)
+        except click.exceptions.Abort:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+        except click.ClickException as exc:
+            message = " ".join(exc.format_message().split())
+            hint = ""
+            if isinstance(exc, click.UsageError) and exc.ctx is not None:
+                hint = f" (see {exc.ctx.command_path} --help)"
+            click.echo(f"error: {message}{hint}", err=True)
+            sys.exit(2)
+        sys.exit(result if isinstance(result, int) else 0)
+
     def invoke(self, ctx):
         from edgernn import procs
 
@@ -47,6 +65,15 @@ class EdgeRNNGroup(click.Group):
             for line in getattr(err, "details", None) or []:
                 click.echo(line, err=True)
             sys.exit(err.exit_code)
+        except OSError as exc:  # a path or disk fault that no stage turned into its own message
+            from edgernn.buildfolder import os_error_message
+
+            if type(exc).__module__.startswith("serial"):
+                click.echo(f"error: serial port fault: {' '.join(str(exc).split()) or type(exc).__name__}", err=True)
+                sys.exit(3)
+            target = exc.filename or "a file"
+            click.echo(f"error: {os_error_message(exc, f'use {target}')}", err=True)
+            sys.exit(2)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)
@@ -111,7 +138,7 @@ def inspect(model, unsafe, quant, as_json):
 
 @cli.command()
 @click.argument("model", type=click.Path())
-@click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@click.option("-o", "--out", required=True, type=click.Path(), help="Output folder.")
 @_model_options
 @click.pass_context
 def convert(ctx, model, out, quant, mode, calib, unsafe):
@@ -127,7 +154,7 @@ def convert(ctx, model, out, quant, mode, calib, unsafe):
 @cli.command()
 @click.argument("model", type=click.Path())
 @click.option("--board", required=True, help="Board name (see `edgernn boards`) or path of a board .toml.")
-@click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@click.option("-o", "--out", required=True, type=click.Path(), help="Output folder.")
 @_model_options
 @click.pass_context
 def build(ctx, model, board, out, quant, mode, calib, unsafe):
@@ -171,14 +198,23 @@ def flash(ctx, out, port, radio):
 @click.option("--port", default=None, help="pyserial URL or device: /dev/ttyUSB0, socket://host:port, a pty.")
 @click.option("--baud", default=None, type=int, help="Baud rate (default: the board's).")
 @click.option("--data", type=click.Path(dir_okay=False), default=None, help="Test sequences, .npy (sequences, steps, features).")
-@click.option("--steps", type=int, default=None, help="Generate random test sequences of this many steps.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, help="Also write the report here.")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="Generate random test sequences of this many steps (default 1000); with --data, use the first N.")
+@click.option("--sequences", type=click.IntRange(min=1), default=1, show_default=True,
+              help="How many random test sequences (without --data).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the report here instead of OUT/report.json (the folder must exist).")
+@click.option("--save", type=click.Path(dir_okay=False), default=None,
+              help="Also write the device outputs (y, y_float, cycles) to this .npz, as they arrive.")
 @click.pass_context
-def validate(ctx, out, port, baud, data, steps, json_path):
-    """Run OUT's firmware on the device and compare it, step by step, with the interpreter and the float model."""
+def validate(ctx, out, port, baud, data, steps, sequences, json_path, save):
+    """Run OUT's firmware on the device and compare it, step by step, with the interpreter and the float model.
+
+    Exit status: 0 parity PASS, 1 parity FAIL, 2 bad input, 3 device or link fault, 4 internal error."""
     from edgernn.validation import exit_code, validate as run_validation
 
-    report = run_validation(Path(out), port=port, baud=baud, data=data, steps=steps, json_path=json_path)
+    report = run_validation(Path(out), port=port, baud=baud, data=data, steps=steps, sequences=sequences,
+                            json_path=json_path, save=save)
     sys.exit(exit_code(report))
 
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any, Callable
@@ -18,6 +16,7 @@ import numpy as np
 
 from edgernn import __version__, tfenv
 from edgernn import tflite_model as tfl
+from edgernn.buildfolder import MANIFEST, BuildFolder, os_error_message
 from edgernn.decompose import Plan, decompose
 from edgernn.errors import EdgeRNNError
 from edgernn.fused import diagnose
@@ -30,42 +29,19 @@ from edgernn.quantize import (
 from edgernn.stepmodel import StepModel, build_head_model, build_step_model
 
 MODES = ("step", "fused", "auto")
-MANIFEST = "manifest.json"
 # Ops that TFLite emits for layers, to name the layer when an op cannot be quantized.
 OPS_OF_KIND = {"LTC": ["DIV", "SUM"], "CfC": ["EXP", "DIV"],
                "LayerNormalization": ["NEG", "RSQRT", "MEAN", "SQUARED_DIFFERENCE"]}
 
 Log = Callable[[str], None]
 QUANT_WARN_L2R = 0.1
+# The float twins of a quantized build: the same step model (and head) in float32, which validate runs
+# beside the device to measure the quantization error step by step, in constant memory.
+FLOAT_STEP, FLOAT_HEAD = "float_step.tflite", "float_head.tflite"
 
 
 def _quiet(_: str) -> None:
     pass
-
-
-# ---------------------------------------------------------------- output folder handling
-
-def check_output_folder(out: Path) -> None:
-    if out.exists() and not out.is_dir():
-        raise EdgeRNNError(f"output {out} exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).is_file():
-        raise EdgeRNNError(f"output folder {out} is not empty and holds no edgernn {MANIFEST}; choose another folder")
-
-
-def staging_folder(out: Path) -> Path:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-
-
-def commit_folder(staging: Path, out: Path) -> None:
-    """Swap the finished staging folder into place; the old OUT goes only once the new one is whole."""
-    if out.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-        os.rename(out, old / "x")
-        os.rename(staging, out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(staging, out)
 
 
 # ---------------------------------------------------------------- TFLite conversion
@@ -202,7 +178,7 @@ class _FloatTwin:
     """The float step model kept beside a quantized one while converting (float.tflite in staging)."""
 
     def __init__(self, folder: Path, manifest: dict):
-        self.data = (folder / ".float_step.tflite").read_bytes()
+        self.data = (folder / FLOAT_STEP).read_bytes()
         self.states = [s["name"] for s in manifest["states"]]
         self.fused = manifest.get("mode") == "fused"
 
@@ -245,19 +221,16 @@ def convert_model(
         raise EdgeRNNError(f"unknown --quant {quant!r}; choose one of {', '.join(QUANT_MODES)}")
     if mode not in MODES:
         raise EdgeRNNError(f"unknown --mode {mode!r}; choose one of {', '.join(MODES)}")
-    out = Path(out)
-    check_output_folder(out)
-
-    log("loading model")
-    loaded = load_model(model, unsafe=unsafe)
-    plan = decompose(loaded.model, loaded.flavour)
-    diagnosis = diagnose(plan, quant, mode, for_firmware)
-    for line in diagnosis.lines():
-        log(f"plan: {line}")
-    calibration = _calibration(calib, plan.features, quant, warn)
-
-    staging = staging_folder(out)
+    folder = BuildFolder(out)
+    staging = folder.stage()
     try:
+        log("loading model")
+        loaded = load_model(model, unsafe=unsafe)
+        plan = decompose(loaded.model, loaded.flavour)
+        diagnosis = diagnose(plan, quant, mode, for_firmware)
+        for line in diagnosis.lines():
+            log(f"plan: {line}")
+        calibration = _calibration(calib, plan.features, quant, warn)
         if diagnosis.fused:
             manifest = _convert_fused_into(loaded, plan, calibration, quant, staging, log)
         else:
@@ -272,13 +245,20 @@ def convert_model(
             if l2r > QUANT_WARN_L2R:
                 warn(f"WARNING: the {quant} step model is far from the float model on the calibration sequences "
                      f"(l2r {l2r:.3f}); check the calibration data, or use a wider --quant")
-        (staging / ".float_step.tflite").unlink(missing_ok=True)
+        if quant == "float32":
+            (staging / FLOAT_STEP).unlink(missing_ok=True)  # step.tflite is the float model itself
+        else:
+            manifest["files"]["float_step"] = FLOAT_STEP
+            if (staging / FLOAT_HEAD).is_file():
+                manifest["files"]["float_head"] = FLOAT_HEAD
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        commit_folder(staging, out)
+        return folder.commit(staging)
+    except OSError as exc:  # a full or read-only disk under the staging folder
+        folder.abandon(staging)
+        raise EdgeRNNError(os_error_message(exc, f"write the output folder {out}", show_file=False)) from None
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        folder.abandon(staging)
         raise
-    return manifest
 
 
 def _calibration(calib: Any, features: int, quant: str, warn: Log) -> Calibration:
@@ -291,8 +271,14 @@ def _calibration(calib: Any, features: int, quant: str, warn: Log) -> Calibratio
             )
         return Calibration(synthetic_calibration(features), "synthetic")
     if isinstance(calib, (str, os.PathLike)):
-        return Calibration(load_sequences(calib, features), f"file:{Path(calib).name}")
-    return Calibration(check_sequences(calib, features, "calibration data"), "array")
+        found = Calibration(load_sequences(calib, features), f"file:{Path(calib).name}")
+    else:
+        found = Calibration(check_sequences(calib, features, "calibration data"), "array")
+    low, high = float(found.sequences.min()), float(found.sequences.max())
+    if low == high:
+        warn(f"WARNING: the calibration data holds one value only ({low:g} everywhere): the quantization ranges "
+             "say nothing about real inputs; pass sequences the model really sees")
+    return found
 
 
 def _layers_by_op(plan: Plan) -> dict[str, list[str]]:
@@ -336,7 +322,9 @@ def _convert_into(loaded: LoadedModel, plan: Plan, calibration: Calibration, qua
             "this model is not supported"
         )
 
-    (staging / ".float_step.tflite").write_bytes(renamed_float)
+    (staging / FLOAT_STEP).write_bytes(renamed_float)
+    if head_float is not None and quant != "float32":
+        (staging / FLOAT_HEAD).write_bytes(head_float)
     if quant == "float32":
         step_final = renamed_float
         head_final = head_float
@@ -462,7 +450,9 @@ def _convert_fused_into(loaded: LoadedModel, plan: Plan, calibration: Calibratio
         raise EdgeRNNError(
             f"the fused float model differs from the Keras model by {self_check:.2e} (relative); use --mode step"
         )
-    (staging / ".float_step.tflite").write_bytes(fused_float)
+    (staging / FLOAT_STEP).write_bytes(fused_float)
+    if head_float is not None and quant != "float32":
+        (staging / FLOAT_HEAD).write_bytes(head_float)
     picked = fused.calibration_sequences(sequences)
     if quant == "float32":
         step_final, head_final = fused_float, head_float

@@ -1,7 +1,10 @@
 """Load a trained Keras model: Keras 3 or legacy tf_keras, .keras, .h5 or SavedModel, with ncps layers.
 
-Keras' ``safe_mode`` stays on: a file with a ``Lambda`` layer would run Python code stored in it, so
-it is refused unless the user passes ``--unsafe``.
+A file with a ``Lambda`` layer carries Python code that runs while the model is rebuilt. Keras'
+``safe_mode`` stops it only for Keras 3 files, so edgernn reads every format's stored configuration
+first, without deserializing anything (the .keras archive's config.json, the .h5 file's
+``model_config`` attribute, a SavedModel's keras_metadata.pb), and refuses a model with code in it
+before any of its code can run, unless the user passes ``--unsafe``.
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +88,88 @@ def _keras_version_of(path: Path) -> str | None:
     return None
 
 
+# Layer classes whose stored configuration carries Python code (marshalled bytecode) or a reference to
+# a Python function that rebuilding the layer would call.
+CODE_LAYERS = ("Lambda",)
+_CODE_MARKERS = ("__lambda__", "lambda")  # Keras 3's and tf_keras' serialized function types
+
+
+def _walk_code_layers(node: Any, found: list[str]) -> None:
+    if isinstance(node, dict):
+        name = node.get("class_name")
+        config = node.get("config") if isinstance(node.get("config"), dict) else {}
+        if name in CODE_LAYERS or name == "__lambda__" or config.get("function_type") in _CODE_MARKERS:
+            found.append(str(config.get("name") or node.get("name") or name))
+            return
+        for value in node.values():
+            _walk_code_layers(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _walk_code_layers(value, found)
+
+
+def _stored_config(path: Path) -> Any:
+    """The model's stored configuration as JSON, read without building anything; None when absent."""
+    if path.is_dir():
+        meta = path / "keras_metadata.pb"
+        if not meta.is_file():
+            return None
+        # keras_metadata.pb holds one JSON text per layer; they are found in its bytes without
+        # parsing the protobuf (which would need TensorFlow).
+        raw = meta.read_bytes()
+        texts = []
+        for match in re.finditer(rb'\{"class_name"', raw):
+            depth, end = 0, None
+            for i in range(match.start(), len(raw)):
+                ch = raw[i]
+                if ch == 0x7B:
+                    depth += 1
+                elif ch == 0x7D:
+                    depth -= 1
+                    if depth == 0:
+                        end = i + 1
+                        break
+            if end is not None:
+                try:
+                    texts.append(json.loads(raw[match.start():end]))
+                except ValueError:
+                    pass
+        lambdas = [m.group(0) for m in re.finditer(rb'"class_name":\s*"Lambda"', raw)]
+        found: list[str] = []
+        _walk_code_layers(texts, found)
+        if lambdas and not found:  # a Lambda whose JSON text the scan above could not cut out whole
+            texts.append({"class_name": "Lambda", "config": {"name": "Lambda"}})
+        return texts
+    if path.suffix == ".keras":
+        try:
+            with zipfile.ZipFile(path) as archive:
+                return json.loads(archive.read("config.json"))
+        except (zipfile.BadZipFile, KeyError, ValueError, OSError):
+            raise EdgeRNNError(f"cannot load {path}: not a valid .keras archive (corrupt or truncated?)") from None
+    try:
+        import h5py
+
+        with h5py.File(path, "r") as handle:
+            config = handle.attrs.get("model_config")
+    except OSError:
+        raise EdgeRNNError(f"cannot load {path}: not a valid HDF5 model file (corrupt or truncated?)") from None
+    if config is None:
+        return None
+    if isinstance(config, bytes):
+        config = config.decode("utf-8", "replace")
+    try:
+        return json.loads(config)
+    except ValueError:
+        raise EdgeRNNError(f"cannot load {path}: its model_config is not valid JSON (corrupt?)") from None
+
+
+def code_layers(path: str | os.PathLike) -> list[str]:
+    """Names of the layers in a model file whose loading would run code stored in the file."""
+    found: list[str] = []
+    _walk_code_layers(_stored_config(Path(path)), found)
+    return list(dict.fromkeys(found))
+
+
 def _refusal(path: Path, exc: BaseException) -> EdgeRNNError:
     text = str(exc)
     if "safe_mode" in text or "Lambda" in text:
@@ -105,10 +192,27 @@ def load_model(source: Any, *, unsafe: bool = False) -> LoadedModel:
     path = Path(source)
     if not path.exists():
         raise EdgeRNNError(f"model file {path} does not exist")
+    kind = path.stat().st_mode
+    if not stat.S_ISDIR(kind) and not stat.S_ISREG(kind):
+        raise EdgeRNNError(f"model {path} is not a regular file (a FIFO, socket or device); save the model "
+                           "to a .keras file")
     if path.is_dir() and not (path / "saved_model.pb").exists():
         raise EdgeRNNError(f"{path} is a folder but not a SavedModel (no saved_model.pb)")
+    if path.is_dir() and not (path / "keras_metadata.pb").is_file():
+        raise EdgeRNNError(f"{path} is a SavedModel without Keras layers (written by Keras 3 `model.export()` or "
+                           "tf.saved_model.save), so its layers cannot be recovered; save the Keras model with "
+                           "model.save('model.keras') instead")
     if path.is_file() and path.suffix not in (".keras", ".h5", ".hdf5"):
         raise EdgeRNNError(f"{path}: unknown model format {path.suffix or '(no suffix)'}; use .keras, .h5 or a SavedModel folder")
+    if not os.access(path, os.R_OK):
+        raise EdgeRNNError(f"model {path} cannot be read (permission denied)")
+    if not unsafe:
+        risky = code_layers(path)
+        if risky:
+            raise EdgeRNNError(
+                f"{path.name} contains a Lambda layer ({', '.join(risky[:3])}): loading it runs Python code stored "
+                "in the file. If you trust the file, pass --unsafe"
+            )
 
     version = _keras_version_of(path)
     flavour = "tf_keras" if path.is_dir() or (version or "").startswith("2.") else "keras"

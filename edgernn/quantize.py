@@ -31,7 +31,8 @@ class Calibration:
     source: str  # "file:<path>", "array" or "synthetic"
 
     def describe(self) -> dict:
-        return {"source": self.source, "sequences": int(self.sequences.shape[0]), "steps": int(self.sequences.shape[1])}
+        return {"source": self.source, "sequences": int(self.sequences.shape[0]), "steps": int(self.sequences.shape[1]),
+                "x_min": float(self.sequences.min()), "x_max": float(self.sequences.max())}
 
 
 def check_sequences(data: Any, features: int, what: str) -> np.ndarray:
@@ -52,15 +53,49 @@ def check_sequences(data: Any, features: int, what: str) -> np.ndarray:
     return array
 
 
+def read_npy(path: str | Path, what: str, mmap: bool = False) -> np.ndarray:
+    """One array from a .npy file, or one line saying what the file is instead.
+
+    ``mmap``: map the file rather than read it, so a long test sequence is read as it is used."""
+    import stat
+    import zipfile
+
+    path = Path(path)
+    if not path.exists():
+        raise EdgeRNNError(f"{what} file {path} does not exist")
+    if not stat.S_ISREG(path.stat().st_mode):
+        kind = "a folder" if path.is_dir() else "not a regular file (a FIFO, socket or device)"
+        raise EdgeRNNError(f"{what} {path} is {kind}; pass a .npy file written by numpy.save")
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(6)
+    except OSError as exc:
+        raise EdgeRNNError(f"cannot read {what} file {path}: {exc.strerror}") from None
+    if head.startswith(b"PK\x03\x04"):
+        try:
+            with zipfile.ZipFile(path) as archive:
+                names = ", ".join(n.removesuffix(".npy") for n in archive.namelist()[:5])
+        except zipfile.BadZipFile:
+            names = "unreadable"
+        raise EdgeRNNError(f"{what} {path} is a .npz archive (arrays: {names}), not one array; save the array "
+                           "with numpy.save(path, array)")
+    if head != b"\x93NUMPY":
+        raise EdgeRNNError(f"{what} {path} is not a .npy file (it lacks NumPy's header); save the array with "
+                           "numpy.save(path, array)")
+    try:
+        return np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
+    except ValueError as exc:
+        if "pickle" in str(exc):
+            raise EdgeRNNError(f"{what} {path} holds Python objects (pickled), not numbers; save a float32 "
+                               "array") from None
+        raise EdgeRNNError(f"{what} {path} is damaged or truncated ({str(exc).splitlines()[0]})") from None
+    except (OSError, EOFError) as exc:
+        raise EdgeRNNError(f"{what} {path} is damaged or truncated ({exc})") from None
+
+
 def load_sequences(path: str | Path, features: int, what: str = "calibration data") -> np.ndarray:
     path = Path(path)
-    if not path.is_file():
-        raise EdgeRNNError(f"{what} file {path} does not exist")
-    try:
-        data = np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as exc:
-        raise EdgeRNNError(f"{what} file {path} is not a .npy array ({exc})") from None
-    return check_sequences(data, features, f"{what} {path.name}")
+    return check_sequences(read_npy(path, what), features, f"{what} {path.name}")
 
 
 def synthetic_calibration(features: int, seed: int = 0) -> np.ndarray:

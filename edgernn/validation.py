@@ -2,8 +2,12 @@
 
 The device's outputs and states are compared byte for byte with the TFLite interpreter running
 ``step.tflite`` on the reference kernels (state fed back step by step), and its dequantized outputs
-with the float Keras model on the same sequences. Parity holds when int8/int16 outputs and states
-match exactly, or float32 ones within 1e-5 relative.
+with the float model on the same sequences. Parity holds when int8/int16 outputs and states match
+exactly, or float32 ones within 1e-5 relative.
+
+Everything streams: test inputs are read (or made) a chunk of steps at a time, the device, the
+interpreter and the float model each answer that chunk, and only running statistics stay
+(``edgernn.streamstats``), so memory does not grow with the number of steps.
 """
 
 from __future__ import annotations
@@ -11,27 +15,34 @@ from __future__ import annotations
 import json
 import math
 import os
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Iterator
 
 import numpy as np
 
 from edgernn.errors import EdgeRNNError, LinkError
 from edgernn.reference import dequantize, quantize
+from edgernn import streamstats
 
-FLOAT_RTOL = 1e-5
+FLOAT_RTOL = streamstats.FLOAT_RTOL
 DEFAULT_STEPS = 1000
+CHUNK_STEPS = 4096
 _DTYPES = {"int8": np.int8, "int16": np.int16, "float32": np.float32}
+
+
+class ReportNotWritten(EdgeRNNError):
+    """The run is over and its verdict printed, but a report file could not be written."""
 
 
 @dataclass
 class ReferenceRun:
-    """What the oracle says for quantized input sequences."""
+    """What the oracle says for a chunk of one sequence's quantized inputs."""
 
-    y: np.ndarray          # (sequences, steps, outputs) in the device's output type
-    states: np.ndarray     # (sequences, steps, state_bytes) uint8: all states after each step
+    y: np.ndarray          # (steps, outputs) in the device's output type
+    states: np.ndarray     # (steps, state_bytes) uint8: all states after each step
 
 
 def read_build_folder(out_dir: str | os.PathLike) -> dict:
@@ -58,137 +69,250 @@ def _features(manifest: dict) -> int:
     return _size(manifest["inputs"][0])
 
 
+class TestSequences:
+    """Test inputs (sequences, steps, features) in the model's units, handed out a chunk at a time:
+    from a .npy file (memory-mapped), an array, or made up chunk by chunk."""
+
+    def __init__(self, data: Any, manifest: dict, steps: int | None, sequences: int = 1, seed: int = 0):
+        features = _features(manifest)
+        self.manifest, self.seed, self.features = manifest, seed, features
+        if steps is not None and steps < 1:
+            raise EdgeRNNError(f"--steps must be at least 1, not {steps}")
+        if sequences < 1:
+            raise EdgeRNNError(f"sequences must be at least 1, not {sequences}")
+        self.array = None
+        if data is None:
+            self.sequences, self.steps = sequences, steps or DEFAULT_STEPS
+            self._synthetic_setup()
+            return
+        if isinstance(data, (str, os.PathLike)):
+            from edgernn.quantize import read_npy
+
+            data = read_npy(data, "test data", mmap=True)
+        array = np.asarray(data) if not isinstance(data, np.memmap) else data
+        if array.dtype.kind not in "fiu":
+            raise EdgeRNNError(f"test data has dtype {array.dtype}; expected float32 numbers")
+        if array.ndim == 2 and features == 1 and array.shape[-1] != 1:
+            array = array[..., None]
+        if array.ndim != 3 or array.shape[2] != features or array.shape[0] < 1 or array.shape[1] < 1:
+            raise EdgeRNNError(f"test data of shape {tuple(array.shape)} does not fit the model: expected "
+                               f"(sequences, steps, {features}) in the model's input units")
+        self.array = array
+        self.sequences = int(array.shape[0])
+        self.steps = int(array.shape[1]) if not steps else min(int(steps), int(array.shape[1]))
+
+    def _synthetic_setup(self) -> None:
+        entry = self.manifest["inputs"][0]
+        lo, hi = -1.0, 1.0
+        if entry["dtype"] != "float32":
+            info = np.iinfo(_DTYPES[entry["dtype"]])
+            lo = (info.min - entry["zero_point"]) * entry["scale"]
+            hi = (info.max - entry["zero_point"]) * entry["scale"]
+        self._mid, self._half = (lo + hi) / 2, 0.8 * (hi - lo) / 2
+        rng = np.random.default_rng(self.seed)
+        self._freq = rng.uniform(0.005, 0.08, (self.sequences, self.features))
+        self._phase = rng.uniform(0, 2 * np.pi, (self.sequences, self.features))
+
+    def chunks(self, seq: int, size: int = CHUNK_STEPS) -> Iterator[np.ndarray]:
+        for start in range(0, self.steps, size):
+            yield self.chunk(seq, start, min(size, self.steps - start))
+
+    def chunk(self, seq: int, start: int, n: int) -> np.ndarray:
+        if self.array is not None:
+            part = np.asarray(self.array[seq, start:start + n], dtype=np.float32)
+            if not np.all(np.isfinite(part)):
+                raise EdgeRNNError(f"test data holds NaN or infinite values (sequence {seq}, from step {start})")
+            return part
+        # Smooth random signals spanning most of the input's quantized range (or [-1, 1] for float),
+        # the noise of each chunk drawn from its own generator so any chunk can be made alone.
+        t = np.arange(start, start + n)[:, None]
+        noise = np.random.default_rng([self.seed, seq, start]).normal(0, 0.15, (n, self.features))
+        wave = np.sin(2 * np.pi * self._freq[seq] * t + self._phase[seq]) * 0.85 + noise
+        return (self._mid + self._half * np.clip(wave, -1, 1)).astype(np.float32)
+
+    def sequence(self, seq: int) -> np.ndarray:
+        return np.concatenate(list(self.chunks(seq))) if self.steps else np.zeros((0, self.features), np.float32)
+
+
 def load_test_data(data: Any, manifest: dict, steps: int | None, sequences: int = 1, seed: int = 0) -> np.ndarray:
-    """Test sequences (sequences, steps, features) float32 from a .npy path, an array, or made up."""
-    features = _features(manifest)
-    if data is None:
-        return synthetic_sequences(manifest, steps or DEFAULT_STEPS, sequences, seed)
-    if isinstance(data, (str, os.PathLike)):
-        try:
-            data = np.load(data, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise EdgeRNNError(f"cannot read test data {data}: {exc}") from None
-    data = np.asarray(data)
-    if data.ndim == 2 and features == 1 and data.shape[-1] != 1:
-        data = data[..., None]
-    if data.ndim != 3 or data.shape[2] != features or data.shape[0] < 1 or data.shape[1] < 1:
-        raise EdgeRNNError(f"test data of shape {tuple(data.shape)} does not fit the model: expected "
-                           f"(sequences, steps, {features}) in the model's input units")
-    if not np.all(np.isfinite(data)):
-        raise EdgeRNNError("test data holds NaN or infinite values")
-    if steps:
-        data = data[:, :steps]
-    return data.astype(np.float32)
+    """All test sequences at once (sequences, steps, features) float32; validate itself streams them."""
+    test = TestSequences(data, manifest, steps, sequences, seed)
+    return np.stack([test.sequence(s) for s in range(test.sequences)])
 
 
 def synthetic_sequences(manifest: dict, steps: int, sequences: int = 1, seed: int = 0) -> np.ndarray:
-    """Smooth random signals spanning most of the input's quantized range (or [-1, 1] for float)."""
-    entry = manifest["inputs"][0]
-    features = _size(entry)
-    lo, hi = -1.0, 1.0
-    if entry["dtype"] != "float32":
-        info = np.iinfo(_DTYPES[entry["dtype"]])
-        lo = (info.min - entry["zero_point"]) * entry["scale"]
-        hi = (info.max - entry["zero_point"]) * entry["scale"]
-    mid, half = (lo + hi) / 2, 0.8 * (hi - lo) / 2
-    rng = np.random.default_rng(seed)
-    t = np.arange(steps)[None, :, None]
-    freq = rng.uniform(0.005, 0.08, (sequences, 1, features))
-    phase = rng.uniform(0, 2 * np.pi, (sequences, 1, features))
-    noise = rng.normal(0, 0.15, (sequences, steps, features))
-    return (mid + half * np.clip(np.sin(2 * np.pi * freq * t + phase) * 0.85 + noise, -1, 1)).astype(np.float32)
+    return load_test_data(None, manifest, steps, sequences, seed)
 
 
-def interpreter_reference(out_dir: Path, manifest: dict) -> Callable[[np.ndarray], ReferenceRun]:
-    """The TFLite interpreter on step.tflite, with each state fed back, as a reference function."""
-    from edgernn.reference import StepRunner
+class InterpreterReference:
+    """The TFLite interpreter on step.tflite, each state fed back, one chunk of a sequence at a time."""
 
-    runner = StepRunner(out_dir, manifest)
+    def __init__(self, out_dir: Path, manifest: dict):
+        from edgernn.reference import StepRunner
 
-    def run(xq: np.ndarray) -> ReferenceRun:
-        trace = runner.run(xq, quantized_input=True)
-        parts = [np.ascontiguousarray(trace.states[s["name"]].astype(_DTYPES[s["dtype"]]))
-                 for s in manifest["states"]]
-        per_step = [p.reshape(p.shape[0], p.shape[1], -1).view(np.uint8) for p in parts]
-        states = np.concatenate(per_step, axis=2) if per_step else np.zeros(xq.shape[:2] + (0,), np.uint8)
-        return ReferenceRun(trace.y.astype(_DTYPES[manifest["outputs"][0]["dtype"]]), states)
+        files = manifest.get("files") or {}
+        for key in ("step", "head"):
+            name = files.get(key) if key != "head" else (manifest.get("head") or {}).get("file")
+            if key == "step" and not name:
+                raise EdgeRNNError(f"{out_dir}/manifest.json names no step model (files.step); rebuild {out_dir}")
+            if name and not (out_dir / name).is_file():
+                raise EdgeRNNError(f"{out_dir / name} is missing: rebuild {out_dir} with edgernn build")
+        try:
+            self.runner = StepRunner(out_dir, manifest)
+        except EdgeRNNError:
+            raise
+        except Exception as exc:  # the interpreter refuses a damaged flatbuffer with assorted errors
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise EdgeRNNError(f"the step model in {out_dir} is damaged ({first}): rebuild it with edgernn build") from None
+        self.manifest = manifest
+        self.y_dtype = _DTYPES[manifest["outputs"][0]["dtype"]]
+        self.state_entries = manifest["states"]
+        self.state_bytes = sum(_size(e) * np.dtype(_DTYPES[e["dtype"]]).itemsize for e in self.state_entries)
+        self.state = None
 
-    run.runner = runner  # type: ignore[attr-defined]
-    return run
+    def start(self) -> None:
+        if self.runner.fused is not None:
+            self.runner.fused.reset()
+        else:
+            self.state = self.runner.zero_state()
 
+    def advance(self, xq: np.ndarray) -> ReferenceRun:
+        n = len(xq)
+        ys = np.zeros((n, _size(self.manifest["outputs"][0])), self.y_dtype)
+        states = np.zeros((n, self.state_bytes), np.uint8)
+        shape = self.runner.x_entry["shape"]
+        for t, x in enumerate(xq):
+            if self.runner.fused is not None:
+                y, now = self.runner.fused.step(x)
+            else:
+                result = self.runner.runner(x=x.reshape(shape), **self.state)
+                y = result["y"]
+                now = self.state = {name: np.array(result[name]) for name in self.state}
+            ys[t] = np.asarray(y).reshape(-1)
+            states[t] = np.frombuffer(b"".join(
+                np.ascontiguousarray(np.asarray(now[e["name"]]).astype(_DTYPES[e["dtype"]])).tobytes()
+                for e in self.state_entries), np.uint8)
+        return ReferenceRun(ys, states)
 
-def compare_reference(device_y: np.ndarray, ref_y: np.ndarray, device_states: np.ndarray | None,
-                      ref_states: np.ndarray, y_entry: dict) -> dict:
-    quant = y_entry["dtype"]
-    d = device_y.astype(np.float64)
-    r = ref_y.astype(np.float64)
-    diff = np.abs(d - r)
-    if quant == "float32":
-        bad = diff > FLOAT_RTOL * np.maximum(np.abs(r), 1.0)
-        lsb = 0
-    else:
-        bad = diff != 0
-        lsb = int(diff.max()) if diff.size else 0
-    result = {
-        "mismatches": int(bad.sum()),
-        "max_abs_lsb": lsb,
-        "max_abs": float(np.max(np.abs(dequantize(device_y, y_entry) - dequantize(ref_y, y_entry))))
-        if diff.size else 0.0,
-        "compared_values": int(diff.size),
-        "first_mismatch": None,
-    }
-    if bad.any():
-        s, t, o = (int(v) for v in np.argwhere(bad)[0])
-        result["first_mismatch"] = {"sequence": s, "step": t, "output": o,
-                                    "device": float(device_y[s, t, o]), "reference": float(ref_y[s, t, o])}
-    if device_states is not None:
-        state_bad = device_states != ref_states
-        if quant == "float32":
-            dv = device_states.view(np.float32).astype(np.float64)
-            rv = ref_states.view(np.float32).astype(np.float64)
-            state_bad = np.abs(dv - rv) > FLOAT_RTOL * np.maximum(np.abs(rv), 1.0)
-        result["state_mismatches"] = int(state_bad.sum())
-        result["first_state_mismatch_step"] = (int(np.argwhere(state_bad)[0][1]) if state_bad.any() else None)
-    return result
-
-
-def float_metrics(device: np.ndarray, keras: np.ndarray) -> dict:
-    d = np.asarray(device, np.float64).ravel()
-    k = np.asarray(keras, np.float64).ravel()
-    err = d - k
-    norm_k = float(np.linalg.norm(k))
-    norm_d = float(np.linalg.norm(d))
-    return {
-        "rmse": float(np.sqrt(np.mean(err ** 2))),
-        "mae": float(np.mean(np.abs(err))),
-        "max_abs": float(np.max(np.abs(err))),
-        "l2r": float(np.linalg.norm(err) / norm_k) if norm_k else math.inf,
-        "cos": float(np.dot(d, k) / (norm_d * norm_k)) if norm_d and norm_k else 0.0,
-    }
+    def head(self, y_last: np.ndarray) -> np.ndarray | None:
+        return self.runner.run_head(y_last[None])[0] if self.runner.head is not None else None
 
 
-def keras_outputs(manifest: dict, sequences: np.ndarray) -> tuple[np.ndarray | None, str | None]:
-    """The float Keras model's output on the test sequences, or None and the reason it is missing."""
-    path = manifest.get("model_file")
-    if not path:
-        return None, "the build folder does not record the model file"
-    if not Path(path).exists():
-        return None, f"the model file {path} is not there any more"
-    try:
+class FloatTwin:
+    """The float step model (float_step.tflite, or step.tflite of a float32 build) and its float head,
+    stepped beside the device: the quantization error per step, without TensorFlow."""
+
+    against = "float step model"
+
+    def __init__(self, out_dir: Path, manifest: dict):
+        from edgernn.interpreter import load_interpreter
+        from edgernn.reference import FusedStepper
+
+        files = manifest.get("files") or {}
+        step = files.get("float_step") or (files.get("step") if manifest["quant"] == "float32" else None)
+        if not step or not (out_dir / step).is_file():
+            raise FileNotFoundError(step)
+        self.against = (f"the float step model ({step}), which matched the Keras model to "
+                        f"{manifest.get('float_self_check_rel') or 0:.1e} (relative) when converted")
+        head = files.get("float_head") or ((manifest.get("head") or {}).get("file") if manifest["quant"] == "float32"
+                                           else None)
+        self.fused = FusedStepper(out_dir / step, {}) if manifest.get("mode") == "fused" else None
+        if self.fused is None:
+            self.runner = load_interpreter(out_dir / step).get_signature_runner()
+            details = self.runner.get_input_details()
+            self.shapes = {k: v["shape"] for k, v in details.items()}
+        self.head_runner = load_interpreter(out_dir / head).get_signature_runner() if head else None
+        self.names = [s["name"] for s in manifest["states"]]
+        self.last = None
+
+    def start(self, seq: int) -> None:
+        if self.fused is not None:
+            self.fused.reset()
+        else:
+            self.state = {k: np.zeros(self.shapes[k], np.float32) for k in self.names}
+
+    def advance(self, x: np.ndarray) -> np.ndarray:
+        out = []
+        for xt in x:
+            if self.fused is not None:
+                y, _ = self.fused.step(xt.astype(np.float32))
+            else:
+                result = self.runner(x=xt.reshape(self.shapes["x"]).astype(np.float32), **self.state)
+                y = result["y"]
+                self.state = {k: np.array(result[k]) for k in self.names}
+            out.append(np.asarray(y, np.float32).reshape(-1))
+        ys = np.asarray(out, np.float32).reshape(len(x), -1)
+        if len(ys):
+            self.last = ys[-1]
+        return ys
+
+    def final(self) -> np.ndarray:
+        if self.head_runner is None:
+            return self.last
+        details = self.head_runner.get_input_details()["h"]
+        result = self.head_runner(h=self.last.reshape(details["shape"]).astype(np.float32))
+        return np.asarray(result["y"], np.float32).reshape(-1)
+
+
+class KerasWhole:
+    """Folders without a float twin: the Keras model over each whole sequence (memory grows with the
+    sequence's length here, and the report says so)."""
+
+    def __init__(self, manifest: dict, test: "TestSequences"):
+        from edgernn.conversion import keras_reference
         from edgernn.loading import file_sha256, load_model
+
+        path = manifest.get("model_file")
+        if not path:
+            raise LookupError("the build folder does not record the model file")
+        if not Path(path).exists():
+            raise LookupError(f"the model file {path} is not there any more")
+        if manifest.get("model_sha256") and file_sha256(path) != manifest["model_sha256"]:
+            raise LookupError(f"{path} changed since the build (SHA-256 differs)")
+        try:
+            self.model = load_model(path).model
+        except Exception as exc:  # noqa: BLE001 - the float comparison is extra; never hide why it is absent
+            raise LookupError(f"loading {path} failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+        self.reference = keras_reference
+        self.test = test
+        self.every_step = manifest.get("sequence_output", "every_step") == "every_step"
+        self.against = f"the Keras model {Path(path).name}, run over whole sequences"
+        self.out = None
+        self.at = 0
+
+    def start(self, seq: int) -> None:
+        out = self.reference(self.model, self.test.sequence(seq)[None])
+        if out is None:
+            raise LookupError("the Keras model takes a fixed sequence length other than the test data's")
+        self.out = np.asarray(out, np.float32)[0]
+        self.at = 0
+
+    def advance(self, x: np.ndarray) -> np.ndarray | None:
+        if not self.every_step:
+            return None
+        part = self.out.reshape(self.test.steps, -1)[self.at:self.at + len(x)]
+        self.at += len(x)
+        return part
+
+    def final(self) -> np.ndarray:
+        return self.out.reshape(-1)
+
+
+def _float_source(out: Path, manifest: dict, test: TestSequences):
+    """The float model to compare with, or (None, why not)."""
+    try:
+        return FloatTwin(out, manifest), None
+    except FileNotFoundError:
+        pass
+    except Exception as exc:  # noqa: BLE001 - a damaged twin: fall back, and say so
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return None, f"the float step model is damaged ({first})"
+    try:
+        return KerasWhole(manifest, test), None
+    except LookupError as exc:
+        return None, str(exc)
     except ImportError as exc:
         return None, f"the Keras loader is not available ({exc})"
-    if manifest.get("model_sha256") and file_sha256(path) != manifest["model_sha256"]:
-        return None, f"{path} changed since the build (SHA-256 differs)"
-    try:
-        loaded = load_model(path)
-        from edgernn.conversion import keras_reference
-    except Exception as exc:  # noqa: BLE001 - the float comparison is extra; never hide why it is absent
-        return None, f"loading {path} failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-    out = keras_reference(loaded.model, sequences)
-    if out is None:
-        return None, "the Keras model takes a fixed sequence length other than the test data's"
-    return out, None
 
 
 def firmware_model_sha256(out_dir: Path, manifest: dict) -> str:
@@ -216,18 +340,54 @@ def _check_device(info, manifest: dict, url: str, want: str) -> None:
                         f"{layout}, this build folder {expected}")
 
 
+def _check_writable(path: Path, what: str, may_replace) -> None:
+    """Refuse now, before the run, an output file that cannot be written or is somebody else's."""
+    parent = path.parent
+    if not parent.is_dir():
+        raise EdgeRNNError(f"cannot write {what} {path}: the folder {parent} does not exist")
+    if path.exists() or path.is_symlink():
+        if path.is_dir():
+            raise EdgeRNNError(f"cannot write {what} {path}: it is a folder")
+        if not may_replace(path):
+            raise EdgeRNNError(f"{path} exists and edgernn did not write it; choose another path for {what}")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        from edgernn.buildfolder import os_error_message
+
+        raise EdgeRNNError(os_error_message(exc, f"write {what} into {parent}", show_file=False)
+                           + (" (pass --json PATH to write the report elsewhere)" if what == "the report" else "")) from None
+
+
+def _is_edgernn_report(path: Path) -> bool:
+    try:
+        if path.suffix == ".html":
+            return path.read_text(errors="replace")[:400].startswith("<!DOCTYPE html>") and \
+                "edgernn validate" in path.read_text(errors="replace")[:400]
+        data = json.loads(path.read_text())
+        return isinstance(data, dict) and {"pass", "model_sha256", "reference"} <= set(data)
+    except (OSError, ValueError):
+        return False
+
+
 def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | None = None,
              data: Any = None, steps: int | None = None, sequences: int = 1,
              json_path: str | os.PathLike | None = None, html_path: str | os.PathLike | None = None,
              states: str = "every", timeout: float = 5.0, show: bool = True, console=None,
-             reference: Callable[[np.ndarray], ReferenceRun] | None = None, seed: int = 0) -> dict:
+             reference=None, seed: int = 0, save: str | os.PathLike | None = None,
+             chunk_steps: int = CHUNK_STEPS) -> dict:
     """Validate the firmware of ``out_dir`` on its board; returns the report (``report["pass"]``).
 
     ``port``: a pyserial URL; without one an emulated board is started and stopped here.
     ``data``: .npy path or array (sequences, steps, features) in the model's input units; else
-    ``steps`` x ``sequences`` synthetic steps. ``reference`` replaces the interpreter (tests only).
+    ``steps`` x ``sequences`` synthetic steps. ``save``: write the device's outputs to this .npz.
+    ``reference`` replaces the interpreter (tests only): an object with ``start()`` and
+    ``advance(xq_chunk) -> ReferenceRun``.
     """
     from edgernn import devices
+    from edgernn.buildfolder import BuildFolder
     from edgernn.link import LinkClient
 
     out = Path(out_dir)
@@ -236,15 +396,39 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
     if port is None and board is not None and not board.emulated:
         raise EdgeRNNError(f"board {board.name} is hardware: flash it (`edgernn flash {out}`), then pass its "
                            "serial port, e.g. `--port /dev/ttyUSB0`")
-    test = load_test_data(data, manifest, steps, sequences, seed)
+    test = TestSequences(data, manifest, steps, sequences, seed)
     x_entry, y_entry = manifest["inputs"][0], manifest["outputs"][0]
-    xq = quantize(test, x_entry)
-    n_seq, n_steps = xq.shape[:2]
+    n_seq, n_steps = test.sequences, test.steps
+
+    folder = BuildFolder(out)
+    default_report = json_path is None
+    json_path = Path(json_path) if json_path else out / "report.json"
+    html_path = Path(html_path) if html_path else json_path.with_suffix(".html")
+    for path in (json_path, html_path):
+        inside = default_report and path.parent == out
+        _check_writable(path, "the report", (lambda p: folder.may_write(p.name) or _is_edgernn_report(p))
+                        if inside else _is_edgernn_report)
+    if save is not None:
+        save = Path(save)
+        if save.suffix != ".npz":
+            raise EdgeRNNError(f"--save {save}: the device outputs are written as a .npz; name the file *.npz")
+        _check_writable(save, "the device outputs", streamstats.is_edgernn_save)
 
     console = _console(console, show)
     if reference is None:
-        reference = interpreter_reference(out, manifest)
-    ref = reference(xq)
+        reference = InterpreterReference(out, manifest)
+    float_source, float_note = _float_source(out, manifest, test)
+    every_step = manifest.get("sequence_output", "every_step") == "every_step"
+
+    windows = streamstats.drift_windows(n_steps)
+    ref_stats = streamstats.ReferenceStats(y_entry, windows)
+    float_sums = streamstats.ErrorSums()
+    drift = streamstats.DriftTable(windows)
+    cycles = streamstats.CycleStats(seed)
+    y_size = _size(y_entry)
+    plot = streamstats.PlotBins(n_steps, min(y_size, 3))
+    inputs = _InputRange(x_entry, manifest.get("calibration") or {})
+    saver = None
 
     device = None
     board_name = manifest.get("board")
@@ -256,13 +440,59 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
             board_name = device.board.name
             code_bytes = _code_bytes(device) or code_bytes
         serial_baud = baud or (device.board if device else board or {}).get("serial", {}).get("baud", 115200)
-        link = LinkClient.open(port, baud=serial_baud, timeout=timeout)
+        link = LinkClient.open(port, baud=serial_baud, timeout=timeout,
+                               device_gone=_gone_check(device) if device is not None else None)
         try:
             info = link.hello()
             _check_device(info, manifest, port, firmware_model_sha256(out, manifest))
             board_name = board_name or info.board
+            if save is not None:
+                saver = streamstats.DeviceSave(save, n_seq, n_steps, y_size, _DTYPES[y_entry["dtype"]])
             started = time.monotonic()
-            runs = _stream(link, xq, states, console)
+            frames = retries = 0
+            with _progress(console, n_seq * n_steps) as advance:
+                for s in range(n_seq):
+                    reference.start()
+                    if float_source is not None:
+                        try:
+                            float_source.start(s)
+                        except LookupError as why:
+                            float_source, float_note = None, str(why)
+                    pending: list[tuple[int, np.ndarray, np.ndarray]] = []
+
+                    def inputs_of_sequence(s=s):
+                        offset = 0
+                        for x in test.chunks(s, chunk_steps):
+                            inputs.update(x)
+                            xq = quantize(x, x_entry)
+                            pending.append((offset, x, xq))
+                            offset += len(x)
+                            yield xq
+
+                    last_y = None
+                    for part in link.stream(inputs_of_sequence(), n_steps, states=states, progress=advance):
+                        offset, x, xq = pending.pop(0)
+                        ref = reference.advance(xq)
+                        device_y = part.outputs.astype(ref.y.dtype).reshape(len(xq), -1)
+                        ref_stats.update(s, offset, device_y, ref.y, part.states if states == "every" else None,
+                                         ref.states)
+                        device_float = dequantize(device_y, y_entry)
+                        want = float_source.advance(x) if float_source is not None else None
+                        if want is not None:
+                            drift.update(offset, device_float, want)
+                            if every_step:
+                                float_sums.update(device_float, want)
+                        plot.update(s, offset, device_float, dequantize(ref.y, y_entry), want)
+                        cycles.update(part.cycles)
+                        if saver is not None:
+                            saver.append(device_y, device_float, part.cycles)
+                        frames += part.frames
+                        retries += part.retries
+                        if len(device_y):
+                            last_y = device_y[-1]
+                    if float_source is not None and not every_step and last_y is not None:
+                        mine = _final_output(reference, last_y, y_entry)
+                        float_sums.update(mine, float_source.final())
             elapsed = time.monotonic() - started
             if device is not None:
                 try:
@@ -273,18 +503,25 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
                     pass
         finally:
             link.close()
+    except BaseException:
+        if saver is not None:
+            saver.discard()
+        raise
     finally:
         if device is not None:
             device.stop()
 
-    device_y = np.stack([r.outputs for r in runs]).astype(ref.y.dtype)
-    device_states = np.stack([r.states for r in runs]) if states == "every" else None
-    cycles = np.concatenate([r.cycles for r in runs]).astype(np.float64)
-    reference_cmp = compare_reference(device_y, ref.y, device_states, ref.states, y_entry)
-
-    device_float = dequantize(device_y, y_entry)
-    float_cmp, float_note, keras_y = _float_comparison(manifest, test, device_y, device_float, reference)
+    reference_cmp = ref_stats.result()
     parity = reference_cmp["mismatches"] == 0 and reference_cmp.get("state_mismatches", 0) == 0
+    float_cmp = float_sums.result()
+    if float_source is None:
+        float_cmp["skipped"] = float_note
+    else:
+        float_cmp["against"] = float_source.against
+    notes = [f"float comparison skipped: {float_note}"] if float_source is None else []
+    input_report, input_note = inputs.result()
+    if input_note:
+        notes.append(input_note)
     report = {
         "pass": bool(parity),
         "board": board_name,
@@ -294,10 +531,10 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
         "sequences": int(n_seq),
         "reference": reference_cmp,
         "float": float_cmp,
+        "drift": drift.rows(ref_stats.window_mismatches),
+        "inputs": input_report,
         "device": {
-            "cycles_per_step": float(cycles.mean()) if cycles.size else 0.0,
-            "cycles_per_step_median": float(np.median(cycles)) if cycles.size else 0.0,
-            "cycles_per_step_max": float(cycles.max()) if cycles.size else 0.0,
+            **cycles.result(),
             "cycle_counter": _cycle_counter(board_name),
             "macs_per_step": manifest.get("macs_per_step"),
             "arena_bytes": manifest.get("arena_bytes"),
@@ -306,14 +543,14 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
         },
         "link": {
             "port": port,
-            "frames": int(sum(r.frames for r in runs)),
-            "retries": int(sum(r.retries for r in runs)),
+            "frames": int(frames),
+            "retries": int(retries),
             "payload_bytes": int(link.payload_bytes),
             "seconds": round(elapsed, 3),
             "steps_per_second": round(n_seq * n_steps / elapsed, 1) if elapsed else None,
             "protocol_version": info.protocol_version,
         },
-        "notes": [n for n in [float_note] if n],
+        "notes": notes,
     }
     report["device"].update(info.describe_target())
     macs = manifest.get("macs_per_step")
@@ -321,49 +558,127 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
         report["device"]["cycles_per_mac"] = report["device"]["cycles_per_step"] / macs
         if report["device"]["cycles_per_step"]:
             report["device"]["macs_per_cycle"] = macs / report["device"]["cycles_per_step"]
+    report["files"] = {"json": str(json_path), "html": str(html_path), **({"save": str(save)} if save else {})}
 
-    from edgernn import report as report_writer
-
-    json_path = Path(json_path) if json_path else out / "report.json"
-    html_path = Path(html_path) if html_path else json_path.with_suffix(".html")
-    report_writer.write_json(report, json_path)
-    report_writer.write_html(report, html_path, device_float=device_float,
-                             reference_float=dequantize(ref.y, y_entry), keras=keras_y,
-                             every_step=manifest.get("sequence_output", "every_step") == "every_step")
-    report["files"] = {"json": str(json_path), "html": str(html_path)}
+    # The verdict first: a report that cannot be written must not lose it.
     if console is not None:
         _print_summary(console, report)
+    _write_outputs(report, folder, default_report, json_path, html_path, saver, plot, every_step)
     return report
+
+
+def _write_outputs(report, folder, default_report, json_path, html_path, saver, plot, every_step) -> None:
+    from edgernn import report as report_writer
+    from edgernn.buildfolder import os_error_message
+
+    target = json_path
+    try:
+        report_writer.write_json(report, json_path)
+        target = html_path
+        report_writer.write_html(report, html_path, plot=plot, every_step=every_step)
+        if default_report:
+            folder.record(json_path.name, html_path.name)
+        if saver is not None:
+            target = Path(report["files"]["save"])
+            saver.finish()
+    except OSError as exc:
+        if saver is not None:
+            saver.discard()
+        err = ReportNotWritten(os_error_message(exc, f"write {target}", show_file=False)
+                               + f" (the verdict above stands: {'PASS' if report['pass'] else 'FAIL'})")
+        err.exit_code = 2 if report["pass"] else 1
+        raise err from None
+
+
+def _final_output(reference, last_y: np.ndarray, y_entry: dict) -> np.ndarray:
+    head = getattr(reference, "head", None)
+    out = head(last_y) if head is not None else None
+    return out if out is not None else dequantize(last_y, y_entry)
+
+
+class _InputRange:
+    """Where the test inputs lie against the range the model was calibrated on (and can represent)."""
+
+    def __init__(self, x_entry: dict, calibration: dict):
+        self.entry = x_entry
+        self.cal_min, self.cal_max = calibration.get("x_min"), calibration.get("x_max")
+        self.min, self.max = math.inf, -math.inf
+        self.clipped = self.count = self.outside = 0
+        self.lo = self.hi = None
+        if x_entry["dtype"] != "float32":
+            info = np.iinfo(_DTYPES[x_entry["dtype"]])
+            self.lo = (info.min - x_entry["zero_point"] - 0.5) * x_entry["scale"]
+            self.hi = (info.max - x_entry["zero_point"] + 0.5) * x_entry["scale"]
+
+    def update(self, x: np.ndarray) -> None:
+        if not x.size:
+            return
+        self.min, self.max = min(self.min, float(x.min())), max(self.max, float(x.max()))
+        self.count += x.size
+        if self.lo is not None:
+            self.clipped += int(np.count_nonzero((x < self.lo) | (x > self.hi)))
+        if self.cal_min is not None and self.cal_max is not None:
+            span = max(self.cal_max - self.cal_min, 1e-12)
+            self.outside += int(np.count_nonzero((x < self.cal_min - 0.5 * span) | (x > self.cal_max + 0.5 * span)))
+
+    def result(self) -> tuple[dict, str | None]:
+        found = {"min": self.min if self.count else None, "max": self.max if self.count else None,
+                 "calibrated_min": self.cal_min, "calibrated_max": self.cal_max,
+                 "representable": [self.lo, self.hi] if self.lo is not None else None,
+                 "clipped_values": self.clipped, "far_outside_calibration": self.outside, "values": self.count}
+        note = None
+        if self.clipped:
+            note = (f"{self.clipped} of {self.count} test input values lie outside the input's quantized range "
+                    f"[{self.lo:.4g}, {self.hi:.4g}] and are clipped (test inputs span [{self.min:.4g}, {self.max:.4g}]): "
+                    "the device and the interpreter agree on them, but the error against the float model is then large")
+        elif self.outside:
+            note = (f"{self.outside} of {self.count} test input values lie far outside the calibrated range "
+                    f"[{self.cal_min:.4g}, {self.cal_max:.4g}]: the error against the float model is then large")
+        return found, note
+
+
+def _gone_check(device):
+    def gone() -> str | None:
+        if device.process is None:
+            return None
+        code = device.process.poll()
+        if code is None:
+            return None
+        how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        return f"its {device.board.name} firmware process ended ({how})"
+
+    return gone
+
+
+class _NoProgress:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _progress(console, total: int):
+    """A progress bar on stderr (the table goes to stdout); a context giving ``advance(n)`` or None."""
+    if console is None:
+        return _NoProgress()
+    import contextlib
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    @contextlib.contextmanager
+    def bar():
+        with Progress(TextColumn("validating"), BarColumn(), MofNCompleteColumn(), TextColumn("steps"),
+                      TimeRemainingColumn(), console=Console(stderr=True), transient=True) as progress:
+            task = progress.add_task("steps", total=total)
+            yield lambda n: progress.advance(task, n)
+
+    return bar()
 
 
 def exit_code(report: dict) -> int:
     return 0 if report.get("pass") else 1
-
-
-def _stream(link, xq: np.ndarray, states: str, console) -> list:
-    total = xq.shape[0] * xq.shape[1]
-    if console is None:
-        return [link.run(seq, states=states) for seq in xq]
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    with Progress(TextColumn("validating"), BarColumn(), MofNCompleteColumn(), TextColumn("steps"),
-                  TimeRemainingColumn(), console=console, transient=True) as bar:
-        task = bar.add_task("steps", total=total)
-        return [link.run(seq, states=states, progress=lambda n: bar.advance(task, n)) for seq in xq]
-
-
-def _float_comparison(manifest, test, device_y, device_float, reference):
-    empty = {"rmse": None, "mae": None, "max_abs": None, "l2r": None, "cos": None}
-    keras_y, note = keras_outputs(manifest, test)
-    if keras_y is None:
-        return {**empty, "skipped": note}, f"float comparison skipped: {note}", None
-    if manifest.get("sequence_output", "every_step") == "every_step":
-        mine = device_float.reshape(keras_y.shape)
-    else:
-        runner = getattr(reference, "runner", None)
-        mine = (runner.run_head(device_y[:, -1, :]) if runner is not None and runner.head is not None
-                else device_float[:, -1, :]).reshape(keras_y.shape)
-    return float_metrics(mine, keras_y), None, keras_y
 
 
 def _code_bytes(device) -> int | None:
@@ -403,7 +718,7 @@ def _console(console, show: bool):
         return console
     from rich.console import Console
 
-    return Console(stderr=True)
+    return Console()
 
 
 def _print_summary(console, report: dict) -> None:
@@ -421,12 +736,17 @@ def _print_summary(console, report: dict) -> None:
     if "state_mismatches" in ref:
         table.add_row("state mismatches", str(ref["state_mismatches"]))
     if flt.get("rmse") is not None:
-        table.add_row("vs float Keras model", f"rmse {flt['rmse']:.4g}  mae {flt['mae']:.4g}  max {flt['max_abs']:.4g}"
+        table.add_row("vs the float model", f"rmse {flt['rmse']:.4g}  mae {flt['mae']:.4g}  max {flt['max_abs']:.4g}"
                       f"  l2r {flt['l2r']:.4g}  cos {flt['cos']:.5f}")
     else:
-        table.add_row("vs float Keras model", f"skipped: {flt.get('skipped')}")
+        table.add_row("vs the float model", f"skipped: {flt.get('skipped')}")
+    for row in report.get("drift") or []:
+        if row.get("rmse") is not None:
+            table.add_row(f"drift, steps {row['label']}", f"rmse {row['rmse']:.4g}  max {row['max_abs']:.4g}")
     table.add_row("cycles per step", f"{dev['cycles_per_step']:.1f} ({dev.get('cycle_counter') or 'board counter'})")
     link = report["link"]
     table.add_row("link", f"{link['frames']} frames, {link['retries']} retries, {link['steps_per_second']} steps/s")
     table.add_row("report", report["files"]["html"])
     console.print(table)
+    for note in report.get("notes") or []:
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)

@@ -164,8 +164,12 @@ def test_manifest_carries_the_contract_fields(converted):
     assert manifest["quant"] == "int8" and manifest["mode"] == "step"
     assert len(manifest["model_sha256"]) == 64
     assert manifest["macs_per_step"] > 0 and manifest["weight_bytes"] > 0
-    assert manifest["calibration"] == {"source": "array", "sequences": CALIB_SEQ, "steps": CALIB_STEPS,
-                                       "samples": CALIB_SEQ * CALIB_STEPS}
+    calibration = dict(manifest["calibration"])
+    assert calibration.pop("x_min") < calibration.pop("x_max")
+    assert calibration == {"source": "array", "sequences": CALIB_SEQ, "steps": CALIB_STEPS,
+                           "samples": CALIB_SEQ * CALIB_STEPS}
+    assert manifest["schema"] == "edgernn-build/1" and "step.tflite" in manifest["written"]
+    assert manifest["files"]["float_step"] == "float_step.tflite" and (out / "float_step.tflite").is_file()
 
 
 def test_keras3_int8_conversion_of_a_plain_lstm_does_not_crash(tmp_path):

@@ -20,13 +20,28 @@ pytestmark = pytest.mark.toolchain
 REPORT_KEYS = {"pass", "board", "quant", "model_sha256", "steps", "sequences", "reference", "float", "device"}
 
 
-def toy_reference(xq: np.ndarray) -> ReferenceRun:
-    ys, states = [], []
-    for seq in xq:
-        y, st = run_toy(seq)
-        ys.append(y)
-        states.append(np.frombuffer(b"".join(st), np.uint8).reshape(len(seq), -1))
-    return ReferenceRun(np.stack(ys), np.stack(states))
+class ToyReference:
+    """The toy model's Python twin as validate's reference: one sequence, a chunk at a time."""
+
+    def __init__(self, wrong_at: int | None = None):
+        self.wrong_at = wrong_at  # make the reference disagree with the device at this step
+        self.state = None
+        self.done = 0
+
+    def start(self):
+        self.state, self.done = None, 0
+
+    def advance(self, xq: np.ndarray) -> ReferenceRun:
+        y, st = run_toy(xq, self.state)
+        if st:
+            self.state = st[-1]
+        if self.wrong_at is not None and self.done <= self.wrong_at < self.done + len(xq):
+            y[self.wrong_at - self.done, 1] += 1
+        self.done += len(xq)
+        return ReferenceRun(y, np.frombuffer(b"".join(st), np.uint8).reshape(len(xq), -1))
+
+
+toy_reference = ToyReference()
 
 
 def make_toy_out(path, board="host", sha=MODEL_SHA256):
@@ -35,7 +50,7 @@ def make_toy_out(path, board="host", sha=MODEL_SHA256):
     for name in ("model.c", "model.h"):
         shutil.copy(TOY_MODEL / name, fw / name)
     q = lambda shape: {"shape": shape, "dtype": "int8", "scale": 1 / 64, "zero_point": 0}  # noqa: E731
-    manifest = {"board": board, "quant": "int8", "model_sha256": sha, "model_file": None,
+    manifest = {"schema": "edgernn-build/1", "written": ["manifest.json", "firmware"], "board": board, "quant": "int8", "model_sha256": sha, "model_file": None,
                 "inputs": [{"name": "x", **q([1, 3])}], "outputs": [{"name": "y", **q([1, 2])}],
                 "states": [{"name": "toy.state", **q([1, 8])}], "sequence_output": "every_step",
                 "macs_per_step": 12, "arena_bytes": 8, "weight_bytes": 0}
@@ -63,12 +78,7 @@ def test_validate_on_the_host_board_passes_and_writes_reports(toy_out):
 
 
 def test_validate_fails_when_the_device_differs_from_the_reference(toy_out):
-    def off_by_one(xq):
-        ref = toy_reference(xq)
-        ref.y[0, 500, 1] += 1
-        return ref
-
-    report = validate(toy_out, steps=1000, reference=off_by_one, show=False)
+    report = validate(toy_out, steps=1000, reference=ToyReference(wrong_at=500), show=False)
     assert not report["pass"] and exit_code(report) == 1
     assert report["reference"]["mismatches"] == 1
     assert report["reference"]["first_mismatch"]["step"] == 500

@@ -28,13 +28,16 @@ def out(tmp_path):
     """An output folder from an earlier conversion, which a failed one must not touch."""
     folder = tmp_path / "out"
     folder.mkdir()
-    (folder / "manifest.json").write_text('{"earlier": true}\n')
+    (folder / "manifest.json").write_text(json.dumps(EARLIER) + "\n")
     (folder / "step.tflite").write_bytes(b"earlier")
     return folder
 
 
+EARLIER = {"schema": "edgernn-build/1", "written": ["manifest.json", "step.tflite"], "earlier": True}
+
+
 def assert_untouched(folder):
-    assert json.loads((folder / "manifest.json").read_text()) == {"earlier": True}
+    assert json.loads((folder / "manifest.json").read_text()) == EARLIER
     assert (folder / "step.tflite").read_bytes() == b"earlier"
     assert sorted(p.name for p in folder.parent.iterdir() if p.name.startswith(".")) == []
 

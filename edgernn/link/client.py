@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -49,7 +49,8 @@ class LinkClient:
     """One host session with a device over an open pyserial-like port."""
 
     def __init__(self, port, *, url: str | None = None, timeout: float = DEFAULT_TIMEOUT,
-                 retries: int = DEFAULT_RETRIES, version: int = VERSION, baud: int | None = None):
+                 retries: int = DEFAULT_RETRIES, version: int = VERSION, baud: int | None = None,
+                 device_gone: Callable[[], str | None] | None = None):
         self.port = port
         self.url = url or getattr(port, "port", None) or "the port"
         self.timeout = timeout
@@ -57,6 +58,9 @@ class LinkClient:
         self.version = version
         self.baud = baud or getattr(port, "baudrate", None) or 0
         self.info: P.DeviceInfo | None = None
+        # For a device edgernn started itself: says why it is gone (its process ended), else None,
+        # so a dead firmware is reported at once instead of after every retry has timed out.
+        self.device_gone = device_gone
         # A random first sequence number, so a device that still caches the previous session's last
         # answer cannot mistake this session's first request for a repeat.
         self._seq = int.from_bytes(os.urandom(2), "little") % NO_SEQ
@@ -123,7 +127,7 @@ class LinkClient:
             deadline = time.monotonic() + timeout
             while True:
                 try:
-                    frame = self._reader.read_frame(deadline)
+                    frame = self._read_frame_watching(deadline, what)
                 except FrameTimeout:
                     last_fault = f"no answer within {timeout:.1f} s"
                     break
@@ -151,6 +155,20 @@ class LinkClient:
                 return frame.payload
         raise LinkError(f"device on {self.url} gave no valid answer to {what} after "
                         f"{self.retries + 1} attempts (last: {last_fault})")
+
+    def _read_frame_watching(self, deadline: float, what: str):
+        """The next frame before deadline; a device that is gone raises LinkError within 0.2 s."""
+        if self.device_gone is None:
+            return self._reader.read_frame(deadline)
+        while True:
+            gone = self.device_gone()
+            if gone:
+                raise LinkError(f"the device on {self.url} stopped while edgernn waited for its answer to {what}: {gone}")
+            try:
+                return self._reader.read_frame(min(deadline, time.monotonic() + 0.2))
+            except FrameTimeout:
+                if time.monotonic() >= deadline:
+                    raise
 
     def _device_error(self, frame) -> P.DeviceError:
         try:
@@ -235,48 +253,78 @@ class LinkClient:
 
         ``states``: "every" (state bytes after each step), "last" (after the last step) or "none".
         """
-        info = self._require_info()
         inputs = np.asarray(inputs)
-        if inputs.ndim != 2 or inputs.shape[1] != info.input_size:
-            raise LinkError(f"inputs of shape {inputs.shape} do not match the device's "
-                            f"{info.input_size} inputs per step")
+        total = inputs.shape[0] if inputs.ndim else 0
+        retries_before = self.retry_count
+        outputs, cycles, state_rows = [], [], []
+        last_state = None
+        frames = 0
+        for part in self.stream([inputs], total, states, steps_per_frame, progress):
+            outputs.append(part.outputs)
+            cycles.append(part.cycles)
+            if part.states is not None:
+                state_rows.append(part.states)
+            if part.last_state is not None:
+                last_state = part.last_state
+            frames += part.frames
+        info = self._require_info()
+        state_array = None
+        if states == "every":
+            state_array = (np.concatenate(state_rows) if state_rows
+                           else np.zeros((0, info.state_bytes), np.uint8))
+            last_state = bytes(state_array[-1]) if len(state_array) else last_state
+        return RunResult(np.concatenate(outputs) if outputs else np.zeros((0, info.output_size)),
+                         np.concatenate(cycles) if cycles else np.zeros(0, np.uint32),
+                         state_array, last_state, frames, self.retry_count - retries_before)
+
+    def stream(self, chunks: Iterable[np.ndarray], total: int, states: str = "every",
+               steps_per_frame: int | None = None,
+               progress: Callable[[int], None] | None = None) -> Iterator[RunResult]:
+        """RESET, then stream one sequence of ``total`` steps, given as chunks of (steps, input_size):
+        yields one RunResult per chunk, so the host keeps no more than a chunk of answers."""
+        info = self._require_info()
         flags = {"every": P.STATE_EVERY, "last": P.STATE_LAST, "none": 0}[states]
         per_frame = self.max_steps_per_frame(flags)
         if steps_per_frame:
             per_frame = min(per_frame, steps_per_frame)
-        retries_before = self.retry_count
         self.reset()
-        outputs, cycles, state_rows = [], [], []
-        last_state = None
         done = 0
-        frames = 0
-        total = inputs.shape[0]
-        while done < total:
-            n = min(per_frame, total - done)
-            frame_flags = flags & P.STATE_EVERY
-            if flags & P.STATE_LAST and done + n == total:
-                frame_flags |= P.STATE_LAST
-            batch = self.step(inputs[done : done + n], frame_flags)
-            if batch.first_step != done:
-                raise LinkError(f"device on {self.url} counts {batch.first_step} steps done where the "
-                                f"host sent {done}: a step was run twice or skipped")
-            outputs.append(batch.outputs)
-            cycles.append(batch.cycles)
-            if batch.states is not None:
-                state_rows.extend(batch.states)
-            if batch.last_state is not None:
-                last_state = batch.last_state
-            done += n
-            frames += 1
-            if progress:
-                progress(n)
-        state_array = None
-        if flags & P.STATE_EVERY:
-            state_array = np.frombuffer(b"".join(state_rows), dtype=np.uint8).reshape(total, info.state_bytes)
-            last_state = state_rows[-1] if state_rows else last_state
-        return RunResult(np.concatenate(outputs) if outputs else np.zeros((0, info.output_size)),
-                         np.concatenate(cycles) if cycles else np.zeros(0, np.uint32),
-                         state_array, last_state, frames, self.retry_count - retries_before)
+        for inputs in chunks:
+            inputs = np.asarray(inputs)
+            if inputs.ndim != 2 or inputs.shape[1] != info.input_size:
+                raise LinkError(f"inputs of shape {inputs.shape} do not match the device's "
+                                f"{info.input_size} inputs per step")
+            retries_before = self.retry_count
+            outputs, cycles, state_rows = [], [], []
+            last_state = None
+            frames = 0
+            at = 0
+            while at < len(inputs):
+                n = min(per_frame, len(inputs) - at)
+                frame_flags = flags & P.STATE_EVERY
+                if flags & P.STATE_LAST and done + n == total:
+                    frame_flags |= P.STATE_LAST
+                batch = self.step(inputs[at : at + n], frame_flags)
+                if batch.first_step != done:
+                    raise LinkError(f"device on {self.url} counts {batch.first_step} steps done where the "
+                                    f"host sent {done}: a step was run twice or skipped")
+                outputs.append(batch.outputs)
+                cycles.append(batch.cycles)
+                if batch.states is not None:
+                    state_rows.extend(batch.states)
+                if batch.last_state is not None:
+                    last_state = batch.last_state
+                done += n
+                at += n
+                frames += 1
+                if progress:
+                    progress(n)
+            state_array = None
+            if flags & P.STATE_EVERY:
+                state_array = np.frombuffer(b"".join(state_rows), dtype=np.uint8).reshape(len(inputs), info.state_bytes)
+            yield RunResult(np.concatenate(outputs) if outputs else np.zeros((0, info.output_size)),
+                            np.concatenate(cycles) if cycles else np.zeros(0, np.uint32),
+                            state_array, last_state, frames, self.retry_count - retries_before)
 
     def _require_info(self) -> P.DeviceInfo:
         if self.info is None:
