@@ -650,6 +650,8 @@ def start_gvsoc(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: 
                 tail = sim.output().strip().splitlines()[-1:] or ["(no output)"]
                 raise EdgeRNNError(f"GVSOC ended (exit status {proc.returncode}) before its UART listened on "
                                    f"port {port}: {tail[0]} (log: {log_path})")
+            if "open telnet port failed" in sim.output():     # GVSOC goes on without a UART then
+                raise EdgeRNNError(f"GVSOC could not listen on 127.0.0.1:{port} (taken?); log: {log_path}")
             if time.monotonic() > deadline:
                 raise EdgeRNNError(f"GVSOC's UART did not listen on 127.0.0.1:{port} within {timeout:.0f} s "
                                    f"(port taken? log: {log_path})")

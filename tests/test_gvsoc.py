@@ -342,3 +342,14 @@ def test_second_run_of_the_same_elf_skips_gapy(gvsoc_build, echo_elf, tmp_path, 
     assert json.loads(second.read_text())["target"]["system_tree"]["board"]["uart"]["telnet_port"] == 12346
     command = gap_sdk.gvsoc_run_command(echo_elf, work, 12346, install)
     assert command == [str(install / "bin" / "gvsoc_launcher"), f"--config={second}"]
+
+
+def test_a_taken_uart_port_is_a_clear_error(gvsoc_build, echo_elf, tmp_path):
+    """GVSOC runs on without a UART when its port is taken: start_gvsoc says so instead of waiting."""
+    install, _, _ = gvsoc_build
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(EdgeRNNError, match=f"could not listen on 127.0.0.1:{port}"):
+            gap_sdk.start_gvsoc(echo_elf, tmp_path / "run", uart_port=port, install=install)
