@@ -195,6 +195,25 @@ def test_prepare_sdk_copies_once_and_never_writes_the_sdk(monkeypatch, tmp_path)
     assert not (home / "config" / "ai_deck.json").is_symlink()
 
 
+def test_a_second_process_waits_for_the_lock_then_finds_the_copy(monkeypatch, tmp_path):
+    monkeypatch.setenv("EDGERNN_CACHE", str(tmp_path / "cache"))
+    home = _fake_sdk(tmp_path / "sdk", "all:\n\ttrue\n")
+    key = gap_sdk.sdk_key(home)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS.parent), os.environ.get("PYTHONPATH", "")]))
+    script = ("import sys; from edgernn import gap_sdk; "
+              "print(gap_sdk.prepare_sdk(sys.argv[1], log=lambda m: print(m, flush=True)), flush=True)")
+    with gap_sdk._locked(key, None):
+        other = subprocess.Popen([sys.executable, "-c", script, str(home)], env=env, stdout=subprocess.PIPE, text=True)
+        try:
+            assert other.stdout.readline().startswith("waiting for another edgernn process")
+            copy = gap_sdk._prepare_locked(home, key, None)          # this process copies meanwhile
+        except BaseException:
+            other.kill()
+            raise
+    lines = other.communicate(timeout=60)[0].splitlines()
+    assert other.returncode == 0 and lines == [str(copy)]             # no second copy: it found ours
+
+
 def test_sdk_key_follows_content(tmp_path):
     home = tmp_path / "sdk"
     (home / "configs").mkdir(parents=True)
