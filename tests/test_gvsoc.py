@@ -1,0 +1,374 @@
+"""GVSOC, GreenWaves' GAP8 simulator, built from $GAP_SDK_HOME into edgernn's cache, running a
+bare-metal UART echo with its UART on a loopback TCP port.
+
+The tests that need GVSOC skip without $GAP_SDK_HOME or the build tools, unless
+EDGERNN_REQUIRE_TOOLCHAINS=1: then they fail. The first run builds GVSOC (minutes, once per SDK
+content); later runs find it in the cache (``python -m edgernn.gap_sdk`` builds it ahead).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import require_tools
+from edgernn import gap_sdk
+from edgernn.errors import EdgeRNNError
+
+TESTS = Path(__file__).resolve().parent
+ECHO_SOURCES = [TESTS / "c" / "gvsoc" / "crt0.S", TESTS / "c" / "gvsoc_uart_echo.c"]
+ECHO_LINK_SCRIPT = TESTS / "c" / "gvsoc" / "gap8_l2.ld"
+BUILD_TOOLS = ("make", "g++", "cmake", "scons", "rsync", "strip")
+GAPY_MODULES = ("elftools", "argcomplete", "six")
+
+
+def require_gap_sdk() -> Path:
+    home = gap_sdk.sdk_home(required=False)
+    missing = [] if home else ["$GAP_SDK_HOME (a GAP SDK)"]
+    for module in GAPY_MODULES:
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(f"the Python module {module}")
+    if missing:
+        message = f"needs {', '.join(missing)}"
+        if os.environ.get("EDGERNN_REQUIRE_TOOLCHAINS") == "1":
+            pytest.fail(f"{message} (EDGERNN_REQUIRE_TOOLCHAINS=1 forbids skipping)", pytrace=False)
+        pytest.skip(message)
+    require_tools(*BUILD_TOOLS)
+    return home
+
+
+def _changed_since(root: Path, stamp: float) -> list[str]:
+    """Entries under root whose content or metadata changed after stamp (mtime or ctime)."""
+    changed = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [*dirnames, *filenames, ""]:
+            path = os.path.join(dirpath, name) if name else dirpath
+            st = os.lstat(path)
+            if st.st_mtime > stamp or st.st_ctime > stamp:
+                changed.append(os.path.relpath(path, root))
+    return changed
+
+
+def _snapshot(root: Path) -> dict[str, tuple]:
+    """Every entry under root: type, mode, size, mtime and content hash (link target for a link)."""
+    entries = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [*dirnames, *filenames, ""]:
+            path = os.path.join(dirpath, name) if name else dirpath
+            st = os.lstat(path)
+            if os.path.islink(path):
+                content = os.readlink(path)
+            elif os.path.isfile(path):
+                content = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            else:
+                content = None
+            entries[os.path.relpath(path, root)] = (st.st_mode, st.st_size, st.st_mtime_ns, content)
+    return entries
+
+
+@pytest.fixture(scope="session")
+def gvsoc_build(tmp_path_factory):
+    """GVSOC built (or found) in the cache: (install, home, SDK state before as (stamp, snapshot))."""
+    home = require_gap_sdk()
+    marker = tmp_path_factory.mktemp("stamp") / "before"    # the filesystem's clock, as mtimes use
+    marker.write_bytes(b"")
+    before = (marker.stat().st_mtime, _snapshot(home))
+    install = gap_sdk.build_gvsoc(home, log=lambda m: print(m, file=sys.stderr))
+    return install, home, before
+
+
+@pytest.fixture(scope="session")
+def echo_elf(tmp_path_factory):
+    require_tools("riscv64-unknown-elf-gcc")
+    elf = tmp_path_factory.mktemp("gvsoc_echo") / "gvsoc_uart_echo.elf"
+    command = ["riscv64-unknown-elf-gcc", "-march=rv32imc_zicsr", "-mabi=ilp32", "-O2", "-Wall", "-Wextra",
+               "-Werror", "-nostdlib", "-ffreestanding", "-Wl,--no-warn-rwx-segments", "-T", str(ECHO_LINK_SCRIPT),
+               *map(str, ECHO_SOURCES), "-o", str(elf)]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return elf
+
+
+class Uart:
+    """The simulated UART seen from the host: exact reads with a deadline."""
+
+    def __init__(self, port: int, timeout: float = 60.0):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.buffer = b""
+
+    def read_exactly(self, n: int) -> bytes:
+        while len(self.buffer) < n:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError(f"UART closed after {len(self.buffer)} of {n} bytes")
+            self.buffer += chunk
+        data, self.buffer = self.buffer[:n], self.buffer[n:]
+        return data
+
+    def read_line(self) -> str:
+        while b"\n" not in self.buffer:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError(f"UART closed in a line: {self.buffer!r}")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line.decode()
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _fields(line: str) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in line.split()[1:] if "=" in item)
+
+
+# ---- no SDK needed ----
+
+def test_cache_root_order(monkeypatch, tmp_path):
+    monkeypatch.setenv("EDGERNN_CACHE", str(tmp_path / "a"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert gap_sdk.cache_root() == tmp_path / "a"
+    monkeypatch.delenv("EDGERNN_CACHE")
+    assert gap_sdk.cache_root() == tmp_path / "x" / "edgernn"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "h"))
+    assert gap_sdk.cache_root() == tmp_path / "h" / ".cache" / "edgernn"
+
+
+def test_sdk_home_says_what_to_set(monkeypatch, tmp_path):
+    monkeypatch.delenv("GAP_SDK_HOME", raising=False)
+    assert gap_sdk.sdk_home(required=False) is None
+    with pytest.raises(EdgeRNNError, match=r"\$GAP_SDK_HOME is unset\): export GAP_SDK_HOME=") as err:
+        gap_sdk.sdk_home()
+    assert "\n" not in str(err.value)
+    monkeypatch.setenv("GAP_SDK_HOME", str(tmp_path))
+    with pytest.raises(EdgeRNNError, match="has no configs/ai_deck.sh"):
+        gap_sdk.sdk_home()
+
+
+def _fake_sdk(root: Path, makefile: str) -> Path:
+    """A tree that passes for a GAP SDK: a config script, a flattened symlink, a failing first step."""
+    (root / "configs").mkdir(parents=True)
+    (root / "configs" / "ai_deck.sh").write_text("export TARGET_CHIP=GAP8_V2\nexport INSTALL_DIR=$PWD/install/workstation\n")
+    (root / "boards").mkdir()
+    (root / "boards" / "ai_deck.json").write_text('{"board": "ai_deck"}\n')
+    (root / "config").mkdir()
+    (root / "config" / "ai_deck.json").write_text("../boards/ai_deck.json")
+    (root / "utils" / "json-tools").mkdir(parents=True)
+    (root / "utils" / "json-tools" / "Makefile").write_text(makefile)
+    for dirpath, dirnames, filenames in os.walk(root):      # read-only, as in CI
+        for name in filenames:
+            os.chmod(os.path.join(dirpath, name), 0o444)
+    return root
+
+
+def test_prepare_sdk_copies_once_and_never_writes_the_sdk(monkeypatch, tmp_path):
+    monkeypatch.setenv("EDGERNN_CACHE", str(tmp_path / "cache"))
+    home = _fake_sdk(tmp_path / "sdk", "all:\n\ttrue\n")
+    before = _snapshot(home)
+    copy = gap_sdk.prepare_sdk(home)
+    assert copy.parent.name == gap_sdk.sdk_key(home)
+    assert (copy / "config" / "ai_deck.json").is_symlink()               # restored from its text form
+    assert json.loads((copy / "config" / "ai_deck.json").read_text()) == {"board": "ai_deck"}
+    assert os.access(copy / "configs" / "ai_deck.sh", os.W_OK)
+    for rel, _ in gap_sdk._walk(gap_sdk.overrides_dir()):
+        assert (copy / rel).read_bytes() == (gap_sdk.overrides_dir() / rel).read_bytes()
+    source = copy.parent / "source.json"
+    before_source = source.stat().st_mtime_ns
+    assert gap_sdk.prepare_sdk(home) == copy and source.stat().st_mtime_ns == before_source
+    assert _snapshot(home) == before
+    assert not (home / "config" / "ai_deck.json").is_symlink()
+
+
+def test_a_second_process_waits_for_the_lock_then_finds_the_copy(monkeypatch, tmp_path):
+    monkeypatch.setenv("EDGERNN_CACHE", str(tmp_path / "cache"))
+    home = _fake_sdk(tmp_path / "sdk", "all:\n\ttrue\n")
+    key = gap_sdk.sdk_key(home)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS.parent), os.environ.get("PYTHONPATH", "")]))
+    script = ("import sys; from edgernn import gap_sdk; "
+              "print(gap_sdk.prepare_sdk(sys.argv[1], log=lambda m: print(m, flush=True)), flush=True)")
+    with gap_sdk._locked(key, None):
+        other = subprocess.Popen([sys.executable, "-c", script, str(home)], env=env, stdout=subprocess.PIPE, text=True)
+        try:
+            assert other.stdout.readline().startswith("waiting for another edgernn process")
+            copy = gap_sdk._prepare_locked(home, key, None)          # this process copies meanwhile
+        except BaseException:
+            other.kill()
+            raise
+    lines = other.communicate(timeout=60)[0].splitlines()
+    assert other.returncode == 0 and lines == [str(copy)]             # no second copy: it found ours
+
+
+def test_sdk_key_follows_content(tmp_path):
+    home = tmp_path / "sdk"
+    (home / "configs").mkdir(parents=True)
+    (home / "configs" / "ai_deck.sh").write_text("# one\n")
+    (home / "loop").symlink_to(".")                                     # a loop is hashed as a link
+    key = gap_sdk.sdk_key(home)
+    assert key == gap_sdk.sdk_key(home)
+    (home / "configs" / "ai_deck.sh").write_text("# two\n")
+    assert gap_sdk.sdk_key(home) != key
+
+
+def test_build_failure_names_the_step_and_the_log(monkeypatch, tmp_path):
+    require_tools(*BUILD_TOOLS)
+    monkeypatch.setenv("EDGERNN_CACHE", str(tmp_path / "cache"))
+    home = _fake_sdk(tmp_path / "sdk", "all:\n\t@echo 'fake.c:1: error: no GVSOC here'; exit 3\ninstall:\n")
+    with pytest.raises(EdgeRNNError) as err:
+        gap_sdk.build_gvsoc(home)
+    message = str(err.value)
+    assert "step json-tools" in message and "error: no GVSOC here" in message and "\n" not in message
+    log = Path(message.rsplit("log: ", 1)[1])
+    assert log.is_file() and "no GVSOC here" in log.read_text()
+    assert not (log.parent / gap_sdk.MARKER).exists()                    # so the next call builds again
+
+
+def _gone(pid: int, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_interrupted_build_kills_its_whole_process_group(tmp_path):
+    """SIGTERM to `python -m edgernn.gap_sdk` mid-step: exit 143, and make's children die with it."""
+    require_tools(*BUILD_TOOLS)
+    pids = tmp_path / "pids"
+    home = _fake_sdk(tmp_path / "sdk", f"all:\n\tsleep 300 & echo $$! > {pids}; wait\ninstall:\n")
+    env = dict(os.environ, EDGERNN_CACHE=str(tmp_path / "cache"), GAP_SDK_HOME=str(home),
+               PYTHONPATH=os.pathsep.join([str(TESTS.parent), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "edgernn.gap_sdk"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not (pids.is_file() and pids.read_text().strip()):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the fake build step never started"
+            time.sleep(0.02)
+        sleeper = int(pids.read_text())
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 143
+        assert _gone(sleeper), f"the build step's child {sleeper} outlived the build"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+# ---- GVSOC itself ----
+
+def test_build_gvsoc_is_cached_and_leaves_the_sdk_untouched(gvsoc_build, monkeypatch):
+    install, home, (stamp, snapshot) = gvsoc_build
+    assert (install / "bin" / "gvsoc_launcher").is_file()
+    assert not (install / "python" / "sv").exists()                     # pruned: the RTL-cosimulation variant
+    marker_path = install.parent.parent.parent / gap_sdk.MARKER
+    marker = json.loads(marker_path.read_text())
+    assert marker["key"] == gap_sdk.sdk_key(home) and marker["install"] == str(install)
+    # The SDK folder: nothing written, nothing re-moded, by the copy or the build.
+    assert _changed_since(home, stamp) == []
+    assert _snapshot(home) == snapshot
+
+    # A second call is a cache hit: no copy, no make, the marker as it was.
+    def no_work(*args, **kwargs):
+        raise AssertionError("a cached GVSOC build ran a build step")
+
+    monkeypatch.setattr(gap_sdk, "run_in_group", no_work)
+    monkeypatch.setattr(gap_sdk, "_prepare_locked", no_work)
+    before = marker_path.stat().st_mtime_ns
+    assert gap_sdk.build_gvsoc(home) == install
+    assert marker_path.stat().st_mtime_ns == before
+
+
+def test_gvsoc_env_points_at_the_private_copy(gvsoc_build):
+    install, home, _ = gvsoc_build
+    env = gap_sdk.gvsoc_env(install)
+    copy = install.parent.parent
+    assert env["GAP_SDK_HOME"] == str(copy) != str(home)
+    assert env["GVSOC_PATH"] == str(install / "python")                  # the launcher dies without it
+    assert str(install / "lib") in env["LD_LIBRARY_PATH"].split(":")
+    assert str(copy / "utils" / "gapy") in env["PYTHONPATH"].split(":")
+    assert str(home) not in env["PATH"].split(":") + env["PYTHONPATH"].split(":")
+
+
+def test_uart_echo_burst_and_exit_code(gvsoc_build, echo_elf, tmp_path):
+    """A 1,025-byte burst at 115200 baud comes back exactly; the firmware's exit code is the
+    launcher's exit status; the PULP counters count."""
+    install, _, _ = gvsoc_build
+    payload = bytes(random.Random(1025).randrange(256) for _ in range(1025))
+    with gap_sdk.start_gvsoc(echo_elf, tmp_path / "run", install=install) as sim:
+        assert sim.url == f"socket://127.0.0.1:{sim.port}"
+        uart = Uart(sim.port)
+        try:
+            ready = uart.read_line()
+            assert ready.startswith("GVSOC-ECHO READY"), ready
+            boot = _fields(ready)
+            assert 45_000_000 < int(boot["freq"]) < 55_000_000 and int(boot["div"]) > 0
+
+            uart.send(b"E" + len(payload).to_bytes(2, "little") + payload)
+            echoed = uart.read_exactly(len(payload))
+            mismatches = [i for i in range(len(payload)) if echoed[i] != payload[i]]
+            assert not mismatches, f"{len(mismatches)} bytes differ, first at {mismatches[:8]}"
+            report = _fields(uart.read_line())
+            assert int(report["n"]) == len(payload) and int(report["sum"], 16) == sum(payload)
+            assert int(report["cycles"]) > 0 and int(report["instret"]) > 0
+
+            uart.send(b"L" + (10_000).to_bytes(4, "little"))
+            loop = _fields(uart.read_line())
+            assert int(loop["instret"]) >= 2 * 10_000 and int(loop["cycles"]) >= int(loop["instret"])
+
+            uart.send(b"Q" + bytes([42]))
+            assert uart.read_line() == "~~~GVSOC ECHO DONE~~~"
+        finally:
+            uart.close()
+        assert sim.wait(60) == 42
+        assert "telnet connected" in sim.output()
+
+
+def test_second_run_of_the_same_elf_skips_gapy(gvsoc_build, echo_elf, tmp_path, monkeypatch):
+    install, _, _ = gvsoc_build
+    work = tmp_path / "run"
+    first = gap_sdk.prepare_gvsoc_run(echo_elf, work, 12345, install)
+    config = json.loads(first.read_text())
+    uart = config["target"]["system_tree"]["board"]["uart"]
+    assert uart["telnet"] is True and uart["telnet_port"] == 12345 and uart["stdout"] is False
+
+    def no_gapy(*args, **kwargs):
+        raise AssertionError("gapy ran again for the same ELF")
+
+    monkeypatch.setattr(gap_sdk.subprocess, "run", no_gapy)
+    second = gap_sdk.prepare_gvsoc_run(echo_elf, work, 12346, install)
+    assert json.loads(second.read_text())["target"]["system_tree"]["board"]["uart"]["telnet_port"] == 12346
+    command = gap_sdk.gvsoc_run_command(echo_elf, work, 12346, install)
+    assert command == [str(install / "bin" / "gvsoc_launcher"), f"--config={second}"]
+
+
+def test_a_taken_uart_port_is_a_clear_error(gvsoc_build, echo_elf, tmp_path):
+    """GVSOC runs on without a UART when its port is taken: start_gvsoc says so instead of waiting."""
+    install, _, _ = gvsoc_build
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(EdgeRNNError, match=f"could not listen on 127.0.0.1:{port}"):
+            gap_sdk.start_gvsoc(echo_elf, tmp_path / "run", uart_port=port, install=install)
