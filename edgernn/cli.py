@@ -219,6 +219,18 @@ def validate(ctx, out, port, baud, data, steps, sequences, json_path, save):
 
 
 @cli.command()
+@click.argument("what", type=click.Choice(["gvsoc"]))
+@click.option("--force", is_flag=True, help="Rebuild even when the cached build is current.")
+@click.pass_context
+def setup(ctx, what, force):
+    """Build a tool edgernn needs, once, into its cache: `gvsoc`, the GAP8 simulator, from $GAP_SDK_HOME."""
+    from edgernn import gap_sdk
+
+    install = gap_sdk.build_gvsoc(log=_say, force=force)
+    click.echo(f"GVSOC ready: {install} (board gvsoc_gap8; cache: {gap_sdk.cache_root()})")
+
+
+@cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the boards as JSON.")
 def boards(as_json):
     """List the boards edgernn knows, with their facts."""

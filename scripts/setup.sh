@@ -13,7 +13,7 @@ packages=(
     gcc-riscv64-unknown-elf           # qemu_riscv32 and the GAP8 firmware (through the GAP SDK's rules)
     picolibc-riscv64-unknown-elf      # the C library of the qemu_riscv32 firmware
     qemu-system-misc                  # qemu-system-riscv32
-    rsync scons                       # building GVSOC, the GAP8 simulator, from the GAP SDK
+    rsync scons cmake zlib1g-dev      # building GVSOC, the GAP8 simulator, from the GAP SDK
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -31,3 +31,9 @@ fi
 
 python3 -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 python3 -m pip install -q -e ".[dev]"
+
+# With a GAP SDK named, build its GVSOC (the gvsoc_gap8 board) into edgernn's cache now, once: a cache
+# hit takes a second, a first build about 10 minutes on 2 cores.
+if [ -n "${GAP_SDK_HOME:-}" ]; then
+    python3 -m edgernn.gap_sdk
+fi
