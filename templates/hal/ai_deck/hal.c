@@ -17,8 +17,10 @@
  * every slot that has completed since, in order.
  *
  * Sending: each chunk is copied into an aligned L2 buffer first (the uDMA reads whole aligned words
- * from L2, and the caller's bytes may be elsewhere), and sent with a blocking pi_uart_write. */
+ * from L2, and the caller's bytes may be elsewhere), and sent with a blocking pi_uart_write. Before
+ * pmsis_exit the UART is drained (hal_exit). */
 #include "pmsis.h"
+#include "pmsis/implem/hal/hal.h" /* hal_uart_tx_status_get: the UART's own TX-busy bit (GAP8 FreeRTOS) */
 
 #include "hal.h"
 
@@ -129,10 +131,13 @@ uint64_t hal_cycles(void)
 
 void hal_exit(int code)
 {
-    /* pi_uart_write returns once the uDMA has handed the last word to the UART, before its last bits
-     * (the stop bit at least) are on the line. Wait two character times, so that pmsis_exit does not
-     * cut the end of the final line; each loop turn takes several cycles. */
+    /* pi_uart_write returns once the uDMA has fetched the last bytes from L2 (GVSOC ends a TX transfer
+     * there), while the UART may still hold some of them and shifts out the last stop bit after that.
+     * Wait for the UART's TX-busy bit to clear, then for two more character times, so that pmsis_exit
+     * does not cut the end of the final line; each loop turn takes several cycles. */
     const uint32_t turns = pi_freq_get(PI_FREQ_DOMAIN_FC) / EDGERNN_UART_BAUD * 20u;
+    while (hal_uart_tx_status_get(uart_conf.uart_id)) {
+    }
     for (volatile uint32_t i = 0; i < turns; ++i) {
     }
     pmsis_exit(code);
