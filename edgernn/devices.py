@@ -302,7 +302,7 @@ def gap_sdk_config(board: Board) -> Path:
     hint = board["toolchain"].get("install_hint", "install the GAP SDK")
     if not home:
         raise EdgeRNNError(f"the GAP SDK is not set up (${sdk['home_env']} is unset): {hint}")
-    config = Path(home) / sdk["config"]
+    config = Path(home).resolve() / sdk["config"]  # CI passes it relative to the working folder
     if not config.is_file():
         raise EdgeRNNError(f"${sdk['home_env']}={home} has no {sdk['config']}: {hint}")
     if shutil.which("make") is None:

@@ -30,6 +30,20 @@ def require_tools(*tools: str) -> None:
     pytest.skip(message)
 
 
+def require_gap_sdk() -> Path:
+    """$GAP_SDK_HOME (resolved) and a compiler for it (GAP's, or Debian's riscv64-unknown-elf-gcc), else
+    skip, or fail under EDGERNN_REQUIRE_TOOLCHAINS=1."""
+    home = os.environ.get("GAP_SDK_HOME")
+    if not home or not (Path(home) / "configs" / "ai_deck.sh").is_file():
+        message = "needs the GAP SDK ($GAP_SDK_HOME with configs/ai_deck.sh)"
+        if os.environ.get("EDGERNN_REQUIRE_TOOLCHAINS") == "1":
+            pytest.fail(f"{message} (EDGERNN_REQUIRE_TOOLCHAINS=1 forbids skipping)", pytrace=False)
+        pytest.skip(message)
+    if shutil.which("riscv32-unknown-elf-gcc") is None:
+        require_tools("riscv64-unknown-elf-gcc", "make")
+    return Path(home).resolve()
+
+
 def pytest_runtest_setup(item):
     if item.get_closest_marker("qemu") is not None:
         require_tools(*QEMU_TOOLS)
