@@ -466,8 +466,9 @@ def test_wrapper_maps_gap_flags_and_builtins(tmp_path):
                    "    unsigned hart = __builtin_pulp_spr_read(0xF14);\n"
                    "    __builtin_pulp_spr_write(0x7A0, x);\n"
                    "    int v = __builtin_pulp_event_unit_read((int *)p, 8);\n"
-                   "    return (int)hart + v + __builtin_pulp_ff1(x) + __builtin_pulp_fl1(x) + __builtin_pulp_CoreCount()\n"
-                   "        + __builtin_pulp_bextract(x, 4, 3) + __builtin_pulp_maxsi(x, 3) + __builtin_pulp_minsi(x, 3)\n"
+                   "    return (int)hart + v + __builtin_pulp_ff1(x) + __builtin_pulp_fl1(x)\n"
+                   "        + __builtin_pulp_CoreCount() + __builtin_pulp_bextract(x, 4, 3)\n"
+                   "        + __builtin_pulp_maxsi(x, 3) + __builtin_pulp_minsi(x, 3)\n"
                    "        + (int)__builtin_pulp_read_then_spr_bit_set(0x300, 8)\n"
                    "        + __builtin_pulp_binsert(x, ~0xf0, 5, 0xf0, 4);\n"
                    "}\n")
