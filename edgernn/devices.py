@@ -250,7 +250,10 @@ def find_firmware(out_dir: Path, board: Board) -> Path | None:
     fw = Path(out_dir) / "firmware"
     name = "firmware.elf" if board["cpu"]["arch"] != "native" else "firmware"
     newest_source = max((p.stat().st_mtime for p in fw.glob("*.[ch]")), default=0.0)
-    for candidate in (fw / "build" / board.name / name, fw / name, Path(out_dir) / name):
+    candidates = [fw / "build" / board.name / name, fw / name, Path(out_dir) / name]
+    if is_gap_sdk(board):
+        candidates = [fw / board["gap_sdk"]["elf"], fw / "build" / board.name / "project" / board["gap_sdk"]["elf"]]
+    for candidate in candidates:
         # A firmware older than the generated sources is stale: it would carry the previous model.
         if candidate.is_file() and candidate.stat().st_mtime >= newest_source:
             return candidate

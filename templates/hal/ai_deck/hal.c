@@ -5,7 +5,8 @@
  * computed once for the final clock (the UART driver recomputes it on a change, but only by waiting
  * with interrupts off for its transfers to end, and our receive transfers never end on their own).
  * The cluster clock is set where the cluster is opened (edgernn_team.c): powering the cluster up
- * resets its FLL to 50 MHz.
+ * resets its FLL to 50 MHz. There is no wait for the FLL to settle: the divider comes from the nominal
+ * frequency, and nothing crosses the UART before the host's first request, long after.
  *
  * Receiving: the GAP8 uDMA drops every byte that arrives while no receive transfer is queued, on the
  * chip and in GVSOC alike. So reception is never left without a transfer: EDGERNN_UART_RX_SLOTS
