@@ -18,6 +18,8 @@ from edgernn.conversion import convert_model
 from edgernn.errors import EdgeRNNError
 
 Log = Callable[[str], None]
+_GAP_COMPILERS = {"gap": "GAP's riscv32-unknown-elf-gcc",
+                  "debian": "Debian's riscv64-unknown-elf-gcc through edgernn's GAP8 wrapper"}
 
 
 def _require_compiler(board: Board) -> None:
@@ -87,18 +89,21 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
         facts = generate_firmware(inner, board_obj, verbose=verbose)
         firmware_dir = inner / "firmware"
         if gap_sdk:
-            sdk_line = _build_gap_sdk(board_obj, firmware_dir, staging / "check", out, log, messages, verbose)
+            sdk_line, gap_built = _build_gap_sdk(board_obj, firmware_dir, staging / "check", out, log, messages,
+                                                 verbose)
             manifest.update({
                 "arena_bytes": facts["arena_bytes"],
                 "liveness_bound_bytes": facts["liveness_bound_bytes"],
                 "weight_bytes": facts["weight_bytes"],
                 "state_bytes": facts["state_bytes"],
-                "code_bytes": None,
-                "data_bytes": None,
+                "code_bytes": gap_built.code_bytes if gap_built else None,
+                "data_bytes": gap_built.data_bytes if gap_built else None,
                 "placement": facts["placement"],
                 "team_ops": facts["team_ops"],
-                "firmware": {"project": "firmware/Makefile", "built": sdk_line is None,
-                             "image": f"firmware/{board_obj['gap_sdk']['image']}", "compilers": []},
+                "firmware": {"project": "firmware/Makefile", "built": gap_built is not None,
+                             "elf": f"firmware/{board_obj['gap_sdk']['elf']}" if gap_built else None,
+                             "image": f"firmware/{board_obj['gap_sdk']['image']}",
+                             "compilers": [_GAP_COMPILERS[gap_built.compiler]] if gap_built else []},
             })
             from edgernn.nntool import write_nntool
 
@@ -145,7 +150,8 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
         if placement_line:
             messages.append(placement_line)
         messages.append(f"for GreenWaves' NNTool flow (untested here): {out / 'nntool'}/nntool_script, host_loop.c")
-        messages.append(sdk_line or f"built with the GAP SDK -> {out / manifest['firmware']['image']}; "
+        messages.append(sdk_line or f"built with the GAP SDK ({manifest['firmware']['compilers'][0]}, code "
+                                    f"{manifest['code_bytes']} B) -> {out / manifest['firmware']['image']}; "
                                     f"flash: edgernn flash {out} (JTAG) or edgernn flash {out} --radio "
                                     f"{board_obj['flash']['radio_example']}")
         return {"manifest": manifest, "firmware": str(out / "firmware"), "messages": messages}
@@ -160,9 +166,10 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
 
 
 def _build_gap_sdk(board: Board, firmware_dir: Path, check_dir: Path, out: Path, log: Log,
-                   messages: list[str], verbose: bool) -> str | None:
+                   messages: list[str], verbose: bool):
     """Check the portable sources with the board's check compiler, then build with the GAP SDK when it
-    is set up. Returns None when built, else the one line saying how to build and flash by hand."""
+    is set up. Returns (None, the build) when built, else (the one line saying how to build and flash
+    by hand, None)."""
     from edgernn import devices
 
     checked = devices.check_portable_sources(firmware_dir, board, check_dir)
@@ -174,9 +181,9 @@ def _build_gap_sdk(board: Board, firmware_dir: Path, check_dir: Path, out: Path,
         devices.gap_sdk_config(board)
     except EdgeRNNError as missing:
         reason = str(missing).split(":")[0]
-        return f"not built here ({reason}); {devices.manual_commands(board, out)}"
+        return f"not built here ({reason}); {devices.manual_commands(board, out)}", None
     log("building with the GAP SDK")
-    command = devices.build_gap_project(firmware_dir, board)
+    built = devices.build_gap_project(firmware_dir, board)
     if verbose:
-        messages.append(f"built: {shlex.join(command)}")
-    return None
+        messages.append(f"built: {shlex.join(built.command)}")
+    return None, built

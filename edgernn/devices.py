@@ -82,12 +82,21 @@ def build_command(firmware_dir: Path, board: Board, elf: Path, optimize: str | N
 
 
 def build_firmware(firmware_dir: str | os.PathLike, board: str | Board, build_dir: str | os.PathLike | None = None,
-                   optimize: str | None = None, extra_cflags: list[str] | None = None) -> BuildResult:
-    """Compile a firmware folder for a board with the board's toolchain; the command is printable."""
+                   optimize: str | None = None, extra_cflags: list[str] | None = None,
+                   make_vars: dict[str, object] | None = None) -> BuildResult:
+    """Compile a firmware folder for a board with the board's toolchain; the command is printable.
+    A GAP SDK board's project is staged in build_dir and built by the SDK's make (with make_vars)."""
     board = board if isinstance(board, Board) else load_board(board)
     firmware_dir = Path(firmware_dir)
     if not (firmware_dir / "model.h").is_file():
         raise EdgeRNNError(f"{firmware_dir} holds no generated model (model.h): not a firmware folder")
+    if is_gap_sdk(board):
+        if optimize or extra_cflags:
+            raise EdgeRNNError(f"board {board.name} is built by the GAP SDK's make: pass make_vars, not compiler flags")
+        build_dir = Path(build_dir) if build_dir else firmware_dir / "build" / board.name
+        project = stage_gap_project(firmware_dir, board, build_dir / "project")
+        built = build_gap_project(project, board, make_vars=make_vars, image=False)
+        return BuildResult(built.elf, built.command, built.code_bytes, built.data_bytes)
     tc = board["toolchain"]
     if shutil.which(tc["cc"]) is None:
         raise EdgeRNNError(f"board {board.name} needs the compiler {tc['cc']}, which is not installed: "
@@ -231,7 +240,10 @@ def find_firmware(out_dir: Path, board: Board) -> Path | None:
     fw = Path(out_dir) / "firmware"
     name = "firmware.elf" if board["cpu"]["arch"] != "native" else "firmware"
     newest_source = max((p.stat().st_mtime for p in fw.glob("*.[ch]")), default=0.0)
-    for candidate in (fw / "build" / board.name / name, fw / name, Path(out_dir) / name):
+    candidates = [fw / "build" / board.name / name, fw / name, Path(out_dir) / name]
+    if is_gap_sdk(board):
+        candidates = [fw / board["gap_sdk"]["elf"], fw / "build" / board.name / "project" / board["gap_sdk"]["elf"]]
+    for candidate in candidates:
         # A firmware older than the generated sources is stale: it would carry the previous model.
         if candidate.is_file() and candidate.stat().st_mtime >= newest_source:
             return candidate
@@ -283,7 +295,7 @@ def gap_sdk_config(board: Board) -> Path:
     hint = board["toolchain"].get("install_hint", "install the GAP SDK")
     if not home:
         raise EdgeRNNError(f"the GAP SDK is not set up (${sdk['home_env']} is unset): {hint}")
-    config = Path(home) / sdk["config"]
+    config = Path(home).resolve() / sdk["config"]  # CI passes it relative to the working folder
     if not config.is_file():
         raise EdgeRNNError(f"${sdk['home_env']}={home} has no {sdk['config']}: {hint}")
     if shutil.which("make") is None:
@@ -291,12 +303,89 @@ def gap_sdk_config(board: Board) -> Path:
     return config
 
 
+@dataclass
+class GapSdkSetup:
+    """How this machine builds a GAP SDK project: which SDK tree's configuration is sourced, and which
+    compiler answers to the SDK's ``riscv32-unknown-elf-gcc``."""
+
+    board: Board
+    home: Path                      # $GAP_SDK_HOME, never written
+    sdk: Path                       # home itself (GAP's compiler) or edgernn's copy with overrides (Debian's)
+    compiler: str                   # "gap" or "debian"
+    path_prefix: list[Path] = field(default_factory=list)
+
+    def script(self, cwd: Path, *commands: list[str]) -> list[str]:
+        """``bash -c`` running the commands in cwd with the SDK's configuration sourced."""
+        config = self.sdk / self.board["gap_sdk"]["config"]
+        lines = [f"cd {shlex.quote(str(self.sdk))}", f"source {shlex.quote(str(config))} >/dev/null"]
+        if self.path_prefix:
+            lines.append("export PATH=" + ":".join(shlex.quote(str(p)) for p in self.path_prefix) + ':"$PATH"')
+        lines.append(f"cd {shlex.quote(str(Path(cwd).resolve()))}")
+        lines += [shlex.join(c) for c in commands]
+        return ["bash", "-c", " && ".join(lines)]
+
+
+def _gap_compiler() -> Path | None:
+    """GreenWaves' own compiler where the SDK's configuration would find it, or on PATH."""
+    base = os.environ.get("GAP_RISCV_GCC_TOOLCHAIN")
+    if not base and os.environ.get("GAP_RISCV_GCC_TOOLCHAIN_BASE"):
+        base = os.environ["GAP_RISCV_GCC_TOOLCHAIN_BASE"] + "/1.8"
+    candidates = [Path(base or "/usr/lib/gap_riscv_toolchain") / "bin" / "riscv32-unknown-elf-gcc"]
+    on_path = shutil.which("riscv32-unknown-elf-gcc")
+    if on_path and Path(on_path).resolve().parent != (templates_dir() / "gap_sdk" / "toolchain" / "bin").resolve():
+        candidates.append(Path(on_path))
+    return next((c for c in candidates if os.access(c, os.X_OK)), None)
+
+
+def debian_toolchain() -> Path:
+    """edgernn's wrapper around Debian's riscv64-unknown-elf tools under the SDK's names, staged in
+    edgernn's cache with execute bits (a wheel may not keep them); returns its bin/ folder."""
+    import hashlib
+
+    from edgernn.gap_sdk import cache_root
+
+    src = templates_dir() / "gap_sdk" / "toolchain"
+    files = sorted(p for p in src.rglob("*") if p.is_file())
+    digest = hashlib.sha256(b"".join(str(p.relative_to(src)).encode() + p.read_bytes() for p in files))
+    dest = cache_root() / "gap_toolchain" / digest.hexdigest()[:16]
+    if not (dest / "bin").is_dir():
+        staging = dest.with_name(dest.name + f".{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(src, staging)
+        for tool in (staging / "bin").iterdir():
+            tool.chmod(0o755)
+        try:
+            os.replace(staging, dest)
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
+            if not (dest / "bin").is_dir():
+                raise
+    return dest / "bin"
+
+
+def gap_sdk_setup(board: Board) -> GapSdkSetup:
+    """GAP's compiler when it is installed (or EDGERNN_GAP_COMPILER=gap), else Debian's riscv64-unknown-elf-gcc
+    through edgernn's wrapper against a copy of the SDK with edgernn's overrides (EDGERNN_GAP_COMPILER=debian
+    forces it)."""
+    config = gap_sdk_config(board)
+    home = config.parent.parent
+    sdk = board["gap_sdk"]
+    choice = os.environ.get("EDGERNN_GAP_COMPILER", "auto")
+    if choice not in ("auto", "gap", "debian"):
+        raise EdgeRNNError(f"EDGERNN_GAP_COMPILER={choice}: use gap, debian or auto")
+    if choice == "gap" or (choice == "auto" and _gap_compiler() is not None):
+        return GapSdkSetup(board, home, home, "gap")
+    if shutil.which(sdk["debian_cc"]) is None:
+        raise EdgeRNNError(f"neither GAP's compiler ({sdk['gap_cc']}) nor {sdk['debian_cc']} is installed: "
+                           f"{sdk['debian_hint']}, or install GAP's toolchain")
+    from edgernn.gap_sdk import prepare_sdk
+
+    return GapSdkSetup(board, home, prepare_sdk(home), "debian", [debian_toolchain()])
+
+
 def gap_sdk_command(board: Board, firmware_dir: Path, make_args: list[str]) -> list[str]:
     """``make ...`` in firmware_dir after sourcing the SDK's board configuration, as one bash command."""
-    config = gap_sdk_config(board)
-    script = (f"cd {shlex.quote(str(config.parent.parent))} && source {shlex.quote(str(config))} && "
-              f"cd {shlex.quote(str(Path(firmware_dir).resolve()))} && {shlex.join(make_args)}")
-    return ["bash", "-c", script]
+    return gap_sdk_setup(board).script(firmware_dir, make_args)
 
 
 def manual_commands(board: Board, out_dir: Path) -> str:
@@ -308,15 +397,83 @@ def manual_commands(board: Board, out_dir: Path) -> str:
             f"edgernn flash {out_dir} --radio {fl['radio_example']} (cfloader)")
 
 
-def build_gap_project(firmware_dir: Path, board: Board) -> list[str]:
-    """Run the SDK's build in firmware_dir; returns the command. Needs $GAP_SDK_HOME (see gap_sdk_config)."""
-    command = gap_sdk_command(board, firmware_dir, list(board["gap_sdk"]["build"]))
+@dataclass
+class GapBuild:
+    elf: Path
+    image: Path | None
+    command: list[str]
+    compiler: str
+    code_bytes: int | None = None
+    data_bytes: int | None = None
+
+
+def _first_error(proc: subprocess.CompletedProcess) -> str:
+    lines = ((proc.stderr or "") + "\n" + (proc.stdout or "")).strip().splitlines() or ["(no output)"]
+    errors = [line for line in lines if "error" in line.lower()] or lines[-1:]
+    return errors[0].strip()
+
+
+def build_gap_project(firmware_dir: Path, board: Board, make_vars: dict[str, object] | None = None,
+                      image: bool = True) -> GapBuild:
+    """Build the GAP SDK project in firmware_dir with the SDK's own rules (its FreeRTOS, its GAP8.ld) to a
+    linked ELF, and with ``image`` the flash image; fails unless the ELF has no undefined symbol.
+    make_vars (``EDGERNN_CLUSTER_CORES=1``, ...) go on make's command line."""
+    firmware_dir = Path(firmware_dir).resolve()
+    setup = gap_sdk_setup(board)
+    sdk = board["gap_sdk"]
+    targets = [a for a in sdk["build"][1:] if image or a != "image"]
+    jobs = f"-j{max(1, min(os.cpu_count() or 1, 8))}"
+    variables = [f"{k}={v}" for k, v in (make_vars or {}).items()]
+    if "clean" in targets:
+        # clean first, alone: make runs its goals in parallel with -j
+        targets.remove("clean")
+        make = [["make", "clean"], ["make", jobs, *variables, *targets]]
+    else:
+        make = [["make", jobs, *variables, *targets]]
+    command = setup.script(firmware_dir, *make)
     proc = procs.run(command)
     if proc.returncode != 0:
-        lines = (proc.stderr or proc.stdout).strip().splitlines() or ["(no output)"]
-        errors = [line for line in lines if "error" in line.lower()] or lines[-1:]
-        raise EdgeRNNError(f"the GAP SDK build failed: {errors[0]} (command: {shlex.join(command)})")
-    return command
+        raise EdgeRNNError(f"the GAP SDK build failed: {_first_error(proc)} (command: {shlex.join(command)})")
+    elf = firmware_dir / sdk["elf"]
+    if not elf.is_file():
+        raise EdgeRNNError(f"the GAP SDK build left no ELF at {elf} (command: {shlex.join(command)})")
+    tools = setup.script(firmware_dir, ["riscv32-unknown-elf-nm", "-u", str(elf)],
+                         ["riscv32-unknown-elf-size", str(elf)])
+    proc = procs.run(tools)
+    if proc.returncode != 0:
+        raise EdgeRNNError(f"reading {elf} failed: {_first_error(proc)}")
+    lines = proc.stdout.splitlines()
+    size_at = next((i for i, line in enumerate(lines) if line.split()[:2] == ["text", "data"]), len(lines))
+    undefined = [line.split()[-1] for line in lines[:size_at] if line.strip()]
+    if undefined:
+        raise EdgeRNNError(f"{elf.name} links with {len(undefined)} undefined symbols ({', '.join(undefined[:8])}): "
+                           "they would fault on the device")
+    result = GapBuild(elf, firmware_dir / sdk["image"] if image else None, command, setup.compiler)
+    if size_at + 1 < len(lines):
+        text, data, bss = (int(v) for v in lines[size_at + 1].split()[:3])
+        result.code_bytes, result.data_bytes = text, data + bss
+    return result
+
+
+def stage_gap_project(firmware_dir: Path, board: Board, dest: Path) -> Path:
+    """A GAP SDK project in dest from a firmware folder: a generated project is copied as it is (without
+    its build output); a bare model (model.c, model.h: the test fixtures) gets the kernels, the server and
+    the HAL around it, as ``edgernn build`` would write them."""
+    from edgernn import __version__
+    from edgernn.backend.codegen import copy_kernels, write_project
+
+    firmware_dir = Path(firmware_dir)
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(firmware_dir, dest, ignore=shutil.ignore_patterns("BUILD", "build"))
+    if (dest / "Makefile").is_file():
+        return dest
+    sha = re.search(r'EDGERNN_MODEL_SHA256 "([0-9a-f]+)"', (dest / "model.h").read_text())
+    model_sources = sorted(p.name for p in dest.glob("*.c"))
+    kernels = copy_kernels(dest, board, ())
+    write_project(board, dest, {"version": __version__, "sha256": sha.group(1) if sha else "unknown",
+                                "sources": model_sources + kernels})
+    return dest
 
 
 def hal_files(board: Board) -> set[str]:

@@ -33,6 +33,17 @@ def require_tools(*tools: str) -> None:
         tool_unavailable(f"needs {', '.join(missing)}")
 
 
+def require_gap_sdk() -> Path:
+    """$GAP_SDK_HOME (resolved) and a compiler for it (GAP's, or Debian's riscv64-unknown-elf-gcc), else
+    skip, or fail under EDGERNN_REQUIRE_TOOLCHAINS=1."""
+    home = os.environ.get("GAP_SDK_HOME")
+    if not home or not (Path(home) / "configs" / "ai_deck.sh").is_file():
+        tool_unavailable("needs the GAP SDK ($GAP_SDK_HOME with configs/ai_deck.sh)")
+    if shutil.which("riscv32-unknown-elf-gcc") is None:
+        require_tools("riscv64-unknown-elf-gcc", "make")
+    return Path(home).resolve()
+
+
 def pytest_runtest_setup(item):
     if item.get_closest_marker("qemu") is not None:
         require_tools(*QEMU_TOOLS)

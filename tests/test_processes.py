@@ -66,6 +66,29 @@ def test_run_ends_what_the_leader_left_running(tmp_path):
     assert wait_until(lambda: not processes_mentioning(marker))
 
 
+def test_run_ends_the_whole_group_on_ctrl_c(tmp_path):
+    """An interrupted build leaves no compiler behind: the whole process group goes."""
+    pids = tmp_path / "pids"
+    script = f"sleep 60 & echo $! > {pids}; sleep 60 & echo $! >> {pids}; wait"
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(KeyboardInterrupt):
+            procs.run(["bash", "-c", script])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    children = [int(p) for p in pids.read_text().split()]
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(alive(p) for p in children):
+        time.sleep(0.05)
+    assert not any(alive(p) for p in children)
+
+
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_signal_to_flash_stops_the_emulated_board(tmp_path, sig, code):
     out = make_toy_out(tmp_path / "out")

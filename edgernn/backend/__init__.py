@@ -163,6 +163,9 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
         "liveness_bound_bytes": bound,
         "weight_bytes": weight_bytes,
         "weights_section": (board.get("placement", {}) or {}).get("weights_section", "") if board is not None else "",
+        "weights_attribute": (board.get("placement", {}) or {}).get("weights_attribute", "") if board is not None else "",
+        "weights_attribute_header": ((board.get("placement", {}) or {}).get("weights_attribute_header", "")
+                                     if board is not None else ""),
         "arena_in_team_memory": bool(placement and placement.arena_in_team_memory),
         "arena_memory": placement.items["arena"][0] if placement else "ram",
         "step": step,

@@ -10,7 +10,14 @@
  * __pulp__ (gap_sdk: tools/autotiler_v3/Emulation/GapBuiltins.h, `!defined(__EMUL__) ||
  * defined(__pulp__)`), with __GAP8__ for GAP8-only ones. -DEDGERNN_XPULP=1 forces the path and
  * -DEDGERNN_XPULP=0 turns it off; -DEDGERNN_XPULP_EMULATE builds it anywhere on the C emulation
- * of edgernn_xpulp_emul.h. Everywhere else the portable C below is compiled. */
+ * of edgernn_xpulp_emul.h. Everywhere else the portable C below is compiled.
+ *
+ * A RISC-V compiler without the PULP builtins (Debian's riscv64-unknown-elf-gcc building GAP8
+ * firmware through edgernn's wrapper, templates/gap_sdk/) gets the same instruction by its encoding,
+ * `.insn r 0x57, 1, 0x5c, rd, rs1, rs2` (pv.sdotsp.b: OP-V major opcode, funct3 1, funct7 0101110x;
+ * gap_sdk gvsoc isa_riscv_gen.py), rd being the accumulator it adds to. The builtin is used wherever
+ * the compiler has it: GAP's gcc 7 (which predates __has_builtin) or a macro standing in for it.
+ * -DEDGERNN_XPULP_INSN=1 or 0 forces the choice. */
 #ifndef EDGERNN_DOT_H
 #define EDGERNN_DOT_H
 
@@ -29,9 +36,36 @@
 #define EDGERNN_DOT_XPULP 1
 #endif
 
+#if defined(EDGERNN_DOT_XPULP) && !defined(EDGERNN_XPULP_EMULATE) && !defined(EDGERNN_XPULP_INSN)
+#if defined(__builtin_pulp_sdotsp4)
+#define EDGERNN_XPULP_INSN 0
+#elif defined(__has_builtin)
+#if __has_builtin(__builtin_pulp_sdotsp4)
+#define EDGERNN_XPULP_INSN 0
+#else
+#define EDGERNN_XPULP_INSN 1
+#endif
+#else
+#define EDGERNN_XPULP_INSN 0
+#endif
+#endif
+
 #if defined(EDGERNN_DOT_XPULP) && !defined(EDGERNN_XPULP_EMULATE)
+#if EDGERNN_XPULP_INSN
+/* Four int8 lanes in one 32-bit register, lane k = byte k (GAP8 is little-endian). */
+typedef uint32_t edgernn_v4s;
+
+static inline __attribute__((always_inline)) int32_t edgernn_sdotsp4_insn(edgernn_v4s a, edgernn_v4s b,
+                                                                         int32_t acc)
+{
+    __asm__(".insn r 0x57, 1, 0x5c, %0, %1, %2" : "+r"(acc) : "r"(a), "r"(b));
+    return acc;
+}
+#define EDGERNN_SDOTSP4(a, b, acc) edgernn_sdotsp4_insn((a), (b), (acc))
+#else
 typedef signed char edgernn_v4s __attribute__((vector_size(4)));
 #define EDGERNN_SDOTSP4(a, b, acc) __builtin_pulp_sdotsp4((a), (b), (acc))
+#endif
 #endif
 
 /* Where the core has a vector unit, a block of 16 inputs is a loop of fixed length, which gcc and

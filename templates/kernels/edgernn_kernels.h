@@ -134,6 +134,10 @@ void edgernn_dequantize_s8_f32(float scale, int32_t zero_point, const int8_t *in
 void edgernn_dequantize_s16_f32(float scale, int32_t zero_point, const int16_t *in, int n, float *out);
 
 /* ---- data movement: SPLIT, SPLIT_V, CONCATENATION, STRIDED_SLICE, RESHAPE, PACK, GATHER ... ---- */
+/* memmove, which the generated code uses instead of the C library's: the GAP SDK's FreeRTOS libc
+ * declares memmove but does not define it. Ranges that do not overlap go to memcpy; overlapping ones
+ * are copied a byte at a time in the direction that reads every byte before it is overwritten. */
+void edgernn_move_bytes(void *dst, const void *src, size_t n);
 void edgernn_copy_runs(const edgernn_run_t *runs, int n_runs, size_t elem_size, const void *src,
                        void *dst);
 

@@ -3,12 +3,36 @@
 
 #include "edgernn_kernels.h"
 
+void edgernn_move_bytes(void *dst, const void *src, size_t n)
+{
+    unsigned char *d = (unsigned char *)dst;
+    const unsigned char *s = (const unsigned char *)src;
+    const uintptr_t di = (uintptr_t)d, si = (uintptr_t)s;
+
+    if (n == 0 || d == s) {
+        return;
+    }
+    if (di + n <= si || si + n <= di) {
+        memcpy(d, s, n);
+    } else if (di < si) {
+        while (n--) {
+            *d++ = *s++;
+        }
+    } else {
+        d += n;
+        s += n;
+        while (n--) {
+            *--d = *--s;
+        }
+    }
+}
+
 void edgernn_copy_runs(const edgernn_run_t *runs, int n_runs, size_t elem_size, const void *src,
                        void *dst)
 {
     int k;
     for (k = 0; k < n_runs; ++k) {
-        memmove((unsigned char *)dst + (size_t)runs[k].dst * elem_size,
+        edgernn_move_bytes((unsigned char *)dst + (size_t)runs[k].dst * elem_size,
                 (const unsigned char *)src + (size_t)runs[k].src * elem_size,
                 (size_t)runs[k].count * elem_size);
     }

@@ -1,13 +1,23 @@
-/* The team on GAP8: the cluster's cores. edgernn_init opens the cluster (and takes the arena from its
- * L1 when the build placed it there); every step is one cluster task whose master core runs the
- * schedule, and each shared kernel is forked over EDGERNN_CLUSTER_CORES cores with pi_cl_team_fork.
- * Each core computes its own sub-range (pi_core_id) and meets the others at pi_cl_team_barrier. */
+/* The team on GAP8: the cluster's cores. edgernn_init opens the cluster, sets its clock (powering it up
+ * resets its FLL to 50 MHz) and takes the arena from its L1 when the build placed it there; every step
+ * is one cluster task whose master core runs the schedule, and each shared kernel is forked over
+ * EDGERNN_CLUSTER_CORES cores with pi_cl_team_fork. Each core computes its own sub-range (pi_core_id)
+ * and meets the others at pi_cl_team_barrier.
+ *
+ * The master core also counts the cycles of each task with its performance counter (pi_perf on the
+ * cluster: the cluster timer, at the cluster clock), which hal_cycles reports: the step's work,
+ * without the FC's dispatch and wake-up around it. The FC's own counters cannot time a step under
+ * FreeRTOS: the FC sleeps while the cluster works, and its timers belong to the OS. */
 #include "pmsis.h"
 
 #include "edgernn_team.h"
 
 #ifndef EDGERNN_CLUSTER_CORES
 #define EDGERNN_CLUSTER_CORES 8
+#endif
+/* Cluster clock; 0 keeps the power-up clock (50 MHz) */
+#ifndef EDGERNN_CLUSTER_HZ
+#define EDGERNN_CLUSTER_HZ 0
 #endif
 
 typedef struct {
@@ -16,10 +26,18 @@ typedef struct {
     int count, grain;
 } team_job_t;
 
+typedef struct {
+    void (*body)(void *);
+    void *arg;
+} team_task_t;
+
 static struct pi_device cluster_dev;
 static struct pi_cluster_conf cluster_conf;
 static struct pi_cluster_task cluster_task;
 static int cluster_opened;
+static team_task_t team_task;
+static uint64_t cluster_cycles;  /* written by the cluster's master core, read by the FC between tasks */
+static int perf_started;
 
 int edgernn_team_open(void)
 {
@@ -30,6 +48,9 @@ int edgernn_team_open(void)
     cluster_conf.id = 0;
     pi_open_from_conf(&cluster_dev, &cluster_conf);
     if (pi_cluster_open(&cluster_dev) != 0) {
+        return -1;
+    }
+    if (EDGERNN_CLUSTER_HZ != 0 && pi_freq_set(PI_FREQ_DOMAIN_CL, EDGERNN_CLUSTER_HZ) != 0) {
         return -1;
     }
     cluster_opened = 1;
@@ -50,10 +71,34 @@ void *edgernn_team_fast_alloc(size_t nbytes)
     return chunk + (((uintptr_t)chunk & 7u) ? 4u : 0u);
 }
 
+/* On the cluster's master core: body, timed. */
+static void team_task_entry(void *arg)
+{
+    const team_task_t *task = (const team_task_t *)arg;
+    uint32_t start;
+    if (!perf_started) {
+        pi_perf_conf(1u << PI_PERF_CYCLES);
+        pi_perf_reset();
+        pi_perf_start();
+        perf_started = 1;
+    }
+    start = pi_perf_read(PI_PERF_CYCLES);
+    task->body(task->arg);
+    /* the 32-bit counter wraps; one task is far shorter than a wrap */
+    cluster_cycles += (uint32_t)(pi_perf_read(PI_PERF_CYCLES) - start);
+}
+
 void edgernn_team_enter(void (*body)(void *), void *arg)
 {
-    pi_cluster_task(&cluster_task, body, arg);
+    team_task.body = body;
+    team_task.arg = arg;
+    pi_cluster_task(&cluster_task, team_task_entry, &team_task);
     (void)pi_cluster_send_task_to_cl(&cluster_dev, &cluster_task);
+}
+
+uint64_t edgernn_team_cluster_cycles(void)
+{
+    return cluster_cycles;
 }
 
 static void team_worker(void *arg)

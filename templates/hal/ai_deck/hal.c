@@ -1,22 +1,71 @@
-/* HAL for `ai_deck` (GAP8, PMSIS on FreeRTOS): the GAP8 UART at 115200 for the validation link, the
- * fabric controller's cycle counter, and pmsis_exit. Runs on the fabric controller. */
+/* HAL for `ai_deck` (GAP8, PMSIS on FreeRTOS), on the fabric controller: the clocks, the GAP8 UART for
+ * the validation link, the step's cycle count, and pmsis_exit.
+ *
+ * Clocks: the FC is set to EDGERNN_FC_HZ here, before the UART is opened, so the UART's divider is
+ * computed once for the final clock (the UART driver recomputes it on a change, but only by waiting
+ * with interrupts off for its transfers to end, and our receive transfers never end on their own).
+ * The cluster clock is set where the cluster is opened (edgernn_team.c): powering the cluster up
+ * resets its FLL to 50 MHz. There is no wait for the FLL to settle: the divider comes from the nominal
+ * frequency, and nothing crosses the UART before the host's first request, long after.
+ *
+ * Receiving: the GAP8 uDMA drops every byte that arrives while no receive transfer is queued, on the
+ * chip and in GVSOC alike. So reception is never left without a transfer: EDGERNN_UART_RX_SLOTS
+ * one-byte reads are queued at start, one per slot of a ring, and each slot is read again as soon as
+ * its byte has been taken. The UART driver starts the next queued read from its interrupt handler the
+ * moment one ends, well within the time of one byte. A slot is 4 bytes wide and 4-byte aligned because
+ * the uDMA writes whole 32-bit words at the word address (GVSOC's model does so, writing bytes past the
+ * end of a short transfer too). hal_uart_read sleeps on the oldest slot (its pi_task) and then takes
+ * every slot that has completed since, in order.
+ *
+ * Sending: each chunk is copied into an aligned L2 buffer first (the uDMA reads whole aligned words
+ * from L2, and the caller's bytes may be elsewhere), and sent with a blocking pi_uart_write. Before
+ * pmsis_exit the UART is drained (hal_exit). */
 #include "pmsis.h"
+#include "pmsis/implem/hal/hal.h" /* hal_uart_tx_status_get: the UART's own TX-busy bit (GAP8 FreeRTOS) */
 
 #include "hal.h"
 
 #ifndef EDGERNN_UART_BAUD
 #define EDGERNN_UART_BAUD 115200
 #endif
+/* FC clock; 0 keeps the boot clock (50 MHz) */
+#ifndef EDGERNN_FC_HZ
+#define EDGERNN_FC_HZ 0
+#endif
+#ifndef EDGERNN_UART_RX_SLOTS
+#define EDGERNN_UART_RX_SLOTS 64
+#endif
+#ifndef EDGERNN_UART_TX_CHUNK
+#define EDGERNN_UART_TX_CHUNK 256
+#endif
+
+/* The step's cycles, counted on the cluster by edgernn_team.c */
+uint64_t edgernn_team_cluster_cycles(void);
+
+typedef struct {
+    pi_task_t task;
+    uint32_t word;  /* the uDMA writes the byte into word's first byte */
+} rx_slot_t;
 
 static struct pi_device uart;
 static struct pi_uart_conf uart_conf;
-static uint32_t cycles_last;  /* widening the 32-bit counter to 64 bits */
-static uint64_t cycles_high;
+static rx_slot_t rx_slots[EDGERNN_UART_RX_SLOTS];
+static int rx_next;  /* the oldest queued slot: the next byte in arrival order */
+static uint32_t tx_words[(EDGERNN_UART_TX_CHUNK + 3) / 4];
+
+static int rx_queue(rx_slot_t *slot)
+{
+    pi_task_block(&slot->task);
+    return pi_uart_read_async(&uart, &slot->word, 1, &slot->task);
+}
 
 void hal_init(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
+    if (EDGERNN_FC_HZ != 0) {
+        pi_freq_set(PI_FREQ_DOMAIN_FC, EDGERNN_FC_HZ);
+    }
     pi_uart_conf_init(&uart_conf);
     uart_conf.baudrate_bps = EDGERNN_UART_BAUD;
     /* Under FreeRTOS pi_uart_conf_init leaves both directions off: turn them on explicitly. */
@@ -26,43 +75,71 @@ void hal_init(int argc, char **argv)
     if (pi_uart_open(&uart) != 0) {
         pmsis_exit(-1);
     }
-    pi_perf_conf(1 << PI_PERF_CYCLES);
-    pi_perf_reset();
-    pi_perf_start();
+    /* If the runtime had opened UART0 already (`io = uart`: printf, before main, with RX off), the open
+     * above only counted another user and applied nothing: set the configuration and both directions
+     * on the open device. */
+    if (pi_uart_ioctl(&uart, PI_UART_IOCTL_CONF_SETUP, &uart_conf) != 0 ||
+        pi_uart_ioctl(&uart, PI_UART_IOCTL_ENABLE_RX, NULL) != 0 ||
+        pi_uart_ioctl(&uart, PI_UART_IOCTL_ENABLE_TX, NULL) != 0) {
+        pmsis_exit(-1);
+    }
+    for (int i = 0; i < EDGERNN_UART_RX_SLOTS; ++i) {
+        if (rx_queue(&rx_slots[i]) != 0) {
+            pmsis_exit(-1);
+        }
+    }
+    rx_next = 0;
 }
 
 int hal_uart_read(uint8_t *buf, int max)
 {
-    /* One byte per transfer: pi_uart_read blocks until it has all it asked for, and a frame's length
-     * is only known at its delimiter. The host waits for each answer before it sends again. */
+    int n = 0;
+    rx_slot_t *slot = &rx_slots[rx_next];
+
     if (max < 1) {
         return 0;
     }
-    if (pi_uart_read(&uart, buf, 1) != 0) {
-        return -1;
-    }
-    return 1;
+    pi_task_wait_on(&slot->task);
+    do {
+        buf[n++] = *(const volatile uint8_t *)&slot->word;
+        if (rx_queue(slot) != 0) {
+            return -1;
+        }
+        rx_next = rx_next + 1 == EDGERNN_UART_RX_SLOTS ? 0 : rx_next + 1;
+        slot = &rx_slots[rx_next];
+    } while (n < max && slot->task.done);
+    return n;
 }
 
 void hal_uart_write(const uint8_t *buf, int len)
 {
-    if (len > 0) {
-        /* pi_uart_write takes a non-const pointer; it only reads the buffer */
-        (void)pi_uart_write(&uart, (void *)(uintptr_t)buf, (uint32_t)len);
+    while (len > 0) {
+        const int n = len < EDGERNN_UART_TX_CHUNK ? len : EDGERNN_UART_TX_CHUNK;
+        uint8_t *tx = (uint8_t *)tx_words;
+        for (int i = 0; i < n; ++i) {
+            tx[i] = buf[i];
+        }
+        (void)pi_uart_write(&uart, tx, (uint32_t)n);
+        buf += n;
+        len -= n;
     }
 }
 
 uint64_t hal_cycles(void)
 {
-    const uint32_t now = (uint32_t)pi_perf_read(PI_PERF_CYCLES);
-    if (now < cycles_last) {
-        cycles_high += (uint64_t)1 << 32;
-    }
-    cycles_last = now;
-    return cycles_high | now;
+    return edgernn_team_cluster_cycles();
 }
 
 void hal_exit(int code)
 {
+    /* pi_uart_write returns once the uDMA has fetched the last bytes from L2 (GVSOC ends a TX transfer
+     * there), while the UART may still hold some of them and shifts out the last stop bit after that.
+     * Wait for the UART's TX-busy bit to clear, then for two more character times, so that pmsis_exit
+     * does not cut the end of the final line; each loop turn takes several cycles. */
+    const uint32_t turns = pi_freq_get(PI_FREQ_DOMAIN_FC) / EDGERNN_UART_BAUD * 20u;
+    while (hal_uart_tx_status_get(uart_conf.uart_id)) {
+    }
+    for (volatile uint32_t i = 0; i < turns; ++i) {
+    }
     pmsis_exit(code);
 }
