@@ -150,10 +150,15 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
         if placement_line:
             messages.append(placement_line)
         messages.append(f"for GreenWaves' NNTool flow (untested here): {out / 'nntool'}/nntool_script, host_loop.c")
-        messages.append(sdk_line or f"built with the GAP SDK ({manifest['firmware']['compilers'][0]}, code "
-                                    f"{manifest['code_bytes']} B) -> {out / manifest['firmware']['image']}; "
-                                    f"flash: edgernn flash {out} (JTAG) or edgernn flash {out} --radio "
-                                    f"{board_obj['flash']['radio_example']}")
+        if board_obj.emulated:
+            messages.append(f"built with the GAP SDK ({manifest['firmware']['compilers'][0]}, code "
+                            f"{manifest['code_bytes']} B) -> {out / manifest['firmware']['elf']}; "
+                            f"next: edgernn validate {out}")
+        else:
+            messages.append(sdk_line or f"built with the GAP SDK ({manifest['firmware']['compilers'][0]}, code "
+                                        f"{manifest['code_bytes']} B) -> {out / manifest['firmware']['image']}; "
+                                        f"flash: edgernn flash {out} (JTAG) or edgernn flash {out} --radio "
+                                        f"{board_obj['flash']['radio_example']}")
         return {"manifest": manifest, "firmware": str(out / "firmware"), "messages": messages}
     messages.append(
         f"firmware for {board_obj.name}: arena {manifest['arena_bytes']} B (liveness bound "
@@ -180,6 +185,8 @@ def _build_gap_sdk(board: Board, firmware_dir: Path, check_dir: Path, out: Path,
     try:
         devices.gap_sdk_config(board)
     except EdgeRNNError as missing:
+        if not board["toolchain"].get("optional", False):
+            raise   # an emulated GAP8 runs only what was built: the SDK is required
         reason = str(missing).split(":")[0]
         return f"not built here ({reason}); {devices.manual_commands(board, out)}", None
     log("building with the GAP SDK")

@@ -144,6 +144,7 @@ class Device:
     _command: list[str] = field(default_factory=list)
     _master: int | None = None
     output: list[str] = field(default_factory=list)
+    simulator: object | None = None     # edgernn.gap_sdk.GvsocProcess on gvsoc_gap8
 
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -159,7 +160,15 @@ class Device:
         self._fds.clear()
 
     def restart(self) -> None:
-        """Power-cycle the device: the port stays, the firmware starts from scratch (host board)."""
+        """Power-cycle the device: the port stays, the firmware starts from scratch. On the host board
+        the pty stays open; in GVSOC a new simulator listens on the same TCP port (the host reconnects,
+        as a USB-UART adapter stays while the board behind it resets)."""
+        if self.simulator is not None:
+            port = self.simulator.port
+            self.simulator.stop()
+            restarted = _start_gvsoc(self.elf, self.board, port)
+            self.simulator, self.process, self.url = restarted.simulator, restarted.process, restarted.url
+            return
         if self._master is None:
             raise EdgeRNNError(f"board {self.board.name} cannot be restarted in place")
         procs.stop(self.process, timeout=0.0)
@@ -189,6 +198,8 @@ def start(elf: str | os.PathLike, board: str | Board) -> Device:
     elf = Path(elf)
     if not elf.is_file():
         raise EdgeRNNError(f"no firmware at {elf}: build it first")
+    if emulator.get("kind") == "gvsoc":
+        return _start_gvsoc(elf, board)
     program = emulator["command"][0]
     if program != "{elf}" and shutil.which(program) is None:
         raise EdgeRNNError(f"board {board.name} needs {emulator['command'][0]}, which is not installed: "
@@ -236,6 +247,18 @@ def _start_emulator(elf: Path, board: Board) -> Device:
     return device
 
 
+def _start_gvsoc(elf: Path, board: Board, port: int | None = None) -> Device:
+    """GAP8 firmware in GVSOC (edgernn.gap_sdk), its UART on 127.0.0.1. The flash image and the
+    simulator's configuration go beside the ELF, in gvsoc/."""
+    from edgernn import gap_sdk
+
+    sim = gap_sdk.start_gvsoc(elf, elf.parent / "gvsoc", uart_port=port,
+                              timeout=float(board["emulator"].get("start_timeout_s", 60)))
+    device = Device(board, sim.url, elf, sim.process, [], sim.command)
+    device.simulator = sim
+    return device
+
+
 def find_firmware(out_dir: Path, board: Board) -> Path | None:
     fw = Path(out_dir) / "firmware"
     name = "firmware.elf" if board["cpu"]["arch"] != "native" else "firmware"
@@ -261,12 +284,13 @@ def flash(out_dir: str | os.PathLike, board: str | Board | None = None, rebuild:
         raise EdgeRNNError(f"{out_dir} is not an edgernn build folder (no manifest.json): create one with "
                            "`edgernn build MODEL --board BOARD -o OUT`")
     board = _out_board(out_dir, board)
-    if radio and not is_gap_sdk(board):
+    if radio and (not is_gap_sdk(board) or board.emulated):
         raise EdgeRNNError(f"board {board.name} is not flashed over the radio; --radio is for ai_deck")
     if is_gap_sdk(board):
         if not (out_dir / "firmware" / "Makefile").is_file():
             raise EdgeRNNError(f"{out_dir}/firmware has no GAP SDK project: build it with `edgernn build MODEL "
                                f"--board {board.name} -o {out_dir}`")
+    if is_gap_sdk(board) and not board.emulated:
         command = flash_hardware(out_dir, board, radio)
         return Device(board, "", None, None, [], command)
     if not board.emulated or not board.get("emulator"):
@@ -423,7 +447,7 @@ def build_gap_project(firmware_dir: Path, board: Board, make_vars: dict[str, obj
     sdk = board["gap_sdk"]
     targets = [a for a in sdk["build"][1:] if image or a != "image"]
     jobs = f"-j{max(1, min(os.cpu_count() or 1, 8))}"
-    variables = [f"{k}={v}" for k, v in (make_vars or {}).items()]
+    variables = [f"{k}={v}" for k, v in {**sdk.get("make_vars", {}), **(make_vars or {})}.items()]
     if "clean" in targets:
         # clean first, alone: make runs its goals in parallel with -j
         targets.remove("clean")

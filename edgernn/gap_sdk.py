@@ -26,7 +26,6 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+from edgernn import procs
 from edgernn.errors import EdgeRNNError
 from edgernn.resources import templates_dir
 
@@ -307,54 +307,10 @@ def _environment(sourced: dict) -> dict[str, str]:
     return env
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where it arrives so that cleanup runs (exit status 143)."""
-
-
-@contextlib.contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """While a build runs, SIGTERM unwinds like Ctrl-C, so the children are killed on the way out
-    (by default SIGTERM ends Python at once and leaves them running)."""
-    def handler(signum, frame):
-        raise Terminated(f"signal {signum}")
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:                 # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _kill_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
-    """End a child started with start_new_session=True and everything it started (make, cc1plus)."""
-    if proc.poll() is not None:
-        return                         # reaped: its group id may already be someone else's
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, grace)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(wait)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
 def run_in_group(command: list[str], *, cwd: Path, env: dict[str, str], log_file) -> int:
-    """Run a command in its own process group, output to log_file; on any exception (Ctrl-C, SIGTERM
-    under _sigterm_raises, a failure in the caller) the whole group is killed before it propagates."""
-    proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log_file,
-                            stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        return proc.wait()
-    except BaseException:
-        _kill_group(proc)
-        raise
+    """Run a command in its own process group, output to log_file; on any exception (Ctrl-C, SIGTERM,
+    a failure in the caller) the whole group is ended before it propagates (edgernn.procs)."""
+    return procs.run(command, cwd=cwd, env=env, stdout=log_file, stderr=subprocess.STDOUT).returncode
 
 
 def _first_error(log_path: Path) -> str:
@@ -438,7 +394,7 @@ def build_gvsoc(home: str | os.PathLike | None = None, log: Log = None, force: b
         env = _environment(sourced)
         log_path = key_dir / BUILD_LOG
         started = time.monotonic()
-        with open(log_path, "w") as log_file, _sigterm_raises():
+        with open(log_path, "w") as log_file:
             for name, args, parallel in GVSOC_STEPS:
                 command = ["make", f"-j{max(1, jobs)}" if parallel else "-j1", *args]
                 step_env = dict(env, BUILD_DIR=str(sdk / "build" / name))
@@ -526,7 +482,7 @@ def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_
         state_path.unlink(missing_ok=True)
         command = gapy_prepare_command(elf, work_dir, install)
         _say(log, f"gapy: {shlex.join(command)}")
-        proc = subprocess.run(command, cwd=work_dir, env=gvsoc_env(install), capture_output=True, text=True)
+        proc = procs.run(command, cwd=work_dir, env=gvsoc_env(install))
         if proc.returncode != 0 or not config_path.is_file():
             lines = (proc.stderr or proc.stdout).strip().splitlines() or ["(no output)"]
             raise EdgeRNNError(f"gapy could not prepare {elf.name} for GVSOC: {lines[-1]} "
@@ -612,7 +568,7 @@ class GvsocProcess:
         return self.process.wait(timeout)
 
     def stop(self) -> None:
-        _kill_group(self.process, grace=2.0)
+        procs.stop(self.process, timeout=2.0)
 
     def output(self) -> str:
         """The simulator's stdout and stderr so far (see start_gvsoc)."""
@@ -640,8 +596,8 @@ def start_gvsoc(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: 
     command = gvsoc_run_command(elf, work_dir, port, install, log)
     log_path = work_dir / "gvsoc.log"
     with open(log_path, "wb") as out:
-        proc = subprocess.Popen(command, cwd=work_dir, env=gvsoc_env(install), stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = procs.spawn(command, cwd=work_dir, env=gvsoc_env(install), stdin=subprocess.DEVNULL,
+                           stdout=out, stderr=subprocess.STDOUT)
     sim = GvsocProcess(proc, port, work_dir, log_path, command)
     try:
         deadline = time.monotonic() + timeout
@@ -665,15 +621,18 @@ def start_gvsoc(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: 
 def main(argv: list[str] | None = None) -> int:
     """``python -m edgernn.gap_sdk [--force]``: build GVSOC (or find it built) and print its install."""
     argv = sys.argv[1:] if argv is None else argv
+    procs.install_signal_handlers()
     try:
         install = build_gvsoc(log=lambda m: print(m, file=sys.stderr), force="--force" in argv)
     except EdgeRNNError as err:
         print(f"error: {err}", file=sys.stderr)
         return err.exit_code
-    except Terminated:
-        return 143
+    except procs.Interrupted as stop:
+        return 128 + stop.signum
     except KeyboardInterrupt:
         return 130
+    finally:
+        procs.stop_all()
     print(install)
     return 0
 

@@ -375,7 +375,7 @@ def _is_edgernn_report(path: Path) -> bool:
 def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | None = None,
              data: Any = None, steps: int | None = None, sequences: int = 1,
              json_path: str | os.PathLike | None = None, html_path: str | os.PathLike | None = None,
-             states: str = "every", timeout: float = 5.0, show: bool = True, console=None,
+             states: str = "every", timeout: float | None = None, show: bool = True, console=None,
              reference=None, seed: int = 0, save: str | os.PathLike | None = None,
              chunk_steps: int = CHUNK_STEPS) -> dict:
     """Validate the firmware of ``out_dir`` on its board; returns the report (``report["pass"]``).
@@ -439,10 +439,16 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
             port = device.url
             board_name = device.board.name
             code_bytes = _code_bytes(device) or code_bytes
-        serial_baud = baud or (device.board if device else board or {}).get("serial", {}).get("baud", 115200)
+        the_board = device.board if device else board
+        serial = (the_board or {}).get("serial", {})
+        serial_baud = baud or serial.get("baud", 115200)
+        # An answer's time limit beyond the line time: the board's (a simulator computes slower than the chip).
+        timeout = timeout or float(serial.get("timeout_s", 5.0))
         link = LinkClient.open(port, baud=serial_baud, timeout=timeout,
                                device_gone=_gone_check(device) if device is not None else None)
         try:
+            if device is not None and the_board["hal"].get("ready_byte"):
+                link.wait_ready(float((the_board.get("emulator") or {}).get("start_timeout_s", 60)))
             info = link.hello()
             _check_device(info, manifest, port, firmware_model_sha256(out, manifest))
             board_name = board_name or info.board

@@ -18,8 +18,11 @@ def test_gvsoc_gap8_is_the_ai_deck_emulated():
     deck, sim = load_board("ai_deck"), load_board("gvsoc_gap8")
     assert sim.emulated and not deck.emulated
     # The same GAP8: memories, placement, the cluster team, the GAP SDK project and its HAL.
-    for key in ("memory", "placement", "parallel", "gap_sdk", "hal", "quant"):
+    for key in ("memory", "placement", "parallel", "hal", "quant"):
         assert sim[key] == deck[key], key
+    # The same project, built for PMSIS's simulator platform (pmsis_exit ends the simulation).
+    assert {**sim["gap_sdk"], "make_vars": {}} == {**deck["gap_sdk"], "make_vars": {}}
+    assert sim["gap_sdk"]["make_vars"] == {"platform": "gvsoc"}
     assert sim["toolchain"]["kind"] == deck["toolchain"]["kind"] == "gap_sdk"
     assert sim["toolchain"]["cflags"] == deck["toolchain"]["cflags"]
     assert sim["serial"]["baud"] == deck["serial"]["baud"] == 115200

@@ -202,6 +202,19 @@ class LinkClient:
         self._reader.max_frame = self.info.max_frame
         return self.info
 
+    def wait_ready(self, timeout: float) -> None:
+        """Wait for the first byte of a device that announces it listens (ai_deck's HAL sends one 0x00,
+        an idle delimiter, once its receive transfers are queued): a request sent before that is lost."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            gone = self.device_gone() if self.device_gone else None
+            if gone:
+                raise LinkError(f"the device on {self.url} stopped before it was ready: {gone}")
+            if self._read(1):
+                return
+        raise LinkError(f"the device on {self.url} sent nothing within {timeout:.0f} s of starting "
+                        "(it did not boot, or its firmware does not send the ready byte)")
+
     def reset(self) -> None:
         self.request(P.RESET)
 

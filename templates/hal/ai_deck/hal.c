@@ -89,6 +89,13 @@ void hal_init(int argc, char **argv)
         }
     }
     rx_next = 0;
+    /* Every receive transfer is queued: from now on no byte is lost. Say so with one idle delimiter
+     * (0x00, which the frame parser takes for an idle line), for a host that waits for it before its
+     * first request (boards/ai_deck.toml: hal.ready_byte; edgernn validate on gvsoc_gap8). */
+    {
+        static const uint8_t ready = 0;
+        hal_uart_write(&ready, 1);
+    }
 }
 
 int hal_uart_read(uint8_t *buf, int max)

@@ -1,0 +1,171 @@
+"""The gvsoc_gap8 board end to end: the ai_deck PMSIS/FreeRTOS firmware, built with the real GAP SDK's
+rules, runs in GVSOC on the fabric controller and the 8-core cluster, and is validated over its
+simulated UART at 115200 baud: every output and state byte equal to the interpreter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import require_gap_sdk, require_tools
+
+pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
+
+BOARD = "gvsoc_gap8"
+STEPS = 1000
+VARIANT_STEPS = 200
+
+
+def build_model(kind: str):
+    import keras
+
+    keras.utils.set_random_seed(0)
+    n_in = 6
+    if kind.startswith("lstm64"):
+        rnn = keras.layers.LSTM(64, return_sequences=True)
+    elif kind.startswith("gru"):
+        rnn = keras.layers.GRU(16, return_sequences=True)
+    else:
+        import ncps.keras
+        from ncps.wirings import AutoNCP
+
+        cell = ncps.keras.CfC if kind == "cfc" else ncps.keras.LTC
+        rnn = cell(AutoNCP(16, 2, seed=0), return_sequences=True)
+    return keras.Sequential([keras.Input((None, n_in)), rnn, keras.layers.Dense(1)], name=kind.split("_")[0]), n_in
+
+
+# kind: (quant, mode)
+MODELS = {
+    "lstm64": ("int8", "step"),
+    "lstm64_fused": ("int8", "fused"),
+    "gru": ("int8", "step"),
+    "cfc": ("int8", "step"),
+    "ltc": ("int8", "step"),
+    "gru_int16": ("int16", "step"),
+}
+
+
+@pytest.fixture(scope="module")
+def gvsoc():
+    require_gap_sdk()
+    require_tools("make", "riscv64-unknown-elf-gcc")
+    from edgernn import gap_sdk
+
+    return gap_sdk.build_gvsoc()
+
+
+@pytest.fixture(scope="module")
+def built(gvsoc, tmp_path_factory):
+    """``built(kind)`` -> (OUT folder built for gvsoc_gap8, number of inputs), once per module."""
+    from zoo import trajectories
+
+    from edgernn.building import build_firmware
+
+    made = {}
+
+    def get(kind: str):
+        if kind not in made:
+            quant, mode = MODELS[kind]
+            folder = tmp_path_factory.mktemp(kind)
+            model, n_in = build_model(kind)
+            path = folder / f"{kind}.keras"
+            model.save(path)
+            result = build_firmware(str(path), folder / "out", board=BOARD, quant=quant, mode=mode,
+                                    calib=trajectories(8, 80, n_in, 1))
+            manifest = result["manifest"]
+            assert manifest["board"] == BOARD and manifest["firmware"]["built"]
+            assert manifest["mode"] == mode
+            made[kind] = (folder / "out", n_in)
+        return made[kind]
+
+    return get
+
+
+@pytest.mark.parametrize("kind", list(MODELS))
+def test_validates_on_gvsoc_gap8(built, kind):
+    from zoo import trajectories
+
+    from edgernn.validation import validate
+
+    out, n_in = built(kind)
+    report = validate(out, data=trajectories(1, STEPS, n_in, 5), show=False)
+    ref, dev = report["reference"], report["device"]
+    assert report["steps"] >= STEPS and report["board"] == BOARD
+    assert ref["mismatches"] == 0 and ref["state_mismatches"] == 0, ref
+    assert report["pass"]
+    # The step ran on the 8-core cluster with the Xpulp dot products, timed by the PULP counter.
+    assert (dev["workers"], dev["simd_dot"], dev["offloaded"]) == (8, True, True)
+    assert dev["cycles_per_step"] > 0 and dev["macs_per_cycle"] > 0
+    assert "PI_PERF_CYCLES" in dev["cycle_counter"]
+
+
+def run_variant(out, make_vars: dict, xs: np.ndarray, tmp_path):
+    """The same project built with other make variables, run in GVSOC: outputs, states, what ran."""
+    from edgernn import devices
+    from edgernn.link import LinkClient
+
+    board = devices.load_board(BOARD)
+    elf = devices.build_firmware(out / "firmware", board, tmp_path, make_vars=make_vars).elf
+    with devices.start(elf, board) as device:
+        with LinkClient.open(device.url, baud=board["serial"]["baud"], timeout=board["serial"]["timeout_s"]) as link:
+            link.wait_ready(board["emulator"]["start_timeout_s"])
+            info = link.hello()
+            result = link.run(xs, states="every")
+    return result, info
+
+
+@pytest.mark.parametrize("kind", ["lstm64", "cfc"])
+def test_one_core_and_scalar_dot_products_give_the_same_bytes(built, kind, tmp_path):
+    """1 and 8 cluster cores, Xpulp SIMD and scalar dot products: identical outputs and states."""
+    from zoo import trajectories
+
+    from edgernn.reference import quantize
+
+    out, n_in = built(kind)
+    import json
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    xs = quantize(trajectories(1, VARIANT_STEPS, n_in, 7)[0], manifest["inputs"][0])
+    runs = {}
+    for cores, simd in ((8, 1), (1, 1), (8, 0), (1, 0)):
+        result, info = run_variant(out, {"EDGERNN_CLUSTER_CORES": cores, "EDGERNN_XPULP": simd}, xs,
+                                   tmp_path / f"c{cores}s{simd}")
+        assert (info.workers, info.describe_target()["simd_dot"]) == (cores, bool(simd))
+        runs[(cores, simd)] = result
+    base = runs[(8, 1)]
+    for variant, result in runs.items():
+        assert np.array_equal(result.outputs, base.outputs), variant
+        assert np.array_equal(result.states, base.states), variant
+    # More cores or SIMD take fewer cycles: the counter measures the work, not a constant.
+    assert base.cycles.mean() < runs[(1, 0)].cycles.mean()
+
+
+def test_a_device_reset_mid_sequence_is_caught(built, tmp_path):
+    """GVSOC restarted mid-sequence (a new simulator on the same port; the host reconnects as to a
+    UART adapter that stays while the board resets): the host says so, it never passes."""
+    from edgernn import devices
+    from edgernn.errors import LinkError
+    from edgernn.link import LinkClient, open_port
+    from edgernn.link.faults import FaultPlan, FaultyPort
+
+    out, n_in = built("gru")
+    board = devices.load_board(BOARD)
+    elf = devices.find_firmware(out, board)
+    with devices.start(elf, board) as device:
+        port = None
+
+        def power_cycle():
+            device.restart()
+            port.inner.close()
+            port.inner = open_port(device.url, board["serial"]["baud"])
+            LinkClient(port.inner, url=device.url).wait_ready(board["emulator"]["start_timeout_s"])
+
+        port = FaultyPort(open_port(device.url, board["serial"]["baud"]), FaultPlan(reset_at_write=5),
+                          reset_device=power_cycle)
+        link = LinkClient(port, url=device.url, timeout=board["serial"]["timeout_s"], retries=2)
+        link.wait_ready(board["emulator"]["start_timeout_s"])
+        link.hello()
+        xs = np.zeros((400, n_in), np.int8)
+        with pytest.raises(LinkError, match="restarted during the sequence .* its state is lost"):
+            link.run(xs, states="every", steps_per_frame=20)
+        link.close()
