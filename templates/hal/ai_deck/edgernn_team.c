@@ -20,6 +20,66 @@
 #define EDGERNN_CLUSTER_HZ 0
 #endif
 
+#if EDGERNN_CLUSTER_CORES == 0
+/* `make EDGERNN_CLUSTER_CORES=0`: no cluster. The whole step runs on the fabric controller, a baseline
+ * for measurements (bench/bench_gap8.py). The arena is taken from L2, and the step is timed with the
+ * FC core's own PULP performance counters (PCER 0xCC0, PCMR 0xCC1, cycles 0x780), which count while
+ * the FC works the step: it does not sleep in it, as it does while the cluster works. */
+static uint64_t fc_cycles;
+
+static inline uint32_t fc_cycle_count(void)
+{
+    uint32_t value;
+    __asm__ volatile("csrr %0, 0x780" : "=r"(value));
+    return value;
+}
+
+int edgernn_team_open(void)
+{
+    __asm__ volatile("csrw 0xCC0, %0" ::"r"(1u)); /* count cycles */
+    __asm__ volatile("csrw 0xCC1, %0" ::"r"(1u)); /* start */
+    return 0;
+}
+
+void *edgernn_team_fast_alloc(size_t nbytes)
+{
+    uint8_t *chunk = (uint8_t *)pi_l2_malloc((uint32_t)(nbytes + 4u));
+    if (chunk == NULL) {
+        return NULL;
+    }
+    return chunk + (((uintptr_t)chunk & 7u) ? 4u : 0u);
+}
+
+void edgernn_team_enter(void (*body)(void *), void *arg)
+{
+    const uint32_t start = fc_cycle_count();
+    body(arg);
+    fc_cycles += (uint32_t)(fc_cycle_count() - start);
+}
+
+uint64_t edgernn_team_cluster_cycles(void)
+{
+    return fc_cycles;
+}
+
+void edgernn_team_split(edgernn_range_fn fn, const void *args, int count, int grain)
+{
+    (void)grain;
+    fn(args, 0, count);
+}
+
+int edgernn_team_workers(void)
+{
+    return 1;
+}
+
+int edgernn_team_offloaded(void)
+{
+    return 0;
+}
+
+#else
+
 typedef struct {
     edgernn_range_fn fn;
     const void *args;
@@ -131,3 +191,5 @@ int edgernn_team_offloaded(void)
 {
     return 1;
 }
+
+#endif /* EDGERNN_CLUSTER_CORES */

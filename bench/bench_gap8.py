@@ -1,0 +1,111 @@
+"""GAP8 cycles per step in GVSOC (the gvsoc_gap8 board): int8 LSTM(64) (step and fused paths), CfC and LTC
+with AutoNCP wirings, each on the fabric controller alone, on 1 cluster core and on 8 cluster cores, with
+and without the Xpulp SIMD dot products.
+
+Every variant is the same generated ai_deck project built with other make variables
+(EDGERNN_CLUSTER_CORES=0|1|8, EDGERNN_XPULP=0|1), run in GVSOC, fed the same inputs over the simulated
+UART. The figures are GVSOC's timing model of GAP8, not measurements on a chip. Cycles are the step's:
+on the cluster, the master core's PULP counter at the cluster clock, without the FC's dispatch; on the
+FC alone, the FC core's PULP counter at the FC clock. Every variant's outputs and states are checked
+equal to the 8-core SIMD build's (bytes), so a figure is never that of a wrong answer.
+
+    GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_gap8.py [--steps 40] [--models lstm64,cfc,ltc]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from edgernn import devices  # noqa: E402
+from edgernn.link import LinkClient  # noqa: E402
+from edgernn.reference import quantize  # noqa: E402
+
+BOARD = "gvsoc_gap8"
+VARIANTS = [  # (label, EDGERNN_CLUSTER_CORES, EDGERNN_XPULP)
+    ("FC alone, scalar", 0, 0),
+    ("FC alone, SIMD", 0, 1),
+    ("1 cluster core, scalar", 1, 0),
+    ("1 cluster core, SIMD", 1, 1),
+    ("8 cluster cores, scalar", 8, 0),
+    ("8 cluster cores, SIMD", 8, 1),
+]
+MODELS = {  # name: (zoo kind for tests/test_gvsoc_gap8.build_model, mode)
+    "lstm64": ("lstm64", "step"),
+    "lstm64_fused": ("lstm64_fused", "fused"),
+    "cfc": ("cfc", "step"),
+    "ltc": ("ltc", "step"),
+}
+
+
+def build(name: str, work: Path) -> Path:
+    from test_gvsoc_gap8 import build_model
+    from zoo import trajectories
+
+    from edgernn.building import build_firmware
+
+    kind, mode = MODELS[name]
+    model, n_in = build_model(kind)
+    path = work / f"{name}.keras"
+    model.save(path)
+    out = work / name
+    build_firmware(str(path), out, board=BOARD, quant="int8", mode=mode, calib=trajectories(8, 80, n_in, 1))
+    return out
+
+
+def run_variant(out: Path, cores: int, simd: int, xs: np.ndarray, work: Path):
+    board = devices.load_board(BOARD)
+    elf = devices.build_firmware(out / "firmware", board, work / f"{out.name}_c{cores}_s{simd}",
+                                 make_vars={"EDGERNN_CLUSTER_CORES": cores, "EDGERNN_XPULP": simd}).elf
+    with devices.start(elf, board) as device:
+        with LinkClient.open(device.url, baud=board["serial"]["baud"], timeout=board["serial"]["timeout_s"]) as link:
+            link.wait_ready(board["emulator"]["start_timeout_s"])
+            info = link.hello()
+            return link.run(xs, states="every"), info
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--models", default="lstm64,lstm64_fused,cfc,ltc")
+    args = parser.parse_args()
+    board = devices.load_board(BOARD)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench_gap8_") as tmp:
+        work = Path(tmp)
+        for name in args.models.split(","):
+            out = build(name, work)
+            manifest = json.loads((out / "manifest.json").read_text())
+            x_entry = manifest["inputs"][0]
+            xs = quantize(np.random.default_rng(0).normal(0, 0.5, (args.steps, x_entry["shape"][-1])).astype(np.float32),
+                          x_entry)
+            base = None
+            for label, cores, simd in reversed(VARIANTS):
+                result, info = run_variant(out, cores, simd, xs, work)
+                if base is None:
+                    base = result
+                same = np.array_equal(result.outputs, base.outputs) and np.array_equal(result.states, base.states)
+                cycles = float(np.median(result.cycles[2:]))   # the first steps warm the caches
+                clock = board["cpu"]["fc_hz"] if cores == 0 else board["cpu"]["cluster_hz"]
+                rows.append((name, manifest["macs_per_step"], label, cycles, manifest["macs_per_step"] / cycles,
+                             cycles / clock * 1e6, info.workers, "yes" if same else "NO"))
+                print(f"{name:13s} {label:24s} {cycles:10.0f} cycles/step", file=sys.stderr)
+    print("| model | MACs/step | where | cycles/step | MACs/cycle | µs/step at its clock | workers | same bytes |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, macs, label, cycles, per_cycle, us, workers, same in rows:
+        print(f"| {name} | {macs:,} | {label} | {cycles:,.0f} | {per_cycle:.3f} | {us:,.1f} | {workers} | {same} |")
+    print(f"\nGVSOC's timing model of GAP8, not a chip: FC at {board['cpu']['fc_hz'] / 1e6:.0f} MHz, cluster at "
+          f"{board['cpu']['cluster_hz'] / 1e6:.0f} MHz; weights read from L2; cluster figures exclude the FC's dispatch.")
+
+
+if __name__ == "__main__":
+    main()
