@@ -15,11 +15,13 @@ entries; a failure on the way puts the old entries back.
 from __future__ import annotations
 
 import errno
+import contextlib
 import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Iterator
 from typing import Any
 
 from edgernn.errors import EdgeRNNError
@@ -137,6 +139,20 @@ class BuildFolder:
             self._remove_created()
             raise EdgeRNNError(os_error_message(exc, f"create the output folder {self.path}", show_file=False)) from None
         return staging
+
+    @contextlib.contextmanager
+    def staged(self) -> Iterator[Path]:
+        """``stage``, for a ``with`` block that ends in ``commit``: if the block fails, the staging folder
+        and OUT's new parents go, and a disk error (full, read-only) is one line."""
+        staging = self.stage()
+        try:
+            yield staging
+        except OSError as exc:
+            self.abandon(staging)
+            raise EdgeRNNError(os_error_message(exc, f"write the output folder {self.path}", show_file=False)) from None
+        except BaseException:
+            self.abandon(staging)
+            raise
 
     def abandon(self, staging: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)

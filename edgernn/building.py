@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from edgernn.boards import Board, load_board
-from edgernn.buildfolder import MANIFEST, BuildFolder, os_error_message
+from edgernn.buildfolder import MANIFEST, BuildFolder
 from edgernn.conversion import convert_model
 from edgernn.errors import EdgeRNNError
 
@@ -79,10 +79,9 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
     folder = BuildFolder(out)
     folder.check()
 
-    staging = folder.stage()
-    inner = staging / "out"
     messages = []
-    try:
+    with folder.staged() as staging:
+        inner = staging / "out"
         manifest = convert_model(model, inner, quant=quant, calib=calib, mode=mode, unsafe=unsafe,
                                  board=board_obj.name, for_firmware=True, log=log, warn=warn)
         log(f"generating C for board {board_obj.name}")
@@ -134,12 +133,6 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
             })
         (inner / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         manifest = folder.commit(inner)
-    except OSError as exc:  # a full or read-only disk under the staging folder
-        folder.abandon(staging)
-        raise EdgeRNNError(os_error_message(exc, f"write the output folder {out}", show_file=False)) from None
-    except BaseException:
-        folder.abandon(staging)
-        raise
     shutil.rmtree(staging, ignore_errors=True)
     placement_line = _placement_line(facts)
     if gap_sdk:

@@ -16,7 +16,7 @@ import numpy as np
 
 from edgernn import __version__, tfenv
 from edgernn import tflite_model as tfl
-from edgernn.buildfolder import MANIFEST, BuildFolder, os_error_message
+from edgernn.buildfolder import MANIFEST, BuildFolder
 from edgernn.decompose import Plan, decompose
 from edgernn.errors import EdgeRNNError
 from edgernn.fused import diagnose
@@ -222,8 +222,7 @@ def convert_model(
     if mode not in MODES:
         raise EdgeRNNError(f"unknown --mode {mode!r}; choose one of {', '.join(MODES)}")
     folder = BuildFolder(out)
-    staging = folder.stage()
-    try:
+    with folder.staged() as staging:
         log("loading model")
         loaded = load_model(model, unsafe=unsafe)
         plan = decompose(loaded.model, loaded.flavour)
@@ -253,12 +252,6 @@ def convert_model(
                 manifest["files"]["float_head"] = FLOAT_HEAD
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         return folder.commit(staging)
-    except OSError as exc:  # a full or read-only disk under the staging folder
-        folder.abandon(staging)
-        raise EdgeRNNError(os_error_message(exc, f"write the output folder {out}", show_file=False)) from None
-    except BaseException:
-        folder.abandon(staging)
-        raise
 
 
 def _calibration(calib: Any, features: int, quant: str, warn: Log) -> Calibration:
