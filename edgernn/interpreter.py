@@ -37,6 +37,21 @@ def _interpreter_class():
         ) from None
 
 
+REFERENCE = "reference"
+BUILTIN = "builtin"
+
+
+def oracle_kernels(ops) -> str:
+    """Which of LiteRT's kernels the oracle runs a graph on: ``"builtin"`` or ``"reference"``.
+
+    ``ops`` holds one (op name, dtype name of its first input) per operator. A graph with a quantized
+    SUM runs on the builtin kernels, because LiteRT 2.3's reference SUM misreads int8 data; every other
+    graph on the reference kernels. The C backend reads the same answer from its IR (``Graph.oracle``)
+    and picks, for an op whose builtin kernel rounds differently, the variant of that oracle.
+    """
+    return BUILTIN if any(name == "SUM" and dtype in ("int8", "int16") for name, dtype in ops) else REFERENCE
+
+
 def _reference_kernels_misread(interp) -> bool:
     """True when the graph has a quantized SUM, which LiteRT 2.3's reference kernel gets wrong.
 
@@ -49,7 +64,8 @@ def _reference_kernels_misread(interp) -> bool:
         ops = interp._get_ops_details()
     except AttributeError:
         return False
-    return any(op["op_name"] == "SUM" and op["operand_types"][:1] in ([np.int8], [np.int16]) for op in ops)
+    return oracle_kernels((op["op_name"], np.dtype(op["operand_types"][0]).name if len(op["operand_types"]) else "")
+                          for op in ops) == BUILTIN
 
 
 def load_interpreter(model: bytes | str | os.PathLike):

@@ -113,6 +113,18 @@ def ltc_wired(seed: int = 0):
                              ncps.keras.LTC(AutoNCP(12, 2, seed=seed), return_sequences=True)], name="ltc_wired")
 
 
+def ltc_dense(seed: int = 0):
+    """LTC on an AutoNCP(16, 2) wiring over 6 inputs, then Dense(1): the board tests' LTC. Its step model
+    has a quantized SUM (so LiteRT's builtin kernels are its oracle) and ends in an int8 FULLY_CONNECTED."""
+    keras = _keras(seed)
+    import ncps.keras
+    from ncps.wirings import AutoNCP
+
+    return keras.Sequential([keras.Input((None, 6)),
+                             ncps.keras.LTC(AutoNCP(16, 2, seed=seed), return_sequences=True),
+                             keras.layers.Dense(1)], name="ltc_dense")
+
+
 def tf_keras_lstm_final(seed: int = 0):
     """A legacy tf_keras (Keras 2) model: LSTM returning its last step, then a Dense head."""
     import tf_keras

@@ -57,7 +57,7 @@ def _lstm(call: Call) -> int | None:
 # kernel -> (team kernel, the size of its output range or None when it cannot be split)
 TEAM_KERNELS: dict[str, tuple[str, Callable[[Call], int | None]]] = {
     "edgernn_fully_connected_f32": ("edgernn_team_fully_connected_f32", _fc(5, 7)),
-    "edgernn_fully_connected_s8": ("edgernn_team_fully_connected_s8", _fc(8, 10)),
+    "edgernn_fully_connected_s8": ("edgernn_team_fully_connected_s8", _fc(9, 11)),
     "edgernn_fully_connected_s16": ("edgernn_team_fully_connected_s16", _fc(8, 10)),
     "edgernn_add_f32": ("edgernn_team_add_f32", _binary),
     "edgernn_sub_f32": ("edgernn_team_sub_f32", _binary),

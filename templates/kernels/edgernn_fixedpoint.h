@@ -64,12 +64,28 @@ static inline int32_t edgernn_mbqm(int32_t x, int32_t multiplier, int shift)
     return edgernn_rdbpot(edgernn_srdhm((int32_t)((int64_t)x * ((int64_t)1 << left)), multiplier), right);
 }
 
-/* The same product with one rounding, halves toward +infinity: what LiteRT's 8-bit FULLY_CONNECTED
- * gives (its reference kernel multiplies through ruy, whose rescaling rounds once). */
+/* The same product with one rounding, halves toward +infinity: what LiteRT's reference 8-bit
+ * FULLY_CONNECTED kernel gives (the BUILTIN_REF oracle; measured, docs/ops.md). */
 static inline int32_t edgernn_mbqm_single(int32_t x, int32_t multiplier, int shift)
 {
     /* (x * m + 2^(30 - shift)) >> (31 - shift), as ((x * m >> (30 - shift)) + 1) >> 1: nested floors */
     return (int32_t)(((((int64_t)x * (int64_t)multiplier) >> (30 - shift)) + 1) >> 1);
+}
+
+/* The same product as LiteRT's builtin 8-bit FULLY_CONNECTED rescales it on x86 (ruy's AVX2/AVX-512
+ * kernels): x shifted left in 32 bits, the high multiply rounded as in SaturatingRoundingDoublingHighMul
+ * ((y + 2^30) >> 31), then a rounding right shift by -shift whose halves go toward +infinity (not away
+ * from zero, as in RoundingDivideByPOT). With e = -shift > 0 the nested floors merge:
+ * floor((floor((y + 2^30) / 2^31) + 2^(e-1)) / 2^e) = (y + 2^30 + 2^(30+e)) >> (31 + e). For shift >= 0
+ * it is edgernn_mbqm_single's value whenever x * 2^shift fits in int32. */
+static inline int32_t edgernn_mbqm_double_up(int32_t x, int32_t multiplier, int shift)
+{
+    if (shift >= 0) {
+        const int32_t xs = (int32_t)((uint32_t)x << shift);
+        return (int32_t)(((int64_t)xs * (int64_t)multiplier + ((int64_t)1 << 30)) >> 31);
+    }
+    return (int32_t)(((int64_t)x * (int64_t)multiplier + ((int64_t)1 << 30) + ((int64_t)1 << (30 - shift)))
+                     >> (31 - shift));
 }
 
 /* The 16x8 FULLY_CONNECTED rescale of LiteRT (through ruy): the 64-bit accumulator times the full

@@ -36,19 +36,23 @@ void edgernn_fully_connected_f32(const float *in, const float *w, const float *b
     }
 }
 
-static inline int8_t requantize_s8(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
-                                   int32_t act_min, int32_t act_max)
+/* rounding: EDGERNN_ROUND_ONCE (LiteRT's reference kernel) or EDGERNN_ROUND_TWICE_UP (its builtin
+ * kernel, through ruy), the oracle of the graph (docs/ops.md). */
+static inline int8_t requantize_s8(int32_t acc, int32_t multiplier, int32_t shift, int rounding,
+                                   int32_t output_offset, int32_t act_min, int32_t act_max)
 {
-    return (int8_t)edgernn_clamp(edgernn_mbqm_single(acc, multiplier, shift) + output_offset, act_min, act_max);
+    const int32_t scaled = rounding == EDGERNN_ROUND_TWICE_UP ? edgernn_mbqm_double_up(acc, multiplier, shift)
+                                                              : edgernn_mbqm_single(acc, multiplier, shift);
+    return (int8_t)edgernn_clamp(scaled + output_offset, act_min, act_max);
 }
 
 /* Four output rows at a time share each load of the input (edgernn_dot4_s8). Rows [r0, r1) of the
  * output are the same call with w, bias, multiplier, shift advanced by r0 rows, out by r0, and
  * n_out = r1 - r0 (rows == 1). */
 void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
-                                const int32_t *multiplier, const int32_t *shift, int32_t output_offset,
-                                int32_t act_min, int32_t act_max, int rows, int n_in, int n_out,
-                                int8_t *out)
+                                const int32_t *multiplier, const int32_t *shift, int rounding,
+                                int32_t output_offset, int32_t act_min, int32_t act_max, int rows, int n_in,
+                                int n_out, int8_t *out)
 {
     int r, o;
     for (r = 0; r < rows; ++r) {
@@ -61,14 +65,17 @@ void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t
             acc[2] = bias[o + 2];
             acc[3] = bias[o + 3];
             edgernn_dot4_s8(x, w + (size_t)o * n_in, n_in, acc);
-            y[o] = requantize_s8(acc[0], multiplier[o], shift[o], output_offset, act_min, act_max);
-            y[o + 1] = requantize_s8(acc[1], multiplier[o + 1], shift[o + 1], output_offset, act_min, act_max);
-            y[o + 2] = requantize_s8(acc[2], multiplier[o + 2], shift[o + 2], output_offset, act_min, act_max);
-            y[o + 3] = requantize_s8(acc[3], multiplier[o + 3], shift[o + 3], output_offset, act_min, act_max);
+            y[o] = requantize_s8(acc[0], multiplier[o], shift[o], rounding, output_offset, act_min, act_max);
+            y[o + 1] = requantize_s8(acc[1], multiplier[o + 1], shift[o + 1], rounding, output_offset, act_min,
+                                     act_max);
+            y[o + 2] = requantize_s8(acc[2], multiplier[o + 2], shift[o + 2], rounding, output_offset, act_min,
+                                     act_max);
+            y[o + 3] = requantize_s8(acc[3], multiplier[o + 3], shift[o + 3], rounding, output_offset, act_min,
+                                     act_max);
         }
         for (; o < n_out; ++o) {
             const int32_t acc = edgernn_dot1_s8(x, w + (size_t)o * n_in, n_in, bias[o]);
-            y[o] = requantize_s8(acc, multiplier[o], shift[o], output_offset, act_min, act_max);
+            y[o] = requantize_s8(acc, multiplier[o], shift[o], rounding, output_offset, act_min, act_max);
         }
     }
 }

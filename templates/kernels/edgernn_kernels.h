@@ -46,11 +46,16 @@ int edgernn_dot_simd(void);
 
 void edgernn_fully_connected_f32(const float *in, const float *w, const float *bias, float act_min,
                                  float act_max, int rows, int n_in, int n_out, float *out);
-/* bias already holds bias[o] + input_offset * sum_i w[o][i]. */
+/* bias already holds bias[o] + input_offset * sum_i w[o][i]. rounding: how the int32 sum is rescaled,
+ * as the kernel of the graph's oracle does it (docs/ops.md): EDGERNN_ROUND_ONCE, LiteRT's reference
+ * kernel, (x * m + 2^(30 - shift)) >> (31 - shift); EDGERNN_ROUND_TWICE_UP, its builtin kernel (ruy on
+ * x86), the rounded high multiply then a rounding right shift, halves up. */
+#define EDGERNN_ROUND_ONCE 0
+#define EDGERNN_ROUND_TWICE_UP 1
 void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
-                                const int32_t *multiplier, const int32_t *shift, int32_t output_offset,
-                                int32_t act_min, int32_t act_max, int rows, int n_in, int n_out,
-                                int8_t *out);
+                                const int32_t *multiplier, const int32_t *shift, int rounding,
+                                int32_t output_offset, int32_t act_min, int32_t act_max, int rows, int n_in,
+                                int n_out, int8_t *out);
 void edgernn_fully_connected_s16(const int16_t *in, const int8_t *w, const int64_t *bias,
                                  const int32_t *multiplier, const int32_t *shift, int32_t output_offset,
                                  int32_t act_min, int32_t act_max, int rows, int n_in, int n_out,

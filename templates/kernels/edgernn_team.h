@@ -51,9 +51,9 @@ static inline void edgernn_team_range(int k, int n, int count, int grain, int *b
 void edgernn_team_fully_connected_f32(const float *in, const float *w, const float *bias, float act_min,
                                       float act_max, int rows, int n_in, int n_out, float *out);
 void edgernn_team_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
-                                     const int32_t *multiplier, const int32_t *shift, int32_t output_offset,
-                                     int32_t act_min, int32_t act_max, int rows, int n_in, int n_out,
-                                     int8_t *out);
+                                     const int32_t *multiplier, const int32_t *shift, int rounding,
+                                     int32_t output_offset, int32_t act_min, int32_t act_max, int rows,
+                                     int n_in, int n_out, int8_t *out);
 void edgernn_team_fully_connected_s16(const int16_t *in, const int8_t *w, const int64_t *bias,
                                       const int32_t *multiplier, const int32_t *shift, int32_t output_offset,
                                       int32_t act_min, int32_t act_max, int rows, int n_in, int n_out,

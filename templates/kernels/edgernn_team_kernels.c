@@ -46,6 +46,7 @@ typedef struct {
     const int8_t *w;
     const void *bias;
     const int32_t *multiplier, *shift;
+    int rounding;                /* int8 only */
     int32_t output_offset, act_min, act_max;
     int rows, n_in, n_out;
     void *out;
@@ -59,12 +60,12 @@ static void fc_s8_range(const void *args, int begin, int end)
     int8_t *out = (int8_t *)a->out;
     if (a->rows == 1) {
         edgernn_fully_connected_s8(in, a->w + (size_t)begin * a->n_in, bias + begin, a->multiplier + begin,
-                                   a->shift + begin, a->output_offset, a->act_min, a->act_max, 1, a->n_in,
-                                   end - begin, out + begin);
+                                   a->shift + begin, a->rounding, a->output_offset, a->act_min, a->act_max, 1,
+                                   a->n_in, end - begin, out + begin);
     } else {
         edgernn_fully_connected_s8(in + (size_t)begin * a->n_in, a->w, bias, a->multiplier, a->shift,
-                                   a->output_offset, a->act_min, a->act_max, end - begin, a->n_in, a->n_out,
-                                   out + (size_t)begin * a->n_out);
+                                   a->rounding, a->output_offset, a->act_min, a->act_max, end - begin, a->n_in,
+                                   a->n_out, out + (size_t)begin * a->n_out);
     }
 }
 
@@ -86,8 +87,8 @@ static void fc_s16_range(const void *args, int begin, int end)
 }
 
 static void fc_int(edgernn_range_fn fn, const void *in, const int8_t *w, const void *bias,
-                   const int32_t *multiplier, const int32_t *shift, int32_t output_offset, int32_t act_min,
-                   int32_t act_max, int rows, int n_in, int n_out, void *out)
+                   const int32_t *multiplier, const int32_t *shift, int rounding, int32_t output_offset,
+                   int32_t act_min, int32_t act_max, int rows, int n_in, int n_out, void *out)
 {
     fc_int_args_t a;
     a.in = in;
@@ -95,6 +96,7 @@ static void fc_int(edgernn_range_fn fn, const void *in, const int8_t *w, const v
     a.bias = bias;
     a.multiplier = multiplier;
     a.shift = shift;
+    a.rounding = rounding;
     a.output_offset = output_offset;
     a.act_min = act_min;
     a.act_max = act_max;
@@ -106,11 +108,12 @@ static void fc_int(edgernn_range_fn fn, const void *in, const int8_t *w, const v
 }
 
 void edgernn_team_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
-                                     const int32_t *multiplier, const int32_t *shift, int32_t output_offset,
-                                     int32_t act_min, int32_t act_max, int rows, int n_in, int n_out,
-                                     int8_t *out)
+                                     const int32_t *multiplier, const int32_t *shift, int rounding,
+                                     int32_t output_offset, int32_t act_min, int32_t act_max, int rows,
+                                     int n_in, int n_out, int8_t *out)
 {
-    fc_int(fc_s8_range, in, w, bias, multiplier, shift, output_offset, act_min, act_max, rows, n_in, n_out, out);
+    fc_int(fc_s8_range, in, w, bias, multiplier, shift, rounding, output_offset, act_min, act_max, rows, n_in,
+           n_out, out);
 }
 
 void edgernn_team_fully_connected_s16(const int16_t *in, const int8_t *w, const int64_t *bias,
@@ -118,7 +121,8 @@ void edgernn_team_fully_connected_s16(const int16_t *in, const int8_t *w, const 
                                       int32_t act_min, int32_t act_max, int rows, int n_in, int n_out,
                                       int16_t *out)
 {
-    fc_int(fc_s16_range, in, w, bias, multiplier, shift, output_offset, act_min, act_max, rows, n_in, n_out, out);
+    fc_int(fc_s16_range, in, w, bias, multiplier, shift, EDGERNN_ROUND_ONCE, output_offset, act_min, act_max, rows,
+           n_in, n_out, out);
 }
 
 /* ---- binary element-wise, one-dimensional broadcast: a sub-range is a shorter walk along dims[3] ---- */

@@ -26,6 +26,22 @@ static int32_t ref_rdbpot(int32_t x, int exponent)
     return (x >> exponent) + (remainder > threshold ? 1 : 0);
 }
 
+/* ruy's x86 rescale (kernel_avx2_fma.cc, kernel_avx512.cc, one lane): x shifted left in 32 bits, a
+ * "half" (2^30) added to the 64-bit product before the shift by 31, then rounding_right_shift: a nudge
+ * of 2^(exp-1) and an arithmetic shift, or 1 << (31 - exp) when the nudged value would overflow. */
+static int32_t ref_ruy_rescale(int32_t x, int32_t multiplier, int exponent)
+{
+    const int left = exponent > 0 ? exponent : 0;
+    const int right = exponent > 0 ? 0 : -exponent;
+    const int32_t shifted = (int32_t)((uint32_t)x << left);
+    const int32_t results = (int32_t)(((int64_t)shifted * multiplier + ((int64_t)1 << 30)) >> 31);
+    const int32_t nudge = right > 0 ? (int32_t)1 << (right - 1) : 0;
+    if (results > 0x7fffffff - nudge) {
+        return (int32_t)1 << (31 - right);
+    }
+    return (results + nudge) >> right;
+}
+
 static uint64_t state = 0x9E3779B97F4A7C15ull;
 
 static uint32_t next(void)
@@ -82,6 +98,20 @@ int main(void)
         const int total = 31 - sh;
         const int32_t want = (int32_t)(((int64_t)x * m + ((int64_t)1 << (total - 1))) >> total);
         bad += edgernn_mbqm_single(x, m, sh) != want;
+        ++checked;
+    }
+    /* the two-rounding rescale of LiteRT's builtin FULLY_CONNECTED, right shifts 0..31 and left shifts up
+     * to 7 (ruy's range), near ties and the overflow of the nudge included */
+    for (i = 0; i < 3000000; ++i) {
+        const int32_t m = (int32_t)((next() >> 1) | (1u << 30));
+        const int sh = (int)(next() % 39) - 31;
+        int32_t x = (int32_t)next();
+        if (i % 3 == 1) {
+            x = (int32_t)(next() % 200001) - 100000;
+        } else if (i % 3 == 2) {
+            x = edges[next() % (uint32_t)n_edges];
+        }
+        bad += edgernn_mbqm_double_up(x, m, sh) != ref_ruy_rescale(x, m, sh);
         ++checked;
     }
     printf("checked %ld mismatches %ld\n", checked, bad);
