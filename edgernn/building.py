@@ -75,6 +75,8 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
     gap_sdk = devices.is_gap_sdk(board_obj)
     if not gap_sdk:
         _require_compiler(board_obj)
+    elif not board_obj["toolchain"].get("optional", False):
+        devices.gap_sdk_config(board_obj)   # before converting: an emulated GAP8 cannot run an unbuilt project
     out = Path(out)
     folder = BuildFolder(out)
     folder.check()

@@ -53,3 +53,13 @@ def test_extends_merges_tables_and_replaces_values(tmp_path):
     assert mine["toolchain"]["cflags"] == ["-O1"]                      # an array is replaced whole
     assert mine["toolchain"]["cc"] == base["toolchain"]["cc"]          # the rest of the table stays
     assert mine["emulator"] == base["emulator"]
+
+
+def test_gvsoc_gap8_without_the_sdk_is_one_line_before_any_conversion(monkeypatch, tmp_path):
+    from edgernn.building import build_firmware
+
+    monkeypatch.delenv("GAP_SDK_HOME", raising=False)
+    # The model does not exist: a conversion started first would fail on it with another message.
+    with pytest.raises(EdgeRNNError, match=r"the GAP SDK is not set up \(\$GAP_SDK_HOME is unset\)"):
+        build_firmware(str(tmp_path / "missing.keras"), tmp_path / "out", board="gvsoc_gap8")
+    assert not (tmp_path / "out").exists()
