@@ -36,7 +36,8 @@ ALLOWED_PMSIS = {
     "pi_uart_conf_init", "pi_open_from_conf", "pi_uart_open", "pi_uart_write", "pi_uart_read_async",
     "pi_uart_ioctl", "pi_uart_conf", "pi_device", "pi_task_t", "pi_task_block", "pi_task_wait_on",
     "pi_cluster_conf_init", "pi_cluster_open", "pi_cluster_send_task_to_cl", "pi_cluster_task", "pi_cluster_conf",
-    "pi_cl_team_fork", "pi_cl_team_barrier", "pi_core_id", "pi_cl_l1_malloc", "pi_perf_conf", "pi_perf_reset",
+    "pi_cl_team_fork", "pi_cl_team_barrier", "pi_core_id", "pi_cl_l1_malloc", "pi_l2_malloc", "pi_perf_conf",
+    "pi_perf_reset",
     "pi_perf_start", "pi_perf_read", "pi_freq_set", "pi_freq_get", "pmsis_kickoff", "pmsis_exit",
 }
 HAL_FILES = ("hal.c", "main.c", "edgernn_team.c", "edgernn_libm.c")

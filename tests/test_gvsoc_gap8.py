@@ -116,7 +116,8 @@ def run_variant(out, make_vars: dict, xs: np.ndarray, tmp_path):
 
 @pytest.mark.parametrize("kind", ["lstm64", "cfc"])
 def test_one_core_and_scalar_dot_products_give_the_same_bytes(built, kind, tmp_path):
-    """1 and 8 cluster cores, Xpulp SIMD and scalar dot products: identical outputs and states."""
+    """1 and 8 cluster cores, the fabric controller alone (0), Xpulp SIMD and scalar dot products:
+    identical outputs and states."""
     from zoo import trajectories
 
     from edgernn.reference import quantize
@@ -127,10 +128,11 @@ def test_one_core_and_scalar_dot_products_give_the_same_bytes(built, kind, tmp_p
     manifest = json.loads((out / "manifest.json").read_text())
     xs = quantize(trajectories(1, VARIANT_STEPS, n_in, 7)[0], manifest["inputs"][0])
     runs = {}
-    for cores, simd in ((8, 1), (1, 1), (8, 0), (1, 0)):
+    for cores, simd in ((8, 1), (1, 1), (8, 0), (1, 0), (0, 1)):
         result, info = run_variant(out, {"EDGERNN_CLUSTER_CORES": cores, "EDGERNN_XPULP": simd}, xs,
                                    tmp_path / f"c{cores}s{simd}")
-        assert (info.workers, info.describe_target()["simd_dot"]) == (cores, bool(simd))
+        target = info.describe_target()
+        assert (target["workers"], target["simd_dot"], target["offloaded"]) == (max(cores, 1), bool(simd), cores > 0)
         runs[(cores, simd)] = result
     base = runs[(8, 1)]
     for variant, result in runs.items():
