@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,24 @@ def require_gap_sdk() -> Path:
     if shutil.which("riscv32-unknown-elf-gcc") is None:
         require_tools("riscv64-unknown-elf-gcc", "make")
     return Path(home).resolve()
+
+
+def alive(pid: int) -> bool:
+    """Whether a process is running (not gone, not a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def wait_until(predicate, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
 
 
 def pytest_runtest_setup(item):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require_tools
+from conftest import alive, require_tools, wait_until
 from edgernn import gap_sdk
 from edgernn.errors import EdgeRNNError
 
@@ -238,19 +238,6 @@ def test_build_failure_names_the_step_and_the_log(monkeypatch, tmp_path):
     assert not (log.parent / gap_sdk.MARKER).exists()                    # so the next call builds again
 
 
-def _gone(pid: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return True
-        if state in ("Z", "X"):
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def test_interrupted_build_kills_its_whole_process_group(tmp_path):
     """SIGTERM to `python -m edgernn.gap_sdk` mid-step: exit 143, and make's children die with it."""
     require_tools(*BUILD_TOOLS)
@@ -269,7 +256,7 @@ def test_interrupted_build_kills_its_whole_process_group(tmp_path):
         sleeper = int(pids.read_text())
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 143
-        assert _gone(sleeper), f"the build step's child {sleeper} outlived the build"
+        assert wait_until(lambda: not alive(sleeper)), f"the build step's child {sleeper} outlived the build"
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -11,18 +11,11 @@ import time
 
 import pytest
 
+from conftest import alive, wait_until
 from edgernn import procs
 from test_link_validate import make_toy_out
 
 pytestmark = pytest.mark.toolchain
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def processes_mentioning(text: str) -> list[int]:
@@ -39,15 +32,6 @@ def processes_mentioning(text: str) -> list[int]:
         if text in cmdline and alive(int(entry)):
             found.append(int(entry))
     return found
-
-
-def wait_until(predicate, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def test_run_ends_the_whole_group_on_an_exception(tmp_path):
