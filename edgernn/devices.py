@@ -361,32 +361,6 @@ def _gap_compiler() -> Path | None:
     return next((c for c in candidates if os.access(c, os.X_OK)), None)
 
 
-def debian_toolchain() -> Path:
-    """edgernn's wrapper around Debian's riscv64-unknown-elf tools under the SDK's names, staged in
-    edgernn's cache with execute bits (a wheel may not keep them); returns its bin/ folder."""
-    import hashlib
-
-    from edgernn.gap_sdk import cache_root
-
-    src = templates_dir() / "gap_sdk" / "toolchain"
-    files = sorted(p for p in src.rglob("*") if p.is_file())
-    digest = hashlib.sha256(b"".join(str(p.relative_to(src)).encode() + p.read_bytes() for p in files))
-    dest = cache_root() / "gap_toolchain" / digest.hexdigest()[:16]
-    if not (dest / "bin").is_dir():
-        staging = dest.with_name(dest.name + f".{os.getpid()}")
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(src, staging)
-        for tool in (staging / "bin").iterdir():
-            tool.chmod(0o755)
-        try:
-            os.replace(staging, dest)
-        except OSError:
-            shutil.rmtree(staging, ignore_errors=True)
-            if not (dest / "bin").is_dir():
-                raise
-    return dest / "bin"
-
-
 def gap_sdk_setup(board: Board) -> GapSdkSetup:
     """GAP's compiler when it is installed (or EDGERNN_GAP_COMPILER=gap), else Debian's riscv64-unknown-elf-gcc
     through edgernn's wrapper against a copy of the SDK with edgernn's overrides (EDGERNN_GAP_COMPILER=debian
@@ -402,7 +376,7 @@ def gap_sdk_setup(board: Board) -> GapSdkSetup:
     if shutil.which(sdk["debian_cc"]) is None:
         raise EdgeRNNError(f"neither GAP's compiler ({sdk['gap_cc']}) nor {sdk['debian_cc']} is installed: "
                            f"{sdk['debian_hint']}, or install GAP's toolchain")
-    from edgernn.gap_sdk import prepare_sdk
+    from edgernn.gap_sdk import debian_toolchain, prepare_sdk
 
     return GapSdkSetup(board, home, prepare_sdk(home), "debian", [debian_toolchain()])
 

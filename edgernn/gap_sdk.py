@@ -162,6 +162,29 @@ def sdk_key(home: Path) -> str:
     return digest.hexdigest()[:24]
 
 
+def debian_toolchain() -> Path:
+    """edgernn's wrapper around Debian's riscv64-unknown-elf tools under the SDK's names
+    (templates/gap_sdk/toolchain), staged in the cache with execute bits (a wheel may not keep them),
+    keyed by its content; returns its bin/ folder."""
+    src = templates_dir() / "gap_sdk" / "toolchain"
+    digest = hashlib.sha256()
+    _hash_tree(digest, "toolchain", src)
+    dest = cache_root() / "gap_toolchain" / digest.hexdigest()[:16]
+    if not (dest / "bin").is_dir():
+        staging = dest.with_name(dest.name + f".{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(src, staging)
+        for tool in (staging / "bin").iterdir():
+            tool.chmod(0o755)
+        try:
+            os.replace(staging, dest)
+        except OSError:              # another process put it in place first
+            shutil.rmtree(staging, ignore_errors=True)
+            if not (dest / "bin").is_dir():
+                raise
+    return dest / "bin"
+
+
 def _copy_tree(src: Path, dst: Path) -> None:
     for rel, path in _walk(src):
         target = dst / rel

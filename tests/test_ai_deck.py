@@ -459,7 +459,7 @@ def test_wrapper_maps_gap_flags_and_builtins(tmp_path):
     """The SDK's compiler name, answered by Debian's gcc: GAP's -march and -mPE/-mFC are mapped, the
     GAP compiler's __builtin_pulp_* used by FreeRTOS/PMSIS come from gap8_builtins.h, and the object is
     RV32IMC with nothing left undefined."""
-    from edgernn import devices
+    from edgernn import gap_sdk
 
     require_tools("riscv64-unknown-elf-gcc")
     src = tmp_path / "b.c"
@@ -473,7 +473,7 @@ def test_wrapper_maps_gap_flags_and_builtins(tmp_path):
                    "        + (int)__builtin_pulp_read_then_spr_bit_set(0x300, 8)\n"
                    "        + __builtin_pulp_binsert(x, ~0xf0, 5, 0xf0, 4);\n"
                    "}\n")
-    gcc = devices.debian_toolchain() / "riscv32-unknown-elf-gcc"
+    gcc = gap_sdk.debian_toolchain() / "riscv32-unknown-elf-gcc"
     proc = subprocess.run([str(gcc), "-march=rv32imcxgap8", "-mPE=8", "-mFC=1", "-O2", "-Wall", "-Werror", "-c",
                            str(src), "-o", str(tmp_path / "b.o")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
