@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Print a digest of what ``edgernn build`` generates for every test model, to show that a change of
+edgernn's code left the generated firmware byte-identical.
+
+For each model of tests/zoo.py (plus ltc_dense and a fused LSTM), each quantization and each board of
+--boards, the model is saved to disk once and built through the installed ``edgernn`` command's
+entry point (in this process, so TensorFlow loads once). The digest lists, per build, the sha256 of
+every file edgernn generated in OUT (step models, manifest.json, firmware/ and nntool/ sources),
+leaving out compiled outputs (build folders, ELFs, objects). A refused build is recorded with its
+one-line reason, so a change of refusal shows too.
+
+    python scripts/firmware_digest.py --json before.json        # at one commit
+    python scripts/firmware_digest.py --json after.json         # at another
+    python scripts/firmware_digest.py --compare before.json after.json
+
+EDGERNN_ROOT=<checkout> with PYTHONPATH=<checkout> digests another checkout with this script.
+
+The GAP SDK is not used (GAP_SDK_HOME is unset for the run): ai_deck builds then stop at the
+generated project and its portable-source check, which is all the generated C there is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import io
+import json
+import os
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+ROOT = Path(os.environ.get("EDGERNN_ROOT", Path(__file__).resolve().parent.parent))
+SKIP_DIRS = {"build", "__pycache__"}
+SKIP_SUFFIXES = {".elf", ".o", ".bin", ".img", ".map", ".d", ".a"}
+QUANTS = ("float32", "int8", "int16")
+BOARDS = ("host", "qemu_riscv32", "ai_deck")
+
+
+def _digest_tree(out: Path) -> dict[str, str]:
+    files = {}
+    for path in sorted(out.rglob("*")):
+        rel = path.relative_to(out)
+        if not path.is_file() or SKIP_DIRS.intersection(rel.parts) or path.suffix in SKIP_SUFFIXES:
+            continue
+        if path.name == "manifest.json":
+            manifest = json.loads(path.read_text())
+            # sizes of compiled code depend on the compiler build, not on what edgernn generated
+            for key in ("code_bytes", "data_bytes"):
+                manifest.pop(key, None)
+            data = json.dumps(manifest, sort_keys=True).encode()
+        else:
+            data = path.read_bytes()
+        files[str(rel)] = hashlib.sha256(data).hexdigest()
+    return files
+
+
+def _models():
+    sys.path.insert(0, str(ROOT / "tests"))
+    import zoo
+
+    models = dict(zoo.ZOO)
+    models["ltc_dense"] = zoo.ltc_dense
+    models["fused_lstm"] = lambda seed=0: zoo.fused_lstm(time=8, units=12, sequences=True, dense_before=True,
+                                                         dense_after=True, seed=seed)
+    return models
+
+
+def run(boards: list[str], quants: list[str], only: list[str] | None) -> dict:
+    os.environ.pop("GAP_SDK_HOME", None)
+    main = next(ep for ep in metadata.entry_points(group="console_scripts") if ep.name == "edgernn").load()
+    digest = {}
+    with tempfile.TemporaryDirectory(prefix="edgernn-digest-") as tmp:
+        tmp = Path(tmp)
+        for name, builder in _models().items():
+            if only and name not in only:
+                continue
+            model = builder(seed=0)
+            legacy = type(model).__module__.startswith("tf_keras")
+            path = tmp / f"{name}.{'h5' if legacy else 'keras'}"
+            model.save(path)
+            modes = ["auto", "fused"] if name == "fused_lstm" else ["auto"]
+            for mode in modes:
+                for quant in quants:
+                    for board in boards:
+                        key = f"{name} {mode} {quant} {board}"
+                        out = tmp / "out" / key.replace(" ", "-")
+                        args = ["build", str(path), "--board", board, "-o", str(out), "--quant", quant,
+                                "--mode", mode]
+                        stderr = io.StringIO()
+                        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(stderr):
+                            argv, sys.argv = sys.argv, ["edgernn", *args]
+                            try:
+                                main()
+                                status = 0
+                            except SystemExit as exit_:
+                                status = exit_.code or 0
+                            except Exception as error:      # noqa: BLE001 - recorded, the digest goes on
+                                status = f"{type(error).__name__}: {error}"
+                            finally:
+                                sys.argv = argv
+                        if status == 0 and out.is_dir():
+                            digest[key] = _digest_tree(out)
+                        else:
+                            lines = [l for l in stderr.getvalue().splitlines() if l.strip()]
+                            digest[key] = {"refused": status, "reason": lines[-1] if lines else ""}
+                        print(f"{key}: {'built, ' + str(len(digest[key])) + ' files' if status == 0 else digest[key]}",
+                              file=sys.stderr, flush=True)
+    return digest
+
+
+def compare(before: dict, after: dict) -> int:
+    differ = 0
+    for key in sorted(set(before) | set(after)):
+        a, b = before.get(key), after.get(key)
+        if a == b:
+            continue
+        differ += 1
+        if a is None or b is None:
+            print(f"{key}: only {'after' if a is None else 'before'}")
+            continue
+        for rel in sorted(set(a) | set(b)):
+            if a.get(rel) != b.get(rel):
+                print(f"{key}: {rel} differs ({a.get(rel)} -> {b.get(rel)})")
+    total = len(set(before) | set(after))
+    print(f"{total - differ} of {total} builds identical" + ("" if differ == 0 else f", {differ} differ"))
+    return 1 if differ else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", help="write the digest here (default: stdout)")
+    parser.add_argument("--boards", default=",".join(BOARDS))
+    parser.add_argument("--quants", default=",".join(QUANTS))
+    parser.add_argument("--models", default=None, help="comma-separated model names (default: all)")
+    parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
+    args = parser.parse_args()
+    if args.compare:
+        return compare(*(json.loads(Path(p).read_text()) for p in args.compare))
+    digest = run(args.boards.split(","), args.quants.split(","), args.models.split(",") if args.models else None)
+    text = json.dumps(digest, indent=1, sort_keys=True) + "\n"
+    if args.json:
+        Path(args.json).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
