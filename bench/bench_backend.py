@@ -61,7 +61,7 @@ def bench(name: str, builder, steps: int, work: Path, cflags: list[str], quant: 
           mode: str = "step") -> dict:
     import backend_harness as H
     import zoo
-    from edgernn.conversion import convert_model
+    from edgernn.pipeline.convert import convert_model
 
     folder = work / name
     with contextlib.redirect_stdout(io.StringIO()):

@@ -21,10 +21,10 @@ import numpy as np
 
 def main() -> None:
     from edgernn import tfenv
-    from edgernn.conversion import convert_model
-    from edgernn.decompose import decompose
-    from edgernn.quantize import run_step_sequences
-    from edgernn.stepmodel import build_step_model
+    from edgernn.pipeline.convert import convert_model
+    from edgernn.keras.decompose import decompose
+    from edgernn.tflite.quantize import run_step_sequences
+    from edgernn.keras.stepmodel import build_step_model
 
     import zoo
 

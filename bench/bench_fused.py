@@ -72,8 +72,8 @@ def main() -> None:
     import backend_harness as H
     from bench_backend import instructions
 
-    from edgernn.conversion import convert_model
-    from edgernn.reference import StepRunner
+    from edgernn.pipeline.convert import convert_model
+    from edgernn.tflite.oracle import StepRunner
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="edgernn-bench-fused-"))
     work.mkdir(parents=True, exist_ok=True)

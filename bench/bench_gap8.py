@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from edgernn import devices  # noqa: E402
 from edgernn.link import LinkClient  # noqa: E402
-from edgernn.reference import quantize  # noqa: E402
+from edgernn.tflite.oracle import quantize  # noqa: E402
 
 BOARD = "gvsoc_gap8"
 VARIANTS = [  # (label, EDGERNN_CLUSTER_CORES, EDGERNN_XPULP)
@@ -51,7 +51,7 @@ def build(name: str, work: Path) -> Path:
     from test_gvsoc_gap8 import build_model
     from zoo import trajectories
 
-    from edgernn.building import build_firmware
+    from edgernn.pipeline.build import build_firmware
 
     kind, mode = MODELS[name]
     model, n_in = build_model(kind)

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "toy_model"))
 
 from edgernn import devices  # noqa: E402
 from edgernn.link import LinkClient, open_port  # noqa: E402
-from edgernn.validation import validate  # noqa: E402
+from edgernn.validate.run import validate  # noqa: E402
 
 
 class PacedPort:

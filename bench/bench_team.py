@@ -54,7 +54,7 @@ def main() -> None:
 
     import backend_harness as H
     import zoo
-    from edgernn.conversion import convert_model
+    from edgernn.pipeline.convert import convert_model
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def child(kind: str, out: Path, steps: int) -> None:
     sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "fixtures" / "toy_model")]
-    from edgernn.validation import validate
+    from edgernn.validate.run import validate
 
     reference = None
     if kind == "toy":

@@ -1,3 +1,3 @@
-from edgernn.cli import main
+from edgernn.cli.main import main
 
 main()

@@ -35,5 +35,5 @@ python3 -m pip install -q -e ".[dev]"
 # With a GAP SDK named, build its GVSOC (the gvsoc_gap8 board) into edgernn's cache now, once: a cache
 # hit takes a second, a first build about 10 minutes on 2 cores.
 if [ -n "${GAP_SDK_HOME:-}" ]; then
-    python3 -m edgernn.gap_sdk
+    python3 -m edgernn.targets.gap_sdk
 fi

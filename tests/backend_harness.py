@@ -14,9 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from edgernn.backend import compile_host, generate_firmware
-from edgernn.boards import load_board
-from edgernn.interpreter import load_interpreter
+from edgernn.backend import generate_firmware
+from edgernn.targets.compile import compile_host
+from edgernn.targets.board import load_board
+from edgernn.tflite.interpreter import load_interpreter
 
 DRIVER = Path(__file__).resolve().parent / "c" / "step_driver.c"
 

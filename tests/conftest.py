@@ -73,7 +73,7 @@ def pytest_runtest_setup(item):
 @pytest.fixture(scope="session")
 def toy_firmware(tmp_path_factory):
     """Build the toy-model firmware for a board once per session: ``toy_firmware(board)`` -> elf."""
-    from edgernn import devices
+    from edgernn.targets import device as devices
 
     built = {}
 
@@ -90,7 +90,7 @@ def toy_firmware(tmp_path_factory):
 @pytest.fixture
 def host_device(toy_firmware):
     """The toy model running on the host board behind a pty."""
-    from edgernn import devices
+    from edgernn.targets import device as devices
 
     device = devices.start(toy_firmware("host"), "host")
     yield device

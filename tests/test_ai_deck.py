@@ -54,7 +54,7 @@ def small_lstm(seed: int = 0):
 
 
 def _deck_build(tmp_path_factory, mode: str):
-    from edgernn.building import build_firmware
+    from edgernn.pipeline.build import build_firmware
 
     out = tmp_path_factory.mktemp(f"deck_{mode}") / "out"
     warnings = []
@@ -161,7 +161,7 @@ def test_hal_turns_uart_receive_on_after_open():
     at = [init.index(s) for s in order]
     assert at == sorted(at), dict(zip(order, at))
     # and the board does not give UART0 to printf at all
-    from edgernn.boards import load_board
+    from edgernn.targets.board import load_board
 
     assert load_board("ai_deck")["gap_sdk"]["io"] == "disable"
 
@@ -218,8 +218,8 @@ def test_portable_sources_compile_warning_free_for_rv32imc(request, mode, tmp_pa
 
 
 def test_float32_builds_with_a_warning(tmp_path):
-    from edgernn.building import _check_quant
-    from edgernn.boards import load_board
+    from edgernn.pipeline.build import _check_quant
+    from edgernn.targets.board import load_board
 
     said = []
     _check_quant(load_board("ai_deck"), "float32", said.append)
@@ -249,7 +249,7 @@ def test_model_too_big_for_l2_is_refused(tmp_path):
 
 
 def test_flash_without_the_tools_says_how_to_get_them(deck_build, monkeypatch, tmp_path):
-    from edgernn import devices
+    from edgernn.targets import device as devices
 
     out, _, _ = deck_build
     monkeypatch.delenv("GAP_SDK_HOME", raising=False)
@@ -273,7 +273,7 @@ def test_flash_cli_is_one_line(deck_build):
 
 
 def test_validate_never_starts_an_emulator_for_ai_deck(deck_build):
-    from edgernn.validation import validate
+    from edgernn.validate.run import validate
 
     out, _, _ = deck_build
     with pytest.raises(EdgeRNNError, match=r"board ai_deck is hardware: .*--port /dev/ttyUSB0"):
@@ -283,7 +283,7 @@ def test_validate_never_starts_an_emulator_for_ai_deck(deck_build):
 
 
 def test_validate_on_a_port_that_does_not_answer(deck_build):
-    from edgernn.validation import validate
+    from edgernn.validate.run import validate
 
     out, _, _ = deck_build
     master, slave = os.openpty()
@@ -302,7 +302,7 @@ def test_arena_goes_to_l2_when_l1_is_too_small(deck_build, tmp_path):
 
     from edgernn.backend import generate_firmware
     from edgernn.backend.placement import place
-    from edgernn.boards import Board, load_board
+    from edgernn.targets.board import Board, load_board
 
     deck = load_board("ai_deck")
     small = place(deck, weight_bytes=1000, state_bytes=64, arena_bytes=2048)
@@ -324,7 +324,7 @@ def test_arena_goes_to_l2_when_l1_is_too_small(deck_build, tmp_path):
 
 
 def test_nntool_files_for_a_fused_float_model(tmp_path):
-    from edgernn.nntool import write_nntool
+    from edgernn.targets.nntool import write_nntool
 
     manifest = {"model_sha256": "0" * 64, "quant": "float32", "mode": "fused", "ops": ["UNIDIRECTIONAL_SEQUENCE_LSTM"],
                 "inputs": [{"name": "x", "dtype": "float32", "shape": [1, 3]}],
@@ -380,7 +380,7 @@ def _is_sdotsp(word: int, pattern: tuple[int, int]) -> bool:
 @pytest.fixture(scope="module")
 def sdk_built(tmp_path_factory):
     """The int8 LSTM step model and the float32 fused LSTM, built by `edgernn build` with the GAP SDK."""
-    from edgernn.building import build_firmware
+    from edgernn.pipeline.build import build_firmware
 
     home = require_gap_sdk()
     built = {}
@@ -397,7 +397,7 @@ def test_build_links_with_the_gap_sdk(sdk_built):
     """`edgernn build` runs the SDK's own rules (pmsis_rules.mk, FreeRTOS, GAP8.ld) to a linked ELF
     with no undefined symbol and a flash image; the weights sit where PI_L2 puts them (FreeRTOS: .data,
     in L2), never in pulp-os's .l2_data, which FreeRTOS's link script does not place."""
-    from edgernn import devices
+    from edgernn.targets import device as devices
 
     home, built = sdk_built
     for quant, (out, result) in built.items():
@@ -426,7 +426,7 @@ def test_int8_dot_products_are_xpulp_and_the_variants_build(sdk_built, tmp_path)
     """The int8 FULLY_CONNECTED runs on pv.sdotsp.b, in the encoding GVSOC decodes (its ISA table in the
     SDK); `EDGERNN_XPULP=0 EDGERNN_CLUSTER_CORES=1` on make's command line builds the same project
     scalar on one cluster core."""
-    from edgernn import devices
+    from edgernn.targets import device as devices
 
     home, built = sdk_built
     out, _ = built["int8"]
@@ -443,7 +443,7 @@ def test_int8_dot_products_are_xpulp_and_the_variants_build(sdk_built, tmp_path)
 def test_toy_firmware_builds_from_a_bare_model(tmp_path):
     """devices.build_firmware stages a GAP SDK project around a bare model.c/model.h (the link tests'
     toy model, no TensorFlow needed) and builds it with the SDK."""
-    from edgernn import devices
+    from edgernn.targets import device as devices
 
     require_gap_sdk()
     built = devices.build_firmware(TOY_MODEL, "ai_deck", tmp_path)
@@ -459,7 +459,7 @@ def test_wrapper_maps_gap_flags_and_builtins(tmp_path):
     """The SDK's compiler name, answered by Debian's gcc: GAP's -march and -mPE/-mFC are mapped, the
     GAP compiler's __builtin_pulp_* used by FreeRTOS/PMSIS come from gap8_builtins.h, and the object is
     RV32IMC with nothing left undefined."""
-    from edgernn import gap_sdk
+    from edgernn.targets import gap_sdk
 
     require_tools("riscv64-unknown-elf-gcc")
     src = tmp_path / "b.c"

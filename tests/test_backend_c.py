@@ -70,7 +70,7 @@ REFUSED: dict[tuple[str, str], str] = {}
 
 @pytest.fixture(scope="session")
 def converted(tmp_path_factory):
-    from edgernn.conversion import convert_model
+    from edgernn.pipeline.convert import convert_model
 
     cache = {}
 
@@ -187,8 +187,9 @@ def test_clang_also_compiles_it_warning_free(converted):
     from conftest import require_tools
 
     require_tools("clang")
-    from edgernn.backend import compile_host, generate_firmware
-    from edgernn.boards import load_board
+    from edgernn.backend import generate_firmware
+    from edgernn.targets.compile import compile_host
+    from edgernn.targets.board import load_board
 
     folder = converted("cfc", "int8")
     board = load_board("host")
@@ -228,8 +229,9 @@ def test_generated_files_carry_the_banner_and_api(built):
 
 @pytest.mark.toolchain
 def test_weights_go_to_the_board_section(converted, tmp_path):
-    from edgernn.backend import compile_host, generate_firmware
-    from edgernn.boards import load_board
+    from edgernn.backend import generate_firmware
+    from edgernn.targets.compile import compile_host
+    from edgernn.targets.board import load_board
 
     host = (load_board("host").path).read_text()
     custom = tmp_path / "sectioned.toml"
@@ -250,8 +252,8 @@ def test_weights_go_to_the_board_section(converted, tmp_path):
 
 
 def test_missing_compiler_is_a_clear_error(tmp_path):
-    from edgernn.backend.compile import compile_host
-    from edgernn.boards import load_board
+    from edgernn.targets.compile import compile_host
+    from edgernn.targets.board import load_board
 
     custom = tmp_path / "nocc.toml"
     custom.write_text(load_board("host").path.read_text().replace('cc = "gcc"', 'cc = "edgernn-no-such-cc"'))
@@ -265,9 +267,10 @@ def test_missing_compiler_is_a_clear_error(tmp_path):
 @pytest.mark.parametrize("quant", QUANTS)
 def test_head_runs_once_on_the_last_output(tmp_path, quant):
     """gru_stack_final keeps only the last step: its Dense + softmax head becomes edgernn_head()."""
-    from edgernn.backend import compile_host, generate_firmware
-    from edgernn.boards import load_board
-    from edgernn.conversion import convert_model
+    from edgernn.backend import generate_firmware
+    from edgernn.targets.compile import compile_host
+    from edgernn.targets.board import load_board
+    from edgernn.pipeline.convert import convert_model
 
     folder = tmp_path / "out"
     with contextlib.redirect_stdout(io.StringIO()):
@@ -333,7 +336,7 @@ def test_ltc_with_dense_head_is_exact_over_1000_steps(tmp_path):
     LiteRT's builtin kernels, whose int8 FULLY_CONNECTED (ruy) rescales with two roundings, halves up; the
     reference kernel (the one every other graph is held against) rounds once. The two differ on about 1 output
     in 100 here (docs/ops.md), so 1000 steps of a trajectory and 300 of noise must all match."""
-    from edgernn.conversion import convert_model
+    from edgernn.pipeline.convert import convert_model
 
     folder = tmp_path / "out"
     with contextlib.redirect_stdout(io.StringIO()):
@@ -362,7 +365,7 @@ def test_int8_kernels_match_the_builtin_kernels_when_generated_for_them(converte
     also built with a two-thread team, whose FULLY_CONNECTED ranges carry the rounding."""
     import shutil
 
-    import edgernn.interpreter as interpreter
+    import edgernn.tflite.interpreter as interpreter
 
     folder = tmp_path / "out"
     folder.mkdir()

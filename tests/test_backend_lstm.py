@@ -151,7 +151,7 @@ def test_reset_and_set_state_of_a_streamed_lstm(fused):
     xq = H.quantize_x(b.folder, _inputs(1, 60, seed=3)["trajectory"])
     ref, _ = H.reference_bytes(b.folder, xq)
 
-    from edgernn.interpreter import load_interpreter
+    from edgernn.tflite.interpreter import load_interpreter
 
     interp = load_interpreter(b.folder / "step.tflite")
     runner = interp.get_signature_runner("serving_default")
@@ -179,7 +179,7 @@ def test_reset_and_set_state_of_a_streamed_lstm(fused):
 def test_validation_server_streams_the_variable_states(fused, tmp_path):
     """The host-board firmware behind its serial link: the handshake counts h and c in the state
     bytes, and every step's state read over the link equals the interpreter's variable tensors."""
-    from edgernn import devices
+    from edgernn.targets import device as devices
     from edgernn.link.client import LinkClient
 
     b = fused("stream_u16", "int8")
@@ -214,7 +214,7 @@ def test_sanitizers_report_nothing_on_the_fused_lstm(fused, tmp_path):
 @pytest.mark.toolchain
 def test_a_state_missing_from_the_manifest_is_refused(fused, tmp_path):
     from edgernn.backend import generate_firmware
-    from edgernn.boards import load_board
+    from edgernn.targets.board import load_board
 
     src = fused("stream_u16", "float32").folder
     folder = tmp_path / "out"
@@ -233,7 +233,7 @@ def test_lstm_without_bias_is_not_fused_by_tf(tmp_path):
     """use_bias=False: TF's converter emits a WHILE loop in float (and crashes in int8), so the
     backend gets no fused op and says why in one line."""
     from edgernn.backend import generate_firmware
-    from edgernn.boards import load_board
+    from edgernn.targets.board import load_board
 
     folder = zoo.write_fused_lstm(tmp_path / "out", zoo.fused_lstm(4, 8, True, False, True, use_bias=False), "float32", 4)
     with pytest.raises(EdgeRNNError, match="subgraphs"):

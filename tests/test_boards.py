@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from edgernn.boards import known_boards, load_board
+from edgernn.targets.board import known_boards, load_board
 from edgernn.errors import EdgeRNNError
 
 
@@ -56,7 +56,7 @@ def test_extends_merges_tables_and_replaces_values(tmp_path):
 
 
 def test_gvsoc_gap8_without_the_sdk_is_one_line_before_any_conversion(monkeypatch, tmp_path):
-    from edgernn.building import build_firmware
+    from edgernn.pipeline.build import build_firmware
 
     monkeypatch.delenv("GAP_SDK_HOME", raising=False)
     # The model does not exist: a conversion started first would fail on it with another message.

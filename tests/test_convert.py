@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from edgernn import tflite_model as tfl
-from edgernn.reference import StepRunner
+from edgernn.tflite import model as tfl
+from edgernn.tflite.oracle import StepRunner
 
 import zoo
 
@@ -43,7 +43,7 @@ def zoo_files(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def converted(zoo_files, tmp_path_factory):
-    from edgernn.conversion import convert_model
+    from edgernn.pipeline.convert import convert_model
 
     cache = {}
 
@@ -98,7 +98,7 @@ def test_quantized_error_is_bounded_and_does_not_grow(converted, name, quant, re
     record_property(f"{name}_{quant}_l2r", l2r)
     print(f"{name} {quant}: l2r {l2r:.4f} over {TEST_STEPS} steps (calibrated on {CALIB_STEPS})")
     if (name, quant) in KNOWN_POOR:
-        from edgernn.conversion import QUANT_WARN_L2R
+        from edgernn.pipeline.convert import QUANT_WARN_L2R
 
         reported = converted(name, quant)[2]["quantization_error"]["l2r"]
         assert reported > QUANT_WARN_L2R, f"{name} {quant}: l2r {l2r:.3f} but the converter reported {reported:.3f}"
@@ -174,7 +174,7 @@ def test_manifest_carries_the_contract_fields(converted):
 
 def test_keras3_int8_conversion_of_a_plain_lstm_does_not_crash(tmp_path):
     """TensorFlow's own full-int8 conversion of a Keras 3 LSTM dies in the converter; the step path works."""
-    from edgernn.conversion import convert_model
+    from edgernn.pipeline.convert import convert_model
 
     import keras
 
@@ -189,7 +189,7 @@ def test_keras3_int8_conversion_of_a_plain_lstm_does_not_crash(tmp_path):
 @pytest.mark.parametrize("quant", ["int8", "int16"])
 def test_state_from_tanh_takes_the_fixed_tanh_quantization(tmp_path, quant):
     """TFLite fixes TANH's output quantization; a SimpleRNN's state input must take it, whatever calibration says."""
-    from edgernn.conversion import convert_model
+    from edgernn.pipeline.convert import convert_model
 
     keras = zoo._keras(0)
     model = keras.Sequential([keras.Input((None, 3)), keras.layers.SimpleRNN(9, return_sequences=True)])
@@ -201,7 +201,7 @@ def test_state_from_tanh_takes_the_fixed_tanh_quantization(tmp_path, quant):
 
 def test_tf_keras_savedmodel_folder_converts_like_its_model(tmp_path):
     """A tf_keras SavedModel folder loads, hashes its files, and its step model reproduces the model."""
-    from edgernn.conversion import convert_model
+    from edgernn.pipeline.convert import convert_model
 
     model = zoo.tf_keras_lstm_final()
     folder = tmp_path / "saved"
@@ -220,7 +220,7 @@ def test_stateful_lstm_converts_with_the_state_starting_at_zero(tmp_path):
     calls the same way, and a sequence starts from zero state, as a freshly reset Keras layer does."""
     import keras
 
-    from edgernn.conversion import convert_model
+    from edgernn.pipeline.convert import convert_model
 
     keras.utils.set_random_seed(3)
     model = keras.Sequential([keras.Input((None, 3), batch_size=1),

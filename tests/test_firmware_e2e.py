@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from edgernn.boards import load_board
+from edgernn.targets.board import load_board
 
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
 
@@ -33,7 +33,7 @@ def build_model(kind: str):
 def converted(tmp_path_factory):
     from zoo import trajectories
 
-    from edgernn.conversion import convert_model
+    from edgernn.pipeline.convert import convert_model
 
     made = {}
 
@@ -62,7 +62,7 @@ def converted(tmp_path_factory):
 def check_parity(out):
     from zoo import trajectories
 
-    from edgernn.validation import validate
+    from edgernn.validate.run import validate
 
     report = validate(out, data=trajectories(1, STEPS, 2, 5), show=False)
     ref = report["reference"]
@@ -98,7 +98,7 @@ def test_int8_model_on_qemu_riscv32(converted, kind):
 @pytest.mark.qemu
 @pytest.mark.parametrize("optimize", ["-O2", "-Os"])
 def test_generated_firmware_builds_warning_free_for_rv32imc(converted, optimize, tmp_path):
-    from edgernn import devices
+    from edgernn.targets import device as devices
 
     out = converted("lstm64", "qemu_riscv32")
     result = devices.build_firmware(out / "firmware", "qemu_riscv32", tmp_path, optimize=optimize)

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from edgernn import tflite_model as tfl
+from edgernn.tflite import model as tfl
 from edgernn.errors import EdgeRNNError
-from edgernn.reference import StepRunner, dequantize, quantize
+from edgernn.tflite.oracle import StepRunner, dequantize, quantize
 
 import zoo
 
@@ -60,7 +60,7 @@ INT8_CASES = ["lstm_pre_head", "stack_final", "wide_cell"]
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
-    from edgernn.conversion import convert_model
+    from edgernn.pipeline.convert import convert_model
 
     cache = {}
 
@@ -120,7 +120,7 @@ def test_manifest_states_are_the_ops_variable_tensors(converted):
 
 @pytest.mark.parametrize("name", ["lstm_pre_head", "stack_final"])
 def test_states_as_inputs_and_outputs_form_reproduces_keras(converted, name):
-    from edgernn.interpreter import load_interpreter
+    from edgernn.tflite.interpreter import load_interpreter
 
     model, out, manifest = converted(name, "float32")
     assert manifest["files"]["fused_states_io"] == "fused_states_io.tflite"
@@ -170,7 +170,7 @@ def test_int8_fused_is_no_worse_than_int8_step(converted, name, record_property)
 
 def test_int8_reference_run_is_the_interpreters_bytes(converted):
     """StepRunner's fused trace: states read with get_tensor after each invoke, reset between sequences."""
-    from edgernn.interpreter import load_interpreter
+    from edgernn.tflite.interpreter import load_interpreter
 
     _, out, manifest = converted("lstm_pre_head", "int8")
     sequences = zoo.trajectories(2, 20, 3, seed=4)
@@ -191,7 +191,7 @@ def test_int8_reference_run_is_the_interpreters_bytes(converted):
 # ---------------------------------------------------------------- eligibility, by name
 
 def _paths(model, quant="int8", **kwargs):
-    from edgernn.inspection import inspect_model
+    from edgernn.pipeline.inspect import inspect_model
 
     result = inspect_model(model, quant=quant, **kwargs)
     return {r["name"]: r for r in result.rows if r["role"] == "rnn"}, result
@@ -258,8 +258,8 @@ def test_a_gru_beside_an_lstm_keeps_the_whole_model_on_the_step_path():
 
 def test_for_firmware_auto_follows_what_the_backend_can_run(monkeypatch):
     import edgernn.backend
-    from edgernn.decompose import decompose
-    from edgernn.fused import NO_FUSED_BACKEND, diagnose
+    from edgernn.keras.decompose import decompose
+    from edgernn.keras.fused import NO_FUSED_BACKEND, diagnose
 
     plan = decompose(zoo.functional_lstm(), "keras")
     assert FUSED_OP in edgernn.backend.supported_ops()
@@ -272,7 +272,7 @@ def test_for_firmware_auto_follows_what_the_backend_can_run(monkeypatch):
 
 
 def test_mode_fused_on_an_ineligible_model_is_one_line_error(tmp_path):
-    from edgernn.conversion import convert_model
+    from edgernn.pipeline.convert import convert_model
 
     with pytest.raises(EdgeRNNError, match="--mode fused is not possible.*activation=sigmoid") as info:
         convert_model(zoo.rnn_lstmcell_bn(), tmp_path / "out", quant="float32", mode="fused")
@@ -282,7 +282,7 @@ def test_mode_fused_on_an_ineligible_model_is_one_line_error(tmp_path):
 
 def test_build_with_mode_fused_is_refused_by_a_backend_without_the_kernel(tmp_path, monkeypatch):
     import edgernn.backend
-    from edgernn.building import build_firmware
+    from edgernn.pipeline.build import build_firmware
 
     monkeypatch.setattr(edgernn.backend, "supported_ops", lambda: ["FULLY_CONNECTED"])
     with pytest.raises(EdgeRNNError, match="C backend has no fused LSTM kernel"):
@@ -293,7 +293,7 @@ def test_build_with_mode_fused_is_refused_by_a_backend_without_the_kernel(tmp_pa
 def test_cli_inspect_json_shows_the_path_per_rnn_layer(tmp_path):
     from click.testing import CliRunner
 
-    from edgernn.cli import cli
+    from edgernn.cli.main import cli
 
     path = zoo.save(zoo.rnn_lstmcell_bn(), tmp_path)
     result = CliRunner().invoke(cli, ["inspect", path, "--json", "--quant", "float32"])

@@ -3,7 +3,7 @@ bare-metal UART echo with its UART on a loopback TCP port.
 
 The tests that need GVSOC skip without $GAP_SDK_HOME or the build tools, unless
 EDGERNN_REQUIRE_TOOLCHAINS=1: then they fail. The first run builds GVSOC (minutes, once per SDK
-content); later runs find it in the cache (``python -m edgernn.gap_sdk`` builds it ahead).
+content); later runs find it in the cache (``python -m edgernn.targets.gap_sdk`` builds it ahead).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import alive, require_tools, wait_until
-from edgernn import gap_sdk
+from edgernn.targets import gap_sdk
 from edgernn.errors import EdgeRNNError
 
 TESTS = Path(__file__).resolve().parent
@@ -239,13 +239,13 @@ def test_build_failure_names_the_step_and_the_log(monkeypatch, tmp_path):
 
 
 def test_interrupted_build_kills_its_whole_process_group(tmp_path):
-    """SIGTERM to `python -m edgernn.gap_sdk` mid-step: exit 143, and make's children die with it."""
+    """SIGTERM to `python -m edgernn.targets.gap_sdk` mid-step: exit 143, and make's children die with it."""
     require_tools(*BUILD_TOOLS)
     pids = tmp_path / "pids"
     home = _fake_sdk(tmp_path / "sdk", f"all:\n\tsleep 300 & echo $$! > {pids}; wait\ninstall:\n")
     env = dict(os.environ, EDGERNN_CACHE=str(tmp_path / "cache"), GAP_SDK_HOME=str(home),
                PYTHONPATH=os.pathsep.join([str(TESTS.parent), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen([sys.executable, "-m", "edgernn.gap_sdk"], env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "edgernn.targets.gap_sdk"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 30

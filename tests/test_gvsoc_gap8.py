@@ -49,7 +49,7 @@ MODELS = {
 def gvsoc():
     require_gap_sdk()
     require_tools("make", "riscv64-unknown-elf-gcc")
-    from edgernn import gap_sdk
+    from edgernn.targets import gap_sdk
 
     return gap_sdk.build_gvsoc()
 
@@ -59,7 +59,7 @@ def built(gvsoc, tmp_path_factory):
     """``built(kind)`` -> (OUT folder built for gvsoc_gap8, number of inputs), once per module."""
     from zoo import trajectories
 
-    from edgernn.building import build_firmware
+    from edgernn.pipeline.build import build_firmware
 
     made = {}
 
@@ -85,7 +85,7 @@ def built(gvsoc, tmp_path_factory):
 def test_validates_on_gvsoc_gap8(built, kind):
     from zoo import trajectories
 
-    from edgernn.validation import validate
+    from edgernn.validate.run import validate
 
     out, n_in = built(kind)
     report = validate(out, data=trajectories(1, STEPS, n_in, 5), show=False)
@@ -101,7 +101,7 @@ def test_validates_on_gvsoc_gap8(built, kind):
 
 def run_variant(out, make_vars: dict, xs: np.ndarray, tmp_path):
     """The same project built with other make variables, run in GVSOC: outputs, states, what ran."""
-    from edgernn import devices
+    from edgernn.targets import device as devices
     from edgernn.link import LinkClient
 
     board = devices.load_board(BOARD)
@@ -120,7 +120,7 @@ def test_one_core_and_scalar_dot_products_give_the_same_bytes(built, kind, tmp_p
     identical outputs and states."""
     from zoo import trajectories
 
-    from edgernn.reference import quantize
+    from edgernn.tflite.oracle import quantize
 
     out, n_in = built(kind)
     import json
@@ -145,7 +145,7 @@ def test_one_core_and_scalar_dot_products_give_the_same_bytes(built, kind, tmp_p
 def test_a_device_reset_mid_sequence_is_caught(built, tmp_path):
     """GVSOC restarted mid-sequence (a new simulator on the same port; the host reconnects as to a
     UART adapter that stays while the board resets): the host says so, it never passes."""
-    from edgernn import devices
+    from edgernn.targets import device as devices
     from edgernn.errors import LinkError
     from edgernn.link import LinkClient, open_port
     from edgernn.link.faults import FaultPlan, FaultyPort

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgernn.cli import cli
+from edgernn.cli.main import cli
 
 pytestmark = pytest.mark.slow
 
@@ -403,7 +403,7 @@ def test_validate_passes_prints_the_table_on_stdout_and_saves(build_copy, tmp_pa
 
 @pytest.mark.toolchain
 def test_validate_fail_is_exit_1(build_copy, monkeypatch):
-    from edgernn import validation
+    from edgernn.validate import run as validation
 
     advance = validation.InterpreterReference.advance
 
@@ -447,7 +447,7 @@ def test_a_killed_host_firmware_is_noticed_at_once(tmp_path):
     import time
 
     from edgernn.errors import LinkError
-    from edgernn.validation import validate
+    from edgernn.validate.run import validate
     from test_link_validate import ToyReference, make_toy_out
     from test_processes import processes_mentioning
 
@@ -500,7 +500,8 @@ def test_a_report_that_cannot_be_written_keeps_the_verdict(build_copy, monkeypat
     """The disk fills up after the run: the verdict is printed first, then one error line."""
     import errno
 
-    from edgernn import report, validation
+    from edgernn.validate import report
+    from edgernn.validate import run as validation
 
     def full(*_args, **_kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -530,9 +531,9 @@ def _raise(exc):
 
 INJECTED_FAULTS = [
     # (module attribute to replace, exception it raises, exit code, words in the error line)
-    ("edgernn.buildfolder.BuildFolder.commit", OSError(28, "No space left on device"), 2, ["disk is full"]),
-    ("edgernn.buildfolder.BuildFolder.commit", OSError(30, "Read-only file system"), 2, ["read-only"]),
-    ("edgernn.conversion.decompose", RuntimeError("a bug"), 4, []),
+    ("edgernn.outdir.BuildFolder.commit", OSError(28, "No space left on device"), 2, ["disk is full"]),
+    ("edgernn.outdir.BuildFolder.commit", OSError(30, "Read-only file system"), 2, ["read-only"]),
+    ("edgernn.pipeline.convert.decompose", RuntimeError("a bug"), 4, []),
 ]
 
 

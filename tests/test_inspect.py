@@ -9,7 +9,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from edgernn.cli import cli
+from edgernn.cli.main import cli
 
 import zoo
 
@@ -50,7 +50,7 @@ def test_inspect_table_runs_without_a_board(lstm_file):
 
 
 def test_help_does_not_import_tensorflow():
-    code = "import sys; from edgernn.cli import main; sys.argv=['edgernn','--help'];\n" \
+    code = "import sys; from edgernn.cli.main import main; sys.argv=['edgernn','--help'];\n" \
            "try:\n    main()\nexcept SystemExit:\n    pass\nassert 'tensorflow' not in sys.modules, 'tensorflow imported'"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

@@ -8,7 +8,7 @@ import tty
 import numpy as np
 import pytest
 
-from edgernn import devices
+from edgernn.targets import device as devices
 from edgernn.errors import LinkError
 from edgernn.link import LinkClient
 from edgernn.link import protocol as P

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from edgernn.errors import EdgeRNNError, LinkError
-from edgernn.validation import ReferenceRun, exit_code, validate
+from edgernn.validate.run import ReferenceRun, exit_code, validate
 from conftest import TOY_MODEL
 from toy import MODEL_SHA256, run_toy
 
@@ -110,7 +110,7 @@ def test_a_build_folder_that_is_not_one(tmp_path):
 
 def test_a_device_built_from_another_model(toy_out, tmp_path):
     other = make_toy_out(tmp_path / "other", sha="0" * 64)
-    from edgernn import devices
+    from edgernn.targets import device as devices
 
     with devices.flash(toy_out) as device:
         with pytest.raises(LinkError, match="carries another model .*flash this folder's firmware first"):

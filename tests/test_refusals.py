@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgernn.cli import cli
+from edgernn.cli.main import cli
 
 import zoo
 

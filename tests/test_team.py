@@ -46,7 +46,7 @@ MODELS = {"lstm": wide_lstm, "gru": gru_stack}
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
-    from edgernn.conversion import convert_model
+    from edgernn.pipeline.convert import convert_model
 
     cache = {}
 

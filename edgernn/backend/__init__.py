@@ -18,13 +18,12 @@ from edgernn.backend.codegen import (
     render,
     state_layout,
 )
-from edgernn.backend.compile import compile_host
 from edgernn.backend.parallel import min_count, share_calls
 from edgernn.backend.placement import MemoryBudgetError, place
 from edgernn.backend.reader import read_tflite
 from edgernn.errors import EdgeRNNError
 
-__all__ = ["generate_firmware", "compile_host", "read_tflite", "supported_ops", "MemoryBudgetError"]
+__all__ = ["generate_firmware", "read_tflite", "supported_ops", "MemoryBudgetError"]
 
 _SIZES = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4, "int64_t": 8, "float": 4,
           "edgernn_run_t": 12, "edgernn_bcast_t": 48, "edgernn_addsub_params_t": 48,
@@ -96,7 +95,7 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
     "headers", "firmware_dir", "ops"}``; ``sources`` are the .c files (relative to firmware_dir) that a
     main program links with.
     """
-    from edgernn import __version__
+    from edgernn._version import __version__
 
     out_dir = Path(out_dir)
     step_path = out_dir / "step.tflite"

@@ -90,13 +90,13 @@ class Graph:
     sha256: str
     signature: str = "serving_default"
     # The LiteRT kernels the graph is validated against: "reference", or "builtin" for a graph with a
-    # quantized SUM (edgernn.interpreter.oracle_kernels, the rule load_interpreter follows). None: derived
+    # quantized SUM (edgernn.tflite.interpreter.oracle_kernels, the rule load_interpreter follows). None: derived
     # from the operators. Lowering picks, for an op whose builtin kernel rounds differently, that variant.
     oracle: str | None = None
 
     def __post_init__(self) -> None:
         if self.oracle is None:
-            from edgernn.interpreter import oracle_kernels
+            from edgernn.tflite.interpreter import oracle_kernels
 
             self.oracle = oracle_kernels(
                 (op.op, self.tensors[op.inputs[0]].dtype if op.inputs and op.inputs[0] >= 0 else "")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from edgernn import __version__
+from edgernn._version import __version__
 from edgernn.errors import EdgeRNNError
 
 QUANTS = ("float32", "int8", "int16")
@@ -66,7 +66,7 @@ class EdgeRNNGroup(click.Group):
                 click.echo(line, err=True)
             sys.exit(err.exit_code)
         except OSError as exc:  # a path or disk fault that no stage turned into its own message
-            from edgernn.buildfolder import os_error_message
+            from edgernn.outdir import os_error_message
 
             if type(exc).__module__.startswith("serial"):
                 click.echo(f"error: serial port fault: {' '.join(str(exc).split()) or type(exc).__name__}", err=True)
@@ -125,13 +125,13 @@ def _model_options(func):
 @click.option("--json", "as_json", is_flag=True, help="Print the inspection as JSON.")
 def inspect(model, unsafe, quant, as_json):
     """Show how each layer of MODEL would stream: path and why, parameters, MACs per step, state sizes."""
-    from edgernn.inspection import inspect_model
+    from edgernn.pipeline.inspect import inspect_model
 
     result = inspect_model(model, unsafe=unsafe, quant=quant)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))
         return
-    from edgernn.render import print_inspection
+    from edgernn.cli.render import print_inspection
 
     print_inspection(_console(), result)
 
@@ -143,8 +143,8 @@ def inspect(model, unsafe, quant, as_json):
 @click.pass_context
 def convert(ctx, model, out, quant, mode, calib, unsafe):
     """Convert MODEL into OUT/step.tflite (x_t, states) -> (y_t, states') and OUT/manifest.json."""
-    from edgernn.conversion import convert_model
-    from edgernn.render import print_conversion
+    from edgernn.pipeline.convert import convert_model
+    from edgernn.cli.render import print_conversion
 
     manifest = convert_model(model, out, quant=quant, calib=calib, mode=mode, unsafe=unsafe,
                              log=_say if ctx.obj["verbose"] else None, warn=_warn)
@@ -159,8 +159,8 @@ def convert(ctx, model, out, quant, mode, calib, unsafe):
 @click.pass_context
 def build(ctx, model, board, out, quant, mode, calib, unsafe):
     """Convert MODEL, generate OUT/firmware/ for BOARD, and compile it where the toolchain is present."""
-    from edgernn.building import build_firmware
-    from edgernn.render import print_build
+    from edgernn.pipeline.build import build_firmware
+    from edgernn.cli.render import print_build
 
     result = build_firmware(model, out, board=board, quant=quant, calib=calib, mode=mode, unsafe=unsafe,
                             verbose=ctx.obj["verbose"], log=_say if ctx.obj["verbose"] else None, warn=_warn)
@@ -174,7 +174,7 @@ def build(ctx, model, board, out, quant, mode, calib, unsafe):
 @click.pass_context
 def flash(ctx, out, port, radio):
     """Put OUT's firmware on its board. Emulated boards start and print the port URL; Ctrl-C stops them."""
-    from edgernn.devices import flash as flash_device
+    from edgernn.targets.device import flash as flash_device
 
     if port:
         raise EdgeRNNError("--port is not used to flash: emulated boards are started, the ai_deck is flashed "
@@ -211,7 +211,7 @@ def validate(ctx, out, port, baud, data, steps, sequences, json_path, save):
     """Run OUT's firmware on the device and compare it, step by step, with the interpreter and the float model.
 
     Exit status: 0 parity PASS, 1 parity FAIL, 2 bad input, 3 device or link fault, 4 internal error."""
-    from edgernn.validation import exit_code, validate as run_validation
+    from edgernn.validate.run import exit_code, validate as run_validation
 
     report = run_validation(Path(out), port=port, baud=baud, data=data, steps=steps, sequences=sequences,
                             json_path=json_path, save=save)
@@ -224,7 +224,7 @@ def validate(ctx, out, port, baud, data, steps, sequences, json_path, save):
 @click.pass_context
 def setup(ctx, what, force):
     """Build a tool edgernn needs, once, into its cache: `gvsoc`, the GAP8 simulator, from $GAP_SDK_HOME."""
-    from edgernn import gap_sdk
+    from edgernn.targets import gap_sdk
 
     install = gap_sdk.build_gvsoc(log=_say, force=force)
     click.echo(f"GVSOC ready: {install} (board gvsoc_gap8; cache: {gap_sdk.cache_root()})")
@@ -234,13 +234,13 @@ def setup(ctx, what, force):
 @click.option("--json", "as_json", is_flag=True, help="Print the boards as JSON.")
 def boards(as_json):
     """List the boards edgernn knows, with their facts."""
-    from edgernn.boards import known_boards, load_board
+    from edgernn.targets.board import known_boards, load_board
 
     found = [load_board(name) for name in known_boards()]
     if as_json:
         click.echo(json.dumps({b.name: b.data for b in found}, indent=2, default=str))
         return
-    from edgernn.render import print_boards
+    from edgernn.cli.render import print_boards
 
     print_boards(_console(), found)
 

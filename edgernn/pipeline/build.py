@@ -12,9 +12,9 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable
 
-from edgernn.boards import Board, load_board
-from edgernn.buildfolder import MANIFEST, BuildFolder
-from edgernn.conversion import convert_model
+from edgernn.targets.board import Board, load_board
+from edgernn.outdir import MANIFEST, BuildFolder
+from edgernn.pipeline.convert import convert_model
 from edgernn.errors import EdgeRNNError
 
 Log = Callable[[str], None]
@@ -60,12 +60,12 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
                    mode: str = "auto", unsafe: bool = False, verbose: bool = False, log: Log | None = None,
                    warn: Log | None = None) -> dict:
     """Returns ``{"manifest", "firmware", "messages"}``; OUT holds step.tflite, manifest.json, firmware/."""
-    from edgernn import devices
+    from edgernn.targets import device as devices
     from edgernn.backend import generate_firmware
 
     log = log or (lambda _: None)
     from edgernn.backend import supported_ops
-    from edgernn.fused import FUSED_OP
+    from edgernn.keras.fused import FUSED_OP
 
     if mode == "fused" and FUSED_OP not in supported_ops():
         raise EdgeRNNError("--mode fused cannot be built: the C backend has no fused LSTM kernel yet "
@@ -106,7 +106,7 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
                              "image": f"firmware/{board_obj['gap_sdk']['image']}",
                              "compilers": [_GAP_COMPILERS[gap_built.compiler]] if gap_built else []},
             })
-            from edgernn.nntool import write_nntool
+            from edgernn.targets.nntool import write_nntool
 
             write_nntool(inner, manifest)
         else:
@@ -170,7 +170,7 @@ def _build_gap_sdk(board: Board, firmware_dir: Path, check_dir: Path, out: Path,
     """Check the portable sources with the board's check compiler, then build with the GAP SDK when it
     is set up. Returns (None, the build) when built, else (the one line saying how to build and flash
     by hand, None)."""
-    from edgernn import devices
+    from edgernn.targets import device as devices
 
     checked = devices.check_portable_sources(firmware_dir, board, check_dir)
     if checked is not None:

@@ -18,7 +18,7 @@ def write_nntool(out_dir: Path, manifest: dict) -> list[str]:
         import jinja2
     except ImportError:
         raise EdgeRNNError("generating the nntool files needs jinja2: pip install jinja2") from None
-    from edgernn import __version__
+    from edgernn._version import __version__
     from edgernn.resources import templates_dir
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir() / "nntool")),

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from edgernn import tflite_model as tfl
-from edgernn.decompose import Plan, RecurrentLayer
+from edgernn.tflite import model as tfl
+from edgernn.keras.decompose import Plan, RecurrentLayer
 from edgernn.errors import EdgeRNNError
 
 FUSED_OP = "UNIDIRECTIONAL_SEQUENCE_LSTM"
@@ -353,7 +353,7 @@ def calibrate_on_trajectories(converter: Any, sequences: np.ndarray) -> bytes:
     from tensorflow.lite.python.optimize import calibrator
 
     from edgernn import tfenv
-    from edgernn.quantize import calibrate
+    from edgernn.tflite.quantize import calibrate
 
     def steps(sequence):
         return [{"x": x.reshape(1, -1).astype(np.float32)} for x in sequence]

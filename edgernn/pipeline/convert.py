@@ -14,19 +14,20 @@ from typing import Any, Callable
 
 import numpy as np
 
-from edgernn import __version__, tfenv
-from edgernn import tflite_model as tfl
-from edgernn.buildfolder import MANIFEST, BuildFolder
-from edgernn.decompose import Plan, decompose
+from edgernn import tfenv
+from edgernn._version import __version__
+from edgernn.tflite import model as tfl
+from edgernn.outdir import MANIFEST, BuildFolder
+from edgernn.keras.decompose import Plan, decompose
 from edgernn.errors import EdgeRNNError
-from edgernn.fused import diagnose
-from edgernn.inspection import layer_rows
-from edgernn.loading import LoadedModel, load_model
-from edgernn.quantize import (
+from edgernn.keras.fused import diagnose
+from edgernn.pipeline.inspect import layer_rows
+from edgernn.keras.load import LoadedModel, load_model
+from edgernn.tflite.quantize import (
     QUANT_MODES, Calibration, calibrate, calibration_subset, check_sequences, explain_quantization_failure,
     load_sequences, quantize_calibrated, quantize_with_tied_states, run_step_sequences, synthetic_calibration,
 )
-from edgernn.stepmodel import StepModel, build_head_model, build_step_model
+from edgernn.keras.stepmodel import StepModel, build_head_model, build_step_model
 
 MODES = ("step", "fused", "auto")
 # Ops that TFLite emits for layers, to name the layer when an op cannot be quantized.
@@ -90,7 +91,7 @@ def _match_outputs(data: bytes, keras_model: Any, keras_input_names: list[str]) 
 
 
 def _interp(data: bytes):
-    from edgernn.interpreter import load_interpreter
+    from edgernn.tflite.interpreter import load_interpreter
 
     return load_interpreter(data)
 
@@ -134,7 +135,7 @@ def _float_self_check(plan: Plan, step_float: bytes, head_float: bytes | None, s
     if want is None:
         return None
     if step_keys is None:
-        from edgernn.reference import FusedStepper
+        from edgernn.tflite.oracle import FusedStepper
 
         ys, _ = FusedStepper(step_float, {}).run(probe)
     else:
@@ -157,7 +158,7 @@ def _run_head(head: bytes, hs: np.ndarray, key_in: str = "h", key_out: str | Non
 
 def quantization_error(folder: Path, manifest: dict, sequences: np.ndarray) -> dict:
     """The quantized step model against the float one, over (up to 8 of) the calibration sequences."""
-    from edgernn.reference import StepRunner
+    from edgernn.tflite.oracle import StepRunner
 
     probe = sequences[:8]
     runner = StepRunner(folder, manifest)
@@ -184,7 +185,7 @@ class _FloatTwin:
 
     def y(self, sequences: np.ndarray) -> np.ndarray:
         if self.fused:
-            from edgernn.reference import FusedStepper
+            from edgernn.tflite.oracle import FusedStepper
 
             ys, _ = FusedStepper(self.data, {}).run(sequences)
             return ys.astype(np.float32)
@@ -419,8 +420,8 @@ def _manifest_common(loaded: LoadedModel, plan: Plan, quant: str, model, head_fi
 def _convert_fused_into(loaded: LoadedModel, plan: Plan, calibration: Calibration, quant: str, staging: Path,
                         log: Log) -> dict:
     """OUT/step.tflite with one UNIDIRECTIONAL_SEQUENCE_LSTM per LSTM, one invoke per time step."""
-    from edgernn import fused
-    from edgernn.reference import FusedStepper
+    from edgernn.keras import fused
+    from edgernn.tflite.oracle import FusedStepper
 
     log("rebuilding the model in tf_keras for the fused LSTM op")
     with warnings.catch_warnings(), tfenv.native_stderr_captured():
@@ -507,7 +508,7 @@ def _convert_fused_into(loaded: LoadedModel, plan: Plan, calibration: Calibratio
 
 def _check_states_io(stepwise: bytes, states_io: bytes, states: list[dict], probe: np.ndarray) -> str | None:
     """None when the states-as-I/O form gives the stepwise form's exact bytes over probe, else why not."""
-    from edgernn.reference import FusedStepper, quantize
+    from edgernn.tflite.oracle import FusedStepper, quantize
 
     x_entry = tfl.tensor_quant(tfl.read(stepwise), tfl.signature(tfl.read(stepwise))[0]["x"])
     xq = quantize(probe.astype(np.float32), x_entry)

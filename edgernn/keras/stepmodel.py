@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from edgernn.decompose import Plan
+from edgernn.keras.decompose import Plan
 
 
 @dataclass

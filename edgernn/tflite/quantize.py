@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from edgernn import tflite_model as tfl
+from edgernn.tflite import model as tfl
 from edgernn.errors import EdgeRNNError
-from edgernn.interpreter import load_interpreter
+from edgernn.tflite.interpreter import load_interpreter
 
 QUANT_MODES = ("float32", "int8", "int16")
 MAX_CALIBRATION_SAMPLES = 4000

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgernn.decompose import Plan, decompose
+from edgernn.keras.decompose import Plan, decompose
 from edgernn.errors import EdgeRNNError
-from edgernn.fused import Diagnosis, diagnose
-from edgernn.loading import load_model
+from edgernn.keras.fused import Diagnosis, diagnose
+from edgernn.keras.load import load_model
 
 BYTES_PER_WEIGHT = {"float32": 4, "int16": 1, "int8": 1}  # 16x8 keeps int8 weights
 
@@ -105,7 +105,7 @@ class Inspection:
 def board_fit(params: int, state_elements: int, features: int) -> list[dict]:
     """Rough memory per shipped board: weights and state at each quantization against the budget of the
     memory that holds the weights (placement.weights_memory; else the largest memory)."""
-    from edgernn.boards import known_boards, load_board
+    from edgernn.targets.board import known_boards, load_board
 
     out = []
     for name in known_boards():

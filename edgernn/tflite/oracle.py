@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from edgernn.errors import EdgeRNNError
-from edgernn.interpreter import load_interpreter
+from edgernn.tflite.interpreter import load_interpreter
 
 _NP_TYPES = {"float32": np.float32, "int8": np.int8, "int16": np.int16}
 

@@ -37,7 +37,7 @@ def _write_whole(path: Path, text: str) -> None:
 
 
 def _umask() -> int:
-    from edgernn.buildfolder import umask
+    from edgernn.outdir import umask
 
     return umask()
 

@@ -448,7 +448,7 @@ def gvsoc_marker(install: str | os.PathLike) -> dict:
     key_dir = Path(install).resolve().parent.parent.parent
     marker = _read_marker(key_dir)
     if marker is None:
-        raise EdgeRNNError(f"{install} is not a finished GVSOC build: run `python -m edgernn.gap_sdk`")
+        raise EdgeRNNError(f"{install} is not a finished GVSOC build: run `python -m edgernn.targets.gap_sdk`")
     return marker
 
 
@@ -642,7 +642,7 @@ def start_gvsoc(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m edgernn.gap_sdk [--force]``: build GVSOC (or find it built) and print its install."""
+    """``python -m edgernn.targets.gap_sdk [--force]``: build GVSOC (or find it built) and print its install."""
     argv = sys.argv[1:] if argv is None else argv
     procs.install_signal_handlers()
     try:

@@ -7,7 +7,7 @@ exactly, or float32 ones within 1e-5 relative.
 
 Everything streams: test inputs are read (or made) a chunk of steps at a time, the device, the
 interpreter and the float model each answer that chunk, and only running statistics stay
-(``edgernn.streamstats``), so memory does not grow with the number of steps.
+(``edgernn.validate.compare``), so memory does not grow with the number of steps.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from edgernn.errors import EdgeRNNError, LinkError
-from edgernn.reference import dequantize, quantize
-from edgernn import streamstats
+from edgernn.tflite.oracle import dequantize, quantize
+from edgernn.validate import compare as streamstats
 
 FLOAT_RTOL = streamstats.FLOAT_RTOL
 DEFAULT_STEPS = 1000
@@ -86,7 +86,7 @@ class TestSequences:
             self._synthetic_setup()
             return
         if isinstance(data, (str, os.PathLike)):
-            from edgernn.quantize import read_npy
+            from edgernn.tflite.quantize import read_npy
 
             data = read_npy(data, "test data", mmap=True)
         array = np.asarray(data) if not isinstance(data, np.memmap) else data
@@ -148,7 +148,7 @@ class InterpreterReference:
     """The TFLite interpreter on step.tflite, each state fed back, one chunk of a sequence at a time."""
 
     def __init__(self, out_dir: Path, manifest: dict):
-        from edgernn.reference import StepRunner
+        from edgernn.tflite.oracle import StepRunner
 
         files = manifest.get("files") or {}
         for key in ("step", "head"):
@@ -205,8 +205,8 @@ class FloatTwin:
     against = "float step model"
 
     def __init__(self, out_dir: Path, manifest: dict):
-        from edgernn.interpreter import load_interpreter
-        from edgernn.reference import FusedStepper
+        from edgernn.tflite.interpreter import load_interpreter
+        from edgernn.tflite.oracle import FusedStepper
 
         files = manifest.get("files") or {}
         step = files.get("float_step") or (files.get("step") if manifest["quant"] == "float32" else None)
@@ -259,8 +259,8 @@ class KerasWhole:
     sequence's length here, and the report says so)."""
 
     def __init__(self, manifest: dict, test: "TestSequences"):
-        from edgernn.conversion import keras_reference
-        from edgernn.loading import file_sha256, load_model
+        from edgernn.pipeline.convert import keras_reference
+        from edgernn.keras.load import file_sha256, load_model
 
         path = manifest.get("model_file")
         if not path:
@@ -355,7 +355,7 @@ def _check_writable(path: Path, what: str, may_replace) -> None:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        from edgernn.buildfolder import os_error_message
+        from edgernn.outdir import os_error_message
 
         raise EdgeRNNError(os_error_message(exc, f"write {what} into {parent}", show_file=False)
                            + (" (pass --json PATH to write the report elsewhere)" if what == "the report" else "")) from None
@@ -386,8 +386,8 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
     ``reference`` replaces the interpreter (tests only): an object with ``start()`` and
     ``advance(xq_chunk) -> ReferenceRun``.
     """
-    from edgernn import devices
-    from edgernn.buildfolder import BuildFolder
+    from edgernn.targets import device as devices
+    from edgernn.outdir import BuildFolder
     from edgernn.link import LinkClient
 
     out = Path(out_dir)
@@ -574,8 +574,8 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
 
 
 def _write_outputs(report, folder, default_report, json_path, html_path, saver, plot, every_step) -> None:
-    from edgernn import report as report_writer
-    from edgernn.buildfolder import os_error_message
+    from edgernn.validate import report as report_writer
+    from edgernn.outdir import os_error_message
 
     target = json_path
     try:
@@ -690,7 +690,7 @@ def exit_code(report: dict) -> int:
 def _code_bytes(device) -> int | None:
     if device.elf is None:
         return None
-    from edgernn.devices import elf_sizes
+    from edgernn.targets.device import elf_sizes
 
     sizes = elf_sizes(device.elf, device.board)
     return sizes[0] if sizes else None
@@ -701,7 +701,7 @@ def _manifest_board(board_name: str | None):
     if not board_name:
         return None
     try:
-        from edgernn.boards import load_board
+        from edgernn.targets.board import load_board
 
         return load_board(board_name)
     except EdgeRNNError:
@@ -712,7 +712,7 @@ def _cycle_counter(board_name: str | None) -> str | None:
     if not board_name:
         return None
     try:
-        from edgernn.boards import load_board
+        from edgernn.targets.board import load_board
 
         return load_board(board_name)["cpu"].get("cycle_counter")
     except EdgeRNNError:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgernn import procs
-from edgernn.boards import Board, load_board
+from edgernn.targets.board import Board, load_board
 from edgernn.errors import EdgeRNNError
 from edgernn.resources import templates_dir
 
@@ -144,7 +144,7 @@ class Device:
     _command: list[str] = field(default_factory=list)
     _master: int | None = None
     output: list[str] = field(default_factory=list)
-    simulator: object | None = None     # edgernn.gap_sdk.GvsocProcess on gvsoc_gap8
+    simulator: object | None = None     # edgernn.targets.gap_sdk.GvsocProcess on gvsoc_gap8
 
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -248,9 +248,9 @@ def _start_emulator(elf: Path, board: Board) -> Device:
 
 
 def _start_gvsoc(elf: Path, board: Board, port: int | None = None) -> Device:
-    """GAP8 firmware in GVSOC (edgernn.gap_sdk), its UART on 127.0.0.1. The flash image and the
+    """GAP8 firmware in GVSOC (edgernn.targets.gap_sdk), its UART on 127.0.0.1. The flash image and the
     simulator's configuration go beside the ELF, in gvsoc/."""
-    from edgernn import gap_sdk
+    from edgernn.targets import gap_sdk
 
     sim = gap_sdk.start_gvsoc(elf, elf.parent / "gvsoc", uart_port=port,
                               timeout=float(board["emulator"].get("start_timeout_s", 60)))
@@ -376,7 +376,7 @@ def gap_sdk_setup(board: Board) -> GapSdkSetup:
     if shutil.which(sdk["debian_cc"]) is None:
         raise EdgeRNNError(f"neither GAP's compiler ({sdk['gap_cc']}) nor {sdk['debian_cc']} is installed: "
                            f"{sdk['debian_hint']}, or install GAP's toolchain")
-    from edgernn.gap_sdk import debian_toolchain, prepare_sdk
+    from edgernn.targets.gap_sdk import debian_toolchain, prepare_sdk
 
     return GapSdkSetup(board, home, prepare_sdk(home), "debian", [debian_toolchain()])
 
@@ -457,7 +457,7 @@ def stage_gap_project(firmware_dir: Path, board: Board, dest: Path) -> Path:
     """A GAP SDK project in dest from a firmware folder: a generated project is copied as it is (without
     its build output); a bare model (model.c, model.h: the test fixtures) gets the kernels, the server and
     the HAL around it, as ``edgernn build`` would write them."""
-    from edgernn import __version__
+    from edgernn._version import __version__
     from edgernn.backend.codegen import copy_kernels, write_project
 
     firmware_dir = Path(firmware_dir)

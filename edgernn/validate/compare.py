@@ -55,7 +55,7 @@ class ReferenceStats:
 
     def update(self, seq: int, offset: int, device_y: np.ndarray, ref_y: np.ndarray,
                device_states: np.ndarray | None, ref_states: np.ndarray | None) -> None:
-        from edgernn.reference import dequantize
+        from edgernn.tflite.oracle import dequantize
 
         d = device_y.astype(np.float64)
         r = ref_y.astype(np.float64)

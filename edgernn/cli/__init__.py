@@ -1,0 +1,2 @@
+"""The command line: ``main`` parses arguments and calls the stages; ``render`` draws all terminal output.
+"""
