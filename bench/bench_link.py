@@ -74,7 +74,7 @@ def bench_validate(board: str, out: Path | None, steps: int, tmp: Path) -> dict:
 
     ref = None if out else toy_reference
     out = out or toy_out(tmp, board)
-    report = validate(out, steps=steps, reference=ref, show=False, json_path=tmp / f"{board}.json")
+    report = validate(out, steps=steps, reference=ref, json_path=tmp / f"{board}.json")
     return {"board": board, "model": "toy test double" if ref else str(out), "steps": steps,
             "steps_per_second": report["link"]["steps_per_second"], "pass": report["pass"],
             "cycles_per_step": report["device"]["cycles_per_step"],

@@ -34,7 +34,7 @@ def child(kind: str, out: Path, steps: int) -> None:
         out = make_toy_out(out / "toy")
         reference = ToyReference()
     started = time.monotonic()
-    report = validate(out, steps=steps, reference=reference, show=False, save=out.parent / f"{kind}.npz")
+    report = validate(out, steps=steps, reference=reference, save=out.parent / f"{kind}.npz")
     seconds = time.monotonic() - started
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"model": kind, "steps": steps, "pass": report["pass"], "peak_rss_mib": round(peak_kib / 1024, 1),

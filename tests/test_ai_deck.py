@@ -277,9 +277,9 @@ def test_validate_never_starts_an_emulator_for_ai_deck(deck_build):
 
     out, _, _ = deck_build
     with pytest.raises(EdgeRNNError, match=r"board ai_deck is hardware: .*--port /dev/ttyUSB0"):
-        validate(out, steps=3, show=False)
+        validate(out, steps=3)
     with pytest.raises(LinkError, match="cannot open port"):
-        validate(out, port=str(out / "no-such-tty"), steps=3, show=False)
+        validate(out, port=str(out / "no-such-tty"), steps=3)
 
 
 def test_validate_on_a_port_that_does_not_answer(deck_build):
@@ -289,7 +289,7 @@ def test_validate_on_a_port_that_does_not_answer(deck_build):
     master, slave = os.openpty()
     try:
         with pytest.raises(LinkError, match=r"gave no valid answer to HELLO .*no answer within"):
-            validate(out, port=os.ttyname(slave), steps=3, show=False, timeout=0.1)
+            validate(out, port=os.ttyname(slave), steps=3, timeout=0.1)
     finally:
         os.close(master)
         os.close(slave)

@@ -64,7 +64,7 @@ def check_parity(out):
 
     from edgernn.validate.run import validate
 
-    report = validate(out, data=trajectories(1, STEPS, 2, 5), show=False)
+    report = validate(out, data=trajectories(1, STEPS, 2, 5))
     ref = report["reference"]
     assert report["steps"] >= STEPS
     assert ref["mismatches"] == 0 and ref["state_mismatches"] == 0, (

@@ -88,7 +88,7 @@ def test_validates_on_gvsoc_gap8(built, kind):
     from edgernn.validate.run import validate
 
     out, n_in = built(kind)
-    report = validate(out, data=trajectories(1, STEPS, n_in, 5), show=False)
+    report = validate(out, data=trajectories(1, STEPS, n_in, 5))
     ref, dev = report["reference"], report["device"]
     assert report["steps"] >= STEPS and report["board"] == BOARD
     assert ref["mismatches"] == 0 and ref["state_mismatches"] == 0, ref

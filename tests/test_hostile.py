@@ -463,7 +463,7 @@ def test_a_killed_host_firmware_is_noticed_at_once(tmp_path):
 
     reference = KillingReference()
     with pytest.raises(LinkError, match=r"firmware process ended \(killed by signal 9\)"):
-        validate(out, steps=10_000, chunk_steps=1000, reference=reference, show=False)
+        validate(out, steps=10_000, chunk_steps=1000, reference=reference)
     assert time.monotonic() - reference.killed < 3.0
     assert not (out / "report.json").exists()
 

@@ -64,7 +64,7 @@ def toy_out(tmp_path):
 
 
 def test_validate_on_the_host_board_passes_and_writes_reports(toy_out):
-    report = validate(toy_out, steps=1200, sequences=2, reference=toy_reference, show=False)
+    report = validate(toy_out, steps=1200, sequences=2, reference=toy_reference)
     assert REPORT_KEYS <= set(report)
     assert report["pass"] and exit_code(report) == 0
     assert report["reference"]["mismatches"] == 0 and report["reference"]["state_mismatches"] == 0
@@ -78,7 +78,7 @@ def test_validate_on_the_host_board_passes_and_writes_reports(toy_out):
 
 
 def test_validate_fails_when_the_device_differs_from_the_reference(toy_out):
-    report = validate(toy_out, steps=1000, reference=ToyReference(wrong_at=500), show=False)
+    report = validate(toy_out, steps=1000, reference=ToyReference(wrong_at=500))
     assert not report["pass"] and exit_code(report) == 1
     assert report["reference"]["mismatches"] == 1
     assert report["reference"]["first_mismatch"]["step"] == 500
@@ -87,7 +87,7 @@ def test_validate_fails_when_the_device_differs_from_the_reference(toy_out):
 def test_validate_with_test_data_from_a_file(toy_out, tmp_path):
     data = np.random.default_rng(1).uniform(-1.5, 1.5, (3, 50, 3)).astype(np.float32)
     np.save(tmp_path / "data.npy", data)
-    report = validate(toy_out, data=tmp_path / "data.npy", reference=toy_reference, show=False,
+    report = validate(toy_out, data=tmp_path / "data.npy", reference=toy_reference,
                       json_path=tmp_path / "r.json")
     assert report["pass"] and (report["steps"], report["sequences"]) == (50, 3)
     assert (tmp_path / "r.json").is_file() and (tmp_path / "r.html").is_file()
@@ -97,15 +97,15 @@ def test_test_data_of_the_wrong_shape(toy_out, tmp_path):
     np.save(tmp_path / "bad.npy", np.zeros((2, 10, 5), np.float32))
     with pytest.raises(EdgeRNNError, match=r"test data of shape \(2, 10, 5\) does not fit the model: expected "
                                            r"\(sequences, steps, 3\)"):
-        validate(toy_out, data=tmp_path / "bad.npy", reference=toy_reference, show=False)
+        validate(toy_out, data=tmp_path / "bad.npy", reference=toy_reference)
 
 
 def test_a_build_folder_that_is_not_one(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(EdgeRNNError, match="is not an edgernn build folder"):
-        validate(tmp_path / "empty", reference=toy_reference, show=False)
+        validate(tmp_path / "empty", reference=toy_reference)
     with pytest.raises(EdgeRNNError, match="does not exist"):
-        validate(tmp_path / "nowhere", reference=toy_reference, show=False)
+        validate(tmp_path / "nowhere", reference=toy_reference)
 
 
 def test_a_device_built_from_another_model(toy_out, tmp_path):
@@ -114,12 +114,12 @@ def test_a_device_built_from_another_model(toy_out, tmp_path):
 
     with devices.flash(toy_out) as device:
         with pytest.raises(LinkError, match="carries another model .*flash this folder's firmware first"):
-            validate(other, port=device.url, steps=10, reference=toy_reference, show=False)
+            validate(other, port=device.url, steps=10, reference=toy_reference)
 
 
 def test_a_port_that_does_not_exist_through_validate(toy_out):
     with pytest.raises(LinkError, match="cannot open port /dev/ttyEDGERNN_NONE"):
-        validate(toy_out, port="/dev/ttyEDGERNN_NONE", steps=10, reference=toy_reference, show=False)
+        validate(toy_out, port="/dev/ttyEDGERNN_NONE", steps=10, reference=toy_reference)
 
 
 def test_a_device_that_does_not_answer_through_validate(toy_out):
@@ -127,8 +127,7 @@ def test_a_device_that_does_not_answer_through_validate(toy_out):
     tty.setraw(slave)
     try:
         with pytest.raises(LinkError, match="gave no valid answer to HELLO"):
-            validate(toy_out, port=os.ttyname(slave), steps=10, timeout=0.2, reference=toy_reference,
-                     show=False)
+            validate(toy_out, port=os.ttyname(slave), steps=10, timeout=0.2, reference=toy_reference)
     finally:
         os.close(master)
         os.close(slave)
@@ -137,7 +136,7 @@ def test_a_device_that_does_not_answer_through_validate(toy_out):
 @pytest.mark.qemu
 def test_validate_on_qemu_riscv32(tmp_path):
     out = make_toy_out(tmp_path / "out", board="qemu_riscv32")
-    report = validate(out, steps=1000, reference=toy_reference, show=False)
+    report = validate(out, steps=1000, reference=toy_reference)
     assert report["pass"] and report["board"] == "qemu_riscv32"
     # minstret under -icount shift=0 is exact: every toy step retires the same instruction count.
     assert report["device"]["cycles_per_step_max"] == report["device"]["cycles_per_step"]

@@ -211,10 +211,13 @@ def validate(ctx, out, port, baud, data, steps, sequences, json_path, save):
     """Run OUT's firmware on the device and compare it, step by step, with the interpreter and the float model.
 
     Exit status: 0 parity PASS, 1 parity FAIL, 2 bad input, 3 device or link fault, 4 internal error."""
+    from rich.console import Console
+
+    from edgernn.cli.render import ValidationView
     from edgernn.validate.run import exit_code, validate as run_validation
 
     report = run_validation(Path(out), port=port, baud=baud, data=data, steps=steps, sequences=sequences,
-                            json_path=json_path, save=save)
+                            json_path=json_path, save=save, view=ValidationView(Console()))
     sys.exit(exit_code(report))
 
 

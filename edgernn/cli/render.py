@@ -101,3 +101,61 @@ def print_boards(console, boards: list) -> None:
         table.add_row(board.name, board.description, cpu.get("isa", ""), str(cpu.get("cores", "")),
                       "yes" if cpu.get("fpu") else "no", mems, board["toolchain"].get("cc", ""))
     console.print(table)
+
+
+def print_validation(console, report: dict) -> None:
+    """validate's verdict table (stdout) and its notes."""
+    from rich.table import Table
+
+    ref, flt, dev = report["reference"], report["float"], report["device"]
+    table = Table(title=f"edgernn validate — {report['board']} ({report['quant']})", show_header=False)
+    table.add_column("what")
+    table.add_column("value")
+    verdict = "[green]PASS[/green]" if report["pass"] else "[red]FAIL[/red]"
+    table.add_row("parity with the interpreter", verdict)
+    table.add_row("steps × sequences", f"{report['steps']} × {report['sequences']}")
+    table.add_row("output mismatches", f"{ref['mismatches']} of {ref['compared_values']} "
+                  f"(max {ref['max_abs_lsb']} LSB, {ref['max_abs']:.3g})")
+    if "state_mismatches" in ref:
+        table.add_row("state mismatches", str(ref["state_mismatches"]))
+    if flt.get("rmse") is not None:
+        table.add_row("vs the float model", f"rmse {flt['rmse']:.4g}  mae {flt['mae']:.4g}  max {flt['max_abs']:.4g}"
+                      f"  l2r {flt['l2r']:.4g}  cos {flt['cos']:.5f}")
+    else:
+        table.add_row("vs the float model", f"skipped: {flt.get('skipped')}")
+    for row in report.get("drift") or []:
+        if row.get("rmse") is not None:
+            table.add_row(f"drift, steps {row['label']}", f"rmse {row['rmse']:.4g}  max {row['max_abs']:.4g}")
+    table.add_row("cycles per step", f"{dev['cycles_per_step']:.1f} ({dev.get('cycle_counter') or 'board counter'})")
+    link = report["link"]
+    table.add_row("link", f"{link['frames']} frames, {link['retries']} retries, {link['steps_per_second']} steps/s")
+    table.add_row("report", report["files"]["html"])
+    console.print(table)
+    for note in report.get("notes") or []:
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)
+
+
+class ValidationView:
+    """How ``edgernn validate`` shows a run: a transient progress bar on stderr while the steps
+    stream, then the verdict table on stdout (see ``edgernn.validate.run.validate``)."""
+
+    def __init__(self, console):
+        self.console = console
+
+    def progress(self, total: int):
+        import contextlib
+
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        @contextlib.contextmanager
+        def bar():
+            with Progress(TextColumn("validating"), BarColumn(), MofNCompleteColumn(), TextColumn("steps"),
+                          TimeRemainingColumn(), console=Console(stderr=True), transient=True) as progress:
+                task = progress.add_task("steps", total=total)
+                yield lambda n: progress.advance(task, n)
+
+        return bar()
+
+    def summary(self, report: dict) -> None:
+        print_validation(self.console, report)

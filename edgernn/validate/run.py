@@ -12,6 +12,7 @@ interpreter and the float model each answer that chunk, and only running statist
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -375,7 +376,7 @@ def _is_edgernn_report(path: Path) -> bool:
 def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | None = None,
              data: Any = None, steps: int | None = None, sequences: int = 1,
              json_path: str | os.PathLike | None = None, html_path: str | os.PathLike | None = None,
-             states: str = "every", timeout: float | None = None, show: bool = True, console=None,
+             states: str = "every", timeout: float | None = None, view=None,
              reference=None, seed: int = 0, save: str | os.PathLike | None = None,
              chunk_steps: int = CHUNK_STEPS) -> dict:
     """Validate the firmware of ``out_dir`` on its board; returns the report (``report["pass"]``).
@@ -384,7 +385,9 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
     ``data``: .npy path or array (sequences, steps, features) in the model's input units; else
     ``steps`` x ``sequences`` synthetic steps. ``save``: write the device's outputs to this .npz.
     ``reference`` replaces the interpreter (tests only): an object with ``start()`` and
-    ``advance(xq_chunk) -> ReferenceRun``.
+    ``advance(xq_chunk) -> ReferenceRun``. ``view`` shows the run (the command line's is
+    ``edgernn.cli.render.ValidationView``): ``progress(total)`` is a context giving ``advance(n)`` or
+    None, ``summary(report)`` shows the verdict. Without one, nothing is printed.
     """
     from edgernn.targets import device as devices
     from edgernn.outdir import BuildFolder
@@ -414,7 +417,6 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
             raise EdgeRNNError(f"--save {save}: the device outputs are written as a .npz; name the file *.npz")
         _check_writable(save, "the device outputs", streamstats.is_edgernn_save)
 
-    console = _console(console, show)
     if reference is None:
         reference = InterpreterReference(out, manifest)
     float_source, float_note = _float_source(out, manifest, test)
@@ -456,7 +458,7 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
                 saver = streamstats.DeviceSave(save, n_seq, n_steps, y_size, _DTYPES[y_entry["dtype"]])
             started = time.monotonic()
             frames = retries = 0
-            with _progress(console, n_seq * n_steps) as advance:
+            with (view.progress(n_seq * n_steps) if view else contextlib.nullcontext()) as advance:
                 for s in range(n_seq):
                     reference.start()
                     if float_source is not None:
@@ -567,8 +569,8 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
     report["files"] = {"json": str(json_path), "html": str(html_path), **({"save": str(save)} if save else {})}
 
     # The verdict first: a report that cannot be written must not lose it.
-    if console is not None:
-        _print_summary(console, report)
+    if view is not None:
+        view.summary(report)
     _write_outputs(report, folder, default_report, json_path, html_path, saver, plot, every_step)
     return report
 
@@ -656,33 +658,6 @@ def _gone_check(device):
     return gone
 
 
-class _NoProgress:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
-
-
-def _progress(console, total: int):
-    """A progress bar on stderr (the table goes to stdout); a context giving ``advance(n)`` or None."""
-    if console is None:
-        return _NoProgress()
-    import contextlib
-
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    @contextlib.contextmanager
-    def bar():
-        with Progress(TextColumn("validating"), BarColumn(), MofNCompleteColumn(), TextColumn("steps"),
-                      TimeRemainingColumn(), console=Console(stderr=True), transient=True) as progress:
-            task = progress.add_task("steps", total=total)
-            yield lambda n: progress.advance(task, n)
-
-    return bar()
-
-
 def exit_code(report: dict) -> int:
     return 0 if report.get("pass") else 1
 
@@ -717,42 +692,3 @@ def _cycle_counter(board_name: str | None) -> str | None:
         return load_board(board_name)["cpu"].get("cycle_counter")
     except EdgeRNNError:
         return None
-
-
-def _console(console, show: bool):
-    if console is not None or not show:
-        return console
-    from rich.console import Console
-
-    return Console()
-
-
-def _print_summary(console, report: dict) -> None:
-    from rich.table import Table
-
-    ref, flt, dev = report["reference"], report["float"], report["device"]
-    table = Table(title=f"edgernn validate — {report['board']} ({report['quant']})", show_header=False)
-    table.add_column("what")
-    table.add_column("value")
-    verdict = "[green]PASS[/green]" if report["pass"] else "[red]FAIL[/red]"
-    table.add_row("parity with the interpreter", verdict)
-    table.add_row("steps × sequences", f"{report['steps']} × {report['sequences']}")
-    table.add_row("output mismatches", f"{ref['mismatches']} of {ref['compared_values']} "
-                  f"(max {ref['max_abs_lsb']} LSB, {ref['max_abs']:.3g})")
-    if "state_mismatches" in ref:
-        table.add_row("state mismatches", str(ref["state_mismatches"]))
-    if flt.get("rmse") is not None:
-        table.add_row("vs the float model", f"rmse {flt['rmse']:.4g}  mae {flt['mae']:.4g}  max {flt['max_abs']:.4g}"
-                      f"  l2r {flt['l2r']:.4g}  cos {flt['cos']:.5f}")
-    else:
-        table.add_row("vs the float model", f"skipped: {flt.get('skipped')}")
-    for row in report.get("drift") or []:
-        if row.get("rmse") is not None:
-            table.add_row(f"drift, steps {row['label']}", f"rmse {row['rmse']:.4g}  max {row['max_abs']:.4g}")
-    table.add_row("cycles per step", f"{dev['cycles_per_step']:.1f} ({dev.get('cycle_counter') or 'board counter'})")
-    link = report["link"]
-    table.add_row("link", f"{link['frames']} frames, {link['retries']} retries, {link['steps_per_second']} steps/s")
-    table.add_row("report", report["files"]["html"])
-    console.print(table)
-    for note in report.get("notes") or []:
-        console.print(f"note: {note}", highlight=False, soft_wrap=True)

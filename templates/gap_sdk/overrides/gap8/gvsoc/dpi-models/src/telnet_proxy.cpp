@@ -1,4 +1,8 @@
-// edgernn override of the GAP SDK file at this path (commit a2302650): one change, the bind address.
+// edgernn override of the GAP SDK file at this path (commit a2302650). Two changes:
+//  - the socket listens on the loopback interface only;
+//  - what the UART sent reaches the client: the loop sends every queued byte at each turn (the
+//    original sent one byte per 10 us poll), and the bytes still queued when the simulator exits
+//    (the firmware's last line, sent just before it ends) are flushed to the client at exit.
 #include "dpi/models.hpp"
 #include <common/telnet_proxy.hpp>
 #include <stdint.h>
@@ -14,6 +18,10 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <errno.h>
+#include <string.h>
+#include <vector>
 
 bool Telnet_proxy::open_telnet_socket(int telnet_port)
 {
@@ -103,8 +111,16 @@ void Telnet_proxy::listener(void)
       return;
     }
     std::cerr << "telnet connected" << std::endl;
+    {
+      std::unique_lock<std::mutex> lock(this->tx_mutex);
+      this->client_fd = client_fd;
+    }
     this->loop_thread = new std::thread(&Telnet_proxy::proxy_loop, this, client_fd);
     this->loop_thread->join();
+    {
+      std::unique_lock<std::mutex> lock(this->tx_mutex);
+      this->client_fd = -1;
+    }
   }
 }
 
@@ -148,20 +164,77 @@ void Telnet_proxy::proxy_loop(int socket_fd)
       this->push_byte_from_proxy(&byte);
     }
 
-    if(!this->pop_byte_from_client(&byte))
+    if(!this->send_queued(socket_fd, -1))
     {
-      ret = send(socket_fd, &byte, sizeof(uint8_t), 0);
-      if(ret < 0)
-      {
-        std::cerr << "send call ended with error " << strerror(errno) << std::endl;
-        return;
-      }
+      std::cerr << "send call ended with error " << strerror(errno) << std::endl;
+      return;
     }
   }
 }
 
+/**
+ * Send every queued TX byte to socket_fd, in order, holding tx_mutex so that the loop thread and the
+ * exit flush never interleave. timeout_ms < 0: block until sent; otherwise give up after waiting
+ * that long for the socket to take more. Returns false on a socket error or timeout.
+ */
+bool Telnet_proxy::send_queued(int socket_fd, int timeout_ms)
+{
+  std::unique_lock<std::mutex> lock(this->tx_mutex);
+  std::vector<uint8_t> pending;
+  pending.reserve(this->tx_queue.size());
+  while(!this->tx_queue.empty())
+  {
+    pending.push_back(this->tx_queue.front());
+    this->tx_queue.pop();
+  }
+  size_t sent = 0;
+  while(sent < pending.size())
+  {
+    if(timeout_ms >= 0)
+    {
+      struct pollfd out = {socket_fd, POLLOUT, 0};
+      if(poll(&out, 1, timeout_ms) <= 0)
+        return false;
+    }
+    ssize_t ret = send(socket_fd, pending.data() + sent, pending.size() - sent, MSG_NOSIGNAL);
+    if(ret < 0)
+    {
+      if(errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+        continue;
+      return false;
+    }
+    sent += (size_t)ret;
+  }
+  return true;
+}
+
+static Telnet_proxy *exit_flush_proxy = NULL;
+
+static void flush_at_exit(void)
+{
+  if(exit_flush_proxy)
+    exit_flush_proxy->flush_to_client(2000);
+}
+
+/** What the UART sent and the loop thread has not sent yet goes to the connected client, if any. */
+void Telnet_proxy::flush_to_client(int timeout_ms)
+{
+  int fd;
+  {
+    std::unique_lock<std::mutex> lock(this->tx_mutex);
+    fd = this->client_fd;
+  }
+  if(fd >= 0)
+    this->send_queued(fd, timeout_ms);
+}
+
 Telnet_proxy::Telnet_proxy(int telnet_port)
 {
+  if(!exit_flush_proxy)
+  {
+    exit_flush_proxy = this;
+    atexit(flush_at_exit);
+  }
   if (this->open_telnet_socket(telnet_port))
   {
     this->telnet_port = telnet_port;
