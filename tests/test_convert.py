@@ -93,7 +93,7 @@ def _error_profile(name, quant, converted):
 @pytest.mark.parametrize("name", sorted(zoo.ZOO))
 def test_quantized_error_is_bounded_and_does_not_grow(converted, name, quant, record_property):
     if quant == "int16" and name in INT16_UNAVAILABLE:
-        pytest.skip("int16 of this model is refused; see test_int16_ltc_is_refused_with_the_op_named")
+        pytest.skip("int16 of this model is refused; see test_refusals.py, case \"int16 LTC names the op\"")
     l2r, per_step, want = _error_profile(name, quant, converted)
     record_property(f"{name}_{quant}_l2r", l2r)
     print(f"{name} {quant}: l2r {l2r:.4f} over {TEST_STEPS} steps (calibrated on {CALIB_STEPS})")

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""The layering of edgernn's package, measured: which module imports which, and which imports or
+calls run back up the pipeline.
+
+    python scripts/layers.py                 # static: modules, layers, imports back up a layer
+    python scripts/layers.py --trace         # also: build a test model and count the calls back up
+
+The stages, in pipeline order, with the shared leaves first (every stage may import a leaf):
+
+    0 leaves     errors, resources, procs, tfenv, _version, outdir
+    1 keras      load, decompose, step model, fused model, float reference
+    2 tflite     flatbuffer, interpreter, quantize, oracle
+    3 backend    reader, IR, lowering, codegen
+    4 targets    boards, compile, devices, GAP SDK, GVSOC
+    5 link       framing, protocol, client
+    6 pipeline   the stages joined: convert, build, inspect
+    7 validate   run, compare, report
+    8 cli        the command line (and python -m edgernn)
+    9 edgernn    the package's Python API (edgernn/__init__.py)
+
+An import "back up" goes from a module to one of a later layer. Every import counts, the ones
+inside functions too (edgernn imports TensorFlow and the later stages lazily).
+
+--trace builds tests/zoo.py's lstm_pre_head for the host board (int8) with a profiler on, keeps
+the sequence of stages (1-5) that the executed edgernn functions belong to, and counts the calls
+back up: a call into an earlier stage than the caller's, made by a function of a stage (not by the
+pipeline or a leaf). EDGERNN_ROOT=<checkout> with PYTHONPATH=<checkout> measures another checkout;
+modules of the layout before the stages (edgernn/conversion.py ...) are placed by OLD_LAYOUT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(os.environ.get("EDGERNN_ROOT", Path(__file__).resolve().parent.parent))
+LAYERS = ["leaves", "keras", "tflite", "backend", "targets", "link", "pipeline", "validate", "cli", "edgernn"]
+LEAVES = {"errors", "resources", "procs", "tfenv", "_version", "outdir"}
+OLD_LAYOUT = {
+    "buildfolder": "leaves", "loading": "keras", "decompose": "keras", "stepmodel": "keras", "fused": "keras",
+    "interop": "keras", "tflite_model": "tflite", "interpreter": "tflite", "quantize": "tflite",
+    "reference": "tflite", "boards": "targets", "devices": "targets", "gap_sdk": "targets", "nntool": "targets",
+    "conversion": "pipeline", "building": "pipeline", "inspection": "pipeline", "validation": "validate",
+    "streamstats": "validate", "report": "validate", "cli": "cli", "render": "cli", "__main__": "cli",
+}
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    if parts[0] != "edgernn":
+        raise ValueError(module)
+    if len(parts) == 1:
+        return "edgernn"
+    head = parts[1]
+    if head in LEAVES:
+        return "leaves"
+    if head in OLD_LAYOUT:
+        return OLD_LAYOUT[head]
+    if head == "backend" and parts[2:3] == ["compile"]:
+        return "targets"          # the old layout's backend/compile.py
+    if head in LAYERS:
+        return head
+    raise ValueError(f"no layer for {module}")
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted((ROOT / "edgernn").rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def imports(name: str, path: Path, known: set[str]) -> list[tuple[str, int]]:
+    """(imported edgernn module, line) for every import statement in the file."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names if a.name.split(".")[0] == "edgernn"]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            if base.split(".")[0] != "edgernn":
+                continue
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                out.append((sub if sub in known else base, node.lineno))
+    return out
+
+
+def static_report() -> int:
+    mods = modules()
+    known = set(mods)
+    per_layer = defaultdict(list)
+    edges = Counter()
+    up = []
+    for name, path in mods.items():
+        per_layer[layer_of(name)].append(name)
+        for target, line in imports(name, path, known):
+            if target not in known:
+                continue
+            a, b = LAYERS.index(layer_of(name)), LAYERS.index(layer_of(target))
+            if a != b:
+                edges[(layer_of(name), layer_of(target))] += 1
+            if b > a:
+                up.append(f"{path.relative_to(ROOT)}:{line}: {name} ({layer_of(name)}) imports {target} "
+                          f"({layer_of(target)})")
+    print(f"{len(mods)} modules in {sum(1 for l in LAYERS if per_layer[l])} layers")
+    for layer in LAYERS:
+        if per_layer[layer]:
+            names = ", ".join(sorted(m.split(".", 1)[-1] if "." in m else m for m in per_layer[layer]))
+            print(f"  {LAYERS.index(layer)} {layer:9} {len(per_layer[layer]):2}  {names}")
+    print("imports between layers (from -> to: count):")
+    for (a, b), n in sorted(edges.items(), key=lambda kv: (LAYERS.index(kv[0][0]), LAYERS.index(kv[0][1]))):
+        print(f"  {a} -> {b}: {n}{'   BACK UP' if LAYERS.index(b) > LAYERS.index(a) else ''}")
+    print(f"imports back up a layer: {len(up)}")
+    for line in up:
+        print(f"  {line}")
+    return len(up)
+
+
+def trace_report() -> None:
+    import tempfile
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import zoo
+
+    model = zoo.lstm_pre_head(seed=0)
+    stages = LAYERS[1:6]
+    calls: list[tuple[str, str]] = []      # (caller layer, callee layer) for edgernn -> edgernn calls
+    root = str(ROOT / "edgernn") + os.sep
+    mods = {str(p): n for n, p in modules().items()}
+
+    def layer_of_frame(frame):
+        f = frame.f_code.co_filename
+        return layer_of(mods[f]) if f.startswith(root) and f in mods else None
+
+    def profile(frame, event, arg):
+        if event != "call":
+            return
+        callee = layer_of_frame(frame)
+        if callee is None or frame.f_back is None:
+            return
+        caller = layer_of_frame(frame.f_back)
+        if caller is not None and caller != callee:
+            calls.append((caller, callee))
+
+    try:
+        from edgernn.pipeline.build import build_firmware
+    except ImportError:
+        from edgernn.building import build_firmware
+    with tempfile.TemporaryDirectory() as tmp:
+        sys.setprofile(profile)
+        try:
+            build_firmware(model, Path(tmp) / "out", board="host", quant="int8")
+        finally:
+            sys.setprofile(None)
+    back = Counter((a, b) for a, b in calls
+                   if a in stages and b in stages and stages.index(b) < stages.index(a))
+    path = []
+    for _, b in calls:
+        if b in stages and (not path or path[-1] != b):
+            path.append(b)
+    print(f"build of lstm_pre_head (host, int8): {len(calls)} calls between layers; the stages visited in "
+          f"order: {len(path)} changes of stage")
+    print(f"calls back up from a stage into an earlier one: {sum(back.values())}")
+    for (a, b), n in sorted(back.items()):
+        print(f"  {a} -> {b}: {n}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trace", action="store_true", help="also build a test model and count the calls back up")
+    args = parser.parse_args()
+    up = static_report()
+    if args.trace:
+        trace_report()
+    return 1 if up else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
