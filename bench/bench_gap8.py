@@ -24,7 +24,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "targets"))
 
 from edgernn import devices  # noqa: E402
 from edgernn.link import LinkClient  # noqa: E402

@@ -23,6 +23,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "toy_model"))
 
@@ -64,13 +65,13 @@ class PacedPort:
 
 
 def toy_out(folder: Path, board: str) -> Path:
-    from test_link_validate import make_toy_out
+    from toy_build import make_toy_out
 
     return make_toy_out(folder / board, board=board)
 
 
 def bench_validate(board: str, out: Path | None, steps: int, tmp: Path) -> dict:
-    from test_link_validate import toy_reference
+    from toy_build import toy_reference
 
     ref = None if out else toy_reference
     out = out or toy_out(tmp, board)

@@ -24,12 +24,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def child(kind: str, out: Path, steps: int) -> None:
-    sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "fixtures" / "toy_model")]
+    sys.path[:0] = [str(ROOT / "tests" / "support"), str(ROOT / "tests"),
+                    str(ROOT / "tests" / "fixtures" / "toy_model")]
     from edgernn.validate.run import validate
 
     reference = None
     if kind == "toy":
-        from test_link_validate import ToyReference, make_toy_out
+        from toy_build import ToyReference, make_toy_out
 
         out = make_toy_out(out / "toy")
         reference = ToyReference()

@@ -2,7 +2,7 @@
 """Print a digest of what ``edgernn build`` generates for every test model, to show that a change of
 edgernn's code left the generated firmware byte-identical.
 
-For each model of tests/zoo.py (plus ltc_dense and a fused LSTM), each quantization and each board of
+For each model of tests/support/zoo.py (plus ltc_dense and a fused LSTM), each quantization and each board of
 --boards, the model is saved to disk once and built through the installed ``edgernn`` command's
 entry point (in this process, so TensorFlow loads once). The digest lists, per build, the sha256 of
 every file edgernn generated in OUT (step models, manifest.json, firmware/ and nntool/ sources),
@@ -58,7 +58,7 @@ def _digest_tree(out: Path) -> dict[str, str]:
 
 
 def _models():
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path[:0] = [str(ROOT / "tests" / "support"), str(ROOT / "tests")]   # this layout, and the one before
     import zoo
 
     models = dict(zoo.ZOO)

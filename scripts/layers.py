@@ -21,7 +21,7 @@ The stages, in pipeline order, with the shared leaves first (every stage may imp
 An import "back up" goes from a module to one of a later layer. Every import counts, the ones
 inside functions too (edgernn imports TensorFlow and the later stages lazily).
 
---trace builds tests/zoo.py's lstm_pre_head for the host board (int8) with a profiler on, keeps
+--trace builds tests/support/zoo.py's lstm_pre_head for the host board (int8) with a profiler on, keeps
 the sequence of stages (1-5) that the executed edgernn functions belong to, and counts the calls
 back up: a call into an earlier stage than the caller's, made by a function of a stage (not by the
 pipeline or a leaf). EDGERNN_ROOT=<checkout> with PYTHONPATH=<checkout> measures another checkout;
@@ -132,7 +132,7 @@ def static_report() -> int:
 def trace_report() -> None:
     import tempfile
 
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path[:0] = [str(ROOT / "tests" / "support"), str(ROOT / "tests")]   # this layout, and the one before
     import zoo
 
     model = zoo.lstm_pre_head(seed=0)

@@ -54,6 +54,22 @@ def alive(pid: int) -> bool:
         return False
 
 
+
+def processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line holds text (a test's own tmp path)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline and alive(int(entry)):
+            found.append(int(entry))
+    return found
+
 def wait_until(predicate, seconds: float = 10.0) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

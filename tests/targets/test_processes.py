@@ -11,27 +11,11 @@ import time
 
 import pytest
 
-from conftest import alive, wait_until
+from conftest import alive, processes_mentioning, wait_until
 from edgernn import procs
-from test_link_validate import make_toy_out
+from toy_build import make_toy_out
 
 pytestmark = pytest.mark.toolchain
-
-
-def processes_mentioning(text: str) -> list[int]:
-    """Live processes whose command line holds text (a test's own tmp path)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in cmdline and alive(int(entry)):
-            found.append(int(entry))
-    return found
 
 
 def test_run_ends_the_whole_group_on_an_exception(tmp_path):

@@ -26,7 +26,7 @@ import zoo
 from conftest import TOY_MODEL, require_gap_sdk, require_tools
 from edgernn.errors import EdgeRNNError, LinkError
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 TEMPLATES = TESTS.parent / "templates"
 RV32 = ["riscv64-unknown-elf-gcc", "-march=rv32imc", "-mabi=ilp32", "--specs=picolibc.specs"]
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
@@ -437,7 +437,7 @@ def test_int8_dot_products_are_xpulp_and_the_variants_build(sdk_built, tmp_path)
                                     make_vars={"EDGERNN_XPULP": 0, "EDGERNN_CLUSTER_CORES": 1})
     assert not any(_is_sdotsp(w, pattern) for w in _words(scalar.elf, "edgernn_fully_connected_s8"))
     # (EDGERNN_CLUSTER_CORES reaches the compiler by the same make variable; the team's own arithmetic
-    # for 1, 2 and 8 workers is tested on the host, tests/test_team.py)
+    # for 1, 2 and 8 workers is tested on the host, tests/backend/test_team.py)
 
 
 def test_toy_firmware_builds_from_a_bare_model(tmp_path):

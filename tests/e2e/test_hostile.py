@@ -448,8 +448,8 @@ def test_a_killed_host_firmware_is_noticed_at_once(tmp_path):
 
     from edgernn.errors import LinkError
     from edgernn.validate.run import validate
-    from test_link_validate import ToyReference, make_toy_out
-    from test_processes import processes_mentioning
+    from toy_build import ToyReference, make_toy_out
+    from conftest import processes_mentioning
 
     out = make_toy_out(tmp_path / "out")
 
@@ -476,7 +476,7 @@ def test_a_signal_during_validate_leaves_nothing(build_copy, tmp_path, sig, code
     import sys
     import time
 
-    from test_processes import processes_mentioning, wait_until
+    from conftest import processes_mentioning, wait_until
 
     before = snapshot(tmp_path)
     cli_process = subprocess.Popen([sys.executable, "-m", "edgernn", "validate", str(build_copy), "--steps", "3000000",
@@ -558,7 +558,7 @@ def test_a_signal_during_convert_or_build_leaves_nothing(models, tmp_path, comma
     import sys
     import time
 
-    from test_processes import processes_mentioning, wait_until
+    from conftest import processes_mentioning, wait_until
 
     work = tmp_path / "work"
     work.mkdir()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import require_tools, tool_unavailable
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]
 
 
 def test_frame_parser_survives_a_short_fuzz_run(tmp_path):

@@ -4,58 +4,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tty
 
 import numpy as np
 import pytest
 
 from edgernn.errors import EdgeRNNError, LinkError
-from edgernn.validate.run import ReferenceRun, exit_code, validate
-from conftest import TOY_MODEL
-from toy import MODEL_SHA256, run_toy
+from edgernn.validate.run import exit_code, validate
+from toy_build import ToyReference, make_toy_out, toy_reference
 
 pytestmark = pytest.mark.toolchain
 
 REPORT_KEYS = {"pass", "board", "quant", "model_sha256", "steps", "sequences", "reference", "float", "device"}
-
-
-class ToyReference:
-    """The toy model's Python twin as validate's reference: one sequence, a chunk at a time."""
-
-    def __init__(self, wrong_at: int | None = None):
-        self.wrong_at = wrong_at  # make the reference disagree with the device at this step
-        self.state = None
-        self.done = 0
-
-    def start(self):
-        self.state, self.done = None, 0
-
-    def advance(self, xq: np.ndarray) -> ReferenceRun:
-        y, st = run_toy(xq, self.state)
-        if st:
-            self.state = st[-1]
-        if self.wrong_at is not None and self.done <= self.wrong_at < self.done + len(xq):
-            y[self.wrong_at - self.done, 1] += 1
-        self.done += len(xq)
-        return ReferenceRun(y, np.frombuffer(b"".join(st), np.uint8).reshape(len(xq), -1))
-
-
-toy_reference = ToyReference()
-
-
-def make_toy_out(path, board="host", sha=MODEL_SHA256):
-    fw = path / "firmware"
-    fw.mkdir(parents=True)
-    for name in ("model.c", "model.h"):
-        shutil.copy(TOY_MODEL / name, fw / name)
-    q = lambda shape: {"shape": shape, "dtype": "int8", "scale": 1 / 64, "zero_point": 0}  # noqa: E731
-    manifest = {"schema": "edgernn-build/1", "written": ["manifest.json", "firmware"], "board": board, "quant": "int8", "model_sha256": sha, "model_file": None,
-                "inputs": [{"name": "x", **q([1, 3])}], "outputs": [{"name": "y", **q([1, 2])}],
-                "states": [{"name": "toy.state", **q([1, 8])}], "sequence_output": "every_step",
-                "macs_per_step": 12, "arena_bytes": 8, "weight_bytes": 0}
-    (path / "manifest.json").write_text(json.dumps(manifest))
-    return path
 
 
 @pytest.fixture

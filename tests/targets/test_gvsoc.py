@@ -25,7 +25,7 @@ from conftest import alive, require_tools, wait_until
 from edgernn.targets import gap_sdk
 from edgernn.errors import EdgeRNNError
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 ECHO_SOURCES = [TESTS / "c" / "gvsoc" / "crt0.S", TESTS / "c" / "gvsoc_uart_echo.c"]
 ECHO_LINK_SCRIPT = TESTS / "c" / "gvsoc" / "gap8_l2.ld"
 BUILD_TOOLS = ("make", "g++", "cmake", "scons", "rsync", "strip")

@@ -67,7 +67,7 @@ def test_c_fixed_point_fast_forms_equal_gemmlowp(tmp_path):
     """The one-multiply forms in edgernn_fixedpoint.h against gemmlowp's literal definitions, in C."""
     from edgernn.resources import templates_dir
 
-    src = Path(__file__).resolve().parent / "c" / "fixedpoint_check.c"
+    src = Path(__file__).resolve().parents[1] / "c" / "fixedpoint_check.c"
     exe = tmp_path / "fixedpoint_check"
     subprocess.run(["gcc", "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic",
                     "-I", str(templates_dir() / "kernels"), str(src), "-o", str(exe)], check=True)

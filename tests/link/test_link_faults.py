@@ -8,7 +8,7 @@ import pytest
 
 from edgernn.errors import LinkError
 from edgernn.link import LinkClient, open_port
-from edgernn.link.faults import FaultPlan, FaultyPort
+from faults import FaultPlan, FaultyPort
 from toy import STATE_BYTES, run_toy
 
 pytestmark = pytest.mark.toolchain

@@ -148,7 +148,7 @@ def test_a_device_reset_mid_sequence_is_caught(built, tmp_path):
     from edgernn.targets import device as devices
     from edgernn.errors import LinkError
     from edgernn.link import LinkClient, open_port
-    from edgernn.link.faults import FaultPlan, FaultyPort
+    from faults import FaultPlan, FaultyPort
 
     out, n_in = built("gru")
     board = devices.load_board(BOARD)

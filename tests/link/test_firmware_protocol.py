@@ -25,7 +25,7 @@ def codec(tmp_path_factory):
     require_tools("gcc")
     lib = tmp_path_factory.mktemp("codec") / "codec.so"
     fw = templates_dir() / "firmware"
-    shim = Path(__file__).parent / "fixtures" / "codec_shim.c"
+    shim = Path(__file__).resolve().parents[1] / "fixtures" / "codec_shim.c"
     subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
                     f"-DEDGERNN_LINK_MAX_FRAME={MAX_FRAME}", f"-I{fw}", str(fw / "protocol.c"), str(shim),
                     "-o", str(lib)], check=True)

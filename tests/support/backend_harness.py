@@ -19,7 +19,7 @@ from edgernn.targets.compile import compile_host
 from edgernn.targets.board import load_board
 from edgernn.tflite.interpreter import load_interpreter
 
-DRIVER = Path(__file__).resolve().parent / "c" / "step_driver.c"
+DRIVER = Path(__file__).resolve().parents[1] / "c" / "step_driver.c"
 
 # GAP8's SIMD dot product, written with the GCC vector subscripts of the GAP SDK's own emulation
 # (gap_sdk tools/autotiler_v3/Emulation/GapBuiltins.h): it stands in for the real builtin so the
