@@ -24,7 +24,8 @@ inside functions too (edgernn imports TensorFlow and the later stages lazily).
 --trace builds tests/support/zoo.py's lstm_pre_head for the host board (int8) with a profiler on, keeps
 the sequence of stages (1-5) that the executed edgernn functions belong to, and counts the calls
 back up: a call into an earlier stage than the caller's, made by a function of a stage (not by the
-pipeline or a leaf). EDGERNN_ROOT=<checkout> with PYTHONPATH=<checkout> measures another checkout;
+pipeline or a leaf), and the returns along the path: the stages the executed functions belong to,
+in order, and how often that sequence goes back to an earlier stage. EDGERNN_ROOT=<checkout> with PYTHONPATH=<checkout> measures another checkout;
 modules of the layout before the stages (edgernn/conversion.py ...) are placed by OLD_LAYOUT.
 """
 
@@ -171,8 +172,10 @@ def trace_report() -> None:
     for _, b in calls:
         if b in stages and (not path or path[-1] != b):
             path.append(b)
-    print(f"build of lstm_pre_head (host, int8): {len(calls)} calls between layers; the stages visited in "
-          f"order: {len(path)} changes of stage")
+    returns = sum(1 for a, b in zip(path, path[1:]) if stages.index(b) < stages.index(a))
+    print(f"build of lstm_pre_head (host, int8): {len(calls)} calls between layers")
+    print(f"the stages the model's path visits, in order: {len(path)} visits, {returns} of them back to an "
+          f"earlier stage: {' '.join(path)}")
     print(f"calls back up from a stage into an earlier one: {sum(back.values())}")
     for (a, b), n in sorted(back.items()):
         print(f"  {a} -> {b}: {n}")
