@@ -159,3 +159,36 @@ class StepRunner:
         if self.manifest["sequence_output"] == "every_step":
             return trace.y_float
         return trace.final if trace.final is not None else trace.y_float[:, -1, :]
+
+
+def step_records(step_file: str | Path, xq: np.ndarray, states: list[dict]) -> tuple[np.ndarray, np.dtype]:
+    """One sequence through the step model, as the device's trace records it: per step, the bytes of
+    y then of every state in ``states`` (manifest entries) order; and y's dtype.
+
+    States that are inputs and outputs of the step model start at their zero point and are fed back;
+    states in variable tensors (a fused op's, ``"variable": true``) live in the interpreter between
+    invokes and are read back by their tensor index.
+    """
+    interp = load_interpreter(step_file)
+    runner = interp.get_signature_runner("serving_default")
+    details = runner.get_input_details()
+    shape = details["x"]["shape"]
+    fed = [s["name"] for s in states if not s.get("variable")]
+    state = {}
+    for name in fed:
+        zp = details[name]["quantization_parameters"]["zero_points"]
+        state[name] = np.full(details[name]["shape"], int(zp[0]) if len(zp) else 0, dtype=details[name]["dtype"])
+    records = []
+    y_dtype = None
+    for t in range(xq.shape[0]):
+        out = runner(x=xq[t].reshape(shape), **state)
+        y_dtype = out["y"].dtype
+        parts = [out["y"].reshape(-1)]
+        for s in states:
+            if s.get("variable"):
+                parts.append(interp.get_tensor(int(s["tensor"])).reshape(-1))
+            else:
+                state[s["name"]] = out[s["name"]].copy()
+                parts.append(state[s["name"]].reshape(-1))
+        records.append(np.concatenate([p.view(np.uint8) for p in parts]))
+    return np.stack(records), y_dtype

@@ -18,6 +18,7 @@ from edgernn.backend import generate_firmware
 from edgernn.targets.compile import compile_host
 from edgernn.targets.board import load_board
 from edgernn.tflite.interpreter import load_interpreter
+from edgernn.tflite.oracle import step_records
 
 DRIVER = Path(__file__).resolve().parents[1] / "c" / "step_driver.c"
 
@@ -46,44 +47,9 @@ def quantize_x(folder: Path, xs: np.ndarray) -> np.ndarray:
 
 
 def reference_bytes(folder: Path, xq: np.ndarray) -> tuple[np.ndarray, np.dtype]:
-    """(steps, bytes) records of y then every state, from the interpreter, and y's dtype."""
+    """(steps, bytes) records of y then every state, from the interpreter (edgernn's oracle), and y's dtype."""
     manifest = json.loads((folder / "manifest.json").read_text())
-    if any(s.get("variable") for s in manifest["states"]):
-        return variable_reference_bytes(folder, xq, manifest["states"])
-    runner = load_interpreter(folder / "step.tflite").get_signature_runner("serving_default")
-    details = runner.get_input_details()
-    keys = state_keys(folder)
-    state = {}
-    for k in keys:
-        zp = details[k]["quantization_parameters"]["zero_points"]
-        state[k] = np.full(details[k]["shape"], int(zp[0]) if len(zp) else 0, dtype=details[k]["dtype"])
-    records = []
-    y_dtype = None
-    for t in range(xq.shape[0]):
-        out = runner(x=xq[t].reshape(details["x"]["shape"]), **state)
-        y_dtype = out["y"].dtype
-        parts = [out["y"].reshape(-1)]
-        for k in keys:
-            state[k] = out[k].copy()
-            parts.append(state[k].reshape(-1))
-        records.append(np.concatenate([p.view(np.uint8) for p in parts]))
-    return np.stack(records), y_dtype
-
-
-def variable_reference_bytes(folder: Path, xq: np.ndarray, states: list[dict]) -> tuple[np.ndarray, np.dtype]:
-    """The same records for a model whose state lives in variable tensors (a fused RNN op): the
-    interpreter keeps them between invokes, and each is read back by its tensor index."""
-    interp = load_interpreter(folder / "step.tflite")
-    runner = interp.get_signature_runner("serving_default")
-    shape = runner.get_input_details()["x"]["shape"]
-    records = []
-    y_dtype = None
-    for t in range(xq.shape[0]):
-        y = runner(x=xq[t].reshape(shape))["y"]
-        y_dtype = y.dtype
-        parts = [y.reshape(-1)] + [interp.get_tensor(int(s["tensor"])).reshape(-1) for s in states]
-        records.append(np.concatenate([p.view(np.uint8) for p in parts]))
-    return np.stack(records), y_dtype
+    return step_records(folder / "step.tflite", xq, manifest["states"])
 
 
 @dataclass
