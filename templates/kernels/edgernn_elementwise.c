@@ -455,16 +455,16 @@ void edgernn_tanh_s16(int32_t input_multiplier, int32_t input_left_shift, const 
     }
 }
 
-void edgernn_requantize_s16(const edgernn_mul_params_t *p, int mode, const int16_t *in, int n,
-                            int16_t *out)
+void edgernn_requantize_s16(const edgernn_mul_params_t *p, edgernn_requantize_t mode, const int16_t *in,
+                            int n, int16_t *out)
 {
     int i;
     for (i = 0; i < n; ++i) {
         int32_t v = (int32_t)in[i] + p->input1_offset;
         int32_t r;
-        if (mode == 1) {
+        if (mode == EDGERNN_REQUANTIZE_ABS) {
             v = v < 0 ? -v : v;
-        } else if (mode == 2) {
+        } else if (mode == EDGERNN_REQUANTIZE_NEG) {
             v = -v;
         }
         r = edgernn_mbqm(v, p->output_multiplier, p->output_shift) + p->output_offset;
