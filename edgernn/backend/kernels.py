@@ -18,7 +18,7 @@ the checked-in files equal to ``render_sources()``; ``write_sources()`` rewrites
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 # sizes of the scalar C types of constant arrays and struct fields
