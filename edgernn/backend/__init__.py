@@ -18,16 +18,13 @@ from edgernn.backend.codegen import (
     render,
     state_layout,
 )
+from edgernn.backend.kernels import SIZES
 from edgernn.backend.parallel import min_count, share_calls
 from edgernn.backend.placement import MemoryBudgetError, place
 from edgernn.backend.reader import read_tflite
 from edgernn.errors import EdgeRNNError
 
 __all__ = ["generate_firmware", "read_tflite", "supported_ops", "MemoryBudgetError"]
-
-_SIZES = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4, "int64_t": 8, "float": 4,
-          "edgernn_run_t": 12, "edgernn_bcast_t": 48, "edgernn_addsub_params_t": 48,
-          "edgernn_mul_params_t": 28, "edgernn_lstm_s8_params_t": 96, "edgernn_lstm_f32_params_t": 12}
 
 
 def supported_ops() -> list[str]:
@@ -72,9 +69,9 @@ def _state_keys(graph, manifest: dict | None, input_key: str) -> list:
 def _weight_bytes(arrays, structs) -> int:
     total = 0
     for a in arrays:
-        total += _SIZES[a.ctype] * len(a.values)
+        total += SIZES[a.ctype] * len(a.values)
     for s in structs:
-        total += _SIZES[s.ctype]
+        total += SIZES[s.ctype]
     return total
 
 

@@ -37,7 +37,7 @@ KERNEL_HEADERS = [
 ]
 # The team implementation, copied as edgernn_team.c: the board file's [parallel] team (a path under
 # templates/), else the portable one (serial, or POSIX threads with -DEDGERNN_THREADS=N).
-DEFAULT_TEAM = "kernels/edgernn_team.c"
+DEFAULT_TEAM = "hal/posix/edgernn_team.c"
 TEAM_SOURCE = "edgernn_team.c"
 STATE_ALIGN = 8
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from edgernn.backend import quantparams as qp
+from edgernn.backend.kernels import REQUANTIZE_ABS, REQUANTIZE_IDENTITY, REQUANTIZE_NEG, kernel_args
 from edgernn.backend.ir import Graph, Operator, Tensor
 from edgernn.errors import EdgeRNNError
 
@@ -73,6 +74,10 @@ class Lowering:
     def t(self, i: int) -> Tensor:
         return self.g.tensors[i]
 
+    def call(self, op: Operator, fn: str, args: dict, **extra) -> Call:
+        """A call of kernel fn, its arguments given by name (edgernn/backend/kernels.py)."""
+        return Call(op.index, op.op, fn, kernel_args(fn, args), **extra)
+
     def cname(self, op: Operator, what: str) -> str:
         return f"{self.prefix}_op{op.index}_{what}"
 
@@ -122,9 +127,10 @@ class Lowering:
             if bias_i >= 0:
                 self.runtime_consts.add(bias_i)
                 bias_arg = ("tensor", bias_i)
-            return Call(op.index, op.op, "edgernn_fully_connected_f32",
-                        [("tensor", op.inputs[0]), ("tensor", op.inputs[1]), bias_arg, _lit_float(lo),
-                         _lit_float(hi), str(rows), str(n_in), str(n_out), ("tensor", op.outputs[0])])
+            return self.call(op, "edgernn_fully_connected_f32",
+                             {"in": ("tensor", op.inputs[0]), "w": ("tensor", op.inputs[1]), "bias": bias_arg,
+                              "act_min": _lit_float(lo), "act_max": _lit_float(hi), "rows": str(rows),
+                              "n_in": str(n_in), "n_out": str(n_out), "out": ("tensor", op.outputs[0])})
         if dtype not in ("int8", "int16") or w.dtype != "int8":
             return None
         in_s, in_zp = x.qparams()
@@ -152,15 +158,16 @@ class Lowering:
             ConstArray(self.cname(op, "mult"), "int32_t", [int(m) for m in mult]),
             ConstArray(self.cname(op, "shift"), "int32_t", [int(s) for s in shift]),
         ]
-        args = [("tensor", op.inputs[0]), ("tensor", op.inputs[1]), ("const", arrays[0].name),
-                ("const", arrays[1].name), ("const", arrays[2].name)]
+        args = {"in": ("tensor", op.inputs[0]), "w": ("tensor", op.inputs[1]), "bias": ("const", arrays[0].name),
+                "multiplier": ("const", arrays[1].name), "shift": ("const", arrays[2].name),
+                "output_offset": str(out_zp), "act_min": str(lo), "act_max": str(hi), "rows": str(rows),
+                "n_in": str(n_in), "n_out": str(n_out), "out": ("tensor", op.outputs[0])}
         if dtype == "int8":
             # The one op whose builtin kernel rounds differently from the reference one (docs/ops.md): the
             # rescale follows the kernel of the graph's oracle.
-            args.append("EDGERNN_ROUND_TWICE_UP" if self.g.oracle == "builtin" else "EDGERNN_ROUND_ONCE")
-        args += [str(out_zp), str(lo), str(hi), str(rows), str(n_in), str(n_out), ("tensor", op.outputs[0])]
+            args["rounding"] = "EDGERNN_ROUND_TWICE_UP" if self.g.oracle == "builtin" else "EDGERNN_ROUND_ONCE"
         fn = "edgernn_fully_connected_s8" if dtype == "int8" else "edgernn_fully_connected_s16"
-        return Call(op.index, op.op, fn, args, arrays=arrays)
+        return self.call(op, fn, args, arrays=arrays)
 
     # ---- binary element-wise ----
     def bcast(self, op: Operator) -> ConstStruct:
@@ -185,11 +192,19 @@ class Lowering:
 
     def _binary_float(self, op: Operator, fn: str, with_act: bool = True):
         bc = self.bcast(op)
-        args = [("ref", bc.name), self.operand(op.inputs[0]), self.operand(op.inputs[1])]
+        args = {"b": ("ref", bc.name), "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]),
+                "out": ("tensor", op.outputs[0])}
         if with_act:
             lo, hi = qp.activation_range_float(op.options.get("fusedActivationFunction", 0))
-            args += [_lit_float(lo), _lit_float(hi)]
-        return Call(op.index, op.op, fn, args + [("tensor", op.outputs[0])], structs=[bc])
+            args.update(act_min=_lit_float(lo), act_max=_lit_float(hi))
+        return self.call(op, fn, args, structs=[bc])
+
+    def _binary_params(self, op: Operator, fn: str, params: ConstStruct) -> Call:
+        """A broadcasting integer kernel of a parameter struct (MUL, DIV, SQUARED_DIFFERENCE)."""
+        bc = self.bcast(op)
+        return self.call(op, fn, {"b": ("ref", bc.name), "p": ("ref", params.name), "in1": self.operand(op.inputs[0]),
+                                  "in2": self.operand(op.inputs[1]), "out": ("tensor", op.outputs[0])},
+                         structs=[bc, params])
 
     def _addsub(self, op: Operator, dtype: str, subtract: bool):
         if dtype == "float32":
@@ -233,20 +248,22 @@ class Lowering:
                                  [-zr, 0, zo, left_shift, mr, shr, 0, 0, mo, sho, lo, hi])
             karr = ConstArray(self.cname(op, "k"), "int32_t", k)
             negate = "1" if (c == 0 and kernel_subtract) else "0"
-            return Call(op.index, op.op, f"edgernn_addsub_const_{sfx}",
-                        [("ref", params.name), negate, ("tensor", op.inputs[1 - c]), ("const", karr.name),
-                         str(out.size), out_arg], arrays=[karr], structs=[params])
+            return self.call(op, f"edgernn_addsub_const_{sfx}",
+                             {"p": ("ref", params.name), "negate": negate, "in": ("tensor", op.inputs[1 - c]),
+                              "k": ("const", karr.name), "n": str(out.size), "out": out_arg},
+                             arrays=[karr], structs=[params])
         params = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
                              [-z1, -z2, zo, left_shift, m1, sh1, m2, sh2, mo, sho, lo, hi])
         if a.size == b.size == out.size:
-            return Call(op.index, op.op, f"edgernn_addsub_n_{sfx}",
-                        [("ref", params.name), flag, self.operand(op.inputs[0]), self.operand(op.inputs[1]),
-                         str(out.size), out_arg], structs=[params])
+            return self.call(op, f"edgernn_addsub_n_{sfx}",
+                             {"p": ("ref", params.name), "subtract": flag, "in1": self.operand(op.inputs[0]),
+                              "in2": self.operand(op.inputs[1]), "n": str(out.size), "out": out_arg},
+                             structs=[params])
         bc = self.bcast(op)
-        return Call(op.index, op.op, f"edgernn_addsub_{sfx}",
-                    [("ref", bc.name), ("ref", params.name), flag,
-                     self.operand(op.inputs[0]), self.operand(op.inputs[1]), out_arg],
-                    structs=[bc, params])
+        return self.call(op, f"edgernn_addsub_{sfx}",
+                         {"b": ("ref", bc.name), "p": ("ref", params.name), "subtract": flag,
+                          "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]), "out": out_arg},
+                         structs=[bc, params])
 
     def op_add(self, op, dtype):
         return self._addsub(op, dtype, False)
@@ -272,13 +289,11 @@ class Lowering:
         params = self._mul_params(op, dtype, real)
         sfx = "s8" if dtype == "int8" else "s16"
         if a.size == b.size == out.size:
-            return Call(op.index, op.op, f"edgernn_mul_n_{sfx}",
-                        [("ref", params.name), self.operand(op.inputs[0]), self.operand(op.inputs[1]),
-                         str(out.size), ("tensor", op.outputs[0])], structs=[params])
-        bc = self.bcast(op)
-        return Call(op.index, op.op, f"edgernn_mul_{sfx}", [("ref", bc.name), ("ref", params.name), self.operand(op.inputs[0]),
-                                                          self.operand(op.inputs[1]), ("tensor", op.outputs[0])],
-                    structs=[bc, params])
+            return self.call(op, f"edgernn_mul_n_{sfx}",
+                             {"p": ("ref", params.name), "in1": self.operand(op.inputs[0]),
+                              "in2": self.operand(op.inputs[1]), "n": str(out.size), "out": ("tensor", op.outputs[0])},
+                             structs=[params])
+        return self._binary_params(op, f"edgernn_mul_{sfx}", params)
 
     def op_div(self, op, dtype):
         if dtype == "float32":
@@ -288,10 +303,7 @@ class Lowering:
         a, b, out = self.t(op.inputs[0]), self.t(op.inputs[1]), self.t(op.outputs[0])
         real = float(np.float32(a.qparams()[0])) / (float(np.float32(b.qparams()[0])) * float(np.float32(out.qparams()[0])))
         params = self._mul_params(op, dtype, real)
-        bc = self.bcast(op)
-        return Call(op.index, op.op, "edgernn_div_s8", [("ref", bc.name), ("ref", params.name), self.operand(op.inputs[0]),
-                                                        self.operand(op.inputs[1]), ("tensor", op.outputs[0])],
-                    structs=[bc, params])
+        return self._binary_params(op, "edgernn_div_s8", params)
 
     def op_maximum(self, op, dtype):
         return self._binary_float(op, "edgernn_maximum_f32", False) if dtype == "float32" else None
@@ -317,23 +329,17 @@ class Lowering:
         mo, sho = qp.quantize_multiplier(ro)
         params = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
                              [-z1, -z2, zo, left_shift, m1, sh1, m2, sh2, mo, sho, -128, 127])
-        bc = self.bcast(op)
-        return Call(op.index, op.op, "edgernn_squared_difference_s8",
-                    [("ref", bc.name), ("ref", params.name), self.operand(op.inputs[0]),
-                     self.operand(op.inputs[1]), ("tensor", op.outputs[0])], structs=[bc, params])
+        return self._binary_params(op, "edgernn_squared_difference_s8", params)
 
     # ---- unary ----
     def _unary(self, op: Operator, dtype: str, name: str):
         x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
         n = str(out.size)
         if dtype == "float32":
-            return Call(op.index, op.op, "edgernn_unary_f32",
-                        [f"EDGERNN_UNARY_{name}", ("tensor", op.inputs[0]), n, ("tensor", op.outputs[0])])
+            return self.call(op, "edgernn_unary_f32", {"op": f"EDGERNN_UNARY_{name}", "in": ("tensor", op.inputs[0]),
+                                                       "n": n, "out": ("tensor", op.outputs[0])})
         if dtype == "int8":
-            table = self.lut_s8(op, name, x, out)
-            arr = ConstArray(self.cname(op, "lut"), "int8_t", [int(v) for v in table])
-            return Call(op.index, op.op, "edgernn_lut_s8",
-                        [("const", arr.name), ("tensor", op.inputs[0]), n, ("tensor", op.outputs[0])], arrays=[arr])
+            return self._lut(op, "edgernn_lut_s8", "int8_t", self.lut_s8(op, name, x, out))
         if dtype == "int16":
             (si, zi), (so, zo) = x.qparams(), out.qparams()
             if name in ("LOGISTIC", "TANH"):
@@ -341,16 +347,26 @@ class Lowering:
                     raise _refuse(op, "int16 needs zero points 0 and output scale 1/32768")
                 m, s = qp.int16_activation_params(name, si)
                 fn = "edgernn_logistic_s16" if name == "LOGISTIC" else "edgernn_tanh_s16"
-                return Call(op.index, op.op, fn, [str(m), str(s), ("tensor", op.inputs[0]), n, ("tensor", op.outputs[0])])
+                return self.call(op, fn, {"input_multiplier": str(m), "input_left_shift": str(s),
+                                          "in": ("tensor", op.inputs[0]), "n": n, "out": ("tensor", op.outputs[0])})
             if name in ("ABS", "NEG"):
                 needs = np.float32(si) != np.float32(so)
                 m, s = qp.quantize_multiplier(qp.f32(np.float32(si) / np.float32(so))) if needs else (1 << 30, 1)
                 params = ConstStruct(self.cname(op, "q"), "edgernn_mul_params_t", [-zi, 0, zo, m, s, -32768, 32767])
-                mode = "1" if name == "ABS" else "2"
-                return Call(op.index, op.op, "edgernn_requantize_s16",
-                            [("ref", params.name), mode, ("tensor", op.inputs[0]), n, ("tensor", op.outputs[0])],
-                            structs=[params])
+                return self._requantize_s16(op, params, REQUANTIZE_ABS if name == "ABS" else REQUANTIZE_NEG)
         return None
+
+    def _lut(self, op: Operator, fn: str, ctype: str, table) -> Call:
+        """A table lookup per element (edgernn_lut_s8, edgernn_lut_s16), the table a constant array."""
+        arr = ConstArray(self.cname(op, "lut"), ctype, [int(v) for v in table])
+        return self.call(op, fn, {"table": ("const", arr.name), "in": ("tensor", op.inputs[0]),
+                                  "n": str(self.t(op.outputs[0]).size), "out": ("tensor", op.outputs[0])},
+                         arrays=[arr])
+
+    def _requantize_s16(self, op: Operator, params: ConstStruct, mode: int) -> Call:
+        return self.call(op, "edgernn_requantize_s16",
+                         {"p": ("ref", params.name), "mode": str(mode), "in": ("tensor", op.inputs[0]),
+                          "n": str(self.t(op.outputs[0]).size), "out": ("tensor", op.outputs[0])}, structs=[params])
 
     def lut_s8(self, op: Operator, name: str, x: Tensor, out: Tensor) -> np.ndarray:
         (si, zi), (so, zo) = x.qparams(), out.qparams()
@@ -394,11 +410,8 @@ class Lowering:
     def op_exp(self, op, dtype):
         if dtype == "int16":
             x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
-            table = qp.lookup_table_s16(qp.float_unary("EXP"), *x.qparams(), *out.qparams())
-            arr = ConstArray(self.cname(op, "lut"), "int16_t", [int(v) for v in table])
-            return Call(op.index, op.op, "edgernn_lut_s16",
-                        [("const", arr.name), ("tensor", op.inputs[0]), str(out.size), ("tensor", op.outputs[0])],
-                        arrays=[arr])
+            return self._lut(op, "edgernn_lut_s16", "int16_t",
+                             qp.lookup_table_s16(qp.float_unary("EXP"), *x.qparams(), *out.qparams()))
         return self._unary(op, dtype, "EXP")
 
     def op_abs(self, op, dtype):
@@ -416,11 +429,7 @@ class Lowering:
     def op_rsqrt(self, op, dtype):
         if dtype == "int8":
             x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
-            table = qp.rsqrt_table_s8(*x.qparams(), *out.qparams())
-            arr = ConstArray(self.cname(op, "lut"), "int8_t", [int(v) for v in table])
-            return Call(op.index, op.op, "edgernn_lut_s8",
-                        [("const", arr.name), ("tensor", op.inputs[0]), str(out.size), ("tensor", op.outputs[0])],
-                        arrays=[arr])
+            return self._lut(op, "edgernn_lut_s8", "int8_t", qp.rsqrt_table_s8(*x.qparams(), *out.qparams()))
         return self._unary(op, dtype, "RSQRT") if dtype == "float32" else None
 
     def op_sqrt(self, op, dtype):
@@ -434,20 +443,16 @@ class Lowering:
         n = str(out.size)
         if x.dtype == "float32" and dtype in ("int8", "int16"):
             s, z = out.qparams()
-            return Call(op.index, op.op, f"edgernn_quantize_f32_s{8 if dtype == 'int8' else 16}",
-                        [_lit_float(s), str(z), ("tensor", op.inputs[0]), n, ("tensor", op.outputs[0])])
+            return self.call(op, f"edgernn_quantize_f32_s{8 if dtype == 'int8' else 16}",
+                             {"scale": _lit_float(s), "zero_point": str(z), "in": ("tensor", op.inputs[0]), "n": n,
+                              "out": ("tensor", op.outputs[0])})
         if x.dtype == dtype == "int8":
-            table = self.lut_s8(op, "REQUANTIZE", x, out)
-            arr = ConstArray(self.cname(op, "lut"), "int8_t", [int(v) for v in table])
-            return Call(op.index, op.op, "edgernn_lut_s8",
-                        [("const", arr.name), ("tensor", op.inputs[0]), n, ("tensor", op.outputs[0])], arrays=[arr])
+            return self._lut(op, "edgernn_lut_s8", "int8_t", self.lut_s8(op, "REQUANTIZE", x, out))
         if x.dtype == dtype == "int16":
             (si, zi), (so, zo) = x.qparams(), out.qparams()
             m, s = qp.quantize_multiplier(float(np.float32(si)) / float(np.float32(so)))
             params = ConstStruct(self.cname(op, "q"), "edgernn_mul_params_t", [-zi, 0, zo, m, s, -32768, 32767])
-            return Call(op.index, op.op, "edgernn_requantize_s16",
-                        [("ref", params.name), "0", ("tensor", op.inputs[0]), n, ("tensor", op.outputs[0])],
-                        structs=[params])
+            return self._requantize_s16(op, params, REQUANTIZE_IDENTITY)
         return None
 
     def op_dequantize(self, op, dtype):
@@ -455,8 +460,9 @@ class Lowering:
         if dtype != "float32" or x.dtype not in ("int8", "int16"):
             return None
         s, z = x.qparams()
-        return Call(op.index, op.op, f"edgernn_dequantize_s{8 if x.dtype == 'int8' else 16}_f32",
-                    [_lit_float(s), str(z), ("tensor", op.inputs[0]), str(x.size), ("tensor", op.outputs[0])])
+        return self.call(op, f"edgernn_dequantize_s{8 if x.dtype == 'int8' else 16}_f32",
+                         {"scale": _lit_float(s), "zero_point": str(z), "in": ("tensor", op.inputs[0]),
+                          "n": str(x.size), "out": ("tensor", op.outputs[0])})
 
     def op_softmax(self, op, dtype):
         x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
@@ -469,9 +475,10 @@ class Lowering:
             if out.qparams()[1] != -128 or abs(out.qparams()[0] - 1.0 / 256) > 0.001 / 256:
                 raise _refuse(op, "int8 output needs scale 1/256 and zero point -128")
             m, s, diff_min = qp.softmax_s8_params(beta, x.qparams()[0])
-            return Call(op.index, op.op, "edgernn_softmax_s8",
-                        [str(m), str(s), str(diff_min), ("tensor", op.inputs[0]), rows, str(depth),
-                         ("tensor", op.outputs[0])])
+            return self.call(op, "edgernn_softmax_s8",
+                             {"input_multiplier": str(m), "input_left_shift": str(s), "diff_min": str(diff_min),
+                              "in": ("tensor", op.inputs[0]), "rows": rows, "depth": str(depth),
+                              "out": ("tensor", op.outputs[0])})
         if dtype == "int16":
             if x.qparams()[1] != 0 or out.qparams()[1] != 0 or abs(out.qparams()[0] - 1.0 / 32768) > 0.001 / 32768:
                 raise _refuse(op, "int16 needs zero points 0 and output scale 1/32768")
@@ -479,14 +486,15 @@ class Lowering:
             exp_lut, recip_lut = qp.softmax_s16_tables()
             arrays = [ConstArray(self.cname(op, "exp_lut"), "int16_t", [int(v) for v in exp_lut]),
                       ConstArray(self.cname(op, "recip_lut"), "int16_t", [int(v) for v in recip_lut])]
-            return Call(op.index, op.op, "edgernn_softmax_s16",
-                        [("const", arrays[0].name), ("const", arrays[1].name), str(m), str(s),
-                         ("tensor", op.inputs[0]), rows, str(depth), ("tensor", op.outputs[0])], arrays=arrays)
+            return self.call(op, "edgernn_softmax_s16",
+                             {"exp_lut": ("const", arrays[0].name), "recip_lut": ("const", arrays[1].name),
+                              "input_multiplier": str(m), "input_shift": str(s), "in": ("tensor", op.inputs[0]),
+                              "rows": rows, "depth": str(depth), "out": ("tensor", op.outputs[0])}, arrays=arrays)
         if dtype != "float32":
             return None
-        return Call(op.index, op.op, "edgernn_softmax_f32",
-                    [("tensor", op.inputs[0]), str(x.size // depth), str(depth),
-                     _lit_float(op.options.get("beta", 1.0)), ("tensor", op.outputs[0])])
+        return self.call(op, "edgernn_softmax_f32",
+                         {"in": ("tensor", op.inputs[0]), "rows": str(x.size // depth), "depth": str(depth),
+                          "beta": _lit_float(op.options.get("beta", 1.0)), "out": ("tensor", op.outputs[0])})
 
     # ---- reductions ----
     def _reduce(self, op: Operator, dtype: str, fn: str):
@@ -501,22 +509,23 @@ class Lowering:
         inner = int(np.prod(x.shape[axes[-1] + 1 :], dtype=np.int64))
         if dtype == "int16":
             raise _refuse(op, "no int16 kernel (no converted model uses one, so none is verified)")
+        shape = {"in": ("tensor", op.inputs[0]), "outer": str(outer), "reduced": str(reduced), "inner": str(inner),
+                 "out": ("tensor", op.outputs[0])}
         if dtype == "int8":
             (si, zi), (so, zo) = x.qparams(), out.qparams()
             if fn == "edgernn_sum_f32":
                 # LiteRT's SUM kernel rescales the int32 sum in float (docs/ops.md says why not the
                 # reference one); scale and bias are the float32 values its Eval computes
                 scale, bias = qp.sum_float_params(si, so, zi, reduced)
-                return Call(op.index, op.op, "edgernn_sum_s8",
-                            [("tensor", op.inputs[0]), str(outer), str(reduced), str(inner), _lit_float(scale),
-                             _lit_float(bias), str(zo), ("tensor", op.outputs[0])])
+                return self.call(op, "edgernn_sum_s8",
+                                 {**shape, "scale": _lit_float(scale), "bias": _lit_float(bias),
+                                  "output_zero_point": str(zo)})
             # reference_ops::QuantizedMeanOrSum: int32 sum, zero point removed, one requantization
             mult, shift = qp.reduce_params(si, so, reduced, mean=True)
-            return Call(op.index, op.op, "edgernn_mean_s8",
-                        [("tensor", op.inputs[0]), str(outer), str(reduced), str(inner), str(zi), str(mult),
-                         str(shift), str(zo), ("tensor", op.outputs[0])])
-        return Call(op.index, op.op, fn, [("tensor", op.inputs[0]), str(outer), str(reduced), str(inner),
-                                          ("tensor", op.outputs[0])])
+            return self.call(op, "edgernn_mean_s8",
+                             {**shape, "input_zero_point": str(zi), "multiplier": str(mult), "shift": str(shift),
+                              "output_zero_point": str(zo)})
+        return self.call(op, fn, shape)
 
     def op_sum(self, op, dtype):
         return self._reduce(op, dtype, "edgernn_sum_f32")
@@ -557,8 +566,10 @@ class Lowering:
         first = None
         for name, n_runs, src_t, dst_t in calls_args:
             self.operand(src_t)
-            call = Call(op.index, op.op, "edgernn_copy_runs",
-                        [("const", name), str(n_runs), f"sizeof({self.t(dst_t).ctype})", ("tensor", src_t), ("tensor", dst_t)])
+            call = self.call(op, "edgernn_copy_runs",
+                             {"runs": ("const", name), "n_runs": str(n_runs),
+                              "elem_size": f"sizeof({self.t(dst_t).ctype})", "src": ("tensor", src_t),
+                              "dst": ("tensor", dst_t)})
             if first is None:
                 first = call
                 first.arrays = arrays
@@ -686,8 +697,8 @@ class Lowering:
                 raise _refuse(op, "every gate needs a constant bias")
             biases.append(self.t(i).data.reshape(-1))
         cell_clip = float(np.float32(opts.get("cellClip", 0.0)))
-        args_state = [str(steps), ("tensor", ins[0]), ("tensor", ins[18]), ("tensor", ins[19]),
-                      ("tensor", op.outputs[0]), ("scratch", op.index)]
+        args_state = {"steps": str(steps), "x": ("tensor", ins[0]), "h": ("tensor", ins[18]), "c": ("tensor", ins[19]),
+                      "y": ("tensor", op.outputs[0]), "scratch": ("scratch", op.index)}
         if dtype == "float32":
             if x.dtype != "float32" or any(w.dtype != "float32" for w in w_in + w_rec):
                 raise _refuse(op, "hybrid (quantized weights, float activations) models")
@@ -698,9 +709,10 @@ class Lowering:
             ]
             params = ConstStruct(self.cname(op, "p"), "edgernn_lstm_f32_params_t",
                                  [n_in, n_cell, cell_clip if cell_clip > 0 else 0.0])
-            return Call(op.index, op.op, "edgernn_lstm_f32",
-                        [("ref", params.name)] + [("const", a.name) for a in arrays] + args_state,
-                        arrays=arrays, structs=[params], scratch=("float", 4 * 4 * n_cell))
+            return self.call(op, "edgernn_lstm_f32",
+                             {"p": ("ref", params.name), "w_in": ("const", arrays[0].name),
+                              "w_rec": ("const", arrays[1].name), "bias": ("const", arrays[2].name), **args_state},
+                             arrays=arrays, structs=[params], scratch=("float", 4 * 4 * n_cell))
         if dtype != "int8":
             return None
         if x.dtype != "int8" or h.dtype != "int8" or c.dtype != "int16" or any(w.dtype != "int8" for w in w_in + w_rec):
@@ -736,9 +748,11 @@ class Lowering:
             n_in, n_cell, [m for m, _ in in_q], [s for _, s in in_q], [m for m, _ in rec_q], [s for _, s in rec_q],
             hid_m, hid_sh, hidden_zp, 30 + cell_log2, 15 + cell_log2, qp.lstm_quantized_cell_clip(cell_clip, c_s),
         ])
-        return Call(op.index, op.op, "edgernn_lstm_s8",
-                    [("ref", params.name)] + [("const", a.name) for a in arrays] + args_state,
-                    arrays=arrays, structs=[params], scratch=("int16_t", 2 * 4 * n_cell))
+        return self.call(op, "edgernn_lstm_s8",
+                         {"p": ("ref", params.name), "w_in": ("const", arrays[0].name),
+                          "w_rec": ("const", arrays[1].name), "bias_in": ("const", arrays[2].name),
+                          "bias_rec": ("const", arrays[3].name), **args_state},
+                         arrays=arrays, structs=[params], scratch=("int16_t", 2 * 4 * n_cell))
 
 
 SUPPORTED = sorted(n[3:].upper() for n in dir(Lowering) if n.startswith("op_"))

@@ -4,13 +4,13 @@
 
 #include <stdint.h>
 
-void hal_init(int argc, char **argv);
+void edgernn_hal_init(int argc, char **argv);
 /* Block until at least one byte has arrived; return how many were stored (1..max), or -1 when the
  * link is gone for good. */
-int hal_uart_read(uint8_t *buf, int max);
-void hal_uart_write(const uint8_t *buf, int len);
+int edgernn_hal_uart_read(uint8_t *buf, int max);
+void edgernn_hal_uart_write(const uint8_t *buf, int len);
 /* A free-running counter: retired instructions, core cycles or nanoseconds, as the board file says. */
-uint64_t hal_cycles(void);
-void hal_exit(int code);
+uint64_t edgernn_hal_cycles(void);
+void edgernn_hal_exit(int code);
 
 #endif

@@ -9,21 +9,21 @@ static void write_line(const char *line)
     while (line[n] != '\0') {
         ++n;
     }
-    hal_uart_write((const uint8_t *)line, n);
+    edgernn_hal_uart_write((const uint8_t *)line, n);
 }
 
 int main(int argc, char **argv)
 {
     int code;
 
-    hal_init(argc, argv);
+    edgernn_hal_init(argc, argv);
     if (edgernn_init() != EDGERNN_OK) {
         write_line("\n~~~EDGERNN INIT FAILED~~~\n");
-        hal_exit(2);
+        edgernn_hal_exit(2);
         return 2;
     }
     code = edgernn_serve();
     write_line(code == 0 ? "\n~~~EDGERNN SERVER DONE~~~\n" : "\n~~~EDGERNN LINK LOST~~~\n");
-    hal_exit(code);
+    edgernn_hal_exit(code);
     return code;
 }

@@ -37,7 +37,7 @@ static uint8_t state_buf[EDGERNN_STATE_BYTES + 1];
 static void send_frame(const uint8_t *frame, size_t len)
 {
     size_t n = edgernn_cobs_encode(frame, len, encoded);
-    hal_uart_write(encoded, (int)n);
+    edgernn_hal_uart_write(encoded, (int)n);
 }
 
 static void send_error(uint16_t seq, uint8_t code, uint16_t detail)
@@ -133,9 +133,9 @@ static uint8_t run_steps(uint16_t seq, const uint8_t *req, size_t req_len, uint1
         edgernn_status_t status;
 
         memcpy(x_step, req + 3u + i * IN_BYTES, IN_BYTES);
-        start = hal_cycles();
+        start = edgernn_hal_cycles();
         status = edgernn_step(x_step, y_step);
-        stop = hal_cycles();
+        stop = edgernn_hal_cycles();
         if (status != EDGERNN_OK) {
             *detail = (uint16_t)i;
             /* The steps before this one did run: the counter says so, and the error is cached. */
@@ -225,7 +225,7 @@ int edgernn_serve(void)
 
     edgernn_parser_init(&rx);
     for (;;) {
-        int n = hal_uart_read(chunk, (int)sizeof(chunk));
+        int n = edgernn_hal_uart_read(chunk, (int)sizeof(chunk));
         if (n < 0) {
             return 1;
         }

@@ -289,48 +289,13 @@ static int count_leading_sign_bits(int32_t x)
     return x < 0 ? edgernn_clz32(~(uint32_t)x) - 1 : edgernn_clz32((uint32_t)x) - 1;
 }
 
-/* gemmlowp fixed-point helpers, Q0.31 with 2 integer bits where noted. */
-static int32_t fp_mul(int32_t a, int32_t b)
-{
-    return edgernn_srdhm(a, b);
-}
-
-static int32_t saturating_shl(int32_t x, int exponent)
-{
-    const int64_t wide = (int64_t)x * ((int64_t)1 << exponent);
-    return wide > INT32_MAX ? INT32_MAX : (wide < INT32_MIN ? INT32_MIN : (int32_t)wide);
-}
-
-/* gemmlowp::one_over_one_plus_x_for_x_in_0_1, input Q0.31 in [0, 1), output Q2.29 (raw). */
-static int32_t one_over_one_plus_x_for_x_in_0_1(int32_t a)
-{
-    /* half_denominator = (a + 1) / 2 in Q0.31, via RoundingHalfSum(a, one) */
-    const int64_t sum = (int64_t)a + (int64_t)INT32_MAX;
-    const int64_t sign = sum >= 0 ? 1 : -1;
-    const int32_t half_denominator = (int32_t)((sum + sign) / 2);
-    const int32_t constant_48_over_17 = 1515870810;   /* Q2.29 */
-    const int32_t constant_neg_32_over_17 = -1010580540; /* Q2.29 */
-    int32_t x = constant_48_over_17 + fp_mul(half_denominator, constant_neg_32_over_17);
-    int k;
-    for (k = 0; k < 3; ++k) {
-        /* half_denominator (Q0.31) * x (Q2.29) -> Q2.29 */
-        const int32_t half_denominator_times_x = fp_mul(half_denominator, x);
-        /* one in Q2.29 is 1 << 29 */
-        const int32_t one_minus = (1 << 29) - half_denominator_times_x;
-        /* x * one_minus: Q2.29 * Q2.29 -> Q4.27, rescaled to Q2.29 with a saturating shift by 2 */
-        x = x + saturating_shl(fp_mul(x, one_minus), 2);
-    }
-    /* result Q2.29 scaled by 2 (ExactMulByPot<-1> of Rescale<1>) -> Q1.30 */
-    return saturating_shl(x, 1);
-}
-
 /* tflite::GetReciprocal(x, x_integer_digits = 31, &num_bits_over_unit) */
 static int32_t get_reciprocal(int32_t x, int *num_bits_over_unit)
 {
     const int headroom_plus_one = edgernn_clz32((uint32_t)x);
     const uint32_t shifted = (uint32_t)x << headroom_plus_one;
     *num_bits_over_unit = 31 - headroom_plus_one;
-    return one_over_one_plus_x_for_x_in_0_1((int32_t)(shifted - ((uint32_t)1 << 31)));
+    return edgernn_one_over_one_plus_x((int32_t)(shifted - ((uint32_t)1 << 31)));
 }
 
 static int32_t div_one(const edgernn_mul_params_t *p, int32_t a, int32_t c)
@@ -455,16 +420,16 @@ void edgernn_tanh_s16(int32_t input_multiplier, int32_t input_left_shift, const 
     }
 }
 
-void edgernn_requantize_s16(const edgernn_mul_params_t *p, int mode, const int16_t *in, int n,
-                            int16_t *out)
+void edgernn_requantize_s16(const edgernn_mul_params_t *p, edgernn_requantize_t mode, const int16_t *in,
+                            int n, int16_t *out)
 {
     int i;
     for (i = 0; i < n; ++i) {
         int32_t v = (int32_t)in[i] + p->input1_offset;
         int32_t r;
-        if (mode == 1) {
+        if (mode == EDGERNN_REQUANTIZE_ABS) {
             v = v < 0 ? -v : v;
-        } else if (mode == 2) {
+        } else if (mode == EDGERNN_REQUANTIZE_NEG) {
             v = -v;
         }
         r = edgernn_mbqm(v, p->output_multiplier, p->output_shift) + p->output_offset;

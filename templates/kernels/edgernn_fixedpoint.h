@@ -117,4 +117,42 @@ static inline int edgernn_clz32(uint32_t x)
     return n;
 }
 
+/* gemmlowp's SaturatingRoundingMultiplyByPOT for a positive exponent: x * 2^exponent, saturated. */
+static inline int32_t edgernn_saturating_shl(int32_t x, int exponent)
+{
+    const int64_t wide = (int64_t)x * ((int64_t)1 << exponent);
+    return wide > INT32_MAX ? INT32_MAX : (wide < INT32_MIN ? INT32_MIN : (int32_t)wide);
+}
+
+/* gemmlowp::one_over_one_plus_x_for_x_in_0_1: 1 / (1 + a) for a in [0, 1) (Q0.31), the result Q1.30
+ * (raw bits; the Q0.31 result of 1 / (1 + a) / 2 for the caller that reads it so). */
+static inline int32_t edgernn_one_over_one_plus_x(int32_t a)
+{
+    /* half_denominator = (a + 1) / 2 in Q0.31, via RoundingHalfSum(a, one) */
+    const int64_t sum = (int64_t)a + (int64_t)INT32_MAX;
+    const int32_t half_denominator = (int32_t)((sum + (sum >= 0 ? 1 : -1)) / 2);
+    const int32_t constant_48_over_17 = 1515870810;      /* Q2.29 */
+    const int32_t constant_neg_32_over_17 = -1010580540; /* Q2.29 */
+    int32_t x = constant_48_over_17 + edgernn_srdhm(half_denominator, constant_neg_32_over_17);
+    int k;
+    for (k = 0; k < 3; ++k) {
+        /* one in Q2.29 is 1 << 29; x * (1 - half_denominator * x) is Q4.27, back to Q2.29 by a
+         * saturating shift by 2 */
+        const int32_t one_minus = (1 << 29) - edgernn_srdhm(half_denominator, x);
+        x = x + edgernn_saturating_shl(edgernn_srdhm(x, one_minus), 2);
+    }
+    return edgernn_saturating_shl(x, 1);
+}
+
+/* reference_integer_ops::LookupTable for int16 (LUTLookup): 512 segments of 128 input steps of a
+ * 513-entry table, linear interpolation between table[k] and table[k + 1], rounded half up. */
+static inline int32_t edgernn_lut_lookup_s16(const int16_t *table, int32_t value)
+{
+    const int32_t index = 256 + (value >> 7);
+    const int32_t offset = value & 0x7f;
+    const int32_t base = table[index];
+    const int32_t slope = table[index + 1] - table[index];
+    return base + ((slope * offset + 64) >> 7);
+}
+
 #endif /* EDGERNN_FIXEDPOINT_H */

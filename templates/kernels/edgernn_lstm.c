@@ -151,15 +151,6 @@ static inline int16_t fx_tanh(int16_t a, int ib)
 
 /* ---- int8 ---- */
 
-/* gemmlowp's RoundingDivideByPOT in 32-bit arithmetic (mask and threshold, as gemmlowp writes it):
- * no 64-bit add or shift, which a 32-bit core pays for. */
-static inline int32_t lstm_rdbpot(int32_t x, int exponent)
-{
-    const int32_t mask = (int32_t)((1u << exponent) - 1u);
-    const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
-    return (x >> exponent) + ((x & mask) > threshold ? 1 : 0);
-}
-
 /* TFLite's MultiplyByQuantizedMultiplier(x, multiplier, shift), set up once per call. The left shift
  * wraps in int32 as TFLite's does. On a 64-bit core the rest is edgernn_rescale's one 64-bit
  * expression; a 32-bit core (or -DEDGERNN_LSTM_SCALE32) shifts the 64-bit product by the constant 31
@@ -203,7 +194,7 @@ static inline int32_t lstm_scaled(const lstm_scale_t *s, int32_t x)
 {
     const int32_t a = (int32_t)((uint32_t)x << s->left_shift);
     const int32_t high = (int32_t)(((int64_t)a * s->multiplier + ((int64_t)1 << 30)) >> 31);
-    return lstm_rdbpot(high, s->right_shift);
+    return edgernn_rdbpot(high, s->right_shift);
 }
 #endif
 
@@ -285,8 +276,8 @@ static void lstm_s8_units(const void *args, int begin, int end)
         const int16_t cg = fx_tanh_q3(scratch[2 * n_cell + j]);
         const int16_t og = fx_logistic_q3(scratch[3 * n_cell + j]);
         /* UpdateLstmCellInteger: CwiseMul by 2^-15 and 2^-(30 + cell scale), CwiseAdd, clip */
-        const int16_t kept = (int16_t)lstm_rdbpot((int32_t)fg * (int32_t)c[j], 15);
-        const int16_t added = (int16_t)lstm_rdbpot((int32_t)ig * (int32_t)cg, cell_shift);
+        const int16_t kept = (int16_t)edgernn_rdbpot((int32_t)fg * (int32_t)c[j], 15);
+        const int16_t added = (int16_t)edgernn_rdbpot((int32_t)ig * (int32_t)cg, cell_shift);
         int32_t cell = edgernn_clamp((int32_t)kept + (int32_t)added, INT16_MIN, INT16_MAX);
         int32_t hidden;
         if (p->cell_clip > 0) {

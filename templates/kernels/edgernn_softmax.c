@@ -3,12 +3,6 @@
 
 /* ---- 8-bit: reference_ops::Softmax, gemmlowp fixed point ---- */
 
-static int32_t sat_shl(int32_t x, int exponent)
-{
-    const int64_t wide = (int64_t)x * ((int64_t)1 << exponent);
-    return wide > INT32_MAX ? INT32_MAX : (wide < INT32_MIN ? INT32_MIN : (int32_t)wide);
-}
-
 /* gemmlowp::exp_on_interval_between_negative_one_quarter_and_0_excl, Q0.31 in and out */
 static int32_t exp_quarter(int32_t a)
 {
@@ -32,7 +26,7 @@ static int32_t exp_on_negative_values_5(int32_t a)
     const int32_t one_quarter = (int32_t)1 << (fractional_bits - 2);
     const int32_t mask = one_quarter - 1;
     const int32_t a_mod_quarter_minus_one_quarter = (a & mask) - one_quarter;
-    int32_t result = exp_quarter(sat_shl(a_mod_quarter_minus_one_quarter, 5));
+    int32_t result = exp_quarter(edgernn_saturating_shl(a_mod_quarter_minus_one_quarter, 5));
     const int32_t remainder = a_mod_quarter_minus_one_quarter - a;
     int k;
     for (k = 0; k < 7; ++k) {   /* exponents -2 .. +4 */
@@ -41,20 +35,6 @@ static int32_t exp_on_negative_values_5(int32_t a)
         }
     }
     return a == 0 ? INT32_MAX : result;
-}
-
-/* gemmlowp::one_over_one_plus_x_for_x_in_0_1, Q0.31 in and out */
-static int32_t one_over_one_plus_x(int32_t a)
-{
-    const int64_t sum = (int64_t)a + (int64_t)INT32_MAX;
-    const int32_t half_denominator = (int32_t)((sum + (sum >= 0 ? 1 : -1)) / 2);
-    int32_t x = 1515870810 + edgernn_srdhm(half_denominator, -1010580540);   /* Q2.29 */
-    int k;
-    for (k = 0; k < 3; ++k) {
-        const int32_t one_minus = (1 << 29) - edgernn_srdhm(half_denominator, x);
-        x = x + sat_shl(edgernn_srdhm(x, one_minus), 2);
-    }
-    return sat_shl(x, 1);
 }
 
 void edgernn_softmax_s8(int32_t input_multiplier, int input_left_shift, int32_t diff_min, const int8_t *in,
@@ -81,7 +61,7 @@ void edgernn_softmax_s8(int32_t input_multiplier, int input_left_shift, int32_t 
         /* tflite::GetReciprocal(sum, 12 integer bits) */
         headroom_plus_one = edgernn_clz32((uint32_t)sum_of_exps);
         num_bits_over_unit = 12 - headroom_plus_one;
-        shifted_scale = one_over_one_plus_x(
+        shifted_scale = edgernn_one_over_one_plus_x(
             (int32_t)(((uint32_t)sum_of_exps << headroom_plus_one) - ((uint32_t)1 << 31)));
         for (c = 0; c < depth; ++c) {
             const int32_t diff = x[c] - max_in_row;
@@ -98,15 +78,6 @@ void edgernn_softmax_s8(int32_t input_multiplier, int input_left_shift, int32_t 
 }
 
 /* ---- 16-bit: reference_ops::SoftmaxInt16, two interpolated 513-entry tables ---- */
-
-static int32_t lut_lookup_s16(const int16_t *table, int32_t value)
-{
-    const int32_t index = 256 + (value >> 7);
-    const int32_t offset = value & 0x7f;
-    const int32_t base = table[index];
-    const int32_t slope = table[index + 1] - table[index];
-    return base + ((slope * offset + 64) >> 7);
-}
 
 void edgernn_softmax_s16(const int16_t *exp_lut, const int16_t *recip_lut, int32_t input_multiplier,
                          int input_shift, const int16_t *in, int rows, int depth, int16_t *out)
@@ -126,12 +97,12 @@ void edgernn_softmax_s16(const int16_t *exp_lut, const int16_t *recip_lut, int32
         for (c = 0; c < depth; ++c) {
             const int32_t scaled = edgernn_mbqm(x[c] - max_in_row, input_multiplier, input_shift);
             const int32_t symmetric = edgernn_clamp(scaled + 32767, -32768, 32767);
-            y[c] = (int16_t)lut_lookup_s16(exp_lut, symmetric);
+            y[c] = (int16_t)edgernn_lut_lookup_s16(exp_lut, symmetric);
             sum_of_exps += y[c];
         }
         headroom_plus_one = edgernn_clz32((uint32_t)sum_of_exps);
         shifted_sum = (int32_t)((((int64_t)sum_of_exps << (headroom_plus_one - 1)) + (1 << 13)) >> 14);
-        reciprocal = lut_lookup_s16(recip_lut,
+        reciprocal = edgernn_lut_lookup_s16(recip_lut,
                                     edgernn_clamp(shifted_sum - ((1 << 15) + (1 << 16)), -32768, 32767));
         right_shift = 31 - headroom_plus_one;
         for (c = 0; c < depth; ++c) {

@@ -8,8 +8,10 @@
  * single-core kernel also runs (over all units), then the caller alone publishes the new hidden state.
  *
  * Implementations (one is linked, chosen by the board file, [parallel] team):
- *   edgernn_team.c (portable)   serial; with -DEDGERNN_THREADS=N (N > 1) a POSIX thread team
+ *   hal/posix/edgernn_team.c    serial; with -DEDGERNN_THREADS=N (N > 1) a POSIX thread team
  *   hal/ai_deck/edgernn_team.c  GAP8: the step runs on the cluster, pi_cl_team_fork over its cores
+ *
+ * The team kernel prototypes below are generated from edgernn/backend/kernels.py.
  */
 #ifndef EDGERNN_TEAM_H
 #define EDGERNN_TEAM_H
@@ -48,6 +50,8 @@ static inline void edgernn_team_range(int k, int n, int count, int grain, int *b
 }
 
 /* ---- team kernels: the arguments of the kernels of the same name in edgernn_kernels.h ---- */
+/* FULLY_CONNECTED splits its output features when there is one row (the step models' case),
+ * else its rows; feature sub-ranges start at multiples of 4, the row block of the int8 kernel. */
 void edgernn_team_fully_connected_f32(const float *in, const float *w, const float *bias, float act_min,
                                       float act_max, int rows, int n_in, int n_out, float *out);
 void edgernn_team_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
@@ -97,8 +101,8 @@ void edgernn_team_tanh_s16(int32_t input_multiplier, int32_t input_left_shift, c
 /* UNIDIRECTIONAL_SEQUENCE_LSTM: every time step splits its units. Defined in edgernn_lstm.c, which
  * firmware holds only when its schedule has an LSTM. */
 void edgernn_team_lstm_s8(const edgernn_lstm_s8_params_t *p, const int8_t *w_in, const int8_t *w_rec,
-                          const int32_t *bias_in, const int32_t *bias_rec, int steps, const int8_t *x, int8_t *h,
-                          int16_t *c, int8_t *y, int16_t *scratch);
+                          const int32_t *bias_in, const int32_t *bias_rec, int steps, const int8_t *x,
+                          int8_t *h, int16_t *c, int8_t *y, int16_t *scratch);
 void edgernn_team_lstm_f32(const edgernn_lstm_f32_params_t *p, const float *w_in, const float *w_rec,
                            const float *bias, int steps, const float *x, float *h, float *c, float *y,
                            float *scratch);

@@ -3,7 +3,7 @@
  * tanh (Q3.12, integer bits fixed at compile time) and tanh(c) (integer bits known at run time).
  * The portable team (serial here) is what the file's team versions split with. */
 #include "edgernn_lstm.c"
-#include "edgernn_team.c"
+#include "../../templates/hal/posix/edgernn_team.c"
 
 int16_t edgernn_fx_tanh(int16_t a, int integer_bits);
 int16_t edgernn_fx_tanh_q3(int16_t a);

@@ -153,7 +153,7 @@ def test_hal_turns_uart_receive_on_after_open():
     it, so no simulation can catch this: the HAL must apply its configuration and turn RX (and TX) on
     through the open device, and it must do so before it queues the first read."""
     hal = (TEMPLATES / "hal" / "ai_deck" / "hal.c").read_text()
-    init = _body(hal, "hal_init")
+    init = _body(hal, "edgernn_hal_init")
     order = ["pi_freq_set(PI_FREQ_DOMAIN_FC", "pi_uart_conf_init(&uart_conf)", "uart_conf.enable_rx = 1",
              "pi_uart_open(&uart)", "pi_uart_ioctl(&uart, PI_UART_IOCTL_CONF_SETUP, &uart_conf)",
              "pi_uart_ioctl(&uart, PI_UART_IOCTL_ENABLE_RX", "pi_uart_ioctl(&uart, PI_UART_IOCTL_ENABLE_TX",
@@ -174,7 +174,7 @@ def test_hal_keeps_a_receive_transfer_queued():
     hal = (TEMPLATES / "hal" / "ai_deck" / "hal.c").read_text()
     assert re.search(r"typedef struct \{\s*pi_task_t task;\s*uint32_t word;", hal)
     assert "pi_uart_read_async(&uart, &slot->word, 1, &slot->task)" in _body(hal, "rx_queue")
-    read = _body(hal, "hal_uart_read")
+    read = _body(hal, "edgernn_hal_uart_read")
     taken = read.index("buf[n++] = ")
     assert read.index("pi_task_wait_on(&slot->task)") < taken < read.index("rx_queue(slot)")
     assert "pi_uart_read(" not in hal  # no blocking read: it would leave the uDMA without a transfer
@@ -415,7 +415,7 @@ def test_build_links_with_the_gap_sdk(sdk_built):
         assert {symbols[name][1] for name in weights} <= {".data"}, {n: symbols[n] for n in weights}
         assert ".l2_data" not in {section for _, section in symbols.values()}
         # the clocks and the Xpulp path of the board file went through the Makefile
-        assert "hal_uart_read" in symbols and "edgernn_team_cluster_cycles" in symbols
+        assert "edgernn_hal_uart_read" in symbols and "edgernn_team_cluster_cycles" in symbols
         if quant == "float32":
             # expf and tanhf come from edgernn_libm.c, the SDK links with -nostdlib and has no libm
             assert {"expf", "tanhf"} <= set(symbols)
@@ -452,7 +452,7 @@ def test_toy_firmware_builds_from_a_bare_model(tmp_path):
     assert {"Makefile", "hal.c", "main.c", "server.c", "edgernn_team.c", "edgernn_libm.c"} <= {
         p.name for p in project.iterdir()}
     assert (project / "model.c").read_text() == (TOY_MODEL / "model.c").read_text()
-    assert "hal_uart_read" in _symbols(built.elf)
+    assert "edgernn_hal_uart_read" in _symbols(built.elf)
 
 
 def test_wrapper_maps_gap_flags_and_builtins(tmp_path):

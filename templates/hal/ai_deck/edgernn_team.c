@@ -5,7 +5,7 @@
  * and meets the others at pi_cl_team_barrier.
  *
  * The master core also counts the cycles of each task with its performance counter (pi_perf on the
- * cluster: the cluster timer, at the cluster clock), which hal_cycles reports: the step's work,
+ * cluster: the cluster timer, at the cluster clock), which edgernn_hal_cycles reports: the step's work,
  * without the FC's dispatch and wake-up around it. The FC's own counters cannot time a step under
  * FreeRTOS: the FC sleeps while the cluster works, and its timers belong to the OS. */
 #include "pmsis.h"

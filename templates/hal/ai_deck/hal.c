@@ -14,12 +14,12 @@
  * its byte has been taken. The UART driver starts the next queued read from its interrupt handler the
  * moment one ends, well within the time of one byte. A slot is 4 bytes wide and 4-byte aligned because
  * the uDMA writes whole 32-bit words at the word address (GVSOC's model does so, writing bytes past the
- * end of a short transfer too). hal_uart_read sleeps on the oldest slot (its pi_task) and then takes
+ * end of a short transfer too). edgernn_hal_uart_read sleeps on the oldest slot (its pi_task) and then takes
  * every slot that has completed since, in order.
  *
  * Sending: each chunk is copied into an aligned L2 buffer first (the uDMA reads whole aligned words
  * from L2, and the caller's bytes may be elsewhere), and sent with a blocking pi_uart_write. Before
- * pmsis_exit the UART is drained (hal_exit). */
+ * pmsis_exit the UART is drained (edgernn_hal_exit). */
 #include "pmsis.h"
 #include "pmsis/implem/hal/hal.h" /* hal_uart_tx_status_get: the UART's own TX-busy bit (GAP8 FreeRTOS) */
 
@@ -59,7 +59,7 @@ static int rx_queue(rx_slot_t *slot)
     return pi_uart_read_async(&uart, &slot->word, 1, &slot->task);
 }
 
-void hal_init(int argc, char **argv)
+void edgernn_hal_init(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
@@ -94,11 +94,11 @@ void hal_init(int argc, char **argv)
      * first request (boards/ai_deck.toml: hal.ready_byte; edgernn validate on gvsoc_gap8). */
     {
         static const uint8_t ready = 0;
-        hal_uart_write(&ready, 1);
+        edgernn_hal_uart_write(&ready, 1);
     }
 }
 
-int hal_uart_read(uint8_t *buf, int max)
+int edgernn_hal_uart_read(uint8_t *buf, int max)
 {
     int n = 0;
     rx_slot_t *slot = &rx_slots[rx_next];
@@ -118,7 +118,7 @@ int hal_uart_read(uint8_t *buf, int max)
     return n;
 }
 
-void hal_uart_write(const uint8_t *buf, int len)
+void edgernn_hal_uart_write(const uint8_t *buf, int len)
 {
     while (len > 0) {
         const int n = len < EDGERNN_UART_TX_CHUNK ? len : EDGERNN_UART_TX_CHUNK;
@@ -132,12 +132,12 @@ void hal_uart_write(const uint8_t *buf, int len)
     }
 }
 
-uint64_t hal_cycles(void)
+uint64_t edgernn_hal_cycles(void)
 {
     return edgernn_team_cluster_cycles();
 }
 
-void hal_exit(int code)
+void edgernn_hal_exit(int code)
 {
     /* pi_uart_write returns once the uDMA has fetched the last bytes from L2 (GVSOC ends a TX transfer
      * there), while the UART may still hold some of them and shifts out the last stop bit after that.

@@ -13,22 +13,22 @@ static void write_line(const char *line)
     while (line[n] != '\0') {
         ++n;
     }
-    hal_uart_write((const uint8_t *)line, n);
+    edgernn_hal_uart_write((const uint8_t *)line, n);
 }
 
 static void edgernn_main(void)
 {
     int code;
 
-    hal_init(0, (char **)0);
+    edgernn_hal_init(0, (char **)0);
     if (edgernn_init() != EDGERNN_OK) {
         write_line("\n~~~EDGERNN INIT FAILED~~~\n");
-        hal_exit(2);
+        edgernn_hal_exit(2);
         return;
     }
     code = edgernn_serve();
     write_line(code == 0 ? "\n~~~EDGERNN SERVER DONE~~~\n" : "\n~~~EDGERNN LINK LOST~~~\n");
-    hal_exit(code);
+    edgernn_hal_exit(code);
 }
 
 int main(void)

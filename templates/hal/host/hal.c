@@ -13,7 +13,7 @@
 static int fd_in = 0;
 static int fd_out = 1;
 
-void hal_init(int argc, char **argv)
+void edgernn_hal_init(int argc, char **argv)
 {
     for (int i = 1; i + 1 < argc; ++i) {
         if (strcmp(argv[i], "--fd") == 0) {
@@ -22,7 +22,7 @@ void hal_init(int argc, char **argv)
     }
 }
 
-int hal_uart_read(uint8_t *buf, int max)
+int edgernn_hal_uart_read(uint8_t *buf, int max)
 {
     for (;;) {
         struct pollfd pfd = {fd_in, POLLIN, 0};
@@ -49,7 +49,7 @@ int hal_uart_read(uint8_t *buf, int max)
     }
 }
 
-void hal_uart_write(const uint8_t *buf, int len)
+void edgernn_hal_uart_write(const uint8_t *buf, int len)
 {
     while (len > 0) {
         ssize_t n = write(fd_out, buf, (size_t)len);
@@ -66,14 +66,14 @@ void hal_uart_write(const uint8_t *buf, int len)
     }
 }
 
-uint64_t hal_cycles(void)
+uint64_t edgernn_hal_cycles(void)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
 
-void hal_exit(int code)
+void edgernn_hal_exit(int code)
 {
     exit(code);
 }

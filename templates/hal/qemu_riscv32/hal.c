@@ -18,13 +18,13 @@ static inline volatile uint8_t *uart_reg(unsigned offset)
     return (volatile uint8_t *)(UART_BASE + offset);
 }
 
-void hal_init(int argc, char **argv)
+void edgernn_hal_init(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
 }
 
-int hal_uart_read(uint8_t *buf, int max)
+int edgernn_hal_uart_read(uint8_t *buf, int max)
 {
     int n = 0;
     while ((*uart_reg(UART_LSR) & UART_LSR_DR) == 0u) {
@@ -35,7 +35,7 @@ int hal_uart_read(uint8_t *buf, int max)
     return n;
 }
 
-void hal_uart_write(const uint8_t *buf, int len)
+void edgernn_hal_uart_write(const uint8_t *buf, int len)
 {
     for (int i = 0; i < len; ++i) {
         while ((*uart_reg(UART_LSR) & UART_LSR_THRE) == 0u) {
@@ -44,7 +44,7 @@ void hal_uart_write(const uint8_t *buf, int len)
     }
 }
 
-uint64_t hal_cycles(void)
+uint64_t edgernn_hal_cycles(void)
 {
     uint32_t lo;
     uint32_t hi;
@@ -58,7 +58,7 @@ uint64_t hal_cycles(void)
     return ((uint64_t)hi << 32) | lo;
 }
 
-void hal_exit(int code)
+void edgernn_hal_exit(int code)
 {
     *(volatile uint32_t *)TEST_DEVICE = code == 0 ? TEST_PASS : (((uint32_t)code << 16) | TEST_FAIL);
     for (;;) {
