@@ -20,8 +20,11 @@ static inline int32_t edgernn_srdhm(int32_t a, int32_t b)
 /* gemmlowp's RoundingDivideByPOT: halves away from zero, i.e. floor((x + 2^(e-1) - [x < 0]) / 2^e). */
 static inline int32_t edgernn_rdbpot(int32_t x, int exponent)
 {
-    const int64_t round = exponent > 0 ? ((int64_t)1 << (exponent - 1)) - (x < 0 ? 1 : 0) : 0;
-    return (int32_t)(((int64_t)x + round) >> exponent);
+    /* gemmlowp's mask and threshold, 0 <= exponent <= 31: no 64-bit add or shift, which a 32-bit
+     * core pays for (the LSTM's cell update calls this per element) */
+    const int32_t mask = (int32_t)((1u << exponent) - 1u);
+    const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> exponent) + ((x & mask) > threshold ? 1 : 0);
 }
 
 /* RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x * 2^left_shift, m), e) in one 64-bit
