@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tests" / "targets"))
 
-from edgernn import devices  # noqa: E402
+from edgernn.targets import device as devices  # noqa: E402
 from edgernn.link import LinkClient  # noqa: E402
 from edgernn.tflite.oracle import quantize  # noqa: E402
 

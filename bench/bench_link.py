@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "toy_model"))
 
-from edgernn import devices  # noqa: E402
+from edgernn.targets import device as devices  # noqa: E402
 from edgernn.link import LinkClient, open_port  # noqa: E402
 from edgernn.validate.run import validate  # noqa: E402
 

@@ -200,7 +200,7 @@ def test_a_second_process_waits_for_the_lock_then_finds_the_copy(monkeypatch, tm
     home = _fake_sdk(tmp_path / "sdk", "all:\n\ttrue\n")
     key = gap_sdk.sdk_key(home)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS.parent), os.environ.get("PYTHONPATH", "")]))
-    script = ("import sys; from edgernn import gap_sdk; "
+    script = ("import sys; from edgernn.targets import gap_sdk; "
               "print(gap_sdk.prepare_sdk(sys.argv[1], log=lambda m: print(m, flush=True)), flush=True)")
     with gap_sdk._locked(key, None):
         other = subprocess.Popen([sys.executable, "-c", script, str(home)], env=env, stdout=subprocess.PIPE, text=True)
