@@ -2,9 +2,11 @@
 """Print a digest of what ``edgernn build`` generates for every test model, to show that a change of
 edgernn's code left the generated firmware byte-identical.
 
-For each model of tests/support/zoo.py (plus ltc_dense and a fused LSTM), each quantization and each board of
---boards, the model is saved to disk once and built through the installed ``edgernn`` command's
-entry point (in this process, so TensorFlow loads once). The digest lists, per build, the sha256 of
+For each model of tests/support/zoo.py (plus ltc_dense and a fused LSTM), each quantization and each
+board of --boards, the model is built through the ``edgernn`` command's entry point (in this
+process, so TensorFlow loads once) from a model file in --models-dir (saved there by the first run
+and reused: a model rebuilt in another process, or after other models, need not have the same
+weights, and the manifest records the model file's path and hash). The digest lists, per build, the sha256 of
 every file edgernn generated in OUT (step models, manifest.json, firmware/ and nntool/ sources),
 leaving out compiled outputs (build folders, ELFs, objects). A refused build is recorded with its
 one-line reason, so a change of refusal shows too.
@@ -68,19 +70,32 @@ def _models():
     return models
 
 
-def run(boards: list[str], quants: list[str], only: list[str] | None) -> dict:
+def save_models(models_dir: Path, only: list[str] | None) -> dict[str, Path]:
+    """Each model's file in models_dir, saved there unless it already is."""
+    models_dir.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for name, builder in _models().items():
+        if only and name not in only:
+            continue
+        found = sorted(models_dir.glob(f"{name}.*"))
+        if found:
+            paths[name] = found[0]
+            continue
+        model = builder(seed=0)
+        legacy = type(model).__module__.startswith("tf_keras")
+        path = models_dir / f"{name}.{'h5' if legacy else 'keras'}"
+        model.save(path)
+        paths[name] = path
+    return paths
+
+
+def run(boards: list[str], quants: list[str], only: list[str] | None, models_dir: Path) -> dict:
     os.environ.pop("GAP_SDK_HOME", None)
     main = next(ep for ep in metadata.entry_points(group="console_scripts") if ep.name == "edgernn").load()
     digest = {}
     with tempfile.TemporaryDirectory(prefix="edgernn-digest-") as tmp:
         tmp = Path(tmp)
-        for name, builder in _models().items():
-            if only and name not in only:
-                continue
-            model = builder(seed=0)
-            legacy = type(model).__module__.startswith("tf_keras")
-            path = tmp / f"{name}.{'h5' if legacy else 'keras'}"
-            model.save(path)
+        for name, path in save_models(models_dir, only).items():
             modes = ["auto", "fused"] if name == "fused_lstm" else ["auto"]
             for mode in modes:
                 for quant in quants:
@@ -135,11 +150,19 @@ def main() -> int:
     parser.add_argument("--boards", default=",".join(BOARDS))
     parser.add_argument("--quants", default=",".join(QUANTS))
     parser.add_argument("--models", default=None, help="comma-separated model names (default: all)")
+    parser.add_argument("--models-dir", default=str(Path(tempfile.gettempdir()) / "edgernn-digest-models"),
+                        help="where the model files are saved once and reused (default: %(default)s)")
+    parser.add_argument("--save-models", action="store_true", help="only save the model files")
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
     args = parser.parse_args()
     if args.compare:
         return compare(*(json.loads(Path(p).read_text()) for p in args.compare))
-    digest = run(args.boards.split(","), args.quants.split(","), args.models.split(",") if args.models else None)
+    only = args.models.split(",") if args.models else None
+    if args.save_models:
+        for name, path in save_models(Path(args.models_dir), only).items():
+            print(f"{name}: {path}")
+        return 0
+    digest = run(args.boards.split(","), args.quants.split(","), only, Path(args.models_dir))
     text = json.dumps(digest, indent=1, sort_keys=True) + "\n"
     if args.json:
         Path(args.json).write_text(text)
