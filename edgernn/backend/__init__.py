@@ -1,7 +1,7 @@
 """The C backend: step.tflite (and head.tflite) -> self-contained C99 in OUT/firmware/.
 
-``generate_firmware`` writes the sources and returns the facts of the build; ``compile_host`` compiles
-them with the board's host compilers. See docs/ops.md for the ops and the exactness of each kernel.
+``generate_firmware`` writes every source of the board's firmware into OUT/firmware/ and returns the
+facts of the build; ``edgernn.targets.compile.compile_firmware`` compiles the folder. See docs/ops.md for the ops and the exactness of each kernel.
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
     sources = copy_kernels(fw, board, functions)
     render(context, fw)
     project_files = []
-    if board is not None and (board.get("hal", {}) or {}).get("self_contained"):
+    if board is not None:
         project_files = write_project(board, fw, {**context, "sources": sources + ["model.c", "weights.c"]})
     if verbose:
         print(f"edgernn: wrote {fw} ({len(graph.operators)} ops, arena {arena_bytes} B, "

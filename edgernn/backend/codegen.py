@@ -265,20 +265,44 @@ def render(context: dict, dest: Path) -> list[str]:
     return written
 
 
+# The server, protocol and HAL interface beside the model in every firmware folder (templates/firmware/)
 FIRMWARE_TEMPLATE_FILES = ("protocol.c", "protocol.h", "server.c", "server.h", "main.c", "hal.h")
 
 
-def write_project(board, dest: Path, context: dict) -> list[str]:
-    """A board whose firmware folder must stand alone (``[hal] self_contained``): copy the server,
-    protocol and HAL next to the model, the HAL's files replacing the generic ones of the same name,
-    and render the HAL folder's ``*.j2`` templates (a Makefile) with the board's facts."""
-    import jinja2
-
+def _hal_dir(board) -> Path:
     from edgernn.resources import templates_dir
 
     hal_dir = templates_dir() / board["hal"]["template"]
     if not hal_dir.is_dir():
         raise EdgeRNNError(f"board file {board.path}: hal.template {board['hal']['template']!r} is not a folder")
+    return hal_dir
+
+
+def hal_files(board) -> set[str]:
+    """Names of the C files a board's HAL folder provides (PMSIS-facing on ai_deck)."""
+    return {p.name for p in _hal_dir(board).iterdir() if p.suffix in (".c", ".h")}
+
+
+def project_files(board) -> list[str]:
+    """The files write_project puts beside the model and kernels, in link order: the server and
+    protocol, the HAL's sources (which replace generic ones of the same name), its rendered templates."""
+    hal_dir = _hal_dir(board)
+    team = team_template(board)
+    names = sorted(FIRMWARE_TEMPLATE_FILES)
+    names += sorted(p.name for p in hal_dir.iterdir() if p.suffix in (".c", ".h") and p != team
+                    and p.name not in names)
+    return names + sorted(p.stem for p in hal_dir.glob("*.j2"))
+
+
+def write_project(board, dest: Path, context: dict) -> list[str]:
+    """Make a firmware folder stand alone: copy the server, protocol and HAL next to the model, the
+    HAL's files replacing the generic ones of the same name, and render the HAL folder's ``*.j2``
+    templates (a Makefile) with the board's facts. A compile then needs only the folder."""
+    import jinja2
+
+    from edgernn.resources import templates_dir
+
+    hal_dir = _hal_dir(board)
     written = []
     for name in FIRMWARE_TEMPLATE_FILES:
         shutil.copyfile(templates_dir() / "firmware" / name, dest / name)

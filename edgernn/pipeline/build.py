@@ -5,7 +5,6 @@ The whole build happens in a staging folder beside OUT; OUT is replaced only whe
 
 from __future__ import annotations
 
-import copy
 import json
 import shlex
 import shutil
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from edgernn.targets.board import Board, load_board
+from edgernn.targets.compile import Part, compile_firmware, find_compiler
 from edgernn.outdir import MANIFEST, BuildFolder
 from edgernn.pipeline.convert import convert_model
 from edgernn.errors import EdgeRNNError
@@ -20,13 +20,6 @@ from edgernn.errors import EdgeRNNError
 Log = Callable[[str], None]
 _GAP_COMPILERS = {"gap": "GAP's riscv32-unknown-elf-gcc",
                   "debian": "Debian's riscv64-unknown-elf-gcc through edgernn's GAP8 wrapper"}
-
-
-def _require_compiler(board: Board) -> None:
-    tc = board["toolchain"]
-    if tc.get("cc") and shutil.which(tc["cc"]) is None and not tc.get("optional", False):
-        raise EdgeRNNError(f"board {board.name} needs the compiler {tc['cc']}, which is not installed: "
-                           f"{tc.get('install_hint', 'install it')}")
 
 
 def _check_quant(board: Board, quant: str, warn: Log | None) -> None:
@@ -50,12 +43,6 @@ def _placement_line(facts: dict) -> str:
     return f"memory: {items} (budgets: {budgets})"
 
 
-def _with_compiler(board: Board, cc: str) -> Board:
-    data = copy.deepcopy(board.data)
-    data["toolchain"]["cc"] = cc
-    return Board(name=board.name, description=board.description, path=board.path, data=data)
-
-
 def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int8", calib: Any = None,
                    mode: str = "auto", unsafe: bool = False, verbose: bool = False, log: Log | None = None,
                    warn: Log | None = None) -> dict:
@@ -74,7 +61,7 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
     _check_quant(board_obj, quant, warn)
     gap_sdk = devices.is_gap_sdk(board_obj)
     if not gap_sdk:
-        _require_compiler(board_obj)
+        find_compiler(board_obj)
     elif not board_obj["toolchain"].get("optional", False):
         devices.gap_sdk_config(board_obj)   # before converting: an emulated GAP8 cannot run an unbuilt project
     out = Path(out)
@@ -111,17 +98,11 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
             write_nntool(inner, manifest)
         else:
             log("compiling")
-            built = devices.build_firmware(firmware_dir, board_obj)
+            # the board's compiler, then each installed `also` compiler into its own build folder
+            built = compile_firmware(firmware_dir, board_obj)
             if verbose:
-                messages.append(f"compiled: {shlex.join(built.command)}")
-            compilers = [board_obj["toolchain"]["cc"]]
-            for other in board_obj["toolchain"].get("also", []):
-                if shutil.which(other):
-                    variant = devices.build_firmware(firmware_dir, _with_compiler(board_obj, other),
-                                                     build_dir=firmware_dir / "build" / f"{board_obj.name}-{other}")
-                    compilers.append(other)
-                    if verbose:
-                        messages.append(f"compiled: {shlex.join(variant.command)}")
+                messages += [f"compiled: {line}" for line in built.command_lines]
+            compilers = [b.compiler for b in built.builds]
             manifest.update({
                 "arena_bytes": facts["arena_bytes"],
                 "liveness_bound_bytes": facts["liveness_bound_bytes"],
@@ -172,9 +153,9 @@ def _build_gap_sdk(board: Board, firmware_dir: Path, check_dir: Path, out: Path,
     by hand, None)."""
     from edgernn.targets import device as devices
 
-    checked = devices.check_portable_sources(firmware_dir, board, check_dir)
-    if checked is not None:
-        cc = board["toolchain"]["check_cc"]
+    cc = find_compiler(board, check=True, required=False)
+    if cc is not None:
+        checked = compile_firmware(firmware_dir, board, part=Part.PORTABLE, build_dir=check_dir).commands
         messages.append(f"portable sources ({len(checked)} files) compile warning-free with {cc} "
                         f"{' '.join(board['toolchain'].get('check_cflags', []))}")
     try:

@@ -20,18 +20,9 @@ from pathlib import Path
 
 from edgernn import procs
 from edgernn.targets.board import Board, load_board
+from edgernn.targets.compile import BuildResult, compile_firmware, find_compiler
 from edgernn.errors import EdgeRNNError
 from edgernn.resources import templates_dir
-
-FIRMWARE_TEMPLATE_FILES = ("protocol.c", "protocol.h", "server.c", "server.h", "main.c", "hal.h")
-
-
-@dataclass
-class BuildResult:
-    elf: Path
-    command: list[str]
-    code_bytes: int | None = None
-    data_bytes: int | None = None
 
 
 def _out_board(out_dir: Path, board: str | Board | None) -> Board:
@@ -49,87 +40,27 @@ def _out_board(out_dir: Path, board: str | Board | None) -> Board:
     return load_board(board)
 
 
-def firmware_sources(firmware_dir: Path, board: Board) -> tuple[list[Path], list[Path]]:
-    """The C files and include folders of a firmware: the generated model in ``firmware_dir``, then
-    the server, protocol and HAL templates unless the firmware folder carries its own copies."""
-    firmware_dir = Path(firmware_dir)
-    hal_dir = templates_dir() / board["hal"]["template"]
-    fw_template = templates_dir() / "firmware"
-    sources = sorted(firmware_dir.glob("*.c"))
-    present = {p.name for p in sources} | {p.name for p in firmware_dir.glob("*.h")}
-    for template in (fw_template, hal_dir):
-        for path in sorted(template.glob("*.c")):
-            if path.name not in present:
-                sources.append(path)
-    includes = [firmware_dir, fw_template, hal_dir]
-    return sources, includes
-
-
-def board_defines(board: Board) -> list[str]:
-    """The -D flags every build of the board's firmware takes: its toolchain defines and its name."""
-    return [f"-D{d}" for d in board["toolchain"].get("defines", [])] + [f'-DEDGERNN_BOARD_NAME="{board.name}"']
-
-
-def build_command(firmware_dir: Path, board: Board, elf: Path, optimize: str | None = None) -> list[str]:
-    tc = board["toolchain"]
-    sources, includes = firmware_sources(firmware_dir, board)
-    cflags = list(tc.get("cflags", []))
-    if optimize:
-        cflags = [f for f in cflags if not f.startswith("-O")] + [optimize]
-    defines = board_defines(board)
-    return ([tc["cc"], *cflags, *defines, *[f"-I{i}" for i in includes], *map(str, sources),
-             "-o", str(elf), *tc.get("ldflags", [])])
-
-
 def build_firmware(firmware_dir: str | os.PathLike, board: str | Board, build_dir: str | os.PathLike | None = None,
                    optimize: str | None = None, extra_cflags: list[str] | None = None,
                    make_vars: dict[str, object] | None = None) -> BuildResult:
-    """Compile a firmware folder for a board with the board's toolchain; the command is printable.
-    A GAP SDK board's project is staged in build_dir and built by the SDK's make (with make_vars)."""
+    """Build a firmware folder for a board: compiled with the board's compiler (compile_firmware), or
+    for a GAP SDK board staged in build_dir and built by the SDK's make (with make_vars). A bare model
+    (model.c and model.h: the test fixtures) is first staged with the kernels, server and HAL around it."""
     board = board if isinstance(board, Board) else load_board(board)
     firmware_dir = Path(firmware_dir)
     if not (firmware_dir / "model.h").is_file():
         raise EdgeRNNError(f"{firmware_dir} holds no generated model (model.h): not a firmware folder")
+    build_dir = Path(build_dir) if build_dir else firmware_dir / "build" / board.name
     if is_gap_sdk(board):
         if optimize or extra_cflags:
             raise EdgeRNNError(f"board {board.name} is built by the GAP SDK's make: pass make_vars, not compiler flags")
-        build_dir = Path(build_dir) if build_dir else firmware_dir / "build" / board.name
-        project = stage_gap_project(firmware_dir, board, build_dir / "project")
-        built = build_gap_project(project, board, make_vars=make_vars, image=False)
-        return BuildResult(built.elf, built.command, built.code_bytes, built.data_bytes)
-    tc = board["toolchain"]
-    if shutil.which(tc["cc"]) is None:
-        raise EdgeRNNError(f"board {board.name} needs the compiler {tc['cc']}, which is not installed: "
-                           f"{tc.get('install_hint', '')}")
-    build_dir = Path(build_dir) if build_dir else firmware_dir / "build" / board.name
-    build_dir.mkdir(parents=True, exist_ok=True)
-    elf = build_dir / ("firmware.elf" if board["cpu"]["arch"] != "native" else "firmware")
-    command = build_command(firmware_dir, board, elf, optimize)
-    if extra_cflags:
-        command[1:1] = extra_cflags
-    proc = procs.run(command)
-    if proc.returncode != 0:
-        first = (proc.stderr.strip().splitlines() or ["(no output)"])
-        errors = [line for line in first if "error" in line] or first
-        raise EdgeRNNError(f"building the firmware for {board.name} failed: {errors[0]} "
-                           f"(command: {shlex.join(command)})")
-    result = BuildResult(elf, command)
-    sizes = elf_sizes(elf, board)
-    if sizes:
-        result.code_bytes, result.data_bytes = sizes
-    return result
-
-
-def elf_sizes(elf: Path, board: Board) -> tuple[int, int] | None:
-    """(code bytes, data bytes) of a built firmware, from the board's ``size`` tool (text, data+bss)."""
-    size_tool = board["toolchain"].get("size") or "size"
-    if shutil.which(size_tool) is None:
-        return None
-    lines = subprocess.run([size_tool, str(elf)], capture_output=True, text=True).stdout.splitlines()
-    if len(lines) < 2 or len(lines[1].split()) < 3:
-        return None
-    text, data, bss = (int(v) for v in lines[1].split()[:3])
-    return text, data + bss
+        project = stage_firmware(firmware_dir, board, build_dir / "project")
+        return build_gap_project(project, board, make_vars=make_vars, image=False)
+    if not is_complete(firmware_dir, board):
+        firmware_dir = stage_firmware(firmware_dir, board, build_dir / "project")
+    cflags = [*(extra_cflags or []), *([optimize] if optimize else [])]
+    return compile_firmware(firmware_dir, board, build_dir=build_dir, cflags=cflags,
+                            compilers=[find_compiler(board)])
 
 
 @dataclass
@@ -395,16 +326,6 @@ def manual_commands(board: Board, out_dir: Path) -> str:
             f"edgernn flash {out_dir} --radio {fl['radio_example']} (cfloader)")
 
 
-@dataclass
-class GapBuild:
-    elf: Path
-    image: Path | None
-    command: list[str]
-    compiler: str
-    code_bytes: int | None = None
-    data_bytes: int | None = None
-
-
 def _first_error(proc: subprocess.CompletedProcess) -> str:
     lines = ((proc.stderr or "") + "\n" + (proc.stdout or "")).strip().splitlines() or ["(no output)"]
     errors = [line for line in lines if "error" in line.lower()] or lines[-1:]
@@ -412,7 +333,7 @@ def _first_error(proc: subprocess.CompletedProcess) -> str:
 
 
 def build_gap_project(firmware_dir: Path, board: Board, make_vars: dict[str, object] | None = None,
-                      image: bool = True) -> GapBuild:
+                      image: bool = True) -> BuildResult:
     """Build the GAP SDK project in firmware_dir with the SDK's own rules (its FreeRTOS, its GAP8.ld) to a
     linked ELF, and with ``image`` the flash image; fails unless the ELF has no undefined symbol.
     make_vars (``EDGERNN_CLUSTER_CORES=1``, ...) go on make's command line."""
@@ -446,17 +367,25 @@ def build_gap_project(firmware_dir: Path, board: Board, make_vars: dict[str, obj
     if undefined:
         raise EdgeRNNError(f"{elf.name} links with {len(undefined)} undefined symbols ({', '.join(undefined[:8])}): "
                            "they would fault on the device")
-    result = GapBuild(elf, firmware_dir / sdk["image"] if image else None, command, setup.compiler)
+    result = BuildResult(elf, command, compiler=setup.compiler, commands=[command],
+                         image=firmware_dir / sdk["image"] if image else None)
     if size_at + 1 < len(lines):
         text, data, bss = (int(v) for v in lines[size_at + 1].split()[:3])
         result.code_bytes, result.data_bytes = text, data + bss
     return result
 
 
-def stage_gap_project(firmware_dir: Path, board: Board, dest: Path) -> Path:
-    """A GAP SDK project in dest from a firmware folder: a generated project is copied as it is (without
-    its build output); a bare model (model.c, model.h: the test fixtures) gets the kernels, the server and
-    the HAL around it, as ``edgernn build`` would write them."""
+def is_complete(firmware_dir: Path, board: Board) -> bool:
+    """Whether a firmware folder holds the server, protocol and HAL of the board beside its model."""
+    from edgernn.backend.codegen import project_files
+
+    return all((Path(firmware_dir) / name).is_file() for name in project_files(board))
+
+
+def stage_firmware(firmware_dir: Path, board: Board, dest: Path) -> Path:
+    """A complete firmware folder in dest from a firmware folder: a generated one is copied as it is
+    (without its build output); a bare model (model.c, model.h: the test fixtures) gets the kernels,
+    the server and the HAL around it, as ``edgernn build`` would write them."""
     from edgernn._version import __version__
     from edgernn.backend.codegen import copy_kernels, write_project
 
@@ -464,7 +393,7 @@ def stage_gap_project(firmware_dir: Path, board: Board, dest: Path) -> Path:
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(firmware_dir, dest, ignore=shutil.ignore_patterns("BUILD", "build"))
-    if (dest / "Makefile").is_file():
+    if is_complete(dest, board):
         return dest
     sha = re.search(r'EDGERNN_MODEL_SHA256 "([0-9a-f]+)"', (dest / "model.h").read_text())
     model_sources = sorted(p.name for p in dest.glob("*.c"))
@@ -472,37 +401,6 @@ def stage_gap_project(firmware_dir: Path, board: Board, dest: Path) -> Path:
     write_project(board, dest, {"version": __version__, "sha256": sha.group(1) if sha else "unknown",
                                 "sources": model_sources + kernels})
     return dest
-
-
-def hal_files(board: Board) -> set[str]:
-    """Names of the files a board's HAL folder provides (PMSIS-facing on ai_deck)."""
-    hal_dir = templates_dir() / board["hal"]["template"]
-    return {p.name for p in hal_dir.iterdir() if p.suffix in (".c", ".h")}
-
-
-def check_portable_sources(firmware_dir: Path, board: Board, obj_dir: Path) -> list[list[str]] | None:
-    """Compile every portable source of the project (all but the HAL's) with the board's check
-    compiler and flags; returns the commands, or None when that compiler is not installed."""
-    tc = board["toolchain"]
-    cc = tc.get("check_cc")
-    if not cc or shutil.which(cc) is None:
-        return None
-    provided = hal_files(board)
-    defines = board_defines(board)
-    obj_dir.mkdir(parents=True, exist_ok=True)
-    commands = []
-    for src in sorted(Path(firmware_dir).glob("*.c")):
-        if src.name in provided:
-            continue
-        cmd = [cc, *tc.get("check_cflags", []), *defines, f"-I{firmware_dir}", "-c", str(src),
-               "-o", str(obj_dir / (src.stem + ".o"))]
-        proc = procs.run(cmd)
-        if proc.returncode != 0:
-            first = (proc.stderr.strip().splitlines() or ["(no output)"])
-            errors = [line for line in first if "error" in line] or first
-            raise EdgeRNNError(f"{src.name} does not compile for {board.name}: {errors[0]} (command: {shlex.join(cmd)})")
-        commands.append(cmd)
-    return commands
 
 
 def image_path(out_dir: Path, board: Board) -> Path:

@@ -665,7 +665,7 @@ def exit_code(report: dict) -> int:
 def _code_bytes(device) -> int | None:
     if device.elf is None:
         return None
-    from edgernn.targets.device import elf_sizes
+    from edgernn.targets.compile import elf_sizes
 
     sizes = elf_sizes(device.elf, device.board)
     return sizes[0] if sizes else None

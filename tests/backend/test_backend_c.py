@@ -188,13 +188,16 @@ def test_clang_also_compiles_it_warning_free(converted):
 
     require_tools("clang")
     from edgernn.backend import generate_firmware
-    from edgernn.targets.compile import compile_host
+    from edgernn.targets.compile import Part, compile_firmware
     from edgernn.targets.board import load_board
 
     folder = converted("cfc", "int8")
     board = load_board("host")
     generate_firmware(folder, board)
-    res = compile_host(folder / "firmware", board, [H.DRIVER], folder / "both")
+    built = compile_firmware(folder / "firmware", board, part=Part.MODEL, extra_sources=[H.DRIVER],
+                             build_dir=folder / "build" / "both", output_name="both")
+    res = {"outputs": [b.elf for b in built.builds], "commands": built.command_lines,
+           "code_bytes": built.model_code_bytes}
     assert len(res["outputs"]) == 2 and all(os.path.exists(p) for p in res["outputs"])
     assert any(c.startswith("clang ") for c in res["commands"])
     assert all("-Werror" in c and "-pedantic" in c and "-std=c99" in c for c in res["commands"])
@@ -230,7 +233,7 @@ def test_generated_files_carry_the_banner_and_api(built):
 @pytest.mark.toolchain
 def test_weights_go_to_the_board_section(converted, tmp_path):
     from edgernn.backend import generate_firmware
-    from edgernn.targets.compile import compile_host
+    from edgernn.targets.compile import Part, compile_firmware
     from edgernn.targets.board import load_board
 
     host = (load_board("host").path).read_text()
@@ -239,8 +242,9 @@ def test_weights_go_to_the_board_section(converted, tmp_path):
     board = load_board(custom)
     folder = converted("relu_rnn", "int8")
     facts = generate_firmware(folder, board)
-    compile_host(folder / "firmware", board, [H.DRIVER], tmp_path / "drv", compilers=["gcc"])
-    obj = folder / "firmware" / "obj-gcc" / "weights.o"
+    compile_firmware(folder / "firmware", board, part=Part.MODEL, extra_sources=[H.DRIVER],
+                     build_dir=tmp_path / "drv", compilers=["gcc"])
+    obj = tmp_path / "drv" / "obj" / "weights.o"
     sections = subprocess.run(["objdump", "-h", str(obj)], capture_output=True, text=True, check=True).stdout
     line = next(l for l in sections.splitlines() if ".edgernn_weights" in l)
     n_objects = (folder / "firmware" / "weights.c").read_text().count("EDGERNN_WEIGHTS_SECTION =")
@@ -252,7 +256,7 @@ def test_weights_go_to_the_board_section(converted, tmp_path):
 
 
 def test_missing_compiler_is_a_clear_error(tmp_path):
-    from edgernn.targets.compile import compile_host
+    from edgernn.targets.compile import compile_firmware
     from edgernn.targets.board import load_board
 
     custom = tmp_path / "nocc.toml"
@@ -260,7 +264,7 @@ def test_missing_compiler_is_a_clear_error(tmp_path):
     (tmp_path / "fw").mkdir()
     (tmp_path / "fw" / "a.c").write_text("int a;\n")
     with pytest.raises(EdgeRNNError, match="edgernn-no-such-cc.*not found.*install"):
-        compile_host(tmp_path / "fw", load_board(custom))
+        compile_firmware(tmp_path / "fw", load_board(custom))
 
 
 @pytest.mark.toolchain
@@ -268,7 +272,7 @@ def test_missing_compiler_is_a_clear_error(tmp_path):
 def test_head_runs_once_on_the_last_output(tmp_path, quant):
     """gru_stack_final keeps only the last step: its Dense + softmax head becomes edgernn_head()."""
     from edgernn.backend import generate_firmware
-    from edgernn.targets.compile import compile_host
+    from edgernn.targets.compile import Part, compile_firmware
     from edgernn.targets.board import load_board
     from edgernn.pipeline.convert import convert_model
 
@@ -277,8 +281,8 @@ def test_head_runs_once_on_the_last_output(tmp_path, quant):
         convert_model(zoo.gru_stack_final(), folder, quant=quant)
     board = load_board("host")
     generate_firmware(folder, board)
-    exe = tmp_path / "head"
-    compile_host(folder / "firmware", board, [H.DRIVER.parent / "head_driver.c"], exe, compilers=["gcc"])
+    exe = compile_firmware(folder / "firmware", board, part=Part.MODEL, extra_sources=[H.DRIVER.parent / "head_driver.c"],
+                           build_dir=tmp_path / "head-build", output_name="head", compilers=["gcc"]).elf
     runner = H.load_interpreter(folder / "head.tflite").get_signature_runner("serving_default")
     detail = runner.get_input_details()["h"]
     shape, dtype = detail["shape"], detail["dtype"]
@@ -311,14 +315,13 @@ def test_fully_connected_paths_are_byte_exact(converted, name, quant):
     the C emulation of its builtin (edgernn_xpulp_emul.h) and on GCC vectors. The models have rows
     and inputs that are not multiples of 4 (tails) and unaligned rows."""
     folder = converted(name, quant)
-    fc_obj = folder / "firmware" / "obj-gcc" / "edgernn_fully_connected.o"
     variants = {"portable": [], "scalar": ["-DEDGERNN_FC_SCALAR"]}
     if quant == "int8":
         variants.update({"emulated": ["-DEDGERNN_XPULP_EMULATE"], "vector": ["-DEDGERNN_XPULP=1", H.VECTOR_SDOTSP4]})
     builds, objects = {}, {}
     for label, flags in variants.items():
         builds[label] = H.build(folder, cflags=["-O2", *flags], name=f"driver_fc_{label}")
-        objects[label] = fc_obj.read_bytes()
+        objects[label] = builds[label].object_of("edgernn_fully_connected.c").read_bytes()
     # the macros select another kernel, or the comparison below would prove nothing
     assert all(objects[k] != objects["portable"] for k in variants if k != "portable")
     for label, xs in _sequences(folder).items():

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from edgernn.backend import generate_firmware
-from edgernn.targets.compile import compile_host
+from edgernn.targets.compile import Part, compile_firmware
 from edgernn.targets.board import load_board
 from edgernn.tflite.interpreter import load_interpreter
 from edgernn.tflite.oracle import step_records
@@ -59,13 +59,20 @@ class Build:
     exe: Path
     code_bytes: int
     commands: list[str]
+    objects: list[Path] = field(default_factory=list)
+
+    def object_of(self, source: str) -> Path:
+        """The object this build compiled from firmware/<source>."""
+        return next(o for o in self.objects if o.name == Path(source).with_suffix(".o").name)
 
 
 def build(folder: Path, board: str = "host", cflags=None, compilers=("gcc",), name: str = "driver") -> Build:
     b = load_board(board)
     facts = generate_firmware(folder, b)
-    res = compile_host(folder / "firmware", b, [DRIVER], folder / name, cflags=cflags, compilers=list(compilers))
-    return Build(folder, facts, Path(res["outputs"][0]), res["code_bytes"], res["commands"])
+    res = compile_firmware(folder / "firmware", b, part=Part.MODEL, extra_sources=[DRIVER],
+                           build_dir=folder / "build" / name, output_name=name, cflags=cflags or (),
+                           compilers=list(compilers))
+    return Build(folder, facts, res.elf, res.model_code_bytes, res.command_lines, res.objects)
 
 
 def run_driver(exe: Path, xq: np.ndarray, record_bytes: int, workdir: Path, env=None) -> tuple[np.ndarray, str]:
