@@ -36,7 +36,6 @@ INT8_ACTIVATIONS = {"tanh": "TANH"}
 # Per-step layers the fused model rebuilds in tf_keras (class name, or TimeDistributed around one).
 REBUILT_LAYERS = {"Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "Rescaling",
                   "BatchNormalization", "LayerNormalization"}
-NO_FUSED_BACKEND = "the C backend has no fused LSTM kernel yet"
 # Steps the int8 calibration runs at most; whole sequences are always kept.
 MAX_CALIBRATION_STEPS = 20000
 
@@ -150,7 +149,7 @@ def tf_keras_config(layer: Any) -> tuple[dict, str | None]:
     return config, None
 
 
-def diagnose(plan: Plan, quant: str, mode: str = "auto", for_firmware: bool = False) -> Diagnosis:
+def diagnose(plan: Plan, quant: str, mode: str = "auto") -> Diagnosis:
     """The path of every recurrent layer: all fused, or all step with each layer's reason.
 
     A model is fused only when every recurrent layer can be, and every per-step layer around them can be
@@ -164,11 +163,6 @@ def diagnose(plan: Plan, quant: str, mode: str = "auto", for_firmware: bool = Fa
             own = {name: why or "tf_keras is not installed (the fused model is rebuilt in it)" for name, why in own.items()}
     around = [why for step in [*plan.pre, *(plan.head if plan.head_per_step else [])]
               for why in [_layer_obstacle(step.layer, plan.flavour)] if why]
-    if for_firmware:
-        from edgernn.backend import supported_ops
-
-        if FUSED_OP not in supported_ops():
-            around.insert(0, NO_FUSED_BACKEND)
     blocked = [name for name, why in own.items() if why]
     fused = mode != "step" and not blocked and not around
     paths = []

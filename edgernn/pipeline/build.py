@@ -64,12 +64,6 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
     from edgernn.backend import generate_firmware
 
     log = log or (lambda _: None)
-    from edgernn.backend import supported_ops
-    from edgernn.keras.fused import FUSED_OP
-
-    if mode == "fused" and FUSED_OP not in supported_ops():
-        raise EdgeRNNError("--mode fused cannot be built: the C backend has no fused LSTM kernel yet "
-                           "(edgernn convert --mode fused makes the .tflite); use --mode auto or step")
     board_obj = load_board(board)
     _check_quant(board_obj, quant, warn)
     gap_sdk = devices.is_gap_sdk(board_obj)
@@ -85,7 +79,7 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
     with folder.staged() as staging:
         inner = staging / "out"
         manifest = convert_model(model, inner, quant=quant, calib=calib, mode=mode, unsafe=unsafe,
-                                 board=board_obj.name, for_firmware=True, log=log, warn=warn)
+                                 board=board_obj.name, log=log, warn=warn)
         log(f"generating C for board {board_obj.name}")
         facts = generate_firmware(inner, board_obj, verbose=verbose)
         firmware_dir = inner / "firmware"

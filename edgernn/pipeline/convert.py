@@ -204,7 +204,6 @@ def convert_model(
     mode: str = "auto",
     unsafe: bool = False,
     board: str | None = None,
-    for_firmware: bool = False,
     log: Log | None = None,
     warn: Log | None = None,
 ) -> dict:
@@ -213,7 +212,7 @@ def convert_model(
     ``calib`` is a (sequences, steps, features) array or the path of a .npy file holding one.
     ``mode``: ``step`` (single-step cells), ``fused`` (one UNIDIRECTIONAL_SEQUENCE_LSTM per LSTM, refused
     with the reasons when the model does not allow it) or ``auto`` (fused where every RNN layer allows
-    it, else step). ``for_firmware``: the model is for the C backend, so fused only when it has the kernel.
+    it, else step).
     Returns the manifest.
     """
     log = log or _quiet
@@ -227,7 +226,7 @@ def convert_model(
         log("loading model")
         loaded = load_model(model, unsafe=unsafe)
         plan = decompose(loaded.model, loaded.flavour)
-        diagnosis = diagnose(plan, quant, mode, for_firmware)
+        diagnosis = diagnose(plan, quant, mode)
         for line in diagnosis.lines():
             log(f"plan: {line}")
         calibration = _calibration(calib, plan.features, quant, warn)

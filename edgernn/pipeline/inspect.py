@@ -124,12 +124,11 @@ def board_fit(params: int, state_elements: int, features: int) -> list[dict]:
     return out
 
 
-def inspect_model(model: Any, *, unsafe: bool = False, quant: str = "int8", mode: str = "auto",
-                  for_firmware: bool = False) -> Inspection:
-    """``quant``, ``mode`` and ``for_firmware`` are those of the conversion the paths are shown for."""
+def inspect_model(model: Any, *, unsafe: bool = False, quant: str = "int8", mode: str = "auto") -> Inspection:
+    """``quant`` and ``mode`` are those of the conversion the paths are shown for."""
     loaded = load_model(model, unsafe=unsafe)
     plan = decompose(loaded.model, loaded.flavour)
-    diagnosis = diagnose(plan, quant, "auto" if mode == "fused" else mode, for_firmware)
+    diagnosis = diagnose(plan, quant, "auto" if mode == "fused" else mode)
     rows = layer_rows(plan, diagnosis)
     result = Inspection(
         model_name=loaded.path.name if loaded.path else loaded.model.name,
