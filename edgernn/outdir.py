@@ -20,9 +20,9 @@ import json
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Iterator
-from typing import Any
+from typing import Any, Iterator
 
 from edgernn.errors import EdgeRNNError
 
@@ -61,6 +61,133 @@ def is_edgernn_manifest(data: Any) -> bool:
     return isinstance(data, dict) and isinstance(data.get("schema"), str) and data["schema"].startswith("edgernn-build/")
 
 
+# ---------------------------------------------------------------- manifest.json
+
+@dataclass
+class BuildFacts:
+    """What ``build`` adds to the manifest after ``convert`` (see docs/manifest.md)."""
+
+    liveness_bound_bytes: int
+    state_bytes: int
+    data_bytes: int | None
+    placement: dict | None
+    team_ops: list[int]
+    firmware: dict
+
+
+@dataclass
+class Manifest:
+    """``manifest.json``, key by key as docs/manifest.md describes them; the field order is the JSON's key order.
+
+    The nested objects (tensor entries, ``head``, ``calibration``, ``placement``, ...) stay JSON objects: they go
+    to the C templates, the oracle and the report as they are. ``fused_states_io`` and ``quantization_error`` are
+    written only when set; ``schema`` and ``written`` only once committed; the ``build`` facts only after build.
+    """
+
+    format: int = 1
+    edgernn_version: str | None = None
+    tool_versions: dict | None = None
+    model_file: str | None = None
+    model_sha256: str | None = None
+    keras: str | None = None
+    quant: str | None = None
+    mode: str | None = None
+    sequence_output: str | None = None
+    inputs: list[dict] | None = None
+    outputs: list[dict] | None = None
+    states: list[dict] | None = None
+    state_feedback: dict | None = None
+    head: dict | None = None
+    files: dict | None = None
+    ops: list[str] | None = None
+    macs_per_step: int | None = None
+    head_macs: int | None = None
+    weight_bytes: int | None = None
+    arena_bytes: int | None = None
+    code_bytes: int | None = None
+    calibration: dict | None = None
+    float_self_check_rel: float | None = None
+    layers: list[dict] | None = None
+    fused_states_io: dict | None = None
+    board: str | None = None
+    mode_requested: str | None = None
+    rnn_paths: list[dict] | None = None
+    quantization_error: dict | None = None
+    schema: str | None = None
+    written: list[str] | None = None
+    build: BuildFacts | None = None
+    # keys this edgernn does not know (a newer one's, a hand-written one's): kept, and written back last
+    extra: dict = field(default_factory=dict)
+    # keys the file did not have: not written back (a manifest read is written as it was read)
+    absent: frozenset = frozenset()
+
+    def as_dict(self) -> dict:
+        data: dict = {}
+        for f in fields(self):
+            if f.name in ("extra", "absent"):
+                continue
+            if f.name == "build":
+                if self.build is not None:
+                    data.update({k: v for k, v in self.build.__dict__.items() if k not in self.absent})
+                continue
+            value = getattr(self, f.name)
+            if f.name in self.absent or (value is None and f.name in _WRITTEN_WHEN_SET):
+                continue
+            data[f.name] = value
+        data.update(self.extra)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Manifest":
+        names = [f.name for f in fields(cls) if f.name not in ("build", "extra", "absent")]
+        build_names = [f.name for f in fields(BuildFacts)]
+        manifest = cls(**{k: data[k] for k in names if k in data})
+        if any(k in data for k in build_names):
+            manifest.build = BuildFacts(**{k: data.get(k) for k in build_names})
+        manifest.extra = {k: v for k, v in data.items() if k not in names and k not in build_names}
+        manifest.absent = frozenset(k for k in [*names, *build_names] if k not in data)
+        return manifest
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), indent=2) + "\n"
+
+    def write(self, folder: str | os.PathLike) -> None:
+        """Write ``folder``/manifest.json (by a rename, so a reader never sees half of it)."""
+        tmp = Path(folder) / f".{MANIFEST}.tmp"
+        tmp.write_text(self.to_json())
+        os.replace(tmp, Path(folder) / MANIFEST)
+
+    def record_build(self, facts: BuildFacts, *, arena_bytes: int, weight_bytes: int, code_bytes: int | None) -> None:
+        self.arena_bytes, self.weight_bytes, self.code_bytes = arena_bytes, weight_bytes, code_bytes
+        self.build = facts
+        self.absent = self.absent - {"arena_bytes", "weight_bytes", "code_bytes", *BuildFacts.__dataclass_fields__}
+
+
+_WRITTEN_WHEN_SET = {"fused_states_io", "quantization_error", "schema", "written"}
+
+
+def read_manifest(folder: str | os.PathLike, *, require: tuple[str, ...] = (), rebuild_hint: str = "") -> Manifest:
+    """``folder``/manifest.json, refused in one line when it is missing, not JSON, not an object, or lacks a key
+    of ``require``. An edgernn build from before ``schema`` reads too: only replacing a folder needs the schema."""
+    folder = Path(folder)
+    path = folder / MANIFEST
+    if not folder.is_dir() or not path.is_file():
+        what = "does not exist" if not folder.exists() else f"is not an edgernn build folder (no {MANIFEST})"
+        raise EdgeRNNError(f"{folder} {what}{rebuild_hint}")
+    try:
+        data = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise EdgeRNNError(f"{path} is not valid JSON ({exc})") from None
+    except OSError as exc:
+        raise EdgeRNNError(os_error_message(exc, f"read {path}")) from None
+    if not isinstance(data, dict):
+        raise EdgeRNNError(f"{path} is not a JSON object")
+    for key in require:
+        if key not in data:
+            raise EdgeRNNError(f"{path} lacks '{key}': rebuild {folder} with this edgernn version")
+    return Manifest.from_dict(data)
+
+
 class BuildFolder:
     """``-o OUT`` of convert and build, and the folder validate writes its report into."""
 
@@ -70,20 +197,20 @@ class BuildFolder:
 
     # ---------------------------------------------------------------- what is there
 
-    def manifest(self) -> dict | None:
+    def manifest(self) -> Manifest | None:
         """The folder's manifest when it is edgernn's, else None."""
         try:
             data = json.loads((self.path / MANIFEST).read_text())
         except (OSError, ValueError, UnicodeDecodeError):
             return None
-        return data if is_edgernn_manifest(data) else None
+        return Manifest.from_dict(data) if is_edgernn_manifest(data) else None
 
     def owned(self) -> set[str]:
         """The top-level entries edgernn wrote here (by the manifest's ``written`` list)."""
         manifest = self.manifest()
         if manifest is None:
             return set()
-        written = manifest.get("written")
+        written = manifest.written
         names = set(written) if isinstance(written, list) else set()
         names.add(MANIFEST)
         return {n for n in names if isinstance(n, str) and "/" not in n and n not in ("", ".", "..")}
@@ -166,15 +293,15 @@ class BuildFolder:
                 pass
         self._created.clear()
 
-    def commit(self, staging: Path) -> dict:
-        """Put the staged build in place; returns the manifest as written (with schema and written)."""
+    def commit(self, staging: Path, manifest: Manifest) -> Manifest:
+        """Write ``manifest`` into the staged build, marked edgernn's and listing what it holds, and put the
+        build in place; returns the manifest as written."""
         out = self.path
-        manifest_path = staging / MANIFEST
-        manifest = json.loads(manifest_path.read_text())
-        new_entries = sorted(p.name for p in staging.iterdir())
-        manifest["schema"] = SCHEMA
-        manifest["written"] = new_entries
-        manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+        new_entries = sorted({p.name for p in staging.iterdir()} | {MANIFEST})
+        manifest.schema = SCHEMA
+        manifest.written = new_entries
+        manifest.absent = manifest.absent - {"schema", "written"}
+        (staging / MANIFEST).write_text(manifest.to_json())
         self.check()
         try:
             if not out.exists() or not any(out.iterdir()):
@@ -226,8 +353,6 @@ class BuildFolder:
         manifest = self.manifest()
         if manifest is None:
             return
-        written = set(manifest.get("written") or []) | set(names)
-        manifest["written"] = sorted(written)
-        tmp = self.path / f".{MANIFEST}.tmp"
-        tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-        os.replace(tmp, self.path / MANIFEST)
+        manifest.written = sorted(set(manifest.written or []) | set(names))
+        manifest.absent = manifest.absent - {"written"}
+        manifest.write(self.path)

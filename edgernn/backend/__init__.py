@@ -6,7 +6,6 @@ facts of the build; ``edgernn.targets.compile.compile_firmware`` compiles the fo
 
 from __future__ import annotations
 
-import json
 from importlib import metadata
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from edgernn.backend.parallel import min_count, share_calls
 from edgernn.backend.placement import MemoryBudgetError, place
 from edgernn.backend.reader import read_tflite
 from edgernn.errors import EdgeRNNError
+from edgernn.outdir import MANIFEST, read_manifest
 
 __all__ = ["generate_firmware", "read_tflite", "supported_ops", "MemoryBudgetError"]
 
@@ -44,11 +44,10 @@ def _tools() -> str:
     return f"TensorFlow {_version('tensorflow')}, LiteRT {_version('ai-edge-litert')}"
 
 
-def _state_keys(graph, manifest: dict | None, input_key: str) -> list:
+def _state_keys(graph, states: list | dict | None, input_key: str) -> list:
     """The states in manifest order: a name (an input and output of the step model), or
     (name, tensor index) for a variable tensor that a fused op updates in place."""
-    if manifest:
-        states = manifest.get("states")
+    if states:
         if isinstance(states, list) and states:
             keys = []
             for s in states:
@@ -98,14 +97,9 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
     step_path = out_dir / "step.tflite"
     if not step_path.is_file():
         raise EdgeRNNError(f"{step_path} not found: convert the model first (edgernn convert)")
-    manifest = None
-    if (out_dir / "manifest.json").is_file():
-        try:
-            manifest = json.loads((out_dir / "manifest.json").read_text())
-        except json.JSONDecodeError as exc:
-            raise EdgeRNNError(f"{out_dir / 'manifest.json'} is not valid JSON: {exc}") from None
+    manifest = read_manifest(out_dir) if (out_dir / MANIFEST).is_file() else None
     graph = read_tflite(step_path)
-    keys = _state_keys(graph, manifest, "x")
+    keys = _state_keys(graph, manifest.states if manifest else None, "x")
     states = state_layout(graph, keys)
     step = _lower_named(step_path.name, graph, "edgernn_step", "x", "y", states)
 
@@ -136,7 +130,7 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
         placement = place(board, weight_bytes=weight_bytes, state_bytes=state_storage, arena_bytes=arena_bytes)
     threshold = min_count(board)
     shared = share_calls(step.calls, threshold) + (share_calls(head.calls, threshold) if head else [])
-    quant = manifest.get("quant") if manifest and manifest.get("quant") else x_t.dtype
+    quant = manifest.quant if manifest and manifest.quant else x_t.dtype
     (xs, xz), (ys, yz) = x_t.qparams(), y_t.qparams()
     context = {
         "version": __version__,

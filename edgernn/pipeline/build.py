@@ -5,16 +5,15 @@ The whole build happens in a staging folder beside OUT; OUT is replaced only whe
 
 from __future__ import annotations
 
-import json
 import shlex
 import shutil
 from pathlib import Path
 from typing import Any, Callable
 
 from edgernn.targets.board import Board, load_board
+from edgernn.outdir import BuildFacts, BuildFolder
+from edgernn.pipeline.convert import convert
 from edgernn.targets.compile import Part, compile_firmware, find_compiler
-from edgernn.outdir import MANIFEST, BuildFolder
-from edgernn.pipeline.convert import convert_model
 from edgernn.errors import EdgeRNNError
 
 Log = Callable[[str], None]
@@ -51,12 +50,6 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
     from edgernn.backend import generate_firmware
 
     log = log or (lambda _: None)
-    from edgernn.backend import supported_ops
-    from edgernn.keras.fused import FUSED_OP
-
-    if mode == "fused" and FUSED_OP not in supported_ops():
-        raise EdgeRNNError("--mode fused cannot be built: the C backend has no fused LSTM kernel yet "
-                           "(edgernn convert --mode fused makes the .tflite); use --mode auto or step")
     board_obj = load_board(board)
     _check_quant(board_obj, quant, warn)
     gap_sdk = devices.is_gap_sdk(board_obj)
@@ -71,28 +64,24 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
     messages = []
     with folder.staged() as staging:
         inner = staging / "out"
-        manifest = convert_model(model, inner, quant=quant, calib=calib, mode=mode, unsafe=unsafe,
-                                 board=board_obj.name, for_firmware=True, log=log, warn=warn)
+        manifest = convert(model, inner, quant=quant, calib=calib, mode=mode, unsafe=unsafe,
+                                 board=board_obj.name, log=log, warn=warn)
         log(f"generating C for board {board_obj.name}")
         facts = generate_firmware(inner, board_obj, verbose=verbose)
         firmware_dir = inner / "firmware"
         if gap_sdk:
             sdk_line, gap_built = _build_gap_sdk(board_obj, firmware_dir, staging / "check", out, log, messages,
                                                  verbose)
-            manifest.update({
-                "arena_bytes": facts["arena_bytes"],
-                "liveness_bound_bytes": facts["liveness_bound_bytes"],
-                "weight_bytes": facts["weight_bytes"],
-                "state_bytes": facts["state_bytes"],
-                "code_bytes": gap_built.code_bytes if gap_built else None,
-                "data_bytes": gap_built.data_bytes if gap_built else None,
-                "placement": facts["placement"],
-                "team_ops": facts["team_ops"],
-                "firmware": {"project": "firmware/Makefile", "built": gap_built is not None,
-                             "elf": f"firmware/{board_obj['gap_sdk']['elf']}" if gap_built else None,
-                             "image": f"firmware/{board_obj['gap_sdk']['image']}",
-                             "compilers": [_GAP_COMPILERS[gap_built.compiler]] if gap_built else []},
-            })
+            manifest.record_build(
+                BuildFacts(liveness_bound_bytes=facts["liveness_bound_bytes"], state_bytes=facts["state_bytes"],
+                           data_bytes=gap_built.data_bytes if gap_built else None, placement=facts["placement"],
+                           team_ops=facts["team_ops"],
+                           firmware={"project": "firmware/Makefile", "built": gap_built is not None,
+                                     "elf": f"firmware/{board_obj['gap_sdk']['elf']}" if gap_built else None,
+                                     "image": f"firmware/{board_obj['gap_sdk']['image']}",
+                                     "compilers": [_GAP_COMPILERS[gap_built.compiler]] if gap_built else []}),
+                arena_bytes=facts["arena_bytes"], weight_bytes=facts["weight_bytes"],
+                code_bytes=gap_built.code_bytes if gap_built else None)
             from edgernn.targets.nntool import write_nntool
 
             write_nntool(inner, manifest)
@@ -103,47 +92,40 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
             if verbose:
                 messages += [f"compiled: {line}" for line in built.command_lines]
             compilers = [b.compiler for b in built.builds]
-            manifest.update({
-                "arena_bytes": facts["arena_bytes"],
-                "liveness_bound_bytes": facts["liveness_bound_bytes"],
-                "weight_bytes": facts["weight_bytes"],
-                "state_bytes": facts["state_bytes"],
-                "code_bytes": built.code_bytes,
-                "data_bytes": built.data_bytes,
-                "placement": facts["placement"],
-                "team_ops": facts["team_ops"],
-                "firmware": {"elf": str(built.elf.relative_to(inner)), "compilers": compilers},
-            })
-        (inner / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        manifest = folder.commit(inner)
+            manifest.record_build(
+                BuildFacts(liveness_bound_bytes=facts["liveness_bound_bytes"], state_bytes=facts["state_bytes"],
+                           data_bytes=built.data_bytes, placement=facts["placement"], team_ops=facts["team_ops"],
+                           firmware={"elf": str(built.elf.relative_to(inner)), "compilers": compilers}),
+                arena_bytes=facts["arena_bytes"], weight_bytes=facts["weight_bytes"], code_bytes=built.code_bytes)
+        manifest = folder.commit(inner, manifest)
     shutil.rmtree(staging, ignore_errors=True)
     placement_line = _placement_line(facts)
     if gap_sdk:
         messages.append(
-            f"GAP SDK project for {board_obj.name} in {out / 'firmware'}: arena {manifest['arena_bytes']} B, "
-            f"weights {manifest['weight_bytes']} B; {len(facts['team_ops'])} ops split across "
+            f"GAP SDK project for {board_obj.name} in {out / 'firmware'}: arena {manifest.arena_bytes} B, "
+            f"weights {manifest.weight_bytes} B; {len(facts['team_ops'])} ops split across "
             f"{board_obj['parallel']['workers']} cluster cores")
         if placement_line:
             messages.append(placement_line)
         messages.append(f"for GreenWaves' NNTool flow (untested here): {out / 'nntool'}/nntool_script, host_loop.c")
         if board_obj.emulated:
-            messages.append(f"built with the GAP SDK ({manifest['firmware']['compilers'][0]}, code "
-                            f"{manifest['code_bytes']} B) -> {out / manifest['firmware']['elf']}; "
+            messages.append(f"built with the GAP SDK ({manifest.build.firmware['compilers'][0]}, code "
+                            f"{manifest.code_bytes} B) -> {out / manifest.build.firmware['elf']}; "
                             f"next: edgernn validate {out}")
         else:
-            messages.append(sdk_line or f"built with the GAP SDK ({manifest['firmware']['compilers'][0]}, code "
-                                        f"{manifest['code_bytes']} B) -> {out / manifest['firmware']['image']}; "
+            messages.append(sdk_line or f"built with the GAP SDK ({manifest.build.firmware['compilers'][0]}, code "
+                                        f"{manifest.code_bytes} B) -> {out / manifest.build.firmware['image']}; "
                                         f"flash: edgernn flash {out} (JTAG) or edgernn flash {out} --radio "
                                         f"{board_obj['flash']['radio_example']}")
-        return {"manifest": manifest, "firmware": str(out / "firmware"), "messages": messages}
+        return {"manifest": manifest.as_dict(), "firmware": str(out / "firmware"), "messages": messages}
     messages.append(
-        f"firmware for {board_obj.name}: arena {manifest['arena_bytes']} B (liveness bound "
-        f"{manifest['liveness_bound_bytes']} B), weights {manifest['weight_bytes']} B, code {manifest['code_bytes']} B; "
-        f"built with {', '.join(manifest['firmware']['compilers'])} -> {out / manifest['firmware']['elf']}"
+        f"firmware for {board_obj.name}: arena {manifest.arena_bytes} B (liveness bound "
+        f"{manifest.build.liveness_bound_bytes} B), weights {manifest.weight_bytes} B, code {manifest.code_bytes} B; "
+        f"built with {', '.join(manifest.build.firmware['compilers'])} -> {out / manifest.build.firmware['elf']}"
     )
     if board_obj.emulated:
         messages.append(f"next: edgernn validate {out}")
-    return {"manifest": manifest, "firmware": str(out / "firmware"), "messages": messages}
+    return {"manifest": manifest.as_dict(), "firmware": str(out / "firmware"), "messages": messages}
 
 
 def _build_gap_sdk(board: Board, firmware_dir: Path, check_dir: Path, out: Path, log: Log,

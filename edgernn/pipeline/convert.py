@@ -6,7 +6,7 @@ failure leaves OUT as it was.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import warnings
 from pathlib import Path
@@ -17,12 +17,16 @@ import numpy as np
 from edgernn import tfenv
 from edgernn._version import __version__
 from edgernn.tflite import model as tfl
-from edgernn.outdir import MANIFEST, BuildFolder
+from edgernn.outdir import BuildFolder, Manifest
 from edgernn.keras.decompose import Plan, decompose
 from edgernn.errors import EdgeRNNError
+from edgernn.keras import fused as keras_fused
 from edgernn.keras.fused import diagnose
-from edgernn.pipeline.inspect import layer_rows
+from edgernn.tflite import fused as tflite_fused
+from edgernn.tflite.oracle import FusedStepper
+from edgernn.keras.describe import layer_rows
 from edgernn.keras.load import LoadedModel, load_model
+from edgernn.keras.reference import keras_reference
 from edgernn.tflite.quantize import (
     QUANT_MODES, Calibration, calibrate, calibration_subset, check_sequences, explain_quantization_failure,
     load_sequences, quantize_calibrated, quantize_with_tied_states, run_step_sequences, synthetic_calibration,
@@ -102,44 +106,15 @@ def _io_entry(model, name: str, index: int) -> dict:
 
 # ---------------------------------------------------------------- reference check
 
-def keras_reference(model: Any, sequences: np.ndarray) -> np.ndarray | None:
-    """The original model's own output on sequences, or None when its input length is fixed otherwise."""
-    batch, steps = model.inputs[0].shape[0], model.inputs[0].shape[1]
-    if steps is not None and int(steps) != sequences.shape[1]:
-        return None
-    stateful = [layer for layer in model.layers if getattr(layer, "stateful", False)]
-    if batch is not None and int(batch) != 1 and (stateful or int(batch) != len(sequences)):
-        return None
-    with warnings.catch_warnings(), tfenv.native_stderr_captured():
-        warnings.simplefilter("ignore")
-        if not stateful and (batch is None or int(batch) == len(sequences)):
-            return np.asarray(model(sequences, training=False), np.float32)
-        # a fixed batch of one (a stateful model): one sequence at a time, each from zero state
-        outputs = []
-        for sequence in sequences:
-            for layer in stateful:
-                layer.reset_states()
-            outputs.append(np.asarray(model(sequence[None], training=False), np.float32))
-        for layer in stateful:
-            layer.reset_states()
-        return np.concatenate(outputs)
-
-
-def _float_self_check(plan: Plan, step_float: bytes, head_float: bytes | None, step_keys: list[str] | None,
-                      sequences: np.ndarray) -> float | None:
-    """Largest relative error of the float step model against the Keras model on a few sequences.
-
-    ``step_keys`` None means a fused step model (its states in variable tensors)."""
+def _float_self_check(plan: Plan, run: Callable[[bytes, np.ndarray], np.ndarray], step_float: bytes,
+                      head_float: bytes | None, sequences: np.ndarray) -> float | None:
+    """Largest relative error of the float step model (run over sequences by ``run``) against the Keras
+    model on a few sequences."""
     probe = sequences[: min(4, len(sequences)), : min(64, sequences.shape[1])]
     want = keras_reference(plan.model, probe)
     if want is None:
         return None
-    if step_keys is None:
-        from edgernn.tflite.oracle import FusedStepper
-
-        ys, _ = FusedStepper(step_float, {}).run(probe)
-    else:
-        _, ys = run_step_sequences(step_float, probe, step_keys)
+    ys = run(step_float, probe)
     got = ys if plan.head_per_step else _run_head(head_float, ys[:, -1, :]) if head_float else ys[:, -1, :]
     got = got.reshape(want.shape)
     scale = max(float(np.max(np.abs(want))), 1e-6)
@@ -185,8 +160,6 @@ class _FloatTwin:
 
     def y(self, sequences: np.ndarray) -> np.ndarray:
         if self.fused:
-            from edgernn.tflite.oracle import FusedStepper
-
             ys, _ = FusedStepper(self.data, {}).run(sequences)
             return ys.astype(np.float32)
         _, ys = run_step_sequences(self.data, sequences, self.states)
@@ -204,7 +177,6 @@ def convert_model(
     mode: str = "auto",
     unsafe: bool = False,
     board: str | None = None,
-    for_firmware: bool = False,
     log: Log | None = None,
     warn: Log | None = None,
 ) -> dict:
@@ -213,9 +185,17 @@ def convert_model(
     ``calib`` is a (sequences, steps, features) array or the path of a .npy file holding one.
     ``mode``: ``step`` (single-step cells), ``fused`` (one UNIDIRECTIONAL_SEQUENCE_LSTM per LSTM, refused
     with the reasons when the model does not allow it) or ``auto`` (fused where every RNN layer allows
-    it, else step). ``for_firmware``: the model is for the C backend, so fused only when it has the kernel.
+    it, else step).
     Returns the manifest.
     """
+    return convert(model, out, quant=quant, calib=calib, mode=mode, unsafe=unsafe, board=board, log=log,
+                   warn=warn).as_dict()
+
+
+def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: Any = None, mode: str = "auto",
+            unsafe: bool = False, board: str | None = None, log: Log | None = None,
+            warn: Log | None = None) -> Manifest:
+    """``convert_model``, returning the typed manifest."""
     log = log or _quiet
     warn = warn or log
     if quant not in QUANT_MODES:
@@ -227,32 +207,29 @@ def convert_model(
         log("loading model")
         loaded = load_model(model, unsafe=unsafe)
         plan = decompose(loaded.model, loaded.flavour)
-        diagnosis = diagnose(plan, quant, mode, for_firmware)
+        diagnosis = diagnose(plan, quant, mode)
         for line in diagnosis.lines():
             log(f"plan: {line}")
         calibration = _calibration(calib, plan.features, quant, warn)
-        if diagnosis.fused:
-            manifest = _convert_fused_into(loaded, plan, calibration, quant, staging, log)
-        else:
-            manifest = _convert_into(loaded, plan, calibration, quant, staging, log)
-        manifest["board"] = board
-        manifest["mode_requested"] = mode
-        manifest["rnn_paths"] = [p.as_dict() for p in diagnosis.paths]
-        manifest["layers"] = layer_rows(plan, diagnosis)
+        strategy = (FusedStrategy if diagnosis.fused else StepStrategy)(loaded, plan, log)
+        manifest = _run_pipeline(strategy, loaded, plan, calibration, quant, staging, log)
+        manifest.board = board
+        manifest.mode_requested = mode
+        manifest.rnn_paths = [p.as_dict() for p in diagnosis.paths]
+        manifest.layers = layer_rows(plan, diagnosis)
         if quant != "float32":
-            manifest["quantization_error"] = quantization_error(staging, manifest, calibration.sequences)
-            l2r = manifest["quantization_error"]["l2r"]
+            manifest.quantization_error = quantization_error(staging, manifest.as_dict(), calibration.sequences)
+            l2r = manifest.quantization_error["l2r"]
             if l2r > QUANT_WARN_L2R:
                 warn(f"WARNING: the {quant} step model is far from the float model on the calibration sequences "
                      f"(l2r {l2r:.3f}); check the calibration data, or use a wider --quant")
         if quant == "float32":
             (staging / FLOAT_STEP).unlink(missing_ok=True)  # step.tflite is the float model itself
         else:
-            manifest["files"]["float_step"] = FLOAT_STEP
+            manifest.files["float_step"] = FLOAT_STEP
             if (staging / FLOAT_HEAD).is_file():
-                manifest["files"]["float_head"] = FLOAT_HEAD
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        return folder.commit(staging)
+                manifest.files["float_head"] = FLOAT_HEAD
+        return folder.commit(staging, manifest)
 
 
 def _calibration(calib: Any, features: int, quant: str, warn: Log) -> Calibration:
@@ -284,87 +261,231 @@ def _layers_by_op(plan: Plan) -> dict[str, list[str]]:
     return found
 
 
-def _convert_into(loaded: LoadedModel, plan: Plan, calibration: Calibration, quant: str, staging: Path,
-                  log: Log) -> dict:
-    K = loaded.keras
-    log("building the step model")
-    step = build_step_model(plan, K)
-    keras_inputs = [k for k, _ in step.input_names]
-    state_keys = keras_inputs[1:]
+def _quantization_failure(quant: str, plan: Plan):
+    """A context in which an unexpected quantizer failure becomes one line naming the layers that may cause it."""
+    @contextlib.contextmanager
+    def explained():
+        try:
+            yield
+        except EdgeRNNError:
+            raise
+        except Exception as exc:
+            raise explain_quantization_failure(exc, quant, _layers_by_op(plan)) from None
+    return explained()
 
-    log("converting to TFLite (float32)")
-    step_float = _convert_float(step.keras_model)
-    _check_ops(step_float, "the step model")
-    output_keys = _match_outputs(step_float, step.keras_model, keras_inputs)
-    y_key, state_out_keys = output_keys[0], output_keys[1:]
 
-    head_model = build_head_model(plan, K)
+# ---------------------------------------------------------------- one pipeline, two strategies
+
+def _run_pipeline(strategy: "StepStrategy | FusedStrategy", loaded: LoadedModel, plan: Plan,
+                  calibration: Calibration, quant: str, staging: Path, log: Log) -> Manifest:
+    """Build float, self-check, calibrate, quantize, describe: the strategy makes the step model, the
+    head (the layers that run on the step output) and the manifest are the same for both."""
+    step_float = strategy.build_float()
+    head_model = build_head_model(plan, loaded.keras)
     head_float = None
     if head_model is not None:
         head_float = _name_head_output(_convert_float(head_model))
         _check_ops(head_float, "the head model")
 
-    # Run the float step model over the calibration sequences: the real trajectories.
-    log("running the float step model over the calibration sequences")
     sequences = calibration.sequences
-    renamed_float = _rename_for_run(step_float, step, output_keys)
-    samples, ys = run_step_sequences(renamed_float, sequences, step.state_names)
-    self_check = _float_self_check(plan, renamed_float, head_float, step.state_names, sequences)
+    calibration_facts = strategy.trajectories(step_float, sequences)
+    self_check = _float_self_check(plan, strategy.run_float, step_float, head_float, sequences)
     if self_check is not None and self_check > 1e-4:
-        raise EdgeRNNError(
-            f"the float step model differs from the Keras model by {self_check:.2e} (relative); "
-            "this model is not supported"
-        )
+        raise EdgeRNNError(strategy.self_check_refusal(self_check))
 
-    (staging / FLOAT_STEP).write_bytes(renamed_float)
+    (staging / FLOAT_STEP).write_bytes(step_float)
     if head_float is not None and quant != "float32":
         (staging / FLOAT_HEAD).write_bytes(head_float)
     if quant == "float32":
-        step_final = renamed_float
-        head_final = head_float
+        step_final, head_final = step_float, head_float
     else:
-        log(f"calibrating on {len(samples)} recorded steps and quantizing to {quant}")
-        keyed = [{k: s[p] for k, p in step.input_names} for s in calibration_subset(samples)]
-        try:
-            with warnings.catch_warnings(), tfenv.native_stderr_captured():
-                warnings.simplefilter("ignore")
-                calibrated = calibrate(_converter(step.keras_model), keyed)
-            quantized, tied = quantize_with_tied_states(calibrated, list(zip(state_keys, state_out_keys)), quant)
-        except EdgeRNNError:
-            raise
-        except Exception as exc:
-            raise explain_quantization_failure(exc, quant, _layers_by_op(plan)) from None
-        step_final = _rename_for_run(quantized, step, output_keys)
+        step_final, head_ys, y_range = strategy.quantize(step_float, quant, head_float is not None)
         head_final = None
         if head_float is not None:
-            y_range = tfl.get_min_max(tfl.read(tied), tfl.signature(tfl.read(tied))[1][y_key])
-            head_final = _quantize_head(head_model, ys, y_range, quant, plan)
+            head_final = _quantize_head(head_model, head_ys, y_range, quant, plan)
 
-    names = _check_ops(step_final, "the step model")
+    strategy.check_final(step_final)
     model = tfl.read(step_final)
     inputs, outputs = tfl.signature(model)
-    states = []
-    for (name, size, rnn) in plan.state_specs:
-        entry_in, entry_out = _io_entry(model, name, inputs[name]), _io_entry(model, name, outputs[name])
-        if (entry_in["scale"], entry_in["zero_point"]) != (entry_out["scale"], entry_out["zero_point"]):
-            raise EdgeRNNError(f"state {name} ended with different quantization at input and output")
-        states.append({**entry_in, "layer": rnn.name, "size": size})
+    states = strategy.states(step_final, model)
     (staging / "step.tflite").write_bytes(step_final)
-
+    files = {"step": "step.tflite", **strategy.extra_files(step_final, states, sequences, staging)}
     head_entry, head_macs = _head_entry(staging, head_final, model, outputs, quant)
-    manifest = _manifest_common(loaded, plan, quant, model, head_final, head_entry, head_macs)
-    manifest.update({
-        "mode": "step",
-        "inputs": [_io_entry(model, "x", inputs["x"])],
-        "outputs": [_io_entry(model, "y", outputs["y"])],
-        "states": states,
-        "state_feedback": {s["name"]: s["name"] for s in states},
-        "files": {"step": "step.tflite", **({"head": "head.tflite"} if head_entry else {})},
-        "ops": sorted(set(names)),
-        "calibration": {**calibration.describe(), "samples": len(samples)},
-        "float_self_check_rel": self_check,
-    })
-    return manifest
+    if head_entry:
+        files["head"] = "head.tflite"
+    return Manifest(
+        edgernn_version=__version__,
+        tool_versions=tfenv.versions(),
+        model_file=str(loaded.path) if loaded.path else None,
+        model_sha256=loaded.sha256,
+        keras=loaded.flavour,
+        quant=quant,
+        mode=strategy.mode,
+        sequence_output="every_step" if plan.head_per_step else "last_step",
+        inputs=[_io_entry(model, "x", inputs["x"])],
+        outputs=[_io_entry(model, "y", outputs["y"])],
+        states=states,
+        state_feedback=strategy.state_feedback(states),
+        head=head_entry,
+        files=files,
+        ops=sorted(set(tfl.op_names(model))),
+        macs_per_step=tfl.macs(model),
+        head_macs=head_macs,
+        weight_bytes=tfl.constant_bytes(model) + (tfl.constant_bytes(tfl.read(head_final)) if head_final else 0),
+        calibration={**calibration.describe(), **calibration_facts},
+        float_self_check_rel=self_check,
+        layers=layer_rows(plan),
+        fused_states_io=strategy.fused_states_io,
+    )
+
+
+class StepStrategy:
+    """Single-step cells: the states are inputs and outputs of the step model, fed back by the caller."""
+
+    mode = "step"
+    fused_states_io = None
+
+    def __init__(self, loaded: LoadedModel, plan: Plan, log: Log):
+        self.loaded, self.plan, self.log = loaded, plan, log
+
+    def build_float(self) -> bytes:
+        self.log("building the step model")
+        self.step = build_step_model(self.plan, self.loaded.keras)
+        keras_inputs = [k for k, _ in self.step.input_names]
+        self.log("converting to TFLite (float32)")
+        step_float = _convert_float(self.step.keras_model)
+        _check_ops(step_float, "the step model")
+        self.output_keys = _match_outputs(step_float, self.step.keras_model, keras_inputs)
+        return _rename_for_run(step_float, self.step, self.output_keys)
+
+    def trajectories(self, step_float: bytes, sequences: np.ndarray) -> dict:
+        """Run the float step model over the calibration sequences: the real trajectories."""
+        self.log("running the float step model over the calibration sequences")
+        self.samples, self.ys = run_step_sequences(step_float, sequences, self.step.state_names)
+        return {"samples": len(self.samples)}
+
+    def run_float(self, step_float: bytes, probe: np.ndarray) -> np.ndarray:
+        _, ys = run_step_sequences(step_float, probe, self.step.state_names)
+        return ys
+
+    @staticmethod
+    def self_check_refusal(rel: float) -> str:
+        return f"the float step model differs from the Keras model by {rel:.2e} (relative); this model is not supported"
+
+    def quantize(self, step_float: bytes, quant: str,
+                 with_head: bool) -> tuple[bytes, np.ndarray, tuple[float, float] | None]:
+        """The quantized step model, its states' ranges tied, and the step outputs and y range the head
+        is quantized on."""
+        keras_inputs = [k for k, _ in self.step.input_names]
+        y_key, state_out_keys = self.output_keys[0], self.output_keys[1:]
+        self.log(f"calibrating on {len(self.samples)} recorded steps and quantizing to {quant}")
+        keyed = [{k: s[p] for k, p in self.step.input_names} for s in calibration_subset(self.samples)]
+        with _quantization_failure(quant, self.plan):
+            with warnings.catch_warnings(), tfenv.native_stderr_captured():
+                warnings.simplefilter("ignore")
+                calibrated = calibrate(_converter(self.step.keras_model), keyed)
+            quantized, tied = quantize_with_tied_states(calibrated, list(zip(keras_inputs[1:], state_out_keys)), quant)
+        tied_model = tfl.read(tied)
+        y_range = tfl.get_min_max(tied_model, tfl.signature(tied_model)[1][y_key])
+        return _rename_for_run(quantized, self.step, self.output_keys), self.ys, y_range
+
+    @staticmethod
+    def check_final(step_final: bytes) -> None:
+        _check_ops(step_final, "the step model")
+
+    def states(self, step_final: bytes, model) -> list[dict]:
+        inputs, outputs = tfl.signature(model)
+        states = []
+        for (name, size, rnn) in self.plan.state_specs:
+            entry_in, entry_out = _io_entry(model, name, inputs[name]), _io_entry(model, name, outputs[name])
+            if (entry_in["scale"], entry_in["zero_point"]) != (entry_out["scale"], entry_out["zero_point"]):
+                raise EdgeRNNError(f"state {name} ended with different quantization at input and output")
+            states.append({**entry_in, "layer": rnn.name, "size": size})
+        return states
+
+    @staticmethod
+    def state_feedback(states: list[dict]) -> dict:
+        return {s["name"]: s["name"] for s in states}
+
+    @staticmethod
+    def extra_files(step_final: bytes, states: list[dict], sequences: np.ndarray, staging: Path) -> dict:
+        return {}
+
+
+class FusedStrategy:
+    """One UNIDIRECTIONAL_SEQUENCE_LSTM per LSTM, one invoke per time step, the states in its variable tensors."""
+
+    mode = "fused"
+
+    def __init__(self, loaded: LoadedModel, plan: Plan, log: Log):
+        self.loaded, self.plan, self.log = loaded, plan, log
+        self.fused_states_io = None
+
+    def build_float(self) -> bytes:
+        self.log("rebuilding the model in tf_keras for the fused LSTM op")
+        with warnings.catch_warnings(), tfenv.native_stderr_captured():
+            warnings.simplefilter("ignore")
+            self.fused_keras = keras_fused.build_fused_keras(self.plan, self.plan.features)
+        self.log("converting to TFLite (float32)")
+        fused_float = _convert_float(self.fused_keras)
+        tflite_fused.check_fused_ops(fused_float, len(self.plan.recurrent))
+        return tflite_fused.keras_lstm_options(fused_float, keras_fused.lstm_activations(self.plan))
+
+    def trajectories(self, step_float: bytes, sequences: np.ndarray) -> dict:
+        """Whole sequences, each from a zero state: the op's state stays inside it."""
+        self.picked = tflite_fused.calibration_sequences(sequences)
+        return {"samples": int(self.picked.shape[0] * self.picked.shape[1]),
+                "whole_sequences": int(self.picked.shape[0])}
+
+    @staticmethod
+    def run_float(step_float: bytes, probe: np.ndarray) -> np.ndarray:
+        ys, _ = FusedStepper(step_float, {}).run(probe)
+        return ys
+
+    @staticmethod
+    def self_check_refusal(rel: float) -> str:
+        return f"the fused float model differs from the Keras model by {rel:.2e} (relative); use --mode step"
+
+    def quantize(self, step_float: bytes, quant: str,
+                 with_head: bool) -> tuple[bytes, np.ndarray | None, tuple[float, float] | None]:
+        self.log(f"calibrating on {len(self.picked)} whole sequences and quantizing to {quant}")
+        with _quantization_failure(quant, self.plan):
+            calibrated = tflite_fused.calibrate_on_trajectories(_converter(self.fused_keras), self.picked)
+            quantized = quantize_calibrated(calibrated, quant)
+        tflite_fused.check_fused_ops(quantized, len(self.plan.recurrent))
+        ys = y_range = None
+        if with_head:
+            ys, _ = FusedStepper(step_float, {}).run(self.picked)
+            calibrated_model = tfl.read(calibrated)
+            y_range = tfl.get_min_max(calibrated_model, tfl.signature(calibrated_model)[1]["y"])
+        return quantized, ys, y_range
+
+    def check_final(self, step_final: bytes) -> None:
+        tflite_fused.check_fused_ops(step_final, len(self.plan.recurrent))
+
+    def states(self, step_final: bytes, model) -> list[dict]:
+        self.found = tflite_fused.state_tensors(step_final, [rnn.name for rnn in self.plan.recurrent])
+        states = []
+        for name, index, layer in self.found:
+            entry = _io_entry(model, name, index)
+            states.append({**entry, "layer": layer, "size": int(np.prod(entry["shape"])), "variable": True,
+                           "tensor": index})
+        return states
+
+    @staticmethod
+    def state_feedback(states: list[dict]) -> dict:
+        return {}  # the op updates its variable tensors in place
+
+    def extra_files(self, step_final: bytes, states: list[dict], sequences: np.ndarray, staging: Path) -> dict:
+        """fused_states_io.tflite, when it gives step.tflite's exact bytes."""
+        states_io = tflite_fused.states_as_io(step_final, self.found)
+        why_not_io = _check_states_io(step_final, states_io, states, sequences[:2, :32])
+        if why_not_io is not None:
+            self.log(f"fused_states_io.tflite not written: {why_not_io}")
+            self.fused_states_io = {"written": False, "why": why_not_io}
+            return {}
+        (staging / "fused_states_io.tflite").write_bytes(states_io)
+        return {"fused_states_io": "fused_states_io.tflite"}
 
 
 def _head_entry(staging: Path, head_final: bytes | None, model, outputs: dict, quant: str) -> tuple[dict | None, int]:
@@ -387,128 +508,9 @@ def _head_entry(staging: Path, head_final: bytes | None, model, outputs: dict, q
     return head_entry, tfl.macs(hmodel)
 
 
-def _manifest_common(loaded: LoadedModel, plan: Plan, quant: str, model, head_final: bytes | None,
-                     head_entry: dict | None, head_macs: int) -> dict:
-    return {
-        "format": 1,
-        "edgernn_version": __version__,
-        "tool_versions": tfenv.versions(),
-        "model_file": str(loaded.path) if loaded.path else None,
-        "model_sha256": loaded.sha256,
-        "keras": loaded.flavour,
-        "quant": quant,
-        "mode": None,
-        "sequence_output": "every_step" if plan.head_per_step else "last_step",
-        "inputs": None,
-        "outputs": None,
-        "states": None,
-        "state_feedback": None,
-        "head": head_entry,
-        "files": None,
-        "ops": None,
-        "macs_per_step": tfl.macs(model),
-        "head_macs": head_macs,
-        "weight_bytes": tfl.constant_bytes(model) + (tfl.constant_bytes(tfl.read(head_final)) if head_final else 0),
-        "arena_bytes": None,
-        "code_bytes": None,
-        "calibration": None,
-        "float_self_check_rel": None,
-        "layers": layer_rows(plan),
-    }
-
-
-def _convert_fused_into(loaded: LoadedModel, plan: Plan, calibration: Calibration, quant: str, staging: Path,
-                        log: Log) -> dict:
-    """OUT/step.tflite with one UNIDIRECTIONAL_SEQUENCE_LSTM per LSTM, one invoke per time step."""
-    from edgernn.keras import fused
-    from edgernn.tflite.oracle import FusedStepper
-
-    log("rebuilding the model in tf_keras for the fused LSTM op")
-    with warnings.catch_warnings(), tfenv.native_stderr_captured():
-        warnings.simplefilter("ignore")
-        fused_keras = fused.build_fused_keras(plan, plan.features)
-    log("converting to TFLite (float32)")
-    fused_float = _convert_float(fused_keras)
-    fused.check_fused_ops(fused_float, plan)
-    fused_float = fused.keras_lstm_options(fused_float, plan)
-
-    head_model = build_head_model(plan, loaded.keras)
-    head_float = None
-    if head_model is not None:
-        head_float = _name_head_output(_convert_float(head_model))
-        _check_ops(head_float, "the head model")
-
-    sequences = calibration.sequences
-    self_check = _float_self_check(plan, fused_float, head_float, None, sequences)
-    if self_check is not None and self_check > 1e-4:
-        raise EdgeRNNError(
-            f"the fused float model differs from the Keras model by {self_check:.2e} (relative); use --mode step"
-        )
-    (staging / FLOAT_STEP).write_bytes(fused_float)
-    if head_float is not None and quant != "float32":
-        (staging / FLOAT_HEAD).write_bytes(head_float)
-    picked = fused.calibration_sequences(sequences)
-    if quant == "float32":
-        step_final, head_final = fused_float, head_float
-    else:
-        log(f"calibrating on {len(picked)} whole sequences and quantizing to {quant}")
-        try:
-            calibrated = fused.calibrate_on_trajectories(_converter(fused_keras), picked)
-            quantized = quantize_calibrated(calibrated, quant)
-        except EdgeRNNError:
-            raise
-        except Exception as exc:
-            raise explain_quantization_failure(exc, quant, _layers_by_op(plan)) from None
-        fused.check_fused_ops(quantized, plan)
-        step_final, head_final = quantized, None
-        if head_float is not None:
-            ys, _ = FusedStepper(fused_float, {}).run(picked)
-            calibrated_model = tfl.read(calibrated)
-            y_range = tfl.get_min_max(calibrated_model, tfl.signature(calibrated_model)[1]["y"])
-            head_final = _quantize_head(head_model, ys, y_range, quant, plan)
-
-    model = tfl.read(step_final)
-    inputs, outputs = tfl.signature(model)
-    found = fused.state_tensors(step_final, plan)
-    states = []
-    for name, index, rnn in found:
-        entry = _io_entry(model, name, index)
-        states.append({**entry, "layer": rnn.name, "size": int(np.prod(entry["shape"])), "variable": True,
-                       "tensor": index})
-    (staging / "step.tflite").write_bytes(step_final)
-    files = {"step": "step.tflite"}
-    states_io = fused.states_as_io(step_final, found)
-    why_not_io = _check_states_io(step_final, states_io, states, sequences[:2, :32])
-    if why_not_io is None:
-        (staging / "fused_states_io.tflite").write_bytes(states_io)
-        files["fused_states_io"] = "fused_states_io.tflite"
-    else:
-        log(f"fused_states_io.tflite not written: {why_not_io}")
-
-    head_entry, head_macs = _head_entry(staging, head_final, model, outputs, quant)
-    if head_entry:
-        files["head"] = "head.tflite"
-    manifest = _manifest_common(loaded, plan, quant, model, head_final, head_entry, head_macs)
-    manifest.update({
-        "mode": "fused",
-        "inputs": [_io_entry(model, "x", inputs["x"])],
-        "outputs": [_io_entry(model, "y", outputs["y"])],
-        "states": states,
-        "state_feedback": {},
-        "files": files,
-        "ops": sorted(set(tfl.op_names(model))),
-        "calibration": {**calibration.describe(), "samples": int(picked.shape[0] * picked.shape[1]),
-                        "whole_sequences": int(picked.shape[0])},
-        "float_self_check_rel": self_check,
-    })
-    if why_not_io is not None:
-        manifest["fused_states_io"] = {"written": False, "why": why_not_io}
-    return manifest
-
-
 def _check_states_io(stepwise: bytes, states_io: bytes, states: list[dict], probe: np.ndarray) -> str | None:
     """None when the states-as-I/O form gives the stepwise form's exact bytes over probe, else why not."""
-    from edgernn.tflite.oracle import FusedStepper, quantize
+    from edgernn.tflite.oracle import quantize
 
     x_entry = tfl.tensor_quant(tfl.read(stepwise), tfl.signature(tfl.read(stepwise))[0]["x"])
     xq = quantize(probe.astype(np.float32), x_entry)

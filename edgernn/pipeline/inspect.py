@@ -5,67 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgernn.keras.decompose import Plan, decompose
+from edgernn.keras.decompose import decompose
 from edgernn.errors import EdgeRNNError
-from edgernn.keras.fused import Diagnosis, diagnose
+from edgernn.keras.describe import layer_rows
+from edgernn.keras.fused import diagnose
 from edgernn.keras.load import load_model
 
 BYTES_PER_WEIGHT = {"float32": 4, "int16": 1, "int8": 1}  # 16x8 keeps int8 weights
-
-
-def _params(layer: Any) -> int:
-    try:
-        return int(layer.count_params())
-    except Exception:  # an unbuilt layer
-        return 0
-
-
-def _matrix_macs(layer: Any) -> int:
-    """MACs per step of a layer: every 2-D weight is one multiply-accumulate per element per step."""
-    total = 0
-    for weight in layer.weights:
-        shape = tuple(int(d) for d in weight.shape)
-        if len(shape) == 2:
-            total += shape[0] * shape[1]
-    return total
-
-
-def _ltc_unfolds(rnn) -> int:
-    return int(getattr(rnn.cell, "_ode_unfolds", 1) or 1)
-
-
-def layer_rows(plan: Plan, diagnosis: Diagnosis | None = None) -> list[dict]:
-    """One row per layer; an RNN layer's path is "fused" or "step" as ``diagnosis`` decided."""
-    paths = {p.layer: p for p in diagnosis.paths} if diagnosis else {}
-    rows = []
-    recurrent = {id(r.layer): r for r in plan.recurrent}
-    steps = {id(s.layer): s for s in [*plan.pre, *plan.head]}
-    for role, layer in plan.order:
-        row = {"name": layer.name, "class": type(layer).__name__, "role": role, "params": _params(layer),
-               "macs_per_step": _matrix_macs(layer), "states": [], "path": "", "why": ""}
-        if role == "rnn":
-            rnn = recurrent[id(layer)]
-            choice = paths.get(rnn.name)
-            row["path"] = choice.path if choice else "step"
-            if row["path"] == "fused":
-                first = "one UNIDIRECTIONAL_SEQUENCE_LSTM op per step, state in its variable tensors"
-            else:
-                first = "cell called once per step, state as input and output"
-                if choice:
-                    first = f"{first} (step, because {choice.why})"
-            row["why"] = "; ".join([first, *rnn.notes])
-            row["states"] = [{"name": n, "size": s} for n, s in zip(rnn.public_state_names(), rnn.state_sizes)]
-            if rnn.kind == "LTC":
-                row["macs_per_step"] *= _ltc_unfolds(rnn)
-        elif role == "dropped":
-            row["path"] = "dropped"
-            row["why"] = "identity at inference"
-        else:
-            step = steps[id(layer)]
-            row["path"] = {"pre": "per step", "head-step": "per step", "head-final": "once, after the last step"}[role]
-            row["why"] = step.note or ("acts on the features of one step" if role != "head-final" else "runs on the last output")
-        rows.append(row)
-    return rows
 
 
 @dataclass
@@ -124,12 +70,11 @@ def board_fit(params: int, state_elements: int, features: int) -> list[dict]:
     return out
 
 
-def inspect_model(model: Any, *, unsafe: bool = False, quant: str = "int8", mode: str = "auto",
-                  for_firmware: bool = False) -> Inspection:
-    """``quant``, ``mode`` and ``for_firmware`` are those of the conversion the paths are shown for."""
+def inspect_model(model: Any, *, unsafe: bool = False, quant: str = "int8", mode: str = "auto") -> Inspection:
+    """``quant`` and ``mode`` are those of the conversion the paths are shown for."""
     loaded = load_model(model, unsafe=unsafe)
     plan = decompose(loaded.model, loaded.flavour)
-    diagnosis = diagnose(plan, quant, "auto" if mode == "fused" else mode, for_firmware)
+    diagnosis = diagnose(plan, quant, "auto" if mode == "fused" else mode)
     rows = layer_rows(plan, diagnosis)
     result = Inspection(
         model_name=loaded.path.name if loaded.path else loaded.model.name,

@@ -7,7 +7,6 @@ which board is in use.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -22,6 +21,7 @@ from edgernn import procs
 from edgernn.targets.board import Board, load_board
 from edgernn.targets.compile import BuildResult, compile_firmware, find_compiler
 from edgernn.errors import EdgeRNNError
+from edgernn.outdir import read_manifest
 from edgernn.resources import templates_dir
 
 
@@ -29,10 +29,9 @@ def _out_board(out_dir: Path, board: str | Board | None) -> Board:
     if isinstance(board, Board):
         return board
     if board is None:
-        manifest = out_dir / "manifest.json"
         try:
-            board = json.loads(manifest.read_text()).get("board")
-        except (OSError, ValueError):
+            board = read_manifest(out_dir).board
+        except EdgeRNNError:
             board = None
         if not board:
             raise EdgeRNNError(f"{out_dir} names no board: build it with `edgernn build MODEL --board "

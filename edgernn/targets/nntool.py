@@ -8,12 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from edgernn.errors import EdgeRNNError
+from edgernn.outdir import Manifest
 
 _CTYPES = {"int8": "int8_t", "int16": "int16_t", "float32": "float"}
 CNN_NAME = "edgernn"
 
 
-def write_nntool(out_dir: Path, manifest: dict) -> list[str]:
+def write_nntool(out_dir: Path, manifest: Manifest) -> list[str]:
     try:
         import jinja2
     except ImportError:
@@ -24,7 +25,7 @@ def write_nntool(out_dir: Path, manifest: dict) -> list[str]:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir() / "nntool")),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              trim_blocks=True, lstrip_blocks=True)
-    x, y = manifest["inputs"][0], manifest["outputs"][0]
+    x, y = manifest.inputs[0], manifest.outputs[0]
 
     def size(entry):
         n = 1
@@ -33,10 +34,10 @@ def write_nntool(out_dir: Path, manifest: dict) -> list[str]:
         return n
 
     states = [{"name": s["name"], "dtype": s["dtype"], "ctype": _CTYPES[s["dtype"]], "size": size(s),
-               "zero_point": int(s.get("zero_point") or 0)} for s in manifest["states"]]
+               "zero_point": int(s.get("zero_point") or 0)} for s in manifest.states]
     context = {
-        "version": __version__, "sha256": manifest["model_sha256"], "quant": manifest["quant"],
-        "mode": manifest["mode"], "ops": manifest["ops"], "states": [s["name"] for s in states],
+        "version": __version__, "sha256": manifest.model_sha256, "quant": manifest.quant,
+        "mode": manifest.mode, "ops": manifest.ops, "states": [s["name"] for s in states],
         "states_info": states, "cnn": f"{CNN_NAME}CNN", "model_c": f"{CNN_NAME}Model.c",
         "header": f"{CNN_NAME}Kernels.h", "input_size": size(x), "output_size": size(y),
         "x_ctype": _CTYPES[x["dtype"]], "y_ctype": _CTYPES[y["dtype"]],

@@ -6,26 +6,20 @@ step, and the same values dequantized for comparison with the float Keras model.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from edgernn.errors import EdgeRNNError
+from edgernn import outdir
 from edgernn.tflite.interpreter import load_interpreter
 
 _NP_TYPES = {"float32": np.float32, "int8": np.int8, "int16": np.int16}
 
 
 def read_manifest(out_dir: str | Path) -> dict:
-    path = Path(out_dir) / "manifest.json"
-    if not path.is_file():
-        raise EdgeRNNError(f"{out_dir} is not an edgernn output folder (no manifest.json)")
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise EdgeRNNError(f"{path} is not valid JSON ({exc})") from None
+    """The folder's manifest.json as the oracle reads it (a JSON object)."""
+    return outdir.read_manifest(out_dir).as_dict()
 
 
 def quantize(values: np.ndarray, entry: dict) -> np.ndarray:

@@ -47,19 +47,11 @@ class ReferenceRun:
 
 
 def read_build_folder(out_dir: str | os.PathLike) -> dict:
+    from edgernn.outdir import read_manifest
+
     out = Path(out_dir)
-    manifest_path = out / "manifest.json"
-    if not out.is_dir() or not manifest_path.is_file():
-        what = "does not exist" if not out.exists() else "is not an edgernn build folder (no manifest.json)"
-        raise EdgeRNNError(f"{out} {what}: create one with `edgernn build MODEL --board BOARD -o {out}`")
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except ValueError as exc:
-        raise EdgeRNNError(f"{manifest_path} is not valid JSON ({exc})") from None
-    for key in ("inputs", "outputs", "states", "model_sha256", "quant"):
-        if key not in manifest:
-            raise EdgeRNNError(f"{manifest_path} lacks '{key}': rebuild {out} with this edgernn version")
-    return manifest
+    return read_manifest(out, require=("inputs", "outputs", "states", "model_sha256", "quant"),
+                         rebuild_hint=f": create one with `edgernn build MODEL --board BOARD -o {out}`").as_dict()
 
 
 def _size(entry: dict) -> int:
@@ -260,7 +252,7 @@ class KerasWhole:
     sequence's length here, and the report says so)."""
 
     def __init__(self, manifest: dict, test: "TestSequences"):
-        from edgernn.pipeline.convert import keras_reference
+        from edgernn.keras.reference import keras_reference
         from edgernn.keras.load import file_sha256, load_model
 
         path = manifest.get("model_file")

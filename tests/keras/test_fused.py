@@ -256,19 +256,14 @@ def test_a_gru_beside_an_lstm_keeps_the_whole_model_on_the_step_path():
     assert len(result.plan_lines) == 2
 
 
-def test_for_firmware_auto_follows_what_the_backend_can_run(monkeypatch):
+def test_the_backend_runs_the_fused_op_so_auto_fuses():
     import edgernn.backend
     from edgernn.keras.decompose import decompose
-    from edgernn.keras.fused import NO_FUSED_BACKEND, diagnose
+    from edgernn.keras.fused import diagnose
 
     plan = decompose(zoo.functional_lstm(), "keras")
     assert FUSED_OP in edgernn.backend.supported_ops()
     assert diagnose(plan, "int8", "auto").fused
-    assert diagnose(plan, "int8", "auto", for_firmware=True).fused
-    # a backend without the kernel gets the step path, with the reason
-    monkeypatch.setattr(edgernn.backend, "supported_ops", lambda: ["FULLY_CONNECTED"])
-    firmware = diagnose(plan, "int8", "auto", for_firmware=True)
-    assert not firmware.fused and firmware.paths[0].why == NO_FUSED_BACKEND
 
 
 def test_mode_fused_on_an_ineligible_model_is_one_line_error(tmp_path):
@@ -277,16 +272,6 @@ def test_mode_fused_on_an_ineligible_model_is_one_line_error(tmp_path):
     with pytest.raises(EdgeRNNError, match="--mode fused is not possible.*activation=sigmoid") as info:
         convert_model(zoo.rnn_lstmcell_bn(), tmp_path / "out", quant="float32", mode="fused")
     assert "\n" not in str(info.value)
-    assert not (tmp_path / "out").exists()
-
-
-def test_build_with_mode_fused_is_refused_by_a_backend_without_the_kernel(tmp_path, monkeypatch):
-    import edgernn.backend
-    from edgernn.pipeline.build import build_firmware
-
-    monkeypatch.setattr(edgernn.backend, "supported_ops", lambda: ["FULLY_CONNECTED"])
-    with pytest.raises(EdgeRNNError, match="C backend has no fused LSTM kernel"):
-        build_firmware(zoo.functional_lstm(), tmp_path / "out", board="host", mode="fused")
     assert not (tmp_path / "out").exists()
 
 

@@ -1,0 +1,63 @@
+"""The rows of ``edgernn inspect`` (and of the manifest's ``layers``): how each layer of a plan streams, and what it costs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edgernn.keras.decompose import Plan
+from edgernn.keras.fused import Diagnosis
+
+
+def _params(layer: Any) -> int:
+    try:
+        return int(layer.count_params())
+    except Exception:  # an unbuilt layer
+        return 0
+
+
+def _matrix_macs(layer: Any) -> int:
+    """MACs per step of a layer: every 2-D weight is one multiply-accumulate per element per step."""
+    total = 0
+    for weight in layer.weights:
+        shape = tuple(int(d) for d in weight.shape)
+        if len(shape) == 2:
+            total += shape[0] * shape[1]
+    return total
+
+
+def _ltc_unfolds(rnn) -> int:
+    return int(getattr(rnn.cell, "_ode_unfolds", 1) or 1)
+
+
+def layer_rows(plan: Plan, diagnosis: Diagnosis | None = None) -> list[dict]:
+    """One row per layer; an RNN layer's path is "fused" or "step" as ``diagnosis`` decided."""
+    paths = {p.layer: p for p in diagnosis.paths} if diagnosis else {}
+    rows = []
+    recurrent = {id(r.layer): r for r in plan.recurrent}
+    steps = {id(s.layer): s for s in [*plan.pre, *plan.head]}
+    for role, layer in plan.order:
+        row = {"name": layer.name, "class": type(layer).__name__, "role": role, "params": _params(layer),
+               "macs_per_step": _matrix_macs(layer), "states": [], "path": "", "why": ""}
+        if role == "rnn":
+            rnn = recurrent[id(layer)]
+            choice = paths.get(rnn.name)
+            row["path"] = choice.path if choice else "step"
+            if row["path"] == "fused":
+                first = "one UNIDIRECTIONAL_SEQUENCE_LSTM op per step, state in its variable tensors"
+            else:
+                first = "cell called once per step, state as input and output"
+                if choice:
+                    first = f"{first} (step, because {choice.why})"
+            row["why"] = "; ".join([first, *rnn.notes])
+            row["states"] = [{"name": n, "size": s} for n, s in zip(rnn.public_state_names(), rnn.state_sizes)]
+            if rnn.kind == "LTC":
+                row["macs_per_step"] *= _ltc_unfolds(rnn)
+        elif role == "dropped":
+            row["path"] = "dropped"
+            row["why"] = "identity at inference"
+        else:
+            step = steps[id(layer)]
+            row["path"] = {"pre": "per step", "head-step": "per step", "head-final": "once, after the last step"}[role]
+            row["why"] = step.note or ("acts on the features of one step" if role != "head-final" else "runs on the last output")
+        rows.append(row)
+    return rows
