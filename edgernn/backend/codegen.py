@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from edgernn.backend import kernels
 from edgernn.backend.ir import Graph
 from edgernn.backend.lowering import Call, ConstArray, ConstStruct, Lowering
 from edgernn.backend.memplan import ArenaPlan, plan_arena
@@ -237,7 +238,8 @@ def team_template(board) -> Path:
 
 
 def copy_kernels(dest: Path, board=None, functions=()) -> list[str]:
-    """Copy the kernels and the board's team implementation into dest; an optional kernel source only
+    """Copy the kernels and the board's team implementation into dest, and render those the kernel
+    table generates (edgernn/backend/kernels.py); an optional kernel source only
     when one of ``functions`` (the kernel calls of the schedule) is in it, and a stale copy of it is
     removed otherwise."""
     from edgernn.resources import templates_dir
@@ -249,8 +251,12 @@ def copy_kernels(dest: Path, board=None, functions=()) -> list[str]:
             sources.append(name)
         else:
             (dest / name).unlink(missing_ok=True)
+    rendered = kernels.render_sources()     # the prototypes and team wrappers, from the kernel table
     for name in sources + KERNEL_HEADERS:
-        shutil.copyfile(src / name, dest / name)
+        if name in rendered:
+            (dest / name).write_text(rendered[name])
+        else:
+            shutil.copyfile(src / name, dest / name)
     shutil.copyfile(team_template(board), dest / TEAM_SOURCE)
     return sources + [TEAM_SOURCE]
 

@@ -1,18 +1,15 @@
 """Every C kernel the lowering can call, and every parameter struct they take: the one place a signature
 is written.
 
-From this table come the kernel prototypes (templates/kernels/edgernn_kernels.h), the team kernel
+From this table come the kernel prototypes (edgernn_kernels.h), the team kernel
 prototypes (edgernn_team.h) and the team wrappers (edgernn_team_kernels.c), through the Jinja templates
-beside them (``render_sources``); the lowering's calls (``Kernel.order``, by argument name); which calls
+in templates/kernels/ (``render_sources``); the lowering's calls (``Kernel.order``, by argument name); which calls
 the team may share and how large their output range is (``split_count``); and the sizes of the
 constant structs (``SIZES``).
 
-The three C files are rendered into templates/kernels/ and checked in, rather than rendered at build
-time, because they are library sources like the other kernels there: host tests and C checks compile
-templates/kernels/ as it is, and a review sees the C that changed. tests/test_backend_units.py holds
-the checked-in files equal to ``render_sources()``; ``write_sources()`` rewrites them:
-
-    python -c "from edgernn.backend import kernels; kernels.write_sources()"
+The three C files exist only where they are used: ``copy_kernels`` renders them into each firmware
+folder beside the kernels, and a test or C check that compiles the kernels on their own renders them
+into its own folder (``write_sources(folder)``). So a signature is written once, here.
 """
 
 from __future__ import annotations
@@ -547,10 +544,9 @@ def render_sources() -> dict[str, str]:
     return {name: env.get_template(template).render(**context) for name, template in GENERATED.items()}
 
 
-def write_sources(folder: Path | None = None) -> list[Path]:
-    from edgernn.resources import templates_dir
-
-    folder = Path(folder) if folder is not None else templates_dir() / "kernels"
+def write_sources(folder: Path) -> list[Path]:
+    """Render the generated C files into folder (beside a copy of the kernels, or as an include path)."""
+    folder = Path(folder)
     written = []
     for name, text in render_sources().items():
         (folder / name).write_text(text)

@@ -3,7 +3,7 @@
 A call is shared when its output range (features of a one-row FULLY_CONNECTED, else its rows; the
 elements of an element-wise op; the units of a fused LSTM, split anew at every time step) holds at
 least the board's ``[parallel] min_count`` elements; each kernel's splits in the kernel table
-(edgernn/backend/kernels.py) say which argument that is. The team kernel (templates/kernels/edgernn_team.h)
+(edgernn/backend/kernels.py) say which argument that is. The team kernel (edgernn_team.h, generated from the kernel table)
 has the kernel's own arguments, so only the name changes.
 Binary element-wise ops are shared only when their broadcast is one-dimensional, where a sub-range is a
 shorter walk with offset pointers.

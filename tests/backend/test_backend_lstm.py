@@ -254,9 +254,14 @@ def test_fixed_point_logistic_and_tanh_equal_gemmlowp_on_every_input(tmp_path):
     gemmlowp = Path(spec.submodule_search_locations[0]) / "include" / "external" / "gemmlowp"
     if not (gemmlowp / "fixedpoint" / "fixedpoint.h").is_file():
         tool_unavailable(f"no gemmlowp headers under {gemmlowp}")
+    from edgernn.backend.kernels import write_sources
+
     kernels = Path(__file__).resolve().parents[2] / "templates" / "kernels"
+    generated = tmp_path / "generated"          # the headers the kernel table generates
+    generated.mkdir()
+    write_sources(generated)
     c_dir = Path(__file__).resolve().parents[1] / "c"
-    subprocess.run(["gcc", "-std=c99", "-O2", "-I", str(kernels), "-c", str(c_dir / "lstm_fx_shim.c"),
+    subprocess.run(["gcc", "-std=c99", "-O2", "-I", str(generated), "-I", str(kernels), "-c", str(c_dir / "lstm_fx_shim.c"),
                     "-o", str(tmp_path / "shim.o")], check=True)
     subprocess.run(["g++", "-std=c++17", "-O2", "-I", str(gemmlowp), str(c_dir / "lstm_fx_check.cc"),
                     str(tmp_path / "shim.o"), "-o", str(tmp_path / "check"), "-lm"], check=True)

@@ -140,12 +140,3 @@ def test_int16_tables_interpolate_the_function():
     assert exp_lut[-1] == 32767 and recip_lut[0] == 32767 and recip_lut[-1] == 16384
 
 
-def test_kernel_headers_and_team_wrappers_are_those_of_the_kernel_table():
-    """edgernn_kernels.h, edgernn_team.h and edgernn_team_kernels.c are rendered from
-    edgernn/backend/kernels.py; a change to one without the other shows here."""
-    from edgernn.backend import kernels
-    from edgernn.resources import templates_dir
-
-    for name, text in kernels.render_sources().items():
-        assert (templates_dir() / "kernels" / name).read_text() == text, \
-            f"{name}: run kernels.write_sources() after changing the kernel table"
