@@ -3,7 +3,7 @@
 edgernn's code left the generated firmware byte-identical.
 
 For each model of tests/support/zoo.py (plus ltc_dense and a fused LSTM), each quantization and each
-board of --boards, the model is built through the ``edgernn`` command's entry point (in this
+board of --boards, the model is built through the ``edgernn`` command's main function (in this
 process, so TensorFlow loads once) from a model file in --models-dir (saved there by the first run
 and reused: a model rebuilt in another process, or after other models, need not have the same
 weights, and the manifest records the model file's path and hash). The digest lists, per build, the sha256 of
@@ -31,7 +31,6 @@ import json
 import os
 import sys
 import tempfile
-from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(os.environ.get("EDGERNN_ROOT", Path(__file__).resolve().parent.parent))
@@ -91,7 +90,10 @@ def save_models(models_dir: Path, only: list[str] | None) -> dict[str, Path]:
 
 def run(boards: list[str], quants: list[str], only: list[str] | None, models_dir: Path) -> dict:
     os.environ.pop("GAP_SDK_HOME", None)
-    main = next(ep for ep in metadata.entry_points(group="console_scripts") if ep.name == "edgernn").load()
+    try:
+        from edgernn.cli.main import main           # the command's entry point
+    except ImportError:
+        from edgernn.cli import main                # in the layout before the stages
     digest = {}
     with tempfile.TemporaryDirectory(prefix="edgernn-digest-") as tmp:
         tmp = Path(tmp)
