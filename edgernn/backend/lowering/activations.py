@@ -1,0 +1,179 @@
+"""The unary ops: LOGISTIC, TANH, EXP, ABS, NEG, RELU, RELU6, RSQRT, SQRT, SQUARE, QUANTIZE,
+DEQUANTIZE and SOFTMAX (lookup tables for int8, the integer paths of int16)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgernn.backend import quantparams as qp
+from edgernn.backend.kernels import REQUANTIZE_ABS, REQUANTIZE_IDENTITY, REQUANTIZE_NEG
+from edgernn.backend.ir import Operator, Tensor
+
+from edgernn.backend.lowering.base import Call, ConstArray, ConstStruct, LoweringBase, _lit_float, _refuse
+
+
+class ActivationsOps(LoweringBase):
+    # ---- unary ----
+    def _unary(self, op: Operator, dtype: str, name: str):
+        x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
+        n = str(out.size)
+        if dtype == "float32":
+            return self.call(op, "edgernn_unary_f32", {"op": f"EDGERNN_UNARY_{name}", "in": ("tensor", op.inputs[0]),
+                                                       "n": n, "out": ("tensor", op.outputs[0])})
+        if dtype == "int8":
+            return self._lut(op, "edgernn_lut_s8", "int8_t", self.lut_s8(op, name, x, out))
+        if dtype == "int16":
+            (si, zi), (so, zo) = x.qparams(), out.qparams()
+            if name in ("LOGISTIC", "TANH"):
+                if zi != 0 or zo != 0 or so != 1.0 / 32768:
+                    raise _refuse(op, "int16 needs zero points 0 and output scale 1/32768")
+                m, s = qp.int16_activation_params(name, si)
+                fn = "edgernn_logistic_s16" if name == "LOGISTIC" else "edgernn_tanh_s16"
+                return self.call(op, fn, {"input_multiplier": str(m), "input_left_shift": str(s),
+                                          "in": ("tensor", op.inputs[0]), "n": n, "out": ("tensor", op.outputs[0])})
+            if name in ("ABS", "NEG"):
+                needs = np.float32(si) != np.float32(so)
+                m, s = qp.quantize_multiplier(qp.f32(np.float32(si) / np.float32(so))) if needs else (1 << 30, 1)
+                params = ConstStruct(self.cname(op, "q"), "edgernn_mul_params_t", [-zi, 0, zo, m, s, -32768, 32767])
+                return self._requantize_s16(op, params, REQUANTIZE_ABS if name == "ABS" else REQUANTIZE_NEG)
+        return None
+
+    def _lut(self, op: Operator, fn: str, ctype: str, table) -> Call:
+        """A table lookup per element (edgernn_lut_s8, edgernn_lut_s16), the table a constant array."""
+        arr = ConstArray(self.cname(op, "lut"), ctype, [int(v) for v in table])
+        return self.call(op, fn, {"table": ("const", arr.name), "in": ("tensor", op.inputs[0]),
+                                  "n": str(self.t(op.outputs[0]).size), "out": ("tensor", op.outputs[0])},
+                         arrays=[arr])
+
+    def _requantize_s16(self, op: Operator, params: ConstStruct, mode: int) -> Call:
+        return self.call(op, "edgernn_requantize_s16",
+                         {"p": ("ref", params.name), "mode": str(mode), "in": ("tensor", op.inputs[0]),
+                          "n": str(self.t(op.outputs[0]).size), "out": ("tensor", op.outputs[0])}, structs=[params])
+
+    def lut_s8(self, op: Operator, name: str, x: Tensor, out: Tensor) -> np.ndarray:
+        (si, zi), (so, zo) = x.qparams(), out.qparams()
+        if name in ("LOGISTIC", "TANH", "EXP"):
+            if name == "LOGISTIC" and (so != 1.0 / 256 or zo != -128):
+                raise _refuse(op, "int8 LOGISTIC needs output scale 1/256 and zero point -128")
+            return qp.lookup_table_s8(qp.float_unary(name), si, zi, so, zo)
+        vals = np.arange(-128, 128)
+        if name in ("ABS", "NEG"):
+            needs = np.float32(si) != np.float32(so)
+            m, s = qp.quantize_multiplier(qp.f32(np.float32(si) / np.float32(so))) if needs else (0, 0)
+            table = np.zeros(256, dtype=np.int8)
+            for v in vals:
+                value = abs(int(v) - zi) if name == "ABS" else -(int(v) - zi)
+                r = (qp.mbqm(value, m, s) if needs else value) + zo
+                table[v & 0xFF] = max(-128, min(127, r))
+            return table
+        if name in ("RELU", "RELU6"):
+            m, s = qp.quantize_multiplier(float(np.float32(si)) / float(np.float32(so)))
+            lo = max(-128, zo + int(qp.tflite_round(qp.f32(0.0 / np.float32(so)))))
+            hi = 127 if name == "RELU" else min(127, zo + int(qp.tflite_round(qp.f32(6.0 / np.float32(so)))))
+            table = np.zeros(256, dtype=np.int8)
+            for v in vals:
+                r = zo + qp.mbqm(int(v) - zi, m, s)
+                table[v & 0xFF] = max(lo, min(hi, r))
+            return table
+        if name == "REQUANTIZE":
+            m, s = qp.quantize_multiplier(float(np.float32(si)) / float(np.float32(so)))
+            table = np.zeros(256, dtype=np.int8)
+            for v in vals:
+                table[v & 0xFF] = max(-128, min(127, qp.mbqm(int(v) - zi, m, s) + zo))
+            return table
+        raise _refuse(op, "no int8 table")
+
+    def op_logistic(self, op, dtype):
+        return self._unary(op, dtype, "LOGISTIC")
+
+    def op_tanh(self, op, dtype):
+        return self._unary(op, dtype, "TANH")
+
+    def op_exp(self, op, dtype):
+        if dtype == "int16":
+            x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
+            return self._lut(op, "edgernn_lut_s16", "int16_t",
+                             qp.lookup_table_s16(qp.float_unary("EXP"), *x.qparams(), *out.qparams()))
+        return self._unary(op, dtype, "EXP")
+
+    def op_abs(self, op, dtype):
+        return self._unary(op, dtype, "ABS")
+
+    def op_neg(self, op, dtype):
+        return self._unary(op, dtype, "NEG")
+
+    def op_relu(self, op, dtype):
+        return self._unary(op, dtype, "RELU")
+
+    def op_relu6(self, op, dtype):
+        return self._unary(op, dtype, "RELU6")
+
+    def op_rsqrt(self, op, dtype):
+        if dtype == "int8":
+            x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
+            return self._lut(op, "edgernn_lut_s8", "int8_t", qp.rsqrt_table_s8(*x.qparams(), *out.qparams()))
+        return self._unary(op, dtype, "RSQRT") if dtype == "float32" else None
+
+    def op_sqrt(self, op, dtype):
+        return self._unary(op, dtype, "SQRT") if dtype == "float32" else None
+
+    def op_square(self, op, dtype):
+        return self._unary(op, dtype, "SQUARE") if dtype == "float32" else None
+
+    def op_quantize(self, op, dtype):
+        x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
+        n = str(out.size)
+        if x.dtype == "float32" and dtype in ("int8", "int16"):
+            s, z = out.qparams()
+            return self.call(op, f"edgernn_quantize_f32_s{8 if dtype == 'int8' else 16}",
+                             {"scale": _lit_float(s), "zero_point": str(z), "in": ("tensor", op.inputs[0]), "n": n,
+                              "out": ("tensor", op.outputs[0])})
+        if x.dtype == dtype == "int8":
+            return self._lut(op, "edgernn_lut_s8", "int8_t", self.lut_s8(op, "REQUANTIZE", x, out))
+        if x.dtype == dtype == "int16":
+            (si, zi), (so, zo) = x.qparams(), out.qparams()
+            m, s = qp.quantize_multiplier(float(np.float32(si)) / float(np.float32(so)))
+            params = ConstStruct(self.cname(op, "q"), "edgernn_mul_params_t", [-zi, 0, zo, m, s, -32768, 32767])
+            return self._requantize_s16(op, params, REQUANTIZE_IDENTITY)
+        return None
+
+    def op_dequantize(self, op, dtype):
+        x = self.t(op.inputs[0])
+        if dtype != "float32" or x.dtype not in ("int8", "int16"):
+            return None
+        s, z = x.qparams()
+        return self.call(op, f"edgernn_dequantize_s{8 if x.dtype == 'int8' else 16}_f32",
+                         {"scale": _lit_float(s), "zero_point": str(z), "in": ("tensor", op.inputs[0]),
+                          "n": str(x.size), "out": ("tensor", op.outputs[0])})
+
+    def op_softmax(self, op, dtype):
+        x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
+        depth = x.shape[-1] if x.shape else 1
+        rows = str(x.size // depth)
+        beta = op.options.get("beta", 1.0)
+        if dtype in ("int8", "int16") and x.dtype != dtype:
+            raise _refuse(op, f"{x.dtype} input with {dtype} output")
+        if dtype == "int8":
+            if out.qparams()[1] != -128 or abs(out.qparams()[0] - 1.0 / 256) > 0.001 / 256:
+                raise _refuse(op, "int8 output needs scale 1/256 and zero point -128")
+            m, s, diff_min = qp.softmax_s8_params(beta, x.qparams()[0])
+            return self.call(op, "edgernn_softmax_s8",
+                             {"input_multiplier": str(m), "input_left_shift": str(s), "diff_min": str(diff_min),
+                              "in": ("tensor", op.inputs[0]), "rows": rows, "depth": str(depth),
+                              "out": ("tensor", op.outputs[0])})
+        if dtype == "int16":
+            if x.qparams()[1] != 0 or out.qparams()[1] != 0 or abs(out.qparams()[0] - 1.0 / 32768) > 0.001 / 32768:
+                raise _refuse(op, "int16 needs zero points 0 and output scale 1/32768")
+            m, s = qp.softmax_s16_params(beta, x.qparams()[0])
+            exp_lut, recip_lut = qp.softmax_s16_tables()
+            arrays = [ConstArray(self.cname(op, "exp_lut"), "int16_t", [int(v) for v in exp_lut]),
+                      ConstArray(self.cname(op, "recip_lut"), "int16_t", [int(v) for v in recip_lut])]
+            return self.call(op, "edgernn_softmax_s16",
+                             {"exp_lut": ("const", arrays[0].name), "recip_lut": ("const", arrays[1].name),
+                              "input_multiplier": str(m), "input_shift": str(s), "in": ("tensor", op.inputs[0]),
+                              "rows": rows, "depth": str(depth), "out": ("tensor", op.outputs[0])}, arrays=arrays)
+        if dtype != "float32":
+            return None
+        return self.call(op, "edgernn_softmax_f32",
+                         {"in": ("tensor", op.inputs[0]), "rows": str(x.size // depth), "depth": str(depth),
+                          "beta": _lit_float(op.options.get("beta", 1.0)), "out": ("tensor", op.outputs[0])})

@@ -1,0 +1,76 @@
+"""FULLY_CONNECTED (float32, int8 per-tensor or per-channel, int16x8)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgernn.backend import quantparams as qp
+from edgernn.backend.ir import Operator
+
+from edgernn.backend.lowering.base import ConstArray, LoweringBase, _lit_float, _refuse
+
+
+class FullyConnectedOps(LoweringBase):
+    # ---- FULLY_CONNECTED ----
+    def op_fully_connected(self, op: Operator, dtype: str):
+        opts = op.options
+        x, w = self.t(op.inputs[0]), self.t(op.inputs[1])
+        bias_i = op.inputs[2] if len(op.inputs) > 2 else -1
+        out = self.t(op.outputs[0])
+        if not w.is_const or len(w.shape) != 2:
+            raise _refuse(op, "weights must be a constant 2-D tensor")
+        if opts.get("weightsFormat", 0) != 0:
+            raise _refuse(op, "shuffled weights format")
+        n_out, n_in = w.shape
+        rows = x.size // n_in
+        act = opts.get("fusedActivationFunction", 0)
+        if dtype == "float32":
+            lo, hi = qp.activation_range_float(act)
+            if w.dtype != "float32":
+                raise _refuse(op, "hybrid (quantized weights, float activations) models")
+            self.runtime_consts.add(op.inputs[1])
+            bias_arg = "NULL"
+            if bias_i >= 0:
+                self.runtime_consts.add(bias_i)
+                bias_arg = ("tensor", bias_i)
+            return self.call(op, "edgernn_fully_connected_f32",
+                             {"in": ("tensor", op.inputs[0]), "w": ("tensor", op.inputs[1]), "bias": bias_arg,
+                              "act_min": _lit_float(lo), "act_max": _lit_float(hi), "rows": str(rows),
+                              "n_in": str(n_in), "n_out": str(n_out), "out": ("tensor", op.outputs[0])})
+        if dtype not in ("int8", "int16") or w.dtype != "int8":
+            return None
+        in_s, in_zp = x.qparams()
+        out_s, out_zp = out.qparams()
+        if np.any(w.zero_point != 0):
+            raise _refuse(op, "asymmetric weights")
+        if dtype == "int16" and (in_zp != 0 or out_zp != 0):
+            raise _refuse(op, "int16 activations with a nonzero zero point")
+        if w.per_channel:
+            reals = [float(np.float32(in_s)) * float(s) / float(np.float32(out_s)) for s in w.scale]
+        else:
+            prod = qp.f32(np.float32(in_s) * np.float32(w.scale[0]))
+            reals = [prod / float(np.float32(out_s))] * n_out
+        mult, shift = zip(*(qp.quantize_multiplier(r) for r in reals))
+        wsum = w.data.astype(np.int64).sum(axis=1)
+        bias = np.zeros(n_out, dtype=np.int64) if bias_i < 0 else self.t(bias_i).data.astype(np.int64)
+        bias_eff = bias + (-in_zp) * wsum
+        lo, hi = qp.activation_range(act, dtype, out_s, out_zp)
+        self.runtime_consts.add(op.inputs[1])
+        bias_type = "int32_t" if dtype == "int8" else "int64_t"
+        if dtype == "int8" and (bias_eff.min() < qp.INT32_MIN or bias_eff.max() > qp.INT32_MAX):
+            raise _refuse(op, "folded bias exceeds int32")
+        arrays = [
+            ConstArray(self.cname(op, "bias"), bias_type, [int(b) for b in bias_eff]),
+            ConstArray(self.cname(op, "mult"), "int32_t", [int(m) for m in mult]),
+            ConstArray(self.cname(op, "shift"), "int32_t", [int(s) for s in shift]),
+        ]
+        args = {"in": ("tensor", op.inputs[0]), "w": ("tensor", op.inputs[1]), "bias": ("const", arrays[0].name),
+                "multiplier": ("const", arrays[1].name), "shift": ("const", arrays[2].name),
+                "output_offset": str(out_zp), "act_min": str(lo), "act_max": str(hi), "rows": str(rows),
+                "n_in": str(n_in), "n_out": str(n_out), "out": ("tensor", op.outputs[0])}
+        if dtype == "int8":
+            # The one op whose builtin kernel rounds differently from the reference one (docs/ops.md): the
+            # rescale follows the kernel of the graph's oracle.
+            args["rounding"] = "EDGERNN_ROUND_TWICE_UP" if self.g.oracle == "builtin" else "EDGERNN_ROUND_ONCE"
+        fn = "edgernn_fully_connected_s8" if dtype == "int8" else "edgernn_fully_connected_s16"
+        return self.call(op, fn, args, arrays=arrays)

@@ -1,0 +1,49 @@
+"""SUM and MEAN over axes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgernn.backend import quantparams as qp
+from edgernn.backend.ir import Operator
+
+from edgernn.backend.lowering.base import LoweringBase, _lit_float, _refuse
+
+
+class ReduceOps(LoweringBase):
+    # ---- reductions ----
+    def _reduce(self, op: Operator, dtype: str, fn: str):
+        if dtype not in ("float32", "int8", "int16"):
+            return None
+        x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
+        axes = sorted({int(a) % max(len(x.shape), 1) for a in np.atleast_1d(self.const_input(op, 1))})
+        if axes != list(range(axes[0], axes[-1] + 1)):
+            raise _refuse(op, "reduction over non-adjacent axes")
+        outer = int(np.prod(x.shape[: axes[0]], dtype=np.int64))
+        reduced = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+        inner = int(np.prod(x.shape[axes[-1] + 1 :], dtype=np.int64))
+        if dtype == "int16":
+            raise _refuse(op, "no int16 kernel (no converted model uses one, so none is verified)")
+        shape = {"in": ("tensor", op.inputs[0]), "outer": str(outer), "reduced": str(reduced), "inner": str(inner),
+                 "out": ("tensor", op.outputs[0])}
+        if dtype == "int8":
+            (si, zi), (so, zo) = x.qparams(), out.qparams()
+            if fn == "edgernn_sum_f32":
+                # LiteRT's SUM kernel rescales the int32 sum in float (docs/ops.md says why not the
+                # reference one); scale and bias are the float32 values its Eval computes
+                scale, bias = qp.sum_float_params(si, so, zi, reduced)
+                return self.call(op, "edgernn_sum_s8",
+                                 {**shape, "scale": _lit_float(scale), "bias": _lit_float(bias),
+                                  "output_zero_point": str(zo)})
+            # reference_ops::QuantizedMeanOrSum: int32 sum, zero point removed, one requantization
+            mult, shift = qp.reduce_params(si, so, reduced, mean=True)
+            return self.call(op, "edgernn_mean_s8",
+                             {**shape, "input_zero_point": str(zi), "multiplier": str(mult), "shift": str(shift),
+                              "output_zero_point": str(zo)})
+        return self.call(op, fn, shape)
+
+    def op_sum(self, op, dtype):
+        return self._reduce(op, dtype, "edgernn_sum_f32")
+
+    def op_mean(self, op, dtype):
+        return self._reduce(op, dtype, "edgernn_mean_f32")
