@@ -74,7 +74,7 @@ class Device:
     _command: list[str] = field(default_factory=list)
     _master: int | None = None
     output: list[str] = field(default_factory=list)
-    simulator: object | None = None     # edgernn.targets.gap_sdk.GvsocProcess on gvsoc_gap8
+    simulator: object | None = None     # edgernn.targets.gvsoc.GvsocProcess on gvsoc_gap8
 
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -178,12 +178,12 @@ def _start_emulator(elf: Path, board: Board) -> Device:
 
 
 def _start_gvsoc(elf: Path, board: Board, port: int | None = None) -> Device:
-    """GAP8 firmware in GVSOC (edgernn.targets.gap_sdk), its UART on 127.0.0.1. The flash image and the
+    """GAP8 firmware in GVSOC (edgernn.targets.gvsoc), its UART on 127.0.0.1. The flash image and the
     simulator's configuration go beside the ELF, in gvsoc/."""
-    from edgernn.targets import gap_sdk
+    from edgernn.targets import gvsoc
 
-    sim = gap_sdk.start_gvsoc(elf, elf.parent / "gvsoc", uart_port=port,
-                              timeout=float(board["emulator"].get("start_timeout_s", 60)))
+    sim = gvsoc.start_gvsoc(elf, elf.parent / "gvsoc", uart_port=port,
+                            timeout=float(board["emulator"].get("start_timeout_s", 60)))
     device = Device(board, sim.url, elf, sim.process, [], sim.command)
     device.simulator = sim
     return device

@@ -1,18 +1,11 @@
-"""GreenWaves' GAP SDK as edgernn uses it: a private copy in edgernn's cache, GVSOC built there, and
-GAP8 ELFs run in GVSOC with the simulated UART on a loopback TCP port.
+"""GreenWaves' GAP SDK as edgernn uses it: a private copy in edgernn's cache, and GVSOC built there
+(running it: ``edgernn.targets.gvsoc``).
 
 ``$GAP_SDK_HOME`` is never written to (in CI it is read-only). ``prepare_sdk`` copies it, with
 edgernn's replacement files from ``templates/gap_sdk/overrides/`` on top, to
 ``cache_root()/gap_sdk/<key>/sdk``, where ``key`` is a content hash of both. ``build_gvsoc`` builds
 GVSOC in that copy with the SDK's own make flow (its CMake flow refuses GAP8_V2), strips it and writes
 a marker last; a second call with the same key finds the marker and runs nothing.
-
-Running an ELF takes two steps. ``prepare_gvsoc_run`` runs gapy once per ELF (``--image --flash
---exec-prepare``: the flash image the GAP8 ROM boots from, and the simulator's configuration), then
-writes a copy of that configuration with the UART on 127.0.0.1:port. ``gvsoc_run_command`` is the
-launcher command for it (0.1 s to start, against 0.5 s more through gapy); ``start_gvsoc`` starts it
-and waits until the port listens. The launcher's exit status is the firmware's exit code (the low 8
-bits of what it writes, with bit 31 set, to CORESTATUS, 0x1A1040A0).
 
 No TensorFlow here: the CLI's ``--help`` and the board adapters import this module.
 """
@@ -26,11 +19,9 @@ import json
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -441,204 +432,6 @@ def build_gvsoc(home: str | os.PathLike | None = None, log: Log = None, force: b
         os.rename(tmp, key_dir / MARKER)
         _say(log, f"GVSOC built in {seconds:.0f} s: {install}")
         return install
-
-
-def gvsoc_marker(install: str | os.PathLike) -> dict:
-    """The marker of a finished build, from its install folder."""
-    key_dir = Path(install).resolve().parent.parent.parent
-    marker = _read_marker(key_dir)
-    if marker is None:
-        raise EdgeRNNError(f"{install} is not a finished GVSOC build: run `python -m edgernn.targets.gap_sdk`")
-    return marker
-
-
-def gvsoc_env(install: str | os.PathLike) -> dict[str, str]:
-    """The environment gapy and gvsoc_launcher need: the caller's, with what ``configs/ai_deck.sh``
-    sets for the private copy (GAP_SDK_HOME, GVSOC_PATH (the launcher reads its models from there),
-    PYTHONPATH for gapy, LD_LIBRARY_PATH for libpulpvp.so, PATH, PULP_CONFIGS_PATH, ...)."""
-    return _environment(gvsoc_marker(install)["environment"])
-
-
-# ---- running an ELF ----
-
-RUN_STATE = "edgernn_gvsoc.json"       # in the work folder: which ELF gapy prepared it for
-
-
-def _sdk_of(install: Path) -> Path:
-    return Path(install).resolve().parent.parent
-
-
-def gapy_prepare_command(elf: str | os.PathLike, work_dir: str | os.PathLike,
-                         install: str | os.PathLike) -> list[str]:
-    """gapy, run by this Python (it needs pyelftools, argcomplete and six), making the flash image and
-    the simulator configuration for an ELF in work_dir without running it."""
-    gapy = _sdk_of(Path(install)) / "utils" / "gapy" / "gapy"
-    return [sys.executable, str(gapy), f"--target={GVSOC_TARGET}", "--platform=gvsoc",
-            f"--work-dir={Path(work_dir).resolve()}", "run", "--image", "--flash", "--exec-prepare",
-            f"--binary={Path(elf).resolve()}"]
-
-
-def _file_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def run_config_path(work_dir: str | os.PathLike, uart_port: int) -> Path:
-    return Path(work_dir).resolve() / f"gvsoc_uart{uart_port}.json"
-
-
-def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int,
-                      install: str | os.PathLike | None = None, log: Log = None) -> Path:
-    """Make work_dir ready to run elf with the UART on 127.0.0.1:uart_port; returns the launcher's
-    configuration. gapy runs only when work_dir was prepared for other bytes (or never)."""
-    install = Path(install) if install is not None else build_gvsoc(log=log)
-    elf, work_dir = Path(elf).resolve(), Path(work_dir).resolve()
-    if not elf.is_file():
-        raise EdgeRNNError(f"no firmware at {elf}: build it first")
-    work_dir.mkdir(parents=True, exist_ok=True)
-    state_path, config_path = work_dir / RUN_STATE, work_dir / "gvsoc_config.json"
-    elf_sha = _file_sha256(elf)
-    try:
-        state = json.loads(state_path.read_text())
-    except (OSError, ValueError):
-        state = {}
-    if state.get("elf_sha256") != elf_sha or state.get("install") != str(install) or not config_path.is_file():
-        state_path.unlink(missing_ok=True)
-        command = gapy_prepare_command(elf, work_dir, install)
-        _say(log, f"gapy: {shlex.join(command)}")
-        proc = procs.run(command, cwd=work_dir, env=gvsoc_env(install))
-        if proc.returncode != 0 or not config_path.is_file():
-            lines = (proc.stderr or proc.stdout).strip().splitlines() or ["(no output)"]
-            raise EdgeRNNError(f"gapy could not prepare {elf.name} for GVSOC: {lines[-1]} "
-                               f"(command: {shlex.join(command)})")
-        state_path.write_text(json.dumps({"elf": str(elf), "elf_sha256": elf_sha, "install": str(install)}) + "\n")
-    config = json.loads(config_path.read_text())
-    uart = config["target"]["system_tree"]["board"]["uart"]
-    # TX goes to the TCP client only (not to stdout, not to tx_uart.log); RX comes from it.
-    uart.update({"telnet": True, "telnet_port": int(uart_port), "stdout": False, "stdin": False,
-                 "tx_file": "", "loopback": False})
-    run_config = run_config_path(work_dir, uart_port)
-    run_config.write_text(json.dumps(config))
-    return run_config
-
-
-def gvsoc_run_command(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int,
-                      install: str | os.PathLike | None = None, log: Log = None) -> list[str]:
-    """The command that runs elf in GVSOC with the UART on 127.0.0.1:uart_port (prepared first).
-    Run it with ``cwd=work_dir`` and ``env=gvsoc_env(install)``."""
-    install = Path(install) if install is not None else build_gvsoc(log=log)
-    config = prepare_gvsoc_run(elf, work_dir, uart_port, install, log)
-    return [str(Path(install) / "bin" / "gvsoc_launcher"), f"--config={config}"]
-
-
-def free_port() -> int:
-    """A TCP port free on the loopback interface now (another process could take it before GVSOC)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _listening_inodes(port: int) -> set[str]:
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                inodes.add(fields[9])
-    return inodes
-
-
-def _socket_inodes(pid: int) -> set[str]:
-    inodes = set()
-    with contextlib.suppress(OSError):
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            with contextlib.suppress(OSError):
-                link = os.readlink(f"/proc/{pid}/fd/{fd}")
-                if link.startswith("socket:["):
-                    inodes.add(link[8:-1])
-    return inodes
-
-
-def _listens(pid: int, port: int) -> bool:
-    """Whether process pid has a socket listening on port. Checked in /proc rather than by connecting:
-    GVSOC's UART serves one client, and a probe connection would take (and drop) the first bytes."""
-    wanted = _listening_inodes(port)
-    return bool(wanted) and bool(wanted & _socket_inodes(pid))
-
-
-@dataclass
-class GvsocProcess:
-    """A GAP8 ELF running in GVSOC; its UART is ``url`` (``socket://127.0.0.1:port``)."""
-
-    process: subprocess.Popen
-    port: int
-    work_dir: Path
-    log_path: Path
-    command: list[str] = field(default_factory=list)
-
-    @property
-    def url(self) -> str:
-        return f"socket://127.0.0.1:{self.port}"
-
-    def running(self) -> bool:
-        return self.process.poll() is None
-
-    def wait(self, timeout: float | None = None) -> int:
-        """The firmware's exit code (the launcher's exit status)."""
-        return self.process.wait(timeout)
-
-    def stop(self) -> None:
-        procs.stop(self.process, timeout=2.0)
-
-    def output(self) -> str:
-        """The simulator's stdout and stderr so far (see start_gvsoc)."""
-        try:
-            return self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
-
-
-def start_gvsoc(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int | None = None,
-                install: str | os.PathLike | None = None, log: Log = None,
-                timeout: float = 20.0) -> GvsocProcess:
-    """Run elf in GVSOC in the background and return once the UART's TCP port listens. The simulator
-    runs in its own process group (``stop()`` ends it); its stdout and stderr go to
-    ``work_dir/gvsoc.log``."""
-    install = Path(install) if install is not None else build_gvsoc(log=log)
-    work_dir = Path(work_dir).resolve()
-    port = uart_port if uart_port is not None else free_port()
-    command = gvsoc_run_command(elf, work_dir, port, install, log)
-    log_path = work_dir / "gvsoc.log"
-    with open(log_path, "wb") as out:
-        proc = procs.spawn(command, cwd=work_dir, env=gvsoc_env(install), stdin=subprocess.DEVNULL,
-                           stdout=out, stderr=subprocess.STDOUT)
-    sim = GvsocProcess(proc, port, work_dir, log_path, command)
-    try:
-        deadline = time.monotonic() + timeout
-        while not _listens(proc.pid, port):
-            if proc.poll() is not None:
-                tail = sim.output().strip().splitlines()[-1:] or ["(no output)"]
-                raise EdgeRNNError(f"GVSOC ended (exit status {proc.returncode}) before its UART listened on "
-                                   f"port {port}: {tail[0]} (log: {log_path})")
-            if "open telnet port failed" in sim.output():     # GVSOC goes on without a UART then
-                raise EdgeRNNError(f"GVSOC could not listen on 127.0.0.1:{port} (taken?); log: {log_path}")
-            if time.monotonic() > deadline:
-                raise EdgeRNNError(f"GVSOC's UART did not listen on 127.0.0.1:{port} within {timeout:.0f} s "
-                                   f"(port taken? log: {log_path})")
-            time.sleep(0.01)
-    except BaseException:
-        sim.stop()
-        raise
-    return sim
 
 
 def main(argv: list[str] | None = None) -> int:

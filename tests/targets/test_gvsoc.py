@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import alive, require_tools, wait_until
-from edgernn.targets import gap_sdk
+from edgernn.targets import gap_sdk, gvsoc
 from edgernn.errors import EdgeRNNError
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -289,7 +289,7 @@ def test_build_gvsoc_is_cached_and_leaves_the_sdk_untouched(gvsoc_build, monkeyp
 
 def test_gvsoc_env_points_at_the_private_copy(gvsoc_build):
     install, home, _ = gvsoc_build
-    env = gap_sdk.gvsoc_env(install)
+    env = gvsoc.gvsoc_env(install)
     copy = install.parent.parent
     assert env["GAP_SDK_HOME"] == str(copy) != str(home)
     assert env["GVSOC_PATH"] == str(install / "python")                  # the launcher dies without it
@@ -303,7 +303,7 @@ def test_uart_echo_burst_and_exit_code(gvsoc_build, echo_elf, tmp_path):
     launcher's exit status; the PULP counters count."""
     install, _, _ = gvsoc_build
     payload = bytes(random.Random(1025).randrange(256) for _ in range(1025))
-    with gap_sdk.start_gvsoc(echo_elf, tmp_path / "run", install=install) as sim:
+    with gvsoc.start_gvsoc(echo_elf, tmp_path / "run", install=install) as sim:
         assert sim.url == f"socket://127.0.0.1:{sim.port}"
         uart = Uart(sim.port)
         try:
@@ -335,7 +335,7 @@ def test_uart_echo_burst_and_exit_code(gvsoc_build, echo_elf, tmp_path):
 def test_second_run_of_the_same_elf_skips_gapy(gvsoc_build, echo_elf, tmp_path, monkeypatch):
     install, _, _ = gvsoc_build
     work = tmp_path / "run"
-    first = gap_sdk.prepare_gvsoc_run(echo_elf, work, 12345, install)
+    first = gvsoc.prepare_gvsoc_run(echo_elf, work, 12345, install)
     config = json.loads(first.read_text())
     uart = config["target"]["system_tree"]["board"]["uart"]
     assert uart["telnet"] is True and uart["telnet_port"] == 12345 and uart["stdout"] is False
@@ -344,9 +344,9 @@ def test_second_run_of_the_same_elf_skips_gapy(gvsoc_build, echo_elf, tmp_path, 
         raise AssertionError("gapy ran again for the same ELF")
 
     monkeypatch.setattr(gap_sdk.subprocess, "run", no_gapy)
-    second = gap_sdk.prepare_gvsoc_run(echo_elf, work, 12346, install)
+    second = gvsoc.prepare_gvsoc_run(echo_elf, work, 12346, install)
     assert json.loads(second.read_text())["target"]["system_tree"]["board"]["uart"]["telnet_port"] == 12346
-    command = gap_sdk.gvsoc_run_command(echo_elf, work, 12346, install)
+    command = gvsoc.gvsoc_run_command(echo_elf, work, 12346, install)
     assert command == [str(install / "bin" / "gvsoc_launcher"), f"--config={second}"]
 
 
@@ -358,4 +358,4 @@ def test_a_taken_uart_port_is_a_clear_error(gvsoc_build, echo_elf, tmp_path):
         taken.listen()
         port = taken.getsockname()[1]
         with pytest.raises(EdgeRNNError, match=f"could not listen on 127.0.0.1:{port}"):
-            gap_sdk.start_gvsoc(echo_elf, tmp_path / "run", uart_port=port, install=install)
+            gvsoc.start_gvsoc(echo_elf, tmp_path / "run", uart_port=port, install=install)
