@@ -21,11 +21,11 @@ The stages, in pipeline order, with the shared leaves first (every stage may imp
 An import "back up" goes from a module to one of a later layer. Every import counts, the ones
 inside functions too (edgernn imports TensorFlow and the later stages lazily).
 
---trace builds tests/support/zoo.py's lstm_pre_head for the host board (int8) with a profiler on, keeps
-the sequence of stages (1-5) that the executed edgernn functions belong to, and counts the calls
-back up: a call into an earlier stage than the caller's, made by a function of a stage (not by the
-pipeline or a leaf), and the returns along the path: the stages the executed functions belong to,
-in order, and how often that sequence goes back to an earlier stage. EDGERNN_ROOT=<checkout> with PYTHONPATH=<checkout> measures another checkout;
+--trace builds tests/support/zoo.py's lstm_pre_head for the host board (int8) with a profiler on and
+counts the calls between layers, and the calls back up: a function calling a function of a later
+layer (through a lazy import). It also prints the stages (1-5) the executed functions belong to, in
+order, and how often that sequence returns to an earlier stage (the pipeline calling the stages in
+turn returns too: this is a picture of the path, not a fault count). EDGERNN_ROOT=<checkout> with PYTHONPATH=<checkout> measures another checkout;
 modules of the layout before the stages (edgernn/conversion.py ...) are placed by OLD_LAYOUT.
 """
 
@@ -139,6 +139,7 @@ def trace_report() -> None:
     model = zoo.lstm_pre_head(seed=0)
     stages = LAYERS[1:6]
     calls: list[tuple[str, str]] = []      # (caller layer, callee layer) for edgernn -> edgernn calls
+    callees: dict[tuple[str, str], Counter] = defaultdict(Counter)   # the functions called, per pair
     root = str(ROOT / "edgernn") + os.sep
     mods = {str(p): n for n, p in modules().items()}
 
@@ -155,6 +156,7 @@ def trace_report() -> None:
         caller = layer_of_frame(frame.f_back)
         if caller is not None and caller != callee:
             calls.append((caller, callee))
+            callees[(caller, callee)][f"{mods[frame.f_code.co_filename]}.{frame.f_code.co_name}"] += 1
 
     try:
         from edgernn.pipeline.build import build_firmware
@@ -166,8 +168,7 @@ def trace_report() -> None:
             build_firmware(model, Path(tmp) / "out", board="host", quant="int8")
         finally:
             sys.setprofile(None)
-    back = Counter((a, b) for a, b in calls
-                   if a in stages and b in stages and stages.index(b) < stages.index(a))
+    against = Counter((a, b) for a, b in calls if LAYERS.index(b) > LAYERS.index(a) and a != "edgernn")
     path = []
     for _, b in calls:
         if b in stages and (not path or path[-1] != b):
@@ -176,9 +177,10 @@ def trace_report() -> None:
     print(f"build of lstm_pre_head (host, int8): {len(calls)} calls between layers")
     print(f"the stages the model's path visits, in order: {len(path)} visits, {returns} of them back to an "
           f"earlier stage: {' '.join(path)}")
-    print(f"calls back up from a stage into an earlier one: {sum(back.values())}")
-    for (a, b), n in sorted(back.items()):
-        print(f"  {a} -> {b}: {n}")
+    print(f"calls back up (a function calling one of a later layer): {sum(against.values())}")
+    for (a, b), n in sorted(against.items()):
+        top = ", ".join(f"{name} {count}" for name, count in callees[(a, b)].most_common(3))
+        print(f"  {a} -> {b}: {n} (calls of {top})")
 
 
 def main() -> int:
