@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -17,6 +18,12 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 TOY_MODEL = TESTS / "fixtures" / "toy_model"
 sys.path.insert(0, str(TOY_MODEL))
+
+# The signal tests send SIGINT to edgernn: a suite started with SIGINT ignored (a background job of a
+# non-interactive shell) would pass that on to every child; Python's handler is reset to the default
+# in a child at exec, an ignored signal is not.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 QEMU_TOOLS = ("qemu-system-riscv32", "riscv64-unknown-elf-gcc")
 

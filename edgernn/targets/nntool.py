@@ -14,7 +14,9 @@ _CTYPES = {"int8": "int8_t", "int16": "int16_t", "float32": "float"}
 CNN_NAME = "edgernn"
 
 
-def write_nntool(out_dir: Path, manifest: Manifest) -> list[str]:
+def write_nntool(out_dir: Path, manifest: Manifest | dict) -> list[str]:
+    if isinstance(manifest, dict):          # a manifest as read from JSON
+        manifest = Manifest.from_dict(manifest)
     try:
         import jinja2
     except ImportError:
