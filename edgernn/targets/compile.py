@@ -60,16 +60,19 @@ class BuildResult:
 def find_compiler(board: Board, *, check: bool = False, required: bool = True) -> str | None:
     """The board's compiler (``check``: its portable-source check compiler) when installed; else a
     one-line error with the board's install hint, or None when not ``required``."""
-    tc = board["toolchain"]
-    cc = tc.get("check_cc" if check else "cc")
+    cc = board["toolchain"].get("check_cc" if check else "cc")
     if cc and shutil.which(cc) is not None:
         return cc
     if not required:
         return None
     if not cc:
         raise EdgeRNNError(f"board file {board.path} names no toolchain.{'check_cc' if check else 'cc'}")
-    hint = tc.get("install_hint", "install it")
-    raise EdgeRNNError(f"board {board.name} needs the compiler {cc}, which is not found on PATH: {hint}")
+    raise _not_installed(board, cc)
+
+
+def _not_installed(board: Board, cc: str) -> EdgeRNNError:
+    hint = board["toolchain"].get("install_hint", "install it")
+    return EdgeRNNError(f"board {board.name} needs the compiler {cc}, which is not found on PATH: {hint}")
 
 
 def board_defines(board: Board) -> list[str]:
@@ -165,10 +168,9 @@ def compile_firmware(firmware_dir: str | os.PathLike, board: str | Board, *, par
                           if shutil.which(cc) and cc not in compilers]
     else:
         compilers = list(compilers)
-        for cc in compilers:
-            if shutil.which(cc) is None:
-                raise EdgeRNNError(f"board {board.name} is to be compiled with {cc}, which is not found on PATH: "
-                                   f"{board['toolchain'].get('install_hint', 'install it')}")
+        missing = [cc for cc in compilers if shutil.which(cc) is None]
+        if missing:
+            raise _not_installed(board, missing[0])
     sources = select_sources(firmware_dir, board, part)
     if not sources:
         raise EdgeRNNError(f"no C sources in {firmware_dir}: generate the firmware first")

@@ -676,11 +676,5 @@ def _manifest_board(board_name: str | None):
 
 
 def _cycle_counter(board_name: str | None) -> str | None:
-    if not board_name:
-        return None
-    try:
-        from edgernn.targets.board import load_board
-
-        return load_board(board_name)["cpu"].get("cycle_counter")
-    except EdgeRNNError:
-        return None
+    board = _manifest_board(board_name)
+    return board["cpu"].get("cycle_counter") if board is not None else None
