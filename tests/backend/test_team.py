@@ -28,10 +28,7 @@ pytestmark = pytest.mark.slow
 
 
 def wide_lstm(seed: int = 0):
-    keras = zoo._keras(seed)
-    L = keras.layers
-    return keras.Sequential([keras.Input((None, 4)), L.LSTM(40, return_sequences=True), L.Dense(5)],
-                            name="team_lstm")
+    return zoo.lstm_dense(40, 4, 5, "team_lstm", seed)
 
 
 def gru_stack(seed: int = 0):

@@ -38,6 +38,14 @@ def lstm_pre_head(seed: int = 0):
     ], name="lstm_pre_head")
 
 
+def lstm_dense(units: int, features: int, outputs: int, name: str, seed: int = 0):
+    """An LSTM over every step, then a per-step Dense head."""
+    keras = _keras(seed)
+    L = keras.layers
+    return keras.Sequential([keras.Input((None, features)), L.LSTM(units, return_sequences=True),
+                             L.Dense(outputs)], name=name)
+
+
 def gru_stack_final(seed: int = 0):
     """Two stacked GRUs (reset_after True, then False); the head runs once after the last step."""
     keras = _keras(seed)

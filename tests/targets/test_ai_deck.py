@@ -47,10 +47,7 @@ pytestmark = pytest.mark.slow
 
 
 def small_lstm(seed: int = 0):
-    keras = zoo._keras(seed)
-    L = keras.layers
-    return keras.Sequential([keras.Input((None, 4)), L.LSTM(24, return_sequences=True), L.Dense(3)],
-                            name="deck_lstm")
+    return zoo.lstm_dense(24, 4, 3, "deck_lstm", seed)
 
 
 def _deck_build(tmp_path_factory, mode: str):
