@@ -1,0 +1,524 @@
+"""Every speed figure of the int8 backend next to its goal, in one run: rv32imc instructions, x86-64 against
+TFLite Micro, GAP8 MACs per cycle in GVSOC, and rv32imc code size. Prints figures; asserts nothing.
+
+    GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_speed.py [--only rv32,x86,gap8,size] [--steps 64] [--json F]
+
+All models are int8, have 6 inputs, are built with keras seed 0 and calibrated on the same trajectories
+(tests/support/zoo.py, seed 1); the LSTM(64), CfC and LTC models are bench/bench_gap8.py's.
+
+rv32  Board qemu_riscv32: each model is built (`edgernn.pipeline.build.build_firmware`, as `edgernn build
+      --board qemu_riscv32`) and validated (`edgernn.validate.run.validate`) over --steps synthetic steps.
+      Instructions per step are the report's cycles_per_step: minstret under QEMU's -icount shift=0, i.e.
+      retired instructions, exact, the mean over the steps. MACs per step are the manifest's
+      (edgernn/tflite/model.py `macs`). Each figure stands beside the parity verdict and the mismatching
+      bytes (outputs and states) against the LiteRT interpreter: a figure is valid only at PASS, 0 bytes.
+x86   The LSTM(64) step.tflite of the step path and of the fused path, on x86-64. edgernn: the generated C
+      (kernels + model.c + tests/c/step_driver.c) compiled gcc -O2 and run under valgrind --tool=callgrind;
+      instructions per step are (run of 2N steps - run of N steps) / N, as bench/bench_backend.py counts
+      them, so start-up and file I/O cancel out. TFLite Micro: the pip package tflite-micro (its Python
+      interpreter, reference kernels as the wheel was built) runs the same step.tflite on the same quantized
+      inputs under valgrind --tool=callgrind --toggle-collect on MicroInterpreter::Invoke, so only the
+      invokes count (not Python, set_input or get_output); per invoke is again the 2N - N difference over N,
+      which takes out one-off work of the first invoke. Streaming as on the device: on the step path the
+      output states are fed back as the next invoke's input states; the fused file (time 1) keeps the LSTM
+      state in its variable tensors, which TFLM keeps across invokes (it is never reset between them). The
+      TFLM outputs are compared with LiteRT's (the edgernn oracle) and the mismatches printed. Goal: edgernn
+      / TFLM <= 0.15.
+gap8  Board gvsoc_gap8: bench/bench_gap8.py's builds and runs (same make variables EDGERNN_CLUSTER_CORES,
+      EDGERNN_XPULP=1), MACs per cycle = MACs per step / the median cycles per step (steps 3 on). The
+      cycles are those the firmware reports: the cluster master core's pi_perf counter around the step's
+      cluster task, at the cluster clock. The FC-side cycles of the whole step, dispatch included, are not
+      measured: the firmware has no counter for them (templates/hal/ai_deck/edgernn_team.c: under FreeRTOS
+      the FC sleeps while the cluster works, so its PULP counters stop, and its timers belong to the OS),
+      so the 8-core figure excludes the FC's dispatch and wake-up, and says so. Every variant's outputs and
+      states are checked equal to the 8-core build's.
+size  The qemu_riscv32 firmware folder's model and kernel sources (not the server, HAL or weights.c) are
+      compiled riscv64-unknown-elf-gcc -march=rv32imc -mabi=ilp32 -Os -ffunction-sections -fdata-sections
+      with a tiny main that calls edgernn_init and edgernn_step, and linked -Wl,--gc-sections with a map
+      file. The code size is the sum of the .text input sections the link kept from model.c and the kernel
+      objects, i.e. only the functions reachable from edgernn_init/edgernn_step; their kept read-only data
+      (tables, quantization constants, but not weights.c) is printed apart, as is what the link pulled in
+      from libc/libgcc beyond an empty main's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = Path(__file__).resolve().parent
+for p in (ROOT, ROOT / "tests" / "support", ROOT / "tests", ROOT / "tests" / "targets", BENCH):
+    sys.path.insert(0, str(p))
+# the GAP SDK that CI uses (.ci/run), unless the caller names one
+os.environ.setdefault("GAP_SDK_HOME", str(ROOT.parent / "shared" / "gap_sdk"))
+
+N_IN = 6
+SECTIONS = ("rv32", "x86", "gap8", "size")
+TFLM_HINT = "not measured: pip install tflite-micro"
+
+
+# ---------------------------------------------------------------- models
+
+
+def model_of(kind: str):
+    """The bench's Keras models: an RNN over 6 inputs, then Dense(1); seed 0."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    L = keras.layers
+    if kind == "lstm64":
+        rnn = L.LSTM(64, return_sequences=True)
+    elif kind == "lstm16":
+        rnn = L.LSTM(16, return_sequences=True)
+    elif kind == "gru16":
+        rnn = L.GRU(16, reset_after=False, return_sequences=True)
+    else:
+        import ncps.keras
+        from ncps.wirings import AutoNCP
+
+        cell = {"cfc": ncps.keras.CfC, "ltc": ncps.keras.LTC}[kind]
+        rnn = cell(AutoNCP(16, 2, seed=0), return_sequences=True)
+    return keras.Sequential([keras.Input((None, N_IN)), rnn, L.Dense(1)], name=kind)
+
+
+class Builds:
+    """qemu_riscv32 builds, once per (model, mode): rv32, x86 and size all start from them."""
+
+    def __init__(self, work: Path):
+        self.work = work
+        self.done: dict[tuple[str, str], Path] = {}
+
+    def get(self, kind: str, mode: str) -> Path:
+        if (kind, mode) not in self.done:
+            from zoo import trajectories
+
+            from edgernn.pipeline.build import build_firmware
+
+            path = self.work / f"{kind}.keras"
+            if not path.exists():
+                model_of(kind).save(path)
+            out = self.work / f"rv32_{kind}_{mode}"
+            if (out / "manifest.json").is_file():      # a --keep folder's earlier build
+                self.done[(kind, mode)] = out
+                return out
+            with contextlib.redirect_stdout(io.StringIO()):
+                build_firmware(str(path), out, board="qemu_riscv32", quant="int8", mode=mode,
+                               calib=trajectories(8, 80, N_IN, 1))
+            self.done[(kind, mode)] = out
+        return self.done[(kind, mode)]
+
+
+# ---------------------------------------------------------------- figures
+
+
+@dataclass
+class Figure:
+    section: str
+    figure: str
+    measured: float | None
+    goal: str = ""                      # "<= 4.0", ">= 6", "" (reported only)
+    unit: str = ""
+    note: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def met(self) -> str:
+        if not self.goal:
+            return "-"
+        if self.measured is None:
+            return "no"
+        op, value = self.goal.split()
+        limit = float(value.replace(",", ""))
+        return "yes" if (self.measured <= limit if op == "<=" else self.measured >= limit) else "no"
+
+
+def fmt(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.3f}" if abs(value) < 10 else f"{value:.2f}"
+
+
+def print_table(title: str, rows: list[Figure]) -> None:
+    print(f"\n## {title}\n")
+    print("| figure | measured | goal | met | |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r.figure} | {fmt(r.measured)}{(' ' + r.unit) if r.unit else ''} | {r.goal or '-'} | {r.met} "
+              f"| {r.note} |")
+    sys.stdout.flush()
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- rv32: instructions on qemu_riscv32
+
+RV32 = [  # (label, kind, mode, figure's key, goal)
+    ("LSTM(64)+Dense(1) fused", "lstm64", "fused", "instr/MAC", "<= 4.0"),
+    ("LSTM(64)+Dense(1) auto", "lstm64", "auto", "instr/MAC", "<= 4.0"),
+    ("LSTM(64)+Dense(1) step", "lstm64", "step", "instr/MAC", "<= 4.0"),
+    ("LSTM(16)+Dense(1) auto", "lstm16", "auto", "instr/MAC", "<= 8"),
+    ("GRU(16, reset_after=False)+Dense(1)", "gru16", "auto", "instr/MAC", "<= 8"),
+    ("CfC(AutoNCP(16,2))+Dense(1)", "cfc", "auto", "instr/MAC", "<= 8"),
+    ("LTC(AutoNCP(16,2))+Dense(1)", "ltc", "auto", "instr/step", "<= 200,000"),
+]
+
+
+def rv32_section(builds: Builds, steps: int) -> list[Figure]:
+    from edgernn.validate.run import validate
+
+    rows = []
+    for label, kind, mode, key, goal in RV32:
+        log(f"rv32: {label}")
+        out = builds.get(kind, mode)
+        report = validate(out, steps=steps, seed=0, json_path=out / "bench_report.json")
+        dev, ref = report["device"], report["reference"]
+        mismatches = int(ref["mismatches"]) + int(ref.get("state_mismatches", 0))
+        per_step = float(dev["cycles_per_step"])
+        macs = int(dev["macs_per_step"])
+        manifest = json.loads((out / "manifest.json").read_text())
+        verdict = "PASS" if report["pass"] else "FAIL"
+        note = (f"{per_step:,.0f} instr/step, {macs:,} MACs/step, path {manifest.get('mode')}; parity {verdict}, "
+                f"{mismatches} mismatching bytes")
+        measured = per_step if key == "instr/step" else per_step / macs
+        if not report["pass"]:
+            note += " (figure invalid)"
+        rows.append(Figure("rv32", f"{label}: {key}", measured, goal, note=note,
+                           extra={"instructions_per_step": per_step, "macs_per_step": macs, "path": manifest.get("mode"),
+                                  "parity": verdict, "mismatching_bytes": mismatches, "steps": steps,
+                                  "instructions_per_mac": per_step / macs}))
+    return rows
+
+
+# ---------------------------------------------------------------- x86: edgernn against TFLite Micro
+
+TFLM_DRIVER = r'''
+import json, sys
+import numpy as np
+from tflite_micro.python.tflite_micro import runtime
+
+spec = json.load(open(sys.argv[1]))
+xq = np.load(sys.argv[2])
+n = int(sys.argv[3])
+interp = runtime.Interpreter.from_file(spec["model"], arena_size=spec["arena_size"])
+states = {int(i): np.full(s, zp, dtype=np.dtype(dt)) for i, s, zp, dt in spec["state_inputs"]}
+ys = []
+for t in range(n):
+    interp.set_input(xq[t].reshape(spec["x_shape"]), spec["x_input"])
+    for i, value in states.items():
+        interp.set_input(value, i)
+    interp.invoke()
+    ys.append(np.array(interp.get_output(spec["y_output"])).reshape(-1))
+    for i, o in spec["feedback"]:          # output o is next step's input i
+        states[int(i)] = np.array(interp.get_output(int(o))).reshape(states[int(i)].shape)
+np.save(sys.argv[4], np.stack(ys))
+'''
+
+
+def _io_spec(folder: Path) -> dict:
+    """Input and output positions of step.tflite (TFLM addresses them by position), from LiteRT's details."""
+    from edgernn.tflite.interpreter import load_interpreter
+
+    interp = load_interpreter(folder / "step.tflite")
+    runner = interp.get_signature_runner("serving_default")
+    sig_in, sig_out = runner.get_input_details(), runner.get_output_details()
+    pos_in = {d["index"]: i for i, d in enumerate(interp.get_input_details())}
+    pos_out = {d["index"]: i for i, d in enumerate(interp.get_output_details())}
+    states = [name for name in sig_in if name != "x"]
+    state_inputs = []
+    for name in states:
+        d = sig_in[name]
+        zp = d["quantization_parameters"]["zero_points"]
+        state_inputs.append([pos_in[d["index"]], [int(v) for v in d["shape"]], int(zp[0]) if len(zp) else 0,
+                             np.dtype(d["dtype"]).name])
+    return {"model": str(folder / "step.tflite"), "arena_size": 1 << 20,
+            "x_input": pos_in[sig_in["x"]["index"]], "x_shape": [int(v) for v in sig_in["x"]["shape"]],
+            "y_output": pos_out[sig_out["y"]["index"]], "state_inputs": state_inputs,
+            "feedback": [[pos_in[sig_in[n]["index"]], pos_out[sig_out[n]["index"]]] for n in states]}
+
+
+def _callgrind_total(text: str) -> int:
+    m = re.search(r"^summary:\s+(\d+)", text, re.M) or re.search(r"^totals:\s+(\d+)", text, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def tflm_instructions(folder: Path, xq: np.ndarray, steps: int, work: Path) -> tuple[float, np.ndarray]:
+    """TFLM instructions per invoke (Invoke only, 2N - N over N) and its y over 2N steps."""
+    driver, spec_file, x_file = work / "tflm_driver.py", work / "tflm_spec.json", work / "tflm_x.npy"
+    driver.write_text(TFLM_DRIVER)
+    spec_file.write_text(json.dumps(_io_spec(folder)))
+    np.save(x_file, xq)
+    counts, ys = [], None
+    for n in (steps, 2 * steps):
+        cg, y_file = work / f"tflm_{n}.callgrind", work / f"tflm_y_{n}.npy"
+        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}",
+                        "--toggle-collect=*MicroInterpreter::Invoke*", sys.executable, str(driver), str(spec_file),
+                        str(x_file), str(n), str(y_file)], check=True, capture_output=True)
+        counts.append(_callgrind_total(cg.read_text()))
+        ys = np.load(y_file)
+    return (counts[1] - counts[0]) / steps, ys
+
+
+def edgernn_instructions(folder: Path, xq: np.ndarray, steps: int) -> float:
+    import backend_harness as H
+    from bench_backend import instructions
+
+    b = H.build(folder, cflags=["-O2"], name="driver_bench")
+    n1 = instructions(b.exe, xq[:steps], folder)
+    n2 = instructions(b.exe, xq, folder)
+    return (n2 - n1) / steps
+
+
+def _host_copy(src: Path, dst: Path) -> Path:
+    """The step model and manifest of a build, alone: the host firmware is generated beside them."""
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in ("step.tflite", "manifest.json"):
+        shutil.copy(src / name, dst / name)
+    return dst
+
+
+def x86_section(builds: Builds, steps: int, work: Path) -> list[Figure]:
+    import backend_harness as H
+    from zoo import trajectories
+
+    if shutil.which("valgrind") is None:
+        return [Figure("x86", "edgernn / TFLM instructions", None, "<= 0.15", note="not measured: valgrind missing")]
+    try:
+        import tflite_micro  # noqa: F401
+        have_tflm = True
+    except ImportError:
+        have_tflm = False
+    rows = []
+    for mode in ("step", "fused"):
+        log(f"x86: LSTM(64) {mode}")
+        folder = _host_copy(builds.get("lstm64", mode), work / f"x86_lstm64_{mode}")
+        xq = H.quantize_x(folder, trajectories(1, 2 * steps, N_IN, seed=1)[0])
+        ours = edgernn_instructions(folder, xq, steps)
+        label = f"LSTM(64)+Dense(1) {mode} path: edgernn / TFLM instructions per step"
+        if not have_tflm:
+            rows.append(Figure("x86", label, None, "<= 0.15", note=f"edgernn {ours:,.0f} instr/step; {TFLM_HINT}",
+                               extra={"edgernn_instructions_per_step": ours}))
+            continue
+        theirs, tflm_y = tflm_instructions(folder, xq, steps, folder)
+        ref, _ = H.reference_bytes(folder, xq)
+        y_bytes = tflm_y.view(np.uint8).reshape(tflm_y.shape[0], -1)
+        tflm_mismatch = int((ref[:, :y_bytes.shape[1]] != y_bytes).sum())
+        rows.append(Figure(
+            "x86", label, ours / theirs, "<= 0.15",
+            note=f"edgernn {ours:,.0f}, TFLM {theirs:,.0f} instr/step; TFLM y vs LiteRT: {tflm_mismatch} "
+                 f"mismatching bytes of {y_bytes.size}",
+            extra={"edgernn_instructions_per_step": ours, "tflm_instructions_per_invoke": theirs,
+                   "tflm_y_mismatching_bytes": tflm_mismatch, "steps": steps}))
+    return rows
+
+
+# ---------------------------------------------------------------- gap8: MACs per cycle in GVSOC
+
+GAP8 = [  # (model, label, cluster cores, goal)
+    ("lstm64", "LSTM(64)+Dense(1) step, 1 cluster core, SIMD", 1, ">= 1.2"),
+    ("lstm64", "LSTM(64)+Dense(1) step, 8 cluster cores, SIMD", 8, ">= 6"),
+    ("cfc", "CfC(AutoNCP(16,2))+Dense(1), 8 cluster cores, SIMD", 8, ""),
+    ("ltc", "LTC(AutoNCP(16,2))+Dense(1), 8 cluster cores, SIMD", 8, ""),
+]
+DISPATCH_NOTE = "cluster master's cycles, FC dispatch NOT included (no FC-side step counter in the firmware)"
+
+
+def gap8_section(steps: int, work: Path) -> list[Figure]:
+    import bench_gap8 as G
+    from edgernn.targets import gap_sdk
+    from edgernn.tflite.oracle import quantize
+
+    try:
+        gap_sdk.sdk_home()
+        with contextlib.redirect_stdout(io.StringIO()):
+            gap_sdk.build_gvsoc()
+    except Exception as exc:  # noqa: BLE001 - any missing piece of the SDK: the section is not measured
+        return [Figure("gap8", label, None, goal, note=f"not measured: {exc}") for _, label, _, goal in GAP8]
+    rows, built, base = [], {}, {}
+    # the 8-core build first: the other variant of a model is checked against its bytes
+    for name, label, cores, goal in sorted(GAP8, key=lambda g: -g[2]):
+        log(f"gap8: {label}")
+        if name not in built:
+            with contextlib.redirect_stdout(io.StringIO()):
+                built[name] = G.build(name, work)
+        out = built[name]
+        manifest = json.loads((out / "manifest.json").read_text())
+        x_entry = manifest["inputs"][0]
+        xs = quantize(np.random.default_rng(0).normal(0, 0.5, (steps, x_entry["shape"][-1])).astype(np.float32),
+                      x_entry)
+        result, info = G.run_variant(out, cores, 1, xs, work)
+        base.setdefault(name, result)
+        same = (np.array_equal(result.outputs, base[name].outputs)
+                and np.array_equal(result.states, base[name].states))
+        cycles = float(np.median(result.cycles[2:]))       # the first steps warm the caches
+        macs = int(manifest["macs_per_step"])
+        note = (f"{cycles:,.0f} cycles/step, {macs:,} MACs/step, {info.workers} workers; "
+                f"{'same bytes as 8 cores' if same else 'BYTES DIFFER from 8 cores'}")
+        if cores == 8:
+            note += f"; {DISPATCH_NOTE}"
+        rows.append(Figure("gap8", f"{label}: MAC/cycle", macs / cycles, goal, note=note,
+                           extra={"cycles_per_step": cycles, "macs_per_step": macs, "cluster_cores": cores,
+                                  "xpulp": 1, "same_bytes": bool(same), "dispatch_included": False,
+                                  "steps": steps}))
+    order = {label: i for i, (_, label, _, _) in enumerate(GAP8)}
+    return sorted(rows, key=lambda r: order[r.figure.rsplit(":", 1)[0]])
+
+
+# ---------------------------------------------------------------- size: -Os code on rv32imc
+
+SIZE_CFLAGS = ["-march=rv32imc", "-mabi=ilp32", "-Os", "-std=c99", "-ffunction-sections", "-fdata-sections",
+               "--specs=picolibc.specs"]
+SIZE_LDFLAGS = ["-Wl,--gc-sections", "-Wl,--defsym=__flash=0x80000000", "-Wl,--defsym=__flash_size=0x04000000",
+                "-Wl,--defsym=__ram=0x84000000", "-Wl,--defsym=__ram_size=0x04000000", "-lm"]
+MAIN_STEP = """#include "model.h"
+int main(void)
+{
+    static edgernn_in_t x[EDGERNN_INPUT_SIZE];
+    static edgernn_out_t y[EDGERNN_OUTPUT_SIZE];
+    if (edgernn_init() != EDGERNN_OK) {
+        return 1;
+    }
+    return (int)edgernn_step(x, y);
+}
+"""
+MAIN_EMPTY = "int main(void)\n{\n    return 0;\n}\n"
+# an input section line of a GNU ld map: " .text.name  0xADDR  0xSIZE  path/obj.o" (name may wrap a line)
+MAP_SECTION = re.compile(r"^ (\.[\w.$]+)\s*\n?\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S+\.o)\s*$", re.M)
+
+
+def _link(sources: list[Path], main: str, firmware: Path, work: Path, name: str) -> tuple[Path, Path]:
+    from edgernn.targets.board import load_board
+    from edgernn.targets.compile import board_defines
+
+    work.mkdir(parents=True, exist_ok=True)
+    main_c = work / f"{name}_main.c"
+    main_c.write_text(main)
+    objects = []
+    for src in [*sources, main_c]:
+        obj = work / f"{name}_{src.stem}.o"
+        subprocess.run(["riscv64-unknown-elf-gcc", *SIZE_CFLAGS, *board_defines(load_board("qemu_riscv32")),
+                        f"-I{firmware}", "-c", str(src), "-o", str(obj)], check=True, capture_output=True)
+        objects.append(obj)
+    elf, map_file = work / f"{name}.elf", work / f"{name}.map"
+    subprocess.run(["riscv64-unknown-elf-gcc", *SIZE_CFLAGS, *map(str, objects), "-o", str(elf),
+                    f"-Wl,-Map={map_file}", *SIZE_LDFLAGS], check=True, capture_output=True)
+    return elf, map_file
+
+
+def _kept(map_file: Path, objects: set[str]) -> tuple[int, int]:
+    """(text, read-only data) bytes of the input sections the link kept from the named objects."""
+    text = map_file.read_text()
+    start = text.find("Linker script and memory map")     # kept sections are listed after this line
+    code = rodata = 0
+    for section, size, obj in MAP_SECTION.findall(text[start:]):
+        if Path(obj).name not in objects:
+            continue
+        if section.startswith(".text"):
+            code += int(size, 16)
+        elif section.startswith((".rodata", ".srodata")):
+            rodata += int(size, 16)
+    return code, rodata
+
+
+def _text_bytes(elf: Path) -> int:
+    out = subprocess.run(["riscv64-unknown-elf-size", str(elf)], capture_output=True, text=True, check=True).stdout
+    return int(out.splitlines()[1].split()[0])
+
+
+def size_section(builds: Builds, work: Path) -> list[Figure]:
+    from edgernn.targets.board import load_board
+    from edgernn.targets.compile import Part, select_sources
+
+    if shutil.which("riscv64-unknown-elf-gcc") is None:
+        return [Figure("size", "LSTM(64) code", None, "<= 8192", note="not measured: riscv64-unknown-elf-gcc missing")]
+    rows = []
+    board = load_board("qemu_riscv32")
+    for mode in ("step", "fused"):
+        log(f"size: LSTM(64) {mode}")
+        firmware = builds.get("lstm64", mode) / "firmware"
+        sources = [s for s in select_sources(firmware, board, Part.MODEL) if s.name != "weights.c"]
+        sources_all = select_sources(firmware, board, Part.MODEL)
+        folder = work / f"size_lstm64_{mode}"
+        elf, map_file = _link(sources_all, MAIN_STEP, firmware, folder, "step")
+        empty, _ = _link([], MAIN_EMPTY, firmware, folder, "empty")
+        code, rodata = _kept(map_file, {f"step_{s.stem}.o" for s in sources})
+        weights = sum(_kept(map_file, {"step_weights.o"}))
+        main_bytes = sum(_kept(map_file, {"step_step_main.o"}))
+        libc = _text_bytes(elf) - _text_bytes(empty) - code - rodata - weights - main_bytes
+        rows.append(Figure(
+            "size", f"LSTM(64)+Dense(1) {mode} path: kernels + model.c .text, -Os rv32imc", code, "<= 8192", "B",
+            note=f"{code / 1024:.2f} KiB; + {rodata} B of their read-only data (tables, constants); weights "
+                 f"{weights} B (weights.c: weights, LUTs, quantization constants) excluded; libc/libgcc pulled in beyond an empty main ≈ {libc} B",
+            extra={"text_bytes": code, "rodata_bytes": rodata, "weights_c_bytes": weights, "libc_extra_bytes": libc,
+                   "objects": sorted(s.name for s in sources)}))
+    return rows
+
+
+# ---------------------------------------------------------------- main
+
+TITLES = {
+    "rv32": "rv32imc (qemu_riscv32, minstret = retired instructions, exact)",
+    "x86": "x86-64 gcc -O2, edgernn against TFLite Micro (valgrind --tool=callgrind)",
+    "gap8": "GAP8 in GVSOC (gvsoc_gap8), MACs per cycle at the cluster clock",
+    "size": "Code size, -Os rv32imc, functions reachable from edgernn_init/edgernn_step",
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default=",".join(SECTIONS), help=f"comma list of {','.join(SECTIONS)}")
+    ap.add_argument("--steps", type=int, default=64, help="steps per run (x86: N of the N/2N difference)")
+    ap.add_argument("--json", help="write every figure to this JSON file")
+    ap.add_argument("--keep", help="folder to keep the builds in")
+    args = ap.parse_args()
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = sorted(set(only) - set(SECTIONS))
+    if unknown:
+        sys.exit(f"bench_speed: unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="edgernn-speed-"))
+    work.mkdir(parents=True, exist_ok=True)
+    builds = Builds(work)
+    runs: dict[str, Callable[[], list[Figure]]] = {
+        "rv32": lambda: rv32_section(builds, args.steps),
+        "x86": lambda: x86_section(builds, args.steps, work),
+        "gap8": lambda: gap8_section(args.steps, work),
+        "size": lambda: size_section(builds, work),
+    }
+    figures: list[Figure] = []
+    started = time.time()
+    try:
+        for section in SECTIONS:
+            if section in only:
+                rows = runs[section]()
+                print_table(TITLES[section], rows)
+                figures += rows
+    finally:
+        if args.json:
+            Path(args.json).write_text(json.dumps(
+                {"steps": args.steps, "seconds": round(time.time() - started, 1),
+                 "figures": [{**asdict(f), "met": f.met} for f in figures]}, indent=1) + "\n")
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"\n{args.steps} steps per run; {time.time() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
