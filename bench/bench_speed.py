@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import io
 import json
 import os
@@ -56,7 +57,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
@@ -301,11 +302,7 @@ def x86_section(builds: Builds, steps: int, work: Path) -> list[Figure]:
 
     if shutil.which("valgrind") is None:
         return [Figure("x86", "edgernn / TFLM instructions", None, "<= 0.15", note="not measured: valgrind missing")]
-    try:
-        import tflite_micro  # noqa: F401
-        have_tflm = True
-    except ImportError:
-        have_tflm = False
+    have_tflm = importlib.util.find_spec("tflite_micro") is not None
     rows = []
     for mode in ("step", "fused"):
         log(f"x86: LSTM(64) {mode}")
