@@ -33,11 +33,11 @@ gap8  Board gvsoc_gap8: bench/bench_gap8.py's builds and runs (same make variabl
       the FC sleeps while the cluster works, so its PULP counters stop, and its timers belong to the OS),
       so the 8-core figure excludes the FC's dispatch and wake-up, and says so. Every variant's outputs and
       states are checked equal to the 8-core build's.
-size  The qemu_riscv32 firmware folder's model and kernel sources (not the server, HAL or weights.c) are
+size  The qemu_riscv32 firmware folder's model and kernel sources and weights.c (not the server or HAL) are
       compiled riscv64-unknown-elf-gcc -march=rv32imc -mabi=ilp32 -Os -ffunction-sections -fdata-sections
       with a tiny main that calls edgernn_init and edgernn_step, and linked -Wl,--gc-sections with a map
       file. The code size is the sum of the .text input sections the link kept from model.c and the kernel
-      objects, i.e. only the functions reachable from edgernn_init/edgernn_step; their kept read-only data
+      objects (weights.c's are counted apart and left out), i.e. only the functions reachable from edgernn_init/edgernn_step; their kept read-only data
       (tables, quantization constants, but not weights.c) is printed apart, as is what the link pulled in
       from libc/libgcc beyond an empty main's.
 """
