@@ -112,12 +112,10 @@ class Builds:
             from edgernn.pipeline.build import build_firmware
 
             path = self.work / f"{kind}.keras"
-            if not path.exists():
-                model_of(kind).save(path)
+            model_of(kind).save(path)
             out = self.work / f"rv32_{kind}_{mode}"
-            if (out / "manifest.json").is_file():      # a --keep folder's earlier build
-                self.done[(kind, mode)] = out
-                return out
+            # never an earlier run's build (a --keep folder's): its figures would be those of older code
+            shutil.rmtree(out, ignore_errors=True)
             with contextlib.redirect_stdout(io.StringIO()):
                 build_firmware(str(path), out, board="qemu_riscv32", quant="int8", mode=mode,
                                calib=trajectories(8, 80, N_IN, 1))
