@@ -13,27 +13,26 @@ plan sees every member's reads and writes at the group's position (``positions``
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from edgernn.backend.ir import Graph
 from edgernn.backend.kernels import kernel
 from edgernn.backend.lowering import Call, ConstArray
 
-# the flat 8-bit kernels a loop can take in: their element-wise inputs and the argument holding n
-FUSABLE = {
-    "edgernn_addsub_n_s8": ("in1", "in2"),
-    "edgernn_addsub_const_s8": ("in",),
-    "edgernn_mul_n_s8": ("in1", "in2"),
-    "edgernn_lut_s8": ("in",),
-}
+# the 8-bit kernels a loop can take in: flat ones (n elements, every operand n elements long) and
+# broadcasting ones (an edgernn_bcast_t: each operand walks the output's 4-D shape with its own strides)
+FLAT = {"edgernn_addsub_n_s8", "edgernn_addsub_const_s8", "edgernn_mul_n_s8", "edgernn_lut_s8"}
+BROADCAST = {"edgernn_addsub_s8", "edgernn_mul_s8", "edgernn_div_s8"}
 
 
 @dataclass
 class FusedCall(Call):
-    """One loop over [0, n) computing ``members`` (the original calls, in schedule order)."""
+    """One loop over [0, n) computing ``members`` (the original calls, in loop order)."""
 
     members: list[Call] = field(default_factory=list)
     n: int = 0
+    dims: tuple[int, ...] | None = None                # the 4-D output shape a broadcasting member walks
     stored: set[int] = field(default_factory=set)     # member outputs written to memory
     team: bool = False                                 # split across the team by element range
 
@@ -42,21 +41,25 @@ def _args(call: Call) -> dict:
     return dict(zip(kernel(call.fn).arg_names, call.args))
 
 
+def _struct(call: Call, name: str):
+    return next(s for s in call.structs if s.name == name)
+
+
+def call_output(call: Call) -> int | None:
+    if call.fn in FLAT or call.fn in BROADCAST:
+        return _args(call)["out"][1]
+    return None
+
+
 def tensor_inputs(call: Call) -> list[int]:
-    """The tensors a call reads (arguments ("tensor", i), its own output excluded)."""
+    """The tensors a call reads (arguments ("tensor", i), its own output excluded), in order."""
     out = call_output(call)
-    seen = []
+    seen: list[int] = []
     for c in [call, *call.more]:
         for a in c.args:
             if isinstance(a, tuple) and a[0] == "tensor" and a[1] != out and a[1] not in seen:
                 seen.append(a[1])
     return seen
-
-
-def call_output(call: Call) -> int | None:
-    if call.fn in FUSABLE:
-        return _args(call)["out"][1]
-    return None
 
 
 def _reads(call: Call) -> set[int]:
@@ -65,69 +68,108 @@ def _reads(call: Call) -> set[int]:
     return {a[1] for c in [call, *call.more] for a in c.args if isinstance(a, tuple) and a[0] == "tensor"}
 
 
-def _n(call: Call) -> int | None:
-    try:
-        return int(_args(call)["n"])
-    except (TypeError, ValueError):
+def _shape(call: Call) -> tuple[int, tuple[int, ...] | None] | None:
+    """(element count, 4-D output shape of a broadcasting call or None), or None if not fusable."""
+    a = _args(call) if (call.fn in FLAT or call.fn in BROADCAST) else None
+    if a is None:
         return None
+    if call.fn in FLAT:
+        try:
+            return int(a["n"]), None
+        except (TypeError, ValueError):
+            return None
+    dims = tuple(int(d) for d in _struct(call, a["b"][1]).fields[0])
+    n = 1
+    for d in dims:
+        n *= d
+    return n, dims
+
+
+@dataclass
+class _Group:
+    members: list[Call]
+    n: int
+    dims: tuple[int, ...] | None
+    at: int                 # the op index of the call whose place the group runs at
+    open: bool = True
+
+    def outputs(self) -> set[int]:
+        return {call_output(m) for m in self.members}
+
+    def takes(self, n: int, dims) -> bool:
+        return self.n == n and (dims is None or self.dims is None or self.dims == dims)
 
 
 def fuse_calls(graph: Graph, calls: list[Call], prefix: str, keep: set[int]) -> list[Call]:
     """The schedule with each group of two or more fusable calls replaced by one FusedCall.
 
-    ``keep``: tensors that must reach memory whoever reads them (the graph's outputs, new states)."""
-    groups: list[list[Call]] = []
-    open_by_n: dict[int, int] = {}          # n -> index in groups of the group still taking members
-    placed: list[tuple[str, object]] = []   # the schedule: ("call", Call) or ("group", index)
+    A fusable call joins a group of its element count (and shape, if either broadcasts): an open group
+    (which then moves to the call's place), or a closed one when everything the call reads is computed
+    before that group runs (the call then moves up into it). ``keep``: tensors that must reach memory
+    whoever reads them (the graph's outputs, new states)."""
+    groups: list[_Group] = []
+    placed: list = []                       # the schedule: Call or _Group
+    producer: dict[int, object] = {}        # tensor -> the Call or _Group that computes it
     for call in calls:
         reads = _reads(call)
-        n = _n(call) if call.fn in FUSABLE else None
-        joining = open_by_n.get(n) if n is not None else None
+        shape = _shape(call)
+        target = None
+        if shape is not None:
+            n, dims = shape
+            fits = [g for g in groups if g.takes(n, dims) and (g.open or _hoistable(reads, g, placed, producer))]
+            feeding = [g for g in fits if reads & g.outputs()]
+            target = (feeding or [g for g in fits if g.open] or [None])[-1]
         # a call reading a member's output before the group has run closes that group
-        for gn, gi in list(open_by_n.items()):
-            if gi != joining and reads & {call_output(m) for m in groups[gi]}:
-                del open_by_n[gn]
-        if n is None:
-            placed.append(("call", call))
+        for g in groups:
+            if g is not target and g.open and reads & g.outputs():
+                g.open = False
+        if shape is None:
+            placed.append(call)
+            producer.update({t: call for t in graph.operators[call.op_index].outputs})
             continue
-        if joining is None:
-            groups.append([call])
-            open_by_n[n] = len(groups) - 1
-            placed.append(("group", len(groups) - 1))
+        if target is None:
+            target = _Group([call], *shape, call.op_index)
+            groups.append(target)
+            placed.append(target)
         else:
-            groups[joining].append(call)
-            # the group moves to its newest member's place
-            placed = [p for p in placed if p != ("group", joining)] + [("group", joining)]
-    read_later: dict[int, set[int]] = {}     # tensor -> groups (or -1 for a plain call) that read it
-    for kind, item in placed:
-        if kind == "call":
-            for t in _reads(item):
-                read_later.setdefault(t, set()).add(-1)
-        else:
-            for m in groups[item]:
-                for t in tensor_inputs(m):
-                    read_later.setdefault(t, set()).add(item)
+            target.members.append(call)
+            target.dims = target.dims or shape[1]
+            if target.open:     # the group moves to its newest member's place
+                placed.remove(target)
+                placed.append(target)
+                target.at = call.op_index
+        producer[call_output(call)] = target
+    read_by: dict[int, set[int]] = {}       # tensor -> id of each group or call that reads it
+    for item in placed:
+        for t in (_reads(item) if isinstance(item, Call) else {t for m in item.members for t in tensor_inputs(m)}):
+            read_by.setdefault(t, set()).add(id(item))
     out: list[Call] = []
-    for kind, item in placed:
-        if kind == "call":
+    for item in placed:
+        if isinstance(item, Call):
             out.append(item)
-            continue
-        members = groups[item]
-        if len(members) == 1:
-            out.append(members[0])
-            continue
-        outputs = [call_output(m) for m in members]
-        stored = {t for t in outputs if t in keep or read_later.get(t, set()) - {item}}
-        last = members[-1]
-        fused = FusedCall(last.op_index, "+".join(m.op for m in members), f"{prefix}_fused{last.op_index}", [],
-                          arrays=[a for m in members for a in m.arrays], members=members, n=_n(last),
-                          stored=stored)
-        out.append(fused)
+        elif len(item.members) == 1:
+            out.append(item.members[0])
+        else:
+            stored = {t for t in item.outputs() if t in keep or read_by.get(t, set()) - {id(item)}}
+            at = item.at
+            out.append(FusedCall(at, "+".join(m.op for m in item.members), f"{prefix}_fused{at}", [],
+                                 arrays=[a for m in item.members for a in m.arrays], members=item.members,
+                                 n=item.n, dims=item.dims, stored=stored))
     return out
 
 
+def _hoistable(reads: set[int], group: _Group, placed: list, producer: dict) -> bool:
+    """Whether a call reading ``reads`` can run inside ``group``, where the group stands now."""
+    at = placed.index(group)
+    for t in reads:
+        p = producer.get(t)
+        if p is not None and p is not group and placed.index(p) > at:
+            return False
+    return True
+
+
 def positions(calls: list[Call]) -> dict[int, int]:
-    """op index -> the op index of the call that computes it (a fused group's last member)."""
+    """op index -> the op index of the call that computes it (a fused group's place)."""
     pos = {}
     for call in calls:
         for m in getattr(call, "members", None) or [call]:
@@ -147,35 +189,67 @@ def _literal(values) -> str:
     return "{" + ", ".join(str(int(v)) for v in values) + "}"
 
 
+def _advance(walked: list[int], dims, depth: int) -> list[str]:
+    """Step the counters of the walked dimensions, the last fastest; the outermost never wraps."""
+    pad = "    " * depth
+    d = walked[-1]
+    if len(walked) == 1:
+        return [f"{pad}++d{d};"]
+    return [f"{pad}if (++d{d} == {dims[d]}) {{", f"{pad}    d{d} = 0;", *_advance(walked[:-1], dims, depth + 1),
+            f"{pad}}}"]
+
+
+def _contiguous(dims) -> list[int]:
+    strides, acc = [0] * 4, 1
+    for d in range(3, -1, -1):
+        strides[d] = acc
+        acc *= dims[d]
+    return strides
+
+
 def render_fused(call: FusedCall, expr, structs: dict) -> str:
-    """The definition of a fused loop as an edgernn_range_fn. ``expr(t)``: a tensor's C expression;
-    ``structs``: name -> ConstStruct of the members' parameters."""
+    """The definition of a fused loop as an edgernn_range_fn over its output elements [begin, end).
+    ``expr(t)``: a tensor's C expression; ``structs``: name -> ConstStruct of the members' parameters.
+    A broadcasting group walks its 4-D shape with one counter per dimension longer than 1."""
     consts, body = [], []
     value: dict[int, str] = {}
-    loads: dict[int, str] = {}
+    loads: dict[tuple, str] = {}
+    dims = call.dims
+    walked = [d for d in range(4) if dims is not None and dims[d] > 1]
+    flat = tuple(_contiguous(dims)[d] for d in walked) if dims is not None else ()
 
-    def operand(t: int) -> str:
+    def operand(t: int, strides=None) -> str:
         if t in value:
             return value[t]
-        if t not in loads:
-            loads[t] = f"in{len(loads)}"
-        return f"{loads[t]}[i]"
+        key = tuple(strides[d] for d in walked) if strides is not None else flat
+        if (t, key) not in loads:
+            loads[(t, key)] = f"in{len(loads)}"
+        name = loads[(t, key)]
+        if key == flat:
+            return f"{name}[i]"
+        terms = [f"d{d} * {st}" if st != 1 else f"d{d}" for d, st in zip(walked, key) if st != 0]
+        return f"{name}[{' + '.join(terms) if terms else '0'}]"
 
     for m in call.members:
         a = _args(m)
         k = f"k{m.op_index}"
-        v = f"v{m.op_index}"
+        bc = structs[a["b"][1]].fields if "b" in a else None
+        s1, s2 = (bc[1], bc[2]) if bc is not None else (None, None)
         if m.fn == "edgernn_lut_s8":
             expr_v = f"edgernn_lut_elem({a['table'][1]}, {operand(a['in'][1])})"
-        elif m.fn == "edgernn_mul_n_s8":
+        elif m.fn in ("edgernn_mul_n_s8", "edgernn_mul_s8"):
             q = structs[a["p"][1]]
             consts.append(f"    const edgernn_mul_k_t {k} = edgernn_mul_k(&(const edgernn_mul_params_t){_literal(q.fields)});")
-            expr_v = f"edgernn_mul_elem(&{k}, {operand(a['in1'][1])}, {operand(a['in2'][1])})"
-        elif m.fn == "edgernn_addsub_n_s8":
+            expr_v = f"edgernn_mul_elem(&{k}, {operand(a['in1'][1], s1)}, {operand(a['in2'][1], s2)})"
+        elif m.fn == "edgernn_div_s8":
+            q = structs[a["p"][1]]
+            consts.append(f"    const edgernn_mul_params_t {k} = {_literal(q.fields)};")
+            expr_v = f"edgernn_div_elem(&{k}, {operand(a['in1'][1], s1)}, {operand(a['in2'][1], s2)})"
+        elif m.fn in ("edgernn_addsub_n_s8", "edgernn_addsub_s8"):
             q = structs[a["p"][1]]
             consts.append(f"    const edgernn_addsub_k_t {k} = "
                           f"edgernn_addsub_k(&(const edgernn_addsub_params_t){_literal(q.fields)}, {a['subtract']});")
-            expr_v = f"edgernn_addsub_elem(&{k}, {operand(a['in1'][1])}, {operand(a['in2'][1])})"
+            expr_v = f"edgernn_addsub_elem(&{k}, {operand(a['in1'][1], s1)}, {operand(a['in2'][1], s2)})"
         elif m.fn == "edgernn_addsub_const_s8":
             q = structs[a["p"][1]]
             consts.append(f"    const edgernn_addsub_k_t {k} = "
@@ -186,22 +260,36 @@ def render_fused(call: FusedCall, expr, structs: dict) -> str:
         else:
             raise ValueError(f"{m.fn} is not fusable")
         out_t = a["out"][1]
+        v = f"v{m.op_index}"
         body.append(f"        const int32_t {v} = {expr_v};   /* op {m.op_index}: {m.op} */")
         if out_t in call.stored:
             body.append(f"        {expr(out_t)}[i] = (int8_t){v};")
         value[out_t] = v
-    ptrs = [f"    const int8_t *const {name} = {expr(t)};" for t, name in loads.items()]
+    ptrs = [f"    const int8_t *const {name} = {expr(t)};" for (t, _), name in loads.items()]
     ops = ", ".join(f"{m.op_index} ({m.op})" for m in call.members)
+    walk, step = [], []
+    if walked:
+        inner = 1
+        for d in reversed(walked):
+            walk.append(f"    int d{d} = (begin / {inner}) % {dims[d]};")
+            inner *= dims[d]
+        # the counters of the output's position, the last dimension fastest; the outermost never wraps
+        step = _advance(walked, dims, 2)
+        if len(walked) == 1:   # one dimension: its counter is i
+            step, walk = [], []
+            body = [re.sub(rf"\bd{walked[0]}\b", "i", line) for line in body]
     return "\n".join([
         f"/* ops {ops}: one loop, intermediates in registers */",
         f"static void {call.fn}(const void *args, int begin, int end)",
         "{",
         *ptrs,
         *consts,
+        *walk,
         "    int i;",
         "    (void)args;",
         "    for (i = begin; i < end; ++i) {",
         *body,
+        *step,
         "    }",
         "}",
     ])

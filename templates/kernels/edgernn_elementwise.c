@@ -214,51 +214,12 @@ void edgernn_mul_s16(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, co
     EDGERNN_BCAST_LOOP(b, out[o] = (int16_t)edgernn_mul_elem(&k, in1[i1], in2[i2]));
 }
 
-/* ---- DIV, 8-bit: reference_ops::DivElementwise with gemmlowp's reciprocal ---- */
-
-static int count_leading_sign_bits(int32_t x)
-{
-    if (x == 0) {
-        return 31;
-    }
-    return x < 0 ? edgernn_clz32(~(uint32_t)x) - 1 : edgernn_clz32((uint32_t)x) - 1;
-}
-
-/* tflite::GetReciprocal(x, x_integer_digits = 31, &num_bits_over_unit) */
-static int32_t get_reciprocal(int32_t x, int *num_bits_over_unit)
-{
-    const int headroom_plus_one = edgernn_clz32((uint32_t)x);
-    const uint32_t shifted = (uint32_t)x << headroom_plus_one;
-    *num_bits_over_unit = 31 - headroom_plus_one;
-    return edgernn_one_over_one_plus_x((int32_t)(shifted - ((uint32_t)1 << 31)));
-}
-
-static int32_t div_one(const edgernn_mul_params_t *p, int32_t a, int32_t c)
-{
-    const int32_t input1_val = p->input1_offset + a;
-    const int32_t input2_val = p->input2_offset + c;
-    int recip_shift;
-    int32_t input2_inv;
-    int headroom;
-    int32_t unscaled;
-    int total_shift;
-    int32_t result;
-    if (input2_val > 0) {
-        input2_inv = get_reciprocal(input2_val, &recip_shift);
-    } else {
-        input2_inv = -get_reciprocal(-input2_val, &recip_shift);
-    }
-    headroom = count_leading_sign_bits(input1_val);
-    unscaled = edgernn_srdhm((int32_t)((int64_t)input1_val * ((int64_t)1 << headroom)), input2_inv);
-    total_shift = p->output_shift - recip_shift - headroom;
-    result = edgernn_rdbpot(edgernn_srdhm(unscaled, p->output_multiplier), -total_shift) + p->output_offset;
-    return edgernn_clamp(result, p->act_min, p->act_max);
-}
+/* ---- DIV, 8-bit: the per-element arithmetic is edgernn_div_elem (edgernn_elementwise.h) ---- */
 
 void edgernn_div_s8(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int8_t *in1,
                     const int8_t *in2, int8_t *out)
 {
-    EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)div_one(p, in1[i1], in2[i2]));
+    EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)edgernn_div_elem(p, in1[i1], in2[i2]));
 }
 
 /* ---- unary ---- */

@@ -105,4 +105,45 @@ EDGERNN_EW_INLINE int32_t edgernn_lut_elem(const int8_t *table, int32_t a)
     return table[(uint8_t)a];
 }
 
+/* DIV, 8-bit: reference_ops::DivElementwise with gemmlowp's reciprocal. */
+
+EDGERNN_EW_INLINE int edgernn_count_leading_sign_bits(int32_t x)
+{
+    if (x == 0) {
+        return 31;
+    }
+    return x < 0 ? edgernn_clz32(~(uint32_t)x) - 1 : edgernn_clz32((uint32_t)x) - 1;
+}
+
+/* tflite::GetReciprocal(x, x_integer_digits = 31, &num_bits_over_unit) */
+EDGERNN_EW_INLINE int32_t edgernn_get_reciprocal(int32_t x, int *num_bits_over_unit)
+{
+    const int headroom_plus_one = edgernn_clz32((uint32_t)x);
+    const uint32_t shifted = (uint32_t)x << headroom_plus_one;
+    *num_bits_over_unit = 31 - headroom_plus_one;
+    return edgernn_one_over_one_plus_x((int32_t)(shifted - ((uint32_t)1 << 31)));
+}
+
+EDGERNN_EW_INLINE int32_t edgernn_div_elem(const edgernn_mul_params_t *p, int32_t a, int32_t c)
+{
+    const int32_t input1_val = p->input1_offset + a;
+    const int32_t input2_val = p->input2_offset + c;
+    int recip_shift;
+    int32_t input2_inv;
+    int headroom;
+    int32_t unscaled;
+    int total_shift;
+    int32_t result;
+    if (input2_val > 0) {
+        input2_inv = edgernn_get_reciprocal(input2_val, &recip_shift);
+    } else {
+        input2_inv = -edgernn_get_reciprocal(-input2_val, &recip_shift);
+    }
+    headroom = edgernn_count_leading_sign_bits(input1_val);
+    unscaled = edgernn_srdhm((int32_t)((int64_t)input1_val * ((int64_t)1 << headroom)), input2_inv);
+    total_shift = p->output_shift - recip_shift - headroom;
+    result = edgernn_rdbpot(edgernn_srdhm(unscaled, p->output_multiplier), -total_shift) + p->output_offset;
+    return edgernn_clamp(result, p->act_min, p->act_max);
+}
+
 #endif /* EDGERNN_ELEMENTWISE_H */
