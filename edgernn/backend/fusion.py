@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from edgernn.backend import quantparams as qp
 from edgernn.backend.ir import Graph
 from edgernn.backend.kernels import kernel
 from edgernn.backend.lowering import Call, ConstArray
@@ -207,6 +208,56 @@ def _contiguous(dims) -> list[int]:
     return strides
 
 
+def _addsub_scaled(v: int, off: int, left: int, m: int, shift: int) -> int:
+    """An ADD/SUB input rescaled to the common scale, as TFLite's reference kernel computes it."""
+    return qp.rdbpot(qp.srdhm((v + off) * (1 << left), m), -shift)
+
+
+def _addsub_out(raw: int, q) -> int:
+    _, _, zo, _, _, _, _, _, mo, sho, lo, hi = (int(f) for f in q)
+    return max(lo, min(hi, qp.rdbpot(qp.srdhm(raw, mo), -sho) + zo))
+
+
+def _is_half(q, which: int) -> bool:
+    """The input's real multiplier is 0.5 exactly: its rescale is a product (edgernn_addsub_k's half)."""
+    left, m, sh = int(q[3]), int(q[4 + 2 * which]), int(q[5 + 2 * which])
+    return m == (1 << 30) and sh == 0 and left >= 1
+
+
+def input_table(q, which: int) -> list[int]:
+    """The rescaled value of ADD/SUB input ``which`` (0 or 1) for each int8 value, by (uint8_t) index:
+    it depends on the quantization only, so the loop looks it up instead of a 64-bit rescale."""
+    off, left, m, sh = int(q[which]), int(q[3]), int(q[4 + 2 * which]), int(q[5 + 2 * which])
+    return [_addsub_scaled(((u + 128) % 256) - 128, off, left, m, sh) for u in range(256)]
+
+
+def const_table(q, negate: bool, kc: int) -> list[int]:
+    """ADD/SUB of one constant the same for every element is a function of the int8 input alone."""
+    off1, left, m1, sh1 = int(q[0]), int(q[3]), int(q[4]), int(q[5])
+    sign = -1 if negate else 1
+    return [_addsub_out(sign * _addsub_scaled(((u + 128) % 256) - 128, off1, left, m1, sh1) + kc, q)
+            for u in range(256)]
+
+
+def tables(call: FusedCall, structs: dict) -> dict[int, list[ConstArray]]:
+    """op index -> the int8 tables its member reads in place of arithmetic (computed here, at generation)."""
+    out: dict[int, list[ConstArray]] = {}
+    for m in call.members:
+        a = _args(m)
+        if m.fn in ("edgernn_addsub_n_s8", "edgernn_addsub_s8"):
+            q = structs[a["p"][1]].fields
+            out[m.op_index] = [None if _is_half(q, w) else
+                               ConstArray(f"{call.fn}_op{m.op_index}_in{w + 1}", "int32_t", input_table(q, w))
+                               for w in (0, 1)]
+        elif m.fn == "edgernn_addsub_const_s8":
+            q = structs[a["p"][1]].fields
+            karr = next(arr for arr in m.arrays if arr.name == a["k"][1])
+            if len(set(karr.values)) == 1:
+                out[m.op_index] = [ConstArray(f"{call.fn}_op{m.op_index}_lut", "int8_t",
+                                              const_table(q, a["negate"] == "1", int(karr.values[0])))]
+    return out
+
+
 def render_fused(call: FusedCall, expr, structs: dict) -> str:
     """The definition of a fused loop as an edgernn_range_fn over its output elements [begin, end).
     ``expr(t)``: a tensor's C expression; ``structs``: name -> ConstStruct of the members' parameters.
@@ -230,6 +281,7 @@ def render_fused(call: FusedCall, expr, structs: dict) -> str:
         terms = [f"d{d} * {st}" if st != 1 else f"d{d}" for d, st in zip(walked, key) if st != 0]
         return f"{name}[{' + '.join(terms) if terms else '0'}]"
 
+    tabs = tables(call, structs)
     for m in call.members:
         a = _args(m)
         k = f"k{m.op_index}"
@@ -249,14 +301,23 @@ def render_fused(call: FusedCall, expr, structs: dict) -> str:
             q = structs[a["p"][1]]
             consts.append(f"    const edgernn_addsub_k_t {k} = "
                           f"edgernn_addsub_k(&(const edgernn_addsub_params_t){_literal(q.fields)}, {a['subtract']});")
-            expr_v = f"edgernn_addsub_elem(&{k}, {operand(a['in1'][1], s1)}, {operand(a['in2'][1], s2)})"
+            # the input that is not a product is looked up, already rescaled (input_table)
+            sc = []
+            for w, (name, st) in enumerate((("in1", s1), ("in2", s2))):
+                x = operand(a[name][1], st)
+                t = tabs[m.op_index][w]
+                sc.append(f"edgernn_addsub_scaled(&{k}.r{w + 1}, {k}.half{w + 1}, {k}.half_mul, {x} + {k}.off{w + 1})"
+                          if t is None else f"{t.name}[(uint8_t){x}]")
+            expr_v = f"edgernn_addsub_out(&{k}, {sc[0]} + {k}.sign2 * {sc[1]})"
         elif m.fn == "edgernn_addsub_const_s8":
             q = structs[a["p"][1]]
-            consts.append(f"    const edgernn_addsub_k_t {k} = "
-                          f"edgernn_addsub_k(&(const edgernn_addsub_params_t){_literal(q.fields)}, {a['negate']});")
             karr = next(arr for arr in m.arrays if arr.name == a["k"][1])
-            kc = str(int(karr.values[0])) if len(set(karr.values)) == 1 else f"{karr.name}[i]"
-            expr_v = f"edgernn_addsub_const_elem(&{k}, {operand(a['in'][1])}, {kc})"
+            if m.op_index in tabs:      # one constant for all elements: a table (const_table)
+                expr_v = f"edgernn_lut_elem({tabs[m.op_index][0].name}, {operand(a['in'][1])})"
+            else:
+                consts.append(f"    const edgernn_addsub_k_t {k} = "
+                              f"edgernn_addsub_k(&(const edgernn_addsub_params_t){_literal(q.fields)}, {a['negate']});")
+                expr_v = f"edgernn_addsub_const_elem(&{k}, {operand(a['in'][1])}, {karr.name}[i])"
         else:
             raise ValueError(f"{m.fn} is not fusable")
         out_t = a["out"][1]
@@ -297,5 +358,7 @@ def render_fused(call: FusedCall, expr, structs: dict) -> str:
 
 def used_arrays(call: FusedCall) -> list[ConstArray]:
     """The members' constant arrays the loop still reads (a uniform constant operand is a literal)."""
-    text = render_fused(call, lambda t: "", {s.name: s for m in call.members for s in m.structs})
-    return [a for a in call.arrays if a.name in text]
+    structs = {s.name: s for m in call.members for s in m.structs}
+    text = render_fused(call, lambda t: "", structs)
+    made = [t for ts in tables(call, structs).values() for t in ts if t is not None]
+    return [a for a in call.arrays + made if re.search(rf"\b{a.name}\b", text)]
