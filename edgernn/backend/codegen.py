@@ -126,9 +126,11 @@ def _scratch_key(op_index: int) -> int:
 
 
 def _liveness(graph: Graph, fixed: set[int], position: dict[int, int] | None = None,
-              unstored: set[int] = frozenset()) -> list[tuple[list[int], int, int, int]]:
+              unstored: set[int] = frozenset(), extra_reads: dict[int, int] | None = None
+              ) -> list[tuple[list[int], int, int, int]]:
     """Each arena tensor's life in operator steps; ``position`` moves an op to where it runs (a fused
-    group's members to the group's call), ``unstored`` tensors never reach memory."""
+    group's members to the group's call), ``unstored`` tensors never reach memory, ``extra_reads``
+    are reads the graph does not show (a fused loop reading a slice in its source)."""
     n_ops = len(graph.operators)
     first: dict[int, int] = {}
     last: dict[int, int] = {}
@@ -141,6 +143,8 @@ def _liveness(graph: Graph, fixed: set[int], position: dict[int, int] | None = N
         for t in op.inputs:
             if t >= 0:
                 last[t] = max(last.get(t, at), at)
+    for t, at in (extra_reads or {}).items():
+        last[t] = max(last.get(t, at), at)
     for t in graph.outputs.values():
         last[t] = n_ops
     lives = []
@@ -157,14 +161,16 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
     lowering = Lowering(graph, prefix)
     calls = lowering.lower()
     keep = set(graph.outputs.values()) | {s.out_tensor for s in state_slots}
-    calls = fusion.fuse_calls(graph, calls, prefix, keep)
+    if fusion.ENABLED:
+        calls = fusion.fuse_calls(graph, calls, prefix, keep)
     if input_key not in graph.inputs:
         raise EdgeRNNError(f"the {prefix} model has no input {input_key!r} (it has {', '.join(graph.inputs)})")
     if output_key not in graph.outputs:
         raise EdgeRNNError(f"the {prefix} model has no output {output_key!r} (it has {', '.join(graph.outputs)})")
     x_t = graph.inputs[input_key]
     fixed = {x_t} | {s.in_tensor for s in state_slots}
-    lives = _liveness(graph, fixed, fusion.positions(calls), fusion.unstored(calls))
+    lives = _liveness(graph, fixed, fusion.positions(calls),
+                      fusion.unstored(calls) | fusion.skipped_copies(graph, calls), fusion.extra_reads(calls))
     scratch = {_scratch_key(c.op_index): c.scratch for c in calls if c.scratch}
     lives += [([key], nbytes, -1 - key, -1 - key) for key, (_, nbytes) in scratch.items()]
     plan = plan_arena(lives)

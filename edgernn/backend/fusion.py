@@ -21,6 +21,9 @@ from edgernn.backend.ir import Graph
 from edgernn.backend.kernels import kernel
 from edgernn.backend.lowering import Call, ConstArray
 
+# False: every call stays its own kernel (a build to hold the fused one against, tests/backend/test_fusion.py)
+ENABLED = True
+
 # the 8-bit kernels a loop can take in: flat ones (n elements, every operand n elements long) and
 # broadcasting ones (an edgernn_bcast_t: each operand walks the output's 4-D shape with its own strides)
 FLAT = {"edgernn_addsub_n_s8", "edgernn_addsub_const_s8", "edgernn_mul_n_s8", "edgernn_lut_s8"}
@@ -35,6 +38,7 @@ class FusedCall(Call):
     n: int = 0
     dims: tuple[int, ...] | None = None                # the 4-D output shape a broadcasting member walks
     stored: set[int] = field(default_factory=set)     # member outputs written to memory
+    views: dict[int, tuple[int, int]] = field(default_factory=dict)   # input -> (tensor, offset) it is a slice of
     team: bool = False                                 # split across the team by element range
 
 
@@ -156,7 +160,68 @@ def fuse_calls(graph: Graph, calls: list[Call], prefix: str, keep: set[int]) -> 
             out.append(FusedCall(at, "+".join(m.op for m in item.members), f"{prefix}_fused{at}", [],
                                  arrays=[a for m in item.members for a in m.arrays], members=item.members,
                                  n=item.n, dims=item.dims, stored=stored))
+    return _read_slices_in_place(graph, out, keep)
+
+
+def _slice_copies(graph: Graph, call: Call, keep: set[int]) -> dict[int, tuple[int, int]]:
+    """The outputs of a data-movement call that are one contiguous run of a runtime tensor (SPLIT,
+    RESHAPE, a STRIDED_SLICE of one run): output -> (source tensor, offset in elements)."""
+    out = {}
+    for sub in [call, *call.more]:
+        if sub.fn != "edgernn_copy_runs":
+            return {}
+        a = _args(sub)
+        runs = next((arr.values for arr in call.arrays if arr.name == a["runs"][1]), None)
+        if runs is None or len(runs) != 1:
+            continue
+        dst_off, src_off, count = (int(v) for v in runs[0])
+        dst, src = a["dst"][1], a["src"][1]
+        t = graph.tensors[dst]
+        if dst_off == 0 and count == t.size and t.dtype == "int8" and dst not in keep and \
+                not graph.tensors[src].is_const:
+            out[dst] = (src, src_off)
     return out
+
+
+def _read_slices_in_place(graph: Graph, calls: list[Call], keep: set[int]) -> list[Call]:
+    """A slice that only fused loops read is not copied: the loops read it where it lies, in its source
+    (which then lives until they have run, ``extra_reads``)."""
+    readers: dict[int, list[Call]] = {}
+    for c in calls:
+        written = set() if isinstance(c, FusedCall) else set(graph.operators[c.op_index].outputs)
+        for t in _reads(c) - written:
+            readers.setdefault(t, []).append(c)
+    out = []
+    for call in calls:
+        slices = {dst: v for dst, v in _slice_copies(graph, call, keep).items()
+                  if readers.get(dst) and all(isinstance(r, FusedCall) for r in readers[dst])}
+        for dst, v in slices.items():
+            for r in readers[dst]:
+                r.views[dst] = v
+        chain = [c for c in [call, *call.more] if c.fn != "edgernn_copy_runs" or _args(c)["dst"][1] not in slices]
+        if not chain:
+            continue
+        if len(chain) < len(call.more) + 1:
+            first = chain[0]
+            call = Call(first.op_index, first.op, first.fn, first.args, arrays=call.arrays, structs=call.structs,
+                        more=chain[1:], scratch=call.scratch)
+        out.append(call)
+    return out
+
+
+def extra_reads(calls: list[Call]) -> dict[int, int]:
+    """tensor -> the op index of the last fused loop that reads a slice of it in place."""
+    reads: dict[int, int] = {}
+    for c in calls:
+        if isinstance(c, FusedCall):
+            for src, _ in c.views.values():
+                reads[src] = max(reads.get(src, c.op_index), c.op_index)
+    return reads
+
+
+def skipped_copies(graph: Graph, calls: list[Call]) -> set[int]:
+    """Outputs of slices no call copies any more (read in place): they need no memory."""
+    return {t for c in calls if isinstance(c, FusedCall) for t in c.views}
 
 
 def _hoistable(reads: set[int], group: _Group, placed: list, producer: dict) -> bool:
@@ -272,6 +337,7 @@ def render_fused(call: FusedCall, expr, structs: dict) -> str:
     def operand(t: int, strides=None) -> str:
         if t in value:
             return value[t]
+
         key = tuple(strides[d] for d in walked) if strides is not None else flat
         if (t, key) not in loads:
             loads[(t, key)] = f"in{len(loads)}"
@@ -326,7 +392,13 @@ def render_fused(call: FusedCall, expr, structs: dict) -> str:
         if out_t in call.stored:
             body.append(f"        {expr(out_t)}[i] = (int8_t){v};")
         value[out_t] = v
-    ptrs = [f"    const int8_t *const {name} = {expr(t)};" for (t, _), name in loads.items()]
+    def where(t: int) -> str:
+        if t in call.views:
+            src, offset = call.views[t]
+            return f"{expr(src)} + {offset}" if offset else expr(src)
+        return expr(t)
+
+    ptrs = [f"    const int8_t *const {name} = {where(t)};" for (t, _), name in loads.items()]
     ops = ", ".join(f"{m.op_index} ({m.op})" for m in call.members)
     walk, step = [], []
     if walked:
