@@ -72,7 +72,8 @@ class RenderedGraph:
     @property
     def fused(self) -> list[str]:
         """The definitions of the fused element-wise loops the schedule calls (edgernn/backend/fusion.py)."""
-        return [fusion.render_fused(c, lambda t: self.exprs[t], {s.name: s for m in c.members for s in m.structs})
+        return [fusion.render_fused(c, lambda t: self.exprs[t], {s.name: s for m in c.members for s in m.structs},
+                                    self.input_tensor)
                 for c in self.calls if isinstance(c, fusion.FusedCall)]
 
     @property
@@ -82,7 +83,9 @@ class RenderedGraph:
             if isinstance(call, fusion.FusedCall):
                 traced = [{"expr": self.exprs[t], "nbytes": self.graph.tensors[t].nbytes}
                           for m in call.members for t in [fusion.call_output(m)] if t in call.stored]
-                args = ([call.fn, "NULL", str(call.n), "1"] if call.team else ["NULL", "0", str(call.n)])
+                # the range function's args: the graph's input, which it may read
+                x = self.exprs[self.input_tensor]
+                args = ([call.fn, x, str(call.n), "1"] if call.team else [x, "0", str(call.n)])
                 out.append({"op": f"{call.op_index}: {call.op}", "index": call.op_index,
                             "fn": "edgernn_team_split" if call.team else call.fn, "args": args, "traced": traced})
                 continue

@@ -323,9 +323,10 @@ def tables(call: FusedCall, structs: dict) -> dict[int, list[ConstArray]]:
     return out
 
 
-def render_fused(call: FusedCall, expr, structs: dict) -> str:
+def render_fused(call: FusedCall, expr, structs: dict, input_tensor: int = -1) -> str:
     """The definition of a fused loop as an edgernn_range_fn over its output elements [begin, end).
-    ``expr(t)``: a tensor's C expression; ``structs``: name -> ConstStruct of the members' parameters.
+    ``expr(t)``: a tensor's C expression; ``structs``: name -> ConstStruct of the members' parameters;
+    the graph's input (``input_tensor``, int8) comes as the range function's args.
     A broadcasting group walks its 4-D shape with one counter per dimension longer than 1."""
     consts, body = [], []
     value: dict[int, str] = {}
@@ -399,6 +400,8 @@ def render_fused(call: FusedCall, expr, structs: dict) -> str:
         return expr(t)
 
     ptrs = [f"    const int8_t *const {name} = {where(t)};" for (t, _), name in loads.items()]
+    if any(call.views.get(t, (t, 0))[0] == input_tensor for t, _ in loads):
+        ptrs.insert(0, f"    const int8_t *const {expr(input_tensor)} = (const int8_t *)args;")
     ops = ", ".join(f"{m.op_index} ({m.op})" for m in call.members)
     walk, step = [], []
     if walked:
@@ -411,7 +414,7 @@ def render_fused(call: FusedCall, expr, structs: dict) -> str:
         if len(walked) == 1:   # one dimension: its counter is i
             step, walk = [], []
             body = [re.sub(rf"\bd{walked[0]}\b", "i", line) for line in body]
-    return "\n".join([
+    return "\n".join(line for line in [
         f"/* ops {ops}: one loop, intermediates in registers */",
         f"static void {call.fn}(const void *args, int begin, int end)",
         "{",
@@ -419,13 +422,13 @@ def render_fused(call: FusedCall, expr, structs: dict) -> str:
         *consts,
         *walk,
         "    int i;",
-        "    (void)args;",
+        "    (void)args;" if not ptrs or "args;" not in ptrs[0] else None,
         "    for (i = begin; i < end; ++i) {",
         *body,
         *step,
         "    }",
         "}",
-    ])
+    ] if line is not None)
 
 
 def used_arrays(call: FusedCall) -> list[ConstArray]:
