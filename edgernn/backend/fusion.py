@@ -304,6 +304,31 @@ def const_table(q, negate: bool, kc: int) -> list[int]:
             for u in range(256)]
 
 
+def _offset_bound(off: int) -> int:
+    """The largest |v + off| of an int8 v."""
+    return max(abs(-128 + off), abs(127 + off))
+
+
+def narrow(bound: int, m: int, e: int) -> str | None:
+    """The arguments ``m, up, e`` of edgernn_rescale_narrow for values |x| <= bound, or None where its
+    conditions (|x| * 2^up <= INT32_MAX, 2 <= up, up + e <= 31, 2^30 <= m) do not hold."""
+    if bound <= 0 or m < (1 << 30) or e < 0:
+        return None
+    up = min(((1 << 31) - 1) // bound, 1 << 30).bit_length() - 1
+    up = min(up, 31 - e)
+    return f"{m}, {up}, {e}" if up >= 2 else None
+
+
+def _mul_narrow(q) -> str | None:
+    o1, o2, _, m, sh = (int(f) for f in q[:5])
+    left = max(sh, 0)
+    return narrow(_offset_bound(o1) * _offset_bound(o2) << left, m, max(-sh, 0))
+
+
+def _addsub_narrow(q, bound1: int, bound2: int) -> str | None:
+    return narrow(bound1 + bound2, int(q[8]), -int(q[9]))
+
+
 def tables(call: FusedCall, structs: dict) -> dict[int, list[ConstArray]]:
     """op index -> the int8 tables its member reads in place of arithmetic (computed here, at generation)."""
     out: dict[int, list[ConstArray]] = {}
@@ -359,7 +384,10 @@ def render_fused(call: FusedCall, expr, structs: dict, input_tensor: int = -1) -
         elif m.fn in ("edgernn_mul_n_s8", "edgernn_mul_s8"):
             q = structs[a["p"][1]]
             consts.append(f"    const edgernn_mul_k_t {k} = edgernn_mul_k(&(const edgernn_mul_params_t){_literal(q.fields)});")
-            expr_v = f"edgernn_mul_elem(&{k}, {operand(a['in1'][1], s1)}, {operand(a['in2'][1], s2)})"
+            prod = f"edgernn_mul_prod(&{k}, {operand(a['in1'][1], s1)}, {operand(a['in2'][1], s2)})"
+            nw = _mul_narrow(q.fields)
+            expr_v = (f"edgernn_mul_out_narrow(&{k}, {prod}, {nw})" if nw else
+                      f"edgernn_mul_elem(&{k}, {operand(a['in1'][1], s1)}, {operand(a['in2'][1], s2)})")
         elif m.fn == "edgernn_div_s8":
             q = structs[a["p"][1]]
             consts.append(f"    const edgernn_mul_params_t {k} = {_literal(q.fields)};")
@@ -375,7 +403,10 @@ def render_fused(call: FusedCall, expr, structs: dict, input_tensor: int = -1) -
                 t = tabs[m.op_index][w]
                 sc.append(f"edgernn_addsub_scaled(&{k}.r{w + 1}, {k}.half{w + 1}, {k}.half_mul, {x} + {k}.off{w + 1})"
                           if t is None else f"{t.name}[(uint8_t){x}]")
-            expr_v = f"edgernn_addsub_out(&{k}, {sc[0]} + {k}.sign2 * {sc[1]})"
+            bounds = [max(abs(v) for v in input_table(q.fields, w)) for w in (0, 1)]
+            nw = _addsub_narrow(q.fields, *bounds)
+            raw = f"{sc[0]} + {k}.sign2 * {sc[1]}"
+            expr_v = f"edgernn_addsub_out_narrow(&{k}, {raw}, {nw})" if nw else f"edgernn_addsub_out(&{k}, {raw})"
         elif m.fn == "edgernn_addsub_const_s8":
             q = structs[a["p"][1]]
             karr = next(arr for arr in m.arrays if arr.name == a["k"][1])
@@ -384,7 +415,12 @@ def render_fused(call: FusedCall, expr, structs: dict, input_tensor: int = -1) -
             else:
                 consts.append(f"    const edgernn_addsub_k_t {k} = "
                               f"edgernn_addsub_k(&(const edgernn_addsub_params_t){_literal(q.fields)}, {a['negate']});")
-                expr_v = f"edgernn_addsub_const_elem(&{k}, {operand(a['in'][1])}, {karr.name}[i])"
+                x = operand(a["in"][1])
+                nw = _addsub_narrow(q.fields, max(abs(v) for v in input_table(q.fields, 0)),
+                                    max(abs(int(v)) for v in karr.values))
+                scaled = f"edgernn_addsub_scaled(&{k}.r1, {k}.half1, {k}.half_mul, {x} + {k}.off1)"
+                expr_v = (f"edgernn_addsub_out_narrow(&{k}, {k}.sign2 * {scaled} + {karr.name}[i], {nw})" if nw
+                          else f"edgernn_addsub_const_elem(&{k}, {x}, {karr.name}[i])")
         else:
             raise ValueError(f"{m.fn} is not fusable")
         out_t = a["out"][1]

@@ -92,11 +92,29 @@ EDGERNN_EW_INLINE edgernn_mul_k_t edgernn_mul_k(const edgernn_mul_params_t *p)
     return k;
 }
 
+/* The product MUL rescales. */
+EDGERNN_EW_INLINE int32_t edgernn_mul_prod(const edgernn_mul_k_t *k, int32_t a, int32_t c)
+{
+    return (int32_t)((int64_t)((k->off1 + a) * (k->off2 + c)) * ((int64_t)1 << k->left));
+}
+
 /* One element of MUL. */
 EDGERNN_EW_INLINE int32_t edgernn_mul_elem(const edgernn_mul_k_t *k, int32_t a, int32_t c)
 {
-    const int32_t prod = (int32_t)((int64_t)((k->off1 + a) * (k->off2 + c)) * ((int64_t)1 << k->left));
-    return edgernn_clamp(edgernn_rescale(&k->r, prod) + k->out_off, k->lo, k->hi);
+    return edgernn_clamp(edgernn_rescale(&k->r, edgernn_mul_prod(k, a, c)) + k->out_off, k->lo, k->hi);
+}
+
+/* The output of MUL (prod) or of ADD/SUB (raw) through edgernn_rescale_narrow: for a fused loop whose
+ * generation bounded the value (m, up, e as that function takes them; the same result). */
+EDGERNN_EW_INLINE int32_t edgernn_mul_out_narrow(const edgernn_mul_k_t *k, int32_t prod, int32_t m, int up, int e)
+{
+    return edgernn_clamp(edgernn_rescale_narrow(prod, m, up, e) + k->out_off, k->lo, k->hi);
+}
+
+EDGERNN_EW_INLINE int32_t edgernn_addsub_out_narrow(const edgernn_addsub_k_t *k, int32_t raw, int32_t m, int up,
+                                                    int e)
+{
+    return edgernn_clamp(edgernn_rescale_narrow(raw, m, up, e) + k->out_off, k->lo, k->hi);
 }
 
 /* One element of an 8-bit table op (LOGISTIC, TANH, EXP, ABS, NEG, RELU, QUANTIZE ...). */
