@@ -348,6 +348,30 @@ def tables(call: FusedCall, structs: dict) -> dict[int, list[ConstArray]]:
     return out
 
 
+def composed_tables(call: FusedCall, structs: dict) -> dict[int, tuple[ConstArray, int]]:
+    """op index -> (one int8 table, the tensor it reads) for each table op of the loop (a table op, or an
+    ADD/SUB of one constant for every element) whose input is another table op's output in the loop: the
+    two tables composed at generation into one, read with the first one's input (a chain of any length)."""
+    own = tables(call, structs)
+    chains: dict[int, tuple[int, list[int]]] = {}    # output -> (source tensor, table over the source)
+    out: dict[int, tuple[ConstArray, int]] = {}
+    for m in call.members:
+        a = _args(m)
+        if m.fn == "edgernn_lut_s8":
+            values = [int(v) for v in next(arr for arr in m.arrays if arr.name == a["table"][1]).values]
+        elif m.fn == "edgernn_addsub_const_s8" and m.op_index in own:
+            values = [int(v) for v in own[m.op_index][0].values]
+        else:
+            continue
+        src = a["in"][1]
+        if src in chains:
+            src, first = chains[src]
+            values = [values[first[u] & 0xFF] for u in range(256)]
+            out[m.op_index] = (ConstArray(f"{call.fn}_op{m.op_index}_chain", "int8_t", values), src)
+        chains[a["out"][1]] = (src, values)
+    return out
+
+
 def render_fused(call: FusedCall, expr, structs: dict, input_tensor: int = -1) -> str:
     """The definition of a fused loop as an edgernn_range_fn over its output elements [begin, end).
     ``expr(t)``: a tensor's C expression; ``structs``: name -> ConstStruct of the members' parameters;
@@ -374,12 +398,16 @@ def render_fused(call: FusedCall, expr, structs: dict, input_tensor: int = -1) -
         return f"{name}[{' + '.join(terms) if terms else '0'}]"
 
     tabs = tables(call, structs)
+    composed = composed_tables(call, structs)
     for m in call.members:
         a = _args(m)
         k = f"k{m.op_index}"
         bc = structs[a["b"][1]].fields if "b" in a else None
         s1, s2 = (bc[1], bc[2]) if bc is not None else (None, None)
-        if m.fn == "edgernn_lut_s8":
+        if m.op_index in composed:   # a table of a table: one lookup (composed_tables)
+            arr, src = composed[m.op_index]
+            expr_v = f"edgernn_lut_elem({arr.name}, {operand(src)})"
+        elif m.fn == "edgernn_lut_s8":
             expr_v = f"edgernn_lut_elem({a['table'][1]}, {operand(a['in'][1])})"
         elif m.fn in ("edgernn_mul_n_s8", "edgernn_mul_s8"):
             q = structs[a["p"][1]]
@@ -472,4 +500,5 @@ def used_arrays(call: FusedCall) -> list[ConstArray]:
     structs = {s.name: s for m in call.members for s in m.structs}
     text = render_fused(call, lambda t: "", structs)
     made = [t for ts in tables(call, structs).values() for t in ts if t is not None]
+    made += [arr for arr, _ in composed_tables(call, structs).values()]
     return [a for a in call.arrays + made if re.search(rf"\b{a.name}\b", text)]

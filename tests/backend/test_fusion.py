@@ -215,3 +215,17 @@ def test_tables_hold_the_reference_arithmetic():
     lut = fusion.const_table(q, True, 12345)
     assert all(-128 <= v <= 127 for v in lut)
     assert lut[0] == max(-128, min(127, qp.rdbpot(qp.srdhm(-table[0] + 12345, 2088003577), 19) + 2))
+
+
+def test_a_table_of_a_table_is_one_composed_table():
+    first, second = _lut(0, 1, 10), _lut(1, 10, 11)
+    first.arrays[0].values = [(v * 3) % 256 - 128 for v in range(256)]
+    second.arrays[0].values = [127 - v for v in range(256)]
+    out = fusion.fuse_calls(_Graph({0: [10], 1: [11]}), [first, second], "m", keep={11})
+    composed = fusion.composed_tables(out[0], {})
+    arr, src = composed[1]
+    assert src == 1
+    assert arr.values == [second.arrays[0].values[first.arrays[0].values[u] & 0xFF] for u in range(256)]
+    text = fusion.render_fused(out[0], lambda t: f"T{t}", {})
+    assert f"edgernn_lut_elem({arr.name}, in0[i])" in text
+    assert arr in fusion.used_arrays(out[0])
