@@ -229,3 +229,27 @@ def test_a_table_of_a_table_is_one_composed_table():
     text = fusion.render_fused(out[0], lambda t: f"T{t}", {})
     assert f"edgernn_lut_elem({arr.name}, in0[i])" in text
     assert arr in fusion.used_arrays(out[0])
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("name", ["gru", "ltc"])
+def test_fused_loops_split_across_workers_give_the_same_bytes(converted, tmp_path, name):
+    """A fused loop with enough elements is split by element range (edgernn_team_split): a broadcasting
+    loop's counters then start mid-shape. 1, 3 and 8 POSIX threads against each other and the interpreter."""
+    folder = tmp_path / "out"
+    shutil.copytree(converted(name), folder)
+    n = int(H.load_interpreter(folder / "step.tflite").get_signature_runner("serving_default")
+            .get_input_details()["x"]["shape"][-1])
+    xq = H.quantize_x(folder, zoo.trajectories(1, 50, n, seed=6)[0] * 1.5)
+    ref, _ = H.reference_bytes(folder, xq)
+    results = []
+    for workers in (1, 3, 8):
+        b = H.build(folder, cflags=["-O2", f"-DEDGERNN_THREADS={workers}", "-pthread"], name=f"driver_t{workers}")
+        model_c = (folder / "firmware" / "model.c").read_text()
+        assert "edgernn_team_split(edgernn_step_fused" in model_c
+        if name == "ltc":
+            assert "int d2 = " in model_c or "int d1 = " in model_c, "no broadcasting loop walks a shape"
+        got, _ = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
+        assert H.compare(got, ref, "int8")["mismatches"] == 0, f"{workers} workers differ from the interpreter"
+        results.append(got)
+    assert all(np.array_equal(results[0], r) for r in results[1:])
