@@ -38,7 +38,6 @@ class FusedCall(Call):
     n: int = 0
     dims: tuple[int, ...] | None = None                # the 4-D output shape a broadcasting member walks
     stored: set[int] = field(default_factory=set)     # member outputs written to memory
-    views: dict[int, tuple[int, int]] = field(default_factory=dict)   # input -> (tensor, offset) it is a slice of
     team: bool = False                                 # split across the team by element range
 
 
@@ -160,12 +159,12 @@ def fuse_calls(graph: Graph, calls: list[Call], prefix: str, keep: set[int]) -> 
             out.append(FusedCall(at, "+".join(m.op for m in item.members), f"{prefix}_fused{at}", [],
                                  arrays=[a for m in item.members for a in m.arrays], members=item.members,
                                  n=item.n, dims=item.dims, stored=stored))
-    return _read_slices_in_place(graph, out, keep)
+    return out
 
 
 def _slice_copies(graph: Graph, call: Call, keep: set[int]) -> dict[int, tuple[int, int]]:
-    """The outputs of a data-movement call that are one contiguous run of a runtime tensor (SPLIT,
-    RESHAPE, a STRIDED_SLICE of one run): output -> (source tensor, offset in elements)."""
+    """The outputs of a data-movement call that are one contiguous run of a tensor no op writes in place
+    (SPLIT, RESHAPE, a STRIDED_SLICE of one run): output -> (source tensor, offset in elements)."""
     out = {}
     for sub in [call, *call.more]:
         if sub.fn != "edgernn_copy_runs":
@@ -176,28 +175,24 @@ def _slice_copies(graph: Graph, call: Call, keep: set[int]) -> dict[int, tuple[i
             continue
         dst_off, src_off, count = (int(v) for v in runs[0])
         dst, src = a["dst"][1], a["src"][1]
-        t = graph.tensors[dst]
+        t, s = graph.tensors[dst], graph.tensors[src]
         if dst_off == 0 and count == t.size and t.dtype == "int8" and dst not in keep and \
-                not graph.tensors[src].is_const:
+                not s.is_const and not s.is_variable:
             out[dst] = (src, src_off)
     return out
 
 
-def _read_slices_in_place(graph: Graph, calls: list[Call], keep: set[int]) -> list[Call]:
-    """A slice that only fused loops read is not copied: the loops read it where it lies, in its source
-    (which then lives until they have run, ``extra_reads``)."""
-    readers: dict[int, list[Call]] = {}
-    for c in calls:
-        written = set() if isinstance(c, FusedCall) else set(graph.operators[c.op_index].outputs)
-        for t in _reads(c) - written:
-            readers.setdefault(t, []).append(c)
+def slice_aliases(graph: Graph, calls: list[Call], keep: set[int]) -> tuple[list[Call], dict[int, tuple[int, int]]]:
+    """The schedule without the copies of slices, and each slice as (source, offset in elements): its
+    readers read it where it lies, in its source (a slice of a slice resolved to the first source), which
+    the memory plan keeps alive as long as the slice is read."""
+    aliases: dict[int, tuple[int, int]] = {}
     out = []
     for call in calls:
-        slices = {dst: v for dst, v in _slice_copies(graph, call, keep).items()
-                  if readers.get(dst) and all(isinstance(r, FusedCall) for r in readers[dst])}
-        for dst, v in slices.items():
-            for r in readers[dst]:
-                r.views[dst] = v
+        slices = _slice_copies(graph, call, keep)
+        for dst, (src, off) in slices.items():
+            root, base = aliases.get(src, (src, 0))
+            aliases[dst] = (root, base + off)
         chain = [c for c in [call, *call.more] if c.fn != "edgernn_copy_runs" or _args(c)["dst"][1] not in slices]
         if not chain:
             continue
@@ -206,22 +201,7 @@ def _read_slices_in_place(graph: Graph, calls: list[Call], keep: set[int]) -> li
             call = Call(first.op_index, first.op, first.fn, first.args, arrays=call.arrays, structs=call.structs,
                         more=chain[1:], scratch=call.scratch)
         out.append(call)
-    return out
-
-
-def extra_reads(calls: list[Call]) -> dict[int, int]:
-    """tensor -> the op index of the last fused loop that reads a slice of it in place."""
-    reads: dict[int, int] = {}
-    for c in calls:
-        if isinstance(c, FusedCall):
-            for src, _ in c.views.values():
-                reads[src] = max(reads.get(src, c.op_index), c.op_index)
-    return reads
-
-
-def skipped_copies(graph: Graph, calls: list[Call]) -> set[int]:
-    """Outputs of slices no call copies any more (read in place): they need no memory."""
-    return {t for c in calls if isinstance(c, FusedCall) for t in c.views}
+    return out, aliases
 
 
 def _hoistable(reads: set[int], group: _Group, placed: list, producer: dict) -> bool:
@@ -372,10 +352,11 @@ def composed_tables(call: FusedCall, structs: dict) -> dict[int, tuple[ConstArra
     return out
 
 
-def render_fused(call: FusedCall, expr, structs: dict, input_tensor: int = -1) -> str:
+def render_fused(call: FusedCall, expr, structs: dict, input_tensor: int = -1, root=lambda t: t) -> str:
     """The definition of a fused loop as an edgernn_range_fn over its output elements [begin, end).
     ``expr(t)``: a tensor's C expression; ``structs``: name -> ConstStruct of the members' parameters;
-    the graph's input (``input_tensor``, int8) comes as the range function's args.
+    the graph's input (``input_tensor``, int8; ``root(t)``: the tensor a slice t lies in) comes as the
+    range function's args.
     A broadcasting group walks its 4-D shape with one counter per dimension longer than 1."""
     consts, body = [], []
     value: dict[int, str] = {}
@@ -457,14 +438,8 @@ def render_fused(call: FusedCall, expr, structs: dict, input_tensor: int = -1) -
         if out_t in call.stored:
             body.append(f"        {expr(out_t)}[i] = (int8_t){v};")
         value[out_t] = v
-    def where(t: int) -> str:
-        if t in call.views:
-            src, offset = call.views[t]
-            return f"{expr(src)} + {offset}" if offset else expr(src)
-        return expr(t)
-
-    ptrs = [f"    const int8_t *const {name} = {where(t)};" for (t, _), name in loads.items()]
-    if any(call.views.get(t, (t, 0))[0] == input_tensor for t, _ in loads):
+    ptrs = [f"    const int8_t *const {name} = {expr(t)};" for (t, _), name in loads.items()]
+    if any(root(t) == input_tensor for t, _ in loads):
         ptrs.insert(0, f"    const int8_t *const {expr(input_tensor)} = (const int8_t *)args;")
     ops = ", ".join(f"{m.op_index} ({m.op})" for m in call.members)
     walk, step = [], []
