@@ -352,6 +352,17 @@ def composed_tables(call: FusedCall, structs: dict) -> dict[int, tuple[ConstArra
     return out
 
 
+def _drop_unread(body: list[str]) -> list[str]:
+    """The loop body without the values nothing reads or stores (a table op composed into the next)."""
+    kept: list[str] = []
+    for line in reversed(body):
+        m = re.match(r"\s*const int32_t (v\d+) = ", line)
+        if m and not any(re.search(rf"\b{m.group(1)}\b", later) for later in kept):
+            continue
+        kept.append(line)
+    return kept[::-1]
+
+
 def render_fused(call: FusedCall, expr, structs: dict, input_tensor: int = -1, root=lambda t: t) -> str:
     """The definition of a fused loop as an edgernn_range_fn over its output elements [begin, end).
     ``expr(t)``: a tensor's C expression; ``structs``: name -> ConstStruct of the members' parameters;
@@ -438,6 +449,8 @@ def render_fused(call: FusedCall, expr, structs: dict, input_tensor: int = -1, r
         if out_t in call.stored:
             body.append(f"        {expr(out_t)}[i] = (int8_t){v};")
         value[out_t] = v
+    body = _drop_unread(body)
+    loads = {key: name for key, name in loads.items() if any(re.search(rf"\b{name}\[", line) for line in body)}
     ptrs = [f"    const int8_t *const {name} = {expr(t)};" for (t, _), name in loads.items()]
     if any(root(t) == input_tensor for t, _ in loads):
         ptrs.insert(0, f"    const int8_t *const {expr(input_tensor)} = (const int8_t *)args;")
