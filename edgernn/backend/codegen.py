@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgernn.backend import kernels
+from edgernn.backend import fusion, kernels
 from edgernn.backend.ir import Graph
 from edgernn.backend.lowering import Call, ConstArray, ConstStruct, Lowering
 from edgernn.backend.memplan import ArenaPlan, plan_arena
@@ -34,7 +34,7 @@ KERNEL_SOURCES = [
 # kernel's own and its team version's)
 OPTIONAL_KERNEL_SOURCES = {"edgernn_lstm.c": ("edgernn_lstm_", "edgernn_team_lstm_")}
 KERNEL_HEADERS = [
-    "edgernn_kernels.h", "edgernn_fixedpoint.h", "edgernn_dot.h", "edgernn_team.h", "edgernn_xpulp_emul.h",
+    "edgernn_kernels.h", "edgernn_fixedpoint.h", "edgernn_elementwise.h", "edgernn_dot.h", "edgernn_team.h", "edgernn_xpulp_emul.h",
 ]
 # The team implementation, copied as edgernn_team.c: the board file's [parallel] team (a path under
 # templates/), else the portable one (serial, or POSIX threads with -DEDGERNN_THREADS=N).
@@ -68,11 +68,28 @@ class RenderedGraph:
     structs: list[ConstStruct] = field(default_factory=list)
     input_tensor: int = -1
     output_tensor: int = -1
+    aliases: dict = field(default_factory=dict)    # slice -> (tensor it lies in, offset): no copy
+
+    @property
+    def fused(self) -> list[str]:
+        """The definitions of the fused element-wise loops the schedule calls (edgernn/backend/fusion.py)."""
+        return [fusion.render_fused(c, lambda t: self.exprs[t], {s.name: s for m in c.members for s in m.structs},
+                                    self.input_tensor, lambda t: self.aliases.get(t, (t, 0))[0])
+                for c in self.calls if isinstance(c, fusion.FusedCall)]
 
     @property
     def statements(self) -> list[dict]:
         out = []
         for call in self.calls:
+            if isinstance(call, fusion.FusedCall):
+                traced = [{"expr": self.exprs[t], "nbytes": self.graph.tensors[t].nbytes}
+                          for m in call.members for t in [fusion.call_output(m)] if t in call.stored]
+                # the range function's args: the graph's input, which it may read
+                x = self.exprs[self.input_tensor]
+                args = ([call.fn, x, str(call.n), "1"] if call.team else [x, "0", str(call.n)])
+                out.append({"op": f"{call.op_index}: {call.op}", "index": call.op_index,
+                            "fn": "edgernn_team_split" if call.team else call.fn, "args": args, "traced": traced})
+                continue
             chain = [call, *call.more]
             for k, c in enumerate(chain):
                 traced = []
@@ -112,23 +129,33 @@ def _scratch_key(op_index: int) -> int:
     return -1 - op_index
 
 
-def _liveness(graph: Graph, fixed: set[int]) -> list[tuple[list[int], int, int, int]]:
+def _liveness(graph: Graph, fixed: set[int], position: dict[int, int] | None = None,
+              unstored: set[int] = frozenset(), aliases: dict[int, int] | None = None
+              ) -> list[tuple[list[int], int, int, int]]:
+    """Each arena tensor's life in operator steps; ``position`` moves an op to where it runs (a fused
+    group's members to the group's call), ``unstored`` tensors never reach memory, an alias (slice ->
+    the tensor it lies in) takes no memory of its own and keeps its source alive while it is read."""
     n_ops = len(graph.operators)
     first: dict[int, int] = {}
     last: dict[int, int] = {}
+    position = position or {}
     for op in graph.operators:
+        at = position.get(op.index, op.index)
         for t in op.outputs:
-            first.setdefault(t, op.index)
-            last[t] = max(last.get(t, op.index), op.index)
+            first[t] = min(first.get(t, at), at)
+            last[t] = max(last.get(t, at), at)
         for t in op.inputs:
             if t >= 0:
-                last[t] = max(last.get(t, op.index), op.index)
+                last[t] = max(last.get(t, at), at)
     for t in graph.outputs.values():
         last[t] = n_ops
+    for dst, src in (aliases or {}).items():
+        if dst in last:
+            last[src] = max(last.get(src, last[dst]), last[dst])
     lives = []
     for t, f in first.items():
         tensor = graph.tensors[t]
-        if tensor.is_const or t in fixed:
+        if tensor.is_const or t in fixed or t in unstored or t in (aliases or {}):
             continue
         lives.append(([t], tensor.nbytes, f, last[t]))
     return lives
@@ -138,13 +165,19 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
                 state_slots: list[StateSlot]) -> RenderedGraph:
     lowering = Lowering(graph, prefix)
     calls = lowering.lower()
+    keep = set(graph.outputs.values()) | {s.out_tensor for s in state_slots}
+    aliases: dict[int, tuple[int, int]] = {}
+    if fusion.ENABLED:
+        calls = fusion.fuse_calls(graph, calls, prefix, keep)
+        calls, aliases = fusion.slice_aliases(graph, calls, keep)
     if input_key not in graph.inputs:
         raise EdgeRNNError(f"the {prefix} model has no input {input_key!r} (it has {', '.join(graph.inputs)})")
     if output_key not in graph.outputs:
         raise EdgeRNNError(f"the {prefix} model has no output {output_key!r} (it has {', '.join(graph.outputs)})")
     x_t = graph.inputs[input_key]
     fixed = {x_t} | {s.in_tensor for s in state_slots}
-    lives = _liveness(graph, fixed)
+    lives = _liveness(graph, fixed, fusion.positions(calls), fusion.unstored(calls),
+                      {dst: src for dst, (src, _) in aliases.items()})
     scratch = {_scratch_key(c.op_index): c.scratch for c in calls if c.scratch}
     lives += [([key], nbytes, -1 - key, -1 - key) for key, (_, nbytes) in scratch.items()]
     plan = plan_arena(lives)
@@ -160,16 +193,18 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
     for t, off in plan.offsets.items():
         ctype = scratch[t][0] if t in scratch else graph.tensors[t].ctype
         exprs[t] = f"EDGERNN_ARENA({ctype}, {off})"
+    for dst, (src, off) in aliases.items():
+        exprs[dst] = f"({exprs[src]} + {off})" if off else exprs[src]
     structs: list[ConstStruct] = []
     for c in calls:
-        arrays.extend(c.arrays)
+        arrays.extend(fusion.used_arrays(c) if isinstance(c, fusion.FusedCall) else c.arrays)
         structs.extend(c.structs)
     for call in calls:
         for c in [call, *call.more]:
             for a in c.args:
                 if isinstance(a, tuple) and a[0] == "tensor" and a[1] not in exprs:
                     raise EdgeRNNError(f"op {c.op_index} ({c.op}) reads tensor {a[1]} that nothing provides")
-    return RenderedGraph(prefix, graph, calls, plan, exprs, arrays, structs, x_t, graph.outputs[output_key])
+    return RenderedGraph(prefix, graph, calls, plan, exprs, arrays, structs, x_t, graph.outputs[output_key], aliases)
 
 
 def state_layout(graph: Graph, state_keys: list) -> list[StateSlot]:

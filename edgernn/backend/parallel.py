@@ -11,6 +11,7 @@ shorter walk with offset pointers.
 
 from __future__ import annotations
 
+from edgernn.backend.fusion import FusedCall
 from edgernn.backend.kernels import TEAM_KERNELS, split_count
 from edgernn.backend.lowering import Call
 
@@ -26,6 +27,12 @@ def share_calls(calls: list[Call], threshold: int) -> list[int]:
     """Rename the calls worth sharing to their team kernels; returns the operator indices shared."""
     shared = []
     for call in calls:
+        if isinstance(call, FusedCall):
+            # a fused loop is an edgernn_range_fn over its elements: each worker runs its sub-range
+            call.team = call.n >= threshold
+            if call.team:
+                shared.append(call.op_index)
+            continue
         n = split_count(call)
         if n is not None and n >= threshold:
             call.fn = TEAM_KERNELS[call.fn]

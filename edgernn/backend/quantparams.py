@@ -203,6 +203,29 @@ def sum_float_params(in_scale: float, out_scale: float, in_zp: int, count: int) 
     return float(scale), float(bias)
 
 
+def sum_steps(scale: float, bias: float, out_zp: int, count: int) -> tuple[int, list[int]] | None:
+    """edgernn_sum_s8's output for every int32 sum of ``count`` int8 values, as (output of the least sum,
+    the least sum giving each next output value); None where that is not a non-decreasing function or
+    the float leaves the int32 range. The float32 arithmetic is the kernel's, operation by operation:
+    (float)sum * scale, + bias, roundf (halves away from zero), + zero point, clamped."""
+    sums = np.arange(-128 * count, 127 * count + 1, dtype=np.int64)
+    if sums.size > (1 << 22) or 127 * count >= (1 << 24):
+        return None
+    scaled = sums.astype(np.float32) * np.float32(scale)
+    shifted = (scaled + np.float32(bias)).astype(np.float64)
+    if not np.all(np.abs(shifted) < 2.0 ** 31 - 1):
+        return None
+    rounded = np.sign(shifted) * np.floor(np.abs(shifted) + 0.5)
+    out = np.clip(rounded.astype(np.int64) + out_zp, -128, 127)
+    if np.any(np.diff(out) < 0):
+        return None
+    rises = np.nonzero(np.diff(out))[0] + 1
+    steps = []
+    for k in rises:
+        steps += [int(sums[k])] * int(out[k] - out[k - 1])
+    return int(out[0]), steps
+
+
 def lookup_table_s16(fn, in_scale: float, in_zp: int, out_scale: float, out_zp: int,
                      precision=np.float32) -> np.ndarray:
     """tflite LUTPopulateInt16<FloatT>: 513 entries for the interpolating int16 lookup.

@@ -1,5 +1,6 @@
 #include <math.h>
 
+#include "edgernn_elementwise.h"
 #include "edgernn_fixedpoint.h"
 #include "edgernn_kernels.h"
 
@@ -70,56 +71,16 @@ void edgernn_squared_difference_f32(const edgernn_bcast_t *b, const float *in1, 
     EDGERNN_BCAST_LOOP(b, out[o] = (in1[i1] - in2[i2]) * (in1[i1] - in2[i2]));
 }
 
-/* reference_integer_ops::Add / reference_ops::Sub, general rescaling path: each input, offset and
- * shifted left, is rescaled to the common scale, the sum is rescaled to the output's. The three
- * rescales are set up once per call (edgernn_rescale_make) and kept in registers. */
-typedef struct {
-    edgernn_rescale_t r1, r2, ro;
-    int32_t off1, off2, out_off, lo, hi, sign2;
-    int half1, half2;   /* the input's real multiplier is 0.5 exactly */
-    int32_t half_mul;   /* its rescale is then the exact product by 2^(left_shift - 1) */
-} addsub_consts_t;
-
-static addsub_consts_t addsub_consts(const edgernn_addsub_params_t *p, int subtract)
-{
-    addsub_consts_t k;
-    k.r1 = edgernn_rescale_make(p->input1_multiplier, p->left_shift, -p->input1_shift);
-    k.r2 = edgernn_rescale_make(p->input2_multiplier, p->left_shift, -p->input2_shift);
-    k.ro = edgernn_rescale_make(p->output_multiplier, 0, -p->output_shift);
-    k.off1 = p->input1_offset;
-    k.off2 = p->input2_offset;
-    k.out_off = p->output_offset;
-    k.lo = p->act_min;
-    k.hi = p->act_max;
-    k.sign2 = subtract ? -1 : 1;
-    /* TFLite rescales both inputs to twice the larger input scale, so that input's multiplier is
-     * 0.5 exactly: m = 2^30 with shift 0, and floor((x * 2^L * 2^30 + 2^30) / 2^31) = x * 2^(L-1). */
-    k.half1 = p->input1_multiplier == (1 << 30) && p->input1_shift == 0 && p->left_shift >= 1;
-    k.half2 = p->input2_multiplier == (1 << 30) && p->input2_shift == 0 && p->left_shift >= 1;
-    k.half_mul = p->left_shift >= 1 ? (int32_t)1 << (p->left_shift - 1) : 1;
-    return k;
-}
-
-static inline int32_t addsub_out(const addsub_consts_t *k, int32_t raw)
-{
-    return edgernn_clamp(edgernn_rescale(&k->ro, raw) + k->out_off, k->lo, k->hi);
-}
-
-static inline int32_t addsub_one(const addsub_consts_t *k, int32_t a, int32_t c)
-{
-    const int32_t scaled1 = edgernn_rescale(&k->r1, a + k->off1);
-    const int32_t scaled2 = edgernn_rescale(&k->r2, c + k->off2);
-    return addsub_out(k, scaled1 + k->sign2 * scaled2);
-}
-
+/* The per-element arithmetic of ADD/SUB and MUL is in edgernn_elementwise.h, shared with the fused
+ * loops of model.c; each kernel sets its constants up once per call and keeps them in registers. */
 /* The flat loop, with the input whose rescale is an exact product (HALF: 1 or 2, 0 for neither)
  * known at compile time, which leaves one rescale fewer per element and fewer live constants. */
 #define EDGERNN_ADDSUB_FLAT(T, HALF)                                                                \
     for (i = 0; i < n; ++i) {                                                                       \
         const int32_t x1 = in1[i] + k.off1, x2 = in2[i] + k.off2;                                   \
-        const int32_t s1 = (HALF) == 1 ? x1 * k.half_mul : edgernn_rescale(&k.r1, x1);              \
-        const int32_t s2 = (HALF) == 2 ? x2 * k.half_mul : edgernn_rescale(&k.r2, x2);              \
-        out[i] = (T)addsub_out(&k, s1 + k.sign2 * s2);                                              \
+        const int32_t s1 = edgernn_addsub_scaled(&k.r1, (HALF) == 1, k.half_mul, x1);               \
+        const int32_t s2 = edgernn_addsub_scaled(&k.r2, (HALF) == 2, k.half_mul, x2);               \
+        out[i] = (T)edgernn_addsub_out(&k, s1 + k.sign2 * s2);                                              \
     }
 
 static int is_flat(const edgernn_bcast_t *b)
@@ -130,7 +91,7 @@ static int is_flat(const edgernn_bcast_t *b)
 void edgernn_addsub_n_s8(const edgernn_addsub_params_t *p, int subtract, const int8_t *in1,
                          const int8_t *in2, int n, int8_t *out)
 {
-    const addsub_consts_t k = addsub_consts(p, subtract);
+    const edgernn_addsub_k_t k = edgernn_addsub_k(p, subtract);
     int i;
     if (k.half1) {
         EDGERNN_ADDSUB_FLAT(int8_t, 1)
@@ -148,14 +109,14 @@ void edgernn_addsub_s8(const edgernn_bcast_t *b, const edgernn_addsub_params_t *
         edgernn_addsub_n_s8(p, subtract, in1, in2, b->dims[3], out);
         return;
     }
-    const addsub_consts_t k = addsub_consts(p, subtract);
-    EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)addsub_one(&k, in1[i1], in2[i2]));
+    const edgernn_addsub_k_t k = edgernn_addsub_k(p, subtract);
+    EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)edgernn_addsub_elem(&k, in1[i1], in2[i2]));
 }
 
 void edgernn_addsub_n_s16(const edgernn_addsub_params_t *p, int subtract, const int16_t *in1,
                           const int16_t *in2, int n, int16_t *out)
 {
-    const addsub_consts_t k = addsub_consts(p, subtract);
+    const edgernn_addsub_k_t k = edgernn_addsub_k(p, subtract);
     int i;
     if (k.half1) {
         EDGERNN_ADDSUB_FLAT(int16_t, 1)
@@ -173,8 +134,8 @@ void edgernn_addsub_s16(const edgernn_bcast_t *b, const edgernn_addsub_params_t 
         edgernn_addsub_n_s16(p, subtract, in1, in2, b->dims[3], out);
         return;
     }
-    const addsub_consts_t k = addsub_consts(p, subtract);
-    EDGERNN_BCAST_LOOP(b, out[o] = (int16_t)addsub_one(&k, in1[i1], in2[i2]));
+    const edgernn_addsub_k_t k = edgernn_addsub_k(p, subtract);
+    EDGERNN_BCAST_LOOP(b, out[o] = (int16_t)edgernn_addsub_elem(&k, in1[i1], in2[i2]));
 }
 
 /* One operand constant: its rescaled value, with the sign of the op, is folded at generation time
@@ -182,15 +143,15 @@ void edgernn_addsub_s16(const edgernn_bcast_t *b, const edgernn_addsub_params_t 
 void edgernn_addsub_const_s8(const edgernn_addsub_params_t *p, int negate, const int8_t *in,
                              const int32_t *k, int n, int8_t *out)
 {
-    const addsub_consts_t q = addsub_consts(p, negate);
+    const edgernn_addsub_k_t q = edgernn_addsub_k(p, negate);
     int i;
     if (q.half1) {
         for (i = 0; i < n; ++i) {
-            out[i] = (int8_t)addsub_out(&q, q.sign2 * ((in[i] + q.off1) * q.half_mul) + k[i]);
+            out[i] = (int8_t)edgernn_addsub_out(&q, q.sign2 * edgernn_addsub_scaled(&q.r1, 1, q.half_mul, in[i] + q.off1) + k[i]);
         }
     } else {
         for (i = 0; i < n; ++i) {
-            out[i] = (int8_t)addsub_out(&q, q.sign2 * edgernn_rescale(&q.r1, in[i] + q.off1) + k[i]);
+            out[i] = (int8_t)edgernn_addsub_out(&q, q.sign2 * edgernn_addsub_scaled(&q.r1, 0, q.half_mul, in[i] + q.off1) + k[i]);
         }
     }
 }
@@ -198,52 +159,26 @@ void edgernn_addsub_const_s8(const edgernn_addsub_params_t *p, int negate, const
 void edgernn_addsub_const_s16(const edgernn_addsub_params_t *p, int negate, const int16_t *in,
                               const int32_t *k, int n, int16_t *out)
 {
-    const addsub_consts_t q = addsub_consts(p, negate);
+    const edgernn_addsub_k_t q = edgernn_addsub_k(p, negate);
     int i;
     if (q.half1) {
         for (i = 0; i < n; ++i) {
-            out[i] = (int16_t)addsub_out(&q, q.sign2 * ((in[i] + q.off1) * q.half_mul) + k[i]);
+            out[i] = (int16_t)edgernn_addsub_out(&q, q.sign2 * edgernn_addsub_scaled(&q.r1, 1, q.half_mul, in[i] + q.off1) + k[i]);
         }
     } else {
         for (i = 0; i < n; ++i) {
-            out[i] = (int16_t)addsub_out(&q, q.sign2 * edgernn_rescale(&q.r1, in[i] + q.off1) + k[i]);
+            out[i] = (int16_t)edgernn_addsub_out(&q, q.sign2 * edgernn_addsub_scaled(&q.r1, 0, q.half_mul, in[i] + q.off1) + k[i]);
         }
     }
-}
-
-/* MUL: MultiplyByQuantizedMultiplier of the product of the offset inputs. A positive shift multiplies
- * the product in 32 bits first, as TFLite does; a negative one is the rounding right shift. */
-typedef struct {
-    edgernn_rescale_t r;
-    int32_t off1, off2, out_off, lo, hi, left;
-} mul_consts_t;
-
-static mul_consts_t mul_consts(const edgernn_mul_params_t *p)
-{
-    mul_consts_t k;
-    k.left = p->output_shift > 0 ? p->output_shift : 0;
-    k.r = edgernn_rescale_make(p->output_multiplier, 0, p->output_shift > 0 ? 0 : -p->output_shift);
-    k.off1 = p->input1_offset;
-    k.off2 = p->input2_offset;
-    k.out_off = p->output_offset;
-    k.lo = p->act_min;
-    k.hi = p->act_max;
-    return k;
-}
-
-static inline int32_t mul_one(const mul_consts_t *k, int32_t a, int32_t c)
-{
-    const int32_t prod = (int32_t)((int64_t)((k->off1 + a) * (k->off2 + c)) * ((int64_t)1 << k->left));
-    return edgernn_clamp(edgernn_rescale(&k->r, prod) + k->out_off, k->lo, k->hi);
 }
 
 void edgernn_mul_n_s8(const edgernn_mul_params_t *p, const int8_t *in1, const int8_t *in2, int n,
                       int8_t *out)
 {
-    const mul_consts_t k = mul_consts(p);
+    const edgernn_mul_k_t k = edgernn_mul_k(p);
     int i;
     for (i = 0; i < n; ++i) {
-        out[i] = (int8_t)mul_one(&k, in1[i], in2[i]);
+        out[i] = (int8_t)edgernn_mul_elem(&k, in1[i], in2[i]);
     }
 }
 
@@ -254,17 +189,17 @@ void edgernn_mul_s8(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, con
         edgernn_mul_n_s8(p, in1, in2, b->dims[3], out);
         return;
     }
-    const mul_consts_t k = mul_consts(p);
-    EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)mul_one(&k, in1[i1], in2[i2]));
+    const edgernn_mul_k_t k = edgernn_mul_k(p);
+    EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)edgernn_mul_elem(&k, in1[i1], in2[i2]));
 }
 
 void edgernn_mul_n_s16(const edgernn_mul_params_t *p, const int16_t *in1, const int16_t *in2, int n,
                        int16_t *out)
 {
-    const mul_consts_t k = mul_consts(p);
+    const edgernn_mul_k_t k = edgernn_mul_k(p);
     int i;
     for (i = 0; i < n; ++i) {
-        out[i] = (int16_t)mul_one(&k, in1[i], in2[i]);
+        out[i] = (int16_t)edgernn_mul_elem(&k, in1[i], in2[i]);
     }
 }
 
@@ -275,55 +210,16 @@ void edgernn_mul_s16(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, co
         edgernn_mul_n_s16(p, in1, in2, b->dims[3], out);
         return;
     }
-    const mul_consts_t k = mul_consts(p);
-    EDGERNN_BCAST_LOOP(b, out[o] = (int16_t)mul_one(&k, in1[i1], in2[i2]));
+    const edgernn_mul_k_t k = edgernn_mul_k(p);
+    EDGERNN_BCAST_LOOP(b, out[o] = (int16_t)edgernn_mul_elem(&k, in1[i1], in2[i2]));
 }
 
-/* ---- DIV, 8-bit: reference_ops::DivElementwise with gemmlowp's reciprocal ---- */
-
-static int count_leading_sign_bits(int32_t x)
-{
-    if (x == 0) {
-        return 31;
-    }
-    return x < 0 ? edgernn_clz32(~(uint32_t)x) - 1 : edgernn_clz32((uint32_t)x) - 1;
-}
-
-/* tflite::GetReciprocal(x, x_integer_digits = 31, &num_bits_over_unit) */
-static int32_t get_reciprocal(int32_t x, int *num_bits_over_unit)
-{
-    const int headroom_plus_one = edgernn_clz32((uint32_t)x);
-    const uint32_t shifted = (uint32_t)x << headroom_plus_one;
-    *num_bits_over_unit = 31 - headroom_plus_one;
-    return edgernn_one_over_one_plus_x((int32_t)(shifted - ((uint32_t)1 << 31)));
-}
-
-static int32_t div_one(const edgernn_mul_params_t *p, int32_t a, int32_t c)
-{
-    const int32_t input1_val = p->input1_offset + a;
-    const int32_t input2_val = p->input2_offset + c;
-    int recip_shift;
-    int32_t input2_inv;
-    int headroom;
-    int32_t unscaled;
-    int total_shift;
-    int32_t result;
-    if (input2_val > 0) {
-        input2_inv = get_reciprocal(input2_val, &recip_shift);
-    } else {
-        input2_inv = -get_reciprocal(-input2_val, &recip_shift);
-    }
-    headroom = count_leading_sign_bits(input1_val);
-    unscaled = edgernn_srdhm((int32_t)((int64_t)input1_val * ((int64_t)1 << headroom)), input2_inv);
-    total_shift = p->output_shift - recip_shift - headroom;
-    result = edgernn_rdbpot(edgernn_srdhm(unscaled, p->output_multiplier), -total_shift) + p->output_offset;
-    return edgernn_clamp(result, p->act_min, p->act_max);
-}
+/* ---- DIV, 8-bit: the per-element arithmetic is edgernn_div_elem (edgernn_elementwise.h) ---- */
 
 void edgernn_div_s8(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int8_t *in1,
                     const int8_t *in2, int8_t *out)
 {
-    EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)div_one(p, in1[i1], in2[i2]));
+    EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)edgernn_div_elem(p, in1[i1], in2[i2]));
 }
 
 /* ---- unary ---- */
@@ -355,7 +251,7 @@ void edgernn_lut_s8(const int8_t *table, const int8_t *in, int n, int8_t *out)
 {
     int i;
     for (i = 0; i < n; ++i) {
-        out[i] = table[(uint8_t)in[i]];
+        out[i] = (int8_t)edgernn_lut_elem(table, in[i]);
     }
 }
 

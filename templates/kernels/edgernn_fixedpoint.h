@@ -59,6 +59,23 @@ static inline int32_t edgernn_rescale(const edgernn_rescale_t *r, int32_t x)
     return (int32_t)((t + r->round - ((t >> 63) & r->neg)) >> r->shift);
 }
 
+/* edgernn_rescale with left_shift 0 (the output rescale of ADD/SUB and MUL) as one 32-bit high multiply,
+ * for an x that generation has bounded: |x| * 2^up <= INT32_MAX, 2 <= up, up + e <= 31, and a multiplier
+ * 2^30 <= m < 2^31 (QuantizeMultiplier's range). With t = x*m + 2^30 the rescale is
+ * floor((x*m + 2^30 + 2^(30+e) - [t < 0] 2^31) / 2^(31+e)) (e = 0 drops the last two terms). Scaled by
+ * 2^up, every added term is a whole multiple of 2^32, so it passes through the floor of the high word:
+ * (mulh(x * 2^up, m) + 2^(up-2) + 2^(up-2+e) - [t < 0] 2^(up-1)) >> (up - 1 + e). t < 0 exactly when
+ * x < 0, except x = -1 with m = 2^30 (t = 0). No 64-bit add or shift: a 32-bit core's mulh and a few
+ * adds (tests/c/fixedpoint_check.c holds it against edgernn_rescale). */
+static inline int32_t edgernn_rescale_narrow(int32_t x, int32_t m, int up, int e)
+{
+    const int32_t hi = (int32_t)(((int64_t)(int32_t)((uint32_t)x << up) * m) >> 32);
+    const int32_t neg = m == ((int32_t)1 << 30) ? x < -1 : x < 0;
+    const int32_t add = ((int32_t)1 << (up - 2)) +
+                        (e > 0 ? ((int32_t)1 << (up - 2 + e)) - neg * ((int32_t)1 << (up - 1)) : 0);
+    return (hi + add) >> (up - 1 + e);
+}
+
 /* tflite::MultiplyByQuantizedMultiplier(int32_t, int32_t, int): two roundings, halves away from zero. */
 static inline int32_t edgernn_mbqm(int32_t x, int32_t multiplier, int shift)
 {
@@ -113,6 +130,12 @@ static inline int edgernn_clz32(uint32_t x)
     if (x == 0) {
         return 32;
     }
+#if defined(__GNUC__)
+    /* the count instruction (or libgcc's table) in place of up to 31 trips of the loop below; DIV
+     * counts twice per element. unsigned int is 32 bits on every target edgernn builds for. */
+    (void)n;
+    return __builtin_clz(x);
+#endif
     while (!(x & 0x80000000u)) {
         x <<= 1;
         ++n;

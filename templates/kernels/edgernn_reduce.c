@@ -47,3 +47,34 @@ void edgernn_sum_s8(const int8_t *in, int outer, int reduced, int inner, float s
         }
     }
 }
+
+/* SUM, 8-bit, by steps: edgernn_sum_s8's output as a function of the int32 sum is non-decreasing
+ * (float products by a positive scale, adds and roundf all are), so generation lists the least sum
+ * that gives each next output value, and a binary search replaces the float arithmetic (software
+ * float on cores without an FPU: several hundred instructions per output). */
+void edgernn_sum_steps_s8(const int8_t *in, int outer, int reduced, int inner, const int32_t *steps, int n_steps,
+                          int32_t first, int8_t *out)
+{
+    int o, r, i;
+    for (o = 0; o < outer; ++o) {
+        for (i = 0; i < inner; ++i) {
+            const int8_t *p = in + (size_t)o * reduced * inner + i;
+            const int32_t *t = steps;
+            int n = n_steps;
+            int32_t sum = 0;
+            for (r = 0; r < reduced; ++r) {
+                sum += p[(size_t)r * inner];
+            }
+            while (n > 0) {
+                const int half = n / 2;
+                if (t[half] <= sum) {
+                    t += half + 1;
+                    n -= half + 1;
+                } else {
+                    n = half;
+                }
+            }
+            out[(size_t)o * inner + i] = (int8_t)(first + (int32_t)(t - steps));
+        }
+    }
+}

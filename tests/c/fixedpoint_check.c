@@ -91,6 +91,25 @@ int main(void)
             ++checked;
         }
     }
+    /* the narrow form of the output rescale (L = 0) for x bounded by 2^(31 - up), ties and x = -1 included */
+    for (i = 0; i < 3000000; ++i) {
+        const int32_t m = (int32_t)(next() % 3 == 0 ? (1u << 30) + (next() % 4) : ((next() >> 1) | (1u << 30)));
+        const int ex = (int)(next() % 24);
+        const int up = 2 + (int)(next() % (uint32_t)(30 - ex));
+        const int32_t lim = (int32_t)(INT32_MAX >> up);
+        int32_t x = (int32_t)((int64_t)(int32_t)next() % ((int64_t)lim + 1));
+        if (i % 4 == 1 && lim >= 4) {
+            x = (int32_t)(next() % 9) - 4;
+        } else if (i % 4 == 2) {
+            x = (next() & 1) ? lim : -lim;
+        }
+        {
+            const edgernn_rescale_t r = edgernn_rescale_make(m, 0, ex);
+            bad += edgernn_rescale_narrow(x, m, up, ex) != edgernn_rescale(&r, x);
+            bad += edgernn_rescale_narrow(x, m, up, ex) != ref_rdbpot(ref_srdhm(x, m), ex);
+            checked += 2;
+        }
+    }
     /* the single-rounding rescale of FULLY_CONNECTED */
     for (i = 0; i < 2000000; ++i) {
         const int32_t x = (int32_t)next(), m = (int32_t)((next() >> 1) | (1u << 30));

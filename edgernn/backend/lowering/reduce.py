@@ -7,7 +7,7 @@ import numpy as np
 from edgernn.backend import quantparams as qp
 from edgernn.backend.ir import Operator
 
-from edgernn.backend.lowering.base import LoweringBase, _lit_float, _refuse
+from edgernn.backend.lowering.base import ConstArray, LoweringBase, _lit_float, _refuse
 
 
 class ReduceOps(LoweringBase):
@@ -32,6 +32,14 @@ class ReduceOps(LoweringBase):
                 # LiteRT's SUM kernel rescales the int32 sum in float (docs/ops.md says why not the
                 # reference one); scale and bias are the float32 values its Eval computes
                 scale, bias = qp.sum_float_params(si, so, zi, reduced)
+                steps = qp.sum_steps(scale, bias, zo, reduced)
+                if steps is not None:
+                    # the same function of the sum, by steps listed here: no float at run time
+                    first, at = steps
+                    arr = ConstArray(self.cname(op, "steps"), "int32_t", at or [0])
+                    return self.call(op, "edgernn_sum_steps_s8",
+                                     {**shape, "steps": ("const", arr.name), "n_steps": str(len(at)),
+                                      "first": str(first)}, arrays=[arr])
                 return self.call(op, "edgernn_sum_s8",
                                  {**shape, "scale": _lit_float(scale), "bias": _lit_float(bias),
                                   "output_zero_point": str(zo)})

@@ -1,0 +1,167 @@
+/* The per-element arithmetic of the 8/16-bit element-wise kernels: one definition, used by the kernels
+ * of edgernn_elementwise.c and by the fused loops that model.c generates for chains of element-wise
+ * ops (edgernn/backend/fusion.py). A fused loop builds each op's constants from literals, so once these
+ * functions are inlined the compiler sees every multiplier, shift and offset as a constant. */
+#ifndef EDGERNN_ELEMENTWISE_H
+#define EDGERNN_ELEMENTWISE_H
+
+#include <stdint.h>
+
+#include "edgernn_fixedpoint.h"
+#include "edgernn_kernels.h"
+
+/* Inlined into the loops that call them, so literal constants fold (not when optimizing for size). */
+#if defined(__GNUC__) && !defined(__OPTIMIZE_SIZE__)
+#define EDGERNN_EW_INLINE static inline __attribute__((always_inline))
+#else
+#define EDGERNN_EW_INLINE static inline
+#endif
+
+/* reference_integer_ops::Add / reference_ops::Sub, general rescaling path: each input, offset and
+ * shifted left, is rescaled to the common scale, the sum is rescaled to the output's. */
+typedef struct {
+    edgernn_rescale_t r1, r2, ro;
+    int32_t off1, off2, out_off, lo, hi, sign2;
+    int half1, half2;   /* the input's real multiplier is 0.5 exactly */
+    int32_t half_mul;   /* its rescale is then the exact product by 2^(left_shift - 1) */
+} edgernn_addsub_k_t;
+
+EDGERNN_EW_INLINE edgernn_addsub_k_t edgernn_addsub_k(const edgernn_addsub_params_t *p, int subtract)
+{
+    edgernn_addsub_k_t k;
+    k.r1 = edgernn_rescale_make(p->input1_multiplier, p->left_shift, -p->input1_shift);
+    k.r2 = edgernn_rescale_make(p->input2_multiplier, p->left_shift, -p->input2_shift);
+    k.ro = edgernn_rescale_make(p->output_multiplier, 0, -p->output_shift);
+    k.off1 = p->input1_offset;
+    k.off2 = p->input2_offset;
+    k.out_off = p->output_offset;
+    k.lo = p->act_min;
+    k.hi = p->act_max;
+    k.sign2 = subtract ? -1 : 1;
+    /* TFLite rescales both inputs to twice the larger input scale, so that input's multiplier is
+     * 0.5 exactly: m = 2^30 with shift 0, and floor((x * 2^L * 2^30 + 2^30) / 2^31) = x * 2^(L-1). */
+    k.half1 = p->input1_multiplier == (1 << 30) && p->input1_shift == 0 && p->left_shift >= 1;
+    k.half2 = p->input2_multiplier == (1 << 30) && p->input2_shift == 0 && p->left_shift >= 1;
+    k.half_mul = p->left_shift >= 1 ? (int32_t)1 << (p->left_shift - 1) : 1;
+    return k;
+}
+
+/* An input offset and rescaled to the common scale; half: the exact product (see above). */
+EDGERNN_EW_INLINE int32_t edgernn_addsub_scaled(const edgernn_rescale_t *r, int half, int32_t half_mul, int32_t x)
+{
+    return half ? x * half_mul : edgernn_rescale(r, x);
+}
+
+EDGERNN_EW_INLINE int32_t edgernn_addsub_out(const edgernn_addsub_k_t *k, int32_t raw)
+{
+    return edgernn_clamp(edgernn_rescale(&k->ro, raw) + k->out_off, k->lo, k->hi);
+}
+
+/* One element of ADD/SUB: in1 +- in2. */
+EDGERNN_EW_INLINE int32_t edgernn_addsub_elem(const edgernn_addsub_k_t *k, int32_t a, int32_t c)
+{
+    const int32_t s1 = edgernn_addsub_scaled(&k->r1, k->half1, k->half_mul, a + k->off1);
+    const int32_t s2 = edgernn_addsub_scaled(&k->r2, k->half2, k->half_mul, c + k->off2);
+    return edgernn_addsub_out(k, s1 + k->sign2 * s2);
+}
+
+/* One element of ADD/SUB with a constant operand, rescaled (with the op's sign) at generation time
+ * into kc; the input1 fields describe the other operand, sign2 its sign. */
+EDGERNN_EW_INLINE int32_t edgernn_addsub_const_elem(const edgernn_addsub_k_t *k, int32_t a, int32_t kc)
+{
+    return edgernn_addsub_out(k, k->sign2 * edgernn_addsub_scaled(&k->r1, k->half1, k->half_mul, a + k->off1) + kc);
+}
+
+/* MUL: MultiplyByQuantizedMultiplier of the product of the offset inputs. A positive shift multiplies
+ * the product in 32 bits first, as TFLite does; a negative one is the rounding right shift. */
+typedef struct {
+    edgernn_rescale_t r;
+    int32_t off1, off2, out_off, lo, hi, left;
+} edgernn_mul_k_t;
+
+EDGERNN_EW_INLINE edgernn_mul_k_t edgernn_mul_k(const edgernn_mul_params_t *p)
+{
+    edgernn_mul_k_t k;
+    k.left = p->output_shift > 0 ? p->output_shift : 0;
+    k.r = edgernn_rescale_make(p->output_multiplier, 0, p->output_shift > 0 ? 0 : -p->output_shift);
+    k.off1 = p->input1_offset;
+    k.off2 = p->input2_offset;
+    k.out_off = p->output_offset;
+    k.lo = p->act_min;
+    k.hi = p->act_max;
+    return k;
+}
+
+/* The product MUL rescales. */
+EDGERNN_EW_INLINE int32_t edgernn_mul_prod(const edgernn_mul_k_t *k, int32_t a, int32_t c)
+{
+    return (int32_t)((int64_t)((k->off1 + a) * (k->off2 + c)) * ((int64_t)1 << k->left));
+}
+
+/* One element of MUL. */
+EDGERNN_EW_INLINE int32_t edgernn_mul_elem(const edgernn_mul_k_t *k, int32_t a, int32_t c)
+{
+    return edgernn_clamp(edgernn_rescale(&k->r, edgernn_mul_prod(k, a, c)) + k->out_off, k->lo, k->hi);
+}
+
+/* The output of MUL (prod) or of ADD/SUB (raw) through edgernn_rescale_narrow: for a fused loop whose
+ * generation bounded the value (m, up, e as that function takes them; the same result). */
+EDGERNN_EW_INLINE int32_t edgernn_mul_out_narrow(const edgernn_mul_k_t *k, int32_t prod, int32_t m, int up, int e)
+{
+    return edgernn_clamp(edgernn_rescale_narrow(prod, m, up, e) + k->out_off, k->lo, k->hi);
+}
+
+EDGERNN_EW_INLINE int32_t edgernn_addsub_out_narrow(const edgernn_addsub_k_t *k, int32_t raw, int32_t m, int up,
+                                                    int e)
+{
+    return edgernn_clamp(edgernn_rescale_narrow(raw, m, up, e) + k->out_off, k->lo, k->hi);
+}
+
+/* One element of an 8-bit table op (LOGISTIC, TANH, EXP, ABS, NEG, RELU, QUANTIZE ...). */
+EDGERNN_EW_INLINE int32_t edgernn_lut_elem(const int8_t *table, int32_t a)
+{
+    return table[(uint8_t)a];
+}
+
+/* DIV, 8-bit: reference_ops::DivElementwise with gemmlowp's reciprocal. */
+
+EDGERNN_EW_INLINE int edgernn_count_leading_sign_bits(int32_t x)
+{
+    if (x == 0) {
+        return 31;
+    }
+    return x < 0 ? edgernn_clz32(~(uint32_t)x) - 1 : edgernn_clz32((uint32_t)x) - 1;
+}
+
+/* tflite::GetReciprocal(x, x_integer_digits = 31, &num_bits_over_unit) */
+EDGERNN_EW_INLINE int32_t edgernn_get_reciprocal(int32_t x, int *num_bits_over_unit)
+{
+    const int headroom_plus_one = edgernn_clz32((uint32_t)x);
+    const uint32_t shifted = (uint32_t)x << headroom_plus_one;
+    *num_bits_over_unit = 31 - headroom_plus_one;
+    return edgernn_one_over_one_plus_x((int32_t)(shifted - ((uint32_t)1 << 31)));
+}
+
+EDGERNN_EW_INLINE int32_t edgernn_div_elem(const edgernn_mul_params_t *p, int32_t a, int32_t c)
+{
+    const int32_t input1_val = p->input1_offset + a;
+    const int32_t input2_val = p->input2_offset + c;
+    int recip_shift;
+    int32_t input2_inv;
+    int headroom;
+    int32_t unscaled;
+    int total_shift;
+    int32_t result;
+    if (input2_val > 0) {
+        input2_inv = edgernn_get_reciprocal(input2_val, &recip_shift);
+    } else {
+        input2_inv = -edgernn_get_reciprocal(-input2_val, &recip_shift);
+    }
+    headroom = edgernn_count_leading_sign_bits(input1_val);
+    unscaled = edgernn_srdhm((int32_t)((int64_t)input1_val * ((int64_t)1 << headroom)), input2_inv);
+    total_shift = p->output_shift - recip_shift - headroom;
+    result = edgernn_rdbpot(edgernn_srdhm(unscaled, p->output_multiplier), -total_shift) + p->output_offset;
+    return edgernn_clamp(result, p->act_min, p->act_max);
+}
+
+#endif /* EDGERNN_ELEMENTWISE_H */

@@ -1,0 +1,255 @@
+"""Fused element-wise loops (edgernn/backend/fusion.py): which calls a loop takes in, what it stores, and
+that a fused build gives the bytes of the unfused one (each is also held against the LiteRT interpreter by
+test_backend_c.py's table, whose int8 GRU, CfC and LTC models are fused).
+
+The fusion shapes each test asserts are there: chains, trees (a value read by two members), an intermediate
+read outside its loop (stored), a new state written by a loop, a broadcasting loop, and a call moved up
+into a loop that had closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shutil
+
+import numpy as np
+import pytest
+
+import backend_harness as H
+import zoo
+from edgernn.backend import fusion
+from edgernn.backend.codegen import lower_graph, state_layout
+from edgernn.backend.kernels import kernel
+from edgernn.backend.lowering import Call, ConstArray, ConstStruct
+from edgernn.backend.reader import read_tflite
+
+
+def gru_reset_before(seed: int = 0):
+    """GRU(16, reset_after=False) then Dense(1), 6 inputs: the benchmark GRU of the fusion work."""
+    keras = zoo._keras(seed)
+    L = keras.layers
+    return keras.Sequential([keras.Input((None, 6)), L.GRU(16, reset_after=False, return_sequences=True),
+                             L.Dense(1)], name="gru_reset_before")
+
+
+MODELS = {"gru": gru_reset_before, "cfc": zoo.cfc_default, "ltc": zoo.ltc_wired}
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    from edgernn.pipeline.convert import convert_model
+
+    cache = {}
+
+    def get(name: str):
+        if name not in cache:
+            out = tmp_path_factory.mktemp(f"fusion_{name}") / "out"
+            with contextlib.redirect_stdout(io.StringIO()):
+                convert_model(MODELS[name](), out, quant="int8", mode="step")
+            cache[name] = out
+        return cache[name]
+
+    return get
+
+
+def _lowered(folder):
+    from edgernn.outdir import read_manifest
+    from edgernn.backend import _state_keys
+
+    graph = read_tflite(folder / "step.tflite")
+    states = state_layout(graph, _state_keys(graph, read_manifest(folder).states, "x"))
+    return graph, states, lower_graph(graph, "edgernn_step", "x", "y", states)
+
+
+def _fused(rendered) -> list[fusion.FusedCall]:
+    return [c for c in rendered.calls if isinstance(c, fusion.FusedCall)]
+
+
+def _register_reads(call: fusion.FusedCall) -> dict[int, int]:
+    """member output -> how many members read it"""
+    outs = {fusion.call_output(m) for m in call.members}
+    counts: dict[int, int] = {}
+    for m in call.members:
+        for t in fusion.tensor_inputs(m):
+            if t in outs:
+                counts[t] = counts.get(t, 0) + 1
+    return counts
+
+
+@pytest.mark.toolchain
+def test_gru_loops_keep_intermediates_in_registers_and_store_what_is_read_later(converted):
+    graph, states, g = _lowered(converted("gru"))
+    fused = _fused(g)
+    assert len(fused) >= 2
+    new_state = {s.out_tensor for s in states}
+    later_reads = {t for c in g.calls if not isinstance(c, fusion.FusedCall) for t in fusion._reads(c)}
+    for call in fused:
+        outs = {fusion.call_output(m) for m in call.members}
+        # stored: exactly the outputs read after the loop (by a plain call, another loop, as a state)
+        other_loops = {t for c in fused if c is not call for m in c.members for t in fusion.tensor_inputs(m)}
+        assert call.stored == {t for t in outs if t in later_reads | other_loops | new_state
+                               | set(graph.outputs.values())}
+        assert outs - call.stored, "a loop that stores every value saves nothing"
+    # the shapes: a tree (one value read by two members), an intermediate read outside, the new state
+    assert any(n >= 2 for c in fused for n in _register_reads(c).values())
+    assert any(c.stored - new_state for c in fused)
+    assert any(c.stored & new_state for c in fused)
+    # a value kept in a register has no place in the arena
+    kept = fusion.unstored(g.calls)
+    assert kept and not kept & set(g.plan.offsets)
+
+
+@pytest.mark.toolchain
+def test_ltc_loops_broadcast_and_take_in_a_call_after_they_closed(converted):
+    _, _, g = _lowered(converted("ltc"))
+    fused = _fused(g)
+    broadcast = [c for c in fused if c.dims is not None]
+    assert broadcast and all(int(np.prod(c.dims)) == c.n for c in broadcast)
+    assert any(m.fn in fusion.BROADCAST for c in broadcast for m in c.members)
+    # moved up: a member that came after the call the loop runs at
+    assert any(m.op_index > c.op_index for c in fused for m in c.members)
+    assert any(m.fn == "edgernn_div_s8" for c in fused for m in c.members)
+    # schedule order is op order: the arena plan's steps run forward
+    assert [c.op_index for c in g.calls] == sorted(c.op_index for c in g.calls)
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("name", list(MODELS))
+def test_fused_build_gives_the_unfused_bytes(converted, tmp_path, monkeypatch, name):
+    """Fused and unfused builds, over a trajectory and over inputs wider than calibration: the same bytes,
+    and the interpreter's."""
+    fused_dir = tmp_path / "fused"
+    plain_dir = tmp_path / "plain"
+    shutil.copytree(converted(name), fused_dir)
+    shutil.copytree(converted(name), plain_dir)
+    fused_build = H.build(fused_dir)
+    assert "_fused" in (fused_dir / "firmware" / "model.c").read_text()
+    monkeypatch.setattr(fusion, "ENABLED", False)
+    plain_build = H.build(plain_dir)
+    assert "_fused" not in (plain_dir / "firmware" / "model.c").read_text()
+    runner = H.load_interpreter(fused_dir / "step.tflite").get_signature_runner("serving_default")
+    n = int(runner.get_input_details()["x"]["shape"][-1])
+    for xs in (zoo.trajectories(1, 100, n, seed=4)[0],
+               np.random.default_rng(9).normal(0.0, 2.0, size=(80, n)).astype(np.float32)):
+        xq = H.quantize_x(fused_dir, xs)
+        ref, _ = H.reference_bytes(fused_dir, xq)
+        got, _ = H.run_driver(fused_build.exe, xq, ref.shape[1], fused_dir)
+        plain, _ = H.run_driver(plain_build.exe, xq, ref.shape[1], plain_dir)
+        assert np.array_equal(got, plain)
+        assert H.compare(got, ref, "int8")["mismatches"] == 0
+
+
+# ---- the grouping rules, on calls made by hand ----
+
+class _Graph:
+    """The one part of a Graph fuse_calls reads: each operator's outputs."""
+
+    def __init__(self, outputs: dict[int, list[int]]):
+        n = max(outputs) + 1
+        self.operators = [type("Op", (), {"outputs": outputs.get(i, [])})() for i in range(n)]
+
+
+def _lut(i: int, src: int, out: int, n: int = 8) -> Call:
+    table = ConstArray(f"t{i}", "int8_t", list(range(-128, 128)))
+    return Call(i, "TANH", "edgernn_lut_s8",
+                kernel("edgernn_lut_s8").order({"table": ("const", table.name), "in": ("tensor", src),
+                                                "n": str(n), "out": ("tensor", out)}), arrays=[table])
+
+
+def _mul(i: int, a: int, b: int, out: int, n: int = 8) -> Call:
+    q = ConstStruct(f"q{i}", "edgernn_mul_params_t", [0, 0, 0, 1 << 30, 0, -128, 127])
+    return Call(i, "MUL", "edgernn_mul_n_s8",
+                kernel("edgernn_mul_n_s8").order({"p": ("ref", q.name), "in1": ("tensor", a), "in2": ("tensor", b),
+                                                  "n": str(n), "out": ("tensor", out)}), structs=[q])
+
+
+def _other(i: int, src: int, out: int) -> Call:
+    return Call(i, "FULLY_CONNECTED", "edgernn_copy_runs",
+                kernel("edgernn_copy_runs").order({"runs": ("const", "r"), "n_runs": "1", "elem_size": "1",
+                                                   "src": ("tensor", src), "dst": ("tensor", out)}))
+
+
+def test_a_chain_becomes_one_loop_storing_only_what_leaves_it():
+    calls = [_lut(0, 1, 10), _lut(1, 10, 11), _mul(2, 11, 10, 12)]
+    out = fusion.fuse_calls(_Graph({0: [10], 1: [11], 2: [12]}), calls, "m", keep={12})
+    assert len(out) == 1 and [m.op_index for m in out[0].members] == [0, 1, 2]
+    assert out[0].stored == {12}
+
+
+def test_a_read_between_members_closes_the_loop():
+    # op 1 reads op 0's output: op 0 must have run, so op 2 cannot join op 0's loop (it reads op 1's output)
+    calls = [_lut(0, 1, 10), _other(1, 10, 11), _mul(2, 11, 10, 12), _lut(3, 12, 13)]
+    out = fusion.fuse_calls(_Graph({0: [10], 1: [11], 2: [12], 3: [13]}), calls, "m", keep={13})
+    assert [type(c).__name__ for c in out] == ["Call", "Call", "FusedCall"]
+    assert [m.op_index for m in out[2].members] == [2, 3] and out[2].stored == {13}
+
+
+def test_a_call_moves_up_into_a_closed_loop_when_its_inputs_are_ready_there():
+    # op 2 reads op 0's output and runs after op 1, which closed op 0's loop; it moves up into the loop
+    calls = [_lut(0, 1, 10), _lut(1, 10, 11), _other(2, 11, 12), _lut(3, 10, 13)]
+    out = fusion.fuse_calls(_Graph({0: [10], 1: [11], 2: [12], 3: [13]}), calls, "m", keep={12, 13})
+    assert isinstance(out[0], fusion.FusedCall) and [m.op_index for m in out[0].members] == [0, 1, 3]
+    assert out[0].stored == {11, 13} and out[1].op_index == 2
+    assert fusion.positions(out)[3] == out[0].op_index
+
+
+def test_different_counts_do_not_mix():
+    calls = [_lut(0, 1, 10, n=8), _lut(1, 10, 11, n=4)]
+    out = fusion.fuse_calls(_Graph({0: [10], 1: [11]}), calls, "m", keep={11})
+    assert all(not isinstance(c, fusion.FusedCall) for c in out)
+
+
+def test_tables_hold_the_reference_arithmetic():
+    from edgernn.backend import quantparams as qp
+
+    # ADD params: offsets 3 and -5, left shift 20, input 2 a product (m = 2^30, shift 0), input 1 not
+    q = [3, -5, 2, 20, 1302949280, -2, 1 << 30, 0, 2088003577, -19, -128, 127]
+    assert not fusion._is_half(q, 0) and fusion._is_half(q, 1)
+    table = fusion.input_table(q, 0)
+    for v in (-128, -1, 0, 1, 77, 127):
+        assert table[v & 0xFF] == qp.rdbpot(qp.srdhm((v + 3) * (1 << 20), 1302949280), 2)
+    # the product form of the half input is the same rescale
+    half = fusion.input_table(q, 1)
+    assert all(half[v & 0xFF] == (v - 5) * (1 << 19) for v in range(-128, 128))
+    lut = fusion.const_table(q, True, 12345)
+    assert all(-128 <= v <= 127 for v in lut)
+    assert lut[0] == max(-128, min(127, qp.rdbpot(qp.srdhm(-table[0] + 12345, 2088003577), 19) + 2))
+
+
+def test_a_table_of_a_table_is_one_composed_table():
+    first, second = _lut(0, 1, 10), _lut(1, 10, 11)
+    first.arrays[0].values = [(v * 3) % 256 - 128 for v in range(256)]
+    second.arrays[0].values = [127 - v for v in range(256)]
+    out = fusion.fuse_calls(_Graph({0: [10], 1: [11]}), [first, second], "m", keep={11})
+    composed = fusion.composed_tables(out[0], {})
+    arr, src = composed[1]
+    assert src == 1
+    assert arr.values == [second.arrays[0].values[first.arrays[0].values[u] & 0xFF] for u in range(256)]
+    text = fusion.render_fused(out[0], lambda t: f"T{t}", {})
+    assert f"edgernn_lut_elem({arr.name}, in0[i])" in text
+    assert arr in fusion.used_arrays(out[0])
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("name", ["gru", "ltc"])
+def test_fused_loops_split_across_workers_give_the_same_bytes(converted, tmp_path, name):
+    """A fused loop with enough elements is split by element range (edgernn_team_split): a broadcasting
+    loop's counters then start mid-shape. 1, 3 and 8 POSIX threads against each other and the interpreter."""
+    folder = tmp_path / "out"
+    shutil.copytree(converted(name), folder)
+    n = int(H.load_interpreter(folder / "step.tflite").get_signature_runner("serving_default")
+            .get_input_details()["x"]["shape"][-1])
+    xq = H.quantize_x(folder, zoo.trajectories(1, 50, n, seed=6)[0] * 1.5)
+    ref, _ = H.reference_bytes(folder, xq)
+    results = []
+    for workers in (1, 3, 8):
+        b = H.build(folder, cflags=["-O2", f"-DEDGERNN_THREADS={workers}", "-pthread"], name=f"driver_t{workers}")
+        model_c = (folder / "firmware" / "model.c").read_text()
+        assert "edgernn_team_split(edgernn_step_fused" in model_c
+        if name == "ltc":
+            assert "int d2 = " in model_c or "int d1 = " in model_c, "no broadcasting loop walks a shape"
+        got, _ = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
+        assert H.compare(got, ref, "int8")["mismatches"] == 0, f"{workers} workers differ from the interpreter"
+        results.append(got)
+    assert all(np.array_equal(results[0], r) for r in results[1:])
