@@ -4,7 +4,8 @@
 #include "edgernn_fixedpoint.h"
 #include "edgernn_kernels.h"
 
-/* The int8 dot products are edgernn_dot.h's (portable C, or GAP8's Xpulp SIMD builtin). */
+/* The int8 dot products are edgernn_dot.h's (portable C, or GAP8's Xpulp SIMD builtin), on weights in
+ * its blocked layout. */
 
 int edgernn_dot_simd(void)
 {
@@ -46,35 +47,45 @@ static inline int8_t requantize_s8(int32_t acc, int32_t multiplier, int32_t shif
     return (int8_t)edgernn_clamp(scaled + output_offset, act_min, act_max);
 }
 
-/* Four output rows at a time share each load of the input (edgernn_dot4_s8). Rows [r0, r1) of the
- * output are the same call with w, bias, multiplier, shift advanced by r0 rows, out by r0, and
- * n_out = r1 - r0 (rows == 1). */
+/* Rows in blocks of 8, then 4, then one by one, in the blocked weights layout (edgernn_dot.h), each
+ * input byte loaded once per block. Rows [r0, r1) of the output, r0 a multiple of 8, are the same call
+ * with w, bias, multiplier, shift advanced by r0 rows, out by r0, and n_out = r1 - r0 (rows == 1). */
 void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
                                 const int32_t *multiplier, const int32_t *shift, int rounding,
                                 int32_t output_offset, int32_t act_min, int32_t act_max, int rows, int n_in,
                                 int n_out, int8_t *out)
 {
-    int r, o;
+    int r, o, k;
     for (r = 0; r < rows; ++r) {
         const int8_t *x = in + (size_t)r * n_in;
+        const int8_t *wb = w;
         int8_t *y = out + (size_t)r * n_out;
-        for (o = 0; o + 4 <= n_out; o += 4) {
-            int32_t acc[4];
-            acc[0] = bias[o];
-            acc[1] = bias[o + 1];
-            acc[2] = bias[o + 2];
-            acc[3] = bias[o + 3];
-            edgernn_dot4_s8(x, w + (size_t)o * n_in, n_in, acc);
-            y[o] = requantize_s8(acc[0], multiplier[o], shift[o], rounding, output_offset, act_min, act_max);
-            y[o + 1] = requantize_s8(acc[1], multiplier[o + 1], shift[o + 1], rounding, output_offset, act_min,
-                                     act_max);
-            y[o + 2] = requantize_s8(acc[2], multiplier[o + 2], shift[o + 2], rounding, output_offset, act_min,
-                                     act_max);
-            y[o + 3] = requantize_s8(acc[3], multiplier[o + 3], shift[o + 3], rounding, output_offset, act_min,
-                                     act_max);
+        for (o = 0; o + 8 <= n_out; o += 8, wb += 8 * (size_t)n_in) {
+            int32_t acc[8];
+            for (k = 0; k < 8; ++k) {
+                acc[k] = bias[o + k];
+            }
+            edgernn_dot8_s8(x, wb, n_in, acc);
+            for (k = 0; k < 8; ++k) {
+                y[o + k] = requantize_s8(acc[k], multiplier[o + k], shift[o + k], rounding, output_offset, act_min,
+                                         act_max);
+            }
         }
-        for (; o < n_out; ++o) {
-            const int32_t acc = edgernn_dot1_s8(x, w + (size_t)o * n_in, n_in, bias[o]);
+        if (o + 4 <= n_out) {
+            int32_t acc[4];
+            for (k = 0; k < 4; ++k) {
+                acc[k] = bias[o + k];
+            }
+            edgernn_dot4_s8(x, wb, n_in, acc);
+            for (k = 0; k < 4; ++k) {
+                y[o + k] = requantize_s8(acc[k], multiplier[o + k], shift[o + k], rounding, output_offset, act_min,
+                                         act_max);
+            }
+            o += 4;
+            wb += 4 * (size_t)n_in;
+        }
+        for (; o < n_out; ++o, wb += n_in) {
+            const int32_t acc = edgernn_dot1_s8(x, wb, n_in, bias[o]);
             y[o] = requantize_s8(acc, multiplier[o], shift[o], rounding, output_offset, act_min, act_max);
         }
     }

@@ -179,6 +179,7 @@ typedef struct {
     int32_t multiplier;
     int left_shift;
     int right_shift;
+    int64_t nudge_positive, nudge_negative; /* with a right shift: see lstm_scaled */
 } lstm_scale_t;
 
 static lstm_scale_t lstm_scale(int32_t multiplier, int32_t shift)
@@ -187,53 +188,41 @@ static lstm_scale_t lstm_scale(int32_t multiplier, int32_t shift)
     s.multiplier = multiplier;
     s.left_shift = shift > 0 ? (int)shift : 0;
     s.right_shift = shift > 0 ? 0 : (int)-shift;
+    s.nudge_positive = 0;
+    s.nudge_negative = 0;
+    if (s.right_shift > 0) {
+        s.nudge_positive = ((int64_t)1 << 30) + ((int64_t)1 << (30 + s.right_shift));
+        s.nudge_negative = s.nudge_positive - ((int64_t)1 << 31);
+    }
     return s;
 }
 
+/* With a right shift e >= 1 (and so no left shift), the high multiply h = floor((x * m + 2^30) / 2^31)
+ * and the rounding divide floor((h + 2^(e-1) - [h < 0]) / 2^e) nest into one floor:
+ * (x * m + 2^30 + 2^(30+e) - [h < 0] * 2^31) >> (31 + e). h < 0 is x * m < -2^30; taking x < 0 instead
+ * (m >= 0) changes only x * m in [-2^30, 0), where h is 0 and both sums stay in [0, 2^(31+e)), giving 0.
+ * The shift is 32 or more, so only the high word of the 64-bit sum is shifted. */
 static inline int32_t lstm_scaled(const lstm_scale_t *s, int32_t x)
 {
-    const int32_t a = (int32_t)((uint32_t)x << s->left_shift);
-    const int32_t high = (int32_t)(((int64_t)a * s->multiplier + ((int64_t)1 << 30)) >> 31);
-    return edgernn_rdbpot(high, s->right_shift);
+    if (s->right_shift > 0) {
+        const int64_t sum = (int64_t)x * s->multiplier + (x < 0 ? s->nudge_negative : s->nudge_positive);
+        return (int32_t)(sum >> 32) >> (s->right_shift - 1);
+    } else {
+        const int32_t a = (int32_t)((uint32_t)x << s->left_shift);
+        return (int32_t)(((int64_t)a * s->multiplier + ((int64_t)1 << 30)) >> 31);
+    }
 }
 #endif
 
-static inline int16_t gate_add(const lstm_scale_t *s, int32_t acc, int32_t prior)
+static inline int32_t clamp16(int32_t v)
 {
-    return (int16_t)edgernn_clamp(lstm_scaled(s, acc) + prior, INT16_MIN, INT16_MAX);
-}
-
-/* gate[r] = clamp16(MBQM(bias[r] + w[r] . v, multiplier, shift) + gate[r]) for one gate: TFLite's
- * MatrixBatchVectorMultiplyAccumulate with int16 output, four rows at a time sharing each load of v
- * (edgernn_dot4_s8, the dot products of FULLY_CONNECTED). first: the gate's first product, whose
- * gate[r] is TFLite's zeroed buffer. */
-static void gate_accumulate_s8(const int8_t *w, const int32_t *bias, int32_t multiplier, int32_t shift,
-                               const int8_t *v, int n_cols, int n_rows, int first, int16_t *gate)
-{
-    const lstm_scale_t s = lstm_scale(multiplier, shift);
-    int r = 0;
-    for (; r + 4 <= n_rows; r += 4) {
-        int32_t acc[4];
-        acc[0] = bias[r];
-        acc[1] = bias[r + 1];
-        acc[2] = bias[r + 2];
-        acc[3] = bias[r + 3];
-        edgernn_dot4_s8(v, w + (size_t)r * (size_t)n_cols, n_cols, acc);
-        gate[r] = gate_add(&s, acc[0], first ? 0 : gate[r]);
-        gate[r + 1] = gate_add(&s, acc[1], first ? 0 : gate[r + 1]);
-        gate[r + 2] = gate_add(&s, acc[2], first ? 0 : gate[r + 2]);
-        gate[r + 3] = gate_add(&s, acc[3], first ? 0 : gate[r + 3]);
-    }
-    for (; r < n_rows; ++r) {
-        const int32_t acc = edgernn_dot1_s8(v, w + (size_t)r * (size_t)n_cols, n_cols, bias[r]);
-        gate[r] = gate_add(&s, acc, first ? 0 : gate[r]);
-    }
+    return edgernn_clamp(v, INT16_MIN, INT16_MAX);
 }
 
 /* Both kernels, the single-core one and the team's, run the time steps alike: the units' work of a
  * step (lstm_*_units over [0, n_cell), or split across the team by ranges of units), then the new h
- * published to the state and the output. Unit ranges start at multiples of 4, the int8 gates' row
- * block. */
+ * published to the state and the output. Unit ranges start at multiples of 4, so at the start of an
+ * int8 weight block of two units. */
 #define LSTM_GRAIN 4
 
 typedef struct {
@@ -244,52 +233,134 @@ typedef struct {
     int16_t *c, *scratch;
 } lstm_s8_args_t;
 
-/* One time step for the units [begin, end): their four gates (scratch[g * n_cell + u]) from x_t and
- * all of the previous h, their cell state c[u] in place, and their new hidden state in their own input
- * gate slot scratch[u]. It writes nothing another unit reads, so disjoint ranges can run at once; h
- * changes only after all of them. Any ranges give the same bytes. */
+/* Everything of a step that depends on the parameters only, computed once per call. */
+typedef struct {
+    lstm_scale_t in[4], rec[4], hidden;
+    int cell_shift, tanh_bits, tanh_cell;
+    int32_t cell_clip, hidden_zero_point;
+} lstm_s8_consts_t;
+
+/* One unit's cell update and new hidden state from its four gates (i, f, c, o) in Q3.12: c in place,
+ * the new h returned. */
+static int16_t lstm_s8_unit_tail(const lstm_s8_consts_t *k, const int32_t *gate, int16_t *c)
+{
+    const int16_t ig = fx_logistic_q3((int16_t)gate[0]);
+    const int16_t fg = fx_logistic_q3((int16_t)gate[1]);
+    const int16_t cg = fx_tanh_q3((int16_t)gate[2]);
+    const int16_t og = fx_logistic_q3((int16_t)gate[3]);
+    /* UpdateLstmCellInteger: CwiseMul by 2^-15 and 2^-(30 + cell scale), CwiseAdd, clip */
+    const int16_t kept = (int16_t)edgernn_rdbpot((int32_t)fg * (int32_t)*c, 15);
+    const int16_t added = (int16_t)edgernn_rdbpot((int32_t)ig * (int32_t)cg, k->cell_shift);
+    int32_t cell = clamp16((int32_t)kept + (int32_t)added);
+    int32_t hidden;
+    if (k->cell_clip > 0) {
+        cell = edgernn_clamp(cell, -k->cell_clip, k->cell_clip);
+    }
+    *c = (int16_t)cell;
+    /* CalculateLstmOutputInteger8x8_16 without projection. TFLite's ApplyTanh handles 0 to 6
+     * integer bits; for any other cell scale it writes nothing, and the product takes the
+     * input gate left in that scratch buffer instead of tanh(c). */
+    hidden = (int32_t)og * (int32_t)(k->tanh_cell ? fx_tanh((int16_t)cell, k->tanh_bits) : ig);
+    hidden = lstm_scaled(&k->hidden, hidden) + k->hidden_zero_point;
+    return (int16_t)edgernn_clamp(hidden, -128, 127);
+}
+
+/* One gate row: its input part, clamp16(MBQM(acc)), or its recurrent part added to that. */
+#define LSTM_GATE_IN(r) gate[r] = clamp16(lstm_scaled(&k->in[(r) & 3], acc[r]))
+#define LSTM_GATE_REC(r) gate[r] = clamp16(lstm_scaled(&k->rec[(r) & 3], acc[r]) + gate[r])
+
+/* The gates of `units` (2 or 1, a constant once inlined) units, the 4 * units rows of one weight block,
+ * then their tails. TFLite's MatrixBatchVectorMultiplyAccumulate with int16 output:
+ * gate = clamp16(MBQM(bias + w . x)), then gate = clamp16(MBQM(bias + w . h) + gate) with the recurrent
+ * scale. The rows are written out so that the sums and gates stay in registers. */
+static EDGERNN_DOT_INLINE void lstm_s8_block(const lstm_s8_consts_t *k, const lstm_s8_args_t *a, int units,
+                                             const int8_t *w_in, const int8_t *w_rec, const int32_t *bias_in,
+                                             const int32_t *bias_rec, int16_t *c, int16_t *h_new)
+{
+    const int n_in = (int)a->p->n_input;
+    const int n_cell = (int)a->p->n_cell;
+    int32_t acc[8];
+    int32_t gate[8];
+    acc[0] = bias_in[0];
+    acc[1] = bias_in[1];
+    acc[2] = bias_in[2];
+    acc[3] = bias_in[3];
+    if (units == 2) {
+        acc[4] = bias_in[4];
+        acc[5] = bias_in[5];
+        acc[6] = bias_in[6];
+        acc[7] = bias_in[7];
+        edgernn_dot8_s8(a->xt, w_in, n_in, acc);
+        LSTM_GATE_IN(4);
+        LSTM_GATE_IN(5);
+        LSTM_GATE_IN(6);
+        LSTM_GATE_IN(7);
+        acc[4] = bias_rec[4];
+        acc[5] = bias_rec[5];
+        acc[6] = bias_rec[6];
+        acc[7] = bias_rec[7];
+    } else {
+        edgernn_dot4_s8(a->xt, w_in, n_in, acc);
+    }
+    LSTM_GATE_IN(0);
+    LSTM_GATE_IN(1);
+    LSTM_GATE_IN(2);
+    LSTM_GATE_IN(3);
+    acc[0] = bias_rec[0];
+    acc[1] = bias_rec[1];
+    acc[2] = bias_rec[2];
+    acc[3] = bias_rec[3];
+    if (units == 2) {
+        edgernn_dot8_s8(a->h, w_rec, n_cell, acc);
+        LSTM_GATE_REC(4);
+        LSTM_GATE_REC(5);
+        LSTM_GATE_REC(6);
+        LSTM_GATE_REC(7);
+    } else {
+        edgernn_dot4_s8(a->h, w_rec, n_cell, acc);
+    }
+    LSTM_GATE_REC(0);
+    LSTM_GATE_REC(1);
+    LSTM_GATE_REC(2);
+    LSTM_GATE_REC(3);
+    h_new[0] = lstm_s8_unit_tail(k, gate, c);
+    if (units == 2) {
+        h_new[1] = lstm_s8_unit_tail(k, gate + 4, c + 1);
+    }
+}
+
+/* One time step for the units [begin, end): their four gates from x_t and all of the previous h, two
+ * units at a time (the weights and biases are unit-major: unit u's gates i, f, c, o are rows 4u..4u+3,
+ * in edgernn_dot.h's blocked layout), their cell state c[u] in place, and their new hidden state in
+ * scratch[u]. It writes nothing another unit reads, so disjoint ranges can run at once; h changes only
+ * after all of them. Any ranges give the same bytes. */
 static void lstm_s8_units(const void *args, int begin, int end)
 {
     const lstm_s8_args_t *a = (const lstm_s8_args_t *)args;
     const edgernn_lstm_s8_params_t *p = a->p;
-    int16_t *c = a->c;
-    int16_t *scratch = a->scratch;
-    const int n_in = (int)p->n_input;
-    const int n_cell = (int)p->n_cell;
-    const int n_rows = end - begin;
-    const int tanh_cell = p->cell_tanh_integer_bits >= 0 && p->cell_tanh_integer_bits <= 6;
-    const int cell_shift = (int)p->cell_shift;
-    const lstm_scale_t hidden_scale = lstm_scale(p->hidden_multiplier, p->hidden_shift);
-    int g, j;
-    /* gates i, f, c, o of the units: input part, then recurrent part on the previous h */
+    const size_t n_in = (size_t)p->n_input;
+    const size_t n_cell = (size_t)p->n_cell;
+    lstm_s8_consts_t k;
+    int g, u;
     for (g = 0; g < 4; ++g) {
-        const size_t row = (size_t)g * (size_t)n_cell + (size_t)begin;
-        int16_t *gate = scratch + row;
-        gate_accumulate_s8(a->w_in + row * (size_t)n_in, a->bias_in + row, p->in_multiplier[g], p->in_shift[g],
-                           a->xt, n_in, n_rows, 1, gate);
-        gate_accumulate_s8(a->w_rec + row * (size_t)n_cell, a->bias_rec + row, p->rec_multiplier[g],
-                           p->rec_shift[g], a->h, n_cell, n_rows, 0, gate);
+        k.in[g] = lstm_scale(p->in_multiplier[g], p->in_shift[g]);
+        k.rec[g] = lstm_scale(p->rec_multiplier[g], p->rec_shift[g]);
     }
-    for (j = begin; j < end; ++j) {
-        const int16_t ig = fx_logistic_q3(scratch[j]);
-        const int16_t fg = fx_logistic_q3(scratch[n_cell + j]);
-        const int16_t cg = fx_tanh_q3(scratch[2 * n_cell + j]);
-        const int16_t og = fx_logistic_q3(scratch[3 * n_cell + j]);
-        /* UpdateLstmCellInteger: CwiseMul by 2^-15 and 2^-(30 + cell scale), CwiseAdd, clip */
-        const int16_t kept = (int16_t)edgernn_rdbpot((int32_t)fg * (int32_t)c[j], 15);
-        const int16_t added = (int16_t)edgernn_rdbpot((int32_t)ig * (int32_t)cg, cell_shift);
-        int32_t cell = edgernn_clamp((int32_t)kept + (int32_t)added, INT16_MIN, INT16_MAX);
-        int32_t hidden;
-        if (p->cell_clip > 0) {
-            cell = edgernn_clamp(cell, -p->cell_clip, p->cell_clip);
-        }
-        c[j] = (int16_t)cell;
-        /* CalculateLstmOutputInteger8x8_16 without projection. TFLite's ApplyTanh handles 0 to 6
-         * integer bits; for any other cell scale it writes nothing, and the product takes the
-         * input gate left in that scratch buffer instead of tanh(c). */
-        hidden = (int32_t)og * (int32_t)(tanh_cell ? fx_tanh(c[j], (int)p->cell_tanh_integer_bits) : ig);
-        hidden = lstm_scaled(&hidden_scale, hidden) + p->hidden_zero_point;
-        scratch[j] = (int16_t)edgernn_clamp(hidden, -128, 127);
+    k.hidden = lstm_scale(p->hidden_multiplier, p->hidden_shift);
+    k.cell_shift = (int)p->cell_shift;
+    k.tanh_bits = (int)p->cell_tanh_integer_bits;
+    k.tanh_cell = k.tanh_bits >= 0 && k.tanh_bits <= 6;
+    k.cell_clip = p->cell_clip;
+    k.hidden_zero_point = p->hidden_zero_point;
+    for (u = begin; u + 2 <= end; u += 2) {
+        const size_t row = 4 * (size_t)u;
+        lstm_s8_block(&k, a, 2, a->w_in + row * n_in, a->w_rec + row * n_cell, a->bias_in + row,
+                      a->bias_rec + row, a->c + u, a->scratch + u);
+    }
+    if (u < end) {
+        const size_t row = 4 * (size_t)u;
+        lstm_s8_block(&k, a, 1, a->w_in + row * n_in, a->w_rec + row * n_cell, a->bias_in + row,
+                      a->bias_rec + row, a->c + u, a->scratch + u);
     }
 }
 
