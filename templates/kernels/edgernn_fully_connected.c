@@ -39,11 +39,30 @@ void edgernn_fully_connected_f32(const float *in, const float *w, const float *b
 
 /* rounding: EDGERNN_ROUND_ONCE (LiteRT's reference kernel) or EDGERNN_ROUND_TWICE_UP (its builtin
  * kernel, through ruy), the oracle of the graph (docs/ops.md). */
+static inline int32_t rescale_s8(int32_t acc, int32_t multiplier, int32_t shift, int rounding)
+{
+#if UINTPTR_MAX <= 0xFFFFFFFFu
+    /* On a 32-bit core, with a right shift e = -shift >= 2 (the usual case), both roundings need only the
+     * high word of the product: with P = acc * m = hi * 2^32 + lo, the one rounding
+     * (P + 2^(30+e)) >> (31+e) is (hi + 2^(e-2)) >> (e-1), 2^(30+e) being a multiple of 2^32; the two
+     * roundings (P + 2^30 + 2^(30+e)) >> (31+e) are the same with hi taking the carry of lo + 2^30. */
+    if (shift <= -2) {
+        const int64_t p = (int64_t)acc * multiplier;
+        int32_t hi = (int32_t)(p >> 32);
+        if (rounding == EDGERNN_ROUND_TWICE_UP) {
+            hi += (uint32_t)p >= 0xC0000000u; /* the carry of lo + 2^30 */
+        }
+        return (hi + (1 << (-shift - 2))) >> (-shift - 1);
+    }
+#endif
+    return rounding == EDGERNN_ROUND_TWICE_UP ? edgernn_mbqm_double_up(acc, multiplier, shift)
+                                              : edgernn_mbqm_single(acc, multiplier, shift);
+}
+
 static inline int8_t requantize_s8(int32_t acc, int32_t multiplier, int32_t shift, int rounding,
                                    int32_t output_offset, int32_t act_min, int32_t act_max)
 {
-    const int32_t scaled = rounding == EDGERNN_ROUND_TWICE_UP ? edgernn_mbqm_double_up(acc, multiplier, shift)
-                                                              : edgernn_mbqm_single(acc, multiplier, shift);
+    const int32_t scaled = rescale_s8(acc, multiplier, shift, rounding);
     return (int8_t)edgernn_clamp(scaled + output_offset, act_min, act_max);
 }
 
