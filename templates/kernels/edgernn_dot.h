@@ -75,6 +75,42 @@ typedef signed char edgernn_v4s __attribute__((vector_size(4)));
 #define EDGERNN_DOT_VECTOR_BLOCK 1
 #endif
 
+/* x86-64 (SSE2, always there) and not forced scalar: the int8 blocks take SSE2's pmaddwd, two products
+ * of int16 summed into an int32 lane, on the blocked layout: a group's 4 inputs repeated twice against
+ * 2 rows' 8 weights. gcc does not vectorize the grouped layout by itself. */
+#if defined(__SSE2__) && !defined(EDGERNN_FC_SCALAR) && !defined(EDGERNN_DOT_XPULP)
+#define EDGERNN_DOT_SSE2 1
+#include <emmintrin.h>
+
+/* x[0..3] as int16, twice: x0 x1 x2 x3 x0 x1 x2 x3 */
+static inline __m128i edgernn_sse2_x4(const int8_t *x)
+{
+    int32_t v;
+    __m128i b;
+    memcpy(&v, x, sizeof v);
+    b = _mm_cvtsi32_si128(v);
+    b = _mm_srai_epi16(_mm_unpacklo_epi8(b, b), 8);
+    return _mm_unpacklo_epi64(b, b);
+}
+
+/* 4 rows' group (16 bytes): s01 lanes += rows 0, 0, 1, 1 (inputs 0-1, 2-3), s23 the same for rows 2, 3 */
+static inline void edgernn_sse2_rows4(const int8_t *w, __m128i xv, __m128i *s01, __m128i *s23)
+{
+    const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)w);
+    *s01 = _mm_add_epi32(*s01, _mm_madd_epi16(_mm_srai_epi16(_mm_unpacklo_epi8(v, v), 8), xv));
+    *s23 = _mm_add_epi32(*s23, _mm_madd_epi16(_mm_srai_epi16(_mm_unpackhi_epi8(v, v), 8), xv));
+}
+
+/* the two rows' sums of s: lanes 0 + 1 and 2 + 3 */
+static inline void edgernn_sse2_pairs(__m128i s, int32_t *r0, int32_t *r1)
+{
+    int32_t lane[4];
+    _mm_storeu_si128((__m128i *)(void *)lane, s);
+    *r0 += lane[0] + lane[1];
+    *r1 += lane[2] + lane[3];
+}
+#endif
+
 /* Inlined into each caller, so that the four sums live in registers (except when optimizing for size). */
 #if defined(__GNUC__) && !defined(__OPTIMIZE_SIZE__)
 #define EDGERNN_DOT_INLINE inline __attribute__((always_inline))
@@ -215,7 +251,22 @@ static EDGERNN_DOT_INLINE void edgernn_dot8_s8(const int8_t *x, const int8_t *w,
     a6 = EDGERNN_SDOTSP4(xv, edgernn_load4(WP(w + 24)), a6);                                        \
     a7 = EDGERNN_SDOTSP4(xv, edgernn_load4(WP(w + 28)), a7);
 #endif
+#if defined(EDGERNN_DOT_SSE2)
+    {
+        __m128i s0 = _mm_setzero_si128(), s1 = s0, s2 = s0, s3 = s0;
+        for (; x < xe; x += 4, w += 32) {
+            const __m128i xv = edgernn_sse2_x4(x);
+            edgernn_sse2_rows4(w, xv, &s0, &s1);
+            edgernn_sse2_rows4(w + 16, xv, &s2, &s3);
+        }
+        edgernn_sse2_pairs(s0, &a0, &a1);
+        edgernn_sse2_pairs(s1, &a2, &a3);
+        edgernn_sse2_pairs(s2, &a4, &a5);
+        edgernn_sse2_pairs(s3, &a6, &a7);
+    }
+#else
     EDGERNN_DOT_GROUPS(8)
+#endif
     EDGERNN_DOT_LAST_GROUP();
 #undef EDGERNN_DOT_ROWS
 #undef EDGERNN_DOT_XPULP_ROWS
@@ -244,7 +295,18 @@ static EDGERNN_DOT_INLINE void edgernn_dot4_s8(const int8_t *x, const int8_t *w,
     a2 = EDGERNN_SDOTSP4(xv, edgernn_load4(WP(w + 8)), a2);                                         \
     a3 = EDGERNN_SDOTSP4(xv, edgernn_load4(WP(w + 12)), a3);
 #endif
+#if defined(EDGERNN_DOT_SSE2)
+    {
+        __m128i s0 = _mm_setzero_si128(), s1 = s0;
+        for (; x < xe; x += 4, w += 16) {
+            edgernn_sse2_rows4(w, edgernn_sse2_x4(x), &s0, &s1);
+        }
+        edgernn_sse2_pairs(s0, &a0, &a1);
+        edgernn_sse2_pairs(s1, &a2, &a3);
+    }
+#else
     EDGERNN_DOT_GROUPS(4)
+#endif
     EDGERNN_DOT_LAST_GROUP();
 #undef EDGERNN_DOT_ROWS
 #undef EDGERNN_DOT_XPULP_ROWS
