@@ -283,7 +283,7 @@ typedef struct {
     int32_t multiplier;
     int left_shift;
     int right_shift;
-    int64_t nudge_positive, nudge_negative; /* with a right shift: see lstm_scaled */
+    int32_t half; /* 2^(right_shift - 2), for right_shift >= 2 */
 } lstm_scale_t;
 
 static lstm_scale_t lstm_scale(int32_t multiplier, int32_t shift)
@@ -292,28 +292,33 @@ static lstm_scale_t lstm_scale(int32_t multiplier, int32_t shift)
     s.multiplier = multiplier;
     s.left_shift = shift > 0 ? (int)shift : 0;
     s.right_shift = shift > 0 ? 0 : (int)-shift;
-    s.nudge_positive = 0;
-    s.nudge_negative = 0;
-    if (s.right_shift > 0) {
-        s.nudge_positive = ((int64_t)1 << 30) + ((int64_t)1 << (30 + s.right_shift));
-        s.nudge_negative = s.nudge_positive - ((int64_t)1 << 31);
-    }
+    s.half = s.right_shift >= 2 ? (int32_t)1 << (s.right_shift - 2) : 0;
     return s;
 }
 
-/* With a right shift e >= 1 (and so no left shift), the high multiply h = floor((x * m + 2^30) / 2^31)
+/* With a right shift e >= 2 (and so no left shift), the high multiply h = floor((x * m + 2^30) / 2^31)
  * and the rounding divide floor((h + 2^(e-1) - [h < 0]) / 2^e) nest into one floor:
- * (x * m + 2^30 + 2^(30+e) - [h < 0] * 2^31) >> (31 + e). h < 0 is x * m < -2^30; taking x < 0 instead
+ * (x * m + 2^30 - [h < 0] * 2^31 + 2^(30+e)) >> (31 + e). h < 0 is x * m < -2^30; taking x < 0 instead
  * (m >= 0) changes only x * m in [-2^30, 0), where h is 0 and both sums stay in [0, 2^(31+e)), giving 0.
- * The shift is 32 or more, so only the high word of the 64-bit sum is shifted. */
+ * With x * m = hi * 2^32 + lo, x * m + 2^30 - [x < 0] * 2^31 is hi' * 2^32 + (a rest in [0, 2^32)), hi'
+ * being hi plus the carry of lo + 2^30 (x >= 0) or minus the borrow of lo - 2^30 (x < 0); 2^(30+e) is
+ * 2^(e-2) * 2^32, so the result is (hi' + 2^(e-2)) >> (e-1): the product's high word only. */
 static inline int32_t lstm_scaled(const lstm_scale_t *s, int32_t x)
 {
-    if (s->right_shift > 0) {
-        const int64_t sum = (int64_t)x * s->multiplier + (x < 0 ? s->nudge_negative : s->nudge_positive);
-        return (int32_t)(sum >> 32) >> (s->right_shift - 1);
+    if (s->right_shift >= 2) {
+        const int64_t p = (int64_t)x * s->multiplier;
+        const uint32_t lo = (uint32_t)p;
+        int32_t hi = (int32_t)(p >> 32);
+        if (x >= 0) {
+            hi += lo >= 0xC0000000u;
+        } else {
+            hi -= lo < 0x40000000u;
+        }
+        return (hi + s->half) >> (s->right_shift - 1);
     } else {
         const int32_t a = (int32_t)((uint32_t)x << s->left_shift);
-        return (int32_t)(((int64_t)a * s->multiplier + ((int64_t)1 << 30)) >> 31);
+        const int32_t high = (int32_t)(((int64_t)a * s->multiplier + ((int64_t)1 << 30)) >> 31);
+        return edgernn_rdbpot(high, s->right_shift);
     }
 }
 #endif
@@ -346,7 +351,7 @@ typedef struct {
 
 /* One unit's cell update and new hidden state from its four gates (i, f, c, o) in Q3.12: c in place,
  * the new h returned. */
-static int16_t lstm_s8_unit_tail(const lstm_s8_consts_t *k, const int32_t *gate, int16_t *c)
+static FX_INLINE int16_t lstm_s8_unit_tail(const lstm_s8_consts_t *k, const int32_t *gate, int16_t *c)
 {
     const int16_t ig = fx_logistic_q3((int16_t)gate[0]);
     const int16_t fg = fx_logistic_q3((int16_t)gate[1]);
