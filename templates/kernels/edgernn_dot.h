@@ -325,6 +325,12 @@ static EDGERNN_DOT_INLINE int32_t edgernn_dot1_s8(const int8_t *x, const int8_t 
     for (; i < n4; i += 4) {
         acc = EDGERNN_SDOTSP4(edgernn_load4(x + i), edgernn_load4(w + i), acc);
     }
+#elif !defined(__OPTIMIZE_SIZE__)
+    /* 4 products per loop test (a Dense(1) head is one such row) */
+    for (; i + 4 <= n; i += 4) {
+        acc += (int32_t)x[i] * (int32_t)w[i] + (int32_t)x[i + 1] * (int32_t)w[i + 1] +
+               (int32_t)x[i + 2] * (int32_t)w[i + 2] + (int32_t)x[i + 3] * (int32_t)w[i + 3];
+    }
 #endif
     for (; i < n; ++i) {
         acc += (int32_t)x[i] * (int32_t)w[i];
