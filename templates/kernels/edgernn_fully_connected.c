@@ -66,46 +66,76 @@ static inline int8_t requantize_s8(int32_t acc, int32_t multiplier, int32_t shif
     return (int8_t)edgernn_clamp(scaled + output_offset, act_min, act_max);
 }
 
-/* Rows in blocks of 8, then 4, then one by one, in the blocked weights layout (edgernn_dot.h), each
- * input byte loaded once per block. Rows [r0, r1) of the output, r0 a multiple of 8, are the same call
- * with w, bias, multiplier, shift advanced by r0 rows, out by r0, and n_out = r1 - r0 (rows == 1). */
+#define FC_S8_OUT(k)                                                                                \
+    y[o + (k)] = requantize_s8(acc[k], multiplier[o + (k)], shift[o + (k)], rounding, output_offset, act_min, \
+                               act_max)
+
+/* One row of the input: outputs in blocks of 8, then 4, then one by one, in the blocked weights layout
+ * (edgernn_dot.h), each input byte loaded once per block. The requantizations are written out so that
+ * the block's sums stay in registers; rounding is a constant once inlined. */
+static EDGERNN_DOT_INLINE void fc_s8_row(const int8_t *x, const int8_t *w, const int32_t *bias,
+                                         const int32_t *multiplier, const int32_t *shift, int rounding,
+                                         int32_t output_offset, int32_t act_min, int32_t act_max, int n_in,
+                                         int n_out, int8_t *y)
+{
+    int o;
+    for (o = 0; o + 8 <= n_out; o += 8, w += 8 * (size_t)n_in) {
+        int32_t acc[8];
+        acc[0] = bias[o];
+        acc[1] = bias[o + 1];
+        acc[2] = bias[o + 2];
+        acc[3] = bias[o + 3];
+        acc[4] = bias[o + 4];
+        acc[5] = bias[o + 5];
+        acc[6] = bias[o + 6];
+        acc[7] = bias[o + 7];
+        edgernn_dot8_s8(x, w, n_in, acc);
+        FC_S8_OUT(0);
+        FC_S8_OUT(1);
+        FC_S8_OUT(2);
+        FC_S8_OUT(3);
+        FC_S8_OUT(4);
+        FC_S8_OUT(5);
+        FC_S8_OUT(6);
+        FC_S8_OUT(7);
+    }
+    if (o + 4 <= n_out) {
+        int32_t acc[4];
+        acc[0] = bias[o];
+        acc[1] = bias[o + 1];
+        acc[2] = bias[o + 2];
+        acc[3] = bias[o + 3];
+        edgernn_dot4_s8(x, w, n_in, acc);
+        FC_S8_OUT(0);
+        FC_S8_OUT(1);
+        FC_S8_OUT(2);
+        FC_S8_OUT(3);
+        o += 4;
+        w += 4 * (size_t)n_in;
+    }
+    for (; o < n_out; ++o, w += n_in) {
+        const int32_t acc = edgernn_dot1_s8(x, w, n_in, bias[o]);
+        y[o] = requantize_s8(acc, multiplier[o], shift[o], rounding, output_offset, act_min, act_max);
+    }
+}
+
+/* Rows [r0, r1) of the output, r0 a multiple of 8, are the same call with w, bias, multiplier, shift
+ * advanced by r0 rows, out by r0, and n_out = r1 - r0 (rows == 1). */
 void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
                                 const int32_t *multiplier, const int32_t *shift, int rounding,
                                 int32_t output_offset, int32_t act_min, int32_t act_max, int rows, int n_in,
                                 int n_out, int8_t *out)
 {
-    int r, o, k;
+    int r;
     for (r = 0; r < rows; ++r) {
         const int8_t *x = in + (size_t)r * n_in;
-        const int8_t *wb = w;
         int8_t *y = out + (size_t)r * n_out;
-        for (o = 0; o + 8 <= n_out; o += 8, wb += 8 * (size_t)n_in) {
-            int32_t acc[8];
-            for (k = 0; k < 8; ++k) {
-                acc[k] = bias[o + k];
-            }
-            edgernn_dot8_s8(x, wb, n_in, acc);
-            for (k = 0; k < 8; ++k) {
-                y[o + k] = requantize_s8(acc[k], multiplier[o + k], shift[o + k], rounding, output_offset, act_min,
-                                         act_max);
-            }
-        }
-        if (o + 4 <= n_out) {
-            int32_t acc[4];
-            for (k = 0; k < 4; ++k) {
-                acc[k] = bias[o + k];
-            }
-            edgernn_dot4_s8(x, wb, n_in, acc);
-            for (k = 0; k < 4; ++k) {
-                y[o + k] = requantize_s8(acc[k], multiplier[o + k], shift[o + k], rounding, output_offset, act_min,
-                                         act_max);
-            }
-            o += 4;
-            wb += 4 * (size_t)n_in;
-        }
-        for (; o < n_out; ++o, wb += n_in) {
-            const int32_t acc = edgernn_dot1_s8(x, wb, n_in, bias[o]);
-            y[o] = requantize_s8(acc, multiplier[o], shift[o], rounding, output_offset, act_min, act_max);
+        if (rounding == EDGERNN_ROUND_TWICE_UP) {
+            fc_s8_row(x, w, bias, multiplier, shift, EDGERNN_ROUND_TWICE_UP, output_offset, act_min, act_max, n_in,
+                      n_out, y);
+        } else {
+            fc_s8_row(x, w, bias, multiplier, shift, EDGERNN_ROUND_ONCE, output_offset, act_min, act_max, n_in,
+                      n_out, y);
         }
     }
 }
