@@ -8,9 +8,8 @@ steps, divided by N, so start-up and file I/O cancel out. Prints figures; assert
 
     python bench/bench_backend.py [--steps 200] [--quant int16] [--cflags "-O2 -fno-tree-vectorize -DEDGERNN_FC_SCALAR"]
 
-gcc -O2 vectorizes loops whose trip count is a compile-time multiple of the vector width (the fixed
-blocks of 16 inputs of the FULLY_CONNECTED kernels become SSE2); --cflags "-O2 -fno-tree-vectorize
--DEDGERNN_FC_SCALAR" gives the count of a scalar build, closer to what a scalar MCU runs.
+The int8 dot products take SSE2 (pmaddwd) on x86-64; --cflags "-O2 -fno-tree-vectorize -DEDGERNN_FC_SCALAR"
+gives the count of a scalar build, closer to what a scalar MCU runs.
 """
 
 from __future__ import annotations

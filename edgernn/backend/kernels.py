@@ -189,7 +189,7 @@ _FLAT_UNARY = Split("n", (("in", "1"), ("out", "1")))
 _BCAST = Split("b.dims[3]", (("in1", "b->stride1[3]"), ("in2", "b->stride2[3]"), ("out", "1")), broadcast="b")
 _FC_INT = (
     Split("n_out", (("w", "n_in"), ("bias", "1"), ("multiplier", "1"), ("shift", "1"), ("out", "1")),
-          when=("rows", 1), grain=4),
+          when=("rows", 1), grain=8),
     Split("rows", (("in", "n_in"), ("out", "n_out"))),
 )
 _LSTM = (Split("p.n_cell", weight=4),)
@@ -212,7 +212,8 @@ KERNELS: list[Kernel] = [
            "const int8_t *in, const int8_t *w, const int32_t *bias, const int32_t *multiplier, const int32_t *shift, "
            "int rounding, int32_t output_offset, int32_t act_min, int32_t act_max, int rows, int n_in, int n_out, "
            "int8_t *out",
-           doc="bias already holds bias[o] + input_offset * sum_i w[o][i]. rounding: how the int32 sum is rescaled,\n"
+           doc="w is in edgernn_dot.h's blocked layout (rows by blocks of 8, inputs by groups of 4).\n"
+               "bias already holds bias[o] + input_offset * sum_i w[o][i]. rounding: how the int32 sum is rescaled,\n"
                "as the kernel of the graph's oracle does it (docs/ops.md): EDGERNN_ROUND_ONCE, LiteRT's reference\n"
                "kernel, (x * m + 2^(30 - shift)) >> (31 - shift); EDGERNN_ROUND_TWICE_UP, its builtin kernel (ruy on\n"
                "x86), the rounded high multiply then a rounding right shift, halves up.",
@@ -328,8 +329,10 @@ KERNELS: list[Kernel] = [
            "const int32_t *bias_rec, int steps, const int8_t *x, int8_t *h, int16_t *c, int8_t *y, int16_t *scratch",
            section="UNIDIRECTIONAL_SEQUENCE_LSTM (edgernn_lstm.c): batch 1, `steps` time steps",
            doc="Gates are packed in the order input, forget, cell, output: w_in is [4 * n_cell][n_input] and\n"
-               "w_rec [4 * n_cell][n_cell], row-major. h and c are the op's variable tensors (the persistent\n"
-               "state), updated in place; y receives h after every step. scratch holds 4 * n_cell gate values.\n"
+               "w_rec [4 * n_cell][n_cell]; the float32 kernel's rows are gate-major (row g * n_cell + u), the int8\n"
+               "kernel's unit-major (row 4 * u + g, biases too) in edgernn_dot.h's blocked layout. h and c are the\n"
+               "op's variable tensors (the persistent state), updated in place; y receives h after every step.\n"
+               "scratch holds 4 * n_cell gate values (float32) or the n_cell new hidden values (int8).\n"
                "bias_in[r] = gate bias - input zero point * sum(w_in[r]); bias_rec[r] = -h zero point * sum(w_rec[r]).\n"
                "The team versions, edgernn_team_lstm_* (edgernn_team.h), are in edgernn_lstm.c too, which firmware\n"
                "holds only when its schedule has an LSTM.",

@@ -4,7 +4,8 @@
 #include "edgernn_fixedpoint.h"
 #include "edgernn_kernels.h"
 
-/* The int8 dot products are edgernn_dot.h's (portable C, or GAP8's Xpulp SIMD builtin). */
+/* The int8 dot products are edgernn_dot.h's (portable C, or GAP8's Xpulp SIMD builtin), on weights in
+ * its blocked layout. */
 
 int edgernn_dot_simd(void)
 {
@@ -38,44 +39,103 @@ void edgernn_fully_connected_f32(const float *in, const float *w, const float *b
 
 /* rounding: EDGERNN_ROUND_ONCE (LiteRT's reference kernel) or EDGERNN_ROUND_TWICE_UP (its builtin
  * kernel, through ruy), the oracle of the graph (docs/ops.md). */
+static inline int32_t rescale_s8(int32_t acc, int32_t multiplier, int32_t shift, int rounding)
+{
+#if UINTPTR_MAX <= 0xFFFFFFFFu
+    /* On a 32-bit core, with a right shift e = -shift >= 2 (the usual case), both roundings need only the
+     * high word of the product: with P = acc * m = hi * 2^32 + lo, the one rounding
+     * (P + 2^(30+e)) >> (31+e) is (hi + 2^(e-2)) >> (e-1), 2^(30+e) being a multiple of 2^32; the two
+     * roundings (P + 2^30 + 2^(30+e)) >> (31+e) are the same with hi taking the carry of lo + 2^30. */
+    if (shift <= -2) {
+        const int64_t p = (int64_t)acc * multiplier;
+        int32_t hi = (int32_t)(p >> 32);
+        if (rounding == EDGERNN_ROUND_TWICE_UP) {
+            hi += (uint32_t)p >= 0xC0000000u; /* the carry of lo + 2^30 */
+        }
+        return (hi + (1 << (-shift - 2))) >> (-shift - 1);
+    }
+#endif
+    return rounding == EDGERNN_ROUND_TWICE_UP ? edgernn_mbqm_double_up(acc, multiplier, shift)
+                                              : edgernn_mbqm_single(acc, multiplier, shift);
+}
+
 static inline int8_t requantize_s8(int32_t acc, int32_t multiplier, int32_t shift, int rounding,
                                    int32_t output_offset, int32_t act_min, int32_t act_max)
 {
-    const int32_t scaled = rounding == EDGERNN_ROUND_TWICE_UP ? edgernn_mbqm_double_up(acc, multiplier, shift)
-                                                              : edgernn_mbqm_single(acc, multiplier, shift);
+    const int32_t scaled = rescale_s8(acc, multiplier, shift, rounding);
     return (int8_t)edgernn_clamp(scaled + output_offset, act_min, act_max);
 }
 
-/* Four output rows at a time share each load of the input (edgernn_dot4_s8). Rows [r0, r1) of the
- * output are the same call with w, bias, multiplier, shift advanced by r0 rows, out by r0, and
- * n_out = r1 - r0 (rows == 1). */
+#define FC_S8_OUT(k)                                                                                \
+    y[o + (k)] = requantize_s8(acc[k], multiplier[o + (k)], shift[o + (k)], rounding, output_offset, act_min, \
+                               act_max)
+
+/* One row of the input: outputs in blocks of 8, then 4, then one by one, in the blocked weights layout
+ * (edgernn_dot.h), each input byte loaded once per block. The requantizations are written out so that
+ * the block's sums stay in registers; rounding is a constant once inlined. */
+static EDGERNN_DOT_INLINE void fc_s8_row(const int8_t *x, const int8_t *w, const int32_t *bias,
+                                         const int32_t *multiplier, const int32_t *shift, int rounding,
+                                         int32_t output_offset, int32_t act_min, int32_t act_max, int n_in,
+                                         int n_out, int8_t *y)
+{
+    int o;
+    for (o = 0; o + 8 <= n_out; o += 8, w += 8 * (size_t)n_in) {
+        int32_t acc[8];
+        acc[0] = bias[o];
+        acc[1] = bias[o + 1];
+        acc[2] = bias[o + 2];
+        acc[3] = bias[o + 3];
+        acc[4] = bias[o + 4];
+        acc[5] = bias[o + 5];
+        acc[6] = bias[o + 6];
+        acc[7] = bias[o + 7];
+        edgernn_dot8_s8(x, w, n_in, acc);
+        FC_S8_OUT(0);
+        FC_S8_OUT(1);
+        FC_S8_OUT(2);
+        FC_S8_OUT(3);
+        FC_S8_OUT(4);
+        FC_S8_OUT(5);
+        FC_S8_OUT(6);
+        FC_S8_OUT(7);
+    }
+    if (o + 4 <= n_out) {
+        int32_t acc[4];
+        acc[0] = bias[o];
+        acc[1] = bias[o + 1];
+        acc[2] = bias[o + 2];
+        acc[3] = bias[o + 3];
+        edgernn_dot4_s8(x, w, n_in, acc);
+        FC_S8_OUT(0);
+        FC_S8_OUT(1);
+        FC_S8_OUT(2);
+        FC_S8_OUT(3);
+        o += 4;
+        w += 4 * (size_t)n_in;
+    }
+    for (; o < n_out; ++o, w += n_in) {
+        const int32_t acc = edgernn_dot1_s8(x, w, n_in, bias[o]);
+        y[o] = requantize_s8(acc, multiplier[o], shift[o], rounding, output_offset, act_min, act_max);
+    }
+}
+
+/* Rows [r0, r1) of the output, r0 a multiple of 8, are the same call with w, bias, multiplier, shift
+ * advanced by r0 rows, out by r0, and n_out = r1 - r0 (rows == 1). */
 void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
                                 const int32_t *multiplier, const int32_t *shift, int rounding,
                                 int32_t output_offset, int32_t act_min, int32_t act_max, int rows, int n_in,
                                 int n_out, int8_t *out)
 {
-    int r, o;
+    int r;
     for (r = 0; r < rows; ++r) {
         const int8_t *x = in + (size_t)r * n_in;
         int8_t *y = out + (size_t)r * n_out;
-        for (o = 0; o + 4 <= n_out; o += 4) {
-            int32_t acc[4];
-            acc[0] = bias[o];
-            acc[1] = bias[o + 1];
-            acc[2] = bias[o + 2];
-            acc[3] = bias[o + 3];
-            edgernn_dot4_s8(x, w + (size_t)o * n_in, n_in, acc);
-            y[o] = requantize_s8(acc[0], multiplier[o], shift[o], rounding, output_offset, act_min, act_max);
-            y[o + 1] = requantize_s8(acc[1], multiplier[o + 1], shift[o + 1], rounding, output_offset, act_min,
-                                     act_max);
-            y[o + 2] = requantize_s8(acc[2], multiplier[o + 2], shift[o + 2], rounding, output_offset, act_min,
-                                     act_max);
-            y[o + 3] = requantize_s8(acc[3], multiplier[o + 3], shift[o + 3], rounding, output_offset, act_min,
-                                     act_max);
-        }
-        for (; o < n_out; ++o) {
-            const int32_t acc = edgernn_dot1_s8(x, w + (size_t)o * n_in, n_in, bias[o]);
-            y[o] = requantize_s8(acc, multiplier[o], shift[o], rounding, output_offset, act_min, act_max);
+        if (rounding == EDGERNN_ROUND_TWICE_UP) {
+            fc_s8_row(x, w, bias, multiplier, shift, EDGERNN_ROUND_TWICE_UP, output_offset, act_min, act_max, n_in,
+                      n_out, y);
+        } else {
+            fc_s8_row(x, w, bias, multiplier, shift, EDGERNN_ROUND_ONCE, output_offset, act_min, act_max, n_in,
+                      n_out, y);
         }
     }
 }

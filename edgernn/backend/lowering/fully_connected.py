@@ -8,6 +8,7 @@ from edgernn.backend import quantparams as qp
 from edgernn.backend.ir import Operator
 
 from edgernn.backend.lowering.base import ConstArray, LoweringBase, _lit_float, _refuse
+from edgernn.backend.lowering.blocking import blocked_rows
 
 
 class FullyConnectedOps(LoweringBase):
@@ -55,7 +56,6 @@ class FullyConnectedOps(LoweringBase):
         bias = np.zeros(n_out, dtype=np.int64) if bias_i < 0 else self.t(bias_i).data.astype(np.int64)
         bias_eff = bias + (-in_zp) * wsum
         lo, hi = qp.activation_range(act, dtype, out_s, out_zp)
-        self.runtime_consts.add(op.inputs[1])
         bias_type = "int32_t" if dtype == "int8" else "int64_t"
         if dtype == "int8" and (bias_eff.min() < qp.INT32_MIN or bias_eff.max() > qp.INT32_MAX):
             raise _refuse(op, "folded bias exceeds int32")
@@ -64,7 +64,14 @@ class FullyConnectedOps(LoweringBase):
             ConstArray(self.cname(op, "mult"), "int32_t", [int(m) for m in mult]),
             ConstArray(self.cname(op, "shift"), "int32_t", [int(s) for s in shift]),
         ]
-        args = {"in": ("tensor", op.inputs[0]), "w": ("tensor", op.inputs[1]), "bias": ("const", arrays[0].name),
+        if dtype == "int8":
+            # the int8 kernel walks its weights in edgernn_dot.h's blocked layout (lowering/blocking.py)
+            arrays.append(ConstArray(self.cname(op, "w"), "int8_t", blocked_rows(w.data).tolist()))
+            w_arg = ("const", arrays[-1].name)
+        else:
+            self.runtime_consts.add(op.inputs[1])
+            w_arg = ("tensor", op.inputs[1])
+        args = {"in": ("tensor", op.inputs[0]), "w": w_arg, "bias": ("const", arrays[0].name),
                 "multiplier": ("const", arrays[1].name), "shift": ("const", arrays[2].name),
                 "output_offset": str(out_zp), "act_min": str(lo), "act_max": str(hi), "rows": str(rows),
                 "n_in": str(n_in), "n_out": str(n_out), "out": ("tensor", op.outputs[0])}

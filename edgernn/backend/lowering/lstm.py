@@ -8,6 +8,7 @@ from edgernn.backend import quantparams as qp
 from edgernn.backend.ir import Operator
 
 from edgernn.backend.lowering.base import ConstArray, ConstStruct, LoweringBase, _refuse
+from edgernn.backend.lowering.blocking import blocked_rows, unit_major_rows
 
 
 class LstmOps(LoweringBase):
@@ -97,11 +98,16 @@ class LstmOps(LoweringBase):
         bias_rec = np.concatenate([-h_zp * w.data.astype(np.int64).sum(axis=1) for w in w_rec])
         if max(abs(int(bias_in.min())), abs(int(bias_in.max()))) > qp.INT32_MAX:
             raise _refuse(op, "folded bias exceeds int32")
+        # unit-major rows (a unit's four gates together) in edgernn_dot.h's blocked layout, so that one
+        # block of weights gives two units' gates and their tails follow at once
+        order = unit_major_rows(n_cell)
+        w_in_all = np.concatenate([w.data for w in w_in])[order]
+        w_rec_all = np.concatenate([w.data for w in w_rec])[order]
         arrays = [
-            ConstArray(self.cname(op, "w_in"), "int8_t", np.concatenate([w.data.reshape(-1) for w in w_in]).tolist()),
-            ConstArray(self.cname(op, "w_rec"), "int8_t", np.concatenate([w.data.reshape(-1) for w in w_rec]).tolist()),
-            ConstArray(self.cname(op, "bias_in"), "int32_t", [int(b) for b in bias_in]),
-            ConstArray(self.cname(op, "bias_rec"), "int32_t", [int(b) for b in bias_rec]),
+            ConstArray(self.cname(op, "w_in"), "int8_t", blocked_rows(w_in_all).tolist()),
+            ConstArray(self.cname(op, "w_rec"), "int8_t", blocked_rows(w_rec_all).tolist()),
+            ConstArray(self.cname(op, "bias_in"), "int32_t", [int(b) for b in bias_in[order]]),
+            ConstArray(self.cname(op, "bias_rec"), "int32_t", [int(b) for b in bias_rec[order]]),
         ]
         params = ConstStruct(self.cname(op, "p"), "edgernn_lstm_s8_params_t", [
             n_in, n_cell, [m for m, _ in in_q], [s for _, s in in_q], [m for m, _ in rec_q], [s for _, s in rec_q],
@@ -111,4 +117,4 @@ class LstmOps(LoweringBase):
                          {"p": ("ref", params.name), "w_in": ("const", arrays[0].name),
                           "w_rec": ("const", arrays[1].name), "bias_in": ("const", arrays[2].name),
                           "bias_rec": ("const", arrays[3].name), **args_state},
-                         arrays=arrays, structs=[params], scratch=("int16_t", 2 * 4 * n_cell))
+                         arrays=arrays, structs=[params], scratch=("int16_t", 2 * n_cell))
