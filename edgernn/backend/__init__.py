@@ -170,6 +170,8 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
                                      if board is not None else ""),
         "arena_in_team_memory": bool(placement and placement.arena_in_team_memory),
         "arena_memory": placement.items["arena"][0] if placement else "ram",
+        "state_in_team_memory": bool(placement and placement.state_in_team_memory),
+        "state_memory": placement.items["state"][0] if placement else "ram",
         "fast_weights": fast,
         "weights_memory": placement.items["weights"][0] if placement else "ram",
         "weights_home": placement.items.get("weights_src", placement.items["weights"])[0] if placement else "ram",

@@ -6,7 +6,9 @@ memory name, or a list tried in order: the first with room left wins). A memory'
 ``team_memory = true`` is allocated at init through the team (cluster L1 on GAP8) rather than
 statically. A model that does not fit is refused with a table of what goes where.
 
-The arena is placed first, then the weights. The weights' last choice is their home: the memory the
+The arena is placed first, then the state, then the weights. State in a team memory is taken at init as
+the arena is; the board must let every core that calls edgernn_get_state/set_state/reset reach it (GAP8's
+fabric controller reaches the cluster's L1 through its global address). The weights' last choice is their home: the memory the
 firmware image puts the const arrays of weights.c in. An earlier choice must be a team memory: when the
 weights fit there, with the arena, the firmware copies them once at init from their home into it and the
 kernels read the copy (item ``weights``), while the home keeps the source (item ``weights_src``).
@@ -34,6 +36,7 @@ class Placement:
     budgets: dict[str, int]                           # memory -> usable bytes
     arena_in_team_memory: bool = False
     weights_in_team_memory: bool = False
+    state_in_team_memory: bool = False
     notes: list[str] = field(default_factory=list)
 
     def used(self, memory: str) -> int:
@@ -55,7 +58,8 @@ class Placement:
     def as_dict(self) -> dict:
         return {"items": {k: {"memory": m, "bytes": n} for k, (m, n) in self.items.items()},
                 "budgets": dict(self.budgets), "arena_in_team_memory": self.arena_in_team_memory,
-                "weights_in_team_memory": self.weights_in_team_memory}
+                "weights_in_team_memory": self.weights_in_team_memory,
+                "state_in_team_memory": self.state_in_team_memory}
 
 
 def _budgets(board) -> dict[str, int]:
@@ -104,9 +108,9 @@ def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int,
     first = board.memories[0]["name"]
     rules = board.get("placement", {}) or {}
     weights_choices = _checked_choices(board, budgets, rules, "weights_memory", first)
-    state_mem = _checked_choices(board, budgets, rules, "state_memory", first)[0]
+    state_choices = _checked_choices(board, budgets, rules, "state_memory", first)
     arena_choices = _checked_choices(board, budgets, rules, "arena_memory", first)
-    items = {"weights": (weights_choices[-1], int(weight_bytes)), "state": (state_mem, int(state_bytes))}
+    items = {"weights": (weights_choices[-1], int(weight_bytes)), "state": (state_choices[-1], int(state_bytes))}
     fixed = Placement(board.name, dict(items), budgets)
 
     arena_mem = arena_choices[-1]
@@ -118,6 +122,11 @@ def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int,
     placement = Placement(board.name, items, budgets, arena_in_team_memory=_is_team_memory(board, arena_mem))
     if arena_mem != arena_choices[0]:
         placement.notes.append(f"arena ({arena_bytes} B) does not fit {arena_choices[0]}: placed in {arena_mem}")
+    for name in state_choices[:-1]:
+        if placement.used(name) + state_bytes <= budgets[name]:
+            placement.items["state"] = (name, int(state_bytes))
+            placement.state_in_team_memory = _is_team_memory(board, name)
+            break
     copy_bytes = int(weight_bytes if weight_copy_bytes is None else weight_copy_bytes)
     _place_weights_copy(board, placement, weights_choices, int(weight_bytes), copy_bytes)
     over = [(mem, placement.used(mem) - budget) for mem, budget in budgets.items()

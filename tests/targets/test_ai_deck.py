@@ -122,7 +122,7 @@ def test_project_files(deck_build):
     placement = result["manifest"]["placement"]["items"]
     assert placement["arena"]["memory"] == "l1" and placement["weights"]["memory"] == "l1"
     assert placement["weights_src"]["memory"] == "l2"
-    assert placement["state"]["memory"] == "l2"
+    assert placement["state"]["memory"] == "l1" and "static int64_t *edgernn_state;" in model_c
     # only the allowed PMSIS names
     used = set()
     for name in HAL_FILES:
@@ -320,6 +320,7 @@ def test_arena_goes_to_l2_when_l1_is_too_small(deck_build, tmp_path):
     assert facts["placement"]["items"]["arena"]["memory"] == "l2"
     model_c = (folder / "firmware" / "model.c").read_text()
     assert "static int64_t edgernn_arena[" in model_c and "edgernn_team_fast_alloc" not in model_c
+    assert facts["placement"]["items"]["state"]["memory"] == "l2" and "static int64_t edgernn_state[" in model_c
 
 
 def _deck_with_l1_room(room: int):
@@ -350,6 +351,7 @@ def test_weights_are_copied_into_l1_when_they_fit(deck_build, tmp_path):
     big = place(deck, weight_bytes=52000, state_bytes=64, arena_bytes=2048)
     assert big.items["weights"] == ("l2", 52000) and "weights_src" not in big.items
     assert not big.weights_in_team_memory and big.items["arena"][0] == "l1" and big.notes
+    assert big.items["state"][0] == "l1" and big.state_in_team_memory
 
     out, _, _ = deck_build
     model_c = (out / "firmware" / "model.c").read_text()
