@@ -106,7 +106,8 @@ def main() -> None:
     for name, macs, label, cycles, per_cycle, us, workers, same in rows:
         print(f"| {name} | {macs:,} | {label} | {cycles:,.0f} | {per_cycle:.3f} | {us:,.1f} | {workers} | {same} |")
     print(f"\nGVSOC's timing model of GAP8, not a chip: FC at {board['cpu']['fc_hz'] / 1e6:.0f} MHz, cluster at "
-          f"{board['cpu']['cluster_hz'] / 1e6:.0f} MHz; weights read from L2; cluster figures exclude the FC's dispatch.")
+          f"{board['cpu']['cluster_hz'] / 1e6:.0f} MHz; weights, state and arena in cluster L1 where they fit (the placement "
+          "table); cluster figures exclude the FC's dispatch.")
 
 
 if __name__ == "__main__":

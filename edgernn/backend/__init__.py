@@ -12,6 +12,7 @@ from pathlib import Path
 from edgernn.backend.codegen import (
     KERNEL_HEADERS,
     copy_kernels,
+    fast_weights,
     write_project,
     lower_graph,
     render,
@@ -74,6 +75,12 @@ def _weight_bytes(arrays, structs) -> int:
     return total
 
 
+def _weight_copy_bytes(arrays, structs) -> int:
+    """The weights' copy in the team's fast memory: each constant starts on 8 bytes (model.c.j2)."""
+    sizes = [SIZES[a.ctype] * len(a.values) for a in arrays] + [SIZES[s.ctype] for s in structs]
+    return sum((n + 7) // 8 * 8 for n in sizes)
+
+
 def _lower_named(file_name: str, graph, *args):
     """lower_graph, with a refusal naming the file the op is in (step or head)."""
     from edgernn.backend.lowering import Unsupported
@@ -127,7 +134,12 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
     state_storage = sum((s.nbytes + 7) // 8 * 8 for s in states)
     placement = None
     if board is not None:
-        placement = place(board, weight_bytes=weight_bytes, state_bytes=state_storage, arena_bytes=arena_bytes)
+        placement = place(board, weight_bytes=weight_bytes, state_bytes=state_storage, arena_bytes=arena_bytes,
+                          weight_copy_bytes=_weight_copy_bytes(arrays, structs))
+    fast = fast_weights(arrays, structs) if placement and placement.weights_in_team_memory else []
+    for g in (step, head):
+        if g is not None:
+            g.fast = {w["name"]: w["expr"] for w in fast}
     threshold = min_count(board)
     shared = share_calls(step.calls, threshold) + (share_calls(head.calls, threshold) if head else [])
     quant = manifest.quant if manifest and manifest.quant else x_t.dtype
@@ -158,6 +170,11 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
                                      if board is not None else ""),
         "arena_in_team_memory": bool(placement and placement.arena_in_team_memory),
         "arena_memory": placement.items["arena"][0] if placement else "ram",
+        "state_in_team_memory": bool(placement and placement.state_in_team_memory),
+        "state_memory": placement.items["state"][0] if placement else "ram",
+        "fast_weights": fast,
+        "weights_memory": placement.items["weights"][0] if placement else "ram",
+        "weights_home": placement.items.get("weights_src", placement.items["weights"])[0] if placement else "ram",
         "step": step,
         "head": head_ctx,
         "arrays": arrays,

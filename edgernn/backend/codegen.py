@@ -69,6 +69,8 @@ class RenderedGraph:
     input_tensor: int = -1
     output_tensor: int = -1
     aliases: dict = field(default_factory=dict)    # slice -> (tensor it lies in, offset): no copy
+    # constant name -> the C expression of its copy in the team's fast memory (set when the weights go there)
+    fast: dict[str, str] = field(default_factory=dict)
 
     @property
     def fused(self) -> list[str]:
@@ -105,11 +107,12 @@ class RenderedGraph:
         if isinstance(a, tuple):
             kind, value = a
             if kind == "tensor":
-                return self.exprs[value]
+                expr = self.exprs[value]
+                return self.fast.get(expr, expr)
             if kind == "const":
-                return value
+                return self.fast.get(value, value)
             if kind == "ref":
-                return f"&{value}"
+                return self.fast.get(value, f"&{value}")
             if kind == "scratch":
                 return self.exprs[_scratch_key(value)]
         return str(a)
@@ -122,6 +125,16 @@ def c_initializer(values) -> str:
     if isinstance(values, (float, np.floating)):
         return repr(float(values)) + "f"
     return str(int(values))
+
+
+def fast_weights(arrays: list[ConstArray], structs: list[ConstStruct]) -> list[dict]:
+    """The constants copied into the team's fast memory, in the order of the copy, with the expression
+    the kernels' arguments take for each (a pointer into the copy: model.c.j2's EDGERNN_FAST_WEIGHT)."""
+    out = [{"name": a.name, "ctype": a.ctype} for a in arrays] + [{"name": s.name, "ctype": s.ctype} for s in structs]
+    for k, w in enumerate(out):
+        w["prev"] = out[k - 1]["name"] if k else None
+        w["expr"] = f"EDGERNN_FAST_WEIGHT({w['ctype']}, {w['name']})"
+    return out
 
 
 def _scratch_key(op_index: int) -> int:

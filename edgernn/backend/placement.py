@@ -5,6 +5,13 @@ memory name, or a list tried in order: the first with room left wins). A memory'
 ``size`` less its ``reserved`` bytes (runtime, code, stacks, link buffers). A memory marked
 ``team_memory = true`` is allocated at init through the team (cluster L1 on GAP8) rather than
 statically. A model that does not fit is refused with a table of what goes where.
+
+The arena is placed first, then the state, then the weights. State in a team memory is taken at init as
+the arena is; the board must let every core that calls edgernn_get_state/set_state/reset reach it (GAP8's
+fabric controller reaches the cluster's L1 through its global address). The weights' last choice is their home: the memory the
+firmware image puts the const arrays of weights.c in. An earlier choice must be a team memory: when the
+weights fit there, with the arena, the firmware copies them once at init from their home into it and the
+kernels read the copy (item ``weights``), while the home keeps the source (item ``weights_src``).
 """
 
 from __future__ import annotations
@@ -28,15 +35,17 @@ class Placement:
     items: dict[str, tuple[str, int]]                 # item -> (memory, bytes)
     budgets: dict[str, int]                           # memory -> usable bytes
     arena_in_team_memory: bool = False
+    weights_in_team_memory: bool = False
+    state_in_team_memory: bool = False
     notes: list[str] = field(default_factory=list)
 
     def used(self, memory: str) -> int:
         return sum(n for mem, n in self.items.values() if mem == memory)
 
     def table(self) -> list[str]:
-        rows = [f"{'item':<8} {'memory':<8} {'bytes':>10}"]
+        rows = [f"{'item':<11} {'memory':<8} {'bytes':>10}"]
         for item, (mem, n) in self.items.items():
-            rows.append(f"{item:<8} {mem:<8} {n:>10}")
+            rows.append(f"{item:<11} {mem:<8} {n:>10}")
         rows.append(f"{'memory':<8} {'used':>10} {'budget':>10} {'overflow':>10}")
         for mem, budget in self.budgets.items():
             used = self.used(mem)
@@ -48,7 +57,9 @@ class Placement:
 
     def as_dict(self) -> dict:
         return {"items": {k: {"memory": m, "bytes": n} for k, (m, n) in self.items.items()},
-                "budgets": dict(self.budgets), "arena_in_team_memory": self.arena_in_team_memory}
+                "budgets": dict(self.budgets), "arena_in_team_memory": self.arena_in_team_memory,
+                "weights_in_team_memory": self.weights_in_team_memory,
+                "state_in_team_memory": self.state_in_team_memory}
 
 
 def _budgets(board) -> dict[str, int]:
@@ -61,34 +72,63 @@ def _choices(value, default: str) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int) -> Placement:
-    """Put weights, state and arena in the board's memories; raise MemoryBudgetError when over budget."""
+def _checked_choices(board, budgets: dict[str, int], rules: dict, key: str, first: str) -> list[str]:
+    choices = _choices(rules.get(key), first)
+    for name in choices:
+        if name not in budgets:
+            raise EdgeRNNError(f"board file {board.path}: placement.{key} names no memory {name!r}")
+    return choices
+
+
+def _is_team_memory(board, name: str) -> bool:
+    return bool(board.memory(name).get("team_memory", False))
+
+
+def _place_weights_copy(board, placement: Placement, choices: list[str], weight_bytes: int, copy_bytes: int) -> None:
+    """Move the weights to the first earlier choice (a team memory) with room left for their copy
+    (``copy_bytes``: the constants with their alignment); their home keeps the source."""
+    home = choices[-1]
+    for name in choices[:-1]:
+        if not _is_team_memory(board, name):
+            raise EdgeRNNError(f"board file {board.path}: placement.weights_memory: {name!r} comes before the "
+                               f"weights' home {home!r} but is not a team memory (copied into at init)")
+        if placement.used(name) + copy_bytes <= placement.budgets[name]:
+            placement.items = {**placement.items, "weights": (name, copy_bytes), "weights_src": (home, weight_bytes)}
+            placement.weights_in_team_memory = True
+            return
+    if choices[:-1] and weight_bytes:
+        placement.notes.append(f"weights ({weight_bytes} B) do not fit {choices[0]}: read from {home}")
+
+
+def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int,
+          weight_copy_bytes: int | None = None) -> Placement:
+    """Put weights, state and arena in the board's memories; raise MemoryBudgetError when over budget.
+    ``weight_copy_bytes``: the size of the weights' copy in a team memory (default: ``weight_bytes``)."""
     budgets = _budgets(board)
     first = board.memories[0]["name"]
     rules = board.get("placement", {}) or {}
-    for key in ("weights_memory", "state_memory"):
-        for name in _choices(rules.get(key), first):
-            if name not in budgets:
-                raise EdgeRNNError(f"board file {board.path}: placement.{key} names no memory {name!r}")
-    weights_mem = _choices(rules.get("weights_memory"), first)[0]
-    state_mem = _choices(rules.get("state_memory"), first)[0]
-    items = {"weights": (weights_mem, int(weight_bytes)), "state": (state_mem, int(state_bytes))}
+    weights_choices = _checked_choices(board, budgets, rules, "weights_memory", first)
+    state_choices = _checked_choices(board, budgets, rules, "state_memory", first)
+    arena_choices = _checked_choices(board, budgets, rules, "arena_memory", first)
+    items = {"weights": (weights_choices[-1], int(weight_bytes)), "state": (state_choices[-1], int(state_bytes))}
     fixed = Placement(board.name, dict(items), budgets)
 
-    arena_choices = _choices(rules.get("arena_memory"), first)
-    for name in arena_choices:
-        if name not in budgets:
-            raise EdgeRNNError(f"board file {board.path}: placement.arena_memory names no memory {name!r}")
     arena_mem = arena_choices[-1]
     for name in arena_choices:
         if fixed.used(name) + arena_bytes <= budgets[name]:
             arena_mem = name
             break
     items["arena"] = (arena_mem, int(arena_bytes))
-    placement = Placement(board.name, items, budgets,
-                          arena_in_team_memory=bool(board.memory(arena_mem).get("team_memory", False)))
+    placement = Placement(board.name, items, budgets, arena_in_team_memory=_is_team_memory(board, arena_mem))
     if arena_mem != arena_choices[0]:
         placement.notes.append(f"arena ({arena_bytes} B) does not fit {arena_choices[0]}: placed in {arena_mem}")
+    for name in state_choices[:-1]:
+        if placement.used(name) + state_bytes <= budgets[name]:
+            placement.items["state"] = (name, int(state_bytes))
+            placement.state_in_team_memory = _is_team_memory(board, name)
+            break
+    copy_bytes = int(weight_bytes if weight_copy_bytes is None else weight_copy_bytes)
+    _place_weights_copy(board, placement, weights_choices, int(weight_bytes), copy_bytes)
     over = [(mem, placement.used(mem) - budget) for mem, budget in budgets.items()
             if placement.used(mem) > budget]
     if over:

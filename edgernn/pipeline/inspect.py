@@ -50,13 +50,16 @@ class Inspection:
 
 def board_fit(params: int, state_elements: int, features: int) -> list[dict]:
     """Rough memory per shipped board: weights and state at each quantization against the budget of the
-    memory that holds the weights (placement.weights_memory; else the largest memory)."""
+    memory that holds the weights (placement.weights_memory, the last of a list: their home; else the largest
+    memory)."""
     from edgernn.targets.board import known_boards, load_board
 
     out = []
     for name in known_boards():
         board = load_board(name)
         weights_memory = (board.get("placement", {}) or {}).get("weights_memory")
+        if isinstance(weights_memory, list):
+            weights_memory = weights_memory[-1] if weights_memory else None
         if weights_memory:
             mem = board.memory(weights_memory)
             capacity = int(mem["size"]) - int(mem.get("reserved", 0))

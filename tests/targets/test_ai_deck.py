@@ -110,7 +110,8 @@ def test_project_files(deck_build):
     templates = TEMPLATES / "firmware"
     for name in ("server.c", "protocol.c", "protocol.h", "server.h", "hal.h"):
         assert (fw / name).read_text() == (templates / name).read_text()
-    # weights in L2 through PMSIS's own placement macro; arena in L1, from the cluster's allocator
+    # weights in L2 through PMSIS's own placement macro, copied into L1 at init; arena in L1, from the
+    # cluster's allocator
     weights = (fw / "weights.c").read_text()
     assert '#include "pmsis.h"\n#define EDGERNN_WEIGHTS_SECTION PI_L2' in weights
     assert ".l2_data" not in (fw / "model.h").read_text() + weights
@@ -119,8 +120,9 @@ def test_project_files(deck_build):
     assert "memmove" not in model_c and "edgernn_move_bytes(" in model_c
     assert "pi_cl_l1_malloc(&cluster_dev" in (fw / "edgernn_team.c").read_text()
     placement = result["manifest"]["placement"]["items"]
-    assert placement["arena"]["memory"] == "l1" and placement["weights"]["memory"] == "l2"
-    assert placement["state"]["memory"] == "l2"
+    assert placement["arena"]["memory"] == "l1" and placement["weights"]["memory"] == "l1"
+    assert placement["weights_src"]["memory"] == "l2"
+    assert placement["state"]["memory"] == "l1" and "static int64_t *edgernn_state;" in model_c
     # only the allowed PMSIS names
     used = set()
     for name in HAL_FILES:
@@ -318,6 +320,60 @@ def test_arena_goes_to_l2_when_l1_is_too_small(deck_build, tmp_path):
     assert facts["placement"]["items"]["arena"]["memory"] == "l2"
     model_c = (folder / "firmware" / "model.c").read_text()
     assert "static int64_t edgernn_arena[" in model_c and "edgernn_team_fast_alloc" not in model_c
+    assert facts["placement"]["items"]["state"]["memory"] == "l2" and "static int64_t edgernn_state[" in model_c
+
+
+def _deck_with_l1_room(room: int):
+    import copy
+
+    from edgernn.targets.board import Board, load_board
+
+    deck = load_board("ai_deck")
+    data = copy.deepcopy(deck.data)
+    for mem in data["memory"]:
+        if mem["name"] == "l1":
+            mem["reserved"] = mem["size"] - room
+    return Board(deck.name, deck.description, deck.path, data)
+
+
+def test_weights_are_copied_into_l1_when_they_fit(deck_build, tmp_path):
+    import shutil
+
+    from edgernn.backend import generate_firmware
+    from edgernn.backend.placement import place
+    from edgernn.targets.board import load_board
+
+    deck = load_board("ai_deck")
+    fits = place(deck, weight_bytes=20000, state_bytes=64, arena_bytes=2048, weight_copy_bytes=20008)
+    assert fits.items["weights"] == ("l1", 20008) and fits.items["weights_src"] == ("l2", 20000)
+    assert fits.weights_in_team_memory and fits.items["arena"][0] == "l1"
+    # the arena has L1 first; weights that do not fit beside it stay in L2, read from there
+    big = place(deck, weight_bytes=52000, state_bytes=64, arena_bytes=2048)
+    assert big.items["weights"] == ("l2", 52000) and "weights_src" not in big.items
+    assert not big.weights_in_team_memory and big.items["arena"][0] == "l1" and big.notes
+    assert big.items["state"][0] == "l1" and big.state_in_team_memory
+
+    out, _, _ = deck_build
+    model_c = (out / "firmware" / "model.c").read_text()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["placement"]["items"]["weights"]["memory"] == "l1"
+    assert manifest["placement"]["items"]["weights_src"]["memory"] == "l2"
+    # every kernel argument that is a constant points into the copy, which init fills on the cluster
+    step_body = model_c[model_c.index("static void edgernn_step_body"):model_c.index("edgernn_status_t edgernn_step(")]
+    assert "EDGERNN_FAST_WEIGHT(int8_t, edgernn_step_c" in step_body
+    direct = re.sub(r"EDGERNN_FAST_WEIGHT\(\w+, \w+\)", "", step_body)
+    assert not re.search(r"\bedgernn_step_(c\d+|op\d+_\w+)", direct)
+    assert "edgernn_team_enter(edgernn_fill_fast_weights, NULL)" in model_c
+
+    # room in L1 for the arena but not for the weights: they are read from L2, as before
+    folder = tmp_path / "out"
+    shutil.copytree(out, folder)
+    arena = manifest["placement"]["items"]["arena"]["bytes"]
+    facts = generate_firmware(folder, _deck_with_l1_room(arena + 8))
+    assert facts["placement"]["items"]["weights"]["memory"] == "l2"
+    assert facts["placement"]["items"]["arena"]["memory"] == "l1"
+    model_c = (folder / "firmware" / "model.c").read_text()
+    assert "EDGERNN_FAST_WEIGHT" not in model_c and "edgernn_fill_fast_weights" not in model_c
 
 
 def test_nntool_files_for_a_fused_float_model(tmp_path):

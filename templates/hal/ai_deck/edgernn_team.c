@@ -1,8 +1,8 @@
 /* The team on GAP8: the cluster's cores. edgernn_init opens the cluster, sets its clock (powering it up
  * resets its FLL to 50 MHz) and takes the arena from its L1 when the build placed it there; every step
  * is one cluster task whose master core runs the schedule, and each shared kernel is forked over
- * EDGERNN_CLUSTER_CORES cores with pi_cl_team_fork. Each core computes its own sub-range (pi_core_id)
- * and meets the others at pi_cl_team_barrier.
+ * EDGERNN_CLUSTER_CORES cores with pi_cl_team_fork. Each core computes its own sub-range (pi_core_id);
+ * the fork returns once every core has finished its own.
  *
  * The master core also counts the cycles of each task with its performance counter (pi_perf on the
  * cluster: the cluster timer, at the cluster clock), which edgernn_hal_cycles reports: the step's work,
@@ -169,7 +169,9 @@ static void team_worker(void *arg)
     if (begin < end) {
         job->fn(job->args, begin, end);
     }
-    pi_cl_team_barrier();
+    /* No pi_cl_team_barrier here: pi_cl_team_fork is itself the join. Each worker meets the master at
+     * the fork's synchronisation barrier on return (cluster_core.S), and the master waits there for all
+     * of them, so a second barrier would only add its cost to every shared op. */
 }
 
 void edgernn_team_split(edgernn_range_fn fn, const void *args, int count, int grain)
