@@ -162,7 +162,12 @@ uint64_t edgernn_hal_cycles(void)
     const uint64_t fc = fc_clock_cycles();
     const uint64_t fc_hz = pi_freq_get(PI_FREQ_DOMAIN_FC);
     const uint64_t cl_hz = pi_freq_get(PI_FREQ_DOMAIN_CL);
-    return fc_hz != 0u ? fc * cl_hz / fc_hz : fc;
+    if (fc_hz == 0u) {
+        return fc;
+    }
+    /* fc * cl_hz / fc_hz, split so that no product passes 64 bits (fc * cl_hz would after a few
+     * minutes of simulated or real time): both parts are exact, the sum is the same floor. */
+    return (fc / fc_hz) * cl_hz + (fc % fc_hz) * cl_hz / fc_hz;
 }
 #else
 /* The cluster master's count of the step's task, without the FC's dispatch (edgernn_team.c) */
