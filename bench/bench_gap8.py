@@ -64,10 +64,13 @@ def build(name: str, work: Path) -> Path:
     return out
 
 
-def run_variant(out: Path, cores: int, simd: int, xs: np.ndarray, work: Path):
+def run_variant(out: Path, cores: int, simd: int, xs: np.ndarray, work: Path, fc_clock: bool = False):
+    """Build and run one variant. fc_clock: the cycles are the FC's (EDGERNN_CYCLES_FC=1), the cluster
+    dispatch included, still in cluster cycles; else the cluster master's count of the step's task."""
     board = devices.load_board(BOARD)
-    elf = devices.build_firmware(out / "firmware", board, work / f"{out.name}_c{cores}_s{simd}",
-                                 make_vars={"EDGERNN_CLUSTER_CORES": cores, "EDGERNN_XPULP": simd}).elf
+    make_vars = {"EDGERNN_CLUSTER_CORES": cores, "EDGERNN_XPULP": simd, "EDGERNN_CYCLES_FC": int(fc_clock)}
+    elf = devices.build_firmware(out / "firmware", board, work / f"{out.name}_c{cores}_s{simd}_f{int(fc_clock)}",
+                                 make_vars=make_vars).elf
     with devices.start(elf, board) as device:
         with LinkClient.open(device.url, baud=board["serial"]["baud"], timeout=board["serial"]["timeout_s"]) as link:
             link.wait_ready(board["emulator"]["start_timeout_s"])

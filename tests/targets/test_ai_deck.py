@@ -39,6 +39,8 @@ ALLOWED_PMSIS = {
     "pi_cl_team_fork", "pi_cl_team_barrier", "pi_core_id", "pi_cl_l1_malloc", "pi_l2_malloc", "pi_perf_conf",
     "pi_perf_reset",
     "pi_perf_start", "pi_perf_read", "pi_freq_set", "pi_freq_get", "pmsis_kickoff", "pmsis_exit",
+    # EDGERNN_CYCLES_FC=1 only: the FreeRTOS tick timer's count (the GAP8 FreeRTOS PMSIS timer driver)
+    "pi_timer_value_read",
 }
 HAL_FILES = ("hal.c", "main.c", "edgernn_team.c", "edgernn_libm.c")
 ELF = "BUILD/GAP8_V2/GCC_RISCV_FREERTOS/edgernn"
@@ -100,7 +102,7 @@ def test_project_files(deck_build):
                  'APP_CFLAGS += -DEDGERNN_BOARD_NAME=\\"ai_deck\\"', "include $(RULES_DIR)/pmsis_rules.mk",
                  # the board file's clocks, cores, Xpulp and baud rate, each changeable on make's command line
                  "EDGERNN_FC_HZ ?= 250000000", "EDGERNN_CLUSTER_HZ ?= 175000000", "EDGERNN_CLUSTER_CORES ?= 8",
-                 "EDGERNN_XPULP ?= 1", "EDGERNN_UART_BAUD ?= 115200",
+                 "EDGERNN_XPULP ?= 1", "EDGERNN_UART_BAUD ?= 115200", "EDGERNN_CYCLES_FC ?= 0",
                  "APP_CFLAGS += -DEDGERNN_CLUSTER_CORES=$(EDGERNN_CLUSTER_CORES) -DEDGERNN_XPULP=$(EDGERNN_XPULP)"):
         assert line in make, line
     assert "pmsis_kickoff" in (fw / "main.c").read_text()

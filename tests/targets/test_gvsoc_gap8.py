@@ -142,6 +142,26 @@ def test_one_core_and_scalar_dot_products_give_the_same_bytes(built, kind, tmp_p
     assert base.cycles.mean() < runs[(1, 0)].cycles.mean()
 
 
+def test_the_fc_clock_variant_counts_the_step_with_its_dispatch(built, tmp_path):
+    """EDGERNN_CYCLES_FC=1: the same bytes, and each step's count (the FC's tick timer around
+    edgernn_step, in cluster cycles) is the cluster task's plus the dispatch around it: more, but the
+    same order, since the counter measures the step and not the time between requests."""
+    import json
+
+    from zoo import trajectories
+
+    from edgernn.tflite.oracle import quantize
+
+    out, n_in = built("lstm64")
+    manifest = json.loads((out / "manifest.json").read_text())
+    xs = quantize(trajectories(1, VARIANT_STEPS, n_in, 7)[0], manifest["inputs"][0])
+    cluster, _ = run_variant(out, {"EDGERNN_CYCLES_FC": 0}, xs, tmp_path / "cluster")
+    fc, _ = run_variant(out, {"EDGERNN_CYCLES_FC": 1}, xs, tmp_path / "fc")
+    assert np.array_equal(fc.outputs, cluster.outputs) and np.array_equal(fc.states, cluster.states)
+    task, whole = np.median(cluster.cycles[2:]), np.median(fc.cycles[2:])
+    assert task < whole < 2 * task
+
+
 def test_a_device_reset_mid_sequence_is_caught(built, tmp_path):
     """GVSOC restarted mid-sequence (a new simulator on the same port; the host reconnects as to a
     UART adapter that stays while the board resets): the host says so, it never passes."""

@@ -32,6 +32,10 @@
 #ifndef EDGERNN_FC_HZ
 #define EDGERNN_FC_HZ 0
 #endif
+/* 1: edgernn_hal_cycles counts the whole step on the FC's timer, dispatch included (below) */
+#ifndef EDGERNN_CYCLES_FC
+#define EDGERNN_CYCLES_FC 0
+#endif
 #ifndef EDGERNN_UART_RX_SLOTS
 #define EDGERNN_UART_RX_SLOTS 64
 #endif
@@ -132,10 +136,46 @@ void edgernn_hal_uart_write(const uint8_t *buf, int len)
     }
 }
 
+#if EDGERNN_CYCLES_FC
+/* `make EDGERNN_CYCLES_FC=1`: the step as the FC sees it, dispatch to the cluster and wake-up included.
+ * The FC's core counters stop while it sleeps on the cluster task, so this reads the one clock that
+ * runs through its sleep: FreeRTOS's tick (FC timer 0, counting FC clock cycles and reset at each tick,
+ * configTICK_RATE_HZ times a second) extended by the tick count, as pi_time_get_us does, but kept in
+ * FC cycles instead of truncated to microseconds. The sum is returned in cluster cycles, the unit of
+ * the default counter, so the server's stop - start compares with it directly; converting the running
+ * total (not each step) keeps the rounding from adding up. */
+static uint64_t fc_clock_cycles(void)
+{
+    uint32_t tick, value;
+    /* The timer restarts from 0 at each tick and the tick count follows in the tick's interrupt: read
+     * the count on both sides of the timer, so a tick that ends between the two reads is seen and the
+     * pair taken again (interrupts stay on, so the tick's handler runs in between). */
+    do {
+        tick = (uint32_t)xTaskGetTickCount();
+        value = pi_timer_value_read(SYS_TIMER);
+    } while ((uint32_t)xTaskGetTickCount() != tick);
+    return (uint64_t)tick * (system_core_clock_get() / configTICK_RATE_HZ) + value;
+}
+
+uint64_t edgernn_hal_cycles(void)
+{
+    const uint64_t fc = fc_clock_cycles();
+    const uint64_t fc_hz = pi_freq_get(PI_FREQ_DOMAIN_FC);
+    const uint64_t cl_hz = pi_freq_get(PI_FREQ_DOMAIN_CL);
+    if (fc_hz == 0u) {
+        return fc;
+    }
+    /* fc * cl_hz / fc_hz, split so that no product passes 64 bits (fc * cl_hz would after a few
+     * minutes of simulated or real time): both parts are exact, the sum is the same floor. */
+    return (fc / fc_hz) * cl_hz + (fc % fc_hz) * cl_hz / fc_hz;
+}
+#else
+/* The cluster master's count of the step's task, without the FC's dispatch (edgernn_team.c) */
 uint64_t edgernn_hal_cycles(void)
 {
     return edgernn_team_cluster_cycles();
 }
+#endif
 
 void edgernn_hal_exit(int code)
 {
