@@ -1,7 +1,7 @@
 """Every speed figure of the int8 backend next to its goal, in one run: rv32imc instructions, x86-64 against
 TFLite Micro, GAP8 MACs per cycle in GVSOC, and rv32imc code size. Prints figures; asserts nothing.
 
-    GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_speed.py [--only rv32,x86,gap8,size] [--steps 40] [--json F]
+    GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_speed.py [--only rv32,x86,gap8,size] [--steps 40] [--json F] [--models lstm64,cfc]
 
 All models are int8, have 6 inputs, are built with keras seed 0 and calibrated on the same trajectories
 (tests/support/zoo.py, seed 1); the LSTM(64), CfC and LTC models are bench/bench_gap8.py's.
@@ -72,6 +72,7 @@ os.environ.setdefault("GAP_SDK_HOME", str(ROOT.parent / "shared" / "gap_sdk"))
 
 N_IN = 6
 SECTIONS = ("rv32", "x86", "gap8", "size")
+MODELS = ("lstm64", "lstm16", "gru16", "cfc", "ltc")
 TFLM_HINT = "not measured: pip install tflite-micro"
 
 
@@ -183,11 +184,13 @@ RV32 = [  # (label, kind, mode, figure's key, goal)
 ]
 
 
-def rv32_section(builds: Builds, steps: int) -> list[Figure]:
+def rv32_section(builds: Builds, steps: int, models: set[str]) -> list[Figure]:
     from edgernn.validate.run import validate
 
     rows = []
     for label, kind, mode, key, goal in RV32:
+        if kind not in models:
+            continue
         log(f"rv32: {label}")
         out = builds.get(kind, mode)
         report = validate(out, steps=steps, seed=0, json_path=out / "bench_report.json")
@@ -340,7 +343,7 @@ DISPATCH_NOTE = "cluster master's cycles of the task, FC dispatch NOT included"
 FC_CLOCK_NOTE = "FC timer from edgernn_step's start to its end (EDGERNN_CYCLES_FC=1), dispatch included, in cluster cycles"
 
 
-def gap8_section(steps: int, work: Path) -> list[Figure]:
+def gap8_section(steps: int, work: Path, models: set[str]) -> list[Figure]:
     import bench_gap8 as G
     from edgernn.targets import gap_sdk
     from edgernn.tflite.oracle import quantize
@@ -354,6 +357,8 @@ def gap8_section(steps: int, work: Path) -> list[Figure]:
     rows, built, base = [], {}, {}
     # the 8-core build first: the other variants of a model are checked against its bytes
     for name, label, cores, fc_clock, goal in sorted(GAP8, key=lambda g: (-g[2], g[3])):
+        if name not in models:
+            continue
         log(f"gap8: {label}")
         if name not in built:
             with contextlib.redirect_stdout(io.StringIO()):
@@ -490,18 +495,24 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=40, help="steps per run (x86: N of the N/2N difference)")
     ap.add_argument("--json", help="write every figure to this JSON file")
     ap.add_argument("--keep", help="folder to keep the builds in")
+    ap.add_argument("--models", default=",".join(MODELS),
+                    help=f"comma list of {','.join(MODELS)} (rv32 and gap8; x86 and size measure lstm64)")
     args = ap.parse_args()
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = sorted(set(only) - set(SECTIONS))
     if unknown:
         sys.exit(f"bench_speed: unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+    models = {m.strip() for m in args.models.split(",") if m.strip()}
+    if models - set(MODELS):
+        sys.exit(f"bench_speed: unknown model(s) {', '.join(sorted(models - set(MODELS)))}; "
+                 f"choose from {', '.join(MODELS)}")
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="edgernn-speed-"))
     work.mkdir(parents=True, exist_ok=True)
     builds = Builds(work)
     runs: dict[str, Callable[[], list[Figure]]] = {
-        "rv32": lambda: rv32_section(builds, args.steps),
+        "rv32": lambda: rv32_section(builds, args.steps, models),
         "x86": lambda: x86_section(builds, args.steps, work),
-        "gap8": lambda: gap8_section(args.steps, work),
+        "gap8": lambda: gap8_section(args.steps, work, models),
         "size": lambda: size_section(builds, work),
     }
     figures: list[Figure] = []
