@@ -165,6 +165,8 @@ def _liveness(graph: Graph, fixed: set[int], position: dict[int, int] | None = N
     for dst, src in (aliases or {}).items():
         if dst in last:
             last[src] = max(last.get(src, last[dst]), last[dst])
+        if dst in first:    # a tensor placed in another (a CONCATENATION's input): its writer starts it
+            first[src] = min(first.get(src, first[dst]), first[dst])
     lives = []
     for t, f in first.items():
         tensor = graph.tensors[t]
@@ -189,6 +191,8 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
         raise EdgeRNNError(f"the {prefix} model has no output {output_key!r} (it has {', '.join(graph.outputs)})")
     x_t = graph.inputs[input_key]
     fixed = {x_t} | {s.in_tensor for s in state_slots}
+    if fusion.ENABLED:
+        calls, aliases = fusion.concat_aliases(graph, calls, keep, fixed, aliases)
     lives = _liveness(graph, fixed, fusion.positions(calls), fusion.unstored(calls),
                       {dst: src for dst, (src, _) in aliases.items()})
     scratch = {_scratch_key(c.op_index): c.scratch for c in calls if c.scratch}
