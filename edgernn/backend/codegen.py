@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgernn.backend import fusion, kernels
+from edgernn.backend import fusion, grouping, kernels
 from edgernn.backend.ir import Graph
 from edgernn.backend.lowering import Call, ConstArray, ConstStruct, Lowering
 from edgernn.backend.memplan import ArenaPlan, plan_arena
@@ -96,9 +96,9 @@ class RenderedGraph:
             for k, c in enumerate(chain):
                 traced = []
                 if k == len(chain) - 1:
-                    op = self.graph.operators[c.op_index]
-                    traced = [{"expr": self.exprs[t], "nbytes": self.graph.tensors[t].nbytes}
-                              for t in op.outputs if t in self.exprs]
+                    members = call.members if isinstance(call, grouping.GroupedCall) else [c]
+                    traced = [{"expr": self.exprs[t], "nbytes": self.graph.tensors[t].nbytes, "index": m.op_index}
+                              for m in members for t in self.graph.operators[m.op_index].outputs if t in self.exprs]
                 out.append({"op": f"{c.op_index}: {c.op}", "index": c.op_index, "fn": c.fn,
                             "args": [self.arg(a) for a in c.args], "traced": traced})
         return out
@@ -193,6 +193,8 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
     fixed = {x_t} | {s.in_tensor for s in state_slots}
     if fusion.ENABLED:
         calls, aliases = fusion.concat_aliases(graph, calls, keep, fixed, aliases)
+    if grouping.ENABLED:
+        calls = grouping.group_calls(graph, calls, prefix)
     lives = _liveness(graph, fixed, fusion.positions(calls), fusion.unstored(calls),
                       {dst: src for dst, (src, _) in aliases.items()})
     scratch = {_scratch_key(c.op_index): c.scratch for c in calls if c.scratch}
