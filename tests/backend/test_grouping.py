@@ -1,8 +1,8 @@
 """Grouped FULLY_CONNECTED (edgernn/backend/grouping.py, edgernn_fully_connected_group_s8): which calls a
 group takes, and that the grouped kernel gives, row for row, the bytes of each op's own call of
 edgernn_fully_connected_s8 (which test_backend_c.py holds against the interpreter; its int8 CfC models are
-grouped), for both roundings, whole or split into the team's sub-ranges, on the portable, scalar and Xpulp
-(emulated) dot products.
+grouped), for both roundings, whole or split into the team's sub-ranges, on the portable, scalar, Xpulp
+(emulated) and -Os dot products.
 
 The table: 2 and 4 ops sharing an input, rows that are and are not multiples of 8, an op boundary on a block
 boundary, different output zero points, a clamp narrower than int8, inputs read elsewhere too."""
@@ -122,7 +122,8 @@ def test_a_rescale_that_could_leave_int32_is_not_grouped():
 
 # ---- the kernel against each op's own call, in C ----
 
-KERNEL_VARIANTS = {"portable": [], "scalar": ["-DEDGERNN_FC_SCALAR"], "xpulp_emulated": ["-DEDGERNN_XPULP_EMULATE"]}
+KERNEL_VARIANTS = {"portable": [], "scalar": ["-DEDGERNN_FC_SCALAR"], "xpulp_emulated": ["-DEDGERNN_XPULP_EMULATE"],
+                   "size": ["-Os", "-DEDGERNN_FC_SCALAR"]}
 
 # each case: n_in, the ops' rows, their zero points, clamp
 CASES = {
