@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgernn.backend import fusion, kernels
+from edgernn.backend import fusion, grouping, kernels
 from edgernn.backend.ir import Graph
 from edgernn.backend.lowering import Call, ConstArray, ConstStruct, Lowering
 from edgernn.backend.memplan import ArenaPlan, plan_arena
@@ -96,9 +96,21 @@ class RenderedGraph:
             for k, c in enumerate(chain):
                 traced = []
                 if k == len(chain) - 1:
-                    op = self.graph.operators[c.op_index]
-                    traced = [{"expr": self.exprs[t], "nbytes": self.graph.tensors[t].nbytes}
-                              for t in op.outputs if t in self.exprs]
+                    members = call.members if isinstance(call, grouping.GroupedCall) else [c]
+                    traced = [{"expr": self.exprs[t], "nbytes": self.graph.tensors[t].nbytes, "index": m.op_index}
+                              for m in members for t in self.graph.operators[m.op_index].outputs if t in self.exprs]
+                run = one_run_copy(call, c)
+                if run is not None:
+                    # one run of known length: memcpy of a constant size, which the compiler writes out inline
+                    # (a call of edgernn_copy_runs costs more than copying a few bytes); source and destination
+                    # are different tensors alive at the same op, so they never overlap
+                    a = dict(zip(kernels.kernel(c.fn).arg_names, c.args))
+                    es, (d, s, n) = a["elem_size"], run
+                    out.append({"op": f"{c.op_index}: {c.op}", "index": c.op_index, "fn": "memcpy", "traced": traced,
+                                "args": [f"(uint8_t *)(void *){self.arg(a['dst'])} + {d} * {es}",
+                                         f"(const uint8_t *)(const void *){self.arg(a['src'])} + {s} * {es}",
+                                         f"{n} * {es}"]})
+                    continue
                 out.append({"op": f"{c.op_index}: {c.op}", "index": c.op_index, "fn": c.fn,
                             "args": [self.arg(a) for a in c.args], "traced": traced})
         return out
@@ -116,6 +128,17 @@ class RenderedGraph:
             if kind == "scratch":
                 return self.exprs[_scratch_key(value)]
         return str(a)
+
+
+def one_run_copy(call: Call, c: Call) -> tuple[int, int, int] | None:
+    """(dst, src, count) in elements when ``c`` (``call`` or one of its ``more``) copies one run, else None."""
+    if c.fn != "edgernn_copy_runs":
+        return None
+    a = dict(zip(kernels.kernel(c.fn).arg_names, c.args))
+    if a["n_runs"] != "1":
+        return None
+    runs = next((arr.values for arr in [*call.arrays, *c.arrays] if arr.name == a["runs"][1]), None)
+    return None if runs is None or len(runs) != 1 else tuple(int(v) for v in runs[0])
 
 
 def c_initializer(values) -> str:
@@ -165,6 +188,8 @@ def _liveness(graph: Graph, fixed: set[int], position: dict[int, int] | None = N
     for dst, src in (aliases or {}).items():
         if dst in last:
             last[src] = max(last.get(src, last[dst]), last[dst])
+        if dst in first:    # a tensor placed in another (a CONCATENATION's input): its writer starts it
+            first[src] = min(first.get(src, first[dst]), first[dst])
     lives = []
     for t, f in first.items():
         tensor = graph.tensors[t]
@@ -189,6 +214,10 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
         raise EdgeRNNError(f"the {prefix} model has no output {output_key!r} (it has {', '.join(graph.outputs)})")
     x_t = graph.inputs[input_key]
     fixed = {x_t} | {s.in_tensor for s in state_slots}
+    if fusion.ENABLED:
+        calls, aliases = fusion.concat_aliases(graph, calls, keep, fixed, aliases)
+    if grouping.ENABLED:
+        calls = grouping.group_calls(graph, calls, prefix)
     lives = _liveness(graph, fixed, fusion.positions(calls), fusion.unstored(calls),
                       {dst: src for dst, (src, _) in aliases.items()})
     scratch = {_scratch_key(c.op_index): c.scratch for c in calls if c.scratch}
@@ -209,8 +238,12 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
     for dst, (src, off) in aliases.items():
         exprs[dst] = f"({exprs[src]} + {off})" if off else exprs[src]
     structs: list[ConstStruct] = []
+    # the run of a copy written as memcpy (RenderedGraph.statements) is not needed in weights.c
+    inlined = {dict(zip(kernels.kernel(c.fn).arg_names, c.args))["runs"][1]
+               for call in calls for c in [call, *call.more] if one_run_copy(call, c) is not None}
     for c in calls:
-        arrays.extend(fusion.used_arrays(c) if isinstance(c, fusion.FusedCall) else c.arrays)
+        arrays.extend(fusion.used_arrays(c) if isinstance(c, fusion.FusedCall) else
+                      [a for a in c.arrays if a.name not in inlined])
         structs.extend(c.structs)
     for call in calls:
         for c in [call, *call.more]:

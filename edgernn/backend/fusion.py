@@ -204,6 +204,71 @@ def slice_aliases(graph: Graph, calls: list[Call], keep: set[int]) -> tuple[list
     return out, aliases
 
 
+def _placed_copies(graph: Graph, call: Call, avoid: set[int], taken: set[int]) -> dict[int, tuple[int, int]]:
+    """The sources of a data-movement call (a CONCATENATION's inputs) that are each one whole contiguous
+    run of its output and that their producer can write straight there: source -> (output, offset in
+    elements). A source no op writes (constant, variable, the graph's input, a state), one that must keep
+    its own place (in ``avoid``: a step output, a new state, a slice read in its source) or one already
+    placed (``taken``) keeps its copy, and so does a source copied twice; an output in ``avoid`` (the
+    graph's input, a state) takes nothing."""
+    out: dict[int, tuple[int, int]] = {}
+    seen: list[int] = []
+    written = {t for op in graph.operators for t in op.outputs}
+    for sub in [call, *call.more]:
+        if sub.fn != "edgernn_copy_runs":
+            return {}
+        seen.append(_args(sub)["src"][1])
+    for sub in [call, *call.more]:
+        a = _args(sub)
+        runs = next((arr.values for arr in call.arrays if arr.name == a["runs"][1]), None)
+        dst, src = a["dst"][1], a["src"][1]
+        if runs is None or len(runs) != 1 or seen.count(src) != 1:
+            continue
+        dst_off, src_off, count = (int(v) for v in runs[0])
+        t, s = graph.tensors[dst], graph.tensors[src]
+        if src_off == 0 and count == s.size and s.dtype == t.dtype and s.dtype in ("int8", "int16") and \
+                src in written and src not in avoid and src not in taken and dst not in avoid and \
+                not (s.is_const or s.is_variable or t.is_const or t.is_variable):
+            out[src] = (dst, dst_off)
+    return out
+
+
+def concat_aliases(graph: Graph, calls: list[Call], keep: set[int], fixed: set[int],
+                   aliases: dict[int, tuple[int, int]]) -> tuple[list[Call], dict[int, tuple[int, int]]]:
+    """The inverse of ``slice_aliases``: the schedule without the copies that put a whole tensor into one
+    run of another (a CONCATENATION's inputs), each such input placed in its output, so that its
+    producer writes it there. The result holds every alias (slices too) resolved to the tensor that has
+    the memory: tensor -> (root, offset in elements). The memory plan keeps the root alive from the first
+    write of any tensor in it to the last read of any."""
+    placed: dict[int, tuple[int, int]] = {}
+    out = []
+    for call in calls:
+        # a source: not kept in its own place, not a slice (it lies in its source); an output: any
+        # arena tensor (a step output or a new state too: they are copied out after the step)
+        moved = {src: (dst, off) for src, (dst, off) in
+                 _placed_copies(graph, call, set(fixed) | set(aliases), set(placed)).items()
+                 if src not in keep}
+        chain = [c for c in [call, *call.more] if c.fn != "edgernn_copy_runs" or _args(c)["src"][1] not in moved]
+        placed.update(moved)
+        if not chain:
+            continue
+        if len(chain) < len(call.more) + 1:
+            first = chain[0]
+            call = Call(first.op_index, first.op, first.fn, first.args, arrays=call.arrays, structs=call.structs,
+                        more=chain[1:], scratch=call.scratch)
+        out.append(call)
+    every = {**aliases, **placed}
+
+    def root(t: int) -> tuple[int, int]:
+        host, off = every[t]
+        while host in every:
+            host, more = every[host]
+            off += more
+        return host, off
+
+    return out, {t: root(t) for t in every}
+
+
 def _hoistable(reads: set[int], group: _Group, placed: list, producer: dict) -> bool:
     """Whether a call reading ``reads`` can run inside ``group``, where the group stands now."""
     at = placed.index(group)

@@ -218,6 +218,18 @@ KERNELS: list[Kernel] = [
                "kernel, (x * m + 2^(30 - shift)) >> (31 - shift); EDGERNN_ROUND_TWICE_UP, its builtin kernel (ruy on\n"
                "x86), the rounded high multiply then a rounding right shift, halves up.",
            splits=_FC_INT),
+    Kernel("edgernn_fully_connected_group_s8",
+           "const int8_t *in, const int8_t *w, const int32_t *bias, const int32_t *multiplier, const int32_t *rnd, "
+           "const int32_t *shift, int rounding, const int32_t *ends, int row0, int32_t act_min, int32_t act_max, "
+           "int n_in, int n_out, int8_t *out0, int8_t *out1, int8_t *out2, int8_t *out3",
+           doc="Two to four int8 FULLY_CONNECTED ops (one row each) that read the same input, one call over all their\n"
+               "rows (edgernn/backend/grouping.py): w, bias, multiplier, rnd, shift are the ops' one after the other\n"
+               "(w in the blocked layout of all the rows); row r gives clamp((hi(acc * multiplier[r]) + rnd[r]) >>\n"
+               "shift[r]), its op's output zero point folded into rnd[r]; op k writes out<k> and ends[k] is the row\n"
+               "after its last; row0 is the first row's place in the group (0 for a whole call).",
+           splits=(Split("n_out", (("w", "n_in"), ("bias", "1"), ("multiplier", "1"), ("rnd", "1"), ("shift", "1"),
+                                   ("row0", "1")), grain=8),),
+           team_doc="A group's rows, in blocks of 8 as a FULLY_CONNECTED's features; row0 moves with the range."),
     Kernel("edgernn_fully_connected_s16",
            "const int16_t *in, const int8_t *w, const int64_t *bias, const int32_t *multiplier, const int32_t *shift, "
            "int32_t output_offset, int32_t act_min, int32_t act_max, int rows, int n_in, int n_out, int16_t *out",

@@ -140,6 +140,106 @@ void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t
     }
 }
 
+/* A group of int8 FULLY_CONNECTED ops that read the same input (same n_in, one row each): one call over
+ * all their rows, whose weights, biases and rescales lie one op after the other (the weights in the
+ * blocked layout of the whole group), so that a block of 8 rows may hold rows of two ops, and the small
+ * ops of a cell share one set-up and the 8-row blocks in place of each op's tail of single rows
+ * (edgernn/backend/grouping.py). Op k writes out<k>; ends[k] is the row after its last, counted from the
+ * group's first. row0 is the group's row of this call's first row: 0 for the whole group, the start of a
+ * sub-range when the team splits it (w, bias, multiplier, rnd and shift then advanced by row0 rows,
+ * row0 a multiple of 8).
+ *
+ * The rescale is rescale_s8's high-word form, with the op's output zero point folded in at generation:
+ * every row has a right shift e >= 2, so with P = acc * m = hi * 2^32 + lo both roundings are
+ * (hi' + 2^(e-2)) >> (e-1) (hi' = hi, or hi plus the carry of lo + 2^30), and adding the zero point z
+ * after the shift is adding z * 2^(e-1) before it. So shift[r] = e - 1 and rnd[r] = 2^(e-2) + z * 2^(e-1),
+ * and the generation has checked that hi' + rnd[r] cannot leave int32 for any input (the folded bias
+ * and the weights bound acc). The bytes are those of the op's own call. */
+#define FC_GROUP_OUT(k)                                                                             \
+    do {                                                                                            \
+        const int64_t p_ = (int64_t)acc[k] * multiplier[o + (k)];                                   \
+        int32_t hi_ = (int32_t)(p_ >> 32);                                                          \
+        if (o + (k) == end) {                                                                       \
+            ++m;                                                                                    \
+            y = out[m];                                                                             \
+            end = ends[m] - row0;                                                                   \
+        }                                                                                           \
+        if (rounding == EDGERNN_ROUND_TWICE_UP) {                                                   \
+            hi_ += (uint32_t)p_ >= 0xC0000000u;                                                     \
+        }                                                                                           \
+        *y++ = (int8_t)edgernn_clamp((hi_ + rnd[o + (k)]) >> shift[o + (k)], act_min, act_max);   \
+    } while (0)
+
+static EDGERNN_DOT_INLINE void fc_s8_group(const int8_t *x, const int8_t *w, const int32_t *bias,
+                                           const int32_t *multiplier, const int32_t *rnd, const int32_t *shift,
+                                           int rounding, const int32_t *ends, int row0, int32_t act_min,
+                                           int32_t act_max, int n_in, int n_out, int8_t *const out[4])
+{
+    int o, m = 0;
+    int8_t *y;
+    int32_t end;
+    while (ends[m] <= row0) {
+        ++m;
+    }
+    y = out[m] + (row0 - (m ? ends[m - 1] : 0));
+    end = ends[m] - row0;
+    for (o = 0; o + 8 <= n_out; o += 8, w += 8 * (size_t)n_in) {
+        int32_t acc[8];
+        acc[0] = bias[o];
+        acc[1] = bias[o + 1];
+        acc[2] = bias[o + 2];
+        acc[3] = bias[o + 3];
+        acc[4] = bias[o + 4];
+        acc[5] = bias[o + 5];
+        acc[6] = bias[o + 6];
+        acc[7] = bias[o + 7];
+        edgernn_dot8_s8(x, w, n_in, acc);
+        FC_GROUP_OUT(0);
+        FC_GROUP_OUT(1);
+        FC_GROUP_OUT(2);
+        FC_GROUP_OUT(3);
+        FC_GROUP_OUT(4);
+        FC_GROUP_OUT(5);
+        FC_GROUP_OUT(6);
+        FC_GROUP_OUT(7);
+    }
+    if (o + 4 <= n_out) {
+        int32_t acc[4];
+        acc[0] = bias[o];
+        acc[1] = bias[o + 1];
+        acc[2] = bias[o + 2];
+        acc[3] = bias[o + 3];
+        edgernn_dot4_s8(x, w, n_in, acc);
+        FC_GROUP_OUT(0);
+        FC_GROUP_OUT(1);
+        FC_GROUP_OUT(2);
+        FC_GROUP_OUT(3);
+        o += 4;
+        w += 4 * (size_t)n_in;
+    }
+    for (; o < n_out; ++o, w += n_in) {
+        int32_t acc[1];
+        acc[0] = edgernn_dot1_s8(x, w, n_in, bias[o]);
+        FC_GROUP_OUT(0);
+    }
+}
+
+void edgernn_fully_connected_group_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
+                                      const int32_t *multiplier, const int32_t *rnd, const int32_t *shift,
+                                      int rounding, const int32_t *ends, int row0, int32_t act_min,
+                                      int32_t act_max, int n_in, int n_out, int8_t *out0, int8_t *out1,
+                                      int8_t *out2, int8_t *out3)
+{
+    int8_t *const out[4] = {out0, out1, out2, out3};
+    if (rounding == EDGERNN_ROUND_TWICE_UP) {
+        fc_s8_group(in, w, bias, multiplier, rnd, shift, EDGERNN_ROUND_TWICE_UP, ends, row0, act_min, act_max,
+                    n_in, n_out, out);
+    } else {
+        fc_s8_group(in, w, bias, multiplier, rnd, shift, EDGERNN_ROUND_ONCE, ends, row0, act_min, act_max, n_in,
+                    n_out, out);
+    }
+}
+
 /* 16x8: each product fits in 23 bits, so a chunk of up to 256 of them sums exactly in int32; the
  * chunks are added in int64. Four rows at a time and blocks of inputs, as in the 8-bit kernel. */
 #define EDGERNN_S16_CHUNK 256

@@ -358,14 +358,15 @@ def test_ltc_with_dense_head_is_exact_over_1000_steps(tmp_path):
 
 
 @pytest.mark.toolchain
-@pytest.mark.parametrize("name", ["lstm", "cfc_pure", "layernorm_lstm", "softmax_steps"])
+@pytest.mark.parametrize("name", ["lstm", "cfc_pure", "cfc", "layernorm_lstm", "softmax_steps"])
 def test_int8_kernels_match_the_builtin_kernels_when_generated_for_them(converted, tmp_path, monkeypatch, name):
     """The builtin oracle's variants, on models without a SUM: each model generated as if its oracle were
     LiteRT's builtin kernels (Graph.oracle) and held against them, byte for byte. With the one variant
     (FULLY_CONNECTED's two-rounding rescale), every other int8 kernel these models use (ADD, SUB, MUL,
     LOGISTIC, TANH, EXP, ABS, NEG, QUANTIZE, MEAN, SQUARED_DIFFERENCE, RSQRT, SOFTMAX, data movement) is
     exact against both kernel sets; a second op whose builtin kernel differs would fail here. The LSTM is
-    also built with a two-thread team, whose FULLY_CONNECTED ranges carry the rounding."""
+    also built with a two-thread team, whose FULLY_CONNECTED ranges carry the rounding; so is the CfC, whose
+    four FULLY_CONNECTED ops of one input run as one grouped call (edgernn/backend/grouping.py) split in two."""
     import shutil
 
     import edgernn.tflite.interpreter as interpreter
@@ -379,9 +380,10 @@ def test_int8_kernels_match_the_builtin_kernels_when_generated_for_them(converte
     monkeypatch.setattr(interpreter, "_reference_kernels_misread", lambda interp: True)
     builds = {"serial": H.build(folder)}
     assert "EDGERNN_ROUND_TWICE_UP" in (folder / "firmware" / "model.c").read_text()
-    if name == "lstm":
+    if name in ("lstm", "cfc"):
         builds["threads"] = H.build(folder, cflags=["-O2", "-DEDGERNN_THREADS=2", "-pthread"], name="driver_t2")
-        assert "edgernn_team_fully_connected_s8(" in (folder / "firmware" / "model.c").read_text()
+        fn = "edgernn_team_fully_connected_s8(" if name == "lstm" else "edgernn_team_fully_connected_group_s8("
+        assert fn in (folder / "firmware" / "model.c").read_text()
     for label, xs in _sequences(folder).items():
         xq = H.quantize_x(folder, xs)
         ref, _ = H.reference_bytes(folder, xq)

@@ -253,3 +253,75 @@ def test_fused_loops_split_across_workers_give_the_same_bytes(converted, tmp_pat
         assert H.compare(got, ref, "int8")["mismatches"] == 0, f"{workers} workers differ from the interpreter"
         results.append(got)
     assert all(np.array_equal(results[0], r) for r in results[1:])
+
+
+# ---- CONCATENATION inputs written in place (fusion.concat_aliases), on calls made by hand ----
+
+class _Tensor:
+    def __init__(self, size: int, const: bool = False, dtype: str = "int8"):
+        self.size, self.is_const, self.is_variable, self.dtype = size, const, False, dtype
+
+
+class _ConcatGraph(_Graph):
+    """Operators' outputs and tensors (tensor index -> element count; 99 is a constant)."""
+
+    def __init__(self, outputs: dict[int, list[int]], sizes: dict[int, int]):
+        super().__init__(outputs)
+        self.tensors = {t: _Tensor(n, const=(t == 99)) for t, n in sizes.items()}
+
+
+def _concat(i: int, parts: list[int], sizes: dict[int, int], out: int) -> Call:
+    """A CONCATENATION as its lowering makes it: one copy per input, each one run of the output."""
+    calls, arrays, off = [], [], 0
+    for k, src in enumerate(parts):
+        arrays.append(ConstArray(f"runs{i}_{k}", "edgernn_run_t", [[off, 0, sizes[src]]]))
+        calls.append(Call(i, "CONCATENATION", "edgernn_copy_runs", kernel("edgernn_copy_runs").order(
+            {"runs": ("const", f"runs{i}_{k}"), "n_runs": "1", "elem_size": "1", "src": ("tensor", src),
+             "dst": ("tensor", out)})))
+        off += sizes[src]
+    calls[0].arrays, calls[0].more = arrays, calls[1:]
+    return calls[0]
+
+
+def _copied(calls: list[Call]) -> list[int]:
+    return [fusion._args(c)["src"][1] for call in calls for c in [call, *call.more] if c.fn == "edgernn_copy_runs"]
+
+
+SIZES = {1: 6, 5: 16, 10: 16, 11: 16, 12: 16, 20: 32, 21: 22, 99: 16}
+
+
+@pytest.mark.parametrize("case", [
+    # two producers (an FC-like call and a loop's member): both written in place, the copy is gone
+    dict(calls=lambda: [_other(0, 1, 10), _lut(1, 10, 11, n=16), _concat(2, [10, 11], SIZES, 20)],
+         outputs={0: [10], 1: [11], 2: [20]}, keep={20}, fixed={1},
+         placed={10: (20, 0), 11: (20, 16)}, copied=[1]),
+    # one producer is a fused loop (two members, the second's output concatenated)
+    dict(calls=lambda: fusion.fuse_calls(_Graph({0: [10], 1: [11], 2: [12], 3: [20]}),
+                                         [_lut(0, 1, 10, n=16), _lut(1, 10, 11, n=16), _other(2, 1, 12),
+                                          _concat(3, [12, 11], SIZES, 20)], "m", keep={20}),
+         outputs={0: [10], 1: [11], 2: [12], 3: [20]}, keep={20}, fixed={1},
+         placed={12: (20, 0), 11: (20, 16)}, copied=[1]),
+    # the graph's input keeps its copy, the producer's output is placed after it
+    dict(calls=lambda: [_lut(0, 1, 5, n=16), _concat(1, [1, 5], SIZES, 21)],
+         outputs={0: [5], 1: [21]}, keep={21}, fixed={1}, placed={5: (21, 6)}, copied=[1]),
+    # the output is a new state (kept, copied out after the step): its inputs still go in place; a
+    # constant input and an input that is itself a step output keep their copies
+    dict(calls=lambda: [_lut(0, 1, 10, n=16), _lut(1, 1, 11, n=16), _concat(2, [10, 99], SIZES, 20),
+                        _concat(3, [11, 10], SIZES, 21)],
+         outputs={0: [10], 1: [11], 2: [20], 3: [21]}, keep={20, 11}, fixed={1},
+         placed={10: (20, 0)}, copied=[99, 11, 10]),
+])
+def test_concat_inputs_are_written_in_place(case):
+    graph = _ConcatGraph(case["outputs"], SIZES)
+    calls = case["calls"]()
+    out, aliases = fusion.concat_aliases(graph, calls, case["keep"], case["fixed"], {})
+    assert aliases == case["placed"]
+    assert _copied(out) == case["copied"]
+
+
+def test_a_slice_of_a_placed_input_lies_in_the_concat():
+    # tensor 12 is a slice of 10 (at 4); 10 is placed in 20 at 16: 12 lies in 20 at 20
+    graph = _ConcatGraph({0: [10], 1: [11], 2: [20]}, SIZES)
+    calls = [_other(0, 1, 10), _other(1, 1, 11), _concat(2, [11, 10], SIZES, 20)]
+    out, aliases = fusion.concat_aliases(graph, calls, {20}, {1}, {12: (10, 4)})
+    assert aliases == {12: (20, 20), 10: (20, 16), 11: (20, 0)}

@@ -1,0 +1,140 @@
+"""Grouped FULLY_CONNECTED: int8 FULLY_CONNECTED calls that follow each other in the schedule and read the
+same input become one call of ``edgernn_fully_connected_group_s8`` over all their rows.
+
+A small recurrent cell (an NCP wiring's CfC) computes several tiny FULLY_CONNECTED ops of the same input
+(four 15 -> 9, four 14 -> 5, four 7 -> 2): each call pays its own set-up and, its rows not being a multiple
+of 8, a tail of single rows, each row one dot product and one requantization with its own loop. Their rows
+together (36, 20, 8) fall into the 8-row blocks of the blocked layout, where each input byte is loaded
+once for 8 rows. Every row keeps its own bias and multiplier; its right shift and its op's output zero
+point become two per-row constants of a high-word rescale (``high_word_rescale``), so that a row needs no
+per-op parameter but its output pointer (``ends`` says where each op's rows end). The clamp must be the
+same for the whole group; an op whose rows cannot take that rescale is not grouped.
+
+The calls grouped are adjacent in the schedule, so nothing moves but the later members' outputs, which
+are written at the group's place (the memory plan sees that through ``members``, as for a fused loop).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from edgernn.backend.ir import Graph
+from edgernn.backend.kernels import kernel, kernel_args
+from edgernn.backend.lowering import Call, ConstArray
+from edgernn.backend.lowering.blocking import blocked_rows
+
+ENABLED = True
+FC = "edgernn_fully_connected_s8"
+GROUP = "edgernn_fully_connected_group_s8"
+MAX_MEMBERS = 4     # the kernel's out0..out3
+
+
+@dataclass
+class GroupedCall(Call):
+    """One call computing the rows of ``members`` (the original calls, in schedule order)."""
+
+    members: list[Call] = field(default_factory=list)
+
+
+def _args(call: Call) -> dict:
+    return dict(zip(kernel(call.fn).arg_names, call.args))
+
+
+def _key(call: Call) -> tuple | None:
+    """What the members of a group must share: the input, its length, the rounding and the clamp."""
+    if call.fn != FC or call.more or call.scratch:
+        return None
+    a = _args(call)
+    if a["rows"] != "1":
+        return None
+    return a["in"], a["n_in"], a["rounding"], a["act_min"], a["act_max"]
+
+
+INT32_MAX = 2**31 - 1
+
+
+def high_word_rescale(graph: Graph, call: Call) -> tuple[list[int], list[int]] | None:
+    """Each row's (rnd, shift) of the grouped kernel's rescale, ``(hi' + rnd) >> shift`` with the output zero
+    point folded in (edgernn_fully_connected.c, fc_s8_group), or None when a row cannot take it: a right
+    shift below 2, or a sum hi' + rnd that some input could take out of int32. The bound: an int8 input is
+    at most 128 in magnitude, so |acc| <= |bias| + 128 * sum |w|, and |hi'| <= |acc| * |m| / 2^32 + 1."""
+    a = _args(call)
+    zp = int(a["output_offset"])
+    w = graph.tensors[graph.operators[call.op_index].inputs[1]].data.astype(np.int64)
+    rnds, shifts = [], []
+    for bias, m, sh, row in zip(_array(call, "bias"), _array(call, "multiplier"), _array(call, "shift"), w):
+        e = -int(sh)
+        if e < 2:
+            return None
+        rnd = (1 << (e - 2)) + zp * (1 << (e - 1))
+        acc = abs(int(bias)) + 128 * int(np.abs(row).sum())
+        if acc * abs(int(m)) // 2**32 + 1 + abs(rnd) > INT32_MAX:
+            return None
+        rnds.append(rnd)
+        shifts.append(e - 1)
+    return rnds, shifts
+
+
+def _array(call: Call, arg: str) -> list:
+    name = _args(call)[arg][1]
+    return next(arr.values for arr in call.arrays if arr.name == name)
+
+
+def _group(graph: Graph, members: list[Call], prefix: str) -> GroupedCall:
+    first = members[0]
+    a = _args(first)
+    weights = np.concatenate([graph.tensors[graph.operators[m.op_index].inputs[1]].data for m in members])
+    ends, row = [], 0
+    for m in members:
+        row += int(_args(m)["n_out"])
+        ends.append(row)
+    rescales = [high_word_rescale(graph, m) for m in members]
+    base = f"{prefix}_op{first.op_index}_group"
+    arrays = [
+        ConstArray(f"{base}_w", "int8_t", blocked_rows(weights).tolist()),
+        ConstArray(f"{base}_bias", "int32_t", [v for m in members for v in _array(m, "bias")]),
+        ConstArray(f"{base}_mult", "int32_t", [v for m in members for v in _array(m, "multiplier")]),
+        ConstArray(f"{base}_rnd", "int32_t", [v for r in rescales for v in r[0]]),
+        ConstArray(f"{base}_shift", "int32_t", [v for r in rescales for v in r[1]]),
+        ConstArray(f"{base}_ends", "int32_t", ends),
+    ]
+    outs = [_args(m)["out"] for m in members] + ["NULL"] * (MAX_MEMBERS - len(members))
+    args = {"in": a["in"], "w": ("const", arrays[0].name), "bias": ("const", arrays[1].name),
+            "multiplier": ("const", arrays[2].name), "rnd": ("const", arrays[3].name),
+            "shift": ("const", arrays[4].name), "rounding": a["rounding"], "ends": ("const", arrays[5].name),
+            "row0": "0", "act_min": a["act_min"], "act_max": a["act_max"], "n_in": a["n_in"], "n_out": str(row),
+            **{f"out{k}": o for k, o in enumerate(outs)}}
+    return GroupedCall(first.op_index, first.op, GROUP, kernel_args(GROUP, args), arrays=arrays, members=members)
+
+
+def group_calls(graph: Graph, calls: list[Call], prefix: str) -> list[Call]:
+    """The schedule with each run of 2 to 4 adjacent groupable FULLY_CONNECTED calls of the same key as
+    one grouped call (a longer run: groups of 4, then the rest)."""
+    out: list[Call] = []
+    run: list[Call] = []
+
+    def flush():
+        for k in range(0, len(run), MAX_MEMBERS):
+            part = run[k:k + MAX_MEMBERS]
+            out.append(_group(graph, part, prefix) if len(part) > 1 else part[0])
+        run.clear()
+
+    for call in calls:
+        key = _key(call)
+        if key is not None and high_word_rescale(graph, call) is None:
+            key = None
+        if run and key != _key(run[0]):
+            flush()
+        if key is None:
+            out.append(call)
+        else:
+            run.append(call)
+    flush()
+    return out
+
+
+def outputs(call: Call) -> list[int]:
+    """The tensors a grouped call writes, one per member."""
+    return [_args(m)["out"][1] for m in call.members]

@@ -1,0 +1,220 @@
+"""Grouped FULLY_CONNECTED (edgernn/backend/grouping.py, edgernn_fully_connected_group_s8): which calls a
+group takes, and that the grouped kernel gives, row for row, the bytes of each op's own call of
+edgernn_fully_connected_s8 (which test_backend_c.py holds against the interpreter; its int8 CfC models are
+grouped), for both roundings, whole or split into the team's sub-ranges, on the portable, scalar, Xpulp
+(emulated) and -Os dot products.
+
+The table: 2 and 4 ops sharing an input, rows that are and are not multiples of 8, an op boundary on a block
+boundary, different output zero points, a clamp narrower than int8, inputs read elsewhere too."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from edgernn.backend import grouping
+from edgernn.backend.kernels import kernel, write_sources
+from edgernn.backend.lowering import Call, ConstArray
+from edgernn.backend.lowering.blocking import blocked_rows
+from edgernn.resources import templates_dir
+
+
+class _Graph:
+    """The parts of a Graph grouping reads: each operator's weights tensor (input 1)."""
+
+    def __init__(self, weights: dict[int, np.ndarray]):
+        n = max(weights) + 1
+        self.tensors = {1000 + i: type("T", (), {"data": w})() for i, w in weights.items()}
+        self.operators = [type("Op", (), {"inputs": [0, 1000 + i, -1]})() for i in range(n)]
+
+
+def _fc(i: int, src: int, out: int, w: np.ndarray, bias, mult, shift, zp: int, lo: int = -128, hi: int = 127,
+        rounding: str = "EDGERNN_ROUND_ONCE", rows: int = 1) -> Call:
+    """An int8 FULLY_CONNECTED call as the lowering makes it."""
+    n_out, n_in = w.shape
+    arrays = [ConstArray(f"op{i}_bias", "int32_t", [int(v) for v in bias]),
+              ConstArray(f"op{i}_mult", "int32_t", [int(v) for v in mult]),
+              ConstArray(f"op{i}_shift", "int32_t", [int(v) for v in shift]),
+              ConstArray(f"op{i}_w", "int8_t", blocked_rows(w).tolist())]
+    args = {"in": ("tensor", src), "w": ("const", arrays[3].name), "bias": ("const", arrays[0].name),
+            "multiplier": ("const", arrays[1].name), "shift": ("const", arrays[2].name), "rounding": rounding,
+            "output_offset": str(zp), "act_min": str(lo), "act_max": str(hi), "rows": str(rows),
+            "n_in": str(n_in), "n_out": str(n_out), "out": ("tensor", out)}
+    return Call(i, "FULLY_CONNECTED", "edgernn_fully_connected_s8",
+                kernel("edgernn_fully_connected_s8").order(args), arrays=arrays)
+
+
+def _random_fc(rng, n_in: int, n_out: int, shift_range=(-12, -2)):
+    w = rng.integers(-127, 128, size=(n_out, n_in)).astype(np.int8)
+    bias = rng.integers(-20000, 20000, size=n_out)
+    mult = rng.integers(1 << 30, (1 << 31) - 1, size=n_out)
+    shift = rng.integers(shift_range[0], shift_range[1] + 1, size=n_out)
+    return w, bias, mult, shift
+
+
+def _other(i: int, src: int, out: int) -> Call:
+    return Call(i, "TANH", "edgernn_lut_s8",
+                kernel("edgernn_lut_s8").order({"table": ("const", "t"), "in": ("tensor", src), "n": "8",
+                                                "out": ("tensor", out)}))
+
+
+def _schedule(specs, seed: int = 0):
+    """specs: (src, out, n_in, n_out, zp, extra kwargs) per FC, or ("other", src, out); op index = position."""
+    rng = np.random.default_rng(seed)
+    calls, weights = [], {}
+    for i, spec in enumerate(specs):
+        if spec[0] == "other":
+            calls.append(_other(i, spec[1], spec[2]))
+            weights[i] = np.zeros((1, 1), np.int8)
+            continue
+        src, out, n_in, n_out, zp, kw = spec
+        w, bias, mult, shift = _random_fc(rng, n_in, n_out, kw.pop("shift_range", (-12, -2)))
+        weights[i] = w
+        calls.append(_fc(i, src, out, w, bias, mult, shift, zp, **kw))
+    return _Graph(weights), calls
+
+
+def _shape(calls):
+    return [[m.op_index for m in c.members] if isinstance(c, grouping.GroupedCall) else c.op_index for c in calls]
+
+
+@pytest.mark.parametrize("specs,shape", [
+    # 4 ops of one input, then 2 of another input (read by another call too)
+    ([(1, 10, 15, 9, -6, {}), (1, 11, 15, 9, -4, {}), (1, 12, 15, 9, 12, {}), (1, 13, 15, 9, -6, {}),
+      (2, 14, 7, 2, 3, {}), ("other", 2, 15), (2, 16, 7, 2, -3, {})],
+     [[0, 1, 2, 3], 4, 5, 6]),
+    ([(1, 10, 7, 2, 3, {}), (1, 11, 7, 2, -3, {}), ("other", 1, 15)], [[0, 1], 2]),
+    # five of one input: 4, then the one left
+    ([(1, 10 + k, 5, 3, k, {}) for k in range(5)], [[0, 1, 2, 3], 4]),
+    # the key: another input, another n_in, another clamp, another rounding, more than one row
+    ([(1, 10, 5, 3, 0, {}), (2, 11, 5, 3, 0, {}), (2, 12, 6, 3, 0, {}), (2, 13, 6, 3, 0, {"lo": 0}),
+      (2, 14, 6, 3, 0, {"rounding": "EDGERNN_ROUND_TWICE_UP"}), (2, 15, 6, 3, 0, {"rows": 2})],
+     [0, 1, 2, 3, 4, 5]),
+    # a right shift below 2 keeps its op out of the group
+    ([(1, 10, 5, 3, 0, {}), (1, 11, 5, 3, 0, {"shift_range": (-1, -1)}), (1, 12, 5, 3, 0, {}),
+      (1, 13, 5, 3, 0, {})], [0, 1, [2, 3]]),
+])
+def test_adjacent_fcs_of_one_input_are_grouped(specs, shape):
+    graph, calls = _schedule(specs)
+    out = grouping.group_calls(graph, calls, "m")
+    assert _shape(out) == shape
+    for c in out:
+        if isinstance(c, grouping.GroupedCall):
+            a = dict(zip(kernel(c.fn).arg_names, c.args))
+            outs = [a[f"out{k}"] for k in range(4)]
+            assert outs == [grouping._args(m)["out"] for m in c.members] + ["NULL"] * (4 - len(c.members))
+            assert a["n_out"] == str(sum(int(grouping._args(m)["n_out"]) for m in c.members))
+
+
+def test_a_rescale_that_could_leave_int32_is_not_grouped():
+    w = np.full((3, 64), 127, np.int8)
+    # |acc| up to 2^20 + 128 * 127 * 64; m near 2^31 puts hi near 2^19: the zero point 100 at e - 1 = 12
+    # fits; with a right shift of 30 it is 100 * 2^29, over int32 with hi
+    ok = _fc(0, 1, 10, w, [1 << 20] * 3, [(1 << 31) - 1] * 3, [-13] * 3, 100)
+    wide = _fc(1, 1, 11, w, [1 << 20] * 3, [(1 << 31) - 1] * 3, [-30] * 3, 100)
+    graph = _Graph({0: w, 1: w})
+    assert grouping.high_word_rescale(graph, ok) is not None
+    assert grouping.high_word_rescale(graph, wide) is None
+
+
+# ---- the kernel against each op's own call, in C ----
+
+KERNEL_VARIANTS = {"portable": [], "scalar": ["-DEDGERNN_FC_SCALAR"], "xpulp_emulated": ["-DEDGERNN_XPULP_EMULATE"],
+                   "size": ["-Os", "-DEDGERNN_FC_SCALAR"]}
+
+# each case: n_in, the ops' rows, their zero points, clamp
+CASES = {
+    "4x15to9": (15, [9, 9, 9, 9], [-6, -4, 12, -6], (-128, 127)),
+    "4x14to5": (14, [5, 5, 5, 5], [16, -11, -19, 9], (-128, 127)),
+    "4x7to2": (7, [2, 2, 2, 2], [-25, -19, 20, -16], (-128, 127)),
+    "2x16to8_block_boundary": (16, [8, 8], [0, 100], (-128, 127)),
+    "3_ops_8_1_12": (33, [8, 1, 12], [-128, 5, 127], (-128, 127)),
+    "2x3to3_clamped": (3, [3, 3], [-20, 30], (-20, 90)),
+}
+
+
+def _c_array(name: str, ctype: str, values) -> str:
+    return f"static const {ctype} {name}[] = {{{', '.join(str(int(v)) for v in values)}}};\n"
+
+
+def _case_source(name: str, n_in: int, rows: list[int], zps: list[int], clamp, rounding: str, seed: int):
+    rng = np.random.default_rng(seed)
+    specs = [(1, 10 + k, n_in, r, zp, {"lo": clamp[0], "hi": clamp[1], "rounding": rounding})
+             for k, (r, zp) in enumerate(zip(rows, zps))]
+    graph, calls = _schedule([(s[0], s[1], s[2], s[3], s[4], dict(s[5])) for s in specs], seed)
+    grouped = grouping.group_calls(graph, calls, "g")
+    assert len(grouped) == 1 and isinstance(grouped[0], grouping.GroupedCall)
+    g = grouped[0]
+    src = ""
+    for c in [*calls, g]:
+        for arr in c.arrays:
+            src += _c_array(arr.name, arr.ctype, arr.values)
+    n_out = sum(rows)
+    inputs = rng.integers(-128, 128, size=(200, n_in))
+    inputs[0], inputs[1] = -128, 127
+    src += _c_array("inputs", "int8_t", inputs.reshape(-1))
+
+    def arg(a):
+        if isinstance(a, tuple):
+            return a[1] if a[0] == "const" else ("x" if a[1] == 1 else f"ref{a[1] - 10}")
+        return a
+
+    lines = []
+    for c in calls:
+        lines.append(f"        edgernn_fully_connected_s8({', '.join(arg(a) for a in c.args)});")
+    ga = dict(zip(kernel(g.fn).arg_names, g.args))
+    outs = ", ".join(f"got{k}" if k < len(rows) else "NULL" for k in range(4))
+    # the whole group, then the team's sub-ranges: blocks of 8 rows, pointers advanced as its wrapper does
+    whole = (f"        edgernn_fully_connected_group_s8(x, {ga['w'][1]}, {ga['bias'][1]}, {ga['multiplier'][1]}, "
+             f"{ga['rnd'][1]}, {ga['shift'][1]}, {ga['rounding']}, {ga['ends'][1]}, 0, {ga['act_min']}, "
+             f"{ga['act_max']}, {n_in}, {n_out}, {outs});")
+    split = (f"        for (r0 = 0; r0 < {n_out}; r0 += step) {{\n"
+             f"            const int r1 = r0 + step < {n_out} ? r0 + step : {n_out};\n"
+             f"            edgernn_fully_connected_group_s8(x, {ga['w'][1]} + (size_t)r0 * {n_in}, {ga['bias'][1]} + r0, "
+             f"{ga['multiplier'][1]} + r0, {ga['rnd'][1]} + r0, {ga['shift'][1]} + r0, {ga['rounding']}, "
+             f"{ga['ends'][1]}, r0, {ga['act_min']}, {ga['act_max']}, {n_in}, r1 - r0, {outs});\n"
+             f"        }}")
+    decl = "".join(f"    int8_t ref{k}[{r}], got{k}[{r}];\n" for k, r in enumerate(rows))
+    cmp = "".join(f"        bad += memcmp(ref{k}, got{k}, {r}) != 0;\n" for k, r in enumerate(rows))
+    clear = "".join(f"        memset(got{k}, 0x55, {r});\n" for k, r in enumerate(rows))
+    src += f"""
+int main(void)
+{{
+{decl}    int t, r0, step, bad = 0;
+    for (t = 0; t < 200; ++t) {{
+        const int8_t *x = inputs + (size_t)t * {n_in};
+{chr(10).join(lines)}
+{clear}{whole}
+{cmp}        for (step = 8; step <= 16; step += 8) {{
+{clear}{split}
+{cmp}        }}
+    }}
+    printf("%d\\n", bad);
+    return 0;
+}}
+"""
+    return "#include <stdio.h>\n#include <string.h>\n#include \"edgernn_kernels.h\"\n" + src
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("rounding", ["EDGERNN_ROUND_ONCE", "EDGERNN_ROUND_TWICE_UP"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_grouped_kernel_gives_each_ops_bytes(tmp_path, case, rounding):
+    cc = shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no gcc")
+    kdir = tmp_path / "k"
+    shutil.copytree(templates_dir() / "kernels", kdir)
+    write_sources(kdir)
+    n_in, rows, zps, clamp = CASES[case]
+    (tmp_path / "check.c").write_text(_case_source(case, n_in, rows, zps, clamp, rounding, seed=len(case)))
+    for label, flags in KERNEL_VARIANTS.items():
+        exe = tmp_path / f"check_{label}"
+        subprocess.run([cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", *flags, f"-I{kdir}",
+                        str(tmp_path / "check.c"), str(kdir / "edgernn_fully_connected.c"), "-o", str(exe)],
+                       check=True, capture_output=True, text=True)
+        out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.strip()
+        assert out == "0", f"{case} {rounding} {label}: {out} op outputs (200 inputs, whole and 2 splits) differ"
