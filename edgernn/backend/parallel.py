@@ -16,10 +16,15 @@ from edgernn.backend.kernels import TEAM_KERNELS, split_count
 from edgernn.backend.lowering import Call
 
 DEFAULT_MIN_COUNT = 16
+NOT_SHARED = 2**62      # a threshold no op reaches
 
 
 def min_count(board) -> int:
+    """The board's sharing threshold. A board of one worker (``[parallel] workers = 1``) shares nothing: its
+    team would run every split serially, so a team kernel would only add a call to each op."""
     parallel = (board.get("parallel", {}) or {}) if board is not None else {}
+    if int(parallel.get("workers", 0)) == 1:
+        return NOT_SHARED
     return int(parallel.get("min_count", DEFAULT_MIN_COUNT))
 
 
