@@ -2,18 +2,21 @@
 instruction trace.
 
 The model (int8 LSTM(64) step model by default, as bench_gap8.py builds it) is built once, its ai_deck
-firmware built with the given make variables, and run in GVSOC with the instruction trace of cluster
-core 0 on (`gvsoc/traces/include_regex` in the launcher's configuration). Each traced instruction carries
-the core's cycle count; an instruction is charged the cycles until the next one on that core, so stalls
-(loads from L2, mulh, taken branches) land on the instruction that waits. The window is one step: from the
-N-th entry into the step's body (edgernn_step_body) to the next entry, so it includes the cluster's own
-side of the dispatch (the task's entry and return) but not the FC's. Functions come from the ELF's
-symbols (nm); `--pcs K` also lists the K costliest instructions with their disassembly.
+firmware built with the given make variables, and run in GVSOC's debug build (gvsoc_launcher_debug: the
+only one with traces compiled in) with the instruction trace of cluster core 0 on
+(`gvsoc/traces/include_regex` in the launcher's configuration). Each traced instruction carries the
+core's cycle count; an instruction is charged the cycles until the core's next traced instruction, so a
+multi-cycle instruction (mulh, div), a taken branch or a stall lands on one instruction, and an
+instruction-cache miss on the first instruction of a 16-byte line. The window is one step: from the N-th
+entry into the step's body (edgernn_step_body) to the next entry, so it holds the cluster's own side of
+the dispatch and its wait for the next task (cl_master_sleep), not the FC's. Functions come from the
+ELF's symbols (nm); `--pcs K` lists the K costliest instructions with their disassembly, `--annotate F`
+every instruction of function F.
 
-It prints figures and asserts nothing. Tracing slows GVSOC about tenfold; a few steps suffice.
+It prints figures and asserts nothing.
 
     GAP_SDK_HOME=/path/to/gap_sdk python bench/profile_gap8.py [--cores 1] [--simd 1] [--model lstm64]
-        [--work DIR] [--step 3] [--pcs 30] [--var NAME=VALUE ...]
+        [--work DIR] [--steps 5] [--step 3] [--pcs 30] [--annotate FUNCTION] [--trace FILE] [--var NAME=VALUE ...]
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import json
 import re
 import shutil
 import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -164,7 +168,7 @@ def main() -> None:
     args = parser.parse_args()
     import bench_gap8
 
-    work = Path(args.work) if args.work else Path(__import__("tempfile").mkdtemp(prefix="profile_gap8_"))
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="profile_gap8_"))
     work.mkdir(parents=True, exist_ok=True)
     out = work / args.model
     if not (out / "manifest.json").is_file():
