@@ -76,7 +76,7 @@ class RenderedGraph:
     def fused(self) -> list[str]:
         """The definitions of the fused element-wise loops the schedule calls (edgernn/backend/fusion.py)."""
         return [fusion.render_fused(c, lambda t: self.exprs[t], {s.name: s for m in c.members for s in m.structs},
-                                    self.input_tensor, lambda t: self.aliases.get(t, (t, 0))[0])
+                                    self.input_tensor, lambda t: self.aliases.get(t, (t, 0))[0], self.fast)
                 for c in self.calls if isinstance(c, fusion.FusedCall)]
 
     @property

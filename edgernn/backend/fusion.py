@@ -428,13 +428,15 @@ def _drop_unread(body: list[str]) -> list[str]:
     return kept[::-1]
 
 
-def render_fused(call: FusedCall, expr, structs: dict, input_tensor: int = -1, root=lambda t: t) -> str:
+def render_fused(call: FusedCall, expr, structs: dict, input_tensor: int = -1, root=lambda t: t,
+                 fast: dict[str, str] | None = None) -> str:
     """The definition of a fused loop as an edgernn_range_fn over its output elements [begin, end).
     ``expr(t)``: a tensor's C expression; ``structs``: name -> ConstStruct of the members' parameters;
     the graph's input (``input_tensor``, int8; ``root(t)``: the tensor a slice t lies in) comes as the
-    range function's args.
+    range function's args; ``fast``: constant name -> the expression of its copy in the team's fast
+    memory, which the loop then reads instead of the constant itself.
     A broadcasting group walks its 4-D shape with one counter per dimension longer than 1."""
-    consts, body = [], []
+    consts, body, outs = [], [], []
     value: dict[int, str] = {}
     loads: dict[tuple, str] = {}
     dims = call.dims
@@ -512,13 +514,18 @@ def render_fused(call: FusedCall, expr, structs: dict, input_tensor: int = -1, r
         v = f"v{m.op_index}"
         body.append(f"        const int32_t {v} = {expr_v};   /* op {m.op_index}: {m.op} */")
         if out_t in call.stored:
-            body.append(f"        {expr(out_t)}[i] = (int8_t){v};")
+            # through a pointer taken before the loop: the int8 store could alias the arena's base pointer,
+            # which the compiler would otherwise load again in every iteration
+            outs.append(f"    int8_t *const out{len(outs)} = {expr(out_t)};")
+            body.append(f"        out{len(outs) - 1}[i] = (int8_t){v};")
         value[out_t] = v
     body = _drop_unread(body)
     loads = {key: name for key, name in loads.items() if any(re.search(rf"\b{name}\[", line) for line in body)}
     ptrs = [f"    const int8_t *const {name} = {expr(t)};" for (t, _), name in loads.items()]
     if any(root(t) == input_tensor for t, _ in loads):
         ptrs.insert(0, f"    const int8_t *const {expr(input_tensor)} = (const int8_t *)args;")
+    body, copies = _fast_tables(call, structs, body, fast or {})
+    ptrs += outs + copies
     ops = ", ".join(f"{m.op_index} ({m.op})" for m in call.members)
     walk, step = [], []
     if walked:
@@ -546,6 +553,24 @@ def render_fused(call: FusedCall, expr, structs: dict, input_tensor: int = -1, r
         "    }",
         "}",
     ] if line is not None)
+
+
+def _fast_tables(call: FusedCall, structs: dict, body: list[str], fast: dict[str, str]
+                 ) -> tuple[list[str], list[str]]:
+    """The loop's constants that have a copy in the team's fast memory, read there through a local
+    pointer taken once before the loop (on GAP8 the constants themselves stay in L2, several cycles a
+    load away, and a pointer re-read from the copy's base in the loop could not stay in a register: the
+    loop's int8 stores may alias it). Returns the body with the constants renamed and the pointers."""
+    made = [t for ts in tables(call, structs).values() for t in ts if t is not None]
+    made += [arr for arr, _ in composed_tables(call, structs).values()]
+    copies = []
+    for arr in call.arrays + made:
+        if arr.name not in fast or not any(re.search(rf"\b{arr.name}\b", line) for line in body):
+            continue
+        local = f"c{len(copies)}"
+        copies.append(f"    const {arr.ctype} *const {local} = {fast[arr.name]};")
+        body = [re.sub(rf"\b{arr.name}\b", local, line) for line in body]
+    return body, copies
 
 
 def used_arrays(call: FusedCall) -> list[ConstArray]:

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "edgernn_dot.h" /* which Xpulp path, if any (edgernn_clamp) */
+
 /* gemmlowp's SaturatingRoundingDoublingHighMul. Its nudge (2^30, or 1 - 2^30 for a negative product)
  * followed by a division that truncates toward zero is the same as floor((a*b + 2^30) / 2^31) for
  * every product: the ties of negative products go up, like the positive ones. One multiply, one add,
@@ -118,10 +120,23 @@ static inline int32_t edgernn_mbqm64(int64_t x, int32_t multiplier, int shift)
     return (int32_t)((x * (int64_t)multiplier + round) >> total_shift);
 }
 
+#if defined(EDGERNN_DOT_XPULP) && !defined(EDGERNN_XPULP_EMULATE) && EDGERNN_XPULP_INSN
+/* GAP8 built by a compiler without Xpulp (edgernn_dot.h): the clamp as Xpulp's p.max and p.min by their
+ * encodings (OP major opcode, funct7 0000010, funct3 6 and 4; gap_sdk gvsoc isa_riscv_gen.py), one
+ * cycle each, where the compiler's compare-and-branch pays a taken branch in the common, unclamped case
+ * (GAP's own gcc emits these for the C below). */
+static inline int32_t edgernn_clamp(int32_t x, int32_t lo, int32_t hi)
+{
+    __asm__(".insn r 0x33, 6, 2, %0, %0, %1" : "+r"(x) : "r"(lo)); /* p.max */
+    __asm__(".insn r 0x33, 4, 2, %0, %0, %1" : "+r"(x) : "r"(hi)); /* p.min */
+    return x;
+}
+#else
 static inline int32_t edgernn_clamp(int32_t x, int32_t lo, int32_t hi)
 {
     return x < lo ? lo : (x > hi ? hi : x);
 }
+#endif
 
 /* Leading zero bits of x (32 for 0), as the reference kernels' CountLeadingZeros. */
 static inline int edgernn_clz32(uint32_t x)

@@ -46,13 +46,27 @@ static inline int32_t rescale_s8(int32_t acc, int32_t multiplier, int32_t shift,
      * high word of the product: with P = acc * m = hi * 2^32 + lo, the one rounding
      * (P + 2^(30+e)) >> (31+e) is (hi + 2^(e-2)) >> (e-1), 2^(30+e) being a multiple of 2^32; the two
      * roundings (P + 2^30 + 2^(30+e)) >> (31+e) are the same with hi taking the carry of lo + 2^30. */
+    /* expected: laid out as the fall-through, where gcc otherwise branches out to it and back (a taken
+     * branch and a jump per output, 5 cycles on GAP8) */
+#if defined(__GNUC__)
+    if (__builtin_expect(shift <= -2, 1)) {
+#else
     if (shift <= -2) {
+#endif
         const int64_t p = (int64_t)acc * multiplier;
         int32_t hi = (int32_t)(p >> 32);
         if (rounding == EDGERNN_ROUND_TWICE_UP) {
             hi += (uint32_t)p >= 0xC0000000u; /* the carry of lo + 2^30 */
         }
+#if defined(EDGERNN_DOT_XPULP) && !defined(EDGERNN_XPULP_EMULATE) && EDGERNN_XPULP_INSN
+        /* Xpulp's p.addRN rd, rs1, rs2 by its encoding (funct7 0100000, funct3 6, opcode 0x5b; gap_sdk
+         * gvsoc isa_riscv_gen.py): rd = (rd + rs1 + 2^(rs2 - 1)) >> rs2, the same 32-bit add and
+         * arithmetic shift as the C below in one cycle, rs2 = -shift - 1 >= 1 */
+        __asm__(".insn r 0x5b, 6, 0x20, %0, x0, %1" : "+r"(hi) : "r"(~shift));
+        return hi;
+#else
         return (hi + (1 << (-shift - 2))) >> (-shift - 1);
+#endif
     }
 #endif
     return rounding == EDGERNN_ROUND_TWICE_UP ? edgernn_mbqm_double_up(acc, multiplier, shift)

@@ -366,6 +366,12 @@ def test_weights_are_copied_into_l1_when_they_fit(deck_build, tmp_path):
     direct = re.sub(r"EDGERNN_FAST_WEIGHT\(\w+, \w+\)", "", step_body)
     assert not re.search(r"\bedgernn_step_(c\d+|op\d+_\w+)", direct)
     assert "edgernn_team_enter(edgernn_fill_fast_weights, NULL)" in model_c
+    # the fused element-wise loops read their tables from the copy too, through pointers taken before the loop
+    loops = re.findall(r"static void edgernn_step_fused\d+\(.*?\n}\n", model_c, re.S)
+    assert loops and any("EDGERNN_FAST_WEIGHT" in loop for loop in loops)
+    for loop in loops:
+        direct = re.sub(r"EDGERNN_FAST_WEIGHT\(\w+, \w+\)", "", loop)
+        assert not re.search(r"\bedgernn_step_(c\d+|op\d+_\w+|fused\d+_\w+)", direct), loop
 
     # room in L1 for the arena but not for the weights: they are read from L2, as before
     folder = tmp_path / "out"
