@@ -472,7 +472,9 @@ def test_build_links_with_the_gap_sdk(sdk_built):
         symbols = _symbols(elf)
         assert "memmove" not in symbols
         weights = re.findall(r"^const \w+ (\w+)", (out / "firmware" / "weights.c").read_text(), re.M)
-        assert len(weights) > 5
+        # the constants of the model's ops (the fused LSTM's weights, biases and parameters; the step
+        # model's blocked weights and rescales), each looked up below
+        assert len(weights) >= 4 and all(name.startswith("edgernn_step_") for name in weights), weights
         assert {symbols[name][1] for name in weights} <= {".data"}, {n: symbols[n] for n in weights}
         assert ".l2_data" not in {section for _, section in symbols.values()}
         # the clocks and the Xpulp path of the board file went through the Makefile
