@@ -243,7 +243,7 @@ def test_lstm_without_bias_is_not_fused_by_tf(tmp_path):
 def test_fixed_point_logistic_and_tanh_equal_gemmlowp_on_every_input(tmp_path):
     """The kernel's sigmoid and tanh against gemmlowp's fixedpoint.h as TensorFlow ships it
     (include/external/gemmlowp), compiled with g++: all 65,536 inputs, the gates' sigmoid and tanh
-    (Q3.12) and tanh(c) with 0 to 6 integer bits."""
+    (Q3.12) and tanh(c) with 0 to 6 integer bits, and the reciprocal after their exp on all 32,768 exp values."""
     import importlib.util
     from pathlib import Path
 
@@ -267,7 +267,7 @@ def test_fixed_point_logistic_and_tanh_equal_gemmlowp_on_every_input(tmp_path):
                     str(tmp_path / "shim.o"), "-o", str(tmp_path / "check"), "-lm"], check=True)
     proc = subprocess.run([str(tmp_path / "check")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
-    assert proc.stdout.split() == ["logistic", "0", "tanh_q3", "0", "tanh"] + ["0"] * 7
+    assert proc.stdout.split() == ["reciprocal", "0", "logistic", "0", "tanh_q3", "0", "tanh"] + ["0"] * 7
 
 
 # ---- what the lowering refuses, on hand-made graphs (no TensorFlow, no compiler) ----
