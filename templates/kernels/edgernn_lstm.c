@@ -548,18 +548,20 @@ static inline int32_t lstm_scaled(const lstm_scale_t *s, int32_t x)
 #else
 typedef struct {
     int32_t multiplier;
+    uint32_t multiplier2; /* 2 * multiplier, below 2^32 */
     int left_shift;
     int right_shift;
-    int32_t half; /* 2^(right_shift - 2), for right_shift >= 2 */
+    int32_t half; /* 2^(right_shift - 1), for right_shift >= 2 */
 } lstm_scale_t;
 
 static lstm_scale_t lstm_scale(int32_t multiplier, int32_t shift)
 {
     lstm_scale_t s;
     s.multiplier = multiplier;
+    s.multiplier2 = 2u * (uint32_t)multiplier;
     s.left_shift = shift > 0 ? (int)shift : 0;
     s.right_shift = shift > 0 ? 0 : (int)-shift;
-    s.half = s.right_shift >= 2 ? (int32_t)1 << (s.right_shift - 2) : 0;
+    s.half = s.right_shift >= 2 ? (int32_t)1 << (s.right_shift - 1) : 0;
     return s;
 }
 
@@ -567,21 +569,16 @@ static lstm_scale_t lstm_scale(int32_t multiplier, int32_t shift)
  * and the rounding divide floor((h + 2^(e-1) - [h < 0]) / 2^e) nest into one floor:
  * (x * m + 2^30 - [h < 0] * 2^31 + 2^(30+e)) >> (31 + e). h < 0 is x * m < -2^30; taking x < 0 instead
  * (m >= 0) changes only x * m in [-2^30, 0), where h is 0 and both sums stay in [0, 2^(31+e)), giving 0.
- * With x * m = hi * 2^32 + lo, x * m + 2^30 - [x < 0] * 2^31 is hi' * 2^32 + (a rest in [0, 2^32)), hi'
- * being hi plus the carry of lo + 2^30 (x >= 0) or minus the borrow of lo - 2^30 (x < 0); 2^(30+e) is
- * 2^(e-2) * 2^32, so the result is (hi' + 2^(e-2)) >> (e-1): the product's high word only. */
+ * With x * m = q * 2^31 + r, r in [0, 2^31), everything but r + 2^30 is a multiple of 2^31, so the result
+ * is (q + [r >= 2^30] - [x < 0] + 2^(e-1)) >> e. q is the high word of x * 2m (2m < 2^32, a signed by
+ * unsigned product: RISC-V's mulhsu) and [r >= 2^30] the top bit of its low word (2r): no branch. */
 static inline int32_t lstm_scaled(const lstm_scale_t *s, int32_t x)
 {
     if (s->right_shift >= 2) {
-        const int64_t p = (int64_t)x * s->multiplier;
-        const uint32_t lo = (uint32_t)p;
-        int32_t hi = (int32_t)(p >> 32);
-        if (x >= 0) {
-            hi += lo >= 0xC0000000u;
-        } else {
-            hi -= lo < 0x40000000u;
-        }
-        return (hi + s->half) >> (s->right_shift - 1);
+        const int64_t p = (int64_t)x * (int64_t)s->multiplier2;
+        const int32_t q = (int32_t)(p >> 32);
+        const int32_t r_high = (int32_t)((uint32_t)p >> 31);
+        return (q + r_high - (x < 0) + s->half) >> s->right_shift;
     } else {
         const int32_t a = (int32_t)((uint32_t)x << s->left_shift);
         const int32_t high = (int32_t)(((int64_t)a * s->multiplier + ((int64_t)1 << 30)) >> 31);
