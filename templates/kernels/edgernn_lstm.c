@@ -545,13 +545,22 @@ static inline int32_t lstm_scaled(const lstm_scale_t *s, int32_t x)
 {
     return edgernn_rescale(&s->rescale, (int32_t)((uint32_t)x << s->left_shift));
 }
+
+/* one expression already: no second copy of the gates for right shifts */
+#define LSTM_SCALE_RIGHT_COPY 0
+#define lstm_scaled_right lstm_scaled
+
+static inline int lstm_shifts_right(const lstm_scale_t *s)
+{
+    return s->left_shift == 0;
+}
 #else
 typedef struct {
     int32_t multiplier;
     uint32_t multiplier2; /* 2 * multiplier, below 2^32 */
     int left_shift;
     int right_shift;
-    int32_t half; /* 2^(right_shift - 1), for right_shift >= 2 */
+    int right_shift_1; /* right_shift - 1 */
 } lstm_scale_t;
 
 static lstm_scale_t lstm_scale(int32_t multiplier, int32_t shift)
@@ -561,30 +570,52 @@ static lstm_scale_t lstm_scale(int32_t multiplier, int32_t shift)
     s.multiplier2 = 2u * (uint32_t)multiplier;
     s.left_shift = shift > 0 ? (int)shift : 0;
     s.right_shift = shift > 0 ? 0 : (int)-shift;
-    s.half = s.right_shift >= 2 ? (int32_t)1 << (s.right_shift - 1) : 0;
+    s.right_shift_1 = s.right_shift - 1;
     return s;
 }
 
-/* With a right shift e >= 2 (and so no left shift), the high multiply h = floor((x * m + 2^30) / 2^31)
- * and the rounding divide floor((h + 2^(e-1) - [h < 0]) / 2^e) nest into one floor:
+/* With a right shift e >= 1 (and so no left shift), the high multiply h = floor((x * m + 2^30) / 2^31)
+ * (TFLite's nudge and truncating division are this floor) and the rounding divide
+ * floor((h + 2^(e-1) - [h < 0]) / 2^e) nest into one floor:
  * (x * m + 2^30 - [h < 0] * 2^31 + 2^(30+e)) >> (31 + e). h < 0 is x * m < -2^30; taking x < 0 instead
  * (m >= 0) changes only x * m in [-2^30, 0), where h is 0 and both sums stay in [0, 2^(31+e)), giving 0.
  * With x * m = q * 2^31 + r, r in [0, 2^31), everything but r + 2^30 is a multiple of 2^31, so the result
- * is (q + [r >= 2^30] - [x < 0] + 2^(e-1)) >> e. q is the high word of x * 2m (2m < 2^32, a signed by
- * unsigned product: RISC-V's mulhsu) and [r >= 2^30] the top bit of its low word (2r): no branch. */
+ * is floor((t + 2^(e-1)) / 2^e), t = q + [r >= 2^30] - [x < 0], which is ((t >> (e-1)) + 1) >> 1 (the
+ * sum t + 2^(e-1) itself would overflow for x and m near 2^31). q is the high word of x * 2m (2m < 2^32,
+ * a signed by unsigned product: RISC-V's mulhsu) and [r >= 2^30] the top bit of its low word (2r); t
+ * stays in int32 (q is in [-2^31 + 1, 2^31 - 2]). No branch. tests/c/lstm_scale_check.c holds it against
+ * MultiplyByQuantizedMultiplier written out. */
+static inline int32_t lstm_scaled_right(const lstm_scale_t *s, int32_t x)
+{
+    const int64_t p = (int64_t)x * (int64_t)s->multiplier2;
+    const int32_t q = (int32_t)(p >> 32);
+    const int32_t r_high = (int32_t)((uint32_t)p >> 31);
+    return (((q + r_high - (x < 0)) >> s->right_shift_1) + 1) >> 1;
+}
+
+static inline int lstm_shifts_right(const lstm_scale_t *s)
+{
+    return s->right_shift >= 1;
+}
+
 static inline int32_t lstm_scaled(const lstm_scale_t *s, int32_t x)
 {
-    if (s->right_shift >= 2) {
-        const int64_t p = (int64_t)x * (int64_t)s->multiplier2;
-        const int32_t q = (int32_t)(p >> 32);
-        const int32_t r_high = (int32_t)((uint32_t)p >> 31);
-        return (q + r_high - (x < 0) + s->half) >> s->right_shift;
+    if (lstm_shifts_right(s)) {
+        return lstm_scaled_right(s, x);
     } else {
         const int32_t a = (int32_t)((uint32_t)x << s->left_shift);
         const int32_t high = (int32_t)(((int64_t)a * s->multiplier + ((int64_t)1 << 30)) >> 31);
         return edgernn_rdbpot(high, s->right_shift);
     }
 }
+
+/* Optimizing for speed, the gates have a second copy for when all eight of their scales shift right
+ * (the usual case), which calls lstm_scaled_right without the test. */
+#if defined(__OPTIMIZE_SIZE__)
+#define LSTM_SCALE_RIGHT_COPY 0
+#else
+#define LSTM_SCALE_RIGHT_COPY 1
+#endif
 #endif
 
 static inline int32_t clamp16(int32_t v)
@@ -647,14 +678,15 @@ static LSTM_TAIL_INLINE int16_t lstm_s8_unit_tail(const lstm_s8_consts_t *k, con
 }
 
 /* One gate row: its input part, clamp16(MBQM(acc)), or its recurrent part added to that. */
-#define LSTM_GATE_IN(r) gate[r] = clamp16(lstm_scaled(&k->in[(r) & 3], acc[r]))
-#define LSTM_GATE_REC(r) gate[r] = clamp16(lstm_scaled(&k->rec[(r) & 3], acc[r]) + gate[r])
+#define LSTM_GATE_SCALED(s, x) (right ? lstm_scaled_right((s), (x)) : lstm_scaled((s), (x)))
+#define LSTM_GATE_IN(r) gate[r] = clamp16(LSTM_GATE_SCALED(&k->in[(r) & 3], acc[r]))
+#define LSTM_GATE_REC(r) gate[r] = clamp16(LSTM_GATE_SCALED(&k->rec[(r) & 3], acc[r]) + gate[r])
 
 /* The gates of `units` (2 or 1, a constant once inlined) units, the 4 * units rows of one weight block,
  * then their tails. TFLite's MatrixBatchVectorMultiplyAccumulate with int16 output:
  * gate = clamp16(MBQM(bias + w . x)), then gate = clamp16(MBQM(bias + w . h) + gate) with the recurrent
  * scale. The rows are written out so that the sums and gates stay in registers. */
-static EDGERNN_DOT_INLINE void lstm_s8_block(const lstm_s8_consts_t *k, const lstm_s8_args_t *a, int units,
+static EDGERNN_DOT_INLINE void lstm_s8_block(const lstm_s8_consts_t *k, const lstm_s8_args_t *a, int units, int right,
                                              const int8_t *w_in, const int8_t *w_rec, const int32_t *bias_in,
                                              const int32_t *bias_rec, int16_t *c, int16_t *h_new)
 {
@@ -710,6 +742,26 @@ static EDGERNN_DOT_INLINE void lstm_s8_block(const lstm_s8_consts_t *k, const ls
     }
 }
 
+/* The blocks of the units [begin, end), two units at a time; `right` (a constant once inlined) says that
+ * every gate scale shifts right. */
+static FX_INLINE void lstm_s8_unit_range(const lstm_s8_consts_t *k, const lstm_s8_args_t *a, int begin, int end,
+                                         int right)
+{
+    const size_t n_in = (size_t)a->p->n_input;
+    const size_t n_cell = (size_t)a->p->n_cell;
+    int u;
+    for (u = begin; u + 2 <= end; u += 2) {
+        const size_t row = 4 * (size_t)u;
+        lstm_s8_block(k, a, 2, right, a->w_in + row * n_in, a->w_rec + row * n_cell, a->bias_in + row,
+                      a->bias_rec + row, a->c + u, a->scratch + u);
+    }
+    if (u < end) {
+        const size_t row = 4 * (size_t)u;
+        lstm_s8_block(k, a, 1, right, a->w_in + row * n_in, a->w_rec + row * n_cell, a->bias_in + row,
+                      a->bias_rec + row, a->c + u, a->scratch + u);
+    }
+}
+
 /* One time step for the units [begin, end): their four gates from x_t and all of the previous h, two
  * units at a time (the weights and biases are unit-major: unit u's gates i, f, c, o are rows 4u..4u+3,
  * in edgernn_dot.h's blocked layout), their cell state c[u] in place, and their new hidden state in
@@ -719,10 +771,8 @@ static void lstm_s8_units(const void *args, int begin, int end)
 {
     const lstm_s8_args_t *a = (const lstm_s8_args_t *)args;
     const edgernn_lstm_s8_params_t *p = a->p;
-    const size_t n_in = (size_t)p->n_input;
-    const size_t n_cell = (size_t)p->n_cell;
     lstm_s8_consts_t k;
-    int g, u;
+    int g, right;
     for (g = 0; g < 4; ++g) {
         k.in[g] = lstm_scale(p->in_multiplier[g], p->in_shift[g]);
         k.rec[g] = lstm_scale(p->rec_multiplier[g], p->rec_shift[g]);
@@ -733,15 +783,14 @@ static void lstm_s8_units(const void *args, int begin, int end)
     k.tanh_cell = k.tanh_bits >= 0 && k.tanh_bits <= 6;
     k.cell_clip = p->cell_clip;
     k.hidden_zero_point = p->hidden_zero_point;
-    for (u = begin; u + 2 <= end; u += 2) {
-        const size_t row = 4 * (size_t)u;
-        lstm_s8_block(&k, a, 2, a->w_in + row * n_in, a->w_rec + row * n_cell, a->bias_in + row,
-                      a->bias_rec + row, a->c + u, a->scratch + u);
+    right = LSTM_SCALE_RIGHT_COPY;
+    for (g = 0; g < 4; ++g) {
+        right = right && lstm_shifts_right(&k.in[g]) && lstm_shifts_right(&k.rec[g]);
     }
-    if (u < end) {
-        const size_t row = 4 * (size_t)u;
-        lstm_s8_block(&k, a, 1, a->w_in + row * n_in, a->w_rec + row * n_cell, a->bias_in + row,
-                      a->bias_rec + row, a->c + u, a->scratch + u);
+    if (right) {
+        lstm_s8_unit_range(&k, a, begin, end, 1);
+    } else {
+        lstm_s8_unit_range(&k, a, begin, end, 0);
     }
 }
 

@@ -270,6 +270,29 @@ def test_fixed_point_logistic_and_tanh_equal_gemmlowp_on_every_input(tmp_path):
     assert proc.stdout.split() == ["reciprocal", "0", "logistic", "0", "tanh_q3", "0", "tanh"] + ["0"] * 7
 
 
+@pytest.mark.toolchain
+def test_32_bit_gate_rescale_equals_multiply_by_quantized_multiplier(tmp_path):
+    """lstm_scaled as a 32-bit core builds it (-DEDGERNN_LSTM_SCALE32: the product's high word, no
+    64-bit shift) against TFLite's MultiplyByQuantizedMultiplier written out, on the edges of int32 and
+    40 million pseudo-random operands (tests/c/lstm_scale_check.c)."""
+    from pathlib import Path
+
+    from conftest import require_tools
+    from edgernn.backend.kernels import write_sources
+
+    require_tools("gcc")
+    kernels = Path(__file__).resolve().parents[2] / "templates" / "kernels"
+    generated = tmp_path / "generated"
+    generated.mkdir()
+    write_sources(generated)
+    src = Path(__file__).resolve().parents[1] / "c" / "lstm_scale_check.c"
+    subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", "-DEDGERNN_LSTM_SCALE32",
+                    "-I", str(generated), "-I", str(kernels), str(src), "-o", str(tmp_path / "check"), "-lm"],
+                   check=True)
+    proc = subprocess.run([str(tmp_path / "check")], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.split() == ["0"], proc.stdout
+
+
 # ---- what the lowering refuses, on hand-made graphs (no TensorFlow, no compiler) ----
 
 def _lstm_graph(quant: str = "int8", n_in: int = 3, n_cell: int = 4, time: int = 2, batch: int = 1):
