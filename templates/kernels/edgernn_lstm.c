@@ -644,6 +644,15 @@ typedef struct {
     int32_t cell_clip, hidden_zero_point;
 } lstm_s8_consts_t;
 
+/* gemmlowp's RoundingDivideByPOT of x = a gate (0..32767) times an int16 (|x| < 2^30), 1 <= e <= 31:
+ * it rounds half away from zero, floor((x + 2^(e-1) - [x < 0]) / 2^e), and that sum stays in int32
+ * for such x (checked against edgernn_rdbpot on int16 products for every e). Four instructions instead
+ * of edgernn_rdbpot's mask and threshold: 8 fewer per unit on rv32imc. */
+static inline int32_t lstm_product_rdbpot(int32_t x, int e)
+{
+    return (x + ((int32_t)1 << (e - 1)) - (x < 0)) >> e;
+}
+
 /* One unit's cell update and new hidden state from its four gates (i, f, c, o) in Q3.12: c in place,
  * the new h returned. */
 /* The tail inlined into the block on a scalar core; on GAP8 one called copy, for the cluster's small
@@ -661,8 +670,10 @@ static LSTM_TAIL_INLINE int16_t lstm_s8_unit_tail(const lstm_s8_consts_t *k, con
     const int16_t cg = fx_tanh_q3((int16_t)gate[2]);
     const int16_t og = fx_logistic_q3((int16_t)gate[3]);
     /* UpdateLstmCellInteger: CwiseMul by 2^-15 and 2^-(30 + cell scale), CwiseAdd, clip */
-    const int16_t kept = (int16_t)edgernn_rdbpot((int32_t)fg * (int32_t)*c, 15);
-    const int16_t added = (int16_t)edgernn_rdbpot((int32_t)ig * (int32_t)cg, k->cell_shift);
+    const int16_t kept = (int16_t)lstm_product_rdbpot((int32_t)fg * (int32_t)*c, 15);
+    const int32_t product = (int32_t)ig * (int32_t)cg;
+    const int16_t added =
+        (int16_t)(k->cell_shift >= 1 ? lstm_product_rdbpot(product, k->cell_shift) : product);
     int32_t cell = clamp16((int32_t)kept + (int32_t)added);
     int32_t hidden;
     if (k->cell_clip > 0) {
