@@ -273,10 +273,13 @@ static FX_INLINE int32_t fx_exp_on_negative(int32_t u, int ib, int max_ib)
     int32_t result = fx_exp_rest((u & ((1 << quarter_shift) - 1)) + 1, ib);
     FX_EXP_STAGE(0, 25520);
     FX_EXP_STAGE(1, 19875);
-    FX_EXP_STAGE(2, 12055);
-    FX_EXP_STAGE(3, 4435);
-    FX_EXP_STAGE(4, 600);
-    FX_EXP_STAGE(5, 11);
+    /* sel < 4 (an exp of [-1, 0), the usual gate) has no higher bit to test: one branch for four */
+    if (sel >= 4) {
+        FX_EXP_STAGE(2, 12055);
+        FX_EXP_STAGE(3, 4435);
+        FX_EXP_STAGE(4, 600);
+        FX_EXP_STAGE(5, 11);
+    }
     if (max_ib >= 5 && sel >= 64) {
         result = 0;
     }
