@@ -243,7 +243,7 @@ def test_lstm_without_bias_is_not_fused_by_tf(tmp_path):
 def test_fixed_point_logistic_and_tanh_equal_gemmlowp_on_every_input(tmp_path):
     """The kernel's sigmoid and tanh against gemmlowp's fixedpoint.h as TensorFlow ships it
     (include/external/gemmlowp), compiled with g++: all 65,536 inputs, the gates' sigmoid and tanh
-    (Q3.12) and tanh(c) with 0 to 6 integer bits."""
+    (Q3.12) and tanh(c) with 0 to 6 integer bits, and the reciprocal after their exp on all 32,768 exp values."""
     import importlib.util
     from pathlib import Path
 
@@ -267,7 +267,30 @@ def test_fixed_point_logistic_and_tanh_equal_gemmlowp_on_every_input(tmp_path):
                     str(tmp_path / "shim.o"), "-o", str(tmp_path / "check"), "-lm"], check=True)
     proc = subprocess.run([str(tmp_path / "check")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
-    assert proc.stdout.split() == ["logistic", "0", "tanh_q3", "0", "tanh"] + ["0"] * 7
+    assert proc.stdout.split() == ["reciprocal", "0", "logistic", "0", "tanh_q3", "0", "tanh"] + ["0"] * 7
+
+
+@pytest.mark.toolchain
+def test_32_bit_gate_rescale_equals_multiply_by_quantized_multiplier(tmp_path):
+    """lstm_scaled as a 32-bit core builds it (-DEDGERNN_LSTM_SCALE32: the product's high word, no
+    64-bit shift) against TFLite's MultiplyByQuantizedMultiplier written out, on the edges of int32 and
+    40 million pseudo-random operands (tests/c/lstm_scale_check.c)."""
+    from pathlib import Path
+
+    from conftest import require_tools
+    from edgernn.backend.kernels import write_sources
+
+    require_tools("gcc")
+    kernels = Path(__file__).resolve().parents[2] / "templates" / "kernels"
+    generated = tmp_path / "generated"
+    generated.mkdir()
+    write_sources(generated)
+    src = Path(__file__).resolve().parents[1] / "c" / "lstm_scale_check.c"
+    subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", "-DEDGERNN_LSTM_SCALE32",
+                    "-I", str(generated), "-I", str(kernels), str(src), "-o", str(tmp_path / "check"), "-lm"],
+                   check=True)
+    proc = subprocess.run([str(tmp_path / "check")], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.split() == ["0"], proc.stdout
 
 
 # ---- what the lowering refuses, on hand-made graphs (no TensorFlow, no compiler) ----
