@@ -240,10 +240,16 @@ def test_lstm_without_bias_is_not_fused_by_tf(tmp_path):
 
 
 @pytest.mark.toolchain
-def test_fixed_point_logistic_and_tanh_equal_gemmlowp_on_every_input(tmp_path):
+@pytest.mark.parametrize("variant", [
+    ["-O2"],                            # the 4 KiB exp table, the reciprocal by division and bit table
+    ["-O2", "-DEDGERNN_LSTM_NEWTON"],   # the 4 KiB exp table, the Newton steps
+    ["-Os"],                            # EDGERNN_LSTM_SMALL_TABLES: the 2 KiB exp table, the Newton steps
+], ids=["speed", "newton", "size"])
+def test_fixed_point_logistic_and_tanh_equal_gemmlowp_on_every_input(variant, tmp_path):
     """The kernel's sigmoid and tanh against gemmlowp's fixedpoint.h as TensorFlow ships it
     (include/external/gemmlowp), compiled with g++: all 65,536 inputs, the gates' sigmoid and tanh
-    (Q3.12) and tanh(c) with 0 to 6 integer bits, and the reciprocal after their exp on all 32,768 exp values."""
+    (Q3.12) and tanh(c) with 0 to 6 integer bits, and the reciprocal after their exp on all 32,768 exp
+    values; for each way the kernel can be built (its tables and reciprocal depend on it)."""
     import importlib.util
     from pathlib import Path
 
@@ -261,7 +267,7 @@ def test_fixed_point_logistic_and_tanh_equal_gemmlowp_on_every_input(tmp_path):
     generated.mkdir()
     write_sources(generated)
     c_dir = Path(__file__).resolve().parents[1] / "c"
-    subprocess.run(["gcc", "-std=c99", "-O2", "-I", str(generated), "-I", str(kernels), "-c", str(c_dir / "lstm_fx_shim.c"),
+    subprocess.run(["gcc", "-std=c99", *variant, "-I", str(generated), "-I", str(kernels), "-c", str(c_dir / "lstm_fx_shim.c"),
                     "-o", str(tmp_path / "shim.o")], check=True)
     subprocess.run(["g++", "-std=c++17", "-O2", "-I", str(gemmlowp), str(c_dir / "lstm_fx_check.cc"),
                     str(tmp_path / "shim.o"), "-o", str(tmp_path / "check"), "-lm"], check=True)
