@@ -30,6 +30,13 @@
 #define FX_INLINE inline
 #endif
 
+/* GAP8 (its cluster and FC, any variant of the build): a divider of many cycles, and a 4 KiB instruction
+ * cache on the cluster (GVSOC: 64 sets of 4 ways of 16 bytes) that the code of one unit's step must fit,
+ * or the dot loop's lines are fetched again for every unit. */
+#if defined(EDGERNN_DOT_XPULP) || defined(__GAP8__)
+#define LSTM_GAP8 1
+#endif
+
 /* SaturatingRoundingDoublingHighMul of int16: its nudge and truncating division equal
  * floor((a*b + 2^14) / 2^15) for every product (as for edgernn_srdhm in 32 bits). It saturates only
  * for a == b == INT16_MIN, which no product below has: one operand is always a positive constant or
@@ -405,7 +412,7 @@ static FX_INLINE int32_t fx_newton_steps(int32_t half_denominator)
  * holds fx_newton_half_reciprocal against gemmlowp on every e). It saves about 20 instructions per
  * activation on rv32imc. -DEDGERNN_LSTM_NEWTON keeps the Newton steps anywhere; so does optimizing for
  * size (EDGERNN_LSTM_SMALL_TABLES), which saves the table's 2 KiB. */
-#if !defined(EDGERNN_DOT_XPULP) && !defined(EDGERNN_LSTM_NEWTON) && !defined(EDGERNN_LSTM_SMALL_TABLES)
+#if !defined(LSTM_GAP8) && !defined(EDGERNN_LSTM_NEWTON) && !defined(EDGERNN_LSTM_SMALL_TABLES)
 #define FX_RECIPROCAL_BY_DIVISION 1
 /* bit (hd - 2^14) mod 8 of byte (hd - 2^14) / 8: 1 when the result is the higher candidate */
 static const uint8_t fx_newton_high[2048] = {
@@ -595,7 +602,7 @@ static FX_INLINE int16_t fx_tanh_q3(int16_t a)
  * integer bits, each inlined with its constant shifts and only the exp stages it has (LSTM(16) on
  * rv32imc, 1 integer bit: 7 instructions fewer per unit); for size, or for GAP8's small
  * instruction cache, the one copy. */
-#if defined(__GNUC__) && !defined(__OPTIMIZE_SIZE__) && !defined(EDGERNN_DOT_XPULP)
+#if defined(__GNUC__) && !defined(__OPTIMIZE_SIZE__) && !defined(LSTM_GAP8)
 static inline int16_t fx_tanh(int16_t a, int ib)
 {
     switch (ib) {
@@ -712,8 +719,9 @@ static inline int32_t lstm_scaled(const lstm_scale_t *s, int32_t x)
 }
 
 /* Optimizing for speed, the gates have a second copy for when all eight of their scales shift right
- * (the usual case), which calls lstm_scaled_right without the test. */
-#if defined(__OPTIMIZE_SIZE__)
+ * (the usual case), which calls lstm_scaled_right without the test; not for size, nor on GAP8, whose
+ * instruction cache the second copy would not leave room for. */
+#if defined(__OPTIMIZE_SIZE__) || defined(LSTM_GAP8)
 #define LSTM_SCALE_RIGHT_COPY 0
 #else
 #define LSTM_SCALE_RIGHT_COPY 1
@@ -760,7 +768,7 @@ static inline int32_t lstm_product_rdbpot(int32_t x, int e)
 /* The tail inlined into the block on a scalar core; on GAP8 one called copy, for the cluster's small
  * instruction cache (LSTM(16) in GVSOC: 16,558 cycles a step inlined, 13,349 called; the block itself
  * called as well: 13,961). */
-#if defined(EDGERNN_DOT_XPULP) && defined(__GNUC__)
+#if defined(LSTM_GAP8) && defined(__GNUC__)
 #define LSTM_TAIL_INLINE __attribute__((noinline))
 #else
 #define LSTM_TAIL_INLINE FX_INLINE
