@@ -193,15 +193,23 @@ def slice_aliases(graph: Graph, calls: list[Call], keep: set[int]) -> tuple[list
         for dst, (src, off) in slices.items():
             root, base = aliases.get(src, (src, 0))
             aliases[dst] = (root, base + off)
-        chain = [c for c in [call, *call.more] if c.fn != "edgernn_copy_runs" or _args(c)["dst"][1] not in slices]
-        if not chain:
-            continue
-        if len(chain) < len(call.more) + 1:
-            first = chain[0]
-            call = Call(first.op_index, first.op, first.fn, first.args, arrays=call.arrays, structs=call.structs,
-                        more=chain[1:], scratch=call.scratch)
-        out.append(call)
+        call = _without_copies(call, lambda a: a["dst"][1] in slices)
+        if call is not None:
+            out.append(call)
     return out, aliases
+
+
+def _without_copies(call: Call, dropped) -> Call | None:
+    """The call without the copies (``edgernn_copy_runs`` in its chain) whose arguments ``dropped`` picks,
+    or None when nothing is left."""
+    chain = [c for c in [call, *call.more] if c.fn != "edgernn_copy_runs" or not dropped(_args(c))]
+    if not chain:
+        return None
+    if len(chain) == len(call.more) + 1:
+        return call
+    first = chain[0]
+    return Call(first.op_index, first.op, first.fn, first.args, arrays=call.arrays, structs=call.structs,
+                more=chain[1:], scratch=call.scratch)
 
 
 def _placed_copies(graph: Graph, call: Call, avoid: set[int], taken: set[int]) -> dict[int, tuple[int, int]]:
@@ -248,15 +256,10 @@ def concat_aliases(graph: Graph, calls: list[Call], keep: set[int], fixed: set[i
         moved = {src: (dst, off) for src, (dst, off) in
                  _placed_copies(graph, call, set(fixed) | set(aliases), set(placed)).items()
                  if src not in keep}
-        chain = [c for c in [call, *call.more] if c.fn != "edgernn_copy_runs" or _args(c)["src"][1] not in moved]
         placed.update(moved)
-        if not chain:
-            continue
-        if len(chain) < len(call.more) + 1:
-            first = chain[0]
-            call = Call(first.op_index, first.op, first.fn, first.args, arrays=call.arrays, structs=call.structs,
-                        more=chain[1:], scratch=call.scratch)
-        out.append(call)
+        call = _without_copies(call, lambda a: a["src"][1] in moved)
+        if call is not None:
+            out.append(call)
     every = {**aliases, **placed}
 
     def root(t: int) -> tuple[int, int]:
