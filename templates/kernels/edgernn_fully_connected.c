@@ -80,57 +80,63 @@ static inline int8_t requantize_s8(int32_t acc, int32_t multiplier, int32_t shif
     return (int8_t)edgernn_clamp(scaled + output_offset, act_min, act_max);
 }
 
+/* The outputs of one row of the input in blocks of 8, then 4, then one by one, in the blocked weights
+ * layout (edgernn_dot.h), each input byte loaded once per block; OUT(k) stores output o + k from
+ * acc[k]. Written out so that the block's sums stay in registers. Takes the caller's x, w, bias,
+ * n_in, n_out and o. */
+#define FC_S8_BLOCKS(OUT)                                                                           \
+    for (o = 0; o + 8 <= n_out; o += 8, w += 8 * (size_t)n_in) {                                    \
+        int32_t acc[8];                                                                             \
+        acc[0] = bias[o];                                                                           \
+        acc[1] = bias[o + 1];                                                                       \
+        acc[2] = bias[o + 2];                                                                       \
+        acc[3] = bias[o + 3];                                                                       \
+        acc[4] = bias[o + 4];                                                                       \
+        acc[5] = bias[o + 5];                                                                       \
+        acc[6] = bias[o + 6];                                                                       \
+        acc[7] = bias[o + 7];                                                                       \
+        edgernn_dot8_s8(x, w, n_in, acc);                                                           \
+        OUT(0);                                                                                     \
+        OUT(1);                                                                                     \
+        OUT(2);                                                                                     \
+        OUT(3);                                                                                     \
+        OUT(4);                                                                                     \
+        OUT(5);                                                                                     \
+        OUT(6);                                                                                     \
+        OUT(7);                                                                                     \
+    }                                                                                               \
+    if (o + 4 <= n_out) {                                                                           \
+        int32_t acc[4];                                                                             \
+        acc[0] = bias[o];                                                                           \
+        acc[1] = bias[o + 1];                                                                       \
+        acc[2] = bias[o + 2];                                                                       \
+        acc[3] = bias[o + 3];                                                                       \
+        edgernn_dot4_s8(x, w, n_in, acc);                                                           \
+        OUT(0);                                                                                     \
+        OUT(1);                                                                                     \
+        OUT(2);                                                                                     \
+        OUT(3);                                                                                     \
+        o += 4;                                                                                     \
+        w += 4 * (size_t)n_in;                                                                      \
+    }                                                                                               \
+    for (; o < n_out; ++o, w += n_in) {                                                             \
+        int32_t acc[1];                                                                             \
+        acc[0] = edgernn_dot1_s8(x, w, n_in, bias[o]);                                              \
+        OUT(0);                                                                                     \
+    }
+
 #define FC_S8_OUT(k)                                                                                \
     y[o + (k)] = requantize_s8(acc[k], multiplier[o + (k)], shift[o + (k)], rounding, output_offset, act_min, \
                                act_max)
 
-/* One row of the input: outputs in blocks of 8, then 4, then one by one, in the blocked weights layout
- * (edgernn_dot.h), each input byte loaded once per block. The requantizations are written out so that
- * the block's sums stay in registers; rounding is a constant once inlined. */
+/* One row of the input (FC_S8_BLOCKS); rounding is a constant once inlined. */
 static EDGERNN_DOT_INLINE void fc_s8_row(const int8_t *x, const int8_t *w, const int32_t *bias,
                                          const int32_t *multiplier, const int32_t *shift, int rounding,
                                          int32_t output_offset, int32_t act_min, int32_t act_max, int n_in,
                                          int n_out, int8_t *y)
 {
     int o;
-    for (o = 0; o + 8 <= n_out; o += 8, w += 8 * (size_t)n_in) {
-        int32_t acc[8];
-        acc[0] = bias[o];
-        acc[1] = bias[o + 1];
-        acc[2] = bias[o + 2];
-        acc[3] = bias[o + 3];
-        acc[4] = bias[o + 4];
-        acc[5] = bias[o + 5];
-        acc[6] = bias[o + 6];
-        acc[7] = bias[o + 7];
-        edgernn_dot8_s8(x, w, n_in, acc);
-        FC_S8_OUT(0);
-        FC_S8_OUT(1);
-        FC_S8_OUT(2);
-        FC_S8_OUT(3);
-        FC_S8_OUT(4);
-        FC_S8_OUT(5);
-        FC_S8_OUT(6);
-        FC_S8_OUT(7);
-    }
-    if (o + 4 <= n_out) {
-        int32_t acc[4];
-        acc[0] = bias[o];
-        acc[1] = bias[o + 1];
-        acc[2] = bias[o + 2];
-        acc[3] = bias[o + 3];
-        edgernn_dot4_s8(x, w, n_in, acc);
-        FC_S8_OUT(0);
-        FC_S8_OUT(1);
-        FC_S8_OUT(2);
-        FC_S8_OUT(3);
-        o += 4;
-        w += 4 * (size_t)n_in;
-    }
-    for (; o < n_out; ++o, w += n_in) {
-        const int32_t acc = edgernn_dot1_s8(x, w, n_in, bias[o]);
-        y[o] = requantize_s8(acc, multiplier[o], shift[o], rounding, output_offset, act_min, act_max);
-    }
+    FC_S8_BLOCKS(FC_S8_OUT);
 }
 
 /* Rows [r0, r1) of the output, r0 a multiple of 8, are the same call with w, bias, multiplier, shift
@@ -197,45 +203,7 @@ static EDGERNN_DOT_INLINE void fc_s8_group(const int8_t *x, const int8_t *w, con
     }
     y = out[m] + (row0 - (m ? ends[m - 1] : 0));
     end = ends[m] - row0;
-    for (o = 0; o + 8 <= n_out; o += 8, w += 8 * (size_t)n_in) {
-        int32_t acc[8];
-        acc[0] = bias[o];
-        acc[1] = bias[o + 1];
-        acc[2] = bias[o + 2];
-        acc[3] = bias[o + 3];
-        acc[4] = bias[o + 4];
-        acc[5] = bias[o + 5];
-        acc[6] = bias[o + 6];
-        acc[7] = bias[o + 7];
-        edgernn_dot8_s8(x, w, n_in, acc);
-        FC_GROUP_OUT(0);
-        FC_GROUP_OUT(1);
-        FC_GROUP_OUT(2);
-        FC_GROUP_OUT(3);
-        FC_GROUP_OUT(4);
-        FC_GROUP_OUT(5);
-        FC_GROUP_OUT(6);
-        FC_GROUP_OUT(7);
-    }
-    if (o + 4 <= n_out) {
-        int32_t acc[4];
-        acc[0] = bias[o];
-        acc[1] = bias[o + 1];
-        acc[2] = bias[o + 2];
-        acc[3] = bias[o + 3];
-        edgernn_dot4_s8(x, w, n_in, acc);
-        FC_GROUP_OUT(0);
-        FC_GROUP_OUT(1);
-        FC_GROUP_OUT(2);
-        FC_GROUP_OUT(3);
-        o += 4;
-        w += 4 * (size_t)n_in;
-    }
-    for (; o < n_out; ++o, w += n_in) {
-        int32_t acc[1];
-        acc[0] = edgernn_dot1_s8(x, w, n_in, bias[o]);
-        FC_GROUP_OUT(0);
-    }
+    FC_S8_BLOCKS(FC_GROUP_OUT);
 }
 
 void edgernn_fully_connected_group_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
