@@ -104,7 +104,7 @@ class RenderedGraph:
                     # one run of known length: memcpy of a constant size, which the compiler writes out inline
                     # (a call of edgernn_copy_runs costs more than copying a few bytes); source and destination
                     # are different tensors alive at the same op, so they never overlap
-                    a = dict(zip(kernels.kernel(c.fn).arg_names, c.args))
+                    a = kernels.call_args(c)
                     es, (d, s, n) = a["elem_size"], run
                     out.append({"op": f"{c.op_index}: {c.op}", "index": c.op_index, "fn": "memcpy", "traced": traced,
                                 "args": [f"(uint8_t *)(void *){self.arg(a['dst'])} + {d} * {es}",
@@ -134,7 +134,7 @@ def one_run_copy(call: Call, c: Call) -> tuple[int, int, int] | None:
     """(dst, src, count) in elements when ``c`` (``call`` or one of its ``more``) copies one run, else None."""
     if c.fn != "edgernn_copy_runs":
         return None
-    a = dict(zip(kernels.kernel(c.fn).arg_names, c.args))
+    a = kernels.call_args(c)
     if a["n_runs"] != "1":
         return None
     runs = next((arr.values for arr in [*call.arrays, *c.arrays] if arr.name == a["runs"][1]), None)
@@ -239,7 +239,7 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
         exprs[dst] = f"({exprs[src]} + {off})" if off else exprs[src]
     structs: list[ConstStruct] = []
     # the run of a copy written as memcpy (RenderedGraph.statements) is not needed in weights.c
-    inlined = {dict(zip(kernels.kernel(c.fn).arg_names, c.args))["runs"][1]
+    inlined = {kernels.call_args(c)["runs"][1]
                for call in calls for c in [call, *call.more] if one_run_copy(call, c) is not None}
     for c in calls:
         arrays.extend(fusion.used_arrays(c) if isinstance(c, fusion.FusedCall) else

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from edgernn.backend import quantparams as qp
 from edgernn.backend.ir import Graph
-from edgernn.backend.kernels import kernel
+from edgernn.backend.kernels import call_args
 from edgernn.backend.lowering import Call, ConstArray
 
 # False: every call stays its own kernel (a build to hold the fused one against, tests/backend/test_fusion.py)
@@ -41,17 +41,13 @@ class FusedCall(Call):
     team: bool = False                                 # split across the team by element range
 
 
-def _args(call: Call) -> dict:
-    return dict(zip(kernel(call.fn).arg_names, call.args))
-
-
 def _struct(call: Call, name: str):
     return next(s for s in call.structs if s.name == name)
 
 
 def call_output(call: Call) -> int | None:
     if call.fn in FLAT or call.fn in BROADCAST:
-        return _args(call)["out"][1]
+        return call_args(call)["out"][1]
     return None
 
 
@@ -74,7 +70,7 @@ def _reads(call: Call) -> set[int]:
 
 def _shape(call: Call) -> tuple[int, tuple[int, ...] | None] | None:
     """(element count, 4-D output shape of a broadcasting call or None), or None if not fusable."""
-    a = _args(call) if (call.fn in FLAT or call.fn in BROADCAST) else None
+    a = call_args(call) if (call.fn in FLAT or call.fn in BROADCAST) else None
     if a is None:
         return None
     if call.fn in FLAT:
@@ -169,7 +165,7 @@ def _slice_copies(graph: Graph, call: Call, keep: set[int]) -> dict[int, tuple[i
     for sub in [call, *call.more]:
         if sub.fn != "edgernn_copy_runs":
             return {}
-        a = _args(sub)
+        a = call_args(sub)
         runs = next((arr.values for arr in call.arrays if arr.name == a["runs"][1]), None)
         if runs is None or len(runs) != 1:
             continue
@@ -202,7 +198,7 @@ def slice_aliases(graph: Graph, calls: list[Call], keep: set[int]) -> tuple[list
 def _without_copies(call: Call, dropped) -> Call | None:
     """The call without the copies (``edgernn_copy_runs`` in its chain) whose arguments ``dropped`` picks,
     or None when nothing is left."""
-    chain = [c for c in [call, *call.more] if c.fn != "edgernn_copy_runs" or not dropped(_args(c))]
+    chain = [c for c in [call, *call.more] if c.fn != "edgernn_copy_runs" or not dropped(call_args(c))]
     if not chain:
         return None
     if len(chain) == len(call.more) + 1:
@@ -225,9 +221,9 @@ def _placed_copies(graph: Graph, call: Call, avoid: set[int], taken: set[int]) -
     for sub in [call, *call.more]:
         if sub.fn != "edgernn_copy_runs":
             return {}
-        seen.append(_args(sub)["src"][1])
+        seen.append(call_args(sub)["src"][1])
     for sub in [call, *call.more]:
-        a = _args(sub)
+        a = call_args(sub)
         runs = next((arr.values for arr in call.arrays if arr.name == a["runs"][1]), None)
         dst, src = a["dst"][1], a["src"][1]
         if runs is None or len(runs) != 1 or seen.count(src) != 1:
@@ -381,7 +377,7 @@ def tables(call: FusedCall, structs: dict) -> dict[int, list[ConstArray]]:
     """op index -> the int8 tables its member reads in place of arithmetic (computed here, at generation)."""
     out: dict[int, list[ConstArray]] = {}
     for m in call.members:
-        a = _args(m)
+        a = call_args(m)
         if m.fn in ("edgernn_addsub_n_s8", "edgernn_addsub_s8"):
             q = structs[a["p"][1]].fields
             out[m.op_index] = [None if _is_half(q, w) else
@@ -404,7 +400,7 @@ def composed_tables(call: FusedCall, structs: dict) -> dict[int, tuple[ConstArra
     chains: dict[int, tuple[int, list[int]]] = {}    # output -> (source tensor, table over the source)
     out: dict[int, tuple[ConstArray, int]] = {}
     for m in call.members:
-        a = _args(m)
+        a = call_args(m)
         if m.fn == "edgernn_lut_s8":
             values = [int(v) for v in next(arr for arr in m.arrays if arr.name == a["table"][1]).values]
         elif m.fn == "edgernn_addsub_const_s8" and m.op_index in own:
@@ -462,7 +458,7 @@ def render_fused(call: FusedCall, expr, structs: dict, input_tensor: int = -1, r
     tabs = tables(call, structs)
     composed = composed_tables(call, structs)
     for m in call.members:
-        a = _args(m)
+        a = call_args(m)
         k = f"k{m.op_index}"
         bc = structs[a["b"][1]].fields if "b" in a else None
         s1, s2 = (bc[1], bc[2]) if bc is not None else (None, None)

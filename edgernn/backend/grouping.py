@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from edgernn.backend.ir import Graph
-from edgernn.backend.kernels import kernel, kernel_args
+from edgernn.backend.kernels import call_args, kernel_args
 from edgernn.backend.lowering import Call, ConstArray
 from edgernn.backend.lowering.blocking import blocked_rows
 
@@ -38,15 +38,11 @@ class GroupedCall(Call):
     members: list[Call] = field(default_factory=list)
 
 
-def _args(call: Call) -> dict:
-    return dict(zip(kernel(call.fn).arg_names, call.args))
-
-
 def _key(call: Call) -> tuple | None:
     """What the members of a group must share: the input, its length, the rounding and the clamp."""
     if call.fn != FC or call.more or call.scratch:
         return None
-    a = _args(call)
+    a = call_args(call)
     if a["rows"] != "1":
         return None
     return a["in"], a["n_in"], a["rounding"], a["act_min"], a["act_max"]
@@ -60,7 +56,7 @@ def high_word_rescale(graph: Graph, call: Call) -> tuple[list[int], list[int]] |
     point folded in (edgernn_fully_connected.c, fc_s8_group), or None when a row cannot take it: a right
     shift below 2, or a sum hi' + rnd that some input could take out of int32. The bound: an int8 input is
     at most 128 in magnitude, so |acc| <= |bias| + 128 * sum |w|, and |hi'| <= |acc| * |m| / 2^32 + 1."""
-    a = _args(call)
+    a = call_args(call)
     zp = int(a["output_offset"])
     w = graph.tensors[graph.operators[call.op_index].inputs[1]].data.astype(np.int64)
     rnds, shifts = [], []
@@ -78,17 +74,17 @@ def high_word_rescale(graph: Graph, call: Call) -> tuple[list[int], list[int]] |
 
 
 def _array(call: Call, arg: str) -> list:
-    name = _args(call)[arg][1]
+    name = call_args(call)[arg][1]
     return next(arr.values for arr in call.arrays if arr.name == name)
 
 
 def _group(graph: Graph, members: list[Call], prefix: str) -> GroupedCall:
     first = members[0]
-    a = _args(first)
+    a = call_args(first)
     weights = np.concatenate([graph.tensors[graph.operators[m.op_index].inputs[1]].data for m in members])
     ends, row = [], 0
     for m in members:
-        row += int(_args(m)["n_out"])
+        row += int(call_args(m)["n_out"])
         ends.append(row)
     rescales = [high_word_rescale(graph, m) for m in members]
     base = f"{prefix}_op{first.op_index}_group"
@@ -100,7 +96,7 @@ def _group(graph: Graph, members: list[Call], prefix: str) -> GroupedCall:
         ConstArray(f"{base}_shift", "int32_t", [v for r in rescales for v in r[1]]),
         ConstArray(f"{base}_ends", "int32_t", ends),
     ]
-    outs = [_args(m)["out"] for m in members] + ["NULL"] * (MAX_MEMBERS - len(members))
+    outs = [call_args(m)["out"] for m in members] + ["NULL"] * (MAX_MEMBERS - len(members))
     args = {"in": a["in"], "w": ("const", arrays[0].name), "bias": ("const", arrays[1].name),
             "multiplier": ("const", arrays[2].name), "rnd": ("const", arrays[3].name),
             "shift": ("const", arrays[4].name), "rounding": a["rounding"], "ends": ("const", arrays[5].name),
@@ -137,4 +133,4 @@ def group_calls(graph: Graph, calls: list[Call], prefix: str) -> list[Call]:
 
 def outputs(call: Call) -> list[int]:
     """The tensors a grouped call writes, one per member."""
-    return [_args(m)["out"][1] for m in call.members]
+    return [call_args(m)["out"][1] for m in call.members]

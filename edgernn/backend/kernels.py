@@ -387,6 +387,11 @@ def kernel_args(name: str, args: dict) -> list:
     return kernel(name).order(args)
 
 
+def call_args(call) -> dict:
+    """The inverse of kernel_args: a call's (``.fn``, ``.args``) arguments by the kernel's argument names."""
+    return dict(zip(kernel(call.fn).arg_names, call.args))
+
+
 # ---- the team's view of a call ----
 
 def _int(value) -> int | None:

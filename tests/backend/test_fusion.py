@@ -20,7 +20,7 @@ import backend_harness as H
 import zoo
 from edgernn.backend import fusion
 from edgernn.backend.codegen import lower_graph, state_layout
-from edgernn.backend.kernels import kernel
+from edgernn.backend.kernels import call_args, kernel
 from edgernn.backend.lowering import Call, ConstArray, ConstStruct
 from edgernn.backend.reader import read_tflite
 
@@ -284,7 +284,7 @@ def _concat(i: int, parts: list[int], sizes: dict[int, int], out: int) -> Call:
 
 
 def _copied(calls: list[Call]) -> list[int]:
-    return [fusion._args(c)["src"][1] for call in calls for c in [call, *call.more] if c.fn == "edgernn_copy_runs"]
+    return [call_args(c)["src"][1] for call in calls for c in [call, *call.more] if c.fn == "edgernn_copy_runs"]
 
 
 SIZES = {1: 6, 5: 16, 10: 16, 11: 16, 12: 16, 20: 32, 21: 22, 99: 16}

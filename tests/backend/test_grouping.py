@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from edgernn.backend import grouping
-from edgernn.backend.kernels import kernel, write_sources
+from edgernn.backend.kernels import call_args, kernel, write_sources
 from edgernn.backend.lowering import Call, ConstArray
 from edgernn.backend.lowering.blocking import blocked_rows
 from edgernn.resources import templates_dir
@@ -103,10 +103,10 @@ def test_adjacent_fcs_of_one_input_are_grouped(specs, shape):
     assert _shape(out) == shape
     for c in out:
         if isinstance(c, grouping.GroupedCall):
-            a = dict(zip(kernel(c.fn).arg_names, c.args))
+            a = call_args(c)
             outs = [a[f"out{k}"] for k in range(4)]
-            assert outs == [grouping._args(m)["out"] for m in c.members] + ["NULL"] * (4 - len(c.members))
-            assert a["n_out"] == str(sum(int(grouping._args(m)["n_out"]) for m in c.members))
+            assert outs == [call_args(m)["out"] for m in c.members] + ["NULL"] * (4 - len(c.members))
+            assert a["n_out"] == str(sum(int(call_args(m)["n_out"]) for m in c.members))
 
 
 def test_a_rescale_that_could_leave_int32_is_not_grouped():
@@ -165,7 +165,7 @@ def _case_source(name: str, n_in: int, rows: list[int], zps: list[int], clamp, r
     lines = []
     for c in calls:
         lines.append(f"        edgernn_fully_connected_s8({', '.join(arg(a) for a in c.args)});")
-    ga = dict(zip(kernel(g.fn).arg_names, g.args))
+    ga = call_args(g)
     outs = ", ".join(f"got{k}" if k < len(rows) else "NULL" for k in range(4))
     # the whole group, then the team's sub-ranges: blocks of 8 rows, pointers advanced as its wrapper does
     whole = (f"        edgernn_fully_connected_group_s8(x, {ga['w'][1]}, {ga['bias'][1]}, {ga['multiplier'][1]}, "
