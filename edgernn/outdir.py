@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
 
+from edgernn import procs
 from edgernn.errors import EdgeRNNError
 
 SCHEMA = "edgernn-build/1"
@@ -296,6 +297,7 @@ class BuildFolder:
     def commit(self, staging: Path, manifest: Manifest) -> Manifest:
         """Write ``manifest`` into the staged build, marked edgernn's and listing what it holds, and put the
         build in place; returns the manifest as written."""
+        procs.raise_if_interrupted()    # a signal must not let a build into place
         out = self.path
         new_entries = sorted({p.name for p in staging.iterdir()} | {MANIFEST})
         manifest.schema = SCHEMA

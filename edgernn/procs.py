@@ -30,8 +30,20 @@ class Interrupted(BaseException):
         self.signum = signum
 
 
+_received: list[int] = []
+
+
 def _raise_interrupted(signum, _frame):
+    # remembered as well: raised inside a finalizer (a TensorFlow object's __del__), the exception is
+    # printed and dropped by Python, and the command would go on as if nothing had come
+    _received.append(signum)
     raise Interrupted(signum)
+
+
+def raise_if_interrupted() -> None:
+    """Raise Interrupted for a SIGTERM or SIGHUP that came before, even one whose exception was dropped."""
+    if _received:
+        raise Interrupted(_received[0])
 
 
 def install_signal_handlers() -> None:
