@@ -297,9 +297,9 @@ def model_section(steps: Steps) -> list[Figure]:
         Figure("model", "MACs per frame", total, note=f"{split}; {len(rows)} ops: {kinds}; {origin}",
                extra={"by_op": macs, "ops": len(rows)}),
         Figure("model", "parameters (Keras)", params),
-        Figure("model", "constant bytes of step.tflite (weights, biases, quantization)", consts, unit="B", note=origin),
+        Figure("model", "constant bytes of step.tflite (weights, biases, quantization)", consts, unit="B"),
         Figure("model", "largest op: input + output activations", widest[2] + widest[3], unit="B",
-               note=f"{widest[0]}, a lower bound of the arena; {origin}"),
+               note=f"{widest[0]}, a lower bound of the arena"),
     ]
 
 
