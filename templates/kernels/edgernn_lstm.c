@@ -391,18 +391,6 @@ static FX_INLINE int32_t fx_exp_on_negative(int32_t u, int ib, int max_ib)
     return result;
 }
 
-/* Newton-Raphson for 2 / (1 + e), e in [0, 1) Q0.15, result Q2.13 in [1, 2]: the half denominator
- * (RoundingHalfSum(e, 1), of a positive sum) is in [1/2, 1), every correction x * (1 - hd * x) stays
- * under 2^9 in magnitude, so Rescale<2> of it never saturates. */
-static FX_INLINE int32_t fx_newton_steps(int32_t half_denominator)
-{
-    int32_t x = FX_48_OVER_17 + fx_mul(half_denominator, FX_NEG_32_OVER_17);
-    x += 4 * fx_mul(x, (1 << 13) - fx_mul(half_denominator, x));
-    x += 4 * fx_mul(x, (1 << 13) - fx_mul(half_denominator, x));
-    x += 4 * fx_mul(x, (1 << 13) - fx_mul(half_denominator, x));
-    return x;
-}
-
 /* Where a division is one instruction and cheap enough (not GAP8's cluster core, whose divider takes
  * many cycles: it keeps the three Newton steps), the Newton result is found without them. Each step
  * adds 4 times a correction, so the result is congruent mod 4 to the first estimate x0, and on every
@@ -414,6 +402,23 @@ static FX_INLINE int32_t fx_newton_steps(int32_t half_denominator)
  * size (EDGERNN_LSTM_SMALL_TABLES), which saves the table's 2 KiB. */
 #if !defined(LSTM_GAP8) && !defined(EDGERNN_LSTM_NEWTON) && !defined(EDGERNN_LSTM_SMALL_TABLES)
 #define FX_RECIPROCAL_BY_DIVISION 1
+#endif
+
+#if !defined(FX_RECIPROCAL_BY_DIVISION)
+/* Newton-Raphson for 2 / (1 + e), e in [0, 1) Q0.15, result Q2.13 in [1, 2]: the half denominator
+ * (RoundingHalfSum(e, 1), of a positive sum) is in [1/2, 1), every correction x * (1 - hd * x) stays
+ * under 2^9 in magnitude, so Rescale<2> of it never saturates. */
+static FX_INLINE int32_t fx_newton_steps(int32_t half_denominator)
+{
+    int32_t x = FX_48_OVER_17 + fx_mul(half_denominator, FX_NEG_32_OVER_17);
+    x += 4 * fx_mul(x, (1 << 13) - fx_mul(half_denominator, x));
+    x += 4 * fx_mul(x, (1 << 13) - fx_mul(half_denominator, x));
+    x += 4 * fx_mul(x, (1 << 13) - fx_mul(half_denominator, x));
+    return x;
+}
+#endif
+
+#if defined(FX_RECIPROCAL_BY_DIVISION)
 /* bit (hd - 2^14) mod 8 of byte (hd - 2^14) / 8: 1 when the result is the higher candidate */
 static const uint8_t fx_newton_high[2048] = {
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x60, 0x60, 0x30,
