@@ -277,6 +277,27 @@ def test_fixed_point_logistic_and_tanh_equal_gemmlowp_on_every_input(variant, tm
 
 
 @pytest.mark.toolchain
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+@pytest.mark.parametrize("flags", [["-O2"], ["-O2", "-DEDGERNN_LSTM_NEWTON"], ["-Os", "-DEDGERNN_LSTM_SMALL_TABLES"]],
+                         ids=["speed", "newton", "size"])
+def test_the_lstm_kernel_compiles_warning_free_in_every_variant(compiler, flags, tmp_path):
+    """Each way edgernn_lstm.c can be built leaves no helper unused: the host board's -Werror flags stop a
+    build on the static function a variant does not call (clang warns where gcc does not)."""
+    from pathlib import Path
+
+    from conftest import require_tools
+    from edgernn.backend.kernels import write_sources
+
+    require_tools(compiler)
+    kernels = Path(__file__).resolve().parents[2] / "templates" / "kernels"
+    write_sources(tmp_path)
+    cmd = [compiler, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", *flags, f"-I{kernels}", f"-I{tmp_path}",
+           "-c", str(kernels / "edgernn_lstm.c"), "-o", str(tmp_path / "lstm.o")]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.toolchain
 def test_32_bit_gate_rescale_equals_multiply_by_quantized_multiplier(tmp_path):
     """lstm_scaled as a 32-bit core builds it (-DEDGERNN_LSTM_SCALE32: the product's high word, no
     64-bit shift) against TFLite's MultiplyByQuantizedMultiplier written out, on the edges of int32 and
