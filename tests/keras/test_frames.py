@@ -306,7 +306,22 @@ def test_inspect_shows_per_frame_macs_and_activation_bytes(frame_file):
     assert pool["output_shape"] == [2, 2, 6] and pool["macs_per_step"] == 0
     assert flat["output_shape"] == [24] and dense["macs_per_step"] == 24 * 8
     assert report["activation_peak_elements"] == int(np.prod(FRAME)) + 64
+    lstm = next(r for r in rows if r["class"] == "LSTM")
+    assert lstm["path"] == "step" and "is not one edgernn rebuilds in tf_keras" in lstm["why"]  # never fused
     table = CliRunner().invoke(cli, ["inspect", str(path)], env={"COLUMNS": "200"})
     assert table.exit_code == 0, table.output
     assert "input (batch, any, 8, 8, 2)" in table.output and "act bytes" in table.output
     assert "4x4x4" in table.output and "per frame: Conv2D" in table.output
+
+
+def test_a_frame_too_big_for_the_link_names_its_input_bytes():
+    from edgernn.errors import LinkError
+    from edgernn.link import LinkClient
+    from edgernn.link import protocol as P
+
+    client = LinkClient(None, url="test")
+    client.info = P.DeviceInfo(1, np.dtype("<f4"), np.dtype("<f4"), 32 * 32 * 3, 2, 8, 4096, "host", "a" * 64)
+    with pytest.raises(LinkError, match=r"4096-byte frames \(12288 bytes of input per step\)"):
+        client.max_steps_per_frame(0)
+    client.info = P.DeviceInfo(1, np.dtype("<i1"), np.dtype("<i1"), 32 * 32 * 3, 2, 8, 4096, "host", "a" * 64)
+    assert client.max_steps_per_frame(0) == 1
