@@ -286,6 +286,22 @@ def _apply_through_time_axis(layer: Any) -> Callable[[Any, Any], Any]:
     return apply
 
 
+def _apply_frame_twin(layer: Any) -> Callable[[Any, Any], Any]:
+    """A plain BatchNormalization built on (batch, time, H, W, C) insists on rank 5, and one step is a rank-4
+    frame. Through a reshape to (1, 1, H, W, C) it would compute the same, but the reshape stands between it and the
+    convolution before it, and TFLite's converter folds a batch norm into a convolution only when nothing does.
+    So the step model holds its twin built for one frame, with the trained layer's weights."""
+
+    def apply(module: Any, tensor: Any) -> Any:
+        config = {**layer.get_config(), "axis": -1, "name": f"{layer.name}_frame"}
+        twin = type(layer).from_config(config)
+        twin.build(tuple(tensor.shape))
+        twin.set_weights(layer.get_weights())
+        return twin(tensor, training=False)
+
+    return apply
+
+
 def _last_axis_ok(layer: Any, rank: int) -> str | None:
     """None when the layer acts on the last axis only, else the reason it does not."""
     kind = type(layer).__name__
@@ -363,6 +379,9 @@ def _step_layer(layer: Any, role: str, rank: int, steps: int | None,
         why = _last_axis_ok(layer, rank)
         if why:
             return why
+        if kind == "BatchNormalization" and rank > 3 and _needs_time_axis(layer, rank):
+            return StepLayer(layer=layer, role=role, apply=_apply_frame_twin(layer), note="per frame (folded where it "
+                             "follows a convolution)")
         apply = _apply_through_time_axis(layer) if kind == "Normalization" and rank == 3 else _apply_direct(layer, rank)
         return StepLayer(layer=layer, role=role, apply=apply)
     if kind == "Reshape":

@@ -69,34 +69,34 @@ def _batchnorm(keras):
                                 moving_variance_initializer=init.RandomUniform(0.5, 2.0))
 
 
-# (id, layer factory on a Keras module, the flavour whose plain layer accepts (batch, time, H, W, C) or None,
-#  the recurrent layer after it)
+# (id, layer factory on a Keras module, the flavours whose plain layer accepts (batch, time, H, W, C), the recurrent
+#  layer after it)
 LAYERS = [
-    ("conv2d_same", lambda k: k.layers.Conv2D(3, 3, padding="same"), "tf_keras", "LSTM"),
-    ("conv2d_valid_stride2", lambda k: k.layers.Conv2D(3, 3, strides=2, padding="valid"), "tf_keras", "GRU"),
-    ("conv2d_dilated", lambda k: k.layers.Conv2D(3, 3, dilation_rate=2, padding="same"), "tf_keras", "LSTM"),
-    ("depthwise_stride2", lambda k: k.layers.DepthwiseConv2D(3, strides=2, depth_multiplier=2, padding="same"), None,
+    ("conv2d_same", lambda k: k.layers.Conv2D(3, 3, padding="same"), ("tf_keras",), "LSTM"),
+    ("conv2d_valid_stride2", lambda k: k.layers.Conv2D(3, 3, strides=2, padding="valid"), ("tf_keras",), "GRU"),
+    ("conv2d_dilated", lambda k: k.layers.Conv2D(3, 3, dilation_rate=2, padding="same"), ("tf_keras",), "LSTM"),
+    ("depthwise_stride2", lambda k: k.layers.DepthwiseConv2D(3, strides=2, depth_multiplier=2, padding="same"), (),
      "LSTM"),
-    ("depthwise_dilated", lambda k: k.layers.DepthwiseConv2D(3, dilation_rate=2, padding="valid"), None, "GRU"),
-    ("separable", lambda k: k.layers.SeparableConv2D(4, 3, strides=2, padding="same"), None, "LSTM"),
-    ("separable_dilated", lambda k: k.layers.SeparableConv2D(4, 3, dilation_rate=2, padding="valid"), None, "CfC"),
-    ("maxpool", lambda k: k.layers.MaxPooling2D(2), None, "LSTM"),
-    ("maxpool_same", lambda k: k.layers.MaxPooling2D(3, strides=2, padding="same"), None, "GRU"),
-    ("avgpool", lambda k: k.layers.AveragePooling2D(2), None, "LSTM"),
-    ("avgpool_same", lambda k: k.layers.AveragePooling2D(3, strides=2, padding="same"), None, "CfC"),
-    ("global_avg", lambda k: k.layers.GlobalAveragePooling2D(), None, "LSTM"),
-    ("global_max", lambda k: k.layers.GlobalMaxPooling2D(), None, "GRU"),
-    ("batchnorm", _batchnorm, "keras", "LSTM"),
-    ("relu", lambda k: k.layers.ReLU(), "keras", "GRU"),
-    ("relu6", lambda k: k.layers.ReLU(max_value=6.0), "keras", "LSTM"),
-    ("leaky_relu", lambda k: k.layers.LeakyReLU(0.2), "keras", "CfC"),
-    ("dense", lambda k: k.layers.Dense(3), "keras", "LSTM"),
-    ("dropout", lambda k: k.layers.Dropout(0.3), "keras", "GRU"),
+    ("depthwise_dilated", lambda k: k.layers.DepthwiseConv2D(3, dilation_rate=2, padding="valid"), (), "GRU"),
+    ("separable", lambda k: k.layers.SeparableConv2D(4, 3, strides=2, padding="same"), (), "LSTM"),
+    ("separable_dilated", lambda k: k.layers.SeparableConv2D(4, 3, dilation_rate=2, padding="valid"), (), "CfC"),
+    ("maxpool", lambda k: k.layers.MaxPooling2D(2), (), "LSTM"),
+    ("maxpool_same", lambda k: k.layers.MaxPooling2D(3, strides=2, padding="same"), (), "GRU"),
+    ("avgpool", lambda k: k.layers.AveragePooling2D(2), (), "LSTM"),
+    ("avgpool_same", lambda k: k.layers.AveragePooling2D(3, strides=2, padding="same"), (), "CfC"),
+    ("global_avg", lambda k: k.layers.GlobalAveragePooling2D(), (), "LSTM"),
+    ("global_max", lambda k: k.layers.GlobalMaxPooling2D(), (), "GRU"),
+    ("batchnorm", _batchnorm, ("keras", "tf_keras"), "LSTM"),
+    ("relu", lambda k: k.layers.ReLU(), ("keras",), "GRU"),
+    ("relu6", lambda k: k.layers.ReLU(max_value=6.0), ("keras",), "LSTM"),
+    ("leaky_relu", lambda k: k.layers.LeakyReLU(0.2), ("keras",), "CfC"),
+    ("dense", lambda k: k.layers.Dense(3), ("keras",), "LSTM"),
+    ("dropout", lambda k: k.layers.Dropout(0.3), ("keras",), "GRU"),
 ]
 CASES = [pytest.param(factory, "keras", False, rnn, id=f"{name}-td") for name, factory, _, rnn in LAYERS] + [
-    pytest.param(factory, plain, True, rnn, id=f"{name}-plain-{plain}") for name, factory, plain, rnn in LAYERS
-    if plain
-]
+    pytest.param(factory, flavour, True, rnn, id=f"{name}-plain-{flavour}") for name, factory, plain, rnn in LAYERS
+    for flavour in plain
+] + [pytest.param(LAYERS[0][1], "tf_keras", False, "GRU", id="conv2d_same-td-tf_keras")]
 
 
 def frame_model(factory, flavour: str, plain: bool, rnn: str):
@@ -169,6 +169,20 @@ def test_quantized_frame_model_is_near_the_float_one(tmp_path, quant, rnn):
     got = step_model_output(out, sequences).reshape(want.shape)
     l2r = float(np.linalg.norm(got - want) / np.linalg.norm(want))
     assert l2r < L2R_BOUND[quant], f"{quant} frame model is {l2r:.3f} (l2r) from Keras"
+
+
+@pytest.mark.parametrize("flavour", ["keras", "tf_keras"])
+@pytest.mark.parametrize("plain", [True, False], ids=["plain", "td"])
+def test_batch_norm_after_a_convolution_is_folded_into_it(tmp_path, flavour, plain):
+    keras = _tf_keras() if flavour == "tf_keras" else _keras3()
+    L = keras.layers
+    norm = _batchnorm(keras)
+    model = keras.Sequential([keras.Input((None, *FRAME)), L.TimeDistributed(L.Conv2D(4, 3)),
+                              norm if plain else L.TimeDistributed(norm), L.TimeDistributed(L.Flatten()),
+                              L.SimpleRNN(4)])
+    out, manifest = convert(model, tmp_path, "int8")
+    assert "MUL" not in manifest["ops"], manifest["ops"]  # the only ADD left is the RNN's own
+    assert manifest["float_self_check_rel"] <= FLOAT_REL
 
 
 def test_synthetic_calibration_takes_the_frame_shape(tmp_path):
