@@ -1,11 +1,13 @@
 """Split a Keras model into what runs at every step and what runs once.
 
 A streamable model is a single chain: per-step pre-layers, a stack of one or more recurrent layers,
-and a head. A step is a vector of features, or a frame (H, W, C) when the input is (batch, time, H, W, C):
-then per-frame layers (convolutions, pooling, flatten) before the first recurrent layer turn each frame
-into the vector the recurrent layer reads, inside the step model. The head runs at every step when the last recurrent layer returns sequences, otherwise
+and a head. The head runs at every step when the last recurrent layer returns sequences, otherwise
 once after the last step. Every layer that cannot run one step at a time is refused by name, with
 the reason.
+
+A step is a vector of features, or a frame (H, W, C) when the input is (batch, time, H, W, C): then
+per-frame layers (convolutions, pooling, flatten) before the first recurrent layer turn each frame into
+the vector the recurrent layer reads, inside the step model.
 """
 
 from __future__ import annotations
@@ -141,10 +143,6 @@ class Plan:
     def features(self) -> int:
         """The element count of one step's input."""
         return int(np.prod(self.input_shape))
-
-    @property
-    def frames(self) -> bool:
-        return len(self.input_shape) > 1
 
     @property
     def output_units(self) -> int:
@@ -389,9 +387,8 @@ def _step_layer(layer: Any, role: str, rank: int, steps: int | None,
     if kind == "Flatten" and rank == 2:
         return StepLayer(layer=layer, role=role, apply=lambda module, t: t, note="identity on one vector")
     if kind in FRAME_LAYERS and kind != "Flatten" and rank > 3:
-        # a plain per-frame layer on (batch, time, H, W, C), as tf_keras' Conv2D accepts
-        if role != "pre":
-            return "per-frame layers run before the first recurrent layer only"
+        # a plain per-frame layer on (batch, time, H, W, C), as tf_keras' Conv2D accepts (only before the RNN:
+        # after it a step is a vector, and the Reshape that would make it a frame again is refused)
         why = _frame_obstacle(layer) or (None if _keeps_time(layer, steps) else "it changes the time axis")
         if why:
             return why
