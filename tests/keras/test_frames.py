@@ -339,3 +339,30 @@ def test_a_frame_too_big_for_the_link_names_its_input_bytes():
         client.max_steps_per_frame(0)
     client.info = P.DeviceInfo(1, np.dtype("<i1"), np.dtype("<i1"), 32 * 32 * 3, 2, 8, 4096, "host", "a" * 64)
     assert client.max_steps_per_frame(0) == 1
+
+
+# ---------------------------------------------------------------- the device reads x as the frame's bytes
+
+
+@pytest.mark.toolchain
+def test_a_frame_model_built_for_host_validates_byte_exact(tmp_path):
+    """A front end that only flattens each frame needs no convolution kernel: the C side takes x as the
+    frame's H*W*C elements, flat, and validate sends them per step."""
+    from conftest import require_tools
+    from edgernn.pipeline.build import build_firmware
+    from edgernn.validate.run import validate
+
+    require_tools("gcc")
+    frame = (4, 4, 2)
+    keras = _keras3()
+    L = keras.layers
+    model = keras.Sequential([keras.Input((None, *frame)), L.TimeDistributed(L.Flatten()),
+                              L.Dense(8, activation="relu"), L.GRU(6, return_sequences=True), L.Dense(2)])
+    out = tmp_path / "out"
+    build_firmware(model, out, board="host", quant="int8", calib=frames(4, 16, frame, seed=1))
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["inputs"][0]["shape"] == [1, *frame]
+    report = validate(out, data=frames(2, 30, frame, seed=3), json_path=tmp_path / "r.json")
+    assert report["pass"] and (report["steps"], report["sequences"]) == (30, 2)
+    with pytest.raises(EdgeRNNError, match=r"frames of shape \(4, 4, 3\); the model takes frames of shape \(4, 4, 2\)"):
+        validate(out, data=frames(1, 5, (4, 4, 3)), json_path=tmp_path / "r2.json")
