@@ -108,7 +108,8 @@ def cli(ctx, verbose):
 def _model_options(func):
     func = click.option("--unsafe", is_flag=True, help="Load models with Lambda layers (runs code stored in the file).")(func)
     func = click.option("--calib", type=click.Path(dir_okay=False), default=None,
-                        help="Calibration sequences, .npy of shape (sequences, steps, features).")(func)
+                        help="Calibration sequences, .npy of shape (sequences, steps, features), or "
+                             "(sequences, steps, H, W, C) for a model of frames.")(func)
     func = click.option("--mode", type=click.Choice(MODES), default="auto", show_default=True,
                         help="step: single-step cells; fused: one UNIDIRECTIONAL_SEQUENCE_LSTM per LSTM; "
                              "auto: fused when every RNN layer allows it, else step.")(func)
@@ -197,7 +198,8 @@ def flash(ctx, out, port, radio):
 @click.argument("out", type=click.Path())
 @click.option("--port", default=None, help="pyserial URL or device: /dev/ttyUSB0, socket://host:port, a pty.")
 @click.option("--baud", default=None, type=int, help="Baud rate (default: the board's).")
-@click.option("--data", type=click.Path(dir_okay=False), default=None, help="Test sequences, .npy (sequences, steps, features).")
+@click.option("--data", type=click.Path(dir_okay=False), default=None,
+              help="Test sequences, .npy (sequences, steps, features), or (sequences, steps, H, W, C) frames.")
 @click.option("--steps", type=click.IntRange(min=1), default=None,
               help="Generate random test sequences of this many steps (default 1000); with --data, use the first N.")
 @click.option("--sequences", type=click.IntRange(min=1), default=1, show_default=True,

@@ -10,7 +10,8 @@ def _table(title: str, *columns: str, **kwargs):
 
     table = Table(title=title, title_justify="left", **kwargs)
     for column in columns:
-        justify = "right" if column in ("params", "MACs/step", "bytes", "scale", "zero point", "size") else "left"
+        justify = "right" if column in ("params", "MACs/step", "bytes", "act bytes", "scale", "zero point",
+                                        "size") else "left"
         table.add_column(column, justify=justify)
     return table
 
@@ -26,22 +27,28 @@ def _bytes(n: int | None) -> str:
 
 
 def print_inspection(console, result) -> None:
-    table = _table(f"{result.model_name} ({result.keras}): input (batch, {result.steps or 'any'}, {result.features})",
-                   "layer", "class", "path", "why", "params", "MACs/step", "state")
+    step = ", ".join(str(d) for d in (result.input_shape or (result.features,)))
+    act = {"float32": 4, "int16": 2}.get(result.quant, 1)
+    table = _table(f"{result.model_name} ({result.keras}): input (batch, {result.steps or 'any'}, {step})",
+                   "layer", "class", "path", "why", "params", "MACs/step", "output", "act bytes", "state")
     for row in result.rows:
         states = ", ".join(f"{s['name']}[{s['size']}]" for s in row["states"])
+        shape = "x".join(str(d) for d in row.get("output_shape", []))
+        elements = row.get("activation_elements", 0)
         table.add_row(row["name"], row["class"], row["path"], row["why"], f"{row['params']:,}",
-                      f"{row['macs_per_step']:,}", states)
+                      f"{row['macs_per_step']:,}", shape, _bytes(elements * act) if elements else "", states)
     console.print(table)
     console.print(f"paths for --quant {result.quant} --mode {result.mode} (convert; build also needs the C kernels):")
     for line in result.plan_lines:
         console.print(f"  {line}")
     console.print(
         f"output: {result.sequence_output}; params {result.params:,}; MACs per step ≈ {result.macs_per_step:,}; "
-        f"state elements {result.state_elements:,}"
+        f"state elements {result.state_elements:,}; activation peak ≈ {result.activation_peak_elements:,} elements "
+        f"({_bytes(result.activation_peak_elements * act)} at {result.quant}; build plans the real arena)"
     )
     if result.boards:
-        fit = _table("memory for weights + state, by quantization (against the memory that holds the weights)",
+        fit = _table("memory for weights + state + activation peak, by quantization (against the memory that holds "
+                     "the weights)",
                      "board", "memory", "float32", "int8", "int16")
         for entry in result.boards:
             cells = []

@@ -4,6 +4,10 @@ A streamable model is a single chain: per-step pre-layers, a stack of one or mor
 and a head. The head runs at every step when the last recurrent layer returns sequences, otherwise
 once after the last step. Every layer that cannot run one step at a time is refused by name, with
 the reason.
+
+A step is a vector of features, or a frame (H, W, C) when the input is (batch, time, H, W, C): then
+per-frame layers (convolutions, pooling, flatten) before the first recurrent layer turn each frame into
+the vector the recurrent layer reads, inside the step model.
 """
 
 from __future__ import annotations
@@ -11,18 +15,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
 from edgernn.errors import UnsupportedLayerError
 
 # Layers that are the identity at inference.
 INFERENCE_NO_OPS = {
     "Dropout", "SpatialDropout1D", "GaussianNoise", "GaussianDropout", "AlphaDropout",
-    "ActivityRegularization", "InputLayer",
+    "ActivityRegularization", "InputLayer", "SpatialDropout2D",
 }
 # Layers that act on the last axis only, so one step sees exactly what it saw in the sequence.
 LAST_AXIS_LAYERS = {
     "Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "Rescaling", "BatchNormalization",
     "LayerNormalization", "Normalization", "UnitNormalization",
 }
+# Layers that act on one frame (H, W, C), so one step sees exactly what it saw in the sequence when they keep
+# the time axis (wrapped in TimeDistributed, or plain where Keras applies them over the leading axes).
+FRAME_LAYERS = {
+    "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
+    "GlobalMaxPooling2D", "Flatten", "Reshape",
+}
+CONV_LAYERS = {"Conv2D", "DepthwiseConv2D", "SeparableConv2D"}
 RECURRENT_LAYERS = {"LSTM", "GRU", "SimpleRNN", "RNN", "CfC", "LTC"}
 KNOWN_CELLS = {
     "LSTMCell": ("h", "c"),
@@ -57,6 +70,14 @@ WHY_NOT = {
     "ZeroPadding1D": "it adds time steps",
     "UpSampling1D": "it adds time steps",
     "Embedding": "its integer inputs are not the float features edgernn streams",
+    "Conv3D": "it convolves along time, mixing neighbouring frames",
+    "Conv3DTranspose": "it convolves along time, mixing neighbouring frames",
+    "MaxPooling3D": "it pools along time, mixing neighbouring frames",
+    "AveragePooling3D": "it pools along time, mixing neighbouring frames",
+    "GlobalAveragePooling3D": "it reduces over the whole sequence",
+    "GlobalMaxPooling3D": "it reduces over the whole sequence",
+    "ConvLSTM2D": "its state is a convolved frame; edgernn streams recurrent layers whose state is a vector",
+    "ConvLSTM3D": "its state is a convolved volume; edgernn streams recurrent layers whose state is a vector",
 }
 
 
@@ -68,6 +89,8 @@ class StepLayer:
     role: str  # "pre", "head-step" or "head-final"
     apply: Callable[[Any, Any], Any]  # (keras_module, tensor) -> tensor
     note: str = ""
+    shape_in: tuple[int, ...] = ()  # one step's shape (no batch, no time axis) before and after the layer
+    shape_out: tuple[int, ...] = ()
 
 
 @dataclass
@@ -99,7 +122,7 @@ class RecurrentLayer:
 class Plan:
     model: Any
     flavour: str
-    features: int
+    input_shape: tuple[int, ...]  # one step: (features,) or a frame (H, W, C)
     steps: int | None
     pre: list[StepLayer]
     recurrent: list[RecurrentLayer]
@@ -115,6 +138,11 @@ class Plan:
             for rnn in self.recurrent
             for name, size in zip(rnn.public_state_names(), rnn.state_sizes)
         ]
+
+    @property
+    def features(self) -> int:
+        """The element count of one step's input."""
+        return int(np.prod(self.input_shape))
 
     @property
     def output_units(self) -> int:
@@ -220,11 +248,12 @@ def _recurrent(layer: Any) -> RecurrentLayer:
     )
 
 
-def _needs_time_axis(layer: Any) -> bool:
-    """True when the layer was built to check for a rank-3 (batch, time, features) input."""
+def _needs_time_axis(layer: Any, rank: int = 3) -> bool:
+    """True when the layer was built to check for the sequence's rank (batch and time axes included)."""
     specs = getattr(layer, "input_spec", None)
     specs = specs if isinstance(specs, (list, tuple)) else [specs]
-    return any(getattr(spec, "ndim", None) == 3 or getattr(spec, "min_ndim", None) == 3 for spec in specs if spec)
+    return any(getattr(spec, "ndim", None) == rank or getattr(spec, "min_ndim", None) == rank
+               for spec in specs if spec)
 
 
 def _call(layer: Any, tensor: Any) -> Any:
@@ -233,8 +262,8 @@ def _call(layer: Any, tensor: Any) -> Any:
     return layer(tensor)
 
 
-def _apply_direct(layer: Any) -> Callable[[Any, Any], Any]:
-    if _needs_time_axis(layer):
+def _apply_direct(layer: Any, rank: int = 3) -> Callable[[Any, Any], Any]:
+    if rank > 2 and _needs_time_axis(layer, rank):
         return _apply_through_time_axis(layer)
 
     def apply(module: Any, tensor: Any) -> Any:
@@ -244,13 +273,29 @@ def _apply_direct(layer: Any) -> Callable[[Any, Any], Any]:
 
 
 def _apply_through_time_axis(layer: Any) -> Callable[[Any, Any], Any]:
-    """Apply a layer whose weights were built for (batch, time, features) on a (1, features) step."""
+    """Apply a layer whose weights were built for (batch, time, ...) on one (1, ...) step."""
 
     def apply(module: Any, tensor: Any) -> Any:
-        width = int(tensor.shape[-1])
-        seq = module.layers.Reshape((1, width))(tensor)
+        step = tuple(int(d) for d in tensor.shape[1:])
+        seq = module.layers.Reshape((1, *step))(tensor)
         out = _call(layer, seq)
-        return module.layers.Reshape((int(out.shape[-1]),))(out)
+        return module.layers.Reshape(tuple(int(d) for d in out.shape[2:]))(out)
+
+    return apply
+
+
+def _apply_frame_twin(layer: Any) -> Callable[[Any, Any], Any]:
+    """A plain BatchNormalization built on (batch, time, H, W, C) insists on rank 5, and one step is a rank-4
+    frame. Through a reshape to (1, 1, H, W, C) it would compute the same, but the reshape stands between it and the
+    convolution before it, and TFLite's converter folds a batch norm into a convolution only when nothing does.
+    So the step model holds its twin built for one frame, with the trained layer's weights."""
+
+    def apply(module: Any, tensor: Any) -> Any:
+        config = {**layer.get_config(), "axis": -1, "name": f"{layer.name}_frame"}
+        twin = type(layer).from_config(config)
+        twin.build(tuple(tensor.shape))
+        twin.set_weights(layer.get_weights())
+        return twin(tensor, training=False)
 
     return apply
 
@@ -274,52 +319,117 @@ def _last_axis_ok(layer: Any, rank: int) -> str | None:
     return None
 
 
-def _step_layer(layer: Any, role: str, rank: int, steps: int | None) -> StepLayer | str:
-    """A StepLayer, or the reason the layer cannot run per step."""
+def _frame_obstacle(layer: Any) -> str | None:
+    """None when a per-frame layer computes what TFLite's NHWC kernels compute, else why not."""
+    fmt = getattr(layer, "data_format", None) or "channels_last"
+    if fmt != "channels_last":
+        return f"data_format={fmt}: edgernn streams channels_last frames (TFLite's layout)"
+    groups = int(getattr(layer, "groups", 1) or 1)
+    if type(layer).__name__ in CONV_LAYERS and groups != 1:
+        return f"groups={groups}: grouped convolutions are not supported"
+    return None
+
+
+def _keeps_time(layer: Any, steps: int | None) -> bool:
+    """True when the layer's output still has the input's time axis (so it acted on each step alone)."""
+    try:
+        out = tuple(layer.output.shape)
+    except (AttributeError, ValueError):
+        return True  # no symbolic output to check; the float self-check in convert still holds the result
+    return len(out) >= 3 and out[1] == steps
+
+
+def _reshape_step(layer: Any, role: str, rank: int, steps: int | None, shape: tuple[int, ...]) -> StepLayer | str:
+    target = tuple(layer.target_shape)
+    if rank == 2:
+        if len(target) == 1:
+            return StepLayer(layer=layer, role=role, apply=_apply_direct(layer))
+        return "it reshapes the output into more than one axis"
+    if len(target) < 2 or target[0] not in (-1, steps) or target[0] is None:
+        return "it changes the time axis"
+    per_step = target[1:]
+    if -1 not in per_step and int(np.prod(per_step)) != int(np.prod(shape)):
+        return f"it regroups the time axis (each step has {int(np.prod(shape))} values, the target step {per_step})"
+    if len(per_step) > 1 and role != "pre":
+        return "it leaves more than one feature axis after the recurrent layers"
+    return StepLayer(layer=layer, role=role, apply=lambda module, t, p=per_step: module.layers.Reshape(p)(t),
+                     note="keeps the time axis")
+
+
+def _step_layer(layer: Any, role: str, rank: int, steps: int | None,
+                shape: tuple[int, ...] = ()) -> StepLayer | str:
+    """A StepLayer, or the reason the layer cannot run per step. ``rank`` is the whole tensor's (batch and
+    time axes included, 2 after a last-step-only RNN), ``shape`` one step's."""
     kind = type(layer).__name__
     if kind == "TimeDistributed":
         inner = layer.layer
-        if type(inner).__name__ not in LAST_AXIS_LAYERS:
-            return f"it wraps {type(inner).__name__}, which edgernn does not apply per step"
-        return StepLayer(layer=layer, role=role, apply=_apply_direct(inner), note=f"per step: {type(inner).__name__}")
+        inner_kind = type(inner).__name__
+        if inner_kind in FRAME_LAYERS and role == "pre":
+            why = _frame_obstacle(inner)
+            if why:
+                return f"it wraps {inner_kind} with {why}"
+            # the inner layer was built for one frame (batch, H, W, C): the step's own tensor
+            return StepLayer(layer=layer, role=role, apply=_apply_direct(inner, 0), note=f"per frame: {inner_kind}")
+        if inner_kind not in LAST_AXIS_LAYERS:
+            return f"it wraps {inner_kind}, which edgernn does not apply per step"
+        return StepLayer(layer=layer, role=role, apply=_apply_direct(inner), note=f"per step: {inner_kind}")
     if kind in LAST_AXIS_LAYERS:
         why = _last_axis_ok(layer, rank)
         if why:
             return why
-        apply = _apply_through_time_axis(layer) if kind == "Normalization" and rank == 3 else _apply_direct(layer)
+        if kind == "BatchNormalization" and rank > 3 and _needs_time_axis(layer, rank):
+            return StepLayer(layer=layer, role=role, apply=_apply_frame_twin(layer), note="per frame (folded where it "
+                             "follows a convolution)")
+        apply = _apply_through_time_axis(layer) if kind == "Normalization" and rank == 3 else _apply_direct(layer, rank)
         return StepLayer(layer=layer, role=role, apply=apply)
     if kind == "Reshape":
-        target = tuple(layer.target_shape)
-        if rank == 2:
-            if len(target) == 1:
-                return StepLayer(layer=layer, role=role, apply=_apply_direct(layer))
-            return "it reshapes the output into more than one axis"
-        if len(target) == 2 and target[0] in (-1, steps) and target[0] is not None:
-            width = target[1]
-            return StepLayer(layer=layer, role=role, apply=lambda module, t, w=width: module.layers.Reshape((w,))(t),
-                             note="keeps the time axis")
-        return "it changes the time axis or leaves more than one feature axis"
+        return _reshape_step(layer, role, rank, steps, shape)
     if kind == "Flatten" and rank == 2:
         return StepLayer(layer=layer, role=role, apply=lambda module, t: t, note="identity on one vector")
+    if kind in FRAME_LAYERS and kind != "Flatten" and rank > 3:
+        # a plain per-frame layer on (batch, time, H, W, C), as tf_keras' Conv2D accepts (only before the RNN:
+        # after it a step is a vector, and the Reshape that would make it a frame again is refused)
+        why = _frame_obstacle(layer) or (None if _keeps_time(layer, steps) else "it changes the time axis")
+        if why:
+            return why
+        return StepLayer(layer=layer, role=role, apply=_apply_direct(layer, rank), note="per frame")
     return WHY_NOT.get(kind, "edgernn does not know how to run it one step at a time")
+
+
+def _step_shape(layer: Any, shape: tuple[int, ...], timed: bool) -> tuple[int, ...]:
+    """One step's shape after the layer (no batch axis, no time axis when ``timed``)."""
+    lead = 2 if timed else 1
+    try:
+        out = tuple(layer.output.shape)
+    except (AttributeError, ValueError):
+        out = tuple(layer.compute_output_shape((1, 1, *shape) if timed else (1, *shape)))
+    return tuple(int(d) if d is not None else 0 for d in out[lead:])  # 0: unknown (a dynamic axis)
+
+
+def _input_shape(model: Any) -> tuple[int | None, tuple[int, ...]]:
+    """(steps, one step's shape) of a (batch, time, features) or (batch, time, H, W, C) input."""
+    shape = tuple(model.inputs[0].shape)
+    if len(shape) not in (3, 5) or any(d is None for d in shape[2:]):
+        raise UnsupportedLayerError(
+            f"model '{model.name}' takes input of shape {shape}; edgernn streams (batch, time, features) "
+            "sequences or (batch, time, H, W, C) frames of a fixed size"
+        )
+    steps = shape[1] if shape[1] is None else int(shape[1])
+    return steps, tuple(int(d) for d in shape[2:])
 
 
 def decompose(model: Any, flavour: str) -> Plan:
     layers = _flat_layers(model)
     _check_chain(model, layers)
-    shape = tuple(model.inputs[0].shape)
-    if len(shape) != 3:
-        raise UnsupportedLayerError(
-            f"model '{model.name}' takes input of shape {shape}; edgernn streams (batch, time, features) sequences"
-        )
-    steps = shape[1] if shape[1] is None else int(shape[1])
-    features = int(shape[2])
+    steps, input_shape = _input_shape(model)
+    shape = input_shape
 
     pre, recurrent, head, dropped, order = [], [], [], [], []
     head_per_step = True
     for layer in layers:
         kind = type(layer).__name__
-        if kind in INFERENCE_NO_OPS:
+        inner_kind = type(layer.layer).__name__ if kind == "TimeDistributed" else None
+        if kind in INFERENCE_NO_OPS or inner_kind in INFERENCE_NO_OPS:
             if kind != "InputLayer":
                 dropped.append((layer, "identity at inference"))
                 order.append(("dropped", layer))
@@ -331,18 +441,23 @@ def decompose(model: Any, flavour: str) -> Plan:
                 raise _refuse(layer, f"it follows '{recurrent[-1].name}', which returns only its last step")
             if head:
                 raise _refuse(layer, "it follows head layers; put per-step layers before the first RNN layer")
+            if len(shape) > 1:
+                raise _refuse(layer, f"it receives frames of shape {shape}; flatten or pool each frame before it")
             rnn = _recurrent(layer)
             recurrent.append(rnn)
             order.append(("rnn", layer))
+            shape = (rnn.units,)
             continue
         if not recurrent:
-            role, rank = "pre", 3
+            role, rank = "pre", 2 + len(shape)
         else:
             head_per_step = recurrent[-1].return_sequences
             role, rank = ("head-step", 3) if head_per_step else ("head-final", 2)
-        step = _step_layer(layer, role, rank, steps)
+        step = _step_layer(layer, role, rank, steps, shape)
         if isinstance(step, str):
             raise _refuse(layer, step)
+        step.shape_in, step.shape_out = shape, _step_shape(layer, shape, rank > 2)
+        shape = step.shape_out
         (pre if role == "pre" else head).append(step)
         order.append((role, layer))
     if not recurrent:
@@ -351,6 +466,6 @@ def decompose(model: Any, flavour: str) -> Plan:
         )
     head_per_step = recurrent[-1].return_sequences
     return Plan(
-        model=model, flavour=flavour, features=features, steps=steps, pre=pre, recurrent=recurrent,
+        model=model, flavour=flavour, input_shape=input_shape, steps=steps, pre=pre, recurrent=recurrent,
         head=head, head_per_step=head_per_step, dropped=dropped, order=order,
     )

@@ -18,6 +18,8 @@ def keras_reference(model: Any, sequences: np.ndarray) -> np.ndarray | None:
     batch, steps = model.inputs[0].shape[0], model.inputs[0].shape[1]
     if steps is not None and int(steps) != sequences.shape[1]:
         return None
+    # a step may come flat (validate streams bytes): give it the model's own step shape, a frame's (H, W, C)
+    sequences = sequences.reshape(*sequences.shape[:2], *(int(d) for d in model.inputs[0].shape[2:]))
     stateful = [layer for layer in model.layers if getattr(layer, "stateful", False)]
     if batch is not None and int(batch) != 1 and (stateful or int(batch) != len(sequences)):
         return None

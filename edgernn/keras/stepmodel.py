@@ -65,7 +65,7 @@ def _call_cell(rnn, tensor: Any, states: list[Any]) -> tuple[Any, list[Any]]:
 
 def build_step_model(plan: Plan, keras_module: Any) -> StepModel:
     K = keras_module
-    x_in = K.Input(shape=(plan.features,), batch_size=1, name="x")
+    x_in = K.Input(shape=plan.input_shape, batch_size=1, name="x")  # one step: a vector or a frame
     inputs = [x_in]
     input_names = [("x", "x")]
     state_inputs = {}

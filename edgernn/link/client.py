@@ -241,6 +241,10 @@ class LinkClient:
         fixed_out = P.step_reply_size(0, info, flags)
         n = min((limit - 3) // max(per_in, 1), (limit - fixed_out) // per_out, 0xFFFF)
         if n < 1:
+            # a frame model's step input (H*W*C elements) can be the part that does not fit
+            if limit - 3 < per_in:
+                raise LinkError(f"one step does not fit in the device's {info.max_frame}-byte frames "
+                                f"({per_in} bytes of input per step); build it with a larger EDGERNN_LINK_MAX_FRAME")
             raise LinkError(f"one step does not fit in the device's {info.max_frame}-byte frames "
                             f"({per_out} bytes of answer per step); build it with a larger "
                             "EDGERNN_LINK_MAX_FRAME or ask for fewer states")

@@ -182,7 +182,8 @@ def convert_model(
 ) -> dict:
     """Convert ``model`` (a path or a Keras model) into ``out``/step.tflite and ``out``/manifest.json.
 
-    ``calib`` is a (sequences, steps, features) array or the path of a .npy file holding one.
+    ``calib`` is a (sequences, steps, features) array, (sequences, steps, H, W, C) for a model of frames, or
+    the path of a .npy file holding one.
     ``mode``: ``step`` (single-step cells), ``fused`` (one UNIDIRECTIONAL_SEQUENCE_LSTM per LSTM, refused
     with the reasons when the model does not allow it) or ``auto`` (fused where every RNN layer allows
     it, else step).
@@ -210,7 +211,7 @@ def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: A
         diagnosis = diagnose(plan, quant, mode)
         for line in diagnosis.lines():
             log(f"plan: {line}")
-        calibration = _calibration(calib, plan.features, quant, warn)
+        calibration = _calibration(calib, plan.input_shape, quant, warn)
         strategy = (FusedStrategy if diagnosis.fused else StepStrategy)(loaded, plan, log)
         manifest = _run_pipeline(strategy, loaded, plan, calibration, quant, staging, log)
         manifest.board = board
@@ -232,19 +233,21 @@ def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: A
         return folder.commit(staging, manifest)
 
 
-def _calibration(calib: Any, features: int, quant: str, warn: Log) -> Calibration:
+def _calibration(calib: Any, step: tuple[int, ...], quant: str, warn: Log) -> Calibration:
+    """``step``: one step's shape, (features,) or a frame (H, W, C)."""
     if calib is None:
         if quant != "float32":
             warn(
                 "WARNING: no --calib data given. Quantization ranges come from synthetic standard-normal "
                 "sequences, which are not what your model sees; pass --calib FILE.npy with real sequences "
-                "(sequences, steps, features) for a trustworthy int8/int16 model."
+                f"{'(sequences, steps, H, W, C)' if len(step) > 1 else '(sequences, steps, features)'} "
+                "for a trustworthy int8/int16 model."
             )
-        return Calibration(synthetic_calibration(features), "synthetic")
+        return Calibration(synthetic_calibration(step), "synthetic")
     if isinstance(calib, (str, os.PathLike)):
-        found = Calibration(load_sequences(calib, features), f"file:{Path(calib).name}")
+        found = Calibration(load_sequences(calib, step), f"file:{Path(calib).name}")
     else:
-        found = Calibration(check_sequences(calib, features, "calibration data"), "array")
+        found = Calibration(check_sequences(calib, step, "calibration data"), "array")
     low, high = float(found.sequences.min()), float(found.sequences.max())
     if low == high:
         warn(f"WARNING: the calibration data holds one value only ({low:g} everywhere): the quantization ranges "

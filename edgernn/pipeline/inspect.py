@@ -22,6 +22,7 @@ class Inspection:
     steps: int | None
     rows: list[dict]
     sequence_output: str
+    input_shape: tuple[int, ...] = ()  # one step: (features,) or a frame (H, W, C)
     quant: str = "int8"
     mode: str = "auto"
     plan_lines: list[str] = field(default_factory=list)
@@ -39,19 +40,37 @@ class Inspection:
     def state_elements(self) -> int:
         return sum(s["size"] for r in self.rows for s in r["states"])
 
+    @property
+    def activation_peak_elements(self) -> int:
+        return activation_peak(self.features, self.rows)
+
     def as_dict(self) -> dict:
         return {
             "model": self.model_name, "keras": self.keras, "features": self.features, "steps": self.steps,
+            "input_shape": list(self.input_shape), "activation_peak_elements": self.activation_peak_elements,
             "sequence_output": self.sequence_output, "params": self.params, "macs_per_step": self.macs_per_step,
             "state_elements": self.state_elements, "quant": self.quant, "mode": self.mode,
             "rnn_paths": self.plan_lines, "layers": self.rows, "boards": self.boards,
         }
 
 
-def board_fit(params: int, state_elements: int, features: int) -> list[dict]:
-    """Rough memory per shipped board: weights and state at each quantization against the budget of the
-    memory that holds the weights (placement.weights_memory, the last of a list: their home; else the largest
-    memory)."""
+def activation_peak(features: int, rows: list[dict]) -> int:
+    """The most activation elements alive at once in one step, by liveness along the chain: a layer's input
+    and output live together. An estimate before conversion: build plans the real arena (backend memplan) and
+    checks it against the board."""
+    peak, previous = features, features
+    for row in rows:
+        if row["path"] in ("dropped", "once, after the last step") or not row["activation_elements"]:
+            continue
+        peak = max(peak, previous + row["activation_elements"])
+        previous = row["activation_elements"]
+    return peak
+
+
+def board_fit(params: int, state_elements: int, activations: int) -> list[dict]:
+    """Rough memory per shipped board: weights, state and the activation peak (``activations`` elements) at
+    each quantization against the budget of the memory that holds the weights (placement.weights_memory, the
+    last of a list: their home; else the largest memory)."""
     from edgernn.targets.board import known_boards, load_board
 
     out = []
@@ -68,7 +87,7 @@ def board_fit(params: int, state_elements: int, features: int) -> list[dict]:
         entry = {"board": name, "memory_bytes": capacity}
         for quant, per in BYTES_PER_WEIGHT.items():
             act = 4 if quant == "float32" else (2 if quant == "int16" else 1)
-            entry[quant] = params * per + (state_elements + features) * act
+            entry[quant] = params * per + (state_elements + activations) * act
         out.append(entry)
     return out
 
@@ -85,13 +104,14 @@ def inspect_model(model: Any, *, unsafe: bool = False, quant: str = "int8", mode
         features=plan.features,
         steps=plan.steps,
         rows=rows,
+        input_shape=plan.input_shape,
         sequence_output="every step" if plan.head_per_step else "last step (head runs once)",
         quant=quant,
         mode=mode,
         plan_lines=diagnosis.lines(),
     )
     try:
-        result.boards = board_fit(result.params, result.state_elements, plan.features)
+        result.boards = board_fit(result.params, result.state_elements, result.activation_peak_elements)
     except EdgeRNNError:
         result.boards = []
     return result

@@ -27,7 +27,7 @@ SYNTHETIC_SEQUENCES, SYNTHETIC_STEPS = 16, 64
 
 @dataclass
 class Calibration:
-    sequences: np.ndarray  # (sequences, steps, features), float32
+    sequences: np.ndarray  # (sequences, steps, features) or (sequences, steps, H, W, C), float32
     source: str  # "file:<path>", "array" or "synthetic"
 
     def describe(self) -> dict:
@@ -35,15 +35,30 @@ class Calibration:
                 "x_min": float(self.sequences.min()), "x_max": float(self.sequences.max())}
 
 
-def check_sequences(data: Any, features: int, what: str) -> np.ndarray:
-    """A (sequences, steps, features) float32 array, or a one-line error naming what is wrong."""
+def step_shape(step: int | tuple[int, ...]) -> tuple[int, ...]:
+    """One step's shape: (features,) for a vector, (H, W, C) for a frame."""
+    return (int(step),) if isinstance(step, (int, np.integer)) else tuple(int(d) for d in step)
+
+
+def _expected(step: tuple[int, ...]) -> str:
+    return f"(sequences, steps, {', '.join(str(d) for d in step)})"
+
+
+def check_sequences(data: Any, step: int | tuple[int, ...], what: str) -> np.ndarray:
+    """A (sequences, steps, *step) float32 array, or a one-line error naming what is wrong.
+
+    ``step`` is one step's shape: the features of a vector, or a frame (H, W, C)."""
+    step = step_shape(step)
     array = np.asarray(data)
     if array.dtype.kind not in "fiu":
         raise EdgeRNNError(f"{what} has dtype {array.dtype}; expected float32 numbers")
-    if array.ndim != 3:
-        raise EdgeRNNError(f"{what} has shape {array.shape}; expected (sequences, steps, {features})")
-    if array.shape[2] != features:
-        raise EdgeRNNError(f"{what} has {array.shape[2]} features per step; the model takes {features} (shape {array.shape})")
+    if len(step) > 1 and array.ndim == 2 + len(step) and tuple(array.shape[2:]) != step:
+        raise EdgeRNNError(f"{what} has frames of shape {tuple(array.shape[2:])}; the model takes frames of shape "
+                           f"{step} (data shape {array.shape})")
+    if array.ndim != 2 + len(step):
+        raise EdgeRNNError(f"{what} has shape {array.shape}; expected {_expected(step)}")
+    if len(step) == 1 and array.shape[2] != step[0]:
+        raise EdgeRNNError(f"{what} has {array.shape[2]} features per step; the model takes {step[0]} (shape {array.shape})")
     if array.shape[0] == 0 or array.shape[1] == 0:
         raise EdgeRNNError(f"{what} is empty (shape {array.shape})")
     array = array.astype(np.float32)
@@ -93,15 +108,15 @@ def read_npy(path: str | Path, what: str, mmap: bool = False) -> np.ndarray:
         raise EdgeRNNError(f"{what} {path} is damaged or truncated ({exc})") from None
 
 
-def load_sequences(path: str | Path, features: int, what: str = "calibration data") -> np.ndarray:
+def load_sequences(path: str | Path, step: int | tuple[int, ...], what: str = "calibration data") -> np.ndarray:
     path = Path(path)
-    return check_sequences(read_npy(path, what), features, f"{what} {path.name}")
+    return check_sequences(read_npy(path, what), step, f"{what} {path.name}")
 
 
-def synthetic_calibration(features: int, seed: int = 0) -> np.ndarray:
+def synthetic_calibration(step: int | tuple[int, ...], seed: int = 0) -> np.ndarray:
     """The documented fallback: standard-normal sequences. Real trajectories are always better."""
     rng = np.random.default_rng(seed)
-    return rng.standard_normal((SYNTHETIC_SEQUENCES, SYNTHETIC_STEPS, features)).astype(np.float32)
+    return rng.standard_normal((SYNTHETIC_SEQUENCES, SYNTHETIC_STEPS, *step_shape(step))).astype(np.float32)
 
 
 def run_step_sequences(tflite: bytes, sequences: np.ndarray, state_keys: list[str], x_key: str = "x",

@@ -62,8 +62,26 @@ def _features(manifest: dict) -> int:
     return _size(manifest["inputs"][0])
 
 
+def _step_shape(manifest: dict) -> tuple[int, ...]:
+    """One step's shape: the input tensor's without its batch axis, (H, W, C) for a model of frames."""
+    return tuple(int(d) for d in manifest["inputs"][0]["shape"][1:])
+
+
+def _flat_frames(array: np.ndarray, step: tuple[int, ...]) -> np.ndarray:
+    """(sequences, steps, H, W, C) frames as (sequences, steps, H*W*C), the bytes the device reads per step;
+    frames of another shape are one line naming both."""
+    if len(step) < 2 or array.ndim < 3:
+        return array
+    frame = tuple(int(d) for d in array.shape[2:])
+    if frame != step:
+        raise EdgeRNNError(f"test data has frames of shape {frame}; the model takes frames of shape {step} "
+                           f"(data shape {tuple(array.shape)})")
+    return array.reshape(*array.shape[:2], int(np.prod(step)))
+
+
 class TestSequences:
-    """Test inputs (sequences, steps, features) in the model's units, handed out a chunk at a time:
+    """Test inputs (sequences, steps, features) in the model's units, handed out a chunk at a time (a model of
+    frames takes (sequences, steps, H, W, C), flattened per step):
     from a .npy file (memory-mapped), an array, or made up chunk by chunk."""
 
     def __init__(self, data: Any, manifest: dict, steps: int | None, sequences: int = 1, seed: int = 0):
@@ -87,6 +105,7 @@ class TestSequences:
             raise EdgeRNNError(f"test data has dtype {array.dtype}; expected float32 numbers")
         if array.ndim == 2 and features == 1 and array.shape[-1] != 1:
             array = array[..., None]
+        array = _flat_frames(array, _step_shape(manifest))
         if array.ndim != 3 or array.shape[2] != features or array.shape[0] < 1 or array.shape[1] < 1:
             raise EdgeRNNError(f"test data of shape {tuple(array.shape)} does not fit the model: expected "
                                f"(sequences, steps, {features}) in the model's input units")
@@ -374,7 +393,8 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
     """Validate the firmware of ``out_dir`` on its board; returns the report (``report["pass"]``).
 
     ``port``: a pyserial URL; without one an emulated board is started and stopped here.
-    ``data``: .npy path or array (sequences, steps, features) in the model's input units; else
+    ``data``: .npy path or array (sequences, steps, features), or (sequences, steps, H, W, C) for a model of
+    frames, in the model's input units; else
     ``steps`` x ``sequences`` synthetic steps. ``save``: write the device's outputs to this .npz.
     ``reference`` replaces the interpreter (tests only): an object with ``start()`` and
     ``advance(xq_chunk) -> ReferenceRun``. ``view`` shows the run (the command line's is
