@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from edgernn.errors import UnsupportedLayerError
+from edgernn.keras.conv1d import CONV_KINDS, CausalConv, causal_conv
 
 # Layers that are the identity at inference.
 INFERENCE_NO_OPS = {
@@ -36,7 +37,6 @@ KNOWN_CELLS = {
 WHY_NOT = {
     "Bidirectional": "it runs a second RNN backwards from the end, so it needs the future of the sequence",
     "Masking": "it skips time steps by value, while the device runs every step it is given",
-    "Conv1D": "it convolves along time, mixing neighbouring steps (future ones for a non-causal kernel)",
     "SeparableConv1D": "it convolves along time, mixing neighbouring steps",
     "DepthwiseConv1D": "it convolves along time, mixing neighbouring steps",
     "Conv1DTranspose": "it convolves along time, mixing neighbouring steps",
@@ -102,7 +102,7 @@ class Plan:
     features: int
     steps: int | None
     pre: list[StepLayer]
-    recurrent: list[RecurrentLayer]
+    recurrent: list[RecurrentLayer | CausalConv]  # the stateful layers, in model order
     head: list[StepLayer]
     head_per_step: bool
     dropped: list[tuple[Any, str]]
@@ -326,12 +326,14 @@ def decompose(model: Any, flavour: str) -> Plan:
             continue
         if kind == "Bidirectional":
             raise _refuse(layer, WHY_NOT["Bidirectional"])
-        if kind in RECURRENT_LAYERS:
+        if kind in RECURRENT_LAYERS or kind in CONV_KINDS:
             if recurrent and not recurrent[-1].return_sequences:
                 raise _refuse(layer, f"it follows '{recurrent[-1].name}', which returns only its last step")
             if head:
                 raise _refuse(layer, "it follows head layers; put per-step layers before the first RNN layer")
-            rnn = _recurrent(layer)
+            rnn = _recurrent(layer) if kind in RECURRENT_LAYERS else causal_conv(layer)
+            if isinstance(rnn, str):
+                raise _refuse(layer, rnn)
             recurrent.append(rnn)
             order.append(("rnn", layer))
             continue

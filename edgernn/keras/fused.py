@@ -73,6 +73,9 @@ def _cell_attr(rnn: RecurrentLayer, name: str, default: Any = None) -> Any:
 
 def lstm_obstacle(rnn: RecurrentLayer, quant: str) -> str | None:
     """None when this recurrent layer can be one fused op, else the exact attribute that stops it."""
+    if not hasattr(rnn, "cell"):  # a causal Conv1D (edgernn/keras/conv1d.py)
+        return (f"{rnn.kind} keeps its last inputs as a state, which only the step path keeps "
+                "(the fused model holds LSTM ops only)")
     cell_kind = type(rnn.cell).__name__
     if cell_kind != "LSTMCell" or rnn.kind not in ("LSTM", "RNN"):
         what = rnn.kind if rnn.kind != "RNN" else f"RNN({cell_kind})"
