@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgernn.keras.conv1d import CausalConv
 from edgernn.keras.decompose import Plan
 from edgernn.keras.fused import Diagnosis
 
@@ -42,7 +43,10 @@ def layer_rows(plan: Plan, diagnosis: Diagnosis | None = None) -> list[dict]:
             rnn = recurrent[id(layer)]
             choice = paths.get(rnn.name)
             row["path"] = choice.path if choice else "step"
-            if row["path"] == "fused":
+            if isinstance(rnn, CausalConv):
+                first = "one step of the convolution, its past inputs as state (input and output)"
+                row["macs_per_step"] = rnn.kernel_size * rnn.channels_in * rnn.channels_out
+            elif row["path"] == "fused":
                 first = "one UNIDIRECTIONAL_SEQUENCE_LSTM op per step, state in its variable tensors"
             else:
                 first = "cell called once per step, state as input and output"
