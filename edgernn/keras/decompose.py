@@ -65,7 +65,7 @@ class StepLayer:
     """A layer applied to one step's vector."""
 
     layer: Any
-    role: str  # "pre", "head-step" or "head-final"
+    role: str  # "pre", "mid" (between two stateful layers), "head-step" or "head-final"
     apply: Callable[[Any, Any], Any]  # (keras_module, tensor) -> tensor
     note: str = ""
 
@@ -107,6 +107,8 @@ class Plan:
     head_per_step: bool
     dropped: list[tuple[Any, str]]
     order: list[tuple[str, Any]]  # (role, layer) in model order, dropped layers included
+    # Per-step layers between two stateful layers, by the name of the one they follow (Conv1D -> ReLU -> GRU).
+    between: dict[str, list[StepLayer]] = field(default_factory=dict)
 
     @property
     def state_specs(self) -> list[tuple[str, int, RecurrentLayer]]:
@@ -304,6 +306,15 @@ def _step_layer(layer: Any, role: str, rank: int, steps: int | None) -> StepLaye
     return WHY_NOT.get(kind, "edgernn does not know how to run it one step at a time")
 
 
+def _as_between(steps: list[StepLayer], order: list[tuple[str, Any]]) -> list[StepLayer]:
+    """Per-step layers taken for the head, given role "mid" (in ``order`` too): a stateful layer follows them."""
+    moved = {id(step.layer) for step in steps}
+    order[:] = [("mid", layer) if id(layer) in moved else (role, layer) for role, layer in order]
+    for step in steps:
+        step.role = "mid"
+    return steps
+
+
 def decompose(model: Any, flavour: str) -> Plan:
     layers = _flat_layers(model)
     _check_chain(model, layers)
@@ -316,6 +327,7 @@ def decompose(model: Any, flavour: str) -> Plan:
     features = int(shape[2])
 
     pre, recurrent, head, dropped, order = [], [], [], [], []
+    between: dict[str, list[StepLayer]] = {}
     head_per_step = True
     for layer in layers:
         kind = type(layer).__name__
@@ -329,8 +341,9 @@ def decompose(model: Any, flavour: str) -> Plan:
         if kind in RECURRENT_LAYERS or kind in CONV_KINDS:
             if recurrent and not recurrent[-1].return_sequences:
                 raise _refuse(layer, f"it follows '{recurrent[-1].name}', which returns only its last step")
-            if head:
-                raise _refuse(layer, "it follows head layers; put per-step layers before the first RNN layer")
+            if head:  # what looked like a per-step head runs between the last stateful layer and this one
+                between[recurrent[-1].name] = _as_between(head, order)
+                head = []
             rnn = _recurrent(layer) if kind in RECURRENT_LAYERS else causal_conv(layer)
             if isinstance(rnn, str):
                 raise _refuse(layer, rnn)
@@ -354,5 +367,5 @@ def decompose(model: Any, flavour: str) -> Plan:
     head_per_step = recurrent[-1].return_sequences
     return Plan(
         model=model, flavour=flavour, features=features, steps=steps, pre=pre, recurrent=recurrent,
-        head=head, head_per_step=head_per_step, dropped=dropped, order=order,
+        head=head, head_per_step=head_per_step, dropped=dropped, order=order, between=between,
     )

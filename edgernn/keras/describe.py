@@ -35,7 +35,7 @@ def layer_rows(plan: Plan, diagnosis: Diagnosis | None = None) -> list[dict]:
     paths = {p.layer: p for p in diagnosis.paths} if diagnosis else {}
     rows = []
     recurrent = {id(r.layer): r for r in plan.recurrent}
-    steps = {id(s.layer): s for s in [*plan.pre, *plan.head]}
+    steps = {id(s.layer): s for s in [*plan.pre, *plan.head, *(s for b in plan.between.values() for s in b)]}
     for role, layer in plan.order:
         row = {"name": layer.name, "class": type(layer).__name__, "role": role, "params": _params(layer),
                "macs_per_step": _matrix_macs(layer), "states": [], "path": "", "why": ""}
@@ -61,7 +61,7 @@ def layer_rows(plan: Plan, diagnosis: Diagnosis | None = None) -> list[dict]:
             row["why"] = "identity at inference"
         else:
             step = steps[id(layer)]
-            row["path"] = {"pre": "per step", "head-step": "per step", "head-final": "once, after the last step"}[role]
+            row["path"] = {"pre": "per step", "mid": "per step", "head-step": "per step", "head-final": "once, after the last step"}[role]
             row["why"] = step.note or ("acts on the features of one step" if role != "head-final" else "runs on the last output")
         rows.append(row)
     return rows

@@ -87,6 +87,8 @@ def build_step_model(plan: Plan, keras_module: Any) -> StepModel:
             z, updated = conv_step(K, rnn, z, states)
         else:
             z, updated = _call_cell(rnn, z, states)
+        for step in plan.between.get(rnn.name, ()):
+            z = step.apply(K, z)
         new_states.extend(updated)
     if plan.head_per_step:
         for step in plan.head:

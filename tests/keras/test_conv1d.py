@@ -35,16 +35,25 @@ def conv_gru(k: int, d: int, c_in: int = 3, c_out: int = 4, **conv):
 
 
 def tcn_gru(seed: int = 0):
-    """A small causal TCN (two dilated Conv1Ds, ReLU) before a GRU, and a per-step Dense head."""
+    """A small causal TCN (dilations 1, 2, 4; BatchNormalization and ReLU between two of the convs) before a
+    GRU, and a per-step Dense head."""
     keras = _keras(seed)
     L = keras.layers
     return keras.Sequential([
         keras.Input((None, 2)),
         L.Conv1D(8, 3, padding="causal", dilation_rate=1, activation="relu"),
-        L.Conv1D(8, 3, padding="causal", dilation_rate=2, activation="relu"),
+        L.Conv1D(8, 3, padding="causal", dilation_rate=2), L.BatchNormalization(), L.ReLU(), L.Dropout(0.1),
         L.Conv1D(6, 2, padding="causal", dilation_rate=4),
         L.GRU(12, return_sequences=True), L.Dense(1),
     ], name="tcn_gru")
+
+
+def gru_dense_gru(seed: int = 0):
+    """Per-step layers between two RNNs (no conv): they run between the two cells."""
+    keras = _keras(seed)
+    L = keras.layers
+    return keras.Sequential([keras.Input((None, 3)), L.GRU(6, return_sequences=True),
+                             L.Dense(5, activation="tanh"), L.GRU(4, return_sequences=True)], name="gru_dense_gru")
 
 
 def conv_between(seed: int = 0):
@@ -108,7 +117,7 @@ def test_causal_conv_step_equals_the_sequence_conv(k, d):
     assert_step_model_matches(conv_gru(k, d, activation="relu"))
 
 
-@pytest.mark.parametrize("builder", [tcn_gru, conv_between, conv_head], ids=lambda b: b.__name__)
+@pytest.mark.parametrize("builder", [tcn_gru, conv_between, conv_head, gru_dense_gru], ids=lambda b: b.__name__)
 def test_stacked_before_between_and_after_rnns(builder):
     assert_step_model_matches(builder())
 
@@ -127,6 +136,15 @@ def test_the_state_is_the_last_inputs_oldest_first():
     for x in xs:
         _, buf, h = [np.asarray(t) for t in step.keras_model([x[None], buf, h])]
     np.testing.assert_array_equal(buf[0], xs[-4:].reshape(-1))
+
+
+def test_per_step_layers_between_stateful_layers_are_mid():
+    plan = decompose(tcn_gru(), "keras3")
+    roles = [(role, type(layer).__name__) for role, layer in plan.order]
+    assert roles[1:5] == [("rnn", "Conv1D"), ("mid", "BatchNormalization"), ("mid", "ReLU"), ("dropped", "Dropout")]
+    assert [step.role for steps in plan.between.values() for step in steps] == ["mid", "mid"]
+    assert [type(step.layer).__name__ for step in plan.head] == ["Dense"]
+    assert [row["path"] for row in _rows(plan)][2:4] == ["per step", "per step"]
 
 
 def test_a_one_wide_kernel_has_no_state():
@@ -190,11 +208,21 @@ def test_a_conv_before_an_lstm_takes_the_step_path_with_the_reason():
         diagnose(plan, "int8", "fused")
 
 
+def test_a_layer_between_two_lstms_takes_the_step_path_with_the_reason():
+    keras = _keras()
+    L = keras.layers
+    model = keras.Sequential([keras.Input((None, 3)), L.LSTM(6, return_sequences=True, name="first"),
+                              L.Dense(4, name="mix"), L.LSTM(5, name="second")])
+    diagnosis = diagnose(decompose(model, "keras3"), "int8", "auto")
+    assert not diagnosis.fused
+    assert all("'mix'" in p.why and "between two RNN layers" in p.why for p in diagnosis.paths)
+
+
 # ---------------------------------------------------------------- the generated C against the interpreter
 
-C_MODELS = {"tcn_gru": tcn_gru, "conv_between": conv_between, "conv_head": conv_head}
+C_MODELS = {"tcn_gru": tcn_gru, "conv_between": conv_between, "conv_head": conv_head, "gru_dense_gru": gru_dense_gru}
 C_CASES = [("tcn_gru", q) for q in ("float32", "int8", "int16")] + [
-    ("conv_between", "int8"), ("conv_between", "int16"), ("conv_head", "int8")]
+    ("conv_between", "int8"), ("conv_between", "int16"), ("conv_head", "int8"), ("gru_dense_gru", "int8")]
 
 
 @pytest.mark.slow
@@ -208,7 +236,7 @@ def test_generated_c_matches_the_interpreter(tmp_path, name, quant):
     features = int(model.inputs[0].shape[-1])
     with contextlib.redirect_stdout(io.StringIO()):
         manifest = convert_model(model, out, quant=quant, calib=zoo.trajectories(8, 60, features, 1), mode="step")
-    assert any(s["name"].endswith(".buf") for s in manifest["states"])
+    assert any(s["name"].endswith(".buf") for s in manifest["states"]) == name.startswith(("tcn", "conv"))
     built = H.build(out)
     sequences = {"trajectory": zoo.trajectories(1, 120, features, seed=11)[0],
                  "random": np.random.default_rng(3).normal(0.0, 1.5, size=(60, features)).astype(np.float32)}
