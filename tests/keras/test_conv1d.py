@@ -122,6 +122,24 @@ def test_stacked_before_between_and_after_rnns(builder):
     assert_step_model_matches(builder())
 
 
+def test_a_tf_keras_model_streams_the_same_way():
+    from edgernn import tfenv
+
+    tk = tfenv.tf_keras()
+    if tk is None:
+        pytest.skip("tf_keras is not installed")
+    tk.utils.set_random_seed(0)
+    L = tk.layers
+    model = tk.Sequential([tk.Input((None, 3)), L.Conv1D(5, 3, padding="causal", dilation_rate=2, activation="relu"),
+                           L.ReLU(), L.Conv1D(4, 2, padding="causal"), L.GRU(6, return_sequences=True)])
+    plan = decompose(model, "tf_keras")
+    step = build_step_model(plan, tk)
+    xs = zoo.trajectories(1, 20, 3, seed=4)
+    want = np.asarray(model(xs), np.float32)
+    got = _run_step_model(plan, step, xs)
+    assert np.abs(got - want).max() <= 1e-5 * float(np.abs(want).max())
+
+
 def test_the_state_is_the_last_inputs_oldest_first():
     model = conv_gru(3, 2, c_in=2)
     plan = decompose(model, "keras3")
