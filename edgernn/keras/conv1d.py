@@ -10,8 +10,12 @@ At step t a causal convolution of kernel size k and dilation d reads x[t-(k-1)d 
 
 The zero initial state is the zero padding Keras puts on the left of a causal conv, so the step model
 equals the sequence model from t = 0. In TFLite this is CONCATENATION, RESHAPE, STRIDED_SLICE and
-FULLY_CONNECTED; the concatenation gives buf, x_t and buf' one quantization, which is what lets the
-shift stay exact in int8 and int16.
+FULLY_CONNECTED. The quantizer gives a concatenation's operands one scale and ties each state's input
+to its output, so buf, the window and buf' share one quantization: the shift moves bytes and stays exact
+in int8 and int16.
+
+The shift costs copies of the whole buffer every step (into the window, out of it, back into the state);
+a ring buffer would avoid them but needs an integer write index as a state, which does not quantize.
 """
 
 from __future__ import annotations
