@@ -362,7 +362,8 @@ def decompose(model: Any, flavour: str) -> Plan:
         order.append((role, layer))
     if not recurrent:
         raise UnsupportedLayerError(
-            f"model '{model.name}' has no recurrent layer (LSTM, GRU, SimpleRNN, RNN, CfC, LTC); nothing to stream"
+            f"model '{model.name}' has no recurrent layer (LSTM, GRU, SimpleRNN, RNN, CfC, LTC) "
+            "and no causal Conv1D; nothing to stream"
         )
     head_per_step = recurrent[-1].return_sequences
     return Plan(

@@ -122,6 +122,15 @@ def test_stacked_before_between_and_after_rnns(builder):
     assert_step_model_matches(builder())
 
 
+def test_causal_convs_alone_stream_a_fixed_length_functional_model():
+    keras = _keras()
+    L = keras.layers
+    x = keras.Input((40, 3))
+    z = L.Conv1D(4, 3, padding="causal", dilation_rate=2, activation="relu")(x)
+    model = keras.Model(x, L.Conv1D(2, 2, padding="causal")(z), name="tcn_only")
+    assert_step_model_matches(model, steps=40)
+
+
 def test_a_tf_keras_model_streams_the_same_way():
     from edgernn import tfenv
 
