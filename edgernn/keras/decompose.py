@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from edgernn.errors import UnsupportedLayerError
+from edgernn.keras.conv1d import CONV_KINDS, CausalConv, causal_conv
 
 # Layers that are the identity at inference.
 INFERENCE_NO_OPS = {
@@ -49,7 +50,6 @@ KNOWN_CELLS = {
 WHY_NOT = {
     "Bidirectional": "it runs a second RNN backwards from the end, so it needs the future of the sequence",
     "Masking": "it skips time steps by value, while the device runs every step it is given",
-    "Conv1D": "it convolves along time, mixing neighbouring steps (future ones for a non-causal kernel)",
     "SeparableConv1D": "it convolves along time, mixing neighbouring steps",
     "DepthwiseConv1D": "it convolves along time, mixing neighbouring steps",
     "Conv1DTranspose": "it convolves along time, mixing neighbouring steps",
@@ -86,7 +86,7 @@ class StepLayer:
     """A layer applied to one step's vector."""
 
     layer: Any
-    role: str  # "pre", "head-step" or "head-final"
+    role: str  # "pre", "mid" (between two stateful layers), "head-step" or "head-final"
     apply: Callable[[Any, Any], Any]  # (keras_module, tensor) -> tensor
     note: str = ""
     shape_in: tuple[int, ...] = ()  # one step's shape (no batch, no time axis) before and after the layer
@@ -125,11 +125,13 @@ class Plan:
     input_shape: tuple[int, ...]  # one step: (features,) or a frame (H, W, C)
     steps: int | None
     pre: list[StepLayer]
-    recurrent: list[RecurrentLayer]
+    recurrent: list[RecurrentLayer | CausalConv]  # the stateful layers, in model order
     head: list[StepLayer]
     head_per_step: bool
     dropped: list[tuple[Any, str]]
     order: list[tuple[str, Any]]  # (role, layer) in model order, dropped layers included
+    # Per-step layers between two stateful layers, by the name of the one they follow (Conv1D -> ReLU -> GRU).
+    between: dict[str, list[StepLayer]] = field(default_factory=dict)
 
     @property
     def state_specs(self) -> list[tuple[str, int, RecurrentLayer]]:
@@ -418,6 +420,15 @@ def _input_shape(model: Any) -> tuple[int | None, tuple[int, ...]]:
     return steps, tuple(int(d) for d in shape[2:])
 
 
+def _as_between(steps: list[StepLayer], order: list[tuple[str, Any]]) -> list[StepLayer]:
+    """Per-step layers taken for the head, given role "mid" (in ``order`` too): a stateful layer follows them."""
+    moved = {id(step.layer) for step in steps}
+    order[:] = [("mid", layer) if id(layer) in moved else (role, layer) for role, layer in order]
+    for step in steps:
+        step.role = "mid"
+    return steps
+
+
 def decompose(model: Any, flavour: str) -> Plan:
     layers = _flat_layers(model)
     _check_chain(model, layers)
@@ -425,6 +436,7 @@ def decompose(model: Any, flavour: str) -> Plan:
     shape = input_shape
 
     pre, recurrent, head, dropped, order = [], [], [], [], []
+    between: dict[str, list[StepLayer]] = {}
     head_per_step = True
     for layer in layers:
         kind = type(layer).__name__
@@ -436,14 +448,17 @@ def decompose(model: Any, flavour: str) -> Plan:
             continue
         if kind == "Bidirectional":
             raise _refuse(layer, WHY_NOT["Bidirectional"])
-        if kind in RECURRENT_LAYERS:
+        if kind in RECURRENT_LAYERS or kind in CONV_KINDS:
             if recurrent and not recurrent[-1].return_sequences:
                 raise _refuse(layer, f"it follows '{recurrent[-1].name}', which returns only its last step")
-            if head:
-                raise _refuse(layer, "it follows head layers; put per-step layers before the first RNN layer")
+            if head:  # what looked like a per-step head runs between the last stateful layer and this one
+                between[recurrent[-1].name] = _as_between(head, order)
+                head = []
             if len(shape) > 1:
                 raise _refuse(layer, f"it receives frames of shape {shape}; flatten or pool each frame before it")
-            rnn = _recurrent(layer)
+            rnn = _recurrent(layer) if kind in RECURRENT_LAYERS else causal_conv(layer)
+            if isinstance(rnn, str):
+                raise _refuse(layer, rnn)
             recurrent.append(rnn)
             order.append(("rnn", layer))
             shape = (rnn.units,)
@@ -462,10 +477,11 @@ def decompose(model: Any, flavour: str) -> Plan:
         order.append((role, layer))
     if not recurrent:
         raise UnsupportedLayerError(
-            f"model '{model.name}' has no recurrent layer (LSTM, GRU, SimpleRNN, RNN, CfC, LTC); nothing to stream"
+            f"model '{model.name}' has no recurrent layer (LSTM, GRU, SimpleRNN, RNN, CfC, LTC) "
+            "and no causal Conv1D; nothing to stream"
         )
     head_per_step = recurrent[-1].return_sequences
     return Plan(
         model=model, flavour=flavour, input_shape=input_shape, steps=steps, pre=pre, recurrent=recurrent,
-        head=head, head_per_step=head_per_step, dropped=dropped, order=order,
+        head=head, head_per_step=head_per_step, dropped=dropped, order=order, between=between,
     )

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from edgernn.keras.conv1d import CausalConv
 from edgernn.keras.decompose import Plan, StepLayer
 from edgernn.keras.fused import Diagnosis
 
@@ -62,7 +63,7 @@ def layer_rows(plan: Plan, diagnosis: Diagnosis | None = None) -> list[dict]:
     paths = {p.layer: p for p in diagnosis.paths} if diagnosis else {}
     rows = []
     recurrent = {id(r.layer): r for r in plan.recurrent}
-    steps = {id(s.layer): s for s in [*plan.pre, *plan.head]}
+    steps = {id(s.layer): s for s in [*plan.pre, *plan.head, *(s for b in plan.between.values() for s in b)]}
     for role, layer in plan.order:
         row = {"name": layer.name, "class": type(layer).__name__, "role": role, "params": _params(layer),
                "macs_per_step": _matrix_macs(layer), "states": [], "path": "", "why": "",
@@ -71,7 +72,10 @@ def layer_rows(plan: Plan, diagnosis: Diagnosis | None = None) -> list[dict]:
             rnn = recurrent[id(layer)]
             choice = paths.get(rnn.name)
             row["path"] = choice.path if choice else "step"
-            if row["path"] == "fused":
+            if isinstance(rnn, CausalConv):
+                first = "one step of the convolution, its past inputs as state (input and output)"
+                row["macs_per_step"] = rnn.kernel_size * rnn.channels_in * rnn.channels_out
+            elif row["path"] == "fused":
                 first = "one UNIDIRECTIONAL_SEQUENCE_LSTM op per step, state in its variable tensors"
             else:
                 first = "cell called once per step, state as input and output"
@@ -87,7 +91,7 @@ def layer_rows(plan: Plan, diagnosis: Diagnosis | None = None) -> list[dict]:
             row["why"] = "identity at inference"
         else:
             step = steps[id(layer)]
-            row["path"] = {"pre": "per step", "head-step": "per step", "head-final": "once, after the last step"}[role]
+            row["path"] = {"pre": "per step", "mid": "per step", "head-step": "per step", "head-final": "once, after the last step"}[role]
             row["why"] = step.note or ("acts on the features of one step" if role != "head-final" else "runs on the last output")
             row["output_shape"], row["activation_elements"] = list(step.shape_out), int(np.prod(step.shape_out))
             macs = _frame_macs(layer, step)

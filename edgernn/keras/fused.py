@@ -73,6 +73,9 @@ def _cell_attr(rnn: RecurrentLayer, name: str, default: Any = None) -> Any:
 
 def lstm_obstacle(rnn: RecurrentLayer, quant: str) -> str | None:
     """None when this recurrent layer can be one fused op, else the exact attribute that stops it."""
+    if not hasattr(rnn, "cell"):  # a causal Conv1D (edgernn/keras/conv1d.py)
+        return (f"{rnn.kind} keeps its last inputs as a state, which only the step path keeps "
+                "(the fused model holds LSTM ops only)")
     cell_kind = type(rnn.cell).__name__
     if cell_kind != "LSTMCell" or rnn.kind not in ("LSTM", "RNN"):
         what = rnn.kind if rnn.kind != "RNN" else f"RNN({cell_kind})"
@@ -157,6 +160,8 @@ def diagnose(plan: Plan, quant: str, mode: str = "auto") -> Diagnosis:
             own = {name: why or "tf_keras is not installed (the fused model is rebuilt in it)" for name, why in own.items()}
     around = [why for step in [*plan.pre, *(plan.head if plan.head_per_step else [])]
               for why in [_layer_obstacle(step.layer, plan.flavour)] if why]
+    around += [f"layer '{step.layer.name}' ({type(step.layer).__name__}) sits between two RNN layers, "
+               "where only the step path runs per-step layers" for steps in plan.between.values() for step in steps]
     blocked = [name for name, why in own.items() if why]
     fused = mode != "step" and not blocked and not around
     paths = []

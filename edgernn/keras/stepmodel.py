@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from edgernn.keras.conv1d import CausalConv, conv_step
 from edgernn.keras.decompose import Plan
 
 
@@ -82,7 +83,12 @@ def build_step_model(plan: Plan, keras_module: Any) -> StepModel:
     new_states = []
     for rnn in plan.recurrent:
         states = [state_inputs[name] for name in rnn.public_state_names()]
-        z, updated = _call_cell(rnn, z, states)
+        if isinstance(rnn, CausalConv):
+            z, updated = conv_step(K, rnn, z, states)
+        else:
+            z, updated = _call_cell(rnn, z, states)
+        for step in plan.between.get(rnn.name, ()):
+            z = step.apply(K, z)
         new_states.extend(updated)
     if plan.head_per_step:
         for step in plan.head:
