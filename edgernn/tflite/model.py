@@ -107,7 +107,8 @@ def constant_bytes(model: "schema.ModelT") -> int:
 
 
 def macs(model: "schema.ModelT") -> int:
-    """Multiply-accumulates of one invoke: matrix products, plus one per element of MUL."""
+    """Multiply-accumulates of one invoke: matrix products and convolutions (every output element times its
+    window), plus one per element of MUL."""
     graph = model.subgraphs[0]
     total = 0
     for op in graph.operators or []:
@@ -125,6 +126,14 @@ def macs(model: "schema.ModelT") -> int:
             w = graph.tensors[op.inputs[4]].shape  # input-to-cell weights: (units, features)
             units, features = int(w[0]), int(w[1])
             total += 4 * units * (features + units) + 3 * units
+        elif name in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+            # weights (out channels, kh, kw, in channels) and (1, kh, kw, channels): a window per output
+            w = [int(d) for d in graph.tensors[op.inputs[1]].shape]
+            window = w[1] * w[2] * (w[3] if name == "CONV_2D" else 1)
+            size = 1
+            for dim in graph.tensors[op.outputs[0]].shape:
+                size *= int(dim)
+            total += size * window
         elif name == "MUL":
             size = 1
             for dim in graph.tensors[op.outputs[0]].shape:

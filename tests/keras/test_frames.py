@@ -155,6 +155,19 @@ def front_end(keras, rnn: str = "LSTM"):
     ])
 
 
+@pytest.mark.parametrize("depthwise", [False, True], ids=["conv", "depthwise"])
+def test_the_manifest_counts_each_convolution_output_times_its_window(tmp_path, depthwise):
+    keras = _keras3()
+    L = keras.layers
+    conv = L.DepthwiseConv2D(3, strides=2, padding="same", depth_multiplier=2) if depthwise else \
+        L.Conv2D(4, 3, strides=2, padding="same")
+    model = keras.Sequential([keras.Input((None, *FRAME)), L.TimeDistributed(conv), L.TimeDistributed(L.Flatten()),
+                              L.Dense(3), L.SimpleRNN(2, return_sequences=True)])
+    _, manifest = convert(model, tmp_path, "float32")
+    window = 3 * 3 * (1 if depthwise else FRAME[2])       # 4x4x4 outputs either way (8x8 at stride 2)
+    assert manifest["macs_per_step"] == 4 * 4 * 4 * window + 64 * 3 + 3 * 2 + 2 * 2
+
+
 @pytest.mark.parametrize("quant", ["int8", "int16"])
 @pytest.mark.parametrize("rnn", ["LSTM", "GRU"])
 def test_quantized_frame_model_is_near_the_float_one(tmp_path, quant, rnn):
