@@ -399,6 +399,11 @@ KERNELS: list[Kernel] = [
            doc="The window's in-frame sum over their count, halves away from zero (TFLite's reference)."),
     Kernel("edgernn_avg_pool_s16",
            "const edgernn_conv_geom_t *g, const int16_t *in, int32_t act_min, int32_t act_max, int16_t *out"),
+    Kernel("edgernn_leaky_relu_f32", "const float *in, float alpha, int n, float *out",
+           section="LEAKY_RELU (edgernn_conv.c; 8-bit is edgernn_lut_s8)"),
+    Kernel("edgernn_leaky_relu_s16",
+           "const int16_t *in, int32_t input_zero_point, int32_t identity_multiplier, int identity_shift, "
+           "int32_t alpha_multiplier, int alpha_shift, int32_t output_zero_point, int n, int16_t *out"),
     # ---- fused LSTM ----
     Kernel("edgernn_lstm_s8",
            "const edgernn_lstm_s8_params_t *p, const int8_t *w_in, const int8_t *w_rec, const int32_t *bias_in, "

@@ -386,3 +386,27 @@ void edgernn_avg_pool_s16(const edgernn_conv_geom_t *g, const int16_t *in, int32
     POOL_LOOP(int16_t, int32_t, 0, acc += v,
               { const int32_t a_ = POOL_ROUND_MEAN(acc, count); y_[c_] = (int16_t)POOL_CLAMP(a_); });
 }
+
+/* LEAKY_RELU, which Keras' LeakyReLU after a convolution becomes. Float: x, or alpha * x below 0. */
+void edgernn_leaky_relu_f32(const float *in, float alpha, int n, float *out)
+{
+    int i;
+    for (i = 0; i < n; ++i) {
+        out[i] = in[i] > 0.0f ? in[i] : in[i] * alpha;
+    }
+}
+
+/* 16-bit: TFLite's QuantizeLeakyRelu, the input less its zero point rescaled by the identity or the
+ * alpha multiplier (MultiplyByQuantizedMultiplier, two roundings) by its sign. (8-bit is a table.) */
+void edgernn_leaky_relu_s16(const int16_t *in, int32_t input_zero_point, int32_t identity_multiplier,
+                            int identity_shift, int32_t alpha_multiplier, int alpha_shift, int32_t output_zero_point,
+                            int n, int16_t *out)
+{
+    int i;
+    for (i = 0; i < n; ++i) {
+        const int32_t v = (int32_t)in[i] - input_zero_point;
+        const int32_t r = v >= 0 ? edgernn_mbqm(v, identity_multiplier, identity_shift)
+                                 : edgernn_mbqm(v, alpha_multiplier, alpha_shift);
+        out[i] = (int16_t)edgernn_clamp(r + output_zero_point, -32768, 32767);
+    }
+}
