@@ -137,22 +137,98 @@ def check_exact(folder: Path, shape, quant: str, board: str = "host") -> dict:
         b = build(folder)
         got, _ = run_driver(b.exe, xq, ref.shape[1], folder)
     else:
-        got = _run_qemu(folder, xq, ref.shape[1])
+        got, _ = run_qemu(folder, xq, ref.shape[1])
     if quant == "float32":
         values = ref.shape[1] // 4
         return compare_float_per_tensor(got, ref, [values - N_STATE, N_STATE])
     return compare(got, ref, quant)
 
 
-def _run_qemu(folder: Path, xq: np.ndarray, record_bytes: int) -> np.ndarray:
-    from tests.support.backend_harness import build as harness_build
+# A bare-metal driver for qemu_riscv32: the frames compiled in, each step's output and state bytes and
+# its retired instructions (minstret, exact under -icount shift=0) printed in hex over the UART.
+RV32_DRIVER = r"""
+#include <stdio.h>
+#include "hal.h"
+#include "model.h"
+#include "frames.h"
 
-    b = harness_build(folder, board="qemu_riscv32", compilers=("riscv64-unknown-elf-gcc", "riscv32-unknown-elf-gcc"))
-    from edgernn.targets.board import load_board
+static void put_hex(const uint8_t *p, int n)
+{
+    static const char digits[] = "0123456789abcdef";
+    char buf[2];
+    int i;
+    for (i = 0; i < n; ++i) {
+        buf[0] = digits[p[i] >> 4];
+        buf[1] = digits[p[i] & 15];
+        edgernn_hal_uart_write((const uint8_t *)buf, 2);
+    }
+}
+
+int main(void)
+{
+    static edgernn_out_t y[EDGERNN_OUTPUT_SIZE];
+    static uint8_t state[EDGERNN_STATE_BYTES + 1];
+    char line[32];
+    int t;
+    edgernn_hal_init(0, 0);
+    if (edgernn_init() != EDGERNN_OK) {
+        edgernn_hal_exit(3);
+    }
+    for (t = 0; t < N_FRAMES; ++t) {
+        uint64_t c0 = edgernn_hal_cycles(), c1;
+        if (edgernn_step(frames[t], y) != EDGERNN_OK) {
+            edgernn_hal_exit(4);
+        }
+        c1 = edgernn_hal_cycles();
+        edgernn_get_state(state);
+        put_hex((const uint8_t *)y, (int)sizeof y);
+        put_hex(state, EDGERNN_STATE_BYTES);
+        snprintf(line, sizeof line, " %lu\n", (unsigned long)(c1 - c0));
+        edgernn_hal_uart_write((const uint8_t *)line, (int)strlen(line));
+    }
+    edgernn_hal_uart_write((const uint8_t *)"~~~DONE~~~\n", 11);
+    edgernn_hal_exit(0);
+    return 0;
+}
+"""
+
+
+def run_qemu(folder: Path, xq: np.ndarray, record_bytes: int) -> tuple[np.ndarray, list[int]]:
+    """The step records of the qemu_riscv32 build and each step's retired instructions."""
     import subprocess
 
+    from edgernn.backend import generate_firmware
+    from edgernn.resources import templates_dir
+    from edgernn.targets.board import load_board
+    from edgernn.targets.compile import Part, compile_firmware
+
     board = load_board("qemu_riscv32")
-    raise NotImplementedError(b, board, subprocess)
+    generate_firmware(folder, board)
+    work = folder / "rv32"
+    work.mkdir(exist_ok=True)
+    ctype = {np.dtype(np.int8): "int8_t", np.dtype(np.int16): "int16_t", np.dtype(np.float32): "float"}[xq.dtype]
+    flat = xq.reshape(xq.shape[0], -1)
+    rows = ",\n".join("{" + ", ".join(repr(float(v)) + "f" if ctype == "float" else str(int(v)) for v in r) + "}"
+                      for r in flat)
+    (work / "frames.h").write_text(f"#define N_FRAMES {flat.shape[0]}\n"
+                                   f"static const {ctype} frames[N_FRAMES][{flat.shape[1]}] = {{\n{rows}\n}};\n")
+    (work / "driver.c").write_text(RV32_DRIVER.replace("#include <stdio.h>", "#include <stdio.h>\n#include <string.h>"))
+    res = compile_firmware(folder / "firmware", board, part=Part.MODEL,
+                           extra_sources=[work / "driver.c", templates_dir() / "hal" / "qemu_riscv32" / "hal.c"],
+                           build_dir=work / "build", output_name="driver.elf", cflags=[f"-I{work}"],
+                           compilers=[board["toolchain"]["cc"]])
+    cmd = [a.replace("{elf}", str(res.elf)) for a in board["emulator"]["command"]] + ["-serial", "stdio"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    assert lines and lines[-1].strip() == "~~~DONE~~~", proc.stdout[-2000:] + proc.stderr[-2000:]
+    records, instr = [], []
+    for ln in lines[:-1]:
+        hexes, count = ln.split()
+        records.append(np.frombuffer(bytes.fromhex(hexes), dtype=np.uint8))
+        instr.append(int(count))
+    got = np.stack(records)
+    assert got.shape == (xq.shape[0], record_bytes)
+    return got, instr
 
 
 OPS = {
@@ -179,3 +255,14 @@ def test_conv_front_end_matches_interpreter(tmp_path, name, quant):
         assert stats["not_close"] == 0, stats
     else:
         assert stats["mismatches"] == 0, stats
+
+
+@pytest.mark.qemu
+@pytest.mark.toolchain
+@pytest.mark.parametrize("quant", ["int8", "int16"])
+@pytest.mark.parametrize("name", ["stack", "depthwise_dm2_s2", "avgpool3_s2_same", "conv_leaky"])
+def test_conv_front_end_on_qemu_riscv32(tmp_path, name, quant):
+    """The RV32IMC build (picolibc, bare metal) computes the same bytes as the interpreter."""
+    folder, shape = case_folder(tmp_path, name, quant)
+    stats = check_exact(folder, shape, quant, board="qemu_riscv32")
+    assert stats["mismatches"] == 0, stats
