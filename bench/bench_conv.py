@@ -6,7 +6,10 @@ Each model is a step model of tests/backend/test_conv.py (one frame in, a tanh s
 keras seed 0, calibrated on 48 random frames), generated for qemu_riscv32 and run by that test's bare-metal
 driver over 6 frames: instructions per step are minstret around edgernn_step under QEMU's -icount shift=0
 (retired instructions, exact; the same on every step, the median printed). MACs per step: the convolutions'
-(out_h * out_w * out_c * k_h * k_w * in_c, depthwise without in_c) and the FULLY_CONNECTEDs'. Each row's
+(out_h * out_w * out_c * k_h * k_w * in_c, depthwise without in_c) and the FULLY_CONNECTEDs'. The rows "no
+front end" are the step without a convolution (the frame flattened into the same state and Dense): what a
+row's front end costs is its figure less that of the step of its output's size (16x16x16: all but the
+conv3x3 of 16x16x8 -> 16, whose output is 16x16x16 too). Each row's
 bytes are checked against the LiteRT interpreter: a figure counts only at 0 mismatching bytes.
 """
 
@@ -28,6 +31,8 @@ def bench_cases():
 
     L = _layers()
     return {
+        "no front end 16x16x16 (the rest of the step)": ((16, 16, 16), lambda x: x),
+        "no front end 16x16x8": ((16, 16, 8), lambda x: x),
         "conv3x3 16x16x8->16 same relu": ((16, 16, 8), lambda x: L.Conv2D(16, 3, padding="same", activation="relu")(x)),
         "conv1x1 16x16x16->16": ((16, 16, 16), lambda x: L.Conv2D(16, 1)(x)),
         "depthwise3x3 16x16x16": ((16, 16, 16), lambda x: L.DepthwiseConv2D(3, padding="same")(x)),

@@ -380,11 +380,14 @@ KERNELS: list[Kernel] = [
            optional=("bias",)),
     Kernel("edgernn_depthwise_conv_s8",
            "const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias, "
-           "const int32_t *multiplier, const int32_t *shift, int32_t input_offset, int32_t output_offset, "
-           "int32_t act_min, int32_t act_max, int32_t *scratch, int8_t *out"),
+           "const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point, int32_t output_offset, "
+           "int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out",
+           doc="Integer: scratch holds the frame with its padding, filled with the input zero point\n"
+               "(((out_h - 1) * stride_h + (k_h - 1) * dil_h + 1) rows, as many columns likewise); bias[oc] holds\n"
+               "bias + input_offset * the sum of oc's taps. Two-rounding rescale, as TFLite's DepthwisePerChannel."),
     Kernel("edgernn_depthwise_conv_s16",
            "const edgernn_conv_geom_t *g, const int16_t *in, const int8_t *w, const int64_t *bias, "
-           "const int32_t *multiplier, const int32_t *shift, int32_t act_min, int32_t act_max, int64_t *scratch, "
+           "const int32_t *multiplier, const int32_t *shift, int32_t act_min, int32_t act_max, int16_t *scratch, "
            "int16_t *out"),
     Kernel("edgernn_max_pool_f32",
            "const edgernn_conv_geom_t *g, const float *in, float act_min, float act_max, float *out"),

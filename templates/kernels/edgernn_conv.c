@@ -17,6 +17,12 @@
  * weights) it contributes (zp - zp) * w = 0, which is what TFLite's reference kernel gets by skipping it.
  * Float and int16 (zero point 0) pad with 0 likewise. */
 
+/* The geometry copied into a local first: an int8 store may alias any object, so the compiler would
+ * reload every field read through the pointer after each output byte written. */
+#define GEOM_LOCAL                                                                                  \
+    const edgernn_conv_geom_t geom_ = *geom_in;                                                     \
+    const edgernn_conv_geom_t *const g = &geom_
+
 /* The patches of output row oy, one after the other (out_w patches of k_h * k_w * in_c elements). */
 #define CONV_IM2COL(T)                                                                              \
     do {                                                                                            \
@@ -42,9 +48,10 @@
         }                                                                                           \
     } while (0)
 
-void edgernn_conv_f32(const edgernn_conv_geom_t *g, const float *in, const float *w, const float *bias,
+void edgernn_conv_f32(const edgernn_conv_geom_t *geom_in, const float *in, const float *w, const float *bias,
                       float act_min, float act_max, float *scratch, float *out)
 {
+    GEOM_LOCAL;
     const int n_in = g->k_h * g->k_w * g->in_c;
     const float pad = 0.0f;
     int oy;
@@ -60,7 +67,7 @@ void edgernn_conv_f32(const edgernn_conv_geom_t *g, const float *in, const float
  * two roundings, halves away from zero (measured: not the one rounding of LiteRT's reference
  * FULLY_CONNECTED), so the int8 convolution has its own rows over the FC's blocked dot products. */
 #define CONV_S8_OUT(k)                                                                              \
-    y[o + (k)] = (int8_t)edgernn_clamp(edgernn_mbqm(acc[k], multiplier[o + (k)], shift[o + (k)]) + output_offset, \
+    y[o + (k)] = (int8_t)edgernn_clamp(edgernn_mbqm_hi(acc[k], multiplier[o + (k)], shift[o + (k)]) + output_offset, \
                                        act_min, act_max)
 
 /* n_pix patches of n_in bytes (rows of x) times the blocked weights: out_c outputs per patch, 8 output
@@ -108,10 +115,11 @@ static void conv_s8_rows(const int8_t *x, int n_pix, int n_in, const int8_t *w0,
 /* A 1x1 stride-1 filter reads each pixel's channels as they lie: no patches to gather. */
 #define CONV_POINTWISE(g) ((g)->k_h == 1 && (g)->k_w == 1 && (g)->stride_h == 1 && (g)->stride_w == 1)
 
-void edgernn_conv_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias,
+void edgernn_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w, const int32_t *bias,
                      const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
                      int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out)
 {
+    GEOM_LOCAL;
     const int n_in = g->k_h * g->k_w * g->in_c;
     const int32_t pad = input_zero_point;
     int oy;
@@ -162,10 +170,11 @@ static void conv_s16_rows(const int16_t *x, int n_pix, int n_in, const int8_t *w
     }
 }
 
-void edgernn_conv_s16(const edgernn_conv_geom_t *g, const int16_t *in, const int8_t *w, const int64_t *bias,
+void edgernn_conv_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, const int8_t *w, const int64_t *bias,
                       const int32_t *multiplier, const int32_t *shift, int32_t act_min, int32_t act_max,
                       int16_t *scratch, int16_t *out)
 {
+    GEOM_LOCAL;
     const int n_in = g->k_h * g->k_w * g->in_c;
     const int32_t pad = 0;   /* 16x8 activations are symmetric */
     int oy;
@@ -182,47 +191,12 @@ void edgernn_conv_s16(const edgernn_conv_geom_t *g, const int16_t *in, const int
 }
 
 /* DEPTHWISE_CONV_2D: output channel oc = ic * depth_multiplier + m reads input channel ic; the filter is
- * [k_h][k_w][out_c]. Each output pixel sums its in-frame taps into acc[out_c] (scratch), tap by tap,
- * walking the channels contiguously in the input and the filter. Taps outside the frame are skipped, as
- * TFLite's reference kernel does. */
-#define DW_TAPS(ACC_T, X_EXPR)                                                                      \
-    do {                                                                                            \
-        int ky_, kx_, ic_, m_;                                                                      \
-        for (ky_ = 0; ky_ < g->k_h; ++ky_) {                                                        \
-            const int32_t iy_ = y0 + ky_ * g->dil_h;                                                \
-            if (iy_ < 0 || iy_ >= g->in_h) {                                                        \
-                continue;                                                                           \
-            }                                                                                       \
-            for (kx_ = 0; kx_ < g->k_w; ++kx_) {                                                    \
-                const int32_t ix_ = x0 + kx_ * g->dil_w;                                            \
-                if (ix_ < 0 || ix_ >= g->in_w) {                                                    \
-                    continue;                                                                       \
-                }                                                                                   \
-                {                                                                                   \
-                    const size_t at_ = ((size_t)iy_ * g->in_w + ix_) * g->in_c;                     \
-                    const int8_t *wt_ = w + ((size_t)ky_ * g->k_w + kx_) * g->out_c;                \
-                    if (dm == 1) {                                                                  \
-                        for (ic_ = 0; ic_ < g->in_c; ++ic_) {                                       \
-                            acc[ic_] += (ACC_T)(X_EXPR(in[at_ + ic_])) * wt_[ic_];                  \
-                        }                                                                           \
-                    } else {                                                                        \
-                        for (ic_ = 0; ic_ < g->in_c; ++ic_) {                                       \
-                            const ACC_T xv_ = (ACC_T)(X_EXPR(in[at_ + ic_]));                       \
-                            for (m_ = 0; m_ < dm; ++m_) {                                           \
-                                acc[ic_ * dm + m_] += xv_ * wt_[ic_ * dm + m_];                     \
-                            }                                                                       \
-                        }                                                                           \
-                    }                                                                               \
-                }                                                                                   \
-            }                                                                                       \
-        }                                                                                           \
-    } while (0)
-
-#define DW_SAME(v) (v)
-
-void edgernn_depthwise_conv_f32(const edgernn_conv_geom_t *g, const float *in, const float *w_f,
+ * [k_h][k_w][out_c]. The float kernel sums each output pixel's in-frame taps (TFLite's reference skips the
+ * others) into acc[out_c] (scratch), tap by tap. */
+void edgernn_depthwise_conv_f32(const edgernn_conv_geom_t *geom_in, const float *in, const float *w_f,
                                 const float *bias, float act_min, float act_max, float *scratch, float *out)
 {
+    GEOM_LOCAL;
     const int dm = g->depth_multiplier;
     int oy, ox, c;
     float *acc = scratch;
@@ -263,56 +237,109 @@ void edgernn_depthwise_conv_f32(const edgernn_conv_geom_t *g, const float *in, c
     }
 }
 
-void edgernn_depthwise_conv_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w,
+/* The integer kernels first copy the frame into scratch with its padding around it, filled with the
+ * input zero point (the padded frame is (out_h - 1) * stride_h + (k_h - 1) * dil_h + 1 rows of as many
+ * columns likewise): bias[oc] holds bias + input_offset * sum of the filter's taps of oc, so a padded tap
+ * contributes (zp - zp) * w = 0, as a skipped one does in TFLite's reference, and every output pixel
+ * is one walk over its k_h * k_w taps without a bounds check, its sum in a register. */
+#define DW_PADDED_FRAME(T)                                                                          \
+    const int32_t ph = (g->out_h - 1) * g->stride_h + (g->k_h - 1) * g->dil_h + 1;                  \
+    const int32_t pw = (g->out_w - 1) * g->stride_w + (g->k_w - 1) * g->dil_w + 1;                  \
+    const int32_t c_in = g->in_c;                                                                   \
+    T *frame = scratch;                                                                             \
+    do {                                                                                            \
+        int32_t r_, i_;                                                                             \
+        const int32_t rows_ = g->in_h < ph - g->pad_top ? g->in_h : ph - g->pad_top;                \
+        const int32_t cols_ = g->in_w < pw - g->pad_left ? g->in_w : pw - g->pad_left;              \
+        for (i_ = 0; i_ < ph * pw * c_in; ++i_) {                                                   \
+            frame[i_] = (T)pad;                                                                     \
+        }                                                                                           \
+        for (r_ = 0; r_ < rows_; ++r_) {                                                            \
+            memcpy(frame + ((size_t)(r_ + g->pad_top) * pw + g->pad_left) * c_in,                   \
+                   in + (size_t)r_ * g->in_w * c_in, (size_t)cols_ * c_in * sizeof(T));             \
+        }                                                                                           \
+    } while (0)
+
+/* out[oy][ox][oc] for every pixel: the int32 sum of the taps' products, then STORE(k, sum) with oc = c + k
+ * writes it (bias[oc] is added there). With a depth multiplier of 1 (SeparableConv2D's), four channels
+ * at a time: each tap's four inputs and four weights lie side by side, the four sums stay in registers. */
+#define DW_PIXELS(STORE)                                                                            \
+    do {                                                                                            \
+        const int dm = g->depth_multiplier;                                                         \
+        const int32_t k_h = g->k_h, k_w = g->k_w, out_c = g->out_c;                                 \
+        const size_t tap_y = (size_t)g->dil_h * pw * c_in, tap_x = (size_t)g->dil_w * c_in;         \
+        int oy_, ox_, c, ky_, kx_;                                                                  \
+        for (oy_ = 0; oy_ < g->out_h; ++oy_) {                                                      \
+            for (ox_ = 0; ox_ < g->out_w; ++ox_) {                                                  \
+                const T *base_ = frame + ((size_t)oy_ * g->stride_h * pw + (size_t)ox_ * g->stride_w) * c_in; \
+                T *y_ = out + ((size_t)oy_ * g->out_w + ox_) * out_c;                               \
+                c = 0;                                                                              \
+                if (dm == 1) {                                                                      \
+                    for (; c + 4 <= out_c; c += 4) {                                                \
+                        const int8_t *wk_ = w + c;                                                  \
+                        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;                                     \
+                        for (ky_ = 0; ky_ < k_h; ++ky_) {                                           \
+                            const T *xk_ = base_ + ky_ * tap_y + c;                                 \
+                            for (kx_ = 0; kx_ < k_w; ++kx_, xk_ += tap_x, wk_ += out_c) {           \
+                                s0 += (int32_t)xk_[0] * wk_[0];                                     \
+                                s1 += (int32_t)xk_[1] * wk_[1];                                     \
+                                s2 += (int32_t)xk_[2] * wk_[2];                                     \
+                                s3 += (int32_t)xk_[3] * wk_[3];                                     \
+                            }                                                                       \
+                        }                                                                           \
+                        STORE(0, s0);                                                               \
+                        STORE(1, s1);                                                               \
+                        STORE(2, s2);                                                               \
+                        STORE(3, s3);                                                               \
+                    }                                                                               \
+                }                                                                                   \
+                for (; c < out_c; ++c) {                                                            \
+                    const T *xc_ = base_ + c / dm;                                                  \
+                    const int8_t *wk_ = w + c;                                                      \
+                    int32_t s0 = 0;                                                                 \
+                    for (ky_ = 0; ky_ < k_h; ++ky_) {                                               \
+                        const T *xk_ = xc_ + ky_ * tap_y;                                           \
+                        for (kx_ = 0; kx_ < k_w; ++kx_, xk_ += tap_x, wk_ += out_c) {               \
+                            s0 += (int32_t)*xk_ * *wk_;                                             \
+                        }                                                                           \
+                    }                                                                               \
+                    STORE(0, s0);                                                                   \
+                }                                                                                   \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
+
+#define DW_STORE_S8(k, sum)                                                                         \
+    y_[c + (k)] = (int8_t)edgernn_clamp(                                                            \
+        edgernn_mbqm_hi(bias[c + (k)] + (sum), multiplier[c + (k)], shift[c + (k)]) + output_offset, act_min, act_max)
+
+/* 16x8: each product fits in 23 bits, so the int32 sum holds up to 256 taps (generation checks it); the
+ * int64 bias is added after. */
+#define DW_STORE_S16(k, sum)                                                                        \
+    y_[c + (k)] = (int16_t)edgernn_clamp(conv_mbqm_s16(bias[c + (k)] + (sum), multiplier[c + (k)], shift[c + (k)]), \
+                                         act_min, act_max)
+
+void edgernn_depthwise_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w,
                                const int32_t *bias, const int32_t *multiplier, const int32_t *shift,
-                               int32_t input_offset, int32_t output_offset, int32_t act_min, int32_t act_max,
-                               int32_t *scratch, int8_t *out)
+                               int32_t input_zero_point, int32_t output_offset, int32_t act_min, int32_t act_max,
+                               int8_t *scratch, int8_t *out)
 {
-    const int dm = g->depth_multiplier;
-    int oy, ox, c;
-    int32_t *acc = scratch;
-#define DW_OFFSET(v) ((int32_t)(v) + input_offset)
-    for (oy = 0; oy < g->out_h; ++oy) {
-        const int32_t y0 = oy * g->stride_h - g->pad_top;
-        for (ox = 0; ox < g->out_w; ++ox) {
-            const int32_t x0 = ox * g->stride_w - g->pad_left;
-            int8_t *y = out + ((size_t)oy * g->out_w + ox) * g->out_c;
-            for (c = 0; c < g->out_c; ++c) {
-                acc[c] = bias[c];
-            }
-            DW_TAPS(int32_t, DW_OFFSET);
-            for (c = 0; c < g->out_c; ++c) {
-                const int32_t v = edgernn_mbqm(acc[c], multiplier[c], shift[c]) + output_offset;
-                y[c] = (int8_t)edgernn_clamp(v, act_min, act_max);
-            }
-        }
-    }
-#undef DW_OFFSET
+    GEOM_LOCAL;
+    typedef int8_t T;
+    const int32_t pad = input_zero_point;
+    DW_PADDED_FRAME(int8_t);
+    DW_PIXELS(DW_STORE_S8);
 }
 
-void edgernn_depthwise_conv_s16(const edgernn_conv_geom_t *g, const int16_t *in, const int8_t *w,
+void edgernn_depthwise_conv_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, const int8_t *w,
                                 const int64_t *bias, const int32_t *multiplier, const int32_t *shift,
-                                int32_t act_min, int32_t act_max, int64_t *scratch, int16_t *out)
+                                int32_t act_min, int32_t act_max, int16_t *scratch, int16_t *out)
 {
-    const int dm = g->depth_multiplier;
-    int oy, ox, c;
-    int64_t *acc = scratch;
-    for (oy = 0; oy < g->out_h; ++oy) {
-        const int32_t y0 = oy * g->stride_h - g->pad_top;
-        for (ox = 0; ox < g->out_w; ++ox) {
-            const int32_t x0 = ox * g->stride_w - g->pad_left;
-            int16_t *y = out + ((size_t)oy * g->out_w + ox) * g->out_c;
-            for (c = 0; c < g->out_c; ++c) {
-                acc[c] = bias[c];
-            }
-            /* each product fits int32; the int64 sums make any number of taps exact */
-            DW_TAPS(int64_t, DW_SAME);
-            for (c = 0; c < g->out_c; ++c) {
-                const int32_t v = conv_mbqm_s16(acc[c], multiplier[c], shift[c]);
-                y[c] = (int16_t)edgernn_clamp(v, act_min, act_max);
-            }
-        }
-    }
+    GEOM_LOCAL;
+    typedef int16_t T;
+    const int32_t pad = 0;   /* 16x8 activations are symmetric */
+    DW_PADDED_FRAME(int16_t);
+    DW_PIXELS(DW_STORE_S16);
 }
 
 /* Pools: the window's in-frame taps only (TFLite's reference pooling), channel by channel. MAX_POOL_2D
@@ -348,41 +375,47 @@ void edgernn_depthwise_conv_s16(const edgernn_conv_geom_t *g, const int16_t *in,
 
 #define POOL_CLAMP(x) ((x) < act_min ? act_min : ((x) > act_max ? act_max : (x)))
 
-void edgernn_max_pool_f32(const edgernn_conv_geom_t *g, const float *in, float act_min, float act_max, float *out)
+void edgernn_max_pool_f32(const edgernn_conv_geom_t *geom_in, const float *in, float act_min, float act_max, float *out)
 {
+    GEOM_LOCAL;
     POOL_LOOP(float, float, -3.402823466e+38f, acc = v > acc ? v : acc, y_[c_] = POOL_CLAMP(acc));
 }
 
-void edgernn_max_pool_s8(const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max,
+void edgernn_max_pool_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, int32_t act_min, int32_t act_max,
                          int8_t *out)
 {
+    GEOM_LOCAL;
     POOL_LOOP(int8_t, int32_t, -128, acc = v > acc ? v : acc, y_[c_] = (int8_t)POOL_CLAMP(acc));
 }
 
-void edgernn_max_pool_s16(const edgernn_conv_geom_t *g, const int16_t *in, int32_t act_min, int32_t act_max,
+void edgernn_max_pool_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, int32_t act_min, int32_t act_max,
                           int16_t *out)
 {
+    GEOM_LOCAL;
     POOL_LOOP(int16_t, int32_t, -32768, acc = v > acc ? v : acc, y_[c_] = (int16_t)POOL_CLAMP(acc));
 }
 
-void edgernn_avg_pool_f32(const edgernn_conv_geom_t *g, const float *in, float act_min, float act_max, float *out)
+void edgernn_avg_pool_f32(const edgernn_conv_geom_t *geom_in, const float *in, float act_min, float act_max, float *out)
 {
+    GEOM_LOCAL;
     POOL_LOOP(float, float, 0.0f, acc += v, { const float a_ = acc / (float)count; y_[c_] = POOL_CLAMP(a_); });
 }
 
 /* The integer mean rounds half away from zero with C's truncating division, as TFLite's reference */
 #define POOL_ROUND_MEAN(acc, count) ((acc) > 0 ? ((acc) + (count) / 2) / (count) : ((acc) - (count) / 2) / (count))
 
-void edgernn_avg_pool_s8(const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max,
+void edgernn_avg_pool_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, int32_t act_min, int32_t act_max,
                          int8_t *out)
 {
+    GEOM_LOCAL;
     POOL_LOOP(int8_t, int32_t, 0, acc += v,
               { const int32_t a_ = POOL_ROUND_MEAN(acc, count); y_[c_] = (int8_t)POOL_CLAMP(a_); });
 }
 
-void edgernn_avg_pool_s16(const edgernn_conv_geom_t *g, const int16_t *in, int32_t act_min, int32_t act_max,
+void edgernn_avg_pool_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, int32_t act_min, int32_t act_max,
                           int16_t *out)
 {
+    GEOM_LOCAL;
     POOL_LOOP(int16_t, int32_t, 0, acc += v,
               { const int32_t a_ = POOL_ROUND_MEAN(acc, count); y_[c_] = (int16_t)POOL_CLAMP(a_); });
 }

@@ -266,3 +266,123 @@ def test_conv_front_end_on_qemu_riscv32(tmp_path, name, quant):
     folder, shape = case_folder(tmp_path, name, quant)
     stats = check_exact(folder, shape, quant, board="qemu_riscv32")
     assert stats["mismatches"] == 0, stats
+
+
+MBQM_HI_CHECK = r"""
+#include <stdio.h>
+#include "edgernn_fixedpoint.h"
+
+static uint64_t state = 88172645463325252ull;
+static uint64_t next(void)
+{
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+}
+
+int main(void)
+{
+    long bad = 0;
+    int s;
+    for (s = -31; s <= 3; ++s) {
+        long k;
+        for (k = 0; k < 200000; ++k) {
+            int32_t m = (int32_t)((1u << 30) + (uint32_t)(next() % (1u << 30)));
+            int32_t x;
+            switch (k % 6) {
+            case 0: x = (int32_t)next(); break;
+            case 1: x = (int32_t)(next() % 200001) - 100000; break;
+            case 2: m = 1 << 30; x = (int32_t)(next() % 2001) - 1000; break;   /* every tie */
+            case 3: x = (int32_t)(next() % 21) - 10; break;
+            case 4: m = 0x7fffffff; x = (int32_t)next(); break;
+            default: x = (int32_t)(next() % 2000001) - 1000000; break;
+            }
+            if (k < 3) {
+                x = k == 0 ? INT32_MIN : (k == 1 ? INT32_MAX : -1);
+            }
+            if (s > 0 && (x > (INT32_MAX >> s) || x < (INT32_MIN >> s))) {
+                continue;   /* TFLite's precondition: x * 2^shift fits in int32 */
+            }
+            bad += edgernn_mbqm_hi(x, m, s) != edgernn_mbqm(x, m, s);
+        }
+    }
+    printf("%ld\n", bad);
+    return bad != 0;
+}
+"""
+
+
+@pytest.mark.toolchain
+def test_high_word_rescale_equals_multiply_by_quantized_multiplier(tmp_path):
+    """edgernn_mbqm_hi (the convolutions' rescale) against edgernn_mbqm, over 7 million operands: every right
+    shift, ties of both signs, the extremes of int32."""
+    import subprocess
+
+    from edgernn.resources import templates_dir
+
+    src = tmp_path / "mbqm_hi_check.c"
+    src.write_text(MBQM_HI_CHECK)
+    exe = tmp_path / "mbqm_hi_check"
+    subprocess.run(["gcc", "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic",
+                    "-I", str(templates_dir() / "kernels"), str(src), "-o", str(exe)], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.split()[-1] == "0", out.stdout
+
+
+@pytest.mark.parametrize("padding", [0, 1])
+def test_geometry_is_tflites(padding):
+    """Output sizes and leading padding as TFLite's ComputePaddingHeightWidth, against the closed forms."""
+    import math
+
+    from edgernn.backend.lowering.conv import _out_size, _pad
+
+    for size in range(3, 20):
+        for k in (1, 2, 3, 5):
+            for stride in (1, 2, 3):
+                for dil in (1, 2):
+                    eff = (k - 1) * dil + 1
+                    if eff > size:
+                        continue
+                    out = _out_size(padding, size, k, stride, dil)
+                    assert out == (math.ceil(size / stride) if padding == 0 else math.ceil((size - eff + 1) / stride))
+                    total = max((out - 1) * stride + eff - size, 0)
+                    assert _pad(size, k, stride, dil, out) == total // 2
+
+
+def test_convolution_refused_in_a_graph_on_builtin_kernels(tmp_path):
+    """A graph validated on LiteRT's builtin kernels (one with a quantized SUM) would hold the convolutions
+    against kernels not measured here: refused, with the op named."""
+    from edgernn.backend.lowering import Lowering, Unsupported
+    from edgernn.backend.reader import read_tflite
+
+    folder, _ = case_folder(tmp_path, "conv_k3_same_relu", "int8")
+    graph = read_tflite(folder / "step.tflite")
+    graph.oracle = "builtin"
+    with pytest.raises(Unsupported, match=r"op 0 \(CONV_2D\) is not supported by the C backend: int8 convolution in"):
+        Lowering(graph, "edgernn_step").lower()
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("name", ["stack", "conv_s2_same"])
+def test_int8_convolution_dot_paths_are_byte_exact(tmp_path, name):
+    """The int8 convolution's dot products in every build of edgernn_dot.h: portable, the scalar-core
+    blocking (EDGERNN_FC_SCALAR), and GAP8's Xpulp SIMD path built on the host on the C emulation of its
+    builtin and on GCC vectors. Patches of 9 and 27 bytes (not multiples of 4), 8 and 9 output channels."""
+    from tests.support import backend_harness as H
+
+    folder, shape = case_folder(tmp_path, name, "int8")
+    xq = frames(folder, shape)
+    from edgernn.tflite.oracle import step_records
+
+    ref, _ = step_records(folder / "step.tflite", xq, STATES)
+    variants = {"portable": [], "scalar": ["-DEDGERNN_FC_SCALAR"], "emulated": ["-DEDGERNN_XPULP_EMULATE"],
+                "vector": ["-DEDGERNN_XPULP=1", H.VECTOR_SDOTSP4]}
+    objects = {}
+    for label, flags in variants.items():
+        b = H.build(folder, cflags=["-O2", *flags], name=f"driver_{label}")
+        objects[label] = b.object_of("edgernn_conv.c").read_bytes()
+        got, _ = H.run_driver(b.exe, xq, ref.shape[1], folder)
+        assert H.compare(got, ref, "int8")["mismatches"] == 0, label
+    # the macros select other code, or the comparison would prove nothing
+    assert objects["emulated"] != objects["portable"] and objects["vector"] != objects["portable"]

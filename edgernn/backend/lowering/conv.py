@@ -213,20 +213,28 @@ class ConvOps(LoweringBase):
                               "act_min": _lit_float(lo), "act_max": _lit_float(hi)},
                              structs=[geom], scratch=("float", 4 * n_out))
         mult, shift, in_zp, out_zp, lo, hi = self._quantized_conv(op, dtype, n_out)
-        bias = self._bias(op, n_out)
+        # the integer kernels walk a padded copy of the frame (edgernn_conv.c), the input offset folded into
+        # the bias over every tap (a padded tap holds the zero point, so it adds nothing)
+        padded = ((g.out_h - 1) * g.stride_h + (k_h - 1) * g.dil_h + 1) * \
+                 ((g.out_w - 1) * g.stride_w + (k_w - 1) * g.dil_w + 1) * g.in_c
+        bias = self._bias(op, n_out) - in_zp * w.data.astype(np.int64).reshape(-1, n_out).sum(axis=0)
         common.update({"w": ("tensor", op.inputs[1]), "act_min": str(lo), "act_max": str(hi)})
         if dtype == "int8":
+            if bias.min() < qp.INT32_MIN or bias.max() > qp.INT32_MAX:
+                raise _refuse(op, "folded bias exceeds int32")
             arrays = self._quant_arrays(op, "int32_t", bias, mult, shift)
             return self.call(op, "edgernn_depthwise_conv_s8",
                              {**common, "bias": ("const", arrays[0].name), "multiplier": ("const", arrays[1].name),
-                              "shift": ("const", arrays[2].name), "input_offset": str(-in_zp),
+                              "shift": ("const", arrays[2].name), "input_zero_point": str(in_zp),
                               "output_offset": str(out_zp)},
-                             arrays=arrays, structs=[geom], scratch=("int32_t", 4 * n_out))
+                             arrays=arrays, structs=[geom], scratch=("int8_t", padded))
+        if k_h * k_w > 256:
+            raise _refuse(op, f"{k_h}x{k_w} taps: the 16x8 kernel sums at most 256 int16 x int8 products in int32")
         arrays = self._quant_arrays(op, "int64_t", bias, mult, shift)
         return self.call(op, "edgernn_depthwise_conv_s16",
                          {**common, "bias": ("const", arrays[0].name), "multiplier": ("const", arrays[1].name),
                           "shift": ("const", arrays[2].name)},
-                         arrays=arrays, structs=[geom], scratch=("int64_t", 8 * n_out))
+                         arrays=arrays, structs=[geom], scratch=("int16_t", 2 * padded))
 
     # ---- pools ----
     def _pool(self, op: Operator, dtype: str, kind: str):
