@@ -33,6 +33,7 @@ def bench_cases():
     return {
         "no front end 16x16x16 (the rest of the step)": ((16, 16, 16), lambda x: x),
         "no front end 16x16x8": ((16, 16, 8), lambda x: x),
+        "no front end 8x8x16 (the rest of the pools' steps)": ((8, 8, 16), lambda x: x),
         "conv3x3 16x16x8->16 same relu": ((16, 16, 8), lambda x: L.Conv2D(16, 3, padding="same", activation="relu")(x)),
         "conv1x1 16x16x16->16": ((16, 16, 16), lambda x: L.Conv2D(16, 1)(x)),
         "depthwise3x3 16x16x16": ((16, 16, 16), lambda x: L.DepthwiseConv2D(3, padding="same")(x)),

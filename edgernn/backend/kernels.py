@@ -364,7 +364,11 @@ KERNELS: list[Kernel] = [
                "folded, taps outside the frame given the input zero point, the sums rescaled with two roundings\n"
                "(MultiplyByQuantizedMultiplier, as TFLite's reference convolutions). scratch may be NULL for a\n"
                "1x1 stride-1 filter, whose pixels are read in place.",
-           optional=("scratch",)),
+           optional=("scratch",),
+           splits=(Split("g.out_c", weight=8, grain=8),), wrapper=False,
+           team_doc="CONV_2D, 8-bit: each output row's patches gathered by the calling core, its channels split in blocks\n"
+                    "of 8 (the weights' row blocks). Defined in edgernn_conv.c. The split's measure counts a channel\n"
+                    "of a row of patches as 8 FULLY_CONNECTED outputs (a guess, not measured on GAP8)."),
     Kernel("edgernn_conv_s16",
            "const edgernn_conv_geom_t *g, const int16_t *in, const int8_t *w, const int64_t *bias, "
            "const int32_t *multiplier, const int32_t *shift, int32_t act_min, int32_t act_max, int16_t *scratch, "
@@ -384,7 +388,10 @@ KERNELS: list[Kernel] = [
            "int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out",
            doc="Integer: scratch holds the frame with its padding, filled with the input zero point\n"
                "(((out_h - 1) * stride_h + (k_h - 1) * dil_h + 1) rows, as many columns likewise); bias[oc] holds\n"
-               "bias + input_offset * the sum of oc's taps. Two-rounding rescale, as TFLite's DepthwisePerChannel."),
+               "bias + input_offset * the sum of oc's taps. Two-rounding rescale, as TFLite's DepthwisePerChannel.",
+           splits=(Split("g.out_h", weight=8),), wrapper=False,
+           team_doc="DEPTHWISE_CONV_2D, 8-bit: the calling core pads the frame, then the output rows are split (a row\n"
+                    "counted as 8 FULLY_CONNECTED outputs, a guess). Defined in edgernn_conv.c."),
     Kernel("edgernn_depthwise_conv_s16",
            "const edgernn_conv_geom_t *g, const int16_t *in, const int8_t *w, const int64_t *bias, "
            "const int32_t *multiplier, const int32_t *shift, int32_t act_min, int32_t act_max, int16_t *scratch, "

@@ -4,6 +4,7 @@
 #include "edgernn_dot.h"
 #include "edgernn_fixedpoint.h"
 #include "edgernn_kernels.h"
+#include "edgernn_team.h"
 
 /* The per-frame CNN front end: CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D and AVERAGE_POOL_2D, batch 1,
  * NHWC, with the geometry of edgernn_conv_geom_t (padding already resolved into pad_top and pad_left
@@ -70,14 +71,16 @@ void edgernn_conv_f32(const edgernn_conv_geom_t *geom_in, const float *in, const
     y[o + (k)] = (int8_t)edgernn_clamp(edgernn_mbqm_hi(acc[k], multiplier[o + (k)], shift[o + (k)]) + output_offset, \
                                        act_min, act_max)
 
-/* n_pix patches of n_in bytes (rows of x) times the blocked weights: out_c outputs per patch, 8 output
- * channels per walk over the patch, then 4, then one by one (edgernn_dot.h). */
+/* n_pix patches of n_in bytes (rows of x) times the blocked weights: n_out outputs per patch (y_stride
+ * apart from one patch to the next), 8 output channels per walk over the patch, then 4, then one by one
+ * (edgernn_dot.h). The team passes a sub-range of the channels from a multiple of 8, where the blocked
+ * layout's rows start as in the whole. */
 static void conv_s8_rows(const int8_t *x, int n_pix, int n_in, const int8_t *w0, const int32_t *bias,
                          const int32_t *multiplier, const int32_t *shift, int32_t output_offset, int32_t act_min,
-                         int32_t act_max, int n_out, int8_t *y)
+                         int32_t act_max, int n_out, int y_stride, int8_t *y)
 {
     int p;
-    for (p = 0; p < n_pix; ++p, x += n_in, y += n_out) {
+    for (p = 0; p < n_pix; ++p, x += n_in, y += y_stride) {
         const int8_t *w = w0;
         int o;
         for (o = 0; o + 8 <= n_out; o += 8, w += 8 * (size_t)n_in) {
@@ -125,14 +128,67 @@ void edgernn_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const
     int oy;
     if (CONV_POINTWISE(g)) {
         conv_s8_rows(in, g->out_h * g->out_w, n_in, w, bias, multiplier, shift, output_offset, act_min, act_max,
-                     g->out_c, out);
+                     g->out_c, g->out_c, out);
         return;
     }
     for (oy = 0; oy < g->out_h; ++oy) {
         const int32_t y0 = oy * g->stride_h - g->pad_top;
         CONV_IM2COL(int8_t);
         conv_s8_rows(scratch, g->out_w, n_in, w, bias, multiplier, shift, output_offset, act_min, act_max, g->out_c,
-                     out + (size_t)oy * g->out_w * g->out_c);
+                     g->out_c, out + (size_t)oy * g->out_w * g->out_c);
+    }
+}
+
+/* The team's CONV_2D: each output row's patches gathered by the calling core, then the row's output
+ * channels split across the team in blocks of 8 (the blocked weights' row blocks), every output computed
+ * by conv_s8_rows as in the single-core kernel. */
+typedef struct {
+    const int8_t *x, *w;
+    const int32_t *bias, *multiplier, *shift;
+    int32_t output_offset, act_min, act_max;
+    int n_pix, n_in, out_c;
+    int8_t *y;
+} conv_s8_split_t;
+
+static void conv_s8_channels(const void *args, int begin, int end)
+{
+    const conv_s8_split_t *a = (const conv_s8_split_t *)args;
+    conv_s8_rows(a->x, a->n_pix, a->n_in, a->w + (size_t)begin * a->n_in, a->bias + begin, a->multiplier + begin,
+                 a->shift + begin, a->output_offset, a->act_min, a->act_max, end - begin, a->out_c, a->y + begin);
+}
+
+void edgernn_team_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w, const int32_t *bias,
+                          const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
+                          int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out)
+{
+    GEOM_LOCAL;
+    const int n_in = g->k_h * g->k_w * g->in_c;
+    const int32_t pad = input_zero_point;
+    conv_s8_split_t a;
+    int oy;
+    a.w = w;
+    a.bias = bias;
+    a.multiplier = multiplier;
+    a.shift = shift;
+    a.output_offset = output_offset;
+    a.act_min = act_min;
+    a.act_max = act_max;
+    a.n_in = n_in;
+    a.out_c = g->out_c;
+    if (CONV_POINTWISE(g)) {
+        a.x = in;
+        a.n_pix = g->out_h * g->out_w;
+        a.y = out;
+        edgernn_team_split(conv_s8_channels, &a, g->out_c, 8);
+        return;
+    }
+    a.x = scratch;
+    a.n_pix = g->out_w;
+    for (oy = 0; oy < g->out_h; ++oy) {
+        const int32_t y0 = oy * g->stride_h - g->pad_top;
+        CONV_IM2COL(int8_t);
+        a.y = out + (size_t)oy * g->out_w * g->out_c;
+        edgernn_team_split(conv_s8_channels, &a, g->out_c, 8);
     }
 }
 
@@ -269,7 +325,7 @@ void edgernn_depthwise_conv_f32(const edgernn_conv_geom_t *geom_in, const float 
         const int32_t k_h = g->k_h, k_w = g->k_w, out_c = g->out_c;                                 \
         const size_t tap_y = (size_t)g->dil_h * pw * c_in, tap_x = (size_t)g->dil_w * c_in;         \
         int oy_, ox_, c, ky_, kx_;                                                                  \
-        for (oy_ = 0; oy_ < g->out_h; ++oy_) {                                                      \
+        for (oy_ = oy_begin; oy_ < oy_end; ++oy_) {                                                 \
             for (ox_ = 0; ox_ < g->out_w; ++ox_) {                                                  \
                 const T *base_ = frame + ((size_t)oy_ * g->stride_h * pw + (size_t)ox_ * g->stride_w) * c_in; \
                 T *y_ = out + ((size_t)oy_ * g->out_w + ox_) * out_c;                               \
@@ -319,16 +375,71 @@ void edgernn_depthwise_conv_f32(const edgernn_conv_geom_t *geom_in, const float 
     y_[c + (k)] = (int16_t)edgernn_clamp(conv_mbqm_s16(bias[c + (k)] + (sum), multiplier[c + (k)], shift[c + (k)]), \
                                          act_min, act_max)
 
+/* The int8 depthwise output rows [oy_begin, oy_end) from the padded frame: a range of the team's split. */
+typedef struct {
+    const edgernn_conv_geom_t *g;
+    const int8_t *frame, *w;
+    const int32_t *bias, *multiplier, *shift;
+    int32_t pw, output_offset, act_min, act_max;
+    int8_t *out;
+} dw_s8_split_t;
+
+static void dw_s8_rows(const void *args, int oy_begin, int oy_end)
+{
+    typedef int8_t T;
+    const dw_s8_split_t *a = (const dw_s8_split_t *)args;
+    const edgernn_conv_geom_t geom_ = *a->g;
+    const edgernn_conv_geom_t *const g = &geom_;
+    const int8_t *const frame = a->frame, *const w = a->w;
+    const int32_t *const bias = a->bias, *const multiplier = a->multiplier, *const shift = a->shift;
+    const int32_t pw = a->pw, c_in = g->in_c, output_offset = a->output_offset;
+    const int32_t act_min = a->act_min, act_max = a->act_max;
+    int8_t *const out = a->out;
+    DW_PIXELS(DW_STORE_S8);
+}
+
+static void dw_s8_setup(dw_s8_split_t *a, const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w,
+                        const int32_t *bias, const int32_t *multiplier, const int32_t *shift,
+                        int32_t input_zero_point, int32_t output_offset, int32_t act_min, int32_t act_max,
+                        int8_t *scratch, int8_t *out)
+{
+    GEOM_LOCAL;
+    const int32_t pad = input_zero_point;
+    DW_PADDED_FRAME(int8_t);
+    a->g = geom_in;
+    a->frame = frame;
+    a->w = w;
+    a->bias = bias;
+    a->multiplier = multiplier;
+    a->shift = shift;
+    a->pw = pw;
+    a->output_offset = output_offset;
+    a->act_min = act_min;
+    a->act_max = act_max;
+    a->out = out;
+}
+
 void edgernn_depthwise_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w,
                                const int32_t *bias, const int32_t *multiplier, const int32_t *shift,
                                int32_t input_zero_point, int32_t output_offset, int32_t act_min, int32_t act_max,
                                int8_t *scratch, int8_t *out)
 {
-    GEOM_LOCAL;
-    typedef int8_t T;
-    const int32_t pad = input_zero_point;
-    DW_PADDED_FRAME(int8_t);
-    DW_PIXELS(DW_STORE_S8);
+    dw_s8_split_t a;
+    dw_s8_setup(&a, geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
+                scratch, out);
+    dw_s8_rows(&a, 0, geom_in->out_h);
+}
+
+/* The team's: the calling core pads the frame, then the output rows are split across the team. */
+void edgernn_team_depthwise_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w,
+                                    const int32_t *bias, const int32_t *multiplier, const int32_t *shift,
+                                    int32_t input_zero_point, int32_t output_offset, int32_t act_min,
+                                    int32_t act_max, int8_t *scratch, int8_t *out)
+{
+    dw_s8_split_t a;
+    dw_s8_setup(&a, geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
+                scratch, out);
+    edgernn_team_split(dw_s8_rows, &a, geom_in->out_h, 1);
 }
 
 void edgernn_depthwise_conv_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, const int8_t *w,
@@ -338,6 +449,7 @@ void edgernn_depthwise_conv_s16(const edgernn_conv_geom_t *geom_in, const int16_
     GEOM_LOCAL;
     typedef int16_t T;
     const int32_t pad = 0;   /* 16x8 activations are symmetric */
+    const int oy_begin = 0, oy_end = g->out_h;
     DW_PADDED_FRAME(int16_t);
     DW_PIXELS(DW_STORE_S16);
 }

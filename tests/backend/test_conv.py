@@ -386,3 +386,25 @@ def test_int8_convolution_dot_paths_are_byte_exact(tmp_path, name):
         assert H.compare(got, ref, "int8")["mismatches"] == 0, label
     # the macros select other code, or the comparison would prove nothing
     assert objects["emulated"] != objects["portable"] and objects["vector"] != objects["portable"]
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("name", ["stack", "conv_s2_same", "conv_1x1"])
+def test_team_shares_int8_convolutions_with_identical_bytes(tmp_path, name):
+    """1, 2, 3 and 8 POSIX threads (the host's team, as GAP8's cluster splits): CONV_2D's channels per output
+    row (blocks of 8) and DEPTHWISE_CONV_2D's rows give the bytes of the single-core build and the
+    interpreter's."""
+    from edgernn.tflite.oracle import step_records
+    from tests.support import backend_harness as H
+
+    folder, shape = case_folder(tmp_path, name, "int8")
+    xq = frames(folder, shape)
+    ref, _ = step_records(folder / "step.tflite", xq, STATES)
+    for n in (1, 2, 3, 8):
+        b = H.build(folder, cflags=["-O2", f"-DEDGERNN_THREADS={n}", "-pthread"], name=f"driver_t{n}")
+        model_c = (folder / "firmware" / "model.c").read_text()
+        assert "edgernn_team_conv_s8(" in model_c, "the schedule shares no CONV_2D"
+        if name == "stack":
+            assert "edgernn_team_depthwise_conv_s8(" in model_c
+        got, _ = H.run_driver(b.exe, xq, ref.shape[1], folder)
+        assert H.compare(got, ref, "int8")["mismatches"] == 0, f"{n} workers"
