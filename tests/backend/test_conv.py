@@ -408,3 +408,48 @@ def test_team_shares_int8_convolutions_with_identical_bytes(tmp_path, name):
             assert "edgernn_team_depthwise_conv_s8(" in model_c
         got, _ = H.run_driver(b.exe, xq, ref.shape[1], folder)
         assert H.compare(got, ref, "int8")["mismatches"] == 0, f"{n} workers"
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("name,quant", [("stack", "int8"), ("stack", "int16"), ("depthwise_dm2_s2", "int8"),
+                                        ("conv_k3_s2_valid", "int16"), ("maxpool3_s2_same", "float32")])
+def test_sanitizers_report_nothing_on_the_front_end(tmp_path, name, quant):
+    """AddressSanitizer and UBSan over the gathered patches, the padded frames and the pools' windows (frames
+    with strides that leave rows and columns over, and 'same' padding on every side)."""
+    import os
+
+    from edgernn.tflite.oracle import step_records
+    from tests.support import backend_harness as H
+
+    folder, shape = case_folder(tmp_path, name, quant)
+    b = H.build(folder, cflags=["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                                "-fno-omit-frame-pointer"], name="driver_asan")
+    xq = frames(folder, shape)
+    ref, _ = step_records(folder / "step.tflite", xq, STATES)
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0", UBSAN_OPTIONS="print_stacktrace=1")
+    got, stderr = H.run_driver(b.exe, xq, ref.shape[1], folder, env=env)
+    assert "runtime error" not in stderr and "AddressSanitizer" not in stderr, stderr
+    if quant == "float32":
+        assert compare_float_per_tensor(got, ref, [ref.shape[1] // 4 - N_STATE, N_STATE])["not_close"] == 0
+    else:
+        assert compare(got, ref, quant)["mismatches"] == 0
+
+
+@pytest.mark.toolchain
+def test_clang_compiles_the_front_end_warning_free(tmp_path):
+    """-Werror -pedantic -std=c99 with clang too (the host board's flags), every kernel of edgernn_conv.c used."""
+    import shutil
+
+    if shutil.which("clang") is None:
+        pytest.skip("clang is not installed")
+    from edgernn.backend import generate_firmware
+    from edgernn.targets.board import load_board
+    from edgernn.targets.compile import Part, compile_firmware
+    from tests.support.backend_harness import DRIVER
+
+    folder, _ = case_folder(tmp_path, "stack", "int16")
+    board = load_board("host")
+    generate_firmware(folder, board)
+    built = compile_firmware(folder / "firmware", board, part=Part.MODEL, extra_sources=[DRIVER],
+                             build_dir=folder / "build" / "clang", output_name="clang", compilers=["clang"])
+    assert all("-Werror" in c and "-pedantic" in c for c in built.command_lines)
