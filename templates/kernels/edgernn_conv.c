@@ -210,8 +210,32 @@ static void conv_s16_rows(const int16_t *x, int n_pix, int n_in, const int8_t *w
 {
     int p, o, i, i0;
     for (p = 0; p < n_pix; ++p, x += n_in, y += n_out) {
-        const int8_t *w = w0;
-        for (o = 0; o < n_out; ++o, w += n_in) {
+        /* four output channels per walk over the patch, each input loaded once for the four */
+        for (o = 0; o + 4 <= n_out; o += 4) {
+            const int8_t *wa = w0 + (size_t)o * n_in, *wb = wa + n_in, *wc = wb + n_in, *wd = wc + n_in;
+            int64_t a0 = bias[o], a1 = bias[o + 1], a2 = bias[o + 2], a3 = bias[o + 3];
+            for (i0 = 0; i0 < n_in; i0 += CONV_S16_CHUNK) {
+                const int end = n_in - i0 < CONV_S16_CHUNK ? n_in : i0 + CONV_S16_CHUNK;
+                int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+                for (i = i0; i < end; ++i) {
+                    const int32_t xi = x[i];
+                    s0 += xi * wa[i];
+                    s1 += xi * wb[i];
+                    s2 += xi * wc[i];
+                    s3 += xi * wd[i];
+                }
+                a0 += s0;
+                a1 += s1;
+                a2 += s2;
+                a3 += s3;
+            }
+            y[o] = (int16_t)edgernn_clamp(conv_mbqm_s16(a0, multiplier[o], shift[o]), act_min, act_max);
+            y[o + 1] = (int16_t)edgernn_clamp(conv_mbqm_s16(a1, multiplier[o + 1], shift[o + 1]), act_min, act_max);
+            y[o + 2] = (int16_t)edgernn_clamp(conv_mbqm_s16(a2, multiplier[o + 2], shift[o + 2]), act_min, act_max);
+            y[o + 3] = (int16_t)edgernn_clamp(conv_mbqm_s16(a3, multiplier[o + 3], shift[o + 3]), act_min, act_max);
+        }
+        for (; o < n_out; ++o) {
+            const int8_t *w = w0 + (size_t)o * n_in;
             int64_t acc = bias[o];
             for (i0 = 0; i0 < n_in; i0 += CONV_S16_CHUNK) {
                 const int end = n_in - i0 < CONV_S16_CHUNK ? n_in : i0 + CONV_S16_CHUNK;
