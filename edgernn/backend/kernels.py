@@ -343,7 +343,8 @@ KERNELS: list[Kernel] = [
            doc="SUM, 8-bit: out = clamp(roundf(sum * scale + bias) + output_zero_point), in float32"),
     Kernel("edgernn_mean_s16",
            "const int16_t *in, int outer, int reduced, int inner, int32_t multiplier, int shift, int16_t *out",
-           doc="MEAN, 16-bit (zero points 0): out = clamp(mbqm(sum) ), the 1 / reduced folded into multiplier"),
+           doc="MEAN, 16-bit (zero points 0): out = clamp(mbqm(sum, multiplier, shift)), 1 / reduced folded into the\n"
+               "multiplier as at 8-bit (QuantizedMeanOrSum)"),
     Kernel("edgernn_reduce_max_f32", "const float *in, int outer, int reduced, int inner, float *out",
            section="REDUCE_MAX: out[o][i] = max_r in[o][r][i] (the integer ones keep the input's quantization)"),
     Kernel("edgernn_reduce_max_s8", "const int8_t *in, int outer, int reduced, int inner, int8_t *out"),
