@@ -453,3 +453,42 @@ def test_clang_compiles_the_front_end_warning_free(tmp_path):
     built = compile_firmware(folder / "firmware", board, part=Part.MODEL, extra_sources=[DRIVER],
                              build_dir=folder / "build" / "clang", output_name="clang", compilers=["clang"])
     assert all("-Werror" in c and "-pedantic" in c for c in built.command_lines)
+
+
+@pytest.mark.toolchain
+def test_thread_sanitizer_reports_nothing_on_the_shared_convolutions(tmp_path):
+    """8 threads under ThreadSanitizer: the patches and the padded frame the calling core writes before each
+    split, read by every worker, race with nothing (TSan checked to see a planted race first, as in
+    tests/backend/test_team.py)."""
+    import os
+    import subprocess
+
+    from edgernn.tflite.oracle import step_records
+    from tests.support import backend_harness as H
+
+    tsan = ["-fsanitize=thread", "-g", "-O1", "-pthread"]
+    probe = tmp_path / "race.c"
+    probe.write_text("#include <pthread.h>\nint x;\nstatic void *f(void *a) { x++; return a; }\n"
+                     "int main(void) { pthread_t t; pthread_create(&t, 0, f, 0); x++; pthread_join(t, 0); "
+                     "return 0; }\n")
+    if subprocess.run(["gcc", *tsan, str(probe), "-o", str(tmp_path / "race")], capture_output=True).returncode:
+        pytest.skip("gcc cannot build with -fsanitize=thread here")
+    prefix = []
+    if "ThreadSanitizer" not in subprocess.run([str(tmp_path / "race")], capture_output=True, text=True).stderr:
+        prefix = ["setarch", "-R"]     # address-space randomisation can defeat TSan's memory map
+    control = subprocess.run(prefix + [str(tmp_path / "race")], capture_output=True, text=True)
+    assert "WARNING: ThreadSanitizer: data race" in control.stderr, "TSan does not work here"
+
+    folder, shape = case_folder(tmp_path, "stack", "int8")
+    xq = frames(folder, shape, steps=4)
+    ref, _ = step_records(folder / "step.tflite", xq, STATES)
+    b = H.build(folder, cflags=[*tsan, "-DEDGERNN_THREADS=8"], name="driver_tsan")
+    assert "edgernn_team_depthwise_conv_s8(" in (folder / "firmware" / "model.c").read_text()
+    inp, out = tmp_path / "tsan.in", tmp_path / "tsan.out"
+    inp.write_bytes(np.int32(xq.shape[0]).tobytes() + np.ascontiguousarray(xq).tobytes())
+    env = dict(os.environ, TSAN_OPTIONS="halt_on_error=0 exitcode=66")
+    proc = subprocess.run(prefix + [str(b.exe), str(inp), str(out)], capture_output=True, text=True, env=env)
+    assert "ThreadSanitizer" not in proc.stderr, proc.stderr[:2000]
+    assert proc.returncode == 0, proc.stderr[:500]
+    got = np.frombuffer(out.read_bytes(), np.uint8).reshape(xq.shape[0], -1)
+    assert compare(got, ref, "int8")["mismatches"] == 0

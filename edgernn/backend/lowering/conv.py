@@ -99,6 +99,9 @@ class ConvOps(LoweringBase):
         x, w, out = self.t(op.inputs[0]), self.t(op.inputs[1]), self.t(op.outputs[0])
         if w.dtype != "int8" or np.any(w.zero_point != 0):
             raise _refuse(op, "weights must be symmetric int8")
+        channel_dim = 3 if op.op == "DEPTHWISE_CONV_2D" else 0
+        if w.per_channel and (w.quantized_dimension != channel_dim or len(w.scale) != n_out):
+            raise _refuse(op, f"per-channel weights not quantized along the output channels (dimension {channel_dim})")
         if self.g.oracle == "builtin":
             # the builtin convolutions (not the reference ones) would be the oracle: not measured
             raise _refuse(op, f"{dtype} convolution in a graph validated on LiteRT's builtin kernels (a quantized SUM)")
