@@ -53,6 +53,7 @@ def _cases() -> dict[str, tuple[tuple[int, int, int], Callable]]:
         "global_avg": ((8, 8, 3), lambda x: L.GlobalAveragePooling2D()(L.Conv2D(6, 3)(x))),
         "global_max": ((8, 8, 3), lambda x: L.GlobalMaxPooling2D()(L.Conv2D(6, 3)(x))),
         "conv_bn": ((8, 8, 3), lambda x: L.BatchNormalization()(L.Conv2D(4, 3)(x))),
+        "batchnorm_alone": ((6, 6, 3), lambda x: L.BatchNormalization()(x)),
         "conv_leaky": ((8, 8, 3), lambda x: L.LeakyReLU(0.1)(L.Conv2D(4, 3, padding="same")(x))),
         "conv_relu6_layer": ((8, 8, 3), lambda x: L.ReLU(6.0)(L.Conv2D(4, 3)(x))),
         "stack": ((16, 16, 1), lambda x: L.GlobalAveragePooling2D()(
@@ -237,7 +238,7 @@ OPS = {
     "depthwise_dm2_s2": {"DEPTHWISE_CONV_2D"}, "separable": {"DEPTHWISE_CONV_2D", "CONV_2D"},
     "maxpool2": {"MAX_POOL_2D"}, "maxpool3_s2_same": {"MAX_POOL_2D"}, "avgpool2": {"AVERAGE_POOL_2D"},
     "avgpool3_s2_same": {"AVERAGE_POOL_2D"}, "global_avg": {"MEAN"}, "global_max": {"REDUCE_MAX"},
-    "conv_bn": {"CONV_2D"}, "conv_leaky": {"LEAKY_RELU"}, "conv_relu6_layer": {"CONV_2D"},
+    "conv_bn": {"CONV_2D"}, "batchnorm_alone": {"MUL", "ADD"}, "conv_leaky": {"LEAKY_RELU"}, "conv_relu6_layer": {"CONV_2D"},
     "stack": {"CONV_2D", "MAX_POOL_2D", "DEPTHWISE_CONV_2D", "MEAN"},
 }
 
