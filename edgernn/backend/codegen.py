@@ -32,7 +32,12 @@ KERNEL_SOURCES = [
 ]
 # Kernels copied only into firmware whose schedule calls them: source -> function name prefixes (the
 # kernel's own and its team version's)
-OPTIONAL_KERNEL_SOURCES = {"edgernn_lstm.c": ("edgernn_lstm_", "edgernn_team_lstm_")}
+OPTIONAL_KERNEL_SOURCES = {
+    "edgernn_lstm.c": ("edgernn_lstm_", "edgernn_team_lstm_"),
+    "edgernn_conv.c": ("edgernn_conv_", "edgernn_depthwise_conv_", "edgernn_max_pool_", "edgernn_avg_pool_",
+                       "edgernn_leaky_relu_", "edgernn_team_conv_",
+                       "edgernn_team_depthwise_conv_"),
+}
 KERNEL_HEADERS = [
     "edgernn_kernels.h", "edgernn_fixedpoint.h", "edgernn_elementwise.h", "edgernn_dot.h", "edgernn_team.h", "edgernn_xpulp_emul.h",
 ]

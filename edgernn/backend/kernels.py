@@ -169,6 +169,12 @@ STRUCTS: list[Struct] = [
            doc="MUL, and the requantizing unary ops."),
     Struct("edgernn_run_t", ("int32_t dst, src, count;",),
            doc="A contiguous run of elements copied by the data-movement ops."),
+    Struct("edgernn_conv_geom_t",
+           ("int32_t in_h, in_w, in_c;", "int32_t out_h, out_w, out_c;", "int32_t k_h, k_w;",
+            "int32_t stride_h, stride_w, dil_h, dil_w;",
+            "int32_t pad_top, pad_left;               /* TFLite's ComputePaddingHeightWidth */",
+            "int32_t depth_multiplier;                /* DEPTHWISE_CONV_2D; 1 elsewhere */"),
+           doc="The geometry of a convolution or pool over one NHWC frame (batch 1)."),
     Struct("edgernn_lstm_s8_params_t",
            ("int32_t n_input, n_cell;",
             "int32_t in_multiplier[4], in_shift[4];   /* effective input-to-gate scales, per gate */",
@@ -335,6 +341,80 @@ KERNELS: list[Kernel] = [
            "const int8_t *in, int outer, int reduced, int inner, float scale, float bias, int32_t output_zero_point, "
            "int8_t *out",
            doc="SUM, 8-bit: out = clamp(roundf(sum * scale + bias) + output_zero_point), in float32"),
+    Kernel("edgernn_mean_s16",
+           "const int16_t *in, int outer, int reduced, int inner, int32_t multiplier, int shift, int16_t *out",
+           doc="MEAN, 16-bit (zero points 0): out = clamp(mbqm(sum, multiplier, shift)), 1 / reduced folded into the\n"
+               "multiplier as at 8-bit (QuantizedMeanOrSum)"),
+    Kernel("edgernn_reduce_max_f32", "const float *in, int outer, int reduced, int inner, float *out",
+           section="REDUCE_MAX: out[o][i] = max_r in[o][r][i] (the integer ones keep the input's quantization)"),
+    Kernel("edgernn_reduce_max_s8", "const int8_t *in, int outer, int reduced, int inner, int8_t *out"),
+    Kernel("edgernn_reduce_max_s16", "const int16_t *in, int outer, int reduced, int inner, int16_t *out"),
+    # ---- convolutions and pools (edgernn_conv.c) ----
+    Kernel("edgernn_conv_f32",
+           "const edgernn_conv_geom_t *g, const float *in, const float *w, const float *bias, float act_min, "
+           "float act_max, float *scratch, float *out",
+           section="CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D, AVERAGE_POOL_2D over one NHWC frame (edgernn_conv.c)",
+           doc="CONV_2D: each output row's patches gathered into scratch (out_w * k_h * k_w * in_c elements), then\n"
+               "edgernn_fully_connected_f32 over them; w is the filter [out_c][k_h][k_w][in_c].",
+           optional=("bias",)),
+    Kernel("edgernn_conv_s8",
+           "const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias, "
+           "const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point, int32_t output_offset, "
+           "int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out",
+           doc="The same over edgernn_dot.h's dot products (w in its blocked layout), bias[o] + input_offset * sum(w[o])\n"
+               "folded, taps outside the frame given the input zero point, the sums rescaled with two roundings\n"
+               "(MultiplyByQuantizedMultiplier, as TFLite's reference convolutions). scratch may be NULL for a\n"
+               "1x1 stride-1 filter, whose pixels are read in place.",
+           optional=("scratch",),
+           splits=(Split("g.out_c", weight=8, grain=8),), wrapper=False,
+           team_doc="CONV_2D, 8-bit: each output row's patches gathered by the calling core, its channels split in blocks\n"
+                    "of 8 (the weights' row blocks). Defined in edgernn_conv.c. The split's measure counts a channel\n"
+                    "of a row of patches as 8 FULLY_CONNECTED outputs (a guess, not measured on GAP8)."),
+    Kernel("edgernn_conv_s16",
+           "const edgernn_conv_geom_t *g, const int16_t *in, const int8_t *w, const int64_t *bias, "
+           "const int32_t *multiplier, const int32_t *shift, int32_t act_min, int32_t act_max, int16_t *scratch, "
+           "int16_t *out",
+           doc="16x8 (zero points 0): int64 sums, the multiplier reduced to Q15 as in TFLite's int64\n"
+               "MultiplyByQuantizedMultiplier.",
+           optional=("scratch",)),
+    Kernel("edgernn_depthwise_conv_f32",
+           "const edgernn_conv_geom_t *g, const float *in, const float *w_f, const float *bias, float act_min, "
+           "float act_max, float *scratch, float *out",
+           doc="DEPTHWISE_CONV_2D: w is [k_h][k_w][out_c], out channel ic * depth_multiplier + m reads channel ic;\n"
+               "scratch holds out_c sums.",
+           optional=("bias",)),
+    Kernel("edgernn_depthwise_conv_s8",
+           "const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias, "
+           "const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point, int32_t output_offset, "
+           "int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out",
+           doc="Integer: scratch holds the frame with its padding, filled with the input zero point\n"
+               "(((out_h - 1) * stride_h + (k_h - 1) * dil_h + 1) rows, as many columns likewise); bias[oc] holds\n"
+               "bias + input_offset * the sum of oc's taps. Two-rounding rescale, as TFLite's DepthwisePerChannel.",
+           splits=(Split("g.out_h", weight=8),), wrapper=False,
+           team_doc="DEPTHWISE_CONV_2D, 8-bit: the calling core pads the frame, then the output rows are split (a row\n"
+                    "counted as 8 FULLY_CONNECTED outputs, a guess). Defined in edgernn_conv.c."),
+    Kernel("edgernn_depthwise_conv_s16",
+           "const edgernn_conv_geom_t *g, const int16_t *in, const int8_t *w, const int64_t *bias, "
+           "const int32_t *multiplier, const int32_t *shift, int32_t act_min, int32_t act_max, int16_t *scratch, "
+           "int16_t *out"),
+    Kernel("edgernn_max_pool_f32",
+           "const edgernn_conv_geom_t *g, const float *in, float act_min, float act_max, float *out"),
+    Kernel("edgernn_max_pool_s8",
+           "const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out"),
+    Kernel("edgernn_max_pool_s16",
+           "const edgernn_conv_geom_t *g, const int16_t *in, int32_t act_min, int32_t act_max, int16_t *out"),
+    Kernel("edgernn_avg_pool_f32",
+           "const edgernn_conv_geom_t *g, const float *in, float act_min, float act_max, float *out"),
+    Kernel("edgernn_avg_pool_s8",
+           "const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out",
+           doc="The window's in-frame sum over their count, halves away from zero (TFLite's reference)."),
+    Kernel("edgernn_avg_pool_s16",
+           "const edgernn_conv_geom_t *g, const int16_t *in, int32_t act_min, int32_t act_max, int16_t *out"),
+    Kernel("edgernn_leaky_relu_f32", "const float *in, float alpha, int n, float *out",
+           section="LEAKY_RELU (edgernn_conv.c; 8-bit is edgernn_lut_s8)"),
+    Kernel("edgernn_leaky_relu_s16",
+           "const int16_t *in, int32_t input_zero_point, int32_t identity_multiplier, int identity_shift, "
+           "int32_t alpha_multiplier, int alpha_shift, int32_t output_zero_point, int n, int16_t *out"),
     # ---- fused LSTM ----
     Kernel("edgernn_lstm_s8",
            "const edgernn_lstm_s8_params_t *p, const int8_t *w_in, const int8_t *w_rec, const int32_t *bias_in, "

@@ -335,3 +335,24 @@ def rsqrt_table_s8(in_scale: float, in_zp: int, out_scale: float, out_zp: int) -
         out = mbqm(data, mult, shift - k_shift) + out_zp
         table[v & 0xFF] = max(-128, min(127, out))
     return table
+
+
+# ---- LEAKY_RELU ----
+
+def leaky_relu_params(in_scale: float, out_scale: float, alpha: float) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((identity multiplier, shift), (alpha multiplier, shift)) as TFLite's LeakyReluPrepare computes
+    them: the scales and alpha multiplied and divided in float32, then QuantizeMultiplier."""
+    si, so, a = np.float32(in_scale), np.float32(out_scale), np.float32(alpha)
+    identity = f32(si / so)
+    alpha_real = f32(np.float32(si * a) / so)
+    return quantize_multiplier(identity), quantize_multiplier(alpha_real)
+
+
+def leaky_relu_table_s8(in_zp: int, out_zp: int, mi: int, shi: int, ma: int, sha: int) -> np.ndarray:
+    """The outputs of TFLite's QuantizeLeakyRelu<int8_t>, as edgernn_lut_s8's table (indexed by (uint8_t)input)."""
+    table = np.zeros(256, dtype=np.int64)
+    for q in range(-128, 128):
+        v = q - in_zp
+        r = mbqm(v, mi, shi) if v >= 0 else mbqm(v, ma, sha)
+        table[q & 0xFF] = min(127, max(-128, r + out_zp))
+    return table

@@ -86,6 +86,26 @@ static inline int32_t edgernn_mbqm(int32_t x, int32_t multiplier, int shift)
     return edgernn_rdbpot(edgernn_srdhm((int32_t)((int64_t)x * ((int64_t)1 << left)), multiplier), right);
 }
 
+/* edgernn_mbqm (two roundings, halves away from zero) from the high word of the product, for a right
+ * shift e = -shift >= 2 (the convolutions' usual case), else edgernn_mbqm itself. With P = x * m =
+ * hi * 2^32 + lo and q = SaturatingRoundingDoublingHighMul(x, m), the nested floors merge into
+ * floor((P + 2^30 + 2^(30+e) - [q < 0] 2^31) / 2^(31+e)); 2^(30+e) is a multiple of 2^32, so only hi and
+ * the carry (or borrow) of lo + 2^30 - [q < 0] 2^31 reach the result: (hi' + 2^(e-2)) >> (e-1). q < 0
+ * exactly when x < 0, except x = -1 with m = 2^30 (QuantizeMultiplier's m >= 2^30). On a 32-bit core: no
+ * 64-bit add or shift (tests/backend/test_conv.py holds it against edgernn_mbqm). */
+static inline int32_t edgernn_mbqm_hi(int32_t x, int32_t multiplier, int shift)
+{
+    if (shift <= -2) {
+        const int64_t p = (int64_t)x * (int64_t)multiplier;
+        const uint32_t lo = (uint32_t)p;
+        int32_t hi = (int32_t)(p >> 32);
+        const int neg = multiplier == ((int32_t)1 << 30) ? x < -1 : x < 0;
+        hi += neg ? -(int32_t)(lo < 0x40000000u) : (int32_t)(lo >= 0xC0000000u);
+        return (hi + ((int32_t)1 << (-shift - 2))) >> (-shift - 1);
+    }
+    return edgernn_mbqm(x, multiplier, shift);
+}
+
 /* The same product with one rounding, halves toward +infinity: what LiteRT's reference 8-bit
  * FULLY_CONNECTED kernel gives (the BUILTIN_REF oracle; measured, docs/ops.md). */
 static inline int32_t edgernn_mbqm_single(int32_t x, int32_t multiplier, int shift)

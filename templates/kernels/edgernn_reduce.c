@@ -78,3 +78,54 @@ void edgernn_sum_steps_s8(const int8_t *in, int outer, int reduced, int inner, c
         }
     }
 }
+
+/* MEAN, 16-bit: the same QuantizedMeanOrSum with zero points 0 (16x8 activations are symmetric). The
+ * int32 sum holds 2^16 values of int16 without overflow. */
+void edgernn_mean_s16(const int16_t *in, int outer, int reduced, int inner, int32_t multiplier, int shift,
+                      int16_t *out)
+{
+    int o, r, i;
+    for (o = 0; o < outer; ++o) {
+        for (i = 0; i < inner; ++i) {
+            const int16_t *p = in + (size_t)o * reduced * inner + i;
+            int32_t sum = 0;
+            for (r = 0; r < reduced; ++r) {
+                sum += p[(size_t)r * inner];
+            }
+            out[(size_t)o * inner + i] = (int16_t)edgernn_clamp(edgernn_mbqm(sum, multiplier, shift), -32768, 32767);
+        }
+    }
+}
+
+/* REDUCE_MAX: the largest value of each reduced run. The integer ops keep their input's quantization
+ * (generation checks it), so the raw values compare as the real ones do. */
+#define REDUCE_MAX(T)                                                                               \
+    do {                                                                                            \
+        int o_, r_, i_;                                                                             \
+        for (o_ = 0; o_ < outer; ++o_) {                                                            \
+            for (i_ = 0; i_ < inner; ++i_) {                                                        \
+                const T *p_ = in + (size_t)o_ * reduced * inner + i_;                               \
+                T m_ = p_[0];                                                                       \
+                for (r_ = 1; r_ < reduced; ++r_) {                                                  \
+                    const T v_ = p_[(size_t)r_ * inner];                                            \
+                    m_ = v_ > m_ ? v_ : m_;                                                         \
+                }                                                                                   \
+                out[(size_t)o_ * inner + i_] = m_;                                                  \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
+
+void edgernn_reduce_max_f32(const float *in, int outer, int reduced, int inner, float *out)
+{
+    REDUCE_MAX(float);
+}
+
+void edgernn_reduce_max_s8(const int8_t *in, int outer, int reduced, int inner, int8_t *out)
+{
+    REDUCE_MAX(int8_t);
+}
+
+void edgernn_reduce_max_s16(const int16_t *in, int outer, int reduced, int inner, int16_t *out)
+{
+    REDUCE_MAX(int16_t);
+}

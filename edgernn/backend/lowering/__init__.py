@@ -9,6 +9,7 @@ with the op's name and its index in the graph.
 from __future__ import annotations
 
 from edgernn.backend.lowering.activations import ActivationsOps
+from edgernn.backend.lowering.conv import ConvOps
 from edgernn.backend.lowering.base import Call, ConstArray, ConstStruct, LoweringBase, Unsupported
 from edgernn.backend.lowering.elementwise import ElementwiseOps
 from edgernn.backend.lowering.fully_connected import FullyConnectedOps
@@ -19,7 +20,8 @@ from edgernn.backend.lowering.shape import ShapeOps
 __all__ = ["Call", "ConstArray", "ConstStruct", "Lowering", "SUPPORTED", "Unsupported"]
 
 
-class Lowering(FullyConnectedOps, ElementwiseOps, ActivationsOps, ReduceOps, ShapeOps, LstmOps, LoweringBase):
+class Lowering(FullyConnectedOps, ConvOps, ElementwiseOps, ActivationsOps, ReduceOps, ShapeOps, LstmOps,
+               LoweringBase):
     """A graph's operators lowered to kernel calls: ``lower()``; one ``op_<name>`` method per op, by family."""
 
 

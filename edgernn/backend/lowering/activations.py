@@ -1,4 +1,4 @@
-"""The unary ops: LOGISTIC, TANH, EXP, ABS, NEG, RELU, RELU6, RSQRT, SQRT, SQUARE, QUANTIZE,
+"""The unary ops: LOGISTIC, TANH, EXP, ABS, NEG, RELU, RELU6, LEAKY_RELU, RSQRT, SQRT, SQUARE, QUANTIZE,
 DEQUANTIZE and SOFTMAX (lookup tables for int8, the integer paths of int16)."""
 
 from __future__ import annotations
@@ -107,6 +107,24 @@ class ActivationsOps(LoweringBase):
 
     def op_relu6(self, op, dtype):
         return self._unary(op, dtype, "RELU6")
+
+    def op_leaky_relu(self, op, dtype):
+        x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
+        alpha = float(op.options.get("alpha", 0.2))
+        n = str(out.size)
+        if dtype == "float32":
+            return self.call(op, "edgernn_leaky_relu_f32", {"in": ("tensor", op.inputs[0]), "alpha": _lit_float(alpha),
+                                                            "n": n, "out": ("tensor", op.outputs[0])})
+        if dtype not in ("int8", "int16"):
+            return None
+        (si, zi), (so, zo) = x.qparams(), out.qparams()
+        (mi, shi), (ma, sha) = qp.leaky_relu_params(si, so, alpha)
+        if dtype == "int8":
+            return self._lut(op, "edgernn_lut_s8", "int8_t", qp.leaky_relu_table_s8(zi, zo, mi, shi, ma, sha))
+        return self.call(op, "edgernn_leaky_relu_s16",
+                         {"in": ("tensor", op.inputs[0]), "input_zero_point": str(zi), "identity_multiplier": str(mi),
+                          "identity_shift": str(shi), "alpha_multiplier": str(ma), "alpha_shift": str(sha),
+                          "output_zero_point": str(zo), "n": n, "out": ("tensor", op.outputs[0])})
 
     def op_rsqrt(self, op, dtype):
         if dtype == "int8":

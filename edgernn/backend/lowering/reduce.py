@@ -1,4 +1,4 @@
-"""SUM and MEAN over axes."""
+"""SUM, MEAN and REDUCE_MAX over axes."""
 
 from __future__ import annotations
 
@@ -22,8 +22,26 @@ class ReduceOps(LoweringBase):
         outer = int(np.prod(x.shape[: axes[0]], dtype=np.int64))
         reduced = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
         inner = int(np.prod(x.shape[axes[-1] + 1 :], dtype=np.int64))
+        if fn == "edgernn_reduce_max_f32":
+            if dtype != "float32" and x.qparams() != out.qparams():
+                raise _refuse(op, "input and output quantized differently")
+            return self.call(op, fn.replace("f32", {"float32": "f32", "int8": "s8", "int16": "s16"}[dtype]),
+                             {"in": ("tensor", op.inputs[0]), "outer": str(outer), "reduced": str(reduced),
+                              "inner": str(inner), "out": ("tensor", op.outputs[0])})
         if dtype == "int16":
-            raise _refuse(op, "no int16 kernel (no converted model uses one, so none is verified)")
+            if fn != "edgernn_mean_f32":
+                raise _refuse(op, "no int16 kernel (no converted model uses one, so none is verified)")
+            (si, zi), (so, zo) = x.qparams(), out.qparams()
+            if zi != 0 or zo != 0:
+                raise _refuse(op, "int16 activations with a nonzero zero point")
+            if reduced > 1 << 16:
+                raise _refuse(op, f"the int32 sum of {reduced} int16 values may overflow")
+            # GlobalAveragePooling2D at 16x8: QuantizedMeanOrSum as at int8 (measured, tests/backend/test_conv.py)
+            mult, shift = qp.reduce_params(si, so, reduced, mean=True)
+            return self.call(op, "edgernn_mean_s16",
+                             {"in": ("tensor", op.inputs[0]), "outer": str(outer), "reduced": str(reduced),
+                              "inner": str(inner), "multiplier": str(mult), "shift": str(shift),
+                              "out": ("tensor", op.outputs[0])})
         shape = {"in": ("tensor", op.inputs[0]), "outer": str(outer), "reduced": str(reduced), "inner": str(inner),
                  "out": ("tensor", op.outputs[0])}
         if dtype == "int8":
@@ -55,3 +73,6 @@ class ReduceOps(LoweringBase):
 
     def op_mean(self, op, dtype):
         return self._reduce(op, dtype, "edgernn_mean_f32")
+
+    def op_reduce_max(self, op, dtype):
+        return self._reduce(op, dtype, "edgernn_reduce_max_f32")

@@ -1,0 +1,581 @@
+#include <stdint.h>
+#include <string.h>
+
+#include "edgernn_dot.h"
+#include "edgernn_fixedpoint.h"
+#include "edgernn_kernels.h"
+#include "edgernn_team.h"
+
+/* The per-frame CNN front end: CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D and AVERAGE_POOL_2D, batch 1,
+ * NHWC, with the geometry of edgernn_conv_geom_t (padding already resolved into pad_top and pad_left
+ * the way TFLite's ComputePaddingHeightWidth does it).
+ *
+ * CONV_2D gathers each output row's input patches (im2col) into scratch and runs them as rows of a
+ * matrix product: the filter [out_c][k_h][k_w][in_c] is a weight matrix whose rows are in the patch's
+ * order, so the int8 convolution gets FULLY_CONNECTED's blocked dot products (edgernn_dot.h: 8 output
+ * channels per load of the patch, Xpulp SIMD on GAP8), and float32 the FC kernel itself. A tap outside
+ * the frame is written as the input zero point: with the folded bias (bias - zero point * sum of the
+ * weights) it contributes (zp - zp) * w = 0, which is what TFLite's reference kernel gets by skipping it.
+ * Float and int16 (zero point 0) pad with 0 likewise. */
+
+/* The geometry copied into a local first: an int8 store may alias any object, so the compiler would
+ * reload every field read through the pointer after each output byte written. */
+#define GEOM_LOCAL                                                                                  \
+    const edgernn_conv_geom_t geom_ = *geom_in;                                                     \
+    const edgernn_conv_geom_t *const g = &geom_
+
+/* The patches of output row oy, one after the other (out_w patches of k_h * k_w * in_c elements). */
+#define CONV_IM2COL(T)                                                                              \
+    do {                                                                                            \
+        const int32_t c_ = g->in_c;                                                                 \
+        int ox_, ky_, kx_;                                                                          \
+        T *dst_ = scratch;                                                                          \
+        for (ox_ = 0; ox_ < g->out_w; ++ox_) {                                                      \
+            const int32_t x0_ = ox_ * g->stride_w - g->pad_left;                                    \
+            for (ky_ = 0; ky_ < g->k_h; ++ky_) {                                                    \
+                const int32_t iy_ = y0 + ky_ * g->dil_h;                                            \
+                for (kx_ = 0; kx_ < g->k_w; ++kx_, dst_ += c_) {                                    \
+                    const int32_t ix_ = x0_ + kx_ * g->dil_w;                                       \
+                    if (iy_ < 0 || iy_ >= g->in_h || ix_ < 0 || ix_ >= g->in_w) {                   \
+                        int i_;                                                                     \
+                        for (i_ = 0; i_ < c_; ++i_) {                                               \
+                            dst_[i_] = (T)pad;                                                      \
+                        }                                                                           \
+                    } else {                                                                        \
+                        memcpy(dst_, in + ((size_t)iy_ * g->in_w + ix_) * c_, (size_t)c_ * sizeof(T)); \
+                    }                                                                               \
+                }                                                                                   \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
+
+void edgernn_conv_f32(const edgernn_conv_geom_t *geom_in, const float *in, const float *w, const float *bias,
+                      float act_min, float act_max, float *scratch, float *out)
+{
+    GEOM_LOCAL;
+    const int n_in = g->k_h * g->k_w * g->in_c;
+    const float pad = 0.0f;
+    int oy;
+    for (oy = 0; oy < g->out_h; ++oy) {
+        const int32_t y0 = oy * g->stride_h - g->pad_top;
+        CONV_IM2COL(float);
+        edgernn_fully_connected_f32(scratch, w, bias, act_min, act_max, g->out_w, n_in, g->out_c,
+                                    out + (size_t)oy * g->out_w * g->out_c);
+    }
+}
+
+/* TFLite's reference ConvPerChannel and DepthwisePerChannel rescale with MultiplyByQuantizedMultiplier's
+ * two roundings, halves away from zero (measured: not the one rounding of LiteRT's reference
+ * FULLY_CONNECTED), so the int8 convolution has its own rows over the FC's blocked dot products. */
+#define CONV_S8_OUT(k)                                                                              \
+    y[o + (k)] = (int8_t)edgernn_clamp(edgernn_mbqm_hi(acc[k], multiplier[o + (k)], shift[o + (k)]) + output_offset, \
+                                       act_min, act_max)
+
+/* n_pix patches of n_in bytes (rows of x) times the blocked weights: n_out outputs per patch (y_stride
+ * apart from one patch to the next), 8 output channels per walk over the patch, then 4, then one by one
+ * (edgernn_dot.h). The team passes a sub-range of the channels from a multiple of 8, where the blocked
+ * layout's rows start as in the whole. */
+static void conv_s8_rows(const int8_t *x, int n_pix, int n_in, const int8_t *w0, const int32_t *bias,
+                         const int32_t *multiplier, const int32_t *shift, int32_t output_offset, int32_t act_min,
+                         int32_t act_max, int n_out, int y_stride, int8_t *y)
+{
+    int p;
+    for (p = 0; p < n_pix; ++p, x += n_in, y += y_stride) {
+        const int8_t *w = w0;
+        int o;
+        for (o = 0; o + 8 <= n_out; o += 8, w += 8 * (size_t)n_in) {
+            int32_t acc[8];
+            int k;
+            for (k = 0; k < 8; ++k) {
+                acc[k] = bias[o + k];
+            }
+            edgernn_dot8_s8(x, w, n_in, acc);
+            for (k = 0; k < 8; ++k) {
+                CONV_S8_OUT(k);
+            }
+        }
+        if (o + 4 <= n_out) {
+            int32_t acc[4];
+            int k;
+            for (k = 0; k < 4; ++k) {
+                acc[k] = bias[o + k];
+            }
+            edgernn_dot4_s8(x, w, n_in, acc);
+            for (k = 0; k < 4; ++k) {
+                CONV_S8_OUT(k);
+            }
+            o += 4;
+            w += 4 * (size_t)n_in;
+        }
+        for (; o < n_out; ++o, w += n_in) {
+            int32_t acc[1];
+            acc[0] = edgernn_dot1_s8(x, w, n_in, bias[o]);
+            CONV_S8_OUT(0);
+        }
+    }
+}
+
+/* A 1x1 stride-1 filter reads each pixel's channels as they lie: no patches to gather. */
+#define CONV_POINTWISE(g) ((g)->k_h == 1 && (g)->k_w == 1 && (g)->stride_h == 1 && (g)->stride_w == 1)
+
+void edgernn_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w, const int32_t *bias,
+                     const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
+                     int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out)
+{
+    GEOM_LOCAL;
+    const int n_in = g->k_h * g->k_w * g->in_c;
+    const int32_t pad = input_zero_point;
+    int oy;
+    if (CONV_POINTWISE(g)) {
+        conv_s8_rows(in, g->out_h * g->out_w, n_in, w, bias, multiplier, shift, output_offset, act_min, act_max,
+                     g->out_c, g->out_c, out);
+        return;
+    }
+    for (oy = 0; oy < g->out_h; ++oy) {
+        const int32_t y0 = oy * g->stride_h - g->pad_top;
+        CONV_IM2COL(int8_t);
+        conv_s8_rows(scratch, g->out_w, n_in, w, bias, multiplier, shift, output_offset, act_min, act_max, g->out_c,
+                     g->out_c, out + (size_t)oy * g->out_w * g->out_c);
+    }
+}
+
+/* The team's CONV_2D: each output row's patches gathered by the calling core, then the row's output
+ * channels split across the team in blocks of 8 (the blocked weights' row blocks), every output computed
+ * by conv_s8_rows as in the single-core kernel. */
+typedef struct {
+    const int8_t *x, *w;
+    const int32_t *bias, *multiplier, *shift;
+    int32_t output_offset, act_min, act_max;
+    int n_pix, n_in, out_c;
+    int8_t *y;
+} conv_s8_split_t;
+
+static void conv_s8_channels(const void *args, int begin, int end)
+{
+    const conv_s8_split_t *a = (const conv_s8_split_t *)args;
+    conv_s8_rows(a->x, a->n_pix, a->n_in, a->w + (size_t)begin * a->n_in, a->bias + begin, a->multiplier + begin,
+                 a->shift + begin, a->output_offset, a->act_min, a->act_max, end - begin, a->out_c, a->y + begin);
+}
+
+void edgernn_team_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w, const int32_t *bias,
+                          const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
+                          int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out)
+{
+    GEOM_LOCAL;
+    const int n_in = g->k_h * g->k_w * g->in_c;
+    const int32_t pad = input_zero_point;
+    conv_s8_split_t a;
+    int oy;
+    a.w = w;
+    a.bias = bias;
+    a.multiplier = multiplier;
+    a.shift = shift;
+    a.output_offset = output_offset;
+    a.act_min = act_min;
+    a.act_max = act_max;
+    a.n_in = n_in;
+    a.out_c = g->out_c;
+    if (CONV_POINTWISE(g)) {
+        a.x = in;
+        a.n_pix = g->out_h * g->out_w;
+        a.y = out;
+        edgernn_team_split(conv_s8_channels, &a, g->out_c, 8);
+        return;
+    }
+    a.x = scratch;
+    a.n_pix = g->out_w;
+    for (oy = 0; oy < g->out_h; ++oy) {
+        const int32_t y0 = oy * g->stride_h - g->pad_top;
+        CONV_IM2COL(int8_t);
+        a.y = out + (size_t)oy * g->out_w * g->out_c;
+        edgernn_team_split(conv_s8_channels, &a, g->out_c, 8);
+    }
+}
+
+/* tflite::MultiplyByQuantizedMultiplier(int64_t, int32_t, int) of the 16x8 reference convolutions: the
+ * multiplier reduced to Q15 (rounded, saturating at 0x7FFF), one rounding, halves toward +infinity. */
+static inline int32_t conv_mbqm_s16(int64_t x, int32_t multiplier, int shift)
+{
+    const int64_t reduced = multiplier < 0x7FFF0000 ? ((int64_t)multiplier + (1 << 15)) >> 16 : 0x7FFF;
+    const int total_shift = 15 - shift;
+    return (int32_t)((x * reduced + ((int64_t)1 << (total_shift - 1))) >> total_shift);
+}
+
+/* 16x8: each product fits in 23 bits, so up to 256 of them sum exactly in int32; chunks add in int64. */
+#define CONV_S16_CHUNK 256
+
+static void conv_s16_rows(const int16_t *x, int n_pix, int n_in, const int8_t *w0, const int64_t *bias,
+                          const int32_t *multiplier, const int32_t *shift, int32_t act_min, int32_t act_max,
+                          int n_out, int16_t *y)
+{
+    int p, o, i, i0;
+    for (p = 0; p < n_pix; ++p, x += n_in, y += n_out) {
+        /* four output channels per walk over the patch, each input loaded once for the four */
+        for (o = 0; o + 4 <= n_out; o += 4) {
+            const int8_t *wa = w0 + (size_t)o * n_in, *wb = wa + n_in, *wc = wb + n_in, *wd = wc + n_in;
+            int64_t a0 = bias[o], a1 = bias[o + 1], a2 = bias[o + 2], a3 = bias[o + 3];
+            for (i0 = 0; i0 < n_in; i0 += CONV_S16_CHUNK) {
+                const int end = n_in - i0 < CONV_S16_CHUNK ? n_in : i0 + CONV_S16_CHUNK;
+                int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+                for (i = i0; i < end; ++i) {
+                    const int32_t xi = x[i];
+                    s0 += xi * wa[i];
+                    s1 += xi * wb[i];
+                    s2 += xi * wc[i];
+                    s3 += xi * wd[i];
+                }
+                a0 += s0;
+                a1 += s1;
+                a2 += s2;
+                a3 += s3;
+            }
+            y[o] = (int16_t)edgernn_clamp(conv_mbqm_s16(a0, multiplier[o], shift[o]), act_min, act_max);
+            y[o + 1] = (int16_t)edgernn_clamp(conv_mbqm_s16(a1, multiplier[o + 1], shift[o + 1]), act_min, act_max);
+            y[o + 2] = (int16_t)edgernn_clamp(conv_mbqm_s16(a2, multiplier[o + 2], shift[o + 2]), act_min, act_max);
+            y[o + 3] = (int16_t)edgernn_clamp(conv_mbqm_s16(a3, multiplier[o + 3], shift[o + 3]), act_min, act_max);
+        }
+        for (; o < n_out; ++o) {
+            const int8_t *w = w0 + (size_t)o * n_in;
+            int64_t acc = bias[o];
+            for (i0 = 0; i0 < n_in; i0 += CONV_S16_CHUNK) {
+                const int end = n_in - i0 < CONV_S16_CHUNK ? n_in : i0 + CONV_S16_CHUNK;
+                int32_t s = 0;
+                for (i = i0; i < end; ++i) {
+                    s += (int32_t)x[i] * (int32_t)w[i];
+                }
+                acc += s;
+            }
+            y[o] = (int16_t)edgernn_clamp(conv_mbqm_s16(acc, multiplier[o], shift[o]), act_min, act_max);
+        }
+    }
+}
+
+void edgernn_conv_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, const int8_t *w, const int64_t *bias,
+                      const int32_t *multiplier, const int32_t *shift, int32_t act_min, int32_t act_max,
+                      int16_t *scratch, int16_t *out)
+{
+    GEOM_LOCAL;
+    const int n_in = g->k_h * g->k_w * g->in_c;
+    const int32_t pad = 0;   /* 16x8 activations are symmetric */
+    int oy;
+    if (CONV_POINTWISE(g)) {
+        conv_s16_rows(in, g->out_h * g->out_w, n_in, w, bias, multiplier, shift, act_min, act_max, g->out_c, out);
+        return;
+    }
+    for (oy = 0; oy < g->out_h; ++oy) {
+        const int32_t y0 = oy * g->stride_h - g->pad_top;
+        CONV_IM2COL(int16_t);
+        conv_s16_rows(scratch, g->out_w, n_in, w, bias, multiplier, shift, act_min, act_max, g->out_c,
+                      out + (size_t)oy * g->out_w * g->out_c);
+    }
+}
+
+/* DEPTHWISE_CONV_2D: output channel oc = ic * depth_multiplier + m reads input channel ic; the filter is
+ * [k_h][k_w][out_c]. The float kernel sums each output pixel's in-frame taps (TFLite's reference skips the
+ * others) into acc[out_c] (scratch), tap by tap. */
+void edgernn_depthwise_conv_f32(const edgernn_conv_geom_t *geom_in, const float *in, const float *w_f,
+                                const float *bias, float act_min, float act_max, float *scratch, float *out)
+{
+    GEOM_LOCAL;
+    const int dm = g->depth_multiplier;
+    int oy, ox, c;
+    float *acc = scratch;
+    for (oy = 0; oy < g->out_h; ++oy) {
+        const int32_t y0 = oy * g->stride_h - g->pad_top;
+        for (ox = 0; ox < g->out_w; ++ox) {
+            const int32_t x0 = ox * g->stride_w - g->pad_left;
+            int ky, kx, ic, m;
+            float *y = out + ((size_t)oy * g->out_w + ox) * g->out_c;
+            for (c = 0; c < g->out_c; ++c) {
+                acc[c] = 0.0f;
+            }
+            for (ky = 0; ky < g->k_h; ++ky) {
+                const int32_t iy = y0 + ky * g->dil_h;
+                if (iy < 0 || iy >= g->in_h) {
+                    continue;
+                }
+                for (kx = 0; kx < g->k_w; ++kx) {
+                    const int32_t ix = x0 + kx * g->dil_w;
+                    const float *xt, *wt;
+                    if (ix < 0 || ix >= g->in_w) {
+                        continue;
+                    }
+                    xt = in + ((size_t)iy * g->in_w + ix) * g->in_c;
+                    wt = w_f + ((size_t)ky * g->k_w + kx) * g->out_c;
+                    for (ic = 0; ic < g->in_c; ++ic) {
+                        for (m = 0; m < dm; ++m) {
+                            acc[ic * dm + m] += xt[ic] * wt[ic * dm + m];
+                        }
+                    }
+                }
+            }
+            for (c = 0; c < g->out_c; ++c) {
+                float v = acc[c] + (bias ? bias[c] : 0.0f);
+                y[c] = v < act_min ? act_min : (v > act_max ? act_max : v);
+            }
+        }
+    }
+}
+
+/* The integer kernels first copy the frame into scratch with its padding around it, filled with the
+ * input zero point (the padded frame is (out_h - 1) * stride_h + (k_h - 1) * dil_h + 1 rows of as many
+ * columns likewise): bias[oc] holds bias + input_offset * sum of the filter's taps of oc, so a padded tap
+ * contributes (zp - zp) * w = 0, as a skipped one does in TFLite's reference, and every output pixel
+ * is one walk over its k_h * k_w taps without a bounds check, its sum in a register. */
+#define DW_PADDED_FRAME(T)                                                                          \
+    const int32_t ph = (g->out_h - 1) * g->stride_h + (g->k_h - 1) * g->dil_h + 1;                  \
+    const int32_t pw = (g->out_w - 1) * g->stride_w + (g->k_w - 1) * g->dil_w + 1;                  \
+    const int32_t c_in = g->in_c;                                                                   \
+    T *frame = scratch;                                                                             \
+    do {                                                                                            \
+        int32_t r_, i_;                                                                             \
+        const int32_t rows_ = g->in_h < ph - g->pad_top ? g->in_h : ph - g->pad_top;                \
+        const int32_t cols_ = g->in_w < pw - g->pad_left ? g->in_w : pw - g->pad_left;              \
+        for (i_ = 0; i_ < ph * pw * c_in; ++i_) {                                                   \
+            frame[i_] = (T)pad;                                                                     \
+        }                                                                                           \
+        for (r_ = 0; r_ < rows_; ++r_) {                                                            \
+            memcpy(frame + ((size_t)(r_ + g->pad_top) * pw + g->pad_left) * c_in,                   \
+                   in + (size_t)r_ * g->in_w * c_in, (size_t)cols_ * c_in * sizeof(T));             \
+        }                                                                                           \
+    } while (0)
+
+/* out[oy][ox][oc] for every pixel: the int32 sum of the taps' products, then STORE(k, sum) with oc = c + k
+ * writes it (bias[oc] is added there). With a depth multiplier of 1 (SeparableConv2D's), four channels
+ * at a time: each tap's four inputs and four weights lie side by side, the four sums stay in registers. */
+#define DW_PIXELS(STORE)                                                                            \
+    do {                                                                                            \
+        const int dm = g->depth_multiplier;                                                         \
+        const int32_t k_h = g->k_h, k_w = g->k_w, out_c = g->out_c;                                 \
+        const size_t tap_y = (size_t)g->dil_h * pw * c_in, tap_x = (size_t)g->dil_w * c_in;         \
+        int oy_, ox_, c, ky_, kx_;                                                                  \
+        for (oy_ = oy_begin; oy_ < oy_end; ++oy_) {                                                 \
+            for (ox_ = 0; ox_ < g->out_w; ++ox_) {                                                  \
+                const T *base_ = frame + ((size_t)oy_ * g->stride_h * pw + (size_t)ox_ * g->stride_w) * c_in; \
+                T *y_ = out + ((size_t)oy_ * g->out_w + ox_) * out_c;                               \
+                c = 0;                                                                              \
+                if (dm == 1) {                                                                      \
+                    for (; c + 4 <= out_c; c += 4) {                                                \
+                        const int8_t *wk_ = w + c;                                                  \
+                        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;                                     \
+                        for (ky_ = 0; ky_ < k_h; ++ky_) {                                           \
+                            const T *xk_ = base_ + ky_ * tap_y + c;                                 \
+                            for (kx_ = 0; kx_ < k_w; ++kx_, xk_ += tap_x, wk_ += out_c) {           \
+                                s0 += (int32_t)xk_[0] * wk_[0];                                     \
+                                s1 += (int32_t)xk_[1] * wk_[1];                                     \
+                                s2 += (int32_t)xk_[2] * wk_[2];                                     \
+                                s3 += (int32_t)xk_[3] * wk_[3];                                     \
+                            }                                                                       \
+                        }                                                                           \
+                        STORE(0, s0);                                                               \
+                        STORE(1, s1);                                                               \
+                        STORE(2, s2);                                                               \
+                        STORE(3, s3);                                                               \
+                    }                                                                               \
+                }                                                                                   \
+                for (; c < out_c; ++c) {                                                            \
+                    const T *xc_ = base_ + c / dm;                                                  \
+                    const int8_t *wk_ = w + c;                                                      \
+                    int32_t s0 = 0;                                                                 \
+                    for (ky_ = 0; ky_ < k_h; ++ky_) {                                               \
+                        const T *xk_ = xc_ + ky_ * tap_y;                                           \
+                        for (kx_ = 0; kx_ < k_w; ++kx_, xk_ += tap_x, wk_ += out_c) {               \
+                            s0 += (int32_t)*xk_ * *wk_;                                             \
+                        }                                                                           \
+                    }                                                                               \
+                    STORE(0, s0);                                                                   \
+                }                                                                                   \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
+
+#define DW_STORE_S8(k, sum)                                                                         \
+    y_[c + (k)] = (int8_t)edgernn_clamp(                                                            \
+        edgernn_mbqm_hi(bias[c + (k)] + (sum), multiplier[c + (k)], shift[c + (k)]) + output_offset, act_min, act_max)
+
+/* 16x8: each product fits in 23 bits, so the int32 sum holds up to 256 taps (generation checks it); the
+ * int64 bias is added after. */
+#define DW_STORE_S16(k, sum)                                                                        \
+    y_[c + (k)] = (int16_t)edgernn_clamp(conv_mbqm_s16(bias[c + (k)] + (sum), multiplier[c + (k)], shift[c + (k)]), \
+                                         act_min, act_max)
+
+/* The int8 depthwise output rows [oy_begin, oy_end) from the padded frame: a range of the team's split. */
+typedef struct {
+    const edgernn_conv_geom_t *g;
+    const int8_t *frame, *w;
+    const int32_t *bias, *multiplier, *shift;
+    int32_t pw, output_offset, act_min, act_max;
+    int8_t *out;
+} dw_s8_split_t;
+
+static void dw_s8_rows(const void *args, int oy_begin, int oy_end)
+{
+    typedef int8_t T;
+    const dw_s8_split_t *a = (const dw_s8_split_t *)args;
+    const edgernn_conv_geom_t geom_ = *a->g;
+    const edgernn_conv_geom_t *const g = &geom_;
+    const int8_t *const frame = a->frame, *const w = a->w;
+    const int32_t *const bias = a->bias, *const multiplier = a->multiplier, *const shift = a->shift;
+    const int32_t pw = a->pw, c_in = g->in_c, output_offset = a->output_offset;
+    const int32_t act_min = a->act_min, act_max = a->act_max;
+    int8_t *const out = a->out;
+    DW_PIXELS(DW_STORE_S8);
+}
+
+static void dw_s8_setup(dw_s8_split_t *a, const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w,
+                        const int32_t *bias, const int32_t *multiplier, const int32_t *shift,
+                        int32_t input_zero_point, int32_t output_offset, int32_t act_min, int32_t act_max,
+                        int8_t *scratch, int8_t *out)
+{
+    GEOM_LOCAL;
+    const int32_t pad = input_zero_point;
+    DW_PADDED_FRAME(int8_t);
+    a->g = geom_in;
+    a->frame = frame;
+    a->w = w;
+    a->bias = bias;
+    a->multiplier = multiplier;
+    a->shift = shift;
+    a->pw = pw;
+    a->output_offset = output_offset;
+    a->act_min = act_min;
+    a->act_max = act_max;
+    a->out = out;
+}
+
+void edgernn_depthwise_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w,
+                               const int32_t *bias, const int32_t *multiplier, const int32_t *shift,
+                               int32_t input_zero_point, int32_t output_offset, int32_t act_min, int32_t act_max,
+                               int8_t *scratch, int8_t *out)
+{
+    dw_s8_split_t a;
+    dw_s8_setup(&a, geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
+                scratch, out);
+    dw_s8_rows(&a, 0, geom_in->out_h);
+}
+
+/* The team's: the calling core pads the frame, then the output rows are split across the team. */
+void edgernn_team_depthwise_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w,
+                                    const int32_t *bias, const int32_t *multiplier, const int32_t *shift,
+                                    int32_t input_zero_point, int32_t output_offset, int32_t act_min,
+                                    int32_t act_max, int8_t *scratch, int8_t *out)
+{
+    dw_s8_split_t a;
+    dw_s8_setup(&a, geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
+                scratch, out);
+    edgernn_team_split(dw_s8_rows, &a, geom_in->out_h, 1);
+}
+
+void edgernn_depthwise_conv_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, const int8_t *w,
+                                const int64_t *bias, const int32_t *multiplier, const int32_t *shift,
+                                int32_t act_min, int32_t act_max, int16_t *scratch, int16_t *out)
+{
+    GEOM_LOCAL;
+    typedef int16_t T;
+    const int32_t pad = 0;   /* 16x8 activations are symmetric */
+    const int oy_begin = 0, oy_end = g->out_h;
+    DW_PADDED_FRAME(int16_t);
+    DW_PIXELS(DW_STORE_S16);
+}
+
+/* Pools: the window's in-frame taps only (TFLite's reference pooling), channel by channel. MAX_POOL_2D
+ * and AVERAGE_POOL_2D keep the input's quantization, so the integer kernels work on the raw values. */
+#define POOL_LOOP(T, ACC_T, INIT, TAP, STORE)                                                       \
+    do {                                                                                            \
+        int oy_, ox_, c_, ky_, kx_;                                                                 \
+        for (oy_ = 0; oy_ < g->out_h; ++oy_) {                                                      \
+            const int32_t y0_ = oy_ * g->stride_h - g->pad_top;                                     \
+            const int32_t ky0_ = y0_ < 0 ? -y0_ : 0;                                                \
+            const int32_t ky1_ = g->in_h - y0_ < g->k_h ? g->in_h - y0_ : g->k_h;                   \
+            for (ox_ = 0; ox_ < g->out_w; ++ox_) {                                                  \
+                const int32_t x0_ = ox_ * g->stride_w - g->pad_left;                                \
+                const int32_t kx0_ = x0_ < 0 ? -x0_ : 0;                                            \
+                const int32_t kx1_ = g->in_w - x0_ < g->k_w ? g->in_w - x0_ : g->k_w;               \
+                const int32_t count = (ky1_ - ky0_) * (kx1_ - kx0_);                                \
+                T *y_ = out + ((size_t)oy_ * g->out_w + ox_) * g->out_c;                            \
+                for (c_ = 0; c_ < g->out_c; ++c_) {                                                 \
+                    ACC_T acc = INIT;                                                               \
+                    for (ky_ = ky0_; ky_ < ky1_; ++ky_) {                                           \
+                        const T *row_ = in + ((size_t)(y0_ + ky_) * g->in_w + x0_) * g->in_c + c_;  \
+                        for (kx_ = kx0_; kx_ < kx1_; ++kx_) {                                       \
+                            const ACC_T v = row_[(size_t)kx_ * g->in_c];                            \
+                            TAP;                                                                    \
+                        }                                                                           \
+                    }                                                                               \
+                    (void)count;                                                                    \
+                    STORE;                                                                          \
+                }                                                                                   \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
+
+#define POOL_CLAMP(x) ((x) < act_min ? act_min : ((x) > act_max ? act_max : (x)))
+
+void edgernn_max_pool_f32(const edgernn_conv_geom_t *geom_in, const float *in, float act_min, float act_max, float *out)
+{
+    GEOM_LOCAL;
+    POOL_LOOP(float, float, -3.402823466e+38f, acc = v > acc ? v : acc, y_[c_] = POOL_CLAMP(acc));
+}
+
+void edgernn_max_pool_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, int32_t act_min, int32_t act_max,
+                         int8_t *out)
+{
+    GEOM_LOCAL;
+    POOL_LOOP(int8_t, int32_t, -128, acc = v > acc ? v : acc, y_[c_] = (int8_t)POOL_CLAMP(acc));
+}
+
+void edgernn_max_pool_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, int32_t act_min, int32_t act_max,
+                          int16_t *out)
+{
+    GEOM_LOCAL;
+    POOL_LOOP(int16_t, int32_t, -32768, acc = v > acc ? v : acc, y_[c_] = (int16_t)POOL_CLAMP(acc));
+}
+
+void edgernn_avg_pool_f32(const edgernn_conv_geom_t *geom_in, const float *in, float act_min, float act_max, float *out)
+{
+    GEOM_LOCAL;
+    POOL_LOOP(float, float, 0.0f, acc += v, { const float a_ = acc / (float)count; y_[c_] = POOL_CLAMP(a_); });
+}
+
+/* The integer mean rounds half away from zero with C's truncating division, as TFLite's reference */
+#define POOL_ROUND_MEAN(acc, count) ((acc) > 0 ? ((acc) + (count) / 2) / (count) : ((acc) - (count) / 2) / (count))
+
+void edgernn_avg_pool_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, int32_t act_min, int32_t act_max,
+                         int8_t *out)
+{
+    GEOM_LOCAL;
+    POOL_LOOP(int8_t, int32_t, 0, acc += v,
+              { const int32_t a_ = POOL_ROUND_MEAN(acc, count); y_[c_] = (int8_t)POOL_CLAMP(a_); });
+}
+
+void edgernn_avg_pool_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, int32_t act_min, int32_t act_max,
+                          int16_t *out)
+{
+    GEOM_LOCAL;
+    POOL_LOOP(int16_t, int32_t, 0, acc += v,
+              { const int32_t a_ = POOL_ROUND_MEAN(acc, count); y_[c_] = (int16_t)POOL_CLAMP(a_); });
+}
+
+/* LEAKY_RELU, which Keras' LeakyReLU after a convolution becomes. Float: x, or alpha * x below 0. */
+void edgernn_leaky_relu_f32(const float *in, float alpha, int n, float *out)
+{
+    int i;
+    for (i = 0; i < n; ++i) {
+        out[i] = in[i] > 0.0f ? in[i] : in[i] * alpha;
+    }
+}
+
+/* 16-bit: TFLite's QuantizeLeakyRelu, the input less its zero point rescaled by the identity or the
+ * alpha multiplier (MultiplyByQuantizedMultiplier, two roundings) by its sign. (8-bit is a table.) */
+void edgernn_leaky_relu_s16(const int16_t *in, int32_t input_zero_point, int32_t identity_multiplier,
+                            int identity_shift, int32_t alpha_multiplier, int alpha_shift, int32_t output_zero_point,
+                            int n, int16_t *out)
+{
+    int i;
+    for (i = 0; i < n; ++i) {
+        const int32_t v = (int32_t)in[i] - input_zero_point;
+        const int32_t r = v >= 0 ? edgernn_mbqm(v, identity_multiplier, identity_shift)
+                                 : edgernn_mbqm(v, alpha_multiplier, alpha_shift);
+        out[i] = (int16_t)edgernn_clamp(r + output_zero_point, -32768, 32767);
+    }
+}

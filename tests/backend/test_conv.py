@@ -1,0 +1,495 @@
+"""Per-frame CNN front ends in the C backend: CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D, AVERAGE_POOL_2D,
+MEAN and REDUCE_MAX (global pools), LEAKY_RELU, byte-exact with the LiteRT interpreter.
+
+Each case is a step model built here, without the Keras front end: x is one (H, W, C) frame, the
+conv stack's features are flattened and feed a tanh state and a Dense output, so the conv ops' every
+byte reaches y and the state. It is converted with edgernn's own calibration and tied-state quantization
+(edgernn.tflite.quantize), generated for the host (or qemu_riscv32) and run over a sequence of frames
+wider than the calibration range; every output and state byte is held against the interpreter.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+
+from tests.support.backend_harness import build, compare, compare_float_per_tensor, run_driver
+
+STATES = [{"name": "state", "size": 4}]
+N_STATE = 4
+STEPS = 12
+
+
+def _layers():
+    from edgernn import tfenv
+
+    tfenv.tensorflow()
+    from keras import layers
+
+    return layers
+
+
+# name -> (frame shape, body: keras tensor -> keras tensor). Small frames keep the conversions fast.
+def _cases() -> dict[str, tuple[tuple[int, int, int], Callable]]:
+    L = _layers()
+    return {
+        "conv_k3_same_relu": ((8, 8, 3), lambda x: L.Conv2D(6, 3, padding="same", activation="relu")(x)),
+        "conv_k3_s2_valid": ((9, 9, 2), lambda x: L.Conv2D(5, 3, strides=2, padding="valid")(x)),
+        "conv_s2_same": ((10, 10, 3), lambda x: L.Conv2D(9, 3, strides=2, padding="same")(x)),
+        "conv_dilation2_relu6": ((10, 10, 2), lambda x: L.Conv2D(4, 3, dilation_rate=2, padding="same",
+                                                                  activation="relu6")(x)),
+        "conv_1x1": ((6, 6, 5), lambda x: L.Conv2D(8, 1)(x)),
+        "depthwise_dm1": ((8, 8, 4), lambda x: L.DepthwiseConv2D(3, padding="same")(x)),
+        "depthwise_dm2_s2": ((9, 9, 3), lambda x: L.DepthwiseConv2D(3, strides=2, padding="same",
+                                                                     depth_multiplier=2)(x)),
+        "separable": ((8, 8, 3), lambda x: L.SeparableConv2D(6, 3, padding="same", activation="relu")(x)),
+        "maxpool2": ((8, 8, 3), lambda x: L.MaxPooling2D(2)(L.Conv2D(4, 3, padding="same")(x))),
+        "maxpool3_s2_same": ((9, 9, 2), lambda x: L.MaxPooling2D(3, strides=2, padding="same")(x)),
+        "avgpool2": ((8, 8, 3), lambda x: L.AveragePooling2D(2)(L.Conv2D(4, 3, padding="same")(x))),
+        "avgpool3_s2_same": ((9, 9, 2), lambda x: L.AveragePooling2D(3, strides=2, padding="same")(x)),
+        "global_avg": ((8, 8, 3), lambda x: L.GlobalAveragePooling2D()(L.Conv2D(6, 3)(x))),
+        "global_max": ((8, 8, 3), lambda x: L.GlobalMaxPooling2D()(L.Conv2D(6, 3)(x))),
+        "conv_bn": ((8, 8, 3), lambda x: L.BatchNormalization()(L.Conv2D(4, 3)(x))),
+        "batchnorm_alone": ((6, 6, 3), lambda x: L.BatchNormalization()(x)),
+        "conv_leaky": ((8, 8, 3), lambda x: L.LeakyReLU(0.1)(L.Conv2D(4, 3, padding="same")(x))),
+        "conv_relu6_layer": ((8, 8, 3), lambda x: L.ReLU(6.0)(L.Conv2D(4, 3)(x))),
+        "stack": ((16, 16, 1), lambda x: L.GlobalAveragePooling2D()(
+            L.SeparableConv2D(8, 3, padding="same", activation="relu")(
+                L.MaxPooling2D(2)(L.Conv2D(8, 3, strides=1, padding="same", activation="relu6")(x))))),
+    }
+
+
+def _model(shape, body, seed: int = 0):
+    from edgernn import tfenv
+
+    tfenv.tensorflow()
+    import keras
+    from keras import layers as L
+
+    keras.utils.set_random_seed(seed)
+    x = keras.Input(shape=shape, batch_size=1, name="x")
+    s = keras.Input(shape=(N_STATE,), batch_size=1, name="state")
+    f = L.Flatten()(body(x))
+    s2 = L.Dense(N_STATE, activation="tanh")(L.Concatenate()([f, s]))
+    y = L.Dense(3)(L.Concatenate()([f, s2]))
+    model = keras.Model([x, s], {"y": y, "state": s2})
+    # BatchNormalization's moving statistics away from (0, 1), so that its fold is not the identity
+    for layer in model.layers:
+        if isinstance(layer, L.BatchNormalization):
+            rng = np.random.default_rng(seed)
+            gamma, beta, mean, var = layer.get_weights()
+            layer.set_weights([rng.uniform(0.5, 1.5, gamma.shape), rng.uniform(-0.3, 0.3, beta.shape),
+                               rng.uniform(-0.2, 0.2, mean.shape), rng.uniform(0.5, 2.0, var.shape)])
+    return model
+
+
+def convert_case(model, shape, quant: str, seed: int = 1) -> bytes:
+    """The step model as edgernn's step strategy quantizes it (calibrate, then quantize_with_tied_states)."""
+    import warnings
+
+    from edgernn import tfenv
+    from edgernn.tflite.quantize import calibrate, quantize_with_tied_states
+
+    tf = tfenv.tensorflow()
+    rng = np.random.default_rng(seed)
+    with warnings.catch_warnings(), tfenv.native_stderr_captured():
+        warnings.simplefilter("ignore")
+        converter = tf.lite.TFLiteConverter.from_keras_model(model)
+        if quant == "float32":
+            return bytes(converter.convert())
+        samples = [{"x": rng.uniform(-1, 1, (1,) + shape).astype(np.float32),
+                    "state": rng.uniform(-1, 1, (1, N_STATE)).astype(np.float32)} for _ in range(48)]
+        calibrated = calibrate(converter, samples)
+    quantized, _ = quantize_with_tied_states(calibrated, [("state", "state")], quant)
+    return quantized
+
+
+def case_folder(tmp: Path, name: str, quant: str) -> tuple[Path, tuple[int, int, int]]:
+    shape, body = _cases()[name]
+    folder = tmp / f"{name}_{quant}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "step.tflite").write_bytes(convert_case(_model(shape, body), shape, quant))
+    return folder, shape
+
+
+def frames(folder: Path, shape, steps: int = STEPS, seed: int = 7) -> np.ndarray:
+    """Frames wider than the calibration range ([-1, 1]), quantized as the model's input."""
+    from edgernn.tflite.interpreter import load_interpreter
+
+    xs = np.random.default_rng(seed).uniform(-1.6, 1.6, (steps,) + shape).astype(np.float32)
+    d = load_interpreter(folder / "step.tflite").get_signature_runner("serving_default").get_input_details()["x"]
+    if d["dtype"] == np.float32:
+        return xs
+    scale = d["quantization_parameters"]["scales"][0]
+    zp = d["quantization_parameters"]["zero_points"][0]
+    info = np.iinfo(d["dtype"])
+    return np.clip(np.round(xs / scale) + zp, info.min, info.max).astype(d["dtype"])
+
+
+def check_exact(folder: Path, shape, quant: str, board: str = "host") -> dict:
+    from edgernn.tflite.oracle import step_records
+
+    xq = frames(folder, shape)
+    ref, _ = step_records(folder / "step.tflite", xq, STATES)
+    if board == "host":
+        b = build(folder)
+        got, _ = run_driver(b.exe, xq, ref.shape[1], folder)
+    else:
+        got, _ = run_qemu(folder, xq, ref.shape[1])
+    if quant == "float32":
+        values = ref.shape[1] // 4
+        return compare_float_per_tensor(got, ref, [values - N_STATE, N_STATE])
+    return compare(got, ref, quant)
+
+
+# A bare-metal driver for qemu_riscv32: the frames compiled in, each step's output and state bytes and
+# its retired instructions (minstret, exact under -icount shift=0) printed in hex over the UART.
+RV32_DRIVER = r"""
+#include <stdio.h>
+#include "hal.h"
+#include "model.h"
+#include "frames.h"
+
+static void put_hex(const uint8_t *p, int n)
+{
+    static const char digits[] = "0123456789abcdef";
+    char buf[2];
+    int i;
+    for (i = 0; i < n; ++i) {
+        buf[0] = digits[p[i] >> 4];
+        buf[1] = digits[p[i] & 15];
+        edgernn_hal_uart_write((const uint8_t *)buf, 2);
+    }
+}
+
+int main(void)
+{
+    static edgernn_out_t y[EDGERNN_OUTPUT_SIZE];
+    static uint8_t state[EDGERNN_STATE_BYTES + 1];
+    char line[32];
+    int t;
+    edgernn_hal_init(0, 0);
+    if (edgernn_init() != EDGERNN_OK) {
+        edgernn_hal_exit(3);
+    }
+    for (t = 0; t < N_FRAMES; ++t) {
+        uint64_t c0 = edgernn_hal_cycles(), c1;
+        if (edgernn_step(frames[t], y) != EDGERNN_OK) {
+            edgernn_hal_exit(4);
+        }
+        c1 = edgernn_hal_cycles();
+        edgernn_get_state(state);
+        put_hex((const uint8_t *)y, (int)sizeof y);
+        put_hex(state, EDGERNN_STATE_BYTES);
+        snprintf(line, sizeof line, " %lu\n", (unsigned long)(c1 - c0));
+        edgernn_hal_uart_write((const uint8_t *)line, (int)strlen(line));
+    }
+    edgernn_hal_uart_write((const uint8_t *)"~~~DONE~~~\n", 11);
+    edgernn_hal_exit(0);
+    return 0;
+}
+"""
+
+
+def run_qemu(folder: Path, xq: np.ndarray, record_bytes: int) -> tuple[np.ndarray, list[int]]:
+    """The step records of the qemu_riscv32 build and each step's retired instructions."""
+    import subprocess
+
+    from edgernn.backend import generate_firmware
+    from edgernn.resources import templates_dir
+    from edgernn.targets.board import load_board
+    from edgernn.targets.compile import Part, compile_firmware
+
+    board = load_board("qemu_riscv32")
+    generate_firmware(folder, board)
+    work = folder / "rv32"
+    work.mkdir(exist_ok=True)
+    ctype = {np.dtype(np.int8): "int8_t", np.dtype(np.int16): "int16_t", np.dtype(np.float32): "float"}[xq.dtype]
+    flat = xq.reshape(xq.shape[0], -1)
+    rows = ",\n".join("{" + ", ".join(repr(float(v)) + "f" if ctype == "float" else str(int(v)) for v in r) + "}"
+                      for r in flat)
+    (work / "frames.h").write_text(f"#define N_FRAMES {flat.shape[0]}\n"
+                                   f"static const {ctype} frames[N_FRAMES][{flat.shape[1]}] = {{\n{rows}\n}};\n")
+    (work / "driver.c").write_text(RV32_DRIVER.replace("#include <stdio.h>", "#include <stdio.h>\n#include <string.h>"))
+    res = compile_firmware(folder / "firmware", board, part=Part.MODEL,
+                           extra_sources=[work / "driver.c", templates_dir() / "hal" / "qemu_riscv32" / "hal.c"],
+                           build_dir=work / "build", output_name="driver.elf", cflags=[f"-I{work}"],
+                           compilers=[board["toolchain"]["cc"]])
+    cmd = [a.replace("{elf}", str(res.elf)) for a in board["emulator"]["command"]] + ["-serial", "stdio"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    assert lines and lines[-1].strip() == "~~~DONE~~~", proc.stdout[-2000:] + proc.stderr[-2000:]
+    records, instr = [], []
+    for ln in lines[:-1]:
+        hexes, count = ln.split()
+        records.append(np.frombuffer(bytes.fromhex(hexes), dtype=np.uint8))
+        instr.append(int(count))
+    got = np.stack(records)
+    assert got.shape == (xq.shape[0], record_bytes)
+    return got, instr
+
+
+OPS = {
+    "conv_k3_same_relu": {"CONV_2D"}, "conv_k3_s2_valid": {"CONV_2D"}, "conv_s2_same": {"CONV_2D"},
+    "conv_dilation2_relu6": {"CONV_2D"}, "conv_1x1": {"CONV_2D"}, "depthwise_dm1": {"DEPTHWISE_CONV_2D"},
+    "depthwise_dm2_s2": {"DEPTHWISE_CONV_2D"}, "separable": {"DEPTHWISE_CONV_2D", "CONV_2D"},
+    "maxpool2": {"MAX_POOL_2D"}, "maxpool3_s2_same": {"MAX_POOL_2D"}, "avgpool2": {"AVERAGE_POOL_2D"},
+    "avgpool3_s2_same": {"AVERAGE_POOL_2D"}, "global_avg": {"MEAN"}, "global_max": {"REDUCE_MAX"},
+    "conv_bn": {"CONV_2D"}, "batchnorm_alone": {"MUL", "ADD"}, "conv_leaky": {"LEAKY_RELU"}, "conv_relu6_layer": {"CONV_2D"},
+    "stack": {"CONV_2D", "MAX_POOL_2D", "DEPTHWISE_CONV_2D", "MEAN"},
+}
+
+
+@pytest.mark.parametrize("quant", ["int8", "int16", "float32"])
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_conv_front_end_matches_interpreter(tmp_path, name, quant):
+    from edgernn.backend.reader import read_tflite
+
+    folder, shape = case_folder(tmp_path, name, quant)
+    ops = set(read_tflite(folder / "step.tflite").op_names)
+    assert OPS[name] <= ops, f"the converter emitted {sorted(ops)}"
+    stats = check_exact(folder, shape, quant)
+    if quant == "float32":
+        assert stats["not_close"] == 0, stats
+    else:
+        assert stats["mismatches"] == 0, stats
+
+
+@pytest.mark.qemu
+@pytest.mark.toolchain
+@pytest.mark.parametrize("quant", ["int8", "int16"])
+@pytest.mark.parametrize("name", ["stack", "depthwise_dm2_s2", "avgpool3_s2_same", "conv_leaky"])
+def test_conv_front_end_on_qemu_riscv32(tmp_path, name, quant):
+    """The RV32IMC build (picolibc, bare metal) computes the same bytes as the interpreter."""
+    folder, shape = case_folder(tmp_path, name, quant)
+    stats = check_exact(folder, shape, quant, board="qemu_riscv32")
+    assert stats["mismatches"] == 0, stats
+
+
+MBQM_HI_CHECK = r"""
+#include <stdio.h>
+#include "edgernn_fixedpoint.h"
+
+static uint64_t state = 88172645463325252ull;
+static uint64_t next(void)
+{
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+}
+
+int main(void)
+{
+    long bad = 0;
+    int s;
+    for (s = -31; s <= 3; ++s) {
+        long k;
+        for (k = 0; k < 200000; ++k) {
+            int32_t m = (int32_t)((1u << 30) + (uint32_t)(next() % (1u << 30)));
+            int32_t x;
+            switch (k % 6) {
+            case 0: x = (int32_t)next(); break;
+            case 1: x = (int32_t)(next() % 200001) - 100000; break;
+            case 2: m = 1 << 30; x = (int32_t)(next() % 2001) - 1000; break;   /* every tie */
+            case 3: x = (int32_t)(next() % 21) - 10; break;
+            case 4: m = 0x7fffffff; x = (int32_t)next(); break;
+            default: x = (int32_t)(next() % 2000001) - 1000000; break;
+            }
+            if (k < 3) {
+                x = k == 0 ? INT32_MIN : (k == 1 ? INT32_MAX : -1);
+            }
+            if (s > 0 && (x > (INT32_MAX >> s) || x < (INT32_MIN >> s))) {
+                continue;   /* TFLite's precondition: x * 2^shift fits in int32 */
+            }
+            bad += edgernn_mbqm_hi(x, m, s) != edgernn_mbqm(x, m, s);
+        }
+    }
+    printf("%ld\n", bad);
+    return bad != 0;
+}
+"""
+
+
+@pytest.mark.toolchain
+def test_high_word_rescale_equals_multiply_by_quantized_multiplier(tmp_path):
+    """edgernn_mbqm_hi (the convolutions' rescale) against edgernn_mbqm, over 7 million operands: every right
+    shift, ties of both signs, the extremes of int32."""
+    import subprocess
+
+    from edgernn.resources import templates_dir
+
+    src = tmp_path / "mbqm_hi_check.c"
+    src.write_text(MBQM_HI_CHECK)
+    exe = tmp_path / "mbqm_hi_check"
+    subprocess.run(["gcc", "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic",
+                    "-I", str(templates_dir() / "kernels"), str(src), "-o", str(exe)], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.split()[-1] == "0", out.stdout
+
+
+@pytest.mark.parametrize("padding", [0, 1])
+def test_geometry_is_tflites(padding):
+    """Output sizes and leading padding as TFLite's ComputePaddingHeightWidth, against the closed forms."""
+    import math
+
+    from edgernn.backend.lowering.conv import _out_size, _pad
+
+    for size in range(3, 20):
+        for k in (1, 2, 3, 5):
+            for stride in (1, 2, 3):
+                for dil in (1, 2):
+                    eff = (k - 1) * dil + 1
+                    if eff > size:
+                        continue
+                    out = _out_size(padding, size, k, stride, dil)
+                    assert out == (math.ceil(size / stride) if padding == 0 else math.ceil((size - eff + 1) / stride))
+                    total = max((out - 1) * stride + eff - size, 0)
+                    assert _pad(size, k, stride, dil, out) == total // 2
+
+
+def test_convolution_refused_in_a_graph_on_builtin_kernels(tmp_path):
+    """A graph validated on LiteRT's builtin kernels (one with a quantized SUM) would hold the convolutions
+    against kernels not measured here: refused, with the op named."""
+    from edgernn.backend.lowering import Lowering, Unsupported
+    from edgernn.backend.reader import read_tflite
+
+    folder, _ = case_folder(tmp_path, "conv_k3_same_relu", "int8")
+    graph = read_tflite(folder / "step.tflite")
+    graph.oracle = "builtin"
+    with pytest.raises(Unsupported, match=r"op 0 \(CONV_2D\) is not supported by the C backend: int8 convolution in"):
+        Lowering(graph, "edgernn_step").lower()
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("name", ["stack", "conv_s2_same"])
+def test_int8_convolution_dot_paths_are_byte_exact(tmp_path, name):
+    """The int8 convolution's dot products in every build of edgernn_dot.h: portable, the scalar-core
+    blocking (EDGERNN_FC_SCALAR), and GAP8's Xpulp SIMD path built on the host on the C emulation of its
+    builtin and on GCC vectors. Patches of 9 and 27 bytes (not multiples of 4), 8 and 9 output channels."""
+    from tests.support import backend_harness as H
+
+    folder, shape = case_folder(tmp_path, name, "int8")
+    xq = frames(folder, shape)
+    from edgernn.tflite.oracle import step_records
+
+    ref, _ = step_records(folder / "step.tflite", xq, STATES)
+    variants = {"portable": [], "scalar": ["-DEDGERNN_FC_SCALAR"], "emulated": ["-DEDGERNN_XPULP_EMULATE"],
+                "vector": ["-DEDGERNN_XPULP=1", H.VECTOR_SDOTSP4]}
+    objects = {}
+    for label, flags in variants.items():
+        b = H.build(folder, cflags=["-O2", *flags], name=f"driver_{label}")
+        objects[label] = b.object_of("edgernn_conv.c").read_bytes()
+        got, _ = H.run_driver(b.exe, xq, ref.shape[1], folder)
+        assert H.compare(got, ref, "int8")["mismatches"] == 0, label
+    # the macros select other code, or the comparison would prove nothing
+    assert objects["emulated"] != objects["portable"] and objects["vector"] != objects["portable"]
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("name", ["stack", "conv_s2_same", "conv_1x1"])
+def test_team_shares_int8_convolutions_with_identical_bytes(tmp_path, name):
+    """1, 2, 3 and 8 POSIX threads (the host's team, as GAP8's cluster splits): CONV_2D's channels per output
+    row (blocks of 8) and DEPTHWISE_CONV_2D's rows give the bytes of the single-core build and the
+    interpreter's."""
+    from edgernn.tflite.oracle import step_records
+    from tests.support import backend_harness as H
+
+    folder, shape = case_folder(tmp_path, name, "int8")
+    xq = frames(folder, shape)
+    ref, _ = step_records(folder / "step.tflite", xq, STATES)
+    for n in (1, 2, 3, 8):
+        b = H.build(folder, cflags=["-O2", f"-DEDGERNN_THREADS={n}", "-pthread"], name=f"driver_t{n}")
+        model_c = (folder / "firmware" / "model.c").read_text()
+        assert "edgernn_team_conv_s8(" in model_c, "the schedule shares no CONV_2D"
+        if name == "stack":
+            assert "edgernn_team_depthwise_conv_s8(" in model_c
+        got, _ = H.run_driver(b.exe, xq, ref.shape[1], folder)
+        assert H.compare(got, ref, "int8")["mismatches"] == 0, f"{n} workers"
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("name,quant", [("stack", "int8"), ("stack", "int16"), ("depthwise_dm2_s2", "int8"),
+                                        ("conv_k3_s2_valid", "int16"), ("maxpool3_s2_same", "float32")])
+def test_sanitizers_report_nothing_on_the_front_end(tmp_path, name, quant):
+    """AddressSanitizer and UBSan over the gathered patches, the padded frames and the pools' windows (frames
+    with strides that leave rows and columns over, and 'same' padding on every side)."""
+    import os
+
+    from edgernn.tflite.oracle import step_records
+    from tests.support import backend_harness as H
+
+    folder, shape = case_folder(tmp_path, name, quant)
+    b = H.build(folder, cflags=["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                                "-fno-omit-frame-pointer"], name="driver_asan")
+    xq = frames(folder, shape)
+    ref, _ = step_records(folder / "step.tflite", xq, STATES)
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0", UBSAN_OPTIONS="print_stacktrace=1")
+    got, stderr = H.run_driver(b.exe, xq, ref.shape[1], folder, env=env)
+    assert "runtime error" not in stderr and "AddressSanitizer" not in stderr, stderr
+    if quant == "float32":
+        assert compare_float_per_tensor(got, ref, [ref.shape[1] // 4 - N_STATE, N_STATE])["not_close"] == 0
+    else:
+        assert compare(got, ref, quant)["mismatches"] == 0
+
+
+@pytest.mark.toolchain
+def test_clang_compiles_the_front_end_warning_free(tmp_path):
+    """-Werror -pedantic -std=c99 with clang too (the host board's flags), every kernel of edgernn_conv.c used."""
+    import shutil
+
+    if shutil.which("clang") is None:
+        pytest.skip("clang is not installed")
+    from edgernn.backend import generate_firmware
+    from edgernn.targets.board import load_board
+    from edgernn.targets.compile import Part, compile_firmware
+    from tests.support.backend_harness import DRIVER
+
+    folder, _ = case_folder(tmp_path, "stack", "int16")
+    board = load_board("host")
+    generate_firmware(folder, board)
+    built = compile_firmware(folder / "firmware", board, part=Part.MODEL, extra_sources=[DRIVER],
+                             build_dir=folder / "build" / "clang", output_name="clang", compilers=["clang"])
+    assert all("-Werror" in c and "-pedantic" in c for c in built.command_lines)
+
+
+@pytest.mark.toolchain
+def test_thread_sanitizer_reports_nothing_on_the_shared_convolutions(tmp_path):
+    """8 threads under ThreadSanitizer: the patches and the padded frame the calling core writes before each
+    split, read by every worker, race with nothing (TSan checked to see a planted race first, as in
+    tests/backend/test_team.py)."""
+    import os
+    import subprocess
+
+    from edgernn.tflite.oracle import step_records
+    from tests.support import backend_harness as H
+
+    tsan = ["-fsanitize=thread", "-g", "-O1", "-pthread"]
+    probe = tmp_path / "race.c"
+    probe.write_text("#include <pthread.h>\nint x;\nstatic void *f(void *a) { x++; return a; }\n"
+                     "int main(void) { pthread_t t; pthread_create(&t, 0, f, 0); x++; pthread_join(t, 0); "
+                     "return 0; }\n")
+    if subprocess.run(["gcc", *tsan, str(probe), "-o", str(tmp_path / "race")], capture_output=True).returncode:
+        pytest.skip("gcc cannot build with -fsanitize=thread here")
+    prefix = []
+    if "ThreadSanitizer" not in subprocess.run([str(tmp_path / "race")], capture_output=True, text=True).stderr:
+        prefix = ["setarch", "-R"]     # address-space randomisation can defeat TSan's memory map
+    control = subprocess.run(prefix + [str(tmp_path / "race")], capture_output=True, text=True)
+    assert "WARNING: ThreadSanitizer: data race" in control.stderr, "TSan does not work here"
+
+    folder, shape = case_folder(tmp_path, "stack", "int8")
+    xq = frames(folder, shape, steps=4)
+    ref, _ = step_records(folder / "step.tflite", xq, STATES)
+    b = H.build(folder, cflags=[*tsan, "-DEDGERNN_THREADS=8"], name="driver_tsan")
+    assert "edgernn_team_depthwise_conv_s8(" in (folder / "firmware" / "model.c").read_text()
+    inp, out = tmp_path / "tsan.in", tmp_path / "tsan.out"
+    inp.write_bytes(np.int32(xq.shape[0]).tobytes() + np.ascontiguousarray(xq).tobytes())
+    env = dict(os.environ, TSAN_OPTIONS="halt_on_error=0 exitcode=66")
+    proc = subprocess.run(prefix + [str(b.exe), str(inp), str(out)], capture_output=True, text=True, env=env)
+    assert "ThreadSanitizer" not in proc.stderr, proc.stderr[:2000]
+    assert proc.returncode == 0, proc.stderr[:500]
+    got = np.frombuffer(out.read_bytes(), np.uint8).reshape(xq.shape[0], -1)
+    assert compare(got, ref, "int8")["mismatches"] == 0
