@@ -1,0 +1,82 @@
+"""The front ends people put before a recurrent cell, as small seeded Keras models: a per-frame CNN
+(TimeDistributed) feeding a CfC on an AutoNCP wiring, and a causal dilated Conv1D stack (a TCN) feeding a GRU.
+With their data: frames of a moving blob, and the smooth trajectories of zoo.py."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def moving_blobs(n_seq: int, steps: int, h: int, w: int, c: int = 1, seed: int = 0) -> np.ndarray:
+    """(n_seq, steps, h, w, c) frames in [0, 1]: a Gaussian blob drifting and bouncing off the edges, plus noise."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    out = np.empty((n_seq, steps, h, w, c), np.float32)
+    for s in range(n_seq):
+        pos = rng.uniform([1, 1], [h - 2, w - 2])
+        vel = rng.uniform(-0.8, 0.8, size=2)
+        sigma = rng.uniform(1.0, 2.0)
+        for t in range(steps):
+            pos = pos + vel
+            for axis, size in ((0, h), (1, w)):
+                if not 0 <= pos[axis] <= size - 1:
+                    vel[axis] = -vel[axis]
+                    pos[axis] = np.clip(pos[axis], 0, size - 1)
+            blob = np.exp(-((yy - pos[0]) ** 2 + (xx - pos[1]) ** 2) / (2 * sigma**2))
+            for ch in range(c):
+                out[s, t, :, :, ch] = blob * (1.0 - 0.3 * ch)
+    out += 0.05 * rng.standard_normal(out.shape).astype(np.float32)
+    return np.clip(out, 0.0, 1.0)
+
+
+def frame_cfc(h: int = 12, w: int = 12, c: int = 1, seed: int = 0):
+    """TimeDistributed Conv2D/DepthwiseConv2D/BatchNormalization/ReLU6/MaxPooling2D, Flatten, Dense, then
+    CfC(AutoNCP(12, 2)): the shape of a camera policy on the AI-deck, at a test's size."""
+    import keras
+    import ncps.keras
+    from ncps.wirings import AutoNCP
+
+    keras.utils.set_random_seed(seed)
+    L = keras.layers
+    TD = L.TimeDistributed
+    model = keras.Sequential([
+        keras.Input((None, h, w, c)),
+        TD(L.Conv2D(4, 3, strides=2, padding="same", activation="relu")),
+        TD(L.DepthwiseConv2D(3, padding="same")),
+        TD(L.BatchNormalization()),
+        TD(L.ReLU(max_value=6.0)),
+        TD(L.MaxPooling2D(2)),
+        TD(L.Flatten()),
+        L.Dense(8, activation="tanh"),
+        ncps.keras.CfC(AutoNCP(12, 2, seed=seed), return_sequences=True),
+    ], name="frame_cfc")
+    _randomize_batchnorm(model, seed)
+    return model
+
+
+def tcn_gru(features: int = 3, seed: int = 0):
+    """Two causal Conv1D (kernel 3, dilation 1; kernel 2, dilation 2) before a GRU and a per-step Dense."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    L = keras.layers
+    return keras.Sequential([
+        keras.Input((None, features)),
+        L.Conv1D(8, 3, padding="causal", activation="relu"),
+        L.Conv1D(8, 2, padding="causal", dilation_rate=2),
+        L.GRU(16, return_sequences=True),
+        L.Dense(1),
+    ], name="tcn_gru")
+
+
+def _randomize_batchnorm(model, seed: int) -> None:
+    """Trained statistics, not the identity a fresh BatchNormalization is, so that folding it is tested."""
+    rng = np.random.default_rng(seed)
+    for layer in model.layers:
+        inner = getattr(layer, "layer", layer)
+        if type(inner).__name__ == "BatchNormalization":
+            gamma, beta, mean, var = inner.get_weights()
+            inner.set_weights([rng.uniform(0.5, 1.5, gamma.shape).astype(np.float32),
+                               rng.uniform(-0.2, 0.2, beta.shape).astype(np.float32),
+                               rng.uniform(-0.2, 0.2, mean.shape).astype(np.float32),
+                               rng.uniform(0.5, 2.0, var.shape).astype(np.float32)])
