@@ -175,8 +175,8 @@ def main() -> None:
         out = bench_gap8.build(args.model, work)
     manifest = json.loads((out / "manifest.json").read_text())
     x_entry = manifest["inputs"][0]
-    xs = quantize(np.random.default_rng(0).normal(0, 0.5, (args.steps, x_entry["shape"][-1])).astype(np.float32),
-                  x_entry)
+    width = int(np.prod(x_entry["shape"][1:]))  # a vector's features or a frame's H*W*C
+    xs = quantize(np.random.default_rng(0).normal(0, 0.5, (args.steps, width)).astype(np.float32), x_entry)
     make_vars = {"EDGERNN_CLUSTER_CORES": args.cores, "EDGERNN_XPULP": args.simd}
     make_vars.update(dict(v.split("=", 1) for v in args.var))
     tag = "_".join(f"{k}{v}" for k, v in sorted(make_vars.items()))

@@ -366,10 +366,10 @@ KERNELS: list[Kernel] = [
                "(MultiplyByQuantizedMultiplier, as TFLite's reference convolutions). scratch may be NULL for a\n"
                "1x1 stride-1 filter, whose pixels are read in place.",
            optional=("scratch",),
-           splits=(Split("g.out_c", weight=8, grain=8),), wrapper=False,
-           team_doc="CONV_2D, 8-bit: each output row's patches gathered by the calling core, its channels split in blocks\n"
-                    "of 8 (the weights' row blocks). Defined in edgernn_conv.c. The split's measure counts a channel\n"
-                    "of a row of patches as 8 FULLY_CONNECTED outputs (a guess, not measured on GAP8)."),
+           splits=(Split("g.out_h", weight=8),), wrapper=False,
+           team_doc="CONV_2D, 8-bit: the output pixels split across the workers, each gathering its own patches into its\n"
+                    "slot of scratch (8 slots). Defined in edgernn_conv.c. The split's measure counts an output row as 8\n"
+                    "FULLY_CONNECTED outputs (a guess, not measured on GAP8)."),
     Kernel("edgernn_conv_s16",
            "const edgernn_conv_geom_t *g, const int16_t *in, const int8_t *w, const int64_t *bias, "
            "const int32_t *multiplier, const int32_t *shift, int32_t act_min, int32_t act_max, int16_t *scratch, "

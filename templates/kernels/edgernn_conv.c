@@ -20,32 +20,58 @@
 
 /* The geometry copied into a local first: an int8 store may alias any object, so the compiler would
  * reload every field read through the pointer after each output byte written. */
-#define GEOM_LOCAL                                                                                  \
-    const edgernn_conv_geom_t geom_ = *geom_in;                                                     \
+#define GEOM_LOCAL GEOM_LOCAL_FROM(geom_in)
+#define GEOM_LOCAL_FROM(ptr)                                                                        \
+    const edgernn_conv_geom_t geom_ = *(ptr);                                                       \
     const edgernn_conv_geom_t *const g = &geom_
+
+/* The patch of output pixel (oy, ox): k_h * k_w * in_c elements at dst, in the filter's order. A row of
+ * taps inside the frame is one run of k_w * in_c elements when the filter is not dilated along x, copied
+ * element by element (runs are a few bytes: a call of memcpy would cost more than the copy); a tap
+ * outside the frame is pad. */
+#define CONV_PATCH(T, dst, oy, ox)                                                                  \
+    do {                                                                                            \
+        const int32_t c_ = g->in_c, y0_ = (oy) * g->stride_h - g->pad_top;                          \
+        const int32_t x0_ = (ox) * g->stride_w - g->pad_left;                                       \
+        T *d_ = (dst);                                                                              \
+        int ky_, kx_, i_;                                                                           \
+        for (ky_ = 0; ky_ < g->k_h; ++ky_) {                                                        \
+            const int32_t iy_ = y0_ + ky_ * g->dil_h;                                               \
+            if (iy_ < 0 || iy_ >= g->in_h) {                                                        \
+                for (i_ = 0; i_ < g->k_w * c_; ++i_) {                                              \
+                    *d_++ = (T)pad;                                                                 \
+                }                                                                                   \
+                continue;                                                                           \
+            }                                                                                       \
+            if (g->dil_w == 1 && x0_ >= 0 && x0_ + g->k_w <= g->in_w) {                             \
+                const T *s_ = in + ((size_t)iy_ * g->in_w + x0_) * c_;                              \
+                for (i_ = 0; i_ < g->k_w * c_; ++i_) {                                              \
+                    *d_++ = s_[i_];                                                                 \
+                }                                                                                   \
+                continue;                                                                           \
+            }                                                                                       \
+            for (kx_ = 0; kx_ < g->k_w; ++kx_) {                                                    \
+                const int32_t ix_ = x0_ + kx_ * g->dil_w;                                           \
+                if (ix_ < 0 || ix_ >= g->in_w) {                                                    \
+                    for (i_ = 0; i_ < c_; ++i_) {                                                   \
+                        *d_++ = (T)pad;                                                             \
+                    }                                                                               \
+                } else {                                                                            \
+                    const T *s_ = in + ((size_t)iy_ * g->in_w + ix_) * c_;                          \
+                    for (i_ = 0; i_ < c_; ++i_) {                                                   \
+                        *d_++ = s_[i_];                                                             \
+                    }                                                                               \
+                }                                                                                   \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
 
 /* The patches of output row oy, one after the other (out_w patches of k_h * k_w * in_c elements). */
 #define CONV_IM2COL(T)                                                                              \
     do {                                                                                            \
-        const int32_t c_ = g->in_c;                                                                 \
-        int ox_, ky_, kx_;                                                                          \
-        T *dst_ = scratch;                                                                          \
+        int ox_;                                                                                    \
         for (ox_ = 0; ox_ < g->out_w; ++ox_) {                                                      \
-            const int32_t x0_ = ox_ * g->stride_w - g->pad_left;                                    \
-            for (ky_ = 0; ky_ < g->k_h; ++ky_) {                                                    \
-                const int32_t iy_ = y0 + ky_ * g->dil_h;                                            \
-                for (kx_ = 0; kx_ < g->k_w; ++kx_, dst_ += c_) {                                    \
-                    const int32_t ix_ = x0_ + kx_ * g->dil_w;                                       \
-                    if (iy_ < 0 || iy_ >= g->in_h || ix_ < 0 || ix_ >= g->in_w) {                   \
-                        int i_;                                                                     \
-                        for (i_ = 0; i_ < c_; ++i_) {                                               \
-                            dst_[i_] = (T)pad;                                                      \
-                        }                                                                           \
-                    } else {                                                                        \
-                        memcpy(dst_, in + ((size_t)iy_ * g->in_w + ix_) * c_, (size_t)c_ * sizeof(T)); \
-                    }                                                                               \
-                }                                                                                   \
-            }                                                                                       \
+            CONV_PATCH(T, scratch + (size_t)ox_ * g->k_h * g->k_w * g->in_c, oy, ox_);             \
         }                                                                                           \
     } while (0)
 
@@ -57,7 +83,6 @@ void edgernn_conv_f32(const edgernn_conv_geom_t *geom_in, const float *in, const
     const float pad = 0.0f;
     int oy;
     for (oy = 0; oy < g->out_h; ++oy) {
-        const int32_t y0 = oy * g->stride_h - g->pad_top;
         CONV_IM2COL(float);
         edgernn_fully_connected_f32(scratch, w, bias, act_min, act_max, g->out_w, n_in, g->out_c,
                                     out + (size_t)oy * g->out_w * g->out_c);
@@ -73,8 +98,7 @@ void edgernn_conv_f32(const edgernn_conv_geom_t *geom_in, const float *in, const
 
 /* n_pix patches of n_in bytes (rows of x) times the blocked weights: n_out outputs per patch (y_stride
  * apart from one patch to the next), 8 output channels per walk over the patch, then 4, then one by one
- * (edgernn_dot.h). The team passes a sub-range of the channels from a multiple of 8, where the blocked
- * layout's rows start as in the whole. */
+ * (edgernn_dot.h). The team passes its pixels with every channel. */
 static void conv_s8_rows(const int8_t *x, int n_pix, int n_in, const int8_t *w0, const int32_t *bias,
                          const int32_t *multiplier, const int32_t *shift, int32_t output_offset, int32_t act_min,
                          int32_t act_max, int n_out, int y_stride, int8_t *y)
@@ -132,64 +156,81 @@ void edgernn_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const
         return;
     }
     for (oy = 0; oy < g->out_h; ++oy) {
-        const int32_t y0 = oy * g->stride_h - g->pad_top;
         CONV_IM2COL(int8_t);
         conv_s8_rows(scratch, g->out_w, n_in, w, bias, multiplier, shift, output_offset, act_min, act_max, g->out_c,
                      g->out_c, out + (size_t)oy * g->out_w * g->out_c);
     }
 }
 
-/* The team's CONV_2D: each output row's patches gathered by the calling core, then the row's output
- * channels split across the team in blocks of 8 (the blocked weights' row blocks), every output computed
- * by conv_s8_rows as in the single-core kernel. */
-typedef struct {
-    const int8_t *x, *w;
-    const int32_t *bias, *multiplier, *shift;
-    int32_t output_offset, act_min, act_max;
-    int n_pix, n_in, out_c;
-    int8_t *y;
-} conv_s8_split_t;
+/* The team's CONV_2D: the output pixels split across the workers, each worker gathering its pixels'
+ * patches one at a time into its own slot of scratch (slot k of worker k: EDGERNN_CONV_TEAM_SLOTS slots
+ * of the patch size rounded up to 4 bytes), every pixel's outputs computed by conv_s8_rows as in the
+ * single-core kernel. No core gathers for the others and a frame of few channels is split as well as
+ * one of many. The split runs over the workers' indices (a count of edgernn_team_workers(), grain 1), so
+ * each index is one worker and its slot; a team larger than the slots takes the single-core kernel. */
+#define EDGERNN_CONV_TEAM_SLOTS 8
 
-static void conv_s8_channels(const void *args, int begin, int end)
+typedef struct {
+    const edgernn_conv_geom_t *g;
+    const int8_t *in, *w;
+    const int32_t *bias, *multiplier, *shift;
+    int32_t pad, output_offset, act_min, act_max;
+    int n_in, slot_bytes, workers;
+    int8_t *scratch, *out;
+} conv_s8_team_t;
+
+static void conv_s8_pixels(const void *args, int k_begin, int k_end)
 {
-    const conv_s8_split_t *a = (const conv_s8_split_t *)args;
-    conv_s8_rows(a->x, a->n_pix, a->n_in, a->w + (size_t)begin * a->n_in, a->bias + begin, a->multiplier + begin,
-                 a->shift + begin, a->output_offset, a->act_min, a->act_max, end - begin, a->out_c, a->y + begin);
+    const conv_s8_team_t *a = (const conv_s8_team_t *)args;
+    GEOM_LOCAL_FROM(a->g);
+    const int8_t *in = a->in;
+    const int32_t pad = a->pad;
+    const int n_pix = g->out_h * g->out_w;
+    int k;
+    for (k = k_begin; k < k_end; ++k) {
+        int begin, end, p;
+        edgernn_team_range(k, a->workers, n_pix, 1, &begin, &end);
+        if (a->scratch == NULL) {   /* 1x1, stride 1: the pixels are the rows, read in place */
+            conv_s8_rows(in + (size_t)begin * a->n_in, end - begin, a->n_in, a->w, a->bias, a->multiplier, a->shift,
+                         a->output_offset, a->act_min, a->act_max, g->out_c, g->out_c, a->out + (size_t)begin * g->out_c);
+            continue;
+        }
+        for (p = begin; p < end; ++p) {
+            int8_t *slot = a->scratch + (size_t)k * a->slot_bytes;
+            CONV_PATCH(int8_t, slot, p / g->out_w, p % g->out_w);
+            conv_s8_rows(slot, 1, a->n_in, a->w, a->bias, a->multiplier, a->shift, a->output_offset, a->act_min,
+                         a->act_max, g->out_c, g->out_c, a->out + (size_t)p * g->out_c);
+        }
+    }
 }
 
 void edgernn_team_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w, const int32_t *bias,
                           const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
                           int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out)
 {
-    GEOM_LOCAL;
-    const int n_in = g->k_h * g->k_w * g->in_c;
-    const int32_t pad = input_zero_point;
-    conv_s8_split_t a;
-    int oy;
+    conv_s8_team_t a;
+    const int workers = edgernn_team_workers();
+    if (workers > EDGERNN_CONV_TEAM_SLOTS) {
+        edgernn_conv_s8(geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
+                        scratch, out);
+        return;
+    }
+    a.g = geom_in;
+    a.in = in;
     a.w = w;
     a.bias = bias;
     a.multiplier = multiplier;
     a.shift = shift;
+    a.pad = input_zero_point;
     a.output_offset = output_offset;
     a.act_min = act_min;
     a.act_max = act_max;
-    a.n_in = n_in;
-    a.out_c = g->out_c;
-    if (CONV_POINTWISE(g)) {
-        a.x = in;
-        a.n_pix = g->out_h * g->out_w;
-        a.y = out;
-        edgernn_team_split(conv_s8_channels, &a, g->out_c, 8);
-        return;
-    }
-    a.x = scratch;
-    a.n_pix = g->out_w;
-    for (oy = 0; oy < g->out_h; ++oy) {
-        const int32_t y0 = oy * g->stride_h - g->pad_top;
-        CONV_IM2COL(int8_t);
-        a.y = out + (size_t)oy * g->out_w * g->out_c;
-        edgernn_team_split(conv_s8_channels, &a, g->out_c, 8);
-    }
+    a.n_in = geom_in->k_h * geom_in->k_w * geom_in->in_c;
+    a.slot_bytes = (a.n_in + 3) & ~3;
+    a.workers = workers;
+    a.scratch = CONV_POINTWISE(geom_in) ? NULL : scratch;
+    a.out = out;
+    edgernn_team_split(conv_s8_pixels, &a, workers, 1);
 }
 
 /* tflite::MultiplyByQuantizedMultiplier(int64_t, int32_t, int) of the 16x8 reference convolutions: the
@@ -263,7 +304,6 @@ void edgernn_conv_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, con
         return;
     }
     for (oy = 0; oy < g->out_h; ++oy) {
-        const int32_t y0 = oy * g->stride_h - g->pad_top;
         CONV_IM2COL(int16_t);
         conv_s16_rows(scratch, g->out_w, n_in, w, bias, multiplier, shift, act_min, act_max, g->out_c,
                       out + (size_t)oy * g->out_w * g->out_c);

@@ -392,16 +392,16 @@ def test_int8_convolution_dot_paths_are_byte_exact(tmp_path, name):
 @pytest.mark.toolchain
 @pytest.mark.parametrize("name", ["stack", "conv_s2_same", "conv_1x1"])
 def test_team_shares_int8_convolutions_with_identical_bytes(tmp_path, name):
-    """1, 2, 3 and 8 POSIX threads (the host's team, as GAP8's cluster splits): CONV_2D's channels per output
-    row (blocks of 8) and DEPTHWISE_CONV_2D's rows give the bytes of the single-core build and the
-    interpreter's."""
+    """1, 2, 3 and 8 POSIX threads (the host's team, as GAP8's cluster splits), and 9 (more workers than
+    CONV_2D has patch slots: its single-core kernel): CONV_2D's output pixels, each worker gathering its own
+    patches, and DEPTHWISE_CONV_2D's rows give the bytes of the single-core build and the interpreter's."""
     from edgernn.tflite.oracle import step_records
     from tests.support import backend_harness as H
 
     folder, shape = case_folder(tmp_path, name, "int8")
     xq = frames(folder, shape)
     ref, _ = step_records(folder / "step.tflite", xq, STATES)
-    for n in (1, 2, 3, 8):
+    for n in (1, 2, 3, 8, 9):
         b = H.build(folder, cflags=["-O2", f"-DEDGERNN_THREADS={n}", "-pthread"], name=f"driver_t{n}")
         model_c = (folder / "firmware" / "model.c").read_text()
         assert "edgernn_team_conv_s8(" in model_c, "the schedule shares no CONV_2D"
@@ -458,8 +458,8 @@ def test_clang_compiles_the_front_end_warning_free(tmp_path):
 
 @pytest.mark.toolchain
 def test_thread_sanitizer_reports_nothing_on_the_shared_convolutions(tmp_path):
-    """8 threads under ThreadSanitizer: the patches and the padded frame the calling core writes before each
-    split, read by every worker, race with nothing (TSan checked to see a planted race first, as in
+    """8 threads under ThreadSanitizer: the patches each worker gathers into its own slot, and the padded frame
+    the calling core writes before the depthwise split, read by every worker, race with nothing (TSan checked to see a planted race first, as in
     tests/backend/test_team.py)."""
     import os
     import subprocess

@@ -20,6 +20,9 @@ from edgernn.backend.ir import Operator, Tensor
 from edgernn.backend.lowering.base import Call, ConstArray, ConstStruct, LoweringBase, _lit_float, _refuse
 from edgernn.backend.lowering.blocking import blocked_rows
 
+# edgernn_conv.c's EDGERNN_CONV_TEAM_SLOTS: the team's workers that each have a patch slot
+CONV_TEAM_SLOTS = 8
+
 PADDING_SAME, PADDING_VALID = 0, 1
 
 
@@ -140,8 +143,9 @@ class ConvOps(LoweringBase):
             # a float pointwise convolution is a FULLY_CONNECTED over the pixels (its rows)
             return self._pointwise_as_fc(op, w, n_out, n_in, g)
         geom = self._geom_struct(op, g)
-        # the integer kernels read a pointwise convolution's pixels in place (no patches gathered)
-        scratch_elems = 0 if pointwise else g.out_w * n_in
+        # the integer kernels read a pointwise convolution's pixels in place (no patches gathered); the team's
+        # int8 kernel gathers one patch at a time into a slot per worker (edgernn_conv.c, 8 slots of 4-byte rows)
+        scratch_elems = 0 if pointwise else max(g.out_w * n_in, CONV_TEAM_SLOTS * ((n_in + 3) // 4 * 4))
         if dtype == "float32":
             if w.dtype != "float32":
                 raise _refuse(op, "hybrid (quantized weights, float activations) models")
