@@ -36,7 +36,7 @@ OPTIONAL_KERNEL_SOURCES = {
     "edgernn_lstm.c": ("edgernn_lstm_", "edgernn_team_lstm_"),
     "edgernn_conv.c": ("edgernn_conv_", "edgernn_depthwise_conv_", "edgernn_max_pool_", "edgernn_avg_pool_",
                        "edgernn_leaky_relu_", "edgernn_team_conv_",
-                       "edgernn_team_depthwise_conv_"),
+                       "edgernn_team_depthwise_conv_", "edgernn_team_max_pool_", "edgernn_team_avg_pool_"),
 }
 KERNEL_HEADERS = [
     "edgernn_kernels.h", "edgernn_fixedpoint.h", "edgernn_elementwise.h", "edgernn_dot.h", "edgernn_team.h", "edgernn_xpulp_emul.h",

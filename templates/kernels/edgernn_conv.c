@@ -520,10 +520,12 @@ void edgernn_depthwise_conv_s16(const edgernn_conv_geom_t *geom_in, const int16_
 
 /* Pools: the window's in-frame taps only (TFLite's reference pooling), channel by channel. MAX_POOL_2D
  * and AVERAGE_POOL_2D keep the input's quantization, so the integer kernels work on the raw values. */
-#define POOL_LOOP(T, ACC_T, INIT, TAP, STORE)                                                       \
+#define POOL_LOOP(T, ACC_T, INIT, TAP, STORE) POOL_ROWS(T, ACC_T, INIT, TAP, STORE, 0, g->out_h)
+/* The output rows [OY0, OY1) only: a range of the team's split. */
+#define POOL_ROWS(T, ACC_T, INIT, TAP, STORE, OY0, OY1)                                             \
     do {                                                                                            \
         int oy_, ox_, c_, ky_, kx_;                                                                 \
-        for (oy_ = 0; oy_ < g->out_h; ++oy_) {                                                      \
+        for (oy_ = (OY0); oy_ < (OY1); ++oy_) {                                                     \
             const int32_t y0_ = oy_ * g->stride_h - g->pad_top;                                     \
             const int32_t ky0_ = y0_ < 0 ? -y0_ : 0;                                                \
             const int32_t ky1_ = g->in_h - y0_ < g->k_h ? g->in_h - y0_ : g->k_h;                   \
@@ -557,11 +559,50 @@ void edgernn_max_pool_f32(const edgernn_conv_geom_t *geom_in, const float *in, f
     POOL_LOOP(float, float, -3.402823466e+38f, acc = v > acc ? v : acc, y_[c_] = POOL_CLAMP(acc));
 }
 
+/* The 8-bit pools over output rows [oy_begin, oy_end), and their team versions, which split the rows. */
+typedef struct {
+    const edgernn_conv_geom_t *g;
+    const int8_t *in;
+    int32_t act_min, act_max;
+    int8_t *out;
+} pool_s8_split_t;
+
+static void max_pool_s8_rows(const void *args, int oy_begin, int oy_end)
+{
+    const pool_s8_split_t *a = (const pool_s8_split_t *)args;
+    GEOM_LOCAL_FROM(a->g);
+    const int8_t *const in = a->in;
+    int8_t *const out = a->out;
+    const int32_t act_min = a->act_min, act_max = a->act_max;
+    POOL_ROWS(int8_t, int32_t, -128, acc = v > acc ? v : acc, y_[c_] = (int8_t)POOL_CLAMP(acc), oy_begin, oy_end);
+}
+
+static void pool_s8_split(edgernn_range_fn rows, const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min,
+                          int32_t act_max, int8_t *out, int team)
+{
+    pool_s8_split_t a;
+    a.g = g;
+    a.in = in;
+    a.act_min = act_min;
+    a.act_max = act_max;
+    a.out = out;
+    if (team) {
+        edgernn_team_split(rows, &a, g->out_h, 1);
+    } else {
+        rows(&a, 0, g->out_h);
+    }
+}
+
 void edgernn_max_pool_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, int32_t act_min, int32_t act_max,
                          int8_t *out)
 {
-    GEOM_LOCAL;
-    POOL_LOOP(int8_t, int32_t, -128, acc = v > acc ? v : acc, y_[c_] = (int8_t)POOL_CLAMP(acc));
+    pool_s8_split(max_pool_s8_rows, geom_in, in, act_min, act_max, out, 0);
+}
+
+void edgernn_team_max_pool_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, int32_t act_min, int32_t act_max,
+                              int8_t *out)
+{
+    pool_s8_split(max_pool_s8_rows, geom_in, in, act_min, act_max, out, 1);
 }
 
 void edgernn_max_pool_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, int32_t act_min, int32_t act_max,
@@ -580,12 +621,27 @@ void edgernn_avg_pool_f32(const edgernn_conv_geom_t *geom_in, const float *in, f
 /* The integer mean rounds half away from zero with C's truncating division, as TFLite's reference */
 #define POOL_ROUND_MEAN(acc, count) ((acc) > 0 ? ((acc) + (count) / 2) / (count) : ((acc) - (count) / 2) / (count))
 
+static void avg_pool_s8_rows(const void *args, int oy_begin, int oy_end)
+{
+    const pool_s8_split_t *a = (const pool_s8_split_t *)args;
+    GEOM_LOCAL_FROM(a->g);
+    const int8_t *const in = a->in;
+    int8_t *const out = a->out;
+    const int32_t act_min = a->act_min, act_max = a->act_max;
+    POOL_ROWS(int8_t, int32_t, 0, acc += v,
+              { const int32_t a_ = POOL_ROUND_MEAN(acc, count); y_[c_] = (int8_t)POOL_CLAMP(a_); }, oy_begin, oy_end);
+}
+
 void edgernn_avg_pool_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, int32_t act_min, int32_t act_max,
                          int8_t *out)
 {
-    GEOM_LOCAL;
-    POOL_LOOP(int8_t, int32_t, 0, acc += v,
-              { const int32_t a_ = POOL_ROUND_MEAN(acc, count); y_[c_] = (int8_t)POOL_CLAMP(a_); });
+    pool_s8_split(avg_pool_s8_rows, geom_in, in, act_min, act_max, out, 0);
+}
+
+void edgernn_team_avg_pool_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, int32_t act_min, int32_t act_max,
+                              int8_t *out)
+{
+    pool_s8_split(avg_pool_s8_rows, geom_in, in, act_min, act_max, out, 1);
 }
 
 void edgernn_avg_pool_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, int32_t act_min, int32_t act_max,

@@ -390,11 +390,11 @@ def test_int8_convolution_dot_paths_are_byte_exact(tmp_path, name):
 
 
 @pytest.mark.toolchain
-@pytest.mark.parametrize("name", ["stack", "conv_s2_same", "conv_1x1"])
+@pytest.mark.parametrize("name", ["stack", "conv_s2_same", "conv_1x1", "maxpool2", "avgpool2"])
 def test_team_shares_int8_convolutions_with_identical_bytes(tmp_path, name):
     """1, 2, 3 and 8 POSIX threads (the host's team, as GAP8's cluster splits), and 9 (more workers than
     CONV_2D has patch slots: its single-core kernel): CONV_2D's output pixels, each worker gathering its own
-    patches, and DEPTHWISE_CONV_2D's rows give the bytes of the single-core build and the interpreter's."""
+    patches, and DEPTHWISE_CONV_2D's and the pools' rows give the bytes of the single-core build and the interpreter's."""
     from edgernn.tflite.oracle import step_records
     from tests.support import backend_harness as H
 
@@ -407,6 +407,8 @@ def test_team_shares_int8_convolutions_with_identical_bytes(tmp_path, name):
         assert "edgernn_team_conv_s8(" in model_c, "the schedule shares no CONV_2D"
         if name == "stack":
             assert "edgernn_team_depthwise_conv_s8(" in model_c
+        if name.endswith("pool2"):
+            assert f"edgernn_team_{name[:3]}_pool_s8(" in model_c, "the schedule shares no pool"
         got, _ = H.run_driver(b.exe, xq, ref.shape[1], folder)
         assert H.compare(got, ref, "int8")["mismatches"] == 0, f"{n} workers"
 
