@@ -379,3 +379,23 @@ def test_a_frame_model_built_for_host_validates_byte_exact(tmp_path):
     assert report["pass"] and (report["steps"], report["sequences"]) == (30, 2)
     with pytest.raises(EdgeRNNError, match=r"frames of shape \(4, 4, 3\); the model takes frames of shape \(4, 4, 2\)"):
         validate(out, data=frames(1, 5, (4, 4, 3)), json_path=tmp_path / "r2.json")
+
+
+def test_a_frame_model_whose_activations_exceed_the_board_gets_the_budget_table(tmp_path):
+    """A 120x160x3 frame convolved into 20 channels gives 375 KiB of int8 activations, more than the
+    AI-deck's L2 budget: build stops before any C is compiled, with the table of what goes where (exit 2)."""
+    keras = _keras3()
+    L = keras.layers
+    model = keras.Sequential([keras.Input((None, 120, 160, 3)),
+                              L.TimeDistributed(L.Conv2D(20, 3, padding="same", activation="relu")),
+                              L.TimeDistributed(L.GlobalAveragePooling2D()), L.GRU(4, return_sequences=True)])
+    path = tmp_path / "big.keras"
+    model.save(path)
+    calib = tmp_path / "calib.npy"
+    np.save(calib, np.random.default_rng(0).uniform(0, 1, (2, 3, 120, 160, 3)).astype(np.float32))
+    result = CliRunner().invoke(cli, ["build", str(path), "--board", "ai_deck", "--quant", "int8", "--calib",
+                                      str(calib), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert "does not fit board ai_deck: over budget in l2" in result.output
+    assert "arena" in result.output and "overflow" in result.output
+    assert not (tmp_path / "out").exists()
