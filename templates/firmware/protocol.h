@@ -15,6 +15,16 @@
 #define EDGERNN_LINK_MAX_FRAME 4096
 #endif
 
+/* The raw frame one step of the model needs: a STEP request with one input, or its answer with the
+ * output, the cycle count and the state bytes twice (after every step and after the last). edgernn's
+ * generator writes it into the firmware folder's copy of this file (0 here: no model); where it is more
+ * than the board's limit, it is the limit, so a frame model's input always fits one frame. */
+#define EDGERNN_LINK_MODEL_FRAME 0
+#if EDGERNN_LINK_MODEL_FRAME > EDGERNN_LINK_MAX_FRAME
+#undef EDGERNN_LINK_MAX_FRAME
+#define EDGERNN_LINK_MAX_FRAME EDGERNN_LINK_MODEL_FRAME
+#endif
+
 #define EDGERNN_LINK_HEADER 4u      /* version, type, seq (u16 LE) */
 #define EDGERNN_LINK_CRC 4u         /* CRC-32 (IEEE 802.3, as zlib.crc32), LE */
 #define EDGERNN_LINK_MIN_FRAME (EDGERNN_LINK_HEADER + EDGERNN_LINK_CRC)

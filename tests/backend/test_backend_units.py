@@ -140,3 +140,21 @@ def test_int16_tables_interpolate_the_function():
     assert exp_lut[-1] == 32767 and recip_lut[0] == 32767 and recip_lut[-1] == 16384
 
 
+
+
+@pytest.mark.parametrize("input_bytes,output_bytes,state_bytes,frame", [
+    (6, 1, 80, 8 + 7 + 1 + 4 + 160),          # a vector model: the answer with its state twice is the larger
+    (4096, 2, 16, 8 + 3 + 4096),               # a 64x64 int8 frame: the request with one input is
+    (65_524, 2, 0, 65_535),                    # the largest frame HELLO's 16-bit field can announce
+])
+def test_link_frames_fit_one_step_of_the_model(input_bytes, output_bytes, state_bytes, frame):
+    from edgernn.backend.codegen import link_model_frame
+
+    assert link_model_frame(input_bytes, output_bytes, state_bytes) == frame
+
+
+def test_a_step_too_large_for_the_serial_protocol_is_refused_at_generation():
+    from edgernn.backend.codegen import link_model_frame
+
+    with pytest.raises(EdgeRNNError, match=r"one step needs link frames of 79067 bytes \(79056 bytes of input"):
+        link_model_frame(324 * 244, 2, 0)      # a full AI-deck camera frame, int8

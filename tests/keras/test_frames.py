@@ -358,27 +358,38 @@ def test_a_frame_too_big_for_the_link_names_its_input_bytes():
 
 
 @pytest.mark.toolchain
-def test_a_frame_model_built_for_host_validates_byte_exact(tmp_path):
+@pytest.mark.parametrize("frame,quant", [((4, 4, 2), "int8"), ((48, 64, 2), "float32")], ids=["small", "24KiB"])
+def test_a_frame_model_built_for_host_validates_byte_exact(tmp_path, frame, quant):
     """A front end that only flattens each frame needs no convolution kernel: the C side takes x as the
-    frame's H*W*C elements, flat, and validate sends them per step."""
+    frame's H*W*C elements, flat, and validate sends them per step. A frame of 24 KiB (48x64x2 float32), more
+    than the board's 4,096-byte link frames, gets frames sized to one step of the model (HELLO says so)."""
     from conftest import require_tools
     from edgernn.pipeline.build import build_firmware
     from edgernn.validate.run import validate
 
     require_tools("gcc")
-    frame = (4, 4, 2)
     keras = _keras3()
     L = keras.layers
-    model = keras.Sequential([keras.Input((None, *frame)), L.TimeDistributed(L.Flatten()),
+    model = keras.Sequential([keras.Input((None, *frame)), L.TimeDistributed(L.AveragePooling2D(4)) if frame[0] > 8
+                              else L.TimeDistributed(L.Flatten()), L.TimeDistributed(L.Flatten()),
                               L.Dense(8, activation="relu"), L.GRU(6, return_sequences=True), L.Dense(2)])
     out = tmp_path / "out"
-    build_firmware(model, out, board="host", quant="int8", calib=frames(4, 16, frame, seed=1))
+    build_firmware(model, out, board="host", quant=quant, calib=frames(4, 16, frame, seed=1))
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["inputs"][0]["shape"] == [1, *frame]
+    model_frame = int((out / "firmware" / "protocol.h").read_text().split("#define EDGERNN_LINK_MODEL_FRAME ")[1].split()[0])
+    x_bytes = int(np.prod(frame)) * (4 if quant == "float32" else 1)
+    assert model_frame == 8 + max(3 + x_bytes, 7 + 2 * (4 if quant == "float32" else 1) + 4 + 2 * manifest_state_bytes(manifest))
     report = validate(out, data=frames(2, 30, frame, seed=3), json_path=tmp_path / "r.json")
     assert report["pass"] and (report["steps"], report["sequences"]) == (30, 2)
-    with pytest.raises(EdgeRNNError, match=r"frames of shape \(4, 4, 3\); the model takes frames of shape \(4, 4, 2\)"):
-        validate(out, data=frames(1, 5, (4, 4, 3)), json_path=tmp_path / "r2.json")
+    wrong = (frame[0], frame[1], 3)
+    with pytest.raises(EdgeRNNError, match=rf"frames of shape \({wrong[0]}, {wrong[1]}, 3\); the model takes frames of "
+                                           rf"shape \({frame[0]}, {frame[1]}, 2\)"):
+        validate(out, data=frames(1, 5, wrong), json_path=tmp_path / "r2.json")
+
+
+def manifest_state_bytes(manifest: dict) -> int:
+    return sum(int(np.prod(s["shape"])) * np.dtype(s["dtype"]).itemsize for s in manifest["states"])
 
 
 def test_a_frame_model_whose_activations_exceed_the_board_gets_the_budget_table(tmp_path):
