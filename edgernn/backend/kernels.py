@@ -376,7 +376,9 @@ KERNELS: list[Kernel] = [
            "int16_t *out",
            doc="16x8 (zero points 0): int64 sums, the multiplier reduced to Q15 as in TFLite's int64\n"
                "MultiplyByQuantizedMultiplier.",
-           optional=("scratch",)),
+           optional=("scratch",),
+           splits=(Split("g.out_h", weight=8),), wrapper=False,
+           team_doc="CONV_2D, 16x8: the output pixels split as the 8-bit one's. Defined in edgernn_conv.c."),
     Kernel("edgernn_depthwise_conv_f32",
            "const edgernn_conv_geom_t *g, const float *in, const float *w_f, const float *bias, float act_min, "
            "float act_max, float *scratch, float *out",

@@ -319,6 +319,77 @@ void edgernn_conv_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, con
     }
 }
 
+/* The team's 16x8 CONV_2D: the output pixels split as in edgernn_team_conv_s8, each worker's patches in
+ * its own slot (the patch rounded up to 4 elements). */
+typedef struct {
+    const edgernn_conv_geom_t *g;
+    const int16_t *in;
+    const int8_t *w;
+    const int64_t *bias;
+    const int32_t *multiplier, *shift;
+    int32_t act_min, act_max;
+    int n_in, slot_elems, workers;
+    int16_t *scratch, *out;
+} conv_s16_team_t;
+
+static void conv_s16_pixels(const void *args, int k_begin, int k_end)
+{
+    const conv_s16_team_t *a = (const conv_s16_team_t *)args;
+    GEOM_LOCAL_FROM(a->g);
+    const int16_t *in = a->in;
+    const int32_t pad = 0;   /* 16x8 activations are symmetric */
+    const int n_pix = g->out_h * g->out_w;
+    int k;
+    for (k = k_begin; k < k_end; ++k) {
+        int begin, end, p;
+        edgernn_team_range(k, a->workers, n_pix, 1, &begin, &end);
+        if (a->scratch == NULL) {   /* 1x1, stride 1: the pixels are the rows, read in place */
+            conv_s16_rows(in + (size_t)begin * a->n_in, end - begin, a->n_in, a->w, a->bias, a->multiplier, a->shift,
+                          a->act_min, a->act_max, g->out_c, a->out + (size_t)begin * g->out_c);
+            continue;
+        }
+        if (begin < end) {
+            int16_t *const slot = a->scratch + (size_t)k * a->slot_elems;
+            int oy = begin / g->out_w, ox = begin % g->out_w;
+            for (p = begin; p < end; ++p) {
+                CONV_PATCH(int16_t, slot, oy, ox);
+                conv_s16_rows(slot, 1, a->n_in, a->w, a->bias, a->multiplier, a->shift, a->act_min, a->act_max,
+                              g->out_c, a->out + (size_t)p * g->out_c);
+                if (++ox == g->out_w) {
+                    ox = 0;
+                    ++oy;
+                }
+            }
+        }
+    }
+}
+
+void edgernn_team_conv_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, const int8_t *w, const int64_t *bias,
+                           const int32_t *multiplier, const int32_t *shift, int32_t act_min, int32_t act_max,
+                           int16_t *scratch, int16_t *out)
+{
+    conv_s16_team_t a;
+    const int workers = edgernn_team_workers();
+    if (workers > EDGERNN_CONV_TEAM_SLOTS) {
+        edgernn_conv_s16(geom_in, in, w, bias, multiplier, shift, act_min, act_max, scratch, out);
+        return;
+    }
+    a.g = geom_in;
+    a.in = in;
+    a.w = w;
+    a.bias = bias;
+    a.multiplier = multiplier;
+    a.shift = shift;
+    a.act_min = act_min;
+    a.act_max = act_max;
+    a.n_in = geom_in->k_h * geom_in->k_w * geom_in->in_c;
+    a.slot_elems = (a.n_in + 3) & ~3;
+    a.workers = workers;
+    a.scratch = CONV_POINTWISE(geom_in) ? NULL : scratch;
+    a.out = out;
+    edgernn_team_split(conv_s16_pixels, &a, workers, 1);
+}
+
 /* DEPTHWISE_CONV_2D: output channel oc = ic * depth_multiplier + m reads input channel ic; the filter is
  * [k_h][k_w][out_c]. The float kernel sums each output pixel's in-frame taps (TFLite's reference skips the
  * others) into acc[out_c] (scratch), tap by tap. */
