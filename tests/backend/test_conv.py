@@ -390,11 +390,10 @@ def test_int8_convolution_dot_paths_are_byte_exact(tmp_path, name):
 
 
 @pytest.mark.toolchain
-@pytest.mark.parametrize("name,quant", [("stack", "int8"), ("conv_s2_same", "int8"), ("conv_1x1", "int8"),
-                                        ("maxpool2", "int8"), ("avgpool2", "int8"), ("stack", "int16"),
-                                        ("conv_1x1", "int16")])
+@pytest.mark.parametrize("name,quant", [("stack", "int8"), ("conv_1x1", "int8"), ("maxpool2", "int8"),
+                                        ("stack", "int16")])
 def test_team_shares_int8_convolutions_with_identical_bytes(tmp_path, name, quant):
-    """1, 2, 3 and 8 POSIX threads (the host's team, as GAP8's cluster splits), and 9 (more workers than
+    """1, 3 and 8 POSIX threads (the host's team, as GAP8's cluster splits), and 9 (more workers than
     CONV_2D has patch slots: its single-core kernel): CONV_2D's output pixels (int8 and 16x8), each worker
     gathering its own patches, and the int8 DEPTHWISE_CONV_2D's and pools' rows give the bytes of the
     single-core build and the interpreter's."""
@@ -405,7 +404,7 @@ def test_team_shares_int8_convolutions_with_identical_bytes(tmp_path, name, quan
     xq = frames(folder, shape)
     ref, _ = step_records(folder / "step.tflite", xq, STATES)
     suffix = "s8" if quant == "int8" else "s16"
-    for n in (1, 2, 3, 8, 9):
+    for n in (1, 3, 8, 9):
         b = H.build(folder, cflags=["-O2", f"-DEDGERNN_THREADS={n}", "-pthread"], name=f"driver_t{n}")
         model_c = (folder / "firmware" / "model.c").read_text()
         if not name.endswith("pool2"):
