@@ -108,10 +108,15 @@ def test_project_files(deck_build):
     assert "pmsis_kickoff" in (fw / "main.c").read_text()
     hal = (fw / "hal.c").read_text()
     assert "EDGERNN_UART_BAUD 115200" in hal and "pmsis_exit" in hal
-    # the same server and protocol as the emulated boards, unchanged
+    # the same server and protocol as the emulated boards, unchanged but for the frame one step needs
     templates = TEMPLATES / "firmware"
-    for name in ("server.c", "protocol.c", "protocol.h", "server.h", "hal.h"):
+    for name in ("server.c", "protocol.c", "server.h", "hal.h"):
         assert (fw / name).read_text() == (templates / name).read_text()
+    protocol = (fw / "protocol.h").read_text()
+    model_frame = re.search(r"^#define EDGERNN_LINK_MODEL_FRAME (\d+)$", protocol, re.M)
+    assert model_frame and int(model_frame.group(1)) > 0
+    assert protocol.replace(model_frame.group(0), "#define EDGERNN_LINK_MODEL_FRAME 0") == \
+        (templates / "protocol.h").read_text()
     # weights in L2 through PMSIS's own placement macro, copied into L1 at init; arena in L1, from the
     # cluster's allocator
     weights = (fw / "weights.c").read_text()
