@@ -170,14 +170,52 @@ void edgernn_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const
  * each index is one worker and its slot; a team larger than the slots takes the single-core kernel. */
 #define EDGERNN_CONV_TEAM_SLOTS 8
 
+/* Workers [k_begin, k_end) of the team's split (one index per worker): worker k's share of the output
+ * pixels, each pixel's patch gathered into slot k and run through ROWS(x, n_pix, y), a conv_*_rows call;
+ * a 1x1 stride-1 filter's pixels (scratch NULL) are its rows, read in place. The pixel's row and column
+ * are stepped along, not divided out per pixel: a division takes tens of cycles on GAP8's cluster cores.
+ * Expects a (the team's struct: workers, n_in, slot_elems, scratch, out), g, in and pad in scope. */
+#define CONV_TEAM_PIXELS(T, ROWS)                                                                   \
+    do {                                                                                            \
+        const int n_pix_ = g->out_h * g->out_w;                                                     \
+        int k_;                                                                                     \
+        for (k_ = k_begin; k_ < k_end; ++k_) {                                                      \
+            int begin_, end_, p_, oy_, ox_;                                                         \
+            T *slot_;                                                                               \
+            edgernn_team_range(k_, a->workers, n_pix_, 1, &begin_, &end_);                          \
+            if (a->scratch == NULL) {                                                               \
+                ROWS(in + (size_t)begin_ * a->n_in, end_ - begin_, a->out + (size_t)begin_ * g->out_c); \
+                continue;                                                                           \
+            }                                                                                       \
+            if (begin_ >= end_) {                                                                   \
+                continue;                                                                           \
+            }                                                                                       \
+            slot_ = a->scratch + (size_t)k_ * a->slot_elems;                                        \
+            oy_ = begin_ / g->out_w;                                                                \
+            ox_ = begin_ % g->out_w;                                                                \
+            for (p_ = begin_; p_ < end_; ++p_) {                                                    \
+                CONV_PATCH(T, slot_, oy_, ox_);                                                     \
+                ROWS(slot_, 1, a->out + (size_t)p_ * g->out_c);                                     \
+                if (++ox_ == g->out_w) {                                                            \
+                    ox_ = 0;                                                                        \
+                    ++oy_;                                                                          \
+                }                                                                                   \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
+
 typedef struct {
     const edgernn_conv_geom_t *g;
     const int8_t *in, *w;
     const int32_t *bias, *multiplier, *shift;
     int32_t pad, output_offset, act_min, act_max;
-    int n_in, slot_bytes, workers;
+    int n_in, slot_elems, workers;
     int8_t *scratch, *out;
 } conv_s8_team_t;
+
+#define CONV_S8_TEAM_ROWS(x, n_pix, y)                                                              \
+    conv_s8_rows(x, n_pix, a->n_in, a->w, a->bias, a->multiplier, a->shift, a->output_offset, a->act_min, \
+                 a->act_max, g->out_c, g->out_c, y)
 
 static void conv_s8_pixels(const void *args, int k_begin, int k_end)
 {
@@ -185,32 +223,7 @@ static void conv_s8_pixels(const void *args, int k_begin, int k_end)
     GEOM_LOCAL_FROM(a->g);
     const int8_t *in = a->in;
     const int32_t pad = a->pad;
-    const int n_pix = g->out_h * g->out_w;
-    int k;
-    for (k = k_begin; k < k_end; ++k) {
-        int begin, end, p;
-        edgernn_team_range(k, a->workers, n_pix, 1, &begin, &end);
-        if (a->scratch == NULL) {   /* 1x1, stride 1: the pixels are the rows, read in place */
-            conv_s8_rows(in + (size_t)begin * a->n_in, end - begin, a->n_in, a->w, a->bias, a->multiplier, a->shift,
-                         a->output_offset, a->act_min, a->act_max, g->out_c, g->out_c, a->out + (size_t)begin * g->out_c);
-            continue;
-        }
-        if (begin < end) {
-            /* the pixel's row and column stepped along, not divided out per pixel (a division takes
-             * tens of cycles on GAP8's cluster cores) */
-            int8_t *const slot = a->scratch + (size_t)k * a->slot_bytes;
-            int oy = begin / g->out_w, ox = begin % g->out_w;
-            for (p = begin; p < end; ++p) {
-                CONV_PATCH(int8_t, slot, oy, ox);
-                conv_s8_rows(slot, 1, a->n_in, a->w, a->bias, a->multiplier, a->shift, a->output_offset,
-                             a->act_min, a->act_max, g->out_c, g->out_c, a->out + (size_t)p * g->out_c);
-                if (++ox == g->out_w) {
-                    ox = 0;
-                    ++oy;
-                }
-            }
-        }
-    }
+    CONV_TEAM_PIXELS(int8_t, CONV_S8_TEAM_ROWS);
 }
 
 void edgernn_team_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w, const int32_t *bias,
@@ -235,7 +248,7 @@ void edgernn_team_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, 
     a.act_min = act_min;
     a.act_max = act_max;
     a.n_in = geom_in->k_h * geom_in->k_w * geom_in->in_c;
-    a.slot_bytes = (a.n_in + 3) & ~3;
+    a.slot_elems = (a.n_in + 3) & ~3;
     a.workers = workers;
     a.scratch = CONV_POINTWISE(geom_in) ? NULL : scratch;
     a.out = out;
@@ -332,36 +345,16 @@ typedef struct {
     int16_t *scratch, *out;
 } conv_s16_team_t;
 
+#define CONV_S16_TEAM_ROWS(x, n_pix, y)                                                             \
+    conv_s16_rows(x, n_pix, a->n_in, a->w, a->bias, a->multiplier, a->shift, a->act_min, a->act_max, g->out_c, y)
+
 static void conv_s16_pixels(const void *args, int k_begin, int k_end)
 {
     const conv_s16_team_t *a = (const conv_s16_team_t *)args;
     GEOM_LOCAL_FROM(a->g);
     const int16_t *in = a->in;
     const int32_t pad = 0;   /* 16x8 activations are symmetric */
-    const int n_pix = g->out_h * g->out_w;
-    int k;
-    for (k = k_begin; k < k_end; ++k) {
-        int begin, end, p;
-        edgernn_team_range(k, a->workers, n_pix, 1, &begin, &end);
-        if (a->scratch == NULL) {   /* 1x1, stride 1: the pixels are the rows, read in place */
-            conv_s16_rows(in + (size_t)begin * a->n_in, end - begin, a->n_in, a->w, a->bias, a->multiplier, a->shift,
-                          a->act_min, a->act_max, g->out_c, a->out + (size_t)begin * g->out_c);
-            continue;
-        }
-        if (begin < end) {
-            int16_t *const slot = a->scratch + (size_t)k * a->slot_elems;
-            int oy = begin / g->out_w, ox = begin % g->out_w;
-            for (p = begin; p < end; ++p) {
-                CONV_PATCH(int16_t, slot, oy, ox);
-                conv_s16_rows(slot, 1, a->n_in, a->w, a->bias, a->multiplier, a->shift, a->act_min, a->act_max,
-                              g->out_c, a->out + (size_t)p * g->out_c);
-                if (++ox == g->out_w) {
-                    ox = 0;
-                    ++oy;
-                }
-            }
-        }
-    }
+    CONV_TEAM_PIXELS(int16_t, CONV_S16_TEAM_ROWS);
 }
 
 void edgernn_team_conv_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, const int8_t *w, const int64_t *bias,
