@@ -32,12 +32,12 @@ KERNEL_SOURCES = [
 ]
 # Kernels copied only into firmware whose schedule calls them: source -> function name prefixes (the
 # kernel's own and its team version's)
-OPTIONAL_KERNEL_SOURCES = {
-    "edgernn_lstm.c": ("edgernn_lstm_", "edgernn_team_lstm_"),
+OPTIONAL_KERNEL_SOURCES = {    # by the kernels' names; a team kernel (edgernn_team_X) counts as its kernel's (edgernn_X)
+    "edgernn_lstm.c": ("edgernn_lstm_",),
     "edgernn_conv.c": ("edgernn_conv_", "edgernn_depthwise_conv_", "edgernn_max_pool_", "edgernn_avg_pool_",
-                       "edgernn_leaky_relu_", "edgernn_team_conv_",
-                       "edgernn_team_depthwise_conv_", "edgernn_team_max_pool_", "edgernn_team_avg_pool_"),
+                       "edgernn_leaky_relu_"),
 }
+TEAM_PREFIX = "edgernn_team_"
 KERNEL_HEADERS = [
     "edgernn_kernels.h", "edgernn_fixedpoint.h", "edgernn_elementwise.h", "edgernn_dot.h", "edgernn_team.h", "edgernn_xpulp_emul.h",
 ]
@@ -332,8 +332,10 @@ def copy_kernels(dest: Path, board=None, functions=()) -> list[str]:
 
     src = templates_dir() / "kernels"
     sources = list(KERNEL_SOURCES)
+    # a team kernel lives beside its kernel: edgernn_team_conv_s8 is in edgernn_conv_s8's source
+    kernel_names = {"edgernn_" + fn[len(TEAM_PREFIX):] if fn.startswith(TEAM_PREFIX) else fn for fn in functions}
     for name, prefixes in OPTIONAL_KERNEL_SOURCES.items():
-        if any(fn.startswith(prefixes) for fn in functions):
+        if any(fn.startswith(prefixes) for fn in kernel_names):
             sources.append(name)
         else:
             (dest / name).unlink(missing_ok=True)
