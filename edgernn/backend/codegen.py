@@ -30,9 +30,9 @@ KERNEL_SOURCES = [
     "edgernn_softmax.c",
     "edgernn_team_kernels.c",
 ]
-# Kernels copied only into firmware whose schedule calls them: source -> function name prefixes (the
-# kernel's own and its team version's)
-OPTIONAL_KERNEL_SOURCES = {    # by the kernels' names; a team kernel (edgernn_team_X) counts as its kernel's (edgernn_X)
+# Kernels copied only into firmware whose schedule calls them: source -> its kernels' name prefixes (a team
+# kernel, edgernn_team_X, counts as its kernel, edgernn_X: copy_kernels)
+OPTIONAL_KERNEL_SOURCES = {
     "edgernn_lstm.c": ("edgernn_lstm_",),
     "edgernn_conv.c": ("edgernn_conv_", "edgernn_depthwise_conv_", "edgernn_max_pool_", "edgernn_avg_pool_",
                        "edgernn_leaky_relu_"),

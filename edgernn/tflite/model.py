@@ -106,6 +106,13 @@ def constant_bytes(model: "schema.ModelT") -> int:
     return total
 
 
+def _elements(tensor) -> int:
+    size = 1
+    for dim in tensor.shape:
+        size *= int(dim)
+    return size
+
+
 def macs(model: "schema.ModelT") -> int:
     """Multiply-accumulates of one invoke: matrix products and convolutions (every output element times its
     window), plus one per element of MUL."""
@@ -130,13 +137,7 @@ def macs(model: "schema.ModelT") -> int:
             # weights (out channels, kh, kw, in channels) and (1, kh, kw, channels): a window per output
             w = [int(d) for d in graph.tensors[op.inputs[1]].shape]
             window = w[1] * w[2] * (w[3] if name == "CONV_2D" else 1)
-            size = 1
-            for dim in graph.tensors[op.outputs[0]].shape:
-                size *= int(dim)
-            total += size * window
+            total += _elements(graph.tensors[op.outputs[0]]) * window
         elif name == "MUL":
-            size = 1
-            for dim in graph.tensors[op.outputs[0]].shape:
-                size *= int(dim)
-            total += size
+            total += _elements(graph.tensors[op.outputs[0]])
     return total
