@@ -22,6 +22,23 @@ PyTorch's ``g`` is Keras' ``c`` (the candidate cell input, through tanh), so PyT
 matches Keras'; only the matrices are transposed. ``gate_order`` names the source order when it is
 another one (ONNX uses i, o, f, c).
 
+GRU and simple RNN layers follow the same rules (:func:`keras_gru_weights`, :func:`keras_rnn_weights`):
+
+=============================== ========================= ===========================
+source                          weight layout              gate order
+=============================== ========================= ===========================
+PyTorch ``nn.GRU``              ``weight_ih`` [3H, F],     r, z, n
+                                ``weight_hh`` [3H, H]
+ONNX ``GRU``                    ``W`` [3H, F], ``R``       z, r, h
+Keras ``GRU``                   kernel [F, 3H],            z, r, h
+                                recurrent_kernel [H, 3H]
+=============================== ========================= ===========================
+
+PyTorch's GRU applies the reset gate after the recurrent product (``r * (W_hn h + b_hn)``): that is Keras'
+``reset_after=True``, whose bias is (2, 3H), the input and the recurrent bias kept apart. ONNX says the
+same with ``linear_before_reset=1``; with 0 the reset gate comes first, Keras' ``reset_after=False``,
+whose single bias is the sum of the two.
+
 No torch here: pass numpy arrays (``tensor.detach().cpu().numpy()``).
 """
 
@@ -69,6 +86,61 @@ def keras_lstm_weights(weight_ih: Any, weight_hh: Any, bias_ih: Any = None, bias
             bias = bias + b
     order = _order(gate_order)
     return [_regate(w_ih.T, order, 1), _regate(w_hh.T, order, 1), _regate(bias, order, 0)]
+
+
+KERAS_GRU_GATES = "zrh"
+_GRU_ALIASES = {"n": "h", "c": "h"}
+
+
+def _bias(b: Any, size: int, name: str) -> np.ndarray:
+    if b is None:
+        return np.zeros(size, np.float32)
+    b = np.asarray(b, np.float32)
+    if b.shape != (size,):
+        raise EdgeRNNError(f"{name} has shape {b.shape}; expected ({size},)")
+    return b
+
+
+def _matrices(weight_ih: Any, weight_hh: Any, gates: int) -> tuple[np.ndarray, np.ndarray]:
+    w_ih = np.asarray(weight_ih, np.float32)
+    w_hh = np.asarray(weight_hh, np.float32)
+    if (w_ih.ndim != 2 or w_hh.ndim != 2 or w_ih.shape[0] % gates
+            or w_hh.shape != (w_ih.shape[0], w_ih.shape[0] // gates)):
+        raise EdgeRNNError(f"weight_ih {w_ih.shape} and weight_hh {w_hh.shape} are not ({gates}H, F) and "
+                           f"({gates}H, H)")
+    return w_ih, w_hh
+
+
+def keras_gru_weights(weight_ih: Any, weight_hh: Any, bias_ih: Any = None, bias_hh: Any = None, *,
+                      gate_order: str = "rzn", reset_after: bool = True) -> list[np.ndarray]:
+    """[kernel (F, 3H), recurrent_kernel (H, 3H), bias] of a Keras ``GRU`` from PyTorch-layout weights.
+
+    ``gate_order`` is the source's (PyTorch ``rzn``, ONNX ``zrh``). ``reset_after=True`` (PyTorch, ONNX
+    ``linear_before_reset=1``) keeps the two biases as Keras' (2, 3H) bias; False sums them into (3H,).
+    """
+    w_ih, w_hh = _matrices(weight_ih, weight_hh, 3)
+    names = [_GRU_ALIASES.get(g, g) for g in gate_order.lower()]
+    if sorted(names) != sorted(KERAS_GRU_GATES):
+        raise EdgeRNNError(f"gate_order {gate_order!r} must name the gates z, r and h (or n) once each")
+    order = [names.index(g) for g in KERAS_GRU_GATES]
+    gates = w_ih.shape[0]
+    b_ih = _regate3(_bias(bias_ih, gates, "bias_ih"), order, 0)
+    b_hh = _regate3(_bias(bias_hh, gates, "bias_hh"), order, 0)
+    bias = np.stack([b_ih, b_hh]) if reset_after else b_ih + b_hh
+    return [_regate3(w_ih.T, order, 1), _regate3(w_hh.T, order, 1), bias]
+
+
+def _regate3(matrix: np.ndarray, order: list[int], axis: int) -> np.ndarray:
+    blocks = np.split(matrix, 3, axis=axis)
+    return np.concatenate([blocks[i] for i in order], axis=axis)
+
+
+def keras_rnn_weights(weight_ih: Any, weight_hh: Any, bias_ih: Any = None, bias_hh: Any = None) -> list[np.ndarray]:
+    """[kernel (F, H), recurrent_kernel (H, H), bias (H)] of a Keras ``SimpleRNN`` from PyTorch ``nn.RNN``
+    weights (``weight_ih`` (H, F), ``weight_hh`` (H, H)); the two biases are summed."""
+    w_ih, w_hh = _matrices(weight_ih, weight_hh, 1)
+    units = w_ih.shape[0]
+    return [w_ih.T.copy(), w_hh.T.copy(), _bias(bias_ih, units, "bias_ih") + _bias(bias_hh, units, "bias_hh")]
 
 
 def keras_lstm_weights_from_cudnn(kernel: Any, recurrent_kernel: Any, bias: Any,
