@@ -1,26 +1,52 @@
-"""edgernn: trained recurrent Keras models on microcontroller-class devices, proven step by step.
+"""edgernn: trained recurrent models (Keras, ONNX, torch) on microcontroller-class devices, proven step by step.
 
-The heavy stages import TensorFlow lazily, so ``import edgernn`` stays cheap.
+The heavy stages import TensorFlow (and torch, onnx) lazily, so ``import edgernn`` stays cheap.
 """
 
 from edgernn._version import __version__
 
-__all__ = ["__version__", "convert", "inspect", "EdgeRNNError", "lstm_from_torch", "lstm_from_cudnn",
-           "keras_lstm_weights", "keras_lstm_weights_from_cudnn"]
+__all__ = ["__version__", "convert", "build", "inspect", "from_torch", "from_onnx", "EdgeRNNError",
+           "lstm_from_torch", "lstm_from_cudnn", "keras_lstm_weights", "keras_lstm_weights_from_cudnn",
+           "keras_gru_weights", "keras_rnn_weights"]
 
 from edgernn.errors import EdgeRNNError
-from edgernn.keras.interop import keras_lstm_weights, keras_lstm_weights_from_cudnn, lstm_from_cudnn, lstm_from_torch
+from edgernn.keras.interop import (keras_gru_weights, keras_lstm_weights, keras_lstm_weights_from_cudnn,
+                                   keras_rnn_weights, lstm_from_cudnn, lstm_from_torch)
 
 
 def convert(model, out, **options):
-    """Convert a Keras RNN model into a step model folder. See :func:`edgernn.pipeline.convert.convert_model`."""
+    """Convert a model into a step model folder: a path (.keras, .h5, .onnx, SavedModel), a Keras model or a
+    torch module. See :func:`edgernn.pipeline.convert.convert_model`."""
     from edgernn.pipeline.convert import convert_model
 
     return convert_model(model, out, **options)
 
 
+def build(model, out, *, board, **options):
+    """Convert ``model`` (as :func:`convert` takes it) and build its firmware for ``board`` into ``out``.
+    See :func:`edgernn.pipeline.build.build_firmware`."""
+    from edgernn.pipeline.build import build_firmware
+
+    return build_firmware(model, out, board=board, **options)
+
+
 def inspect(model, **options):
-    """Describe how each layer of a Keras model would stream. See :func:`edgernn.pipeline.inspect.inspect_model`."""
+    """Describe how each layer of a model would stream. See :func:`edgernn.pipeline.inspect.inspect_model`."""
     from edgernn.pipeline.inspect import inspect_model
 
     return inspect_model(model, **options)
+
+
+def from_torch(module):
+    """The Keras model computing what a torch module computes (nn.Sequential or a simple forward of
+    nn.Linear, activations, nn.LSTM/GRU/RNN, ncps.torch CfC/LTC), with its weights."""
+    from edgernn.pytorch.module import from_torch as mapped
+
+    return mapped(module).model
+
+
+def from_onnx(path):
+    """The Keras model computing what an ONNX file of a recurrent model computes, with its weights."""
+    from edgernn.pytorch.onnx import load_onnx
+
+    return load_onnx(path).model

@@ -91,6 +91,7 @@ class Manifest:
     model_file: str | None = None
     model_sha256: str | None = None
     keras: str | None = None
+    source: dict | None = None
     quant: str | None = None
     mode: str | None = None
     sequence_output: str | None = None

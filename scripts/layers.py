@@ -9,21 +9,22 @@ The stages, in pipeline order, with the shared leaves first (every stage may imp
 
     0 leaves     errors, resources, procs, tfenv, _version, outdir
     1 keras      load, decompose, step model, fused model, float reference
-    2 tflite     flatbuffer, interpreter, quantize, oracle
-    3 backend    reader, IR, lowering, codegen
-    4 targets    boards, compile, devices, GAP SDK, GVSOC
-    5 link       framing, protocol, client
-    6 pipeline   the stages joined: convert, build, inspect
-    7 validate   run, compare, report
-    8 cli        the command line (and python -m edgernn)
-    9 edgernn    the package's Python API (edgernn/__init__.py)
+    2 pytorch    ONNX files and torch modules mapped onto Keras models; the loader of every format
+    3 tflite     flatbuffer, interpreter, quantize, oracle
+    4 backend    reader, IR, lowering, codegen
+    5 targets    boards, compile, devices, GAP SDK, GVSOC
+    6 link       framing, protocol, client
+    7 pipeline   the stages joined: convert, build, inspect
+    8 validate   run, compare, report
+    9 cli        the command line (and python -m edgernn)
+   10 edgernn    the package's Python API (edgernn/__init__.py)
 
 An import "back up" goes from a module to one of a later layer. Every import counts, the ones
 inside functions too (edgernn imports TensorFlow and the later stages lazily).
 
 --trace builds tests/support/zoo.py's lstm_pre_head for the host board (int8) with a profiler on and
 counts the calls between layers, and the calls back up: a function calling a function of a later
-layer (through a lazy import). It also prints the stages (1-5) the executed functions belong to, in
+layer (through a lazy import). It also prints the stages (1-6) the executed functions belong to, in
 order, and how often that sequence returns to an earlier stage (the pipeline calling the stages in
 turn returns too: this is a picture of the path, not a fault count). EDGERNN_ROOT=<checkout> with PYTHONPATH=<checkout> measures another checkout;
 modules of the layout before the stages (edgernn/conversion.py ...) are placed by OLD_LAYOUT.
@@ -39,7 +40,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 ROOT = Path(os.environ.get("EDGERNN_ROOT", Path(__file__).resolve().parent.parent))
-LAYERS = ["leaves", "keras", "tflite", "backend", "targets", "link", "pipeline", "validate", "cli", "edgernn"]
+LAYERS = ["leaves", "keras", "pytorch", "tflite", "backend", "targets", "link", "pipeline", "validate", "cli", "edgernn"]
 LEAVES = {"errors", "resources", "procs", "tfenv", "_version", "outdir"}
 OLD_LAYOUT = {
     "buildfolder": "leaves", "loading": "keras", "decompose": "keras", "stepmodel": "keras", "fused": "keras",
@@ -137,7 +138,7 @@ def trace_report() -> None:
     import zoo
 
     model = zoo.lstm_pre_head(seed=0)
-    stages = LAYERS[1:6]
+    stages = LAYERS[1:7]
     calls: list[tuple[str, str]] = []      # (caller layer, callee layer) for edgernn -> edgernn calls
     callees: dict[tuple[str, str], Counter] = defaultdict(Counter)   # the functions called, per pair
     root = str(ROOT / "edgernn") + os.sep

@@ -29,6 +29,13 @@ class LoadedModel:
     flavour: str  # "keras" (Keras 3) or "tf_keras" (Keras 2)
     path: Path | None
     sha256: str
+    # a model that was not Keras (edgernn.pytorch.source.Source): ``model`` is its Keras twin, and the source
+    # itself is the float reference
+    source: Any = None
+
+    @property
+    def source_format(self) -> str:
+        return self.source.kind if self.source is not None else "keras"
 
     @property
     def keras(self):
@@ -203,7 +210,7 @@ def load_model(source: Any, *, unsafe: bool = False) -> LoadedModel:
                            "tf.saved_model.save), so its layers cannot be recovered; save the Keras model with "
                            "model.save('model.keras') instead")
     if path.is_file() and path.suffix not in (".keras", ".h5", ".hdf5"):
-        raise EdgeRNNError(f"{path}: unknown model format {path.suffix or '(no suffix)'}; use .keras, .h5 or a SavedModel folder")
+        raise EdgeRNNError(f"{path}: unknown model format {path.suffix or '(no suffix)'}; use .keras, .h5, .onnx or a SavedModel folder")
     if not os.access(path, os.R_OK):
         raise EdgeRNNError(f"model {path} cannot be read (permission denied)")
     if not unsafe:
@@ -242,7 +249,7 @@ def _wrap_in_memory(model: Any) -> LoadedModel:
     elif hasattr(model, "layers"):
         flavour = "tf_keras" if _is_tf_keras(model) else "keras"
     else:
-        raise EdgeRNNError(f"expected a Keras model or a model path, got {type(model).__name__}")
+        raise EdgeRNNError(f"expected a Keras model, a torch module or a model path, got {type(model).__name__}")
     return LoadedModel(model=model, flavour=flavour, path=None, sha256=model_sha256(model))
 
 

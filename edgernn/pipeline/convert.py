@@ -25,7 +25,8 @@ from edgernn.keras.fused import diagnose
 from edgernn.tflite import fused as tflite_fused
 from edgernn.tflite.oracle import FusedStepper
 from edgernn.keras.describe import layer_rows
-from edgernn.keras.load import LoadedModel, load_model
+from edgernn.keras.load import LoadedModel
+from edgernn.pytorch.load import load_any
 from edgernn.keras.reference import keras_reference
 from edgernn.tflite.quantize import (
     QUANT_MODES, Calibration, calibrate, calibration_subset, check_sequences, explain_quantization_failure,
@@ -107,11 +108,11 @@ def _io_entry(model, name: str, index: int) -> dict:
 # ---------------------------------------------------------------- reference check
 
 def _float_self_check(plan: Plan, run: Callable[[bytes, np.ndarray], np.ndarray], step_float: bytes,
-                      head_float: bytes | None, sequences: np.ndarray) -> float | None:
-    """Largest relative error of the float step model (run over sequences by ``run``) against the Keras
-    model on a few sequences."""
+                      head_float: bytes | None, sequences: np.ndarray, source: Any = None) -> float | None:
+    """Largest relative error of the float step model (run over sequences by ``run``) against the source
+    model on a few sequences: the Keras model, or the ONNX file or torch module it was mapped from."""
     probe = sequences[: min(4, len(sequences)), : min(64, sequences.shape[1])]
-    want = keras_reference(plan.model, probe)
+    want = source.reference(probe) if source is not None else keras_reference(plan.model, probe)
     if want is None:
         return None
     ys = run(step_float, probe)
@@ -119,6 +120,13 @@ def _float_self_check(plan: Plan, run: Callable[[bytes, np.ndarray], np.ndarray]
     got = got.reshape(want.shape)
     scale = max(float(np.max(np.abs(want))), 1e-6)
     return float(np.max(np.abs(got - want)) / scale)
+
+
+def source_entry(loaded: LoadedModel) -> dict:
+    """manifest ``source``: what the model came as (keras, onnx or torch) and its name."""
+    if loaded.source is not None:
+        return {"format": loaded.source.kind, "name": loaded.source.name}
+    return {"format": "keras", "name": loaded.path.name if loaded.path else str(loaded.model.name)}
 
 
 def _run_head(head: bytes, hs: np.ndarray, key_in: str = "h", key_out: str | None = None) -> np.ndarray:
@@ -206,7 +214,7 @@ def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: A
     folder = BuildFolder(out)
     with folder.staged() as staging:
         log("loading model")
-        loaded = load_model(model, unsafe=unsafe)
+        loaded = load_any(model, unsafe=unsafe)
         plan = decompose(loaded.model, loaded.flavour)
         diagnosis = diagnose(plan, quant, mode)
         for line in diagnosis.lines():
@@ -292,7 +300,7 @@ def _run_pipeline(strategy: "StepStrategy | FusedStrategy", loaded: LoadedModel,
 
     sequences = calibration.sequences
     calibration_facts = strategy.trajectories(step_float, sequences)
-    self_check = _float_self_check(plan, strategy.run_float, step_float, head_float, sequences)
+    self_check = _float_self_check(plan, strategy.run_float, step_float, head_float, sequences, loaded.source)
     if self_check is not None and self_check > 1e-4:
         raise EdgeRNNError(strategy.self_check_refusal(self_check))
 
@@ -322,6 +330,7 @@ def _run_pipeline(strategy: "StepStrategy | FusedStrategy", loaded: LoadedModel,
         model_file=str(loaded.path) if loaded.path else None,
         model_sha256=loaded.sha256,
         keras=loaded.flavour,
+        source=source_entry(loaded),
         quant=quant,
         mode=strategy.mode,
         sequence_output="every_step" if plan.head_per_step else "last_step",

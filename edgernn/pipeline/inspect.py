@@ -9,7 +9,7 @@ from edgernn.keras.decompose import decompose
 from edgernn.errors import EdgeRNNError
 from edgernn.keras.describe import layer_rows
 from edgernn.keras.fused import diagnose
-from edgernn.keras.load import load_model
+from edgernn.pytorch.load import load_any
 
 BYTES_PER_WEIGHT = {"float32": 4, "int16": 1, "int8": 1}  # 16x8 keeps int8 weights
 
@@ -94,7 +94,7 @@ def board_fit(params: int, state_elements: int, activations: int) -> list[dict]:
 
 def inspect_model(model: Any, *, unsafe: bool = False, quant: str = "int8", mode: str = "auto") -> Inspection:
     """``quant`` and ``mode`` are those of the conversion the paths are shown for."""
-    loaded = load_model(model, unsafe=unsafe)
+    loaded = load_any(model, unsafe=unsafe)
     plan = decompose(loaded.model, loaded.flavour)
     diagnosis = diagnose(plan, quant, "auto" if mode == "fused" else mode)
     rows = layer_rows(plan, diagnosis)

@@ -224,7 +224,9 @@ class FloatTwin:
         step = files.get("float_step") or (files.get("step") if manifest["quant"] == "float32" else None)
         if not step or not (out_dir / step).is_file():
             raise FileNotFoundError(step)
-        self.against = (f"the float step model ({step}), which matched the Keras model to "
+        source = manifest.get("source") or {}
+        what = {"onnx": f"the ONNX model {source.get('name')}", "torch": f"the torch module {source.get('name')}"}
+        self.against = (f"the float step model ({step}), which matched {what.get(source.get('format'), 'the Keras model')} to "
                         f"{manifest.get('float_self_check_rel') or 0:.1e} (relative) when converted")
         head = files.get("float_head") or ((manifest.get("head") or {}).get("file") if manifest["quant"] == "float32"
                                            else None)
@@ -272,7 +274,8 @@ class KerasWhole:
 
     def __init__(self, manifest: dict, test: "TestSequences"):
         from edgernn.keras.reference import keras_reference
-        from edgernn.keras.load import file_sha256, load_model
+        from edgernn.keras.load import file_sha256
+        from edgernn.pytorch.load import load_any
 
         path = manifest.get("model_file")
         if not path:
@@ -282,20 +285,26 @@ class KerasWhole:
         if manifest.get("model_sha256") and file_sha256(path) != manifest["model_sha256"]:
             raise LookupError(f"{path} changed since the build (SHA-256 differs)")
         try:
-            self.model = load_model(path).model
+            loaded = load_any(path)
         except Exception as exc:  # noqa: BLE001 - the float comparison is extra; never hide why it is absent
             raise LookupError(f"loading {path} failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
-        self.reference = keras_reference
+        if loaded.source is not None:   # an ONNX file: the file itself is the reference, not its Keras twin
+            self.model = None
+            self.reference = lambda _model, sequences: loaded.source.reference(sequences)
+        else:
+            self.model = loaded.model
+            self.reference = keras_reference
         self.test = test
         self.every_step = manifest.get("sequence_output", "every_step") == "every_step"
-        self.against = f"the Keras model {Path(path).name}, run over whole sequences"
+        kind = "ONNX model" if loaded.source is not None else "Keras model"
+        self.against = f"the {kind} {Path(path).name}, run over whole sequences"
         self.out = None
         self.at = 0
 
     def start(self, seq: int) -> None:
         out = self.reference(self.model, self.test.sequence(seq)[None])
         if out is None:
-            raise LookupError("the Keras model takes a fixed sequence length other than the test data's")
+            raise LookupError("the model takes a fixed sequence length other than the test data's")
         self.out = np.asarray(out, np.float32)[0]
         self.at = 0
 
