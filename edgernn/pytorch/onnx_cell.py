@@ -1,0 +1,426 @@
+"""ONNX graphs of one step of a recurrent cell as Keras RNN cells, and exports unrolled over time rolled back.
+
+A cell that has no ONNX RNN op (an ``ncps.torch`` CfC or LTC cell, a custom cell) exports as the graph of one
+step. Exported as the cell, ``torch.onnx.export(model.rnn_cell, (x_t, h), ...)``, the graph's inputs are the
+step's input ``x_t`` (batch, features), the states (batch, units) and optionally a scalar time span, and its
+outputs the step's output and the new states, in the order of the state inputs. Exported as the whole
+model, the same step is written once per time step ("unrolled"): :func:`roll` finds the first step's part of
+the graph, checks that the second step repeats it node for node, and takes it as the cell.
+
+:class:`OnnxCell` is the Keras cell that runs such a step: each ONNX node is evaluated with ``keras.ops``
+(the float initializers are the layer's weights), so the step model edgernn converts computes exactly the
+graph's arithmetic. The time span is 1, as edgernn streams one step at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from edgernn.errors import EdgeRNNError
+
+# ops a cell's step may use (shape plumbing on constants is folded before)
+CELL_OPS = {
+    "Add", "Sub", "Mul", "Div", "Neg", "Abs", "Exp", "Log", "Sqrt", "Reciprocal", "Pow", "Tanh", "Sigmoid",
+    "Relu", "LeakyRelu", "Softplus", "Softmax", "Erf", "Max", "Min", "Clip", "MatMul", "Gemm", "Concat", "Split",
+    "Slice", "Gather", "Unsqueeze", "Squeeze", "Reshape", "Transpose", "Identity", "Cast", "ReduceSum",
+    "ReduceMean", "Constant", "Dropout", "HardSigmoid",
+}
+TIME_SPAN = 1.0
+
+
+@dataclass
+class Step:
+    """One step of a cell: ``nodes`` (ONNX NodeProtos in order) computing ``y`` and ``new_states`` from
+    ``x``, ``states`` and the constants ``consts`` (name -> numpy array)."""
+
+    nodes: list
+    x: str
+    states: list[str]
+    y: str
+    new_states: list[str]
+    consts: dict[str, np.ndarray]
+    state_sizes: list[int]
+    features: int
+    units: int
+    where: str                    # what messages call it
+
+
+def _attrs(node) -> dict:
+    from onnx import helper
+
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+class _NumpyOps:
+    """The few ``keras.ops`` names numpy lacks, so one evaluator folds constants and builds the cell."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def sigmoid(x):
+        return 1.0 / (1.0 + np.exp(-x))
+
+    @staticmethod
+    def relu(x):
+        return np.maximum(x, 0)
+
+    @staticmethod
+    def softplus(x):
+        return np.logaddexp(0, x)
+
+    @staticmethod
+    def leaky_relu(x, negative_slope=0.2):
+        return np.where(x >= 0, x, x * negative_slope)
+
+    @staticmethod
+    def softmax(x, axis=-1):
+        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+        return e / np.sum(e, axis=axis, keepdims=True)
+
+    @staticmethod
+    def erf(x):
+        import math
+
+        return np.vectorize(math.erf)(x).astype(np.asarray(x).dtype)
+
+    @staticmethod
+    def hard_sigmoid(x):
+        return np.clip(x / 6 + 0.5, 0, 1)
+
+    @staticmethod
+    def take(x, indices, axis=None):
+        return np.take(x, indices, axis=axis)
+
+
+NUMPY_OPS = _NumpyOps()
+
+
+def run_node(node, args: list, ops: Any) -> list:
+    """The node's outputs from its inputs (numpy arrays, or Keras tensors with ``ops`` = keras.ops)."""
+    a = _attrs(node)
+    op = node.op_type
+    x = args[0] if args else None
+    if op in ("Identity", "Dropout"):
+        return [x]
+    if op == "Cast":
+        return [x if not isinstance(x, np.ndarray) else x.astype(_numpy_type(a["to"]))]
+    if op == "Constant":
+        return [_constant(a)]
+    binary = {"Add": ops.add, "Sub": ops.subtract, "Mul": ops.multiply, "Div": ops.divide, "Pow": ops.power,
+              "Max": ops.maximum, "Min": ops.minimum}
+    if op in binary:
+        out = args[0]
+        for other in args[1:]:
+            out = binary[op](out, other)
+        return [out]
+    unary = {"Neg": ops.negative, "Abs": ops.abs, "Exp": ops.exp, "Log": ops.log, "Sqrt": ops.sqrt,
+             "Tanh": ops.tanh, "Sigmoid": ops.sigmoid, "Relu": ops.relu, "Softplus": ops.softplus,
+             "Erf": ops.erf}
+    if op in unary:
+        return [unary[op](x)]
+    if op == "Reciprocal":
+        return [ops.divide(np.float32(1.0), x)]
+    if op == "LeakyRelu":
+        return [ops.leaky_relu(x, negative_slope=float(a.get("alpha", 0.01)))]
+    if op == "HardSigmoid":
+        alpha, beta = float(a.get("alpha", 0.2)), float(a.get("beta", 0.5))
+        return [ops.clip(ops.add(ops.multiply(x, np.float32(alpha)), np.float32(beta)), 0.0, 1.0)]
+    if op == "Softmax":
+        return [ops.softmax(x, axis=int(a.get("axis", -1)))]
+    if op == "Clip":
+        low = args[1] if len(args) > 1 and args[1] is not None else a.get("min", -np.inf)
+        high = args[2] if len(args) > 2 and args[2] is not None else a.get("max", np.inf)
+        return [ops.clip(x, float(np.asarray(low)), float(np.asarray(high)))]
+    if op == "MatMul":
+        return [ops.matmul(x, args[1])]
+    if op == "Gemm":
+        left = ops.transpose(x) if a.get("transA") else x
+        right = ops.transpose(args[1]) if a.get("transB") else args[1]
+        out = ops.matmul(left, right)
+        if float(a.get("alpha", 1.0)) != 1.0:
+            out = ops.multiply(out, np.float32(a["alpha"]))
+        if len(args) > 2 and args[2] is not None:
+            bias = args[2] if float(a.get("beta", 1.0)) == 1.0 else args[2] * np.float32(a["beta"])
+            out = ops.add(out, bias)
+        return [out]
+    if op == "Concat":
+        return [ops.concatenate(list(args), axis=int(a["axis"]))]
+    if op == "Split":
+        axis = int(a.get("axis", 0))
+        sizes = args[1] if len(args) > 1 and args[1] is not None else a.get("split")
+        if sizes is None:
+            parts = int(a.get("num_outputs", len(node.output)))
+            return list(ops.split(x, parts, axis=axis))
+        bounds = np.cumsum(np.asarray(sizes, np.int64))[:-1].tolist()
+        return list(ops.split(x, bounds, axis=axis))
+    if op == "Slice":
+        return [_slice(x, args, ops)]
+    if op == "Gather":
+        index = np.asarray(args[1])
+        axis = int(a.get("axis", 0))
+        if index.ndim == 0:
+            key = [slice(None)] * axis + [int(index)]
+            return [x[tuple(key)]]
+        return [ops.take(x, index.astype(np.int64), axis=axis)]
+    if op == "Unsqueeze":
+        axes = args[1] if len(args) > 1 else a["axes"]
+        out = x
+        for axis in sorted(int(v) for v in np.asarray(axes).reshape(-1)):
+            out = ops.expand_dims(out, axis)
+        return [out]
+    if op == "Squeeze":
+        axes = args[1] if len(args) > 1 else a.get("axes")
+        if axes is None:
+            return [ops.squeeze(x)]
+        out = x
+        for axis in sorted((int(v) for v in np.asarray(axes).reshape(-1)), reverse=True):
+            out = ops.squeeze(out, axis=axis)
+        return [out]
+    if op == "Reshape":
+        shape = [int(v) for v in np.asarray(args[1]).reshape(-1)]
+        if not isinstance(x, np.ndarray) and shape and -1 not in shape[1:]:
+            shape[0] = -1   # the batch: one in the export, any in the Keras cell
+        return [ops.reshape(x, shape)]
+    if op == "Transpose":
+        return [ops.transpose(x, a.get("perm"))]
+    if op in ("ReduceSum", "ReduceMean"):
+        axes = args[1] if len(args) > 1 and args[1] is not None else a.get("axes")
+        keep = bool(a.get("keepdims", 1))
+        if axes is None or np.asarray(axes).size == 0:
+            if a.get("noop_with_empty_axes"):
+                return [x]
+            axis = None
+        else:
+            axis = tuple(int(v) for v in np.asarray(axes).reshape(-1))
+        fn = ops.sum if op == "ReduceSum" else ops.mean
+        return [fn(x, axis=axis, keepdims=keep)]
+    raise EdgeRNNError(f"node '{node.name}' ({op}) has no Keras equivalent in edgernn")
+
+
+def _slice(x, args: list, ops) -> Any:
+    starts = np.asarray(args[1]).reshape(-1)
+    ends = np.asarray(args[2]).reshape(-1)
+    axes = np.asarray(args[3]).reshape(-1) if len(args) > 3 and args[3] is not None else np.arange(len(starts))
+    steps = np.asarray(args[4]).reshape(-1) if len(args) > 4 and args[4] is not None else np.ones(len(starts), int)
+    rank = len(x.shape)
+    key = [slice(None)] * rank
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        big = np.iinfo(np.int64).max // 2
+        end = None if abs(int(end)) >= big else int(end)
+        start = None if abs(int(start)) >= big else int(start)
+        key[int(axis) % rank] = slice(start, end, int(step))
+    return x[tuple(key)]
+
+
+def _constant(a: dict) -> np.ndarray:
+    from onnx import numpy_helper
+
+    if "value" in a:
+        return numpy_helper.to_array(a["value"])
+    for key in ("value_float", "value_int"):
+        if key in a:
+            return np.asarray(a[key])
+    for key in ("value_floats", "value_ints"):
+        if key in a:
+            return np.asarray(list(a[key]))
+    raise EdgeRNNError("a Constant node holds a kind of value edgernn does not read")
+
+
+def _numpy_type(code: int):
+    from onnx import helper
+
+    return helper.tensor_dtype_to_np_dtype(code)
+
+
+# ---------------------------------------------------------------- the Keras cell
+
+
+def cell_class(keras):
+    """OnnxCell, defined once Keras is imported."""
+    if "OnnxCell" in _CLASSES:
+        return _CLASSES["OnnxCell"]
+
+    class OnnxCell(keras.layers.Layer):
+        """A recurrent cell running one step of an ONNX graph with keras.ops; its weights are the graph's
+        float initializers."""
+
+        def __init__(self, step: Step | None = None, **kwargs):
+            super().__init__(**kwargs)
+            self.step = step
+            self.state_size = list(step.state_sizes) if step else []
+            self.output_size = step.units if step else 0
+            self._const_names = sorted(n for n, v in (step.consts.items() if step else ())
+                                       if v.dtype == np.float32 and v.size > 1)
+
+        def build(self, input_shape):
+            self._weights_by_name = {}
+            for index, name in enumerate(self._const_names):
+                value = self.step.consts[name]
+                self._weights_by_name[name] = self.add_weight(
+                    shape=value.shape, name=f"c{index}", trainable=False,
+                    initializer=keras.initializers.Constant(value))
+            self.built = True
+
+        def call(self, inputs, states, training=None):
+            ops = keras.ops
+            env: dict[str, Any] = {}
+            for name, value in self.step.consts.items():
+                env[name] = self._weights_by_name.get(name, value)
+            env[self.step.x] = inputs
+            for name, state in zip(self.step.states, states):
+                env[name] = state
+            for node in self.step.nodes:
+                outs = run_node(node, [env[n] if n else None for n in node.input], ops)
+                for name, value in zip(node.output, outs):
+                    env[name] = value
+            new = [env[n] for n in self.step.new_states]
+            return env[self.step.y], new
+
+        def get_config(self):
+            config = super().get_config()
+            if self.step is not None:
+                config.update({"onnx_nodes": [n.op_type for n in self.step.nodes], "where": self.step.where})
+            return config
+
+    _CLASSES["OnnxCell"] = OnnxCell
+    return OnnxCell
+
+
+_CLASSES: dict[str, Any] = {}
+
+
+def keras_layer(step: Step, keras, *, return_sequences: bool = True, name: str = "onnx_cell"):
+    cell = cell_class(keras)(step, name=f"{name}_cell")
+    layer = keras.layers.RNN(cell, return_sequences=return_sequences, name=name)
+    layer.build((None, None, step.features))
+    return layer
+
+
+# ---------------------------------------------------------------- the graph of one step
+
+
+def fold(nodes: list, consts: dict[str, np.ndarray], data: set[str]) -> tuple[list, dict]:
+    """Evaluate with numpy every node whose inputs are all constants; the rest, in order, and the constants."""
+    consts = dict(consts)
+    rest = []
+    for node in nodes:
+        if node.op_type not in CELL_OPS:
+            raise EdgeRNNError(f"node '{node.name}' ({node.op_type}) is outside what edgernn maps in a cell; it maps "
+                               f"{', '.join(sorted(CELL_OPS - {'Constant', 'Identity', 'Dropout'}))}")
+        if all((not n) or n in consts for n in node.input) and not any(n in data for n in node.input):
+            outs = run_node(node, [consts[n] if n else None for n in node.input], NUMPY_OPS)
+            for name, value in zip(node.output, outs):
+                consts[name] = np.asarray(value)
+        else:
+            rest.append(node)
+            data.update(node.output)
+    return rest, consts
+
+
+def cell_step(model, where: str) -> Step | None:
+    """The graph as one step of a cell, or None when its inputs and outputs are not a cell's."""
+    from onnx import numpy_helper
+
+    graph = model.graph
+    inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    inputs = [i for i in graph.input if i.name not in inits]
+    if len(inputs) < 2 or len(graph.output) < 2:
+        return None
+    shapes = {i.name: _dims(i) for i in inputs}
+    x = inputs[0].name
+    if len(shapes[x]) != 2:
+        return None
+    states, spans = [], []
+    for i in inputs[1:]:
+        dims = shapes[i.name]
+        (states if len(dims) == 2 else spans).append(i.name)
+        if len(dims) > 2 or (len(dims) < 2 and _size(dims) not in (1, None)):
+            return None
+    outputs = [o.name for o in graph.output]
+    out_dims = {o.name: _dims(o) for o in graph.output}
+    if len(outputs) - 1 != len(states):
+        raise EdgeRNNError(f"{where}: a cell's graph gives its output and then one new state per state input; "
+                           f"this one has {len(states)} state inputs and {len(outputs)} outputs")
+    for state, new in zip(states, outputs[1:]):
+        if out_dims[new] and shapes[state] and out_dims[new][1:] != shapes[state][1:]:
+            raise EdgeRNNError(f"{where}: output '{new}' {out_dims[new]} does not match state input '{state}' "
+                               f"{shapes[state]}")
+    consts = {**inits, **{i.name: _span(i) for i in inputs if i.name in spans}}
+    nodes, consts = fold(list(graph.node), consts, {x, *states})
+    sizes = [int(shapes[s][1]) for s in states]
+    y_dims = out_dims[outputs[0]]
+    units = int(y_dims[-1]) if y_dims and y_dims[-1] else _probe_units(nodes, consts, x, states, sizes,
+                                                                           int(shapes[x][1]), outputs[0])
+    return Step(nodes=nodes, x=x, states=states, y=outputs[0], new_states=outputs[1:], consts=consts,
+                state_sizes=sizes, features=int(shapes[x][1]), units=units, where=where)
+
+
+def _probe_units(nodes, consts, x, states, sizes, features, y) -> int:
+    env = dict(consts)
+    env[x] = np.zeros((1, features), np.float32)
+    for name, size in zip(states, sizes):
+        env[name] = np.zeros((1, size), np.float32)
+    for node in nodes:
+        for name, value in zip(node.output, run_node(node, [env[n] if n else None for n in node.input], NUMPY_OPS)):
+            env[name] = value
+    return int(np.asarray(env[y]).shape[-1])
+
+
+def _span(value_info) -> np.ndarray:
+    """The time-span input's value: 1 in its own type and shape."""
+    kind = _numpy_type(value_info.type.tensor_type.elem_type)
+    return np.full([d or 1 for d in _dims(value_info)], TIME_SPAN, kind)
+
+
+def _dims(value_info) -> list[int | None]:
+    shape = value_info.type.tensor_type.shape
+    return [d.dim_value if d.HasField("dim_value") else None for d in shape.dim]
+
+
+def _size(dims: list) -> int | None:
+    if any(d is None for d in dims):
+        return None
+    return int(np.prod(dims)) if dims else 1
+
+
+def step_reference(model, step: Step) -> Callable[[np.ndarray], np.ndarray]:
+    """The cell's ONNX graph itself (onnxruntime, or onnx.reference without it) run over (sequences, steps,
+    features), its states fed back from zero and its time span 1."""
+    feeds_fixed = {i.name: _span(i) for i in model.graph.input if i.name not in (step.x, *step.states)
+                   and i.name not in {t.name for t in model.graph.initializer}}
+    runner = session(model)
+    outputs = [step.y, *step.new_states]
+
+    def run(sequences: np.ndarray) -> np.ndarray:
+        sequences = np.asarray(sequences, np.float32)
+        out = np.zeros((*sequences.shape[:2], step.units), np.float32)
+        for s, sequence in enumerate(sequences):
+            states = [np.zeros((1, n), np.float32) for n in step.state_sizes]
+            for t, xt in enumerate(sequence):
+                got = runner(outputs, {step.x: xt.reshape(1, -1), **dict(zip(step.states, states)), **feeds_fixed})
+                out[s, t] = np.asarray(got[0], np.float32).reshape(-1)
+                states = [np.asarray(v, np.float32) for v in got[1:]]
+        return out
+
+    return run
+
+
+def session(model) -> Callable[[list[str], dict], list]:
+    """run(output names, feeds) on the ONNX model: onnxruntime when installed, else onnx.reference."""
+    try:
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.log_severity_level = 3
+        sess = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        return lambda names, feeds: sess.run(names, feeds)
+    except ImportError:
+        from onnx.reference import ReferenceEvaluator
+
+        evaluator = ReferenceEvaluator(model)
+        return lambda names, feeds: evaluator.run(names, feeds)

@@ -1,0 +1,233 @@
+"""torch modules onto Keras models (edgernn/pytorch/module.py): each mapped chain computes what the module
+computes, within 1e-5 relative, and what cannot be mapped is refused in one line naming it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edgernn.errors import EdgeRNNError
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+F = torch.nn.functional
+
+pytestmark = pytest.mark.slow
+
+
+class Head(nn.Module):
+    """An RNN, then a Linear on each step or on the last one (y[:, -1], h_n[-1], h_n.squeeze(0))."""
+
+    def __init__(self, rnn: nn.Module, take: str = "seq", out: int = 2):
+        super().__init__()
+        self.rnn = rnn
+        self.fc = nn.Linear(rnn.hidden_size, out)
+        self.take = take
+
+    def forward(self, x):
+        y, h = self.rnn(x)
+        if self.take == "last":
+            return self.fc(y[:, -1])
+        if self.take == "last_tm":
+            return self.fc(y[-1])
+        if self.take == "h_n":
+            return self.fc(h[-1])
+        if self.take == "lstm h_n":
+            (h_n, _) = h
+            return self.fc(h_n[-1])
+        if self.take == "squeeze":
+            return self.fc(h.squeeze(0))
+        return self.fc(y)
+
+
+class PreGru(nn.Module):
+    """Linear and functional activations before and after a GRU."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(3, 6)
+        self.gru = nn.GRU(6, 5, batch_first=True)
+        self.out = nn.Linear(5, 2)
+
+    def forward(self, x):
+        y, _ = self.gru(F.relu(self.inp(x)))
+        return torch.tanh(self.out(y))
+
+
+class Swapped(nn.Module):
+    """A time-major RNN inside a batch-first module: transposes on the way in and out."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(3, 4, num_layers=2)
+        self.fc = nn.Linear(4, 1)
+
+    def forward(self, x):
+        y, _ = self.rnn(x.transpose(0, 1))
+        return self.fc(y.permute(1, 0, 2))
+
+
+class Stacked(nn.Module):
+    """Two RNN modules of different kinds, with a Sequential of per-step layers between and after."""
+
+    def __init__(self):
+        super().__init__()
+        self.pre = nn.Sequential(nn.Linear(3, 8), nn.LeakyReLU(0.2), nn.Dropout(0.3))
+        self.lstm = nn.LSTM(8, 6, batch_first=True)
+        self.mid = nn.Sequential(nn.Linear(6, 6), nn.ReLU6())
+        self.rnn = nn.RNN(6, 5, nonlinearity="relu", batch_first=True)
+        self.post = nn.Sequential(nn.Linear(5, 3), nn.Softmax(dim=-1))
+
+    def forward(self, x):
+        y, _ = self.lstm(self.pre(x))
+        y, _ = self.rnn(self.mid(y))
+        return self.post(y[:, -1, :])
+
+
+def _cases():
+    torch.manual_seed(0)
+    return {
+        "lstm alone": nn.LSTM(3, 6, batch_first=True),
+        "lstm 2 layers time-major alone": nn.LSTM(3, 6, num_layers=2),
+        "gru alone": nn.GRU(3, 5, batch_first=True),
+        "gru without bias": nn.GRU(3, 5, bias=False, batch_first=True),
+        "rnn relu alone": nn.RNN(3, 4, nonlinearity="relu", batch_first=True),
+        "rnn tanh": Head(nn.RNN(3, 4, batch_first=True)),
+        "lstm 2 layers, y[:, -1]": Head(nn.LSTM(3, 8, num_layers=2, batch_first=True), "last"),
+        "lstm, h_n[-1]": Head(nn.LSTM(3, 8, batch_first=True), "lstm h_n"),
+        "lstm 3 layers, h_n[-1]": Head(nn.LSTM(3, 4, num_layers=3, batch_first=True), "lstm h_n"),
+        "gru 2 layers, h_n[-1]": Head(nn.GRU(3, 4, num_layers=2, batch_first=True), "h_n"),
+        "gru, h_n.squeeze(0)": Head(nn.GRU(3, 4, batch_first=True), "squeeze"),
+        "time-major gru, y[-1]": Head(nn.GRU(3, 4), "last_tm"),
+        "linear, gru, linear": PreGru(),
+        "transposed time-major lstm": Swapped(),
+        "sequential pre, lstm, mid, rnn, softmax": Stacked(),
+        "sequential of an lstm": nn.Sequential(nn.LSTM(3, 5, batch_first=True)),
+    }
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_module_matches_torch(name):
+    from edgernn.pytorch.module import from_torch
+
+    module = CASES[name]
+    source = from_torch(module)
+    x = np.random.default_rng(1).standard_normal((2, 11, 3)).astype(np.float32)
+    want = source.reference(x)
+    got = np.asarray(source.model(x, training=False))
+    assert got.shape == want.shape
+    assert np.max(np.abs(got - want)) <= 1e-5 * np.max(np.abs(want))
+    # the reference is the module itself, fed in its own layout (time-major for a time-major first RNN)
+    time_major = name in TIME_MAJOR
+    with torch.no_grad():
+        own = module(torch.from_numpy(x).transpose(0, 1) if time_major else torch.from_numpy(x))
+    own = own[0] if isinstance(own, tuple) else own
+    own = own.transpose(0, 1) if time_major and own.dim() == 3 else own
+    np.testing.assert_array_equal(want, own.numpy())
+
+
+TIME_MAJOR = {"lstm 2 layers time-major alone", "time-major gru, y[-1]"}
+
+
+class TwoInputs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(3, 4, batch_first=True)
+
+    def forward(self, x, h0):
+        return self.rnn(x, h0)[0]
+
+
+class GivenState(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(3, 4, batch_first=True)
+        self.h0 = nn.Parameter(torch.ones(1, 1, 4))
+
+    def forward(self, x):
+        return self.rnn(x, self.h0)[0]
+
+
+class Concat(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(3, 4, batch_first=True)
+
+    def forward(self, x):
+        return torch.cat([self.rnn(x)[0], x], dim=-1)
+
+
+class CellState(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(3, 4, batch_first=True)
+
+    def forward(self, x):
+        _, (_, c) = self.rnn(x)
+        return c[-1]
+
+
+class FirstStep(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(3, 4, batch_first=True)
+
+    def forward(self, x):
+        return self.rnn(x)[0][:, 0]
+
+
+class Branchy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(3, 4, batch_first=True)
+
+    def forward(self, x):
+        y, _ = self.rnn(x)
+        if y.sum() > 0:
+            return y
+        return -y
+
+
+REFUSALS = [
+    ("bidirectional", lambda: nn.LSTM(3, 4, bidirectional=True, batch_first=True), "bidirectional"),
+    ("proj_size", lambda: nn.LSTM(3, 4, proj_size=2, batch_first=True), "proj_size=2"),
+    ("a second input", TwoInputs, "second input 'h0'"),
+    ("an initial state", GivenState, "uses the tensor 'h0'"),
+    ("cat", Concat, "calls cat"),
+    ("c_n", CellState, "c_n"),
+    ("the first step", FirstStep, "indexes a sequence with [:, 0]"),
+    ("data-dependent control flow", Branchy, "cannot be traced by torch.fx"),
+    ("no rnn", lambda: nn.Sequential(nn.Linear(3, 4), nn.ReLU()), "has no recurrent submodule"),
+    ("a conv", lambda: nn.Sequential(nn.Conv1d(3, 4, 3), nn.LSTM(4, 4)), "submodule '0' (Conv1d) has no Keras mapping"),
+    ("elu alpha", lambda: nn.Sequential(nn.ELU(alpha=0.5), nn.LSTM(3, 4)), "submodule '0' (ELU) has no Keras mapping"),
+]
+
+
+@pytest.mark.parametrize("name,make,says", REFUSALS, ids=[r[0] for r in REFUSALS])
+def test_module_refusals(name, make, says):
+    from edgernn.pytorch.module import from_torch
+
+    with pytest.raises(EdgeRNNError) as info:
+        from_torch(make())
+    message = str(info.value)
+    assert "\n" not in message
+    assert says in message
+
+
+def test_not_a_module():
+    from edgernn.pytorch.module import from_torch
+
+    with pytest.raises(EdgeRNNError, match="expected a torch.nn.Module, got int"):
+        from_torch(5)
+
+
+def test_api_from_torch_gives_a_keras_model():
+    import edgernn
+    from edgernn import tfenv
+
+    model = edgernn.from_torch(CASES["linear, gru, linear"])
+    assert isinstance(model, tfenv.keras3().Model)
+    assert [type(layer).__name__ for layer in model.layers[1:]] == ["Dense", "ReLU", "GRU", "Dense", "Activation"]
