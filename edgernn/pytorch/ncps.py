@@ -20,7 +20,6 @@ keep ncps.keras's weights and compute torch's formulas. Every layer runs at time
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import numpy as np
@@ -173,8 +172,7 @@ def _ltc(module: Any, keras: Any) -> Any:
     features = int(module.input_size)
     options = dict(input_mapping=torch_cell._input_mapping, output_mapping=torch_cell._output_mapping,
                    ode_unfolds=torch_cell._ode_unfolds, epsilon=torch_cell._epsilon)
-    # A copy: building the Keras cell builds its wiring again, which adds synapses to an NCP's.
-    wiring = copy.deepcopy(torch_cell._wiring)
+    wiring = _plain_wiring(torch_cell)
     if getattr(module, "use_mixed", False):
         inner = ncps.keras.LTCCell(wiring, **options)
         rnn = _wrap(module, keras, _mixed(module, keras, inner, torch_cell.state_size), features)
@@ -187,27 +185,33 @@ def _ltc(module: Any, keras: Any) -> Any:
     return rnn
 
 
+def _plain_wiring(torch_cell: Any) -> Any:
+    """A plain, built ``Wiring`` whose adjacency is the masks torch runs with. Not the module's own wiring:
+    building the Keras cell builds its wiring again, and an NCP's build adds synapses each time; nor its
+    class: a reloaded AutoNCP would draw its synapses again from its seed, not from the masks torch holds."""
+    from ncps.wirings import Wiring
+
+    wiring = Wiring(torch_cell.state_size)
+    wiring.adjacency_matrix = _np(torch_cell.sparsity_mask)
+    wiring.sensory_adjacency_matrix = _np(torch_cell.sensory_sparsity_mask)
+    wiring.input_dim = int(torch_cell.sensory_size)
+    wiring.output_dim = int(torch_cell.motor_size)
+    return wiring
+
+
 def _copy_ltc(cell: Any, torch_cell: Any) -> None:
-    """Torch's parameters as the values its forward uses: constrained ones through make_positive_fn, and the
-    masks torch holds (the Keras cell took its own from the rebuilt wiring)."""
+    """Torch's parameters as the values its forward uses: the constrained ones through make_positive_fn."""
     import torch
 
     params = dict(torch_cell.named_parameters())
     with torch.no_grad():
         for name, variable in cell._params.items():
             if name in ("sparsity_mask", "sensory_sparsity_mask"):
-                cell._params[name] = _constant(_np(params[name]))
-                continue
+                continue  # constants the Keras cell took from the wiring, torch's masks
             value = params[name]
             if name in CONSTRAINED:
                 value = torch_cell.make_positive_fn(value)
             variable.assign(_np(value))
-
-
-def _constant(array: np.ndarray) -> Any:
-    import keras
-
-    return keras.ops.convert_to_tensor(array, dtype="float32")
 
 
 # --- Keras cells computing torch's formulas ----------------------------------------------------------------
@@ -226,7 +230,10 @@ def _define_cells(keras: Any) -> dict[str, Any]:
     from ncps.keras import CfCCell
 
     ops = keras.ops
+    # Registered so a model holding them has a config (edgernn fingerprints models by it) and reloads.
+    serializable = keras.utils.register_keras_serializable(package="edgernn")
 
+    @serializable
     class TorchCfCCell(CfCCell):
         """ncps.keras's CfCCell computing ncps.torch's default and no_gate modes (tanh on ff1 and ff2, the
         time gate's t_a added, not subtracted); timespan 1.0, so t_a * t is t_a."""
@@ -244,6 +251,7 @@ def _define_cells(keras: Any) -> dict[str, Any]:
                 new_hidden = ff1 * (1.0 - t_interp) + t_interp * ff2
             return new_hidden, [new_hidden]
 
+    @serializable
     class TorchWiredCfC(keras.layers.Layer):
         """ncps.torch's WiredCfCCell: one CfC cell per wiring layer, each reading the previous one's new
         state; the state is the layers' states side by side and the output the last layer's whole state."""
@@ -264,7 +272,8 @@ def _define_cells(keras: Any) -> dict[str, Any]:
         def build(self, input_shape):
             width = input_shape[-1]
             for cell in self.cfc_cells:
-                cell.build((None, width))
+                if not cell.built:  # a reloaded model's cells come built from their config
+                    cell.build((None, width))
                 width = cell.units
             self.built = True
 
@@ -276,6 +285,16 @@ def _define_cells(keras: Any) -> dict[str, Any]:
                 start += size
             return inputs, [ops.concatenate(new, axis=-1)]
 
+        def get_config(self):
+            cells = [keras.layers.serialize(cell) for cell in self.cfc_cells]
+            return {**super().get_config(), "cfc_cells": cells}
+
+        @classmethod
+        def from_config(cls, config):
+            cells = [keras.layers.deserialize(cell) for cell in config.pop("cfc_cells")]
+            return cls(cells, **config)
+
+    @serializable
     class TorchMixedMemory(keras.layers.Layer):
         """ncps.torch's mixed memory: its LSTMCell (gates i, ig, fg, og; forget bias 1) reads (x, h) and its
         output is the state the inner cell then updates from x. States: (memory c, inner state h)."""
@@ -295,7 +314,8 @@ def _define_cells(keras: Any) -> dict[str, Any]:
 
         def build(self, input_shape):
             features = input_shape[-1]
-            self.rnn_cell.build((None, features))
+            if not self.rnn_cell.built:
+                self.rnn_cell.build((None, features))
             self.input_kernel = self.add_weight(shape=(features, 4 * self.units), name="input_kernel")
             self.recurrent_kernel = self.add_weight(shape=(self.units, 4 * self.units), name="recurrent_kernel")
             self.bias = self.add_weight(shape=(4 * self.units,), initializer="zeros", name="bias")
@@ -309,5 +329,17 @@ def _define_cells(keras: Any) -> dict[str, Any]:
             hidden = ops.tanh(memory) * ops.sigmoid(og)
             output, new_hidden = self.rnn_cell(inputs, [hidden], training=training)
             return output, [memory, new_hidden[0]]
+
+        def get_config(self):
+            return {**super().get_config(), "rnn_cell": keras.layers.serialize(self.rnn_cell), "units": self.units}
+
+        @classmethod
+        def from_config(cls, config):
+            inner = config.pop("rnn_cell")
+            if inner["class_name"] == "LTCCell":  # its config holds its wiring's, which LTCCell does not rebuild
+                from ncps.wirings import Wiring
+
+                inner["config"]["wiring"] = Wiring.from_config(inner["config"]["wiring"])
+            return cls(keras.layers.deserialize(inner), **config)
 
     return {"TorchCfCCell": TorchCfCCell, "TorchWiredCfC": TorchWiredCfC, "TorchMixedMemory": TorchMixedMemory}
