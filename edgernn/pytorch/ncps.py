@@ -49,9 +49,8 @@ def ncps_layers(module: Any, keras: Any) -> list:
     """
     name = type(module).__name__
     if not is_ncps_module(module) or name not in MAPPED:
-        raise EdgeRNNError(f"{name}: only ncps.torch's CfC and LTC sequence modules map onto ncps.keras layers "
-                           f"(module {type(module).__module__}.{name})")
-    _keras_cells(keras)
+        raise EdgeRNNError(f"{name}: only ncps.torch's CfC and LTC sequence modules map onto Keras layers "
+                           f"(this is {type(module).__module__}.{name})")
     rnn = _cfc(module, keras) if name == "CfC" else _ltc(module, keras)
     layers = [rnn]
     fc = getattr(module, "fc", None)
@@ -78,13 +77,14 @@ def _wrap(module: Any, keras: Any, cell: Any, features: int) -> Any:
     return rnn
 
 
-def _mixed(module: Any, keras: Any, inner: Any, units: int) -> Any:
-    """The inner cell behind torch's memory LSTM, its weights copied (torch's Linear stores (out, in))."""
+def _mixed(module: Any, keras: Any, inner: Any) -> Any:
+    """The inner cell behind torch's memory LSTM if the module has one, its weights copied (torch's Linear
+    stores (out, in), Keras's kernel (in, out))."""
     if not getattr(module, "use_mixed", False):
         return inner
     lstm = module.lstm
-    cell = _keras_cells(keras)["TorchMixedMemory"](inner, units)
-    cell.build((None, module.lstm.input_size))
+    cell = _keras_cells(keras)["TorchMixedMemory"](inner, lstm.hidden_size)
+    cell.build((None, lstm.input_size))
     cell.input_kernel.assign(_np(lstm.input_map.weight).T)
     cell.bias.assign(_np(lstm.input_map.bias))
     cell.recurrent_kernel.assign(_np(lstm.recurrent_map.weight).T)
@@ -96,25 +96,17 @@ def _mixed(module: Any, keras: Any, inner: Any, units: int) -> Any:
 
 def _cfc(module: Any, keras: Any) -> Any:
     torch_cell = module.rnn_cell
-    features = int(module.input_size if isinstance(module.input_size, int) else module.input_size.input_dim)
-    if type(torch_cell).__name__ == "WiredCfCCell":
-        layers = [_cfc_cell(module, keras, sub, masked=True) for sub in torch_cell._layers]
-        cell = _keras_cells(keras)["TorchWiredCfC"](layers)
-        units = sum(layer.units for layer in layers)
-    else:
-        cell = _cfc_cell(module, keras, torch_cell, masked=False)
-        units = cell.units
-    cell = _mixed(module, keras, cell, units)
-    rnn = _wrap(module, keras, cell, features)
-    wired = cell.rnn_cell if getattr(module, "use_mixed", False) else cell
-    cells = wired.cfc_cells if hasattr(wired, "cfc_cells") else [wired]
-    subs = torch_cell._layers if type(torch_cell).__name__ == "WiredCfCCell" else [torch_cell]
-    for keras_cell, torch_sub in zip(cells, subs):
-        _copy_cfc(keras_cell, torch_sub, masked=type(torch_cell).__name__ == "WiredCfCCell")
+    wired = type(torch_cell).__name__ == "WiredCfCCell"
+    subs = list(torch_cell._layers) if wired else [torch_cell]
+    cells = [_cfc_cell(module, keras, sub) for sub in subs]
+    cell = _keras_cells(keras)["TorchWiredCfC"](cells) if wired else cells[0]
+    rnn = _wrap(module, keras, _mixed(module, keras, cell), int(module.input_size))
+    for keras_cell, torch_sub in zip(cells, subs, strict=True):
+        _copy_cfc(keras_cell, torch_sub)
     return rnn
 
 
-def _cfc_cell(module: Any, keras: Any, torch_cell: Any, masked: bool) -> Any:
+def _cfc_cell(module: Any, keras: Any, torch_cell: Any) -> Any:
     """An unbuilt Keras cell with the torch cell's shape: ncps.keras's CfCCell for ``pure`` (the two agree)."""
     mode = torch_cell.mode
     if mode not in ("default", "pure", "no_gate"):
@@ -129,8 +121,7 @@ def _cfc_cell(module: Any, keras: Any, torch_cell: Any, masked: bool) -> Any:
     from ncps.keras import CfCCell
 
     kind = CfCCell if mode == "pure" else _keras_cells(keras)["TorchCfCCell"]
-    # Wired cells have no backbone; their sparsity mask is folded into ff1 and ff2 when copying, so the Keras
-    # cell multiplies by nothing at run time (masked weights are exact zeros either way).
+    # A wired layer has no backbone, and no mask at run time: _copy_cfc folds it into ff1 and ff2.
     return kind(
         torch_cell.hidden_size,
         mode=mode,
@@ -141,14 +132,15 @@ def _cfc_cell(module: Any, keras: Any, torch_cell: Any, masked: bool) -> Any:
     )
 
 
-def _copy_cfc(cell: Any, torch_cell: Any, masked: bool) -> None:
+def _copy_cfc(cell: Any, torch_cell: Any) -> None:
     linears = [m for m in (torch_cell.backbone or ()) if type(m).__name__ == "Linear"]
     if linears:
         dense = [layer for layer in cell.backbone_fn.layers if type(layer).__name__ == "Dense"]
         for keras_dense, linear in zip(dense, linears, strict=True):
             keras_dense.kernel.assign(_np(linear.weight).T)
             keras_dense.bias.assign(_np(linear.bias))
-    mask = _np(torch_cell.sparsity_mask) if masked and torch_cell.sparsity_mask is not None else 1.0
+    # A wired layer's mask (|adjacency|, shaped like the weight) folded in: masked weights are exact zeros either way.
+    mask = 1.0 if torch_cell.sparsity_mask is None else _np(torch_cell.sparsity_mask)
     cell.ff1_kernel.assign((_np(torch_cell.ff1.weight) * mask).T)
     cell.ff1_bias.assign(_np(torch_cell.ff1.bias))
     if torch_cell.mode == "pure":
@@ -175,7 +167,7 @@ def _ltc(module: Any, keras: Any) -> Any:
     wiring = _plain_wiring(torch_cell)
     if getattr(module, "use_mixed", False):
         inner = ncps.keras.LTCCell(wiring, **options)
-        rnn = _wrap(module, keras, _mixed(module, keras, inner, torch_cell.state_size), features)
+        rnn = _wrap(module, keras, _mixed(module, keras, inner), features)
         cell = inner
     else:
         rnn = ncps.keras.LTC(wiring, return_sequences=bool(module.return_sequences), **options)

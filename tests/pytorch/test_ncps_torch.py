@@ -20,6 +20,17 @@ pytestmark = pytest.mark.slow
 F = 3
 STEPS = 12
 
+
+
+def _ltc_with_loaded_masks():
+    """An LTC whose masks no longer match its wiring object, as after loading another run's state_dict."""
+    module = LTC(F, AutoNCP(10, 2, seed=9))
+    with torch.no_grad():
+        module.rnn_cell.sparsity_mask[0, :] = 0.0
+        module.rnn_cell.sensory_sparsity_mask[:, 1] = 1.0
+    return module
+
+
 # name -> builder of the torch module (called under a fixed seed)
 CASES = {
     "cfc_default": lambda: CfC(F, 8),
@@ -36,6 +47,9 @@ CASES = {
     "cfc_autoncp": lambda: CfC(F, AutoNCP(12, 2, seed=3)),
     "cfc_autoncp_pure_mixed": lambda: CfC(F, AutoNCP(10, 3, seed=4), mode="pure", mixed_memory=True),
     "cfc_ncp_no_gate_proj": lambda: CfC(F, NCP(4, 3, 2, 2, 2, 2, 2, seed=5), mode="no_gate", proj_size=1),
+    "cfc_autoncp_default_mixed_time_major": lambda: CfC(F, AutoNCP(10, 2, seed=2), mixed_memory=True,
+                                                        batch_first=False),
+    "cfc_relu_proj": lambda: CfC(F, 5, activation="relu", backbone_units=12, proj_size=4),
     "cfc_fully_connected_wiring": lambda: CfC(F, FullyConnected(7, output_dim=2), return_sequences=False),
     "ltc_autoncp": lambda: LTC(F, AutoNCP(12, 2, seed=3)),
     "ltc_units": lambda: LTC(F, 6),
@@ -46,6 +60,7 @@ CASES = {
     "ltc_no_implicit_constraints": lambda: LTC(F, 6, implicit_param_constraints=False),
     "ltc_ncp_last_step": lambda: LTC(F, NCP(4, 3, 2, 2, 2, 2, 2, seed=8), return_sequences=False),
     "ltc_time_major": lambda: LTC(F, 5, batch_first=False),
+    "ltc_masks_from_state_dict": _ltc_with_loaded_masks,
 }
 
 
