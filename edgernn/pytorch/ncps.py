@@ -112,11 +112,6 @@ def _cfc_cell(module: Any, keras: Any, torch_cell: Any) -> Any:
     if mode not in ("default", "pure", "no_gate"):
         raise _refuse(module, f"mode {mode!r}", "ncps knows default, pure and no_gate only")
     linears = [m for m in (torch_cell.backbone or ()) if type(m).__name__ == "Linear"]
-    acts = {type(m).__name__ for m in (torch_cell.backbone or ()) if type(m).__name__ not in ("Linear", "Dropout")}
-    unknown = sorted(acts - set(ACTIVATIONS))
-    if unknown:
-        raise _refuse(module, f"backbone activation {unknown[0]}",
-                      f"no Keras activation is known to compute it (known: {', '.join(ACTIVATIONS)})")
     dropout = [float(m.p) for m in (torch_cell.backbone or ()) if type(m).__name__ == "Dropout"]
     from ncps.keras import CfCCell
 
@@ -125,11 +120,29 @@ def _cfc_cell(module: Any, keras: Any, torch_cell: Any) -> Any:
     return kind(
         torch_cell.hidden_size,
         mode=mode,
-        activation=ACTIVATIONS[next(iter(acts))] if acts else "lecun_tanh",
+        activation=_backbone_activation(module, torch_cell),
         backbone_units=linears[0].out_features if linears else 0,
         backbone_layers=len(linears),
         backbone_dropout=dropout[0] if dropout else 0.0,
     )
+
+
+def _backbone_activation(module: Any, torch_cell: Any) -> str:
+    """The Keras name of the backbone's one activation (lecun_tanh, unused, when there is no backbone)."""
+    acts = [m for m in (torch_cell.backbone or ()) if type(m).__name__ not in ("Linear", "Dropout")]
+    kinds = sorted({type(m).__name__ for m in acts})
+    if not kinds:
+        return "lecun_tanh"
+    if len(kinds) > 1:
+        raise _refuse(module, f"backbone activations {' and '.join(kinds)}", "a Keras CfC backbone has one")
+    if kinds[0] not in ACTIVATIONS:
+        raise _refuse(module, f"backbone activation {kinds[0]}",
+                      f"no Keras activation is known to compute it (known: {', '.join(ACTIVATIONS)})")
+    approximate = {getattr(m, "approximate", "none") for m in acts}
+    if approximate != {"none"}:
+        raise _refuse(module, f"backbone activation GELU(approximate={approximate.pop()!r})",
+                      "Keras's 'gelu' is the exact (erf) one, as torch's default")
+    return ACTIVATIONS[kinds[0]]
 
 
 def _copy_cfc(cell: Any, torch_cell: Any) -> None:

@@ -133,6 +133,12 @@ def _softplus_backbone():
     return module
 
 
+def _tanh_gelu_backbone():
+    module = CfC(F, 4, activation="gelu")
+    module.rnn_cell.backbone[1] = torch.nn.GELU(approximate="tanh")
+    return module
+
+
 def _unknown_mode():
     module = CfC(F, 4)
     module.rnn_cell.mode = "euler"
@@ -144,6 +150,7 @@ REFUSALS = {
     "bare_cell": (lambda: __import__("ncps.torch", fromlist=["CfCCell"]).CfCCell(F, 4), ["CfCCell", "CfC and LTC"]),
     "backbone_activation": (_softplus_backbone, ["CfC", "backbone activation Softplus"]),
     "mode": (_unknown_mode, ["CfC", "mode 'euler'"]),
+    "gelu_tanh": (_tanh_gelu_backbone, ["CfC", "backbone activation GELU(approximate='tanh')"]),
 }
 
 
