@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("ncps")
 
-from ncps.torch import CfC, LTC  # noqa: E402
+from ncps.torch import LTC, CfC, CfCCell  # noqa: E402
 from ncps.wirings import NCP, AutoNCP, FullyConnected  # noqa: E402
 
 from edgernn import tfenv  # noqa: E402
@@ -147,7 +147,7 @@ def _unknown_mode():
 
 REFUSALS = {
     "not_ncps": (lambda: torch.nn.LSTM(F, 4, batch_first=True), ["LSTM", "CfC and LTC"]),
-    "bare_cell": (lambda: __import__("ncps.torch", fromlist=["CfCCell"]).CfCCell(F, 4), ["CfCCell", "CfC and LTC"]),
+    "bare_cell": (lambda: CfCCell(F, 4), ["CfCCell", "CfC and LTC"]),
     "backbone_activation": (_softplus_backbone, ["CfC", "backbone activation Softplus"]),
     "mode": (_unknown_mode, ["CfC", "mode 'euler'"]),
     "gelu_tanh": (_tanh_gelu_backbone, ["CfC", "backbone activation GELU(approximate='tanh')"]),
