@@ -424,3 +424,377 @@ def session(model) -> Callable[[list[str], dict], list]:
 
         evaluator = ReferenceEvaluator(model)
         return lambda names, feeds: evaluator.run(names, feeds)
+
+
+# ---------------------------------------------------------------- exports unrolled over time, rolled back
+
+PER_STEP_TAIL = {"MatMul", "Add", "Sub", "Mul", "Div", "Tanh", "Sigmoid", "Relu", "LeakyRelu", "Softplus", "Softmax",
+                 "Identity", "Dropout", "Clip", "Neg", "Exp", "Erf", "HardSigmoid"}
+
+
+@dataclass
+class Rolled:
+    """An unrolled export taken back to one cell: its step (with the per-step layers after it) and the step
+    model as an ONNX model of its own, the time axis of the input, the export's steps, and whether the
+    model's output is every step's or the last one's."""
+
+    step: Step
+    cell_model: Any
+    time_axis: int
+    steps: int
+    return_sequences: bool
+
+
+def unrolled_slices(graph, x: str, consts: dict) -> dict[int, tuple[str, list]] | None:
+    """{t: (the step's input tensor, the nodes taking it out of x)} when x is cut into time steps."""
+    found: dict[int, tuple[str, list]] = {}
+    axis_seen = set()
+    consumers = _consumers(graph.node)
+    for node in consumers.get(x, []):
+        a = _attrs(node)
+        if node.op_type == "Gather" and node.input[1] in consts and np.asarray(consts[node.input[1]]).ndim == 0:
+            axis_seen.add(int(a.get("axis", 0)))
+            found[int(consts[node.input[1]])] = (node.output[0], [node])
+        elif node.op_type == "Slice" and all(n in consts for n in node.input[1:] if n):
+            starts = np.asarray(consts[node.input[1]]).reshape(-1)
+            ends = np.asarray(consts[node.input[2]]).reshape(-1)
+            axes = np.asarray(consts[node.input[3]]).reshape(-1) if len(node.input) > 3 and node.input[3] else [0]
+            if len(starts) != 1 or int(ends[0]) != int(starts[0]) + 1:
+                return None
+            squeeze = [c for c in consumers.get(node.output[0], []) if c.op_type in ("Squeeze", "Reshape")]
+            if len(squeeze) != 1:
+                return None
+            axis_seen.add(int(axes[0]))
+            found[int(starts[0])] = (squeeze[0].output[0], [node, squeeze[0]])
+        else:
+            return None
+    if len(axis_seen) != 1:
+        return None
+    return found
+
+
+def _consumers(nodes) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for node in nodes:
+        for name in node.input:
+            if name:
+                out.setdefault(name, []).append(node)
+    return out
+
+
+def _reach(start: str, consumers: dict[str, list]) -> list:
+    seen, order, todo = set(), [], [start]
+    while todo:
+        name = todo.pop()
+        for node in consumers.get(name, []):
+            if id(node) not in seen:
+                seen.add(id(node))
+                order.append(node)
+                todo.extend(node.output)
+    return order
+
+
+def roll(model, where: str) -> Rolled | None:
+    """The cell of an export unrolled over its time steps, or None when the graph is not cut into steps.
+
+    Step t's part of the graph is what the step's input x_t reaches and x_{t+1} does not. Where a cell first
+    works on its old state alone, that work lands in the step before: the states found are where the steps
+    meet, which may be more tensors than the cell's own state. The first step reads their initial values as
+    constants (the export folds its work on the zero state), so the cell keeps each state less its initial
+    value and starts from zero as edgernn does.
+    """
+    from onnx import numpy_helper, shape_inference
+
+    graph = model.graph
+    inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    inputs = [i for i in graph.input if i.name not in inits]
+    if len(inputs) != 1 or len(_dims(inputs[0])) != 3:
+        return None
+    x = inputs[0].name
+    try:
+        inferred = shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001 - shapes only help folding Shape nodes
+        inferred = model
+    known = {v.name: _dims(v) for v in [*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output]}
+    consts, nodes = _fold_all(list(graph.node), inits, {x}, known)
+    slices = unrolled_slices(_Graph(nodes), x, consts)
+    if not slices:
+        return None
+    steps = len(slices)
+    first_cut = slices[min(slices)][1][0]
+    time_axis = int(_attrs(first_cut).get("axis", 1)) if first_cut.op_type == "Gather" else 1
+    slices = {t % steps: v for t, v in slices.items()}
+    if sorted(slices) != list(range(steps)):
+        raise EdgeRNNError(f"{where}: the export takes some steps of its input more than once; edgernn rolls back "
+                           "an export that takes every step in turn")
+    if steps < 3:
+        raise EdgeRNNError(f"{where} is unrolled over {steps} steps; export it over at least 3 steps (or export "
+                           "its cell) so edgernn can tell the cell's states from its constants")
+    consumers = _consumers(nodes)
+    reach = [set(map(id, _reach(slices[t][0], consumers))) for t in range(3)]
+    cut = {id(n) for t in range(3) for n in slices[t][1]}
+    region = [[n for n in nodes if id(n) in reach[t] and id(n) not in reach[t + 1] and id(n) not in cut]
+              for t in range(2)]
+    rolled = _match_regions(model, where, consts, x, slices, region, time_axis, steps, consumers)
+    _check_rolled(model, where, rolled)
+    return rolled
+
+
+def _check_rolled(model, where: str, rolled: "Rolled") -> None:
+    """The rolled cell from zero state against the export itself over its own steps."""
+    graph_input = [i for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}][0]
+    shape = [d or 1 for d in _dims(graph_input)]
+    x = np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)
+    want = np.asarray(session(model)([model.graph.output[0].name], {graph_input.name: x})[0], np.float32)
+    batch_first = x if rolled.time_axis == 1 else np.swapaxes(x, 0, 1)
+    got = step_reference(rolled.cell_model, rolled.step)(batch_first[:1])
+    got = got if rolled.return_sequences else got[:, -1]
+    if rolled.time_axis == 0 and rolled.return_sequences:
+        want = np.swapaxes(want, 0, 1)
+    if want.size != got.size:
+        raise EdgeRNNError(f"{where}: the rolled-back cell gives {got.shape}, the export {want.shape}; export the "
+                           "cell itself (torch.onnx.export(model.rnn_cell, (x_t, h), ...))")
+    want = want.reshape(got.shape)
+    rel = float(np.max(np.abs(got - want))) / max(float(np.max(np.abs(want))), 1e-6)
+    if rel > 1e-5:
+        raise EdgeRNNError(f"{where}: the rolled-back cell differs from the export by {rel:.1e} (relative), so its steps "
+                           "are not one cell repeated; export the cell itself (torch.onnx.export(model.rnn_cell, "
+                           "(x_t, h), ...))")
+
+
+class _Graph:
+    def __init__(self, nodes):
+        self.node = nodes
+
+
+def _fold_all(nodes: list, consts: dict, data: set[str], known: dict) -> tuple[dict, list]:
+    from onnx import numpy_helper
+
+    consts = dict(consts)
+    rest = []
+    for node in nodes:
+        if node.op_type == "Shape" and known.get(node.input[0]) and all(known[node.input[0]]):
+            consts[node.output[0]] = np.asarray(known[node.input[0]], np.int64)
+            continue
+        if node.op_type == "ConstantOfShape" and node.input[0] in consts:
+            value = _attrs(node).get("value")
+            fill = numpy_helper.to_array(value).reshape(-1)[0] if value is not None else np.float32(0)
+            consts[node.output[0]] = np.full(np.asarray(consts[node.input[0]]).astype(np.int64), fill)
+            continue
+        if node.op_type == "Expand" and all(n in consts for n in node.input):
+            base = np.asarray(consts[node.input[0]])
+            consts[node.output[0]] = base * np.ones(np.asarray(consts[node.input[1]]).astype(np.int64), base.dtype)
+            continue
+        if all((not n) or n in consts for n in node.input) and node.op_type in CELL_OPS:
+            outs = run_node(node, [consts[n] if n else None for n in node.input], NUMPY_OPS)
+            for name, value in zip(node.output, outs):
+                consts[name] = np.asarray(value)
+        else:
+            rest.append(node)
+            data.update(node.output)
+    return consts, rest
+
+
+def _value_hash(value) -> str:
+    import hashlib
+
+    value = np.asarray(value)
+    return hashlib.sha1(value.tobytes() + str((value.shape, value.dtype)).encode()).hexdigest()
+
+
+def _signatures(nodes: list, x: str, consts: dict, weights: set[str] | None) -> dict[int, str]:
+    """A structural name for each node of one step: its op, attributes and what its inputs are (the step's
+    input, a weight's value, a state from outside, or another node's signature and output). ``weights``: the
+    value hashes of the constants that are weights; any other constant is taken for a state's initial value
+    (None: every constant is a weight)."""
+    import hashlib
+
+    made = {o: (n, k) for n in nodes for k, o in enumerate(n.output)}
+    sigs: dict[int, str] = {}
+
+    def of(node) -> str:
+        if id(node) in sigs:
+            return sigs[id(node)]
+        parts = [node.op_type, repr(sorted((a.name, str(a)) for a in node.attribute))]
+        for name in node.input:
+            if not name:
+                parts.append("-")
+            elif name == x:
+                parts.append("X")
+            elif name in made:
+                producer, k = made[name]
+                parts.append(f"{of(producer)}:{k}")
+            elif name in consts and (weights is None or _value_hash(consts[name]) in weights):
+                parts.append("C" + _value_hash(consts[name]))
+            else:
+                parts.append("S")
+        sigs[id(node)] = hashlib.sha1("|".join(parts).encode()).hexdigest()
+        return sigs[id(node)]
+
+    for node in nodes:
+        of(node)
+    return sigs
+
+
+def _pair(first: list, second: list, x0: str, x1: str, consts: dict) -> list | None:
+    """The two steps' nodes paired by their signatures, in the second step's order; None when they differ."""
+    if len(first) != len(second):
+        return None
+    weights = {_value_hash(consts[n]) for node in second for n in node.input if n in consts}
+    sig0, sig1 = _signatures(first, x0, consts, weights), _signatures(second, x1, consts, None)
+    groups: dict[str, list] = {}
+    for node in first:
+        groups.setdefault(sig0[id(node)], []).append(node)
+    pairs = []
+    for node in second:
+        bucket = groups.get(sig1[id(node)])
+        if not bucket:
+            return None
+        pairs.append((bucket.pop(0), node))
+    return pairs
+
+
+def _match_regions(model, where, consts, x, slices, region, time_axis, steps, consumers) -> Rolled:
+    from onnx import helper, numpy_helper
+
+    x0, x1 = slices[0][0], slices[1][0]
+    pairs = _pair(region[0], region[1], x0, x1, consts)
+    if pairs is None:
+        raise EdgeRNNError(f"{where} is unrolled over time, but its second step does not repeat its first node for "
+                           "node; export the cell itself (torch.onnx.export(model.rnn_cell, (x_t, h), ...))")
+    made0 = {o: (a, k) for a, _ in pairs for k, o in enumerate(a.output)}
+    twin = {id(a): b for a, b in pairs}
+    states: list[str] = []                # step 0's tensors that step 1 reads: the states (step 0's new values)
+    initial: dict[str, np.ndarray] = {}   # ... and their values before step 0, which step 0 read as constants
+    for a, b in pairs:
+        for in0, in1 in zip(a.input, b.input):
+            if (in0, in1) == (x0, x1) or (not in0 and not in1):
+                continue
+            if in1 in made0:
+                if in0 not in consts or (in1 in initial and not np.array_equal(initial[in1], consts[in0])):
+                    raise _unroll_error(where, b)
+                if in1 not in initial:
+                    states.append(in1)
+                    initial[in1] = np.asarray(consts[in0], np.float32)
+                continue
+            second_made = {o for _, n in pairs for o in n.output}
+            if in1 in second_made:
+                producer, k = made0.get(in0, (None, None))
+                if producer is None or twin[id(producer)].output[k] != in1:
+                    raise _unroll_error(where, b)
+                continue
+            if in1 in consts and in0 in consts and _value_hash(consts[in0]) == _value_hash(consts[in1]):
+                continue
+            raise _unroll_error(where, b)
+    step1 = [b for _, b in pairs]
+    inside = {id(n) for a, b in pairs for n in (a, b)}
+    # the step's output: what step 1 gives to the node stacking every step's output
+    stack = None
+    for node in step1:
+        for o in node.output:
+            for c in consumers.get(o, []):
+                if c.op_type == "Concat" and id(c) not in inside:
+                    stack = (o, c, node)
+    if stack is None:
+        raise EdgeRNNError(f"{where} is unrolled over time and its output is not every step's output stacked; "
+                           "export the cell itself (torch.onnx.export(model.rnn_cell, (x_t, h), ...)), or pass "
+                           "the module to edgernn.convert in Python")
+    y, concat, producer = stack
+    keep = list(step1)
+    if producer.op_type in ("Unsqueeze", "Reshape") and len(consumers[y]) == 1:
+        y = producer.input[0]
+        keep.remove(producer)
+    tail, y, last = _tail(model, where, list(consumers_nodes(consumers)), concat, consts, y, time_axis)
+    keep += tail
+    # new states: step 1's twins of the states step 1 read from step 0
+    new_states = []
+    for name in states:
+        producer, k = made0[name]
+        new_states.append(twin[id(producer)].output[k])
+    features = int(_shape_of(consts, model, x)[2])
+    sizes = [int(initial[s].reshape(initial[s].shape[0], -1).shape[-1]) for s in states]
+    # the cell keeps each state less its initial value, so that it starts from zero
+    state_names = [f"state_{i}" for i in range(len(states))]
+    step_consts = {n: np.asarray(consts[n]) for node in keep for n in node.input if n in consts}
+    shifted, head, outputs = [], [], []
+    for i, (name, new) in enumerate(zip(states, new_states)):
+        if np.any(initial[name] != 0):
+            step_consts[f"initial_{i}"] = initial[name]
+            head.append(helper.make_node("Add", [state_names[i], f"initial_{i}"], [name], name=f"edgernn_state_{i}"))
+            shifted.append(helper.make_node("Sub", [new, f"initial_{i}"], [f"{new}_less_initial"],
+                                            name=f"edgernn_new_state_{i}"))
+            outputs.append(f"{new}_less_initial")
+        else:
+            head.append(helper.make_node("Identity", [state_names[i]], [name], name=f"edgernn_state_{i}"))
+            outputs.append(new)
+    cell_nodes = head + keep + shifted
+    step = Step(nodes=cell_nodes, x=x1, states=state_names, y=y, new_states=outputs, consts=step_consts,
+                state_sizes=sizes, features=features, units=0, where=where)
+    step.units = _probe_units(step.nodes, step.consts, step.x, step.states, sizes, features, y)
+    cell_model = helper.make_model(helper.make_graph(
+        cell_nodes, "cell",
+        [helper.make_tensor_value_info(x1, 1, [1, features]),
+         *[helper.make_tensor_value_info(s, 1, [1, n]) for s, n in zip(state_names, sizes)]],
+        [helper.make_tensor_value_info(y, 1, None), *[helper.make_tensor_value_info(s, 1, None) for s in outputs]],
+        [numpy_helper.from_array(v, n) for n, v in step_consts.items()]), opset_imports=list(model.opset_import))
+    cell_model.ir_version = model.ir_version
+    return Rolled(step=step, cell_model=cell_model, time_axis=time_axis, steps=steps, return_sequences=not last)
+
+
+def consumers_nodes(consumers: dict) -> list:
+    seen, out = set(), []
+    for nodes in consumers.values():
+        for node in nodes:
+            if id(node) not in seen:
+                seen.add(id(node))
+                out.append(node)
+    return out
+def _shape_of(consts, model, name) -> list[int]:
+    for value in model.graph.input:
+        if value.name == name:
+            return [d or 1 for d in _dims(value)]
+    return list(np.asarray(consts[name]).shape)
+
+
+def _unroll_error(where: str, node) -> EdgeRNNError:
+    return EdgeRNNError(f"{where} is unrolled over time and node '{node.name}' ({node.op_type}) of its second step "
+                        "reads something its first step does not; export the cell itself "
+                        "(torch.onnx.export(model.rnn_cell, (x_t, h), ...)), or pass the module to edgernn.convert")
+
+
+def _tail(model, where: str, nodes: list, concat, consts: dict, y: str, time_axis: int):
+    """The nodes from the stacked steps to the model's first output, moved into the step: they act on each step
+    alone. Returns (nodes, the step's output, whether the output is the last step only)."""
+    output = model.graph.output[0].name
+    consumers = _consumers(nodes)
+    chain, tensor, last = [], concat.output[0], False
+    while tensor != output:
+        after = consumers.get(tensor, [])
+        if len(after) != 1:
+            raise EdgeRNNError(f"{where}: the stacked steps '{tensor}' feed {len(after)} nodes; edgernn maps a chain "
+                               "of per-step layers after the cell")
+        node = after[0]
+        if node.op_type == "Gather" and node.input[1] in consts and int(np.asarray(consts[node.input[1]])) in (-1, int(
+                np.asarray(_shape_of(consts, model, model.graph.input[0].name))[time_axis]) - 1) and not last:
+            last = True
+        elif node.op_type in PER_STEP_TAIL and all(n == tensor or n in consts for n in node.input):
+            clone = type(node)()
+            clone.CopyFrom(node)
+            for k, name in enumerate(clone.input):
+                if name == tensor:
+                    clone.input[k] = y
+            for name in node.input:
+                if name in consts and np.asarray(consts[name]).ndim > 2:
+                    raise EdgeRNNError(f"{where}: node '{node.name}' ({node.op_type}) after the cell does not act on each step alone")
+            if node.op_type == "Softmax" and int(_attrs(node).get("axis", -1)) not in (-1, 2):
+                raise EdgeRNNError(f"{where}: node '{node.name}' (Softmax) after the cell is not over the features")
+            chain.append(clone)
+            y = node.output[0]
+        else:
+            raise EdgeRNNError(f"{where}: node '{node.name}' ({node.op_type}) after the unrolled cell is not a "
+                               "per-step layer edgernn maps (MatMul, Add, activations)")
+        tensor = node.output[0]
+        if last and node.op_type == "Gather":
+            y_prev = y
+            y = y_prev
+    return chain, y, last
