@@ -106,6 +106,9 @@ def cli(ctx, verbose):
 
 
 def _model_options(func):
+    func = click.option("--roll", is_flag=True,
+                        help="An .onnx export unrolled over its time steps: take it back to its repeated cell "
+                             "(checked against the export) instead of refusing it.")(func)
     func = click.option("--unsafe", is_flag=True, help="Load models with Lambda layers (runs code stored in the file).")(func)
     func = click.option("--calib", type=click.Path(dir_okay=False), default=None,
                         help="Calibration sequences, .npy of shape (sequences, steps, features), or "
@@ -124,11 +127,14 @@ def _model_options(func):
 @click.option("--quant", type=click.Choice(QUANTS), default="int8", show_default=True,
               help="The quantization the paths are decided for.")
 @click.option("--json", "as_json", is_flag=True, help="Print the inspection as JSON.")
-def inspect(model, unsafe, quant, as_json):
+@click.option("--roll", is_flag=True,
+                        help="An .onnx export unrolled over its time steps: take it back to its repeated cell "
+                             "(checked against the export) instead of refusing it.")
+def inspect(model, unsafe, quant, as_json, roll):
     """Show how each layer of MODEL would stream: path and why, parameters, MACs per step, state sizes."""
     from edgernn.pipeline.inspect import inspect_model
 
-    result = inspect_model(model, unsafe=unsafe, quant=quant)
+    result = inspect_model(model, unsafe=unsafe, quant=quant, roll=roll)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))
         return
@@ -142,12 +148,12 @@ def inspect(model, unsafe, quant, as_json):
 @click.option("-o", "--out", required=True, type=click.Path(), help="Output folder.")
 @_model_options
 @click.pass_context
-def convert(ctx, model, out, quant, mode, calib, unsafe):
+def convert(ctx, model, out, quant, mode, calib, unsafe, roll):
     """Convert MODEL into OUT/step.tflite (x_t, states) -> (y_t, states') and OUT/manifest.json."""
     from edgernn.pipeline.convert import convert_model
     from edgernn.cli.render import print_conversion
 
-    manifest = convert_model(model, out, quant=quant, calib=calib, mode=mode, unsafe=unsafe,
+    manifest = convert_model(model, out, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll,
                              log=_say if ctx.obj["verbose"] else None, warn=_warn)
     print_conversion(_console(), manifest, out)
 
@@ -158,12 +164,12 @@ def convert(ctx, model, out, quant, mode, calib, unsafe):
 @click.option("-o", "--out", required=True, type=click.Path(), help="Output folder.")
 @_model_options
 @click.pass_context
-def build(ctx, model, board, out, quant, mode, calib, unsafe):
+def build(ctx, model, board, out, quant, mode, calib, unsafe, roll):
     """Convert MODEL, generate OUT/firmware/ for BOARD, and compile it where the toolchain is present."""
     from edgernn.pipeline.build import build_firmware
     from edgernn.cli.render import print_build
 
-    result = build_firmware(model, out, board=board, quant=quant, calib=calib, mode=mode, unsafe=unsafe,
+    result = build_firmware(model, out, board=board, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll,
                             verbose=ctx.obj["verbose"], log=_say if ctx.obj["verbose"] else None, warn=_warn)
     print_build(_console(), result, out)
 

@@ -43,7 +43,7 @@ def _placement_line(facts: dict) -> str:
 
 
 def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int8", calib: Any = None,
-                   mode: str = "auto", unsafe: bool = False, verbose: bool = False, log: Log | None = None,
+                   mode: str = "auto", unsafe: bool = False, roll: bool = False, verbose: bool = False, log: Log | None = None,
                    warn: Log | None = None) -> dict:
     """Returns ``{"manifest", "firmware", "messages"}``; OUT holds step.tflite, manifest.json, firmware/."""
     from edgernn.targets import device as devices
@@ -64,7 +64,7 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
     messages = []
     with folder.staged() as staging:
         inner = staging / "out"
-        manifest = convert(model, inner, quant=quant, calib=calib, mode=mode, unsafe=unsafe,
+        manifest = convert(model, inner, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll,
                                  board=board_obj.name, log=log, warn=warn)
         log(f"generating C for board {board_obj.name}")
         facts = generate_firmware(inner, board_obj, verbose=verbose)

@@ -184,6 +184,7 @@ def convert_model(
     calib: Any = None,
     mode: str = "auto",
     unsafe: bool = False,
+    roll: bool = False,
     board: str | None = None,
     log: Log | None = None,
     warn: Log | None = None,
@@ -197,12 +198,12 @@ def convert_model(
     it, else step).
     Returns the manifest.
     """
-    return convert(model, out, quant=quant, calib=calib, mode=mode, unsafe=unsafe, board=board, log=log,
+    return convert(model, out, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll, board=board, log=log,
                    warn=warn).as_dict()
 
 
 def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: Any = None, mode: str = "auto",
-            unsafe: bool = False, board: str | None = None, log: Log | None = None,
+            unsafe: bool = False, roll: bool = False, board: str | None = None, log: Log | None = None,
             warn: Log | None = None) -> Manifest:
     """``convert_model``, returning the typed manifest."""
     log = log or _quiet
@@ -214,7 +215,7 @@ def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: A
     folder = BuildFolder(out)
     with folder.staged() as staging:
         log("loading model")
-        loaded = load_any(model, unsafe=unsafe)
+        loaded = load_any(model, unsafe=unsafe, roll=roll)
         plan = decompose(loaded.model, loaded.flavour)
         diagnosis = diagnose(plan, quant, mode)
         for line in diagnosis.lines():

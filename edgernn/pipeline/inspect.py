@@ -92,9 +92,10 @@ def board_fit(params: int, state_elements: int, activations: int) -> list[dict]:
     return out
 
 
-def inspect_model(model: Any, *, unsafe: bool = False, quant: str = "int8", mode: str = "auto") -> Inspection:
+def inspect_model(model: Any, *, unsafe: bool = False, quant: str = "int8", mode: str = "auto",
+                  roll: bool = False) -> Inspection:
     """``quant`` and ``mode`` are those of the conversion the paths are shown for."""
-    loaded = load_any(model, unsafe=unsafe)
+    loaded = load_any(model, unsafe=unsafe, roll=roll)
     plan = decompose(loaded.model, loaded.flavour)
     diagnosis = diagnose(plan, quant, "auto" if mode == "fused" else mode)
     rows = layer_rows(plan, diagnosis)

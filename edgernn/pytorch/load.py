@@ -14,10 +14,13 @@ from edgernn.pytorch.module import from_torch, is_torch_module
 from edgernn.pytorch.source import Source
 
 
-def load_any(model: Any, *, unsafe: bool = False) -> LoadedModel:
-    """``model``: a path (.keras, .h5, SavedModel folder, .onnx), a Keras model, or a torch module."""
+def load_any(model: Any, *, unsafe: bool = False, roll: bool = False) -> LoadedModel:
+    """``model``: a path (.keras, .h5, SavedModel folder, .onnx), a Keras model, or a torch module.
+
+    ``roll``: take an .onnx export unrolled over time back to its repeated cell instead of refusing it.
+    """
     if isinstance(model, (str, os.PathLike)) and Path(model).suffix.lower() == ".onnx":
-        return _onnx(Path(model))
+        return _onnx(Path(model), roll)
     if is_torch_module(model):
         source = from_torch(model)
         return LoadedModel(model=source.model, flavour="keras", path=None, sha256=module_sha256(model),
@@ -27,7 +30,7 @@ def load_any(model: Any, *, unsafe: bool = False) -> LoadedModel:
     return load_model(model, unsafe=unsafe)
 
 
-def _onnx(path: Path) -> LoadedModel:
+def _onnx(path: Path, roll: bool) -> LoadedModel:
     from edgernn.pytorch.onnx import load_onnx
 
     if not path.exists():
@@ -36,7 +39,7 @@ def _onnx(path: Path) -> LoadedModel:
         raise EdgeRNNError(f"model {path} is not a regular file")
     if not os.access(path, os.R_OK):
         raise EdgeRNNError(f"model {path} cannot be read (permission denied)")
-    source = load_onnx(path)
+    source = load_onnx(path, roll=roll)
     return LoadedModel(model=source.model, flavour="keras", path=path.resolve(), sha256=file_sha256(path),
                        source=source)
 
