@@ -31,17 +31,63 @@ def load_any(model: Any, *, unsafe: bool = False, roll: bool = False) -> LoadedM
 
 
 def _onnx(path: Path, roll: bool) -> LoadedModel:
-    from edgernn.pytorch.onnx import load_onnx
-
     if not path.exists():
         raise EdgeRNNError(f"model file {path} does not exist")
     if not path.is_file():
         raise EdgeRNNError(f"model {path} is not a regular file")
     if not os.access(path, os.R_OK):
         raise EdgeRNNError(f"model {path} cannot be read (permission denied)")
-    source = load_onnx(path, roll=roll)
+    source = _onnx_cell(path, roll)
+    if source is None:
+        from edgernn.pytorch.onnx import load_onnx
+
+        source = load_onnx(path)
     return LoadedModel(model=source.model, flavour="keras", path=path.resolve(), sha256=file_sha256(path),
                        source=source)
+
+
+def _onnx_cell(path: Path, roll: bool) -> Source | None:
+    """An export of one step of a cell, or one unrolled over time (rolled back when ``roll``, else refused);
+    None for the rest, which edgernn.pytorch.onnx reads."""
+    from edgernn import tfenv
+    from edgernn.pytorch import onnx_cell
+
+    try:
+        import onnx
+    except ImportError:
+        raise EdgeRNNError("reading .onnx models needs the onnx package: pip install 'edgernn[onnx]'") from None
+    try:
+        model = onnx.load(str(path))
+    except Exception:  # noqa: BLE001 - edgernn.pytorch.onnx says what is wrong with the file
+        return None
+    keras = tfenv.keras3()
+    step = onnx_cell.cell_step(model, path.name)
+    if step is not None:
+        layer = onnx_cell.keras_layer(step, keras, name=_layer_name(path))
+        model_k = keras.Sequential([keras.Input((None, step.features), name="x"), layer], name=_layer_name(path))
+        return Source(model=model_k, kind="onnx", name=path.name, reference=onnx_cell.step_reference(model, step))
+    steps = onnx_cell.unrolled_steps(model)
+    if steps is None:
+        return None
+    if not roll:
+        raise EdgeRNNError(f"{path.name} is a cell unrolled over {steps} fixed steps (its input taken one step at a "
+                           "time); export the cell instead, torch.onnx.export(model.rnn_cell, (x_t, h), ...) for "
+                           "ncps, or pass the torch module to edgernn.convert/edgernn.build in Python; or pass "
+                           "--roll to take the export back to its repeated cell")
+    rolled = onnx_cell.roll(model, path.name)
+    if rolled is None:
+        return None
+    layer = onnx_cell.keras_layer(rolled.step, keras, return_sequences=rolled.return_sequences,
+                                  name=_layer_name(path))
+    model_k = keras.Sequential([keras.Input((None, rolled.step.features), name="x"), layer], name=_layer_name(path))
+    run = onnx_cell.step_reference(rolled.cell_model, rolled.step)
+    reference = run if rolled.return_sequences else (lambda seqs: run(seqs)[:, -1])
+    return Source(model=model_k, kind="onnx", name=path.name, reference=reference)
+
+
+def _layer_name(path: Path) -> str:
+    stem = "".join(c if c.isalnum() else "_" for c in path.stem).strip("_") or "onnx"
+    return stem if stem[0].isalpha() else f"m_{stem}"
 
 
 def module_sha256(module: Any) -> str:

@@ -798,3 +798,20 @@ def _tail(model, where: str, nodes: list, concat, consts: dict, y: str, time_axi
             y_prev = y
             y = y_prev
     return chain, y, last
+
+
+def unrolled_steps(model) -> int | None:
+    """How many steps an export takes one by one out of its (batch, steps, features) input, when it does."""
+    from onnx import numpy_helper
+
+    graph = model.graph
+    inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    inputs = [i for i in graph.input if i.name not in inits]
+    if len(inputs) != 1 or len(_dims(inputs[0])) != 3:
+        return None
+    try:
+        consts, nodes = _fold_all(list(graph.node), inits, {inputs[0].name}, {})
+    except EdgeRNNError:
+        return None
+    slices = unrolled_slices(_Graph(nodes), inputs[0].name, consts)
+    return len(slices) if slices and len(slices) > 1 else None

@@ -152,3 +152,31 @@ def test_unrolled_export_over_two_steps_is_refused(tmp_path):
     _, path = _unrolled(tmp_path, "gru loop", False, steps=2)
     with pytest.raises(EdgeRNNError, match="unrolled over 2 steps; export it over at least 3 steps"):
         roll(onnx.load(str(path)), path.name)
+
+
+def _edgernn(*args: str, prelude: str = "") -> "subprocess.CompletedProcess":
+    import subprocess
+    import sys
+
+    code = f"{prelude}import sys; from edgernn.cli.main import main; sys.argv = ['edgernn', *sys.argv[1:]]; main()"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300)
+
+
+def test_command_line_reads_a_cell_export_and_refuses_an_unrolled_one_unless_rolled(tmp_path):
+    cell = _cell_file(tmp_path, "cfc", False)
+    _, unrolled = _unrolled(tmp_path, "cfc", False)
+    assert _edgernn("inspect", "--json", str(cell)).returncode == 0
+    refused = _edgernn("inspect", str(unrolled))
+    assert refused.returncode == 2
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unrolled over 8 fixed steps" in lines[0] and "--roll" in lines[0]
+    assert "export the cell instead" in lines[0] and "edgernn.convert" in lines[0]
+    rolled = _edgernn("inspect", "--json", "--roll", str(unrolled))
+    assert rolled.returncode == 0, rolled.stderr
+
+
+def test_onnx_file_without_the_onnx_package_gets_one_line(tmp_path):
+    cell = _cell_file(tmp_path, "gru", False)
+    run = _edgernn("inspect", str(cell), prelude="import sys; sys.modules['onnx'] = None; ")
+    assert run.returncode == 2
+    assert run.stderr.strip() == "error: reading .onnx models needs the onnx package: pip install 'edgernn[onnx]'"
