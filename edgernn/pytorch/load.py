@@ -71,7 +71,7 @@ def _onnx_cell(path: Path, roll: bool) -> Source | None:
         return None
     if not roll:
         raise EdgeRNNError(f"{path.name} is a cell unrolled over {steps} fixed steps (its input taken one step at a "
-                           "time); export the cell instead, torch.onnx.export(model.rnn_cell, (x_t, h), ...) for "
+                           "time); export the cell instead, torch.onnx.export(model.rnn_cell, (x_t, h, 1.0), ...) for "
                            "ncps, or pass the torch module to edgernn.convert/edgernn.build in Python; or pass "
                            "--roll to take the export back to its repeated cell")
     rolled = onnx_cell.roll(model, path.name)

@@ -1,7 +1,7 @@
 """ONNX graphs of one step of a recurrent cell as Keras RNN cells, and exports unrolled over time rolled back.
 
 A cell that has no ONNX RNN op (an ``ncps.torch`` CfC or LTC cell, a custom cell) exports as the graph of one
-step. Exported as the cell, ``torch.onnx.export(model.rnn_cell, (x_t, h), ...)``, the graph's inputs are the
+step. Exported as the cell, ``torch.onnx.export(model.rnn_cell, (x_t, h, 1.0), ...)``, the graph's inputs are the
 step's input ``x_t`` (batch, features), the states (batch, units) and optionally a scalar time span, and its
 outputs the step's output and the new states, in the order of the state inputs. Exported as the whole
 model, the same step is written once per time step ("unrolled"): :func:`roll` finds the first step's part of
@@ -553,13 +553,13 @@ def _check_rolled(model, where: str, rolled: "Rolled") -> None:
         want = np.swapaxes(want, 0, 1)
     if want.size != got.size:
         raise EdgeRNNError(f"{where}: the rolled-back cell gives {got.shape}, the export {want.shape}; export the "
-                           "cell itself (torch.onnx.export(model.rnn_cell, (x_t, h), ...))")
+                           "cell itself (torch.onnx.export(model.rnn_cell, (x_t, h, 1.0), ...))")
     want = want.reshape(got.shape)
     rel = float(np.max(np.abs(got - want))) / max(float(np.max(np.abs(want))), 1e-6)
     if rel > 1e-5:
         raise EdgeRNNError(f"{where}: the rolled-back cell differs from the export by {rel:.1e} (relative), so its steps "
                            "are not one cell repeated; export the cell itself (torch.onnx.export(model.rnn_cell, "
-                           "(x_t, h), ...))")
+                           "(x_t, h, 1.0), ...))")
 
 
 class _Graph:
@@ -661,7 +661,7 @@ def _match_regions(model, where, consts, x, slices, region, time_axis, steps, co
     pairs = _pair(region[0], region[1], x0, x1, consts)
     if pairs is None:
         raise EdgeRNNError(f"{where} is unrolled over time, but its second step does not repeat its first node for "
-                           "node; export the cell itself (torch.onnx.export(model.rnn_cell, (x_t, h), ...))")
+                           "node; export the cell itself (torch.onnx.export(model.rnn_cell, (x_t, h, 1.0), ...))")
     made0 = {o: (a, k) for a, _ in pairs for k, o in enumerate(a.output)}
     twin = {id(a): b for a, b in pairs}
     states: list[str] = []                # step 0's tensors that step 1 reads: the states (step 0's new values)
@@ -697,7 +697,7 @@ def _match_regions(model, where, consts, x, slices, region, time_axis, steps, co
                     stack = (o, c, node)
     if stack is None:
         raise EdgeRNNError(f"{where} is unrolled over time and its output is not every step's output stacked; "
-                           "export the cell itself (torch.onnx.export(model.rnn_cell, (x_t, h), ...)), or pass "
+                           "export the cell itself (torch.onnx.export(model.rnn_cell, (x_t, h, 1.0), ...)), or pass "
                            "the module to edgernn.convert in Python")
     y, concat, producer = stack
     keep = list(step1)
@@ -759,7 +759,7 @@ def _shape_of(consts, model, name) -> list[int]:
 def _unroll_error(where: str, node) -> EdgeRNNError:
     return EdgeRNNError(f"{where} is unrolled over time and node '{node.name}' ({node.op_type}) of its second step "
                         "reads something its first step does not; export the cell itself "
-                        "(torch.onnx.export(model.rnn_cell, (x_t, h), ...)), or pass the module to edgernn.convert")
+                        "(torch.onnx.export(model.rnn_cell, (x_t, h, 1.0), ...)), or pass the module to edgernn.convert")
 
 
 def _tail(model, where: str, nodes: list, concat, consts: dict, y: str, time_axis: int):
