@@ -41,6 +41,20 @@ def require_tools(*tools: str) -> None:
         tool_unavailable(f"needs {', '.join(missing)}")
 
 
+def require_module(name: str):
+    """The Python package ``name`` (torch, onnx: the PyTorch front door's extras), else skip the test module,
+    or fail under EDGERNN_REQUIRE_TOOLCHAINS=1 (CI installs them)."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        message = f"needs the Python package {name} (pip install -e '.[dev]')"
+        if os.environ.get("EDGERNN_REQUIRE_TOOLCHAINS") == "1":
+            pytest.fail(f"{message} (EDGERNN_REQUIRE_TOOLCHAINS=1 forbids skipping)", pytrace=False)
+        pytest.skip(message, allow_module_level=True)
+
+
 def require_gap_sdk() -> Path:
     """$GAP_SDK_HOME (resolved) and a compiler for it (GAP's, or Debian's riscv64-unknown-elf-gcc), else
     skip, or fail under EDGERNN_REQUIRE_TOOLCHAINS=1."""

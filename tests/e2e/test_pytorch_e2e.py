@@ -11,9 +11,9 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import require_tools, QEMU_TOOLS
+from conftest import require_tools, QEMU_TOOLS, require_module
 
-torch = pytest.importorskip("torch")
+torch = require_module("torch")
 nn = torch.nn
 
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain, pytest.mark.qemu]
@@ -71,7 +71,7 @@ def test_torch_model_validates_on_qemu(tmp_path, name):
     calib = _data(8, 64, 1)
     out = tmp_path / "out"
     if name.endswith("_onnx"):
-        pytest.importorskip("onnx")
+        require_module("onnx")
         path = tmp_path / "model.onnx"
         torch.onnx.export(module, (torch.from_numpy(calib[:1]),), str(path), dynamo=False,
                           input_names=["x"], dynamic_axes={"x": {0: "batch", 1: "time"}})

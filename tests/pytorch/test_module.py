@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import require_module
+
 from edgernn.errors import EdgeRNNError
 
-torch = pytest.importorskip("torch")
+torch = require_module("torch")
 nn = torch.nn
 F = torch.nn.functional
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("ncps")
+from conftest import require_module
+
+torch = require_module("torch")
+require_module("ncps")
 
 from ncps.torch import LTC, CfC, CfCCell  # noqa: E402
 from ncps.wirings import NCP, AutoNCP, FullyConnected  # noqa: E402

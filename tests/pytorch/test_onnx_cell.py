@@ -7,10 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import require_module
+
 from edgernn.errors import EdgeRNNError
 
-torch = pytest.importorskip("torch")
-onnx = pytest.importorskip("onnx")
+torch = require_module("torch")
+onnx = require_module("onnx")
 nn = torch.nn
 
 pytestmark = pytest.mark.slow
