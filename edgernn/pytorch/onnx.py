@@ -139,7 +139,8 @@ def load_onnx(path: Any) -> Source:
 
     ``reference`` runs the file itself (onnxruntime, else ``onnx.reference``) on (sequences, steps, F)
     float32 inputs and returns what the Keras model returns. A file exported with a fixed number of steps
-    computes only that many: its reference raises EdgeRNNError for any other.
+    computes only that many: its reference raises EdgeRNNError for any other (the Keras model runs any).
+    A file with a fixed batch is run that many sequences at a time (one at a time for torch's default).
     """
     onnx = _onnx()
     path = Path(path)
@@ -392,6 +393,10 @@ def _features_last(walk: Walk, node: Any, value: Data) -> None:
 # Per-step layers.
 
 def _pass(walk: Walk, node: Any) -> None:
+    if node.op_type == "Dropout":
+        training = _const(walk, node, 2, "training_mode")
+        if training is not None and bool(np.ravel(training)[0]):
+            raise _refuse(walk, node, "drops at random (training_mode is true); export the module in eval mode")
     _set(walk, node, _data(walk, node, 0))
 
 
@@ -787,14 +792,21 @@ def _reference(model: Any, input_name: str, in_roles: tuple[str, ...], dims: lis
                                f"not {x.shape[1]}")
         if not runner:
             runner.append(_runner(data, input_name))
-        feed = x if in_roles[0] == "B" else x.transpose(1, 0, 2)
-        if batch == 1:
-            parts = [runner[0](feed[i:i + 1] if in_roles[0] == "B" else feed[:, i:i + 1]) for i in range(len(x))]
-            outs = [_keras_layout(p, out_roles) for p in parts]
-            return np.concatenate(outs, axis=0)
-        return _keras_layout(runner[0](feed), out_roles)
+        if not batch:
+            return _keras_layout(runner[0](_onnx_layout(x, in_roles)), out_roles)
+        # A fixed batch (1 unless the export was given more): the sequences go through that many at a time.
+        if len(x) % batch:
+            raise EdgeRNNError(f"{file} was exported for batches of {batch}; it computes only a multiple of {batch} "
+                               f"sequences, not {len(x)}")
+        parts = [runner[0](_onnx_layout(x[i:i + batch], in_roles)) for i in range(0, len(x), batch)]
+        return np.concatenate([_keras_layout(p, out_roles) for p in parts], axis=0)
 
     return reference
+
+
+def _onnx_layout(x: np.ndarray, roles: tuple[str, ...]) -> np.ndarray:
+    """(sequences, steps, F) in the order of the file's input axes."""
+    return np.ascontiguousarray(x.transpose([("B", "T", "F").index(r) for r in roles]))
 
 
 def _keras_layout(y: np.ndarray, roles: tuple[str, ...]) -> np.ndarray:
@@ -807,15 +819,19 @@ def _keras_layout(y: np.ndarray, roles: tuple[str, ...]) -> np.ndarray:
 
 
 def _runner(data: bytes, input_name: str) -> Callable[[np.ndarray], np.ndarray]:
+    """onnxruntime's session of the file, else (not installed, or refusing the file: it runs no RNN node of
+    layout=1) the ONNX reference evaluator."""
     try:
         import onnxruntime as ort
-    except ImportError:
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 4
+        session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        return lambda x: np.asarray(session.run(None, {input_name: x})[0])
+    except Exception:  # ImportError, or onnxruntime's own Fail on a node it does not implement
         from onnx.reference import ReferenceEvaluator
 
         evaluator = ReferenceEvaluator(data)
         return lambda x: np.asarray(evaluator.run(None, {input_name: x})[0])
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
-    return lambda x: np.asarray(session.run(None, {input_name: x})[0])

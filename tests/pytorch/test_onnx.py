@@ -86,6 +86,8 @@ CASES: dict[str, Callable[[], Any]] = {
                                   take="last"),
     "gelu_silu": lambda: Net(gru(), pre=linear(torch.nn.GELU()), post=linear(torch.nn.SiLU(), 4, H)),
     "gelu_tanh": lambda: Net(lstm(), pre=linear(torch.nn.GELU("tanh")), take="last"),
+    "no_biases": lambda: Net(lstm(bias=False), pre=[torch.nn.Linear(F, H, bias=False)],
+                             post=[torch.nn.Linear(H, 2, bias=False)], take="last"),
     "identity_dropout": lambda: Net(lstm(), pre=linear(torch.nn.Dropout(0.5)), post=[torch.nn.Identity()]),
     "relu6_softmax": lambda: Net(gru(), pre=linear(torch.nn.ReLU6()), post=linear(torch.nn.Softmax(-1), 4, H),
                                  take="h_n[-1]"),
@@ -171,6 +173,58 @@ def test_a_file_with_free_batch_and_steps_runs_at_any_length(case, tmp_path):
     expected = torch_output(module, x)
     assert relative(keras_output(source, x), expected) <= TOLERANCE
     assert relative(source.reference(x), expected) <= TOLERANCE
+
+
+def test_a_file_with_a_fixed_batch_of_two_runs_two_sequences_at_a_time(tmp_path):
+    torch.manual_seed(0)
+    module = CASES["gru_time_major_last"]().eval()
+    path = tmp_path / "batch2.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, (torch.randn(T, 2, F),), str(path), dynamo=False)
+    source = load_onnx(path)
+    x = sequences(count=4)
+    assert relative(source.reference(x), torch_output(module, x)) <= TOLERANCE
+    assert relative(keras_output(source, x), torch_output(module, x)) <= TOLERANCE
+    assert "batches of 2" in refusal(lambda: source.reference(sequences(count=3)))
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+def test_a_gru_with_the_reset_gate_before_the_product_maps_onto_reset_after_false(exporter, tmp_path):
+    """torch writes linear_before_reset=1; the ONNX default 0 is Keras' reset_after=False (against the file)."""
+    torch.manual_seed(0)
+    path = edited(export(CASES["gelu_silu"](), tmp_path / "gru.onnx", exporter),
+                  set_attr("linear_before_reset", 0))
+    source = load_onnx(path)
+    gru_layer = next(layer for layer in source.model.layers if type(layer).__name__ == "GRU")
+    assert gru_layer.reset_after is False
+    x = sequences()
+    assert relative(keras_output(source, x), source.reference(x)) <= TOLERANCE
+
+
+@pytest.mark.parametrize("op, take", [("LSTM", "Y"), ("GRU", "Y_h"), ("RNN", "Y")])
+def test_a_batch_first_rnn_node_layout_1(op, take, tmp_path):
+    """No exporter of torch writes layout=1; an ONNX file may (built here by hand)."""
+    h = onnx.helper
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    rng = np.random.default_rng(3)
+    weights = {"W": (1, gates * H, F), "R": (1, gates * H, H), "B": (1, 2 * gates * H)}
+    inits = [onnx.numpy_helper.from_array(rng.normal(0, 0.5, shape).astype(np.float32), name)
+             for name, shape in weights.items()]
+    inits.append(onnx.numpy_helper.from_array(np.array([2 if take == "Y" else 1], np.int64), "axes"))
+    outputs = ["Y", "Y_h"]
+    rnn_node = h.make_node(op, ["x", "W", "R", "B"], outputs, name="rnn", hidden_size=H, layout=1)
+    squeeze = h.make_node("Squeeze", [take, "axes"], ["out"], name="squeeze")
+    shape = [1, T, H] if take == "Y" else [1, H]
+    graph = h.make_graph([rnn_node, squeeze], "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, T, F])],
+                         [h.make_tensor_value_info("out", onnx.TensorProto.FLOAT, shape)], inits)
+    path = tmp_path / "layout1.onnx"
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]), str(path))
+    source = load_onnx(path)
+    x = sequences()
+    got = keras_output(source, x)
+    assert got.shape == ((3, T, H) if take == "Y" else (3, H))
+    assert relative(got, source.reference(x)) <= TOLERANCE
 
 
 @pytest.mark.parametrize("exporter", EXPORTERS)
@@ -378,6 +432,17 @@ def test_a_missing_file_a_non_onnx_file_and_missing_external_data_are_one_line(t
     (tmp_path / "split.onnx.data").unlink()
     message = refusal(lambda: load_onnx(path))
     assert "split.onnx.data" in message and "external data" in message
+
+
+def test_without_onnxruntime_the_reference_is_the_onnx_reference_evaluator(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    torch.manual_seed(0)
+    module = CASES["stacked_time_major"]()
+    source = load_onnx(export(module, tmp_path / "m.onnx", "torchscript"))
+    x = sequences()
+    assert relative(source.reference(x), torch_output(module, x)) <= TOLERANCE
 
 
 def test_without_the_onnx_package_the_message_says_how_to_install_it(tmp_path, monkeypatch):
