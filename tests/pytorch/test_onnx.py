@@ -450,3 +450,27 @@ def test_without_the_onnx_package_the_message_says_how_to_install_it(tmp_path, m
 
     monkeypatch.setitem(sys.modules, "onnx", None)
     assert "pip install 'edgernn[onnx]'" in refusal(lambda: load_onnx(tmp_path / "any.onnx"))
+
+
+def error_table() -> None:
+    """The table the tests hold to TOLERANCE, with the measured errors: python tests/pytorch/test_onnx.py"""
+    import tempfile
+
+    print(f"{'case':26} {'exporter':12} {'keras/torch':>12} {'file/torch':>12} {'keras/file':>12}")
+    for case in CASES:
+        for exporter in EXPORTERS:
+            if exporter == "dynamo" and case in DYNAMO_UNROLLS:
+                print(f"{case:26} {exporter:12} {'refused: the exporter unrolls nn.RNN':>38}")
+                continue
+            torch.manual_seed(0)
+            module = CASES[case]()
+            with tempfile.TemporaryDirectory() as folder:
+                source = load_onnx(export(module, Path(folder) / f"{case}.onnx", exporter))
+            x = sequences()
+            expected, got, reference = torch_output(module, x), keras_output(source, x), source.reference(x)
+            print(f"{case:26} {exporter:12} {relative(got, expected):12.2e} {relative(reference, expected):12.2e} "
+                  f"{relative(got, reference):12.2e}")
+
+
+if __name__ == "__main__":
+    error_table()
