@@ -147,7 +147,7 @@ def load_onnx(path: Any) -> Source:
     model = _read(onnx, path)
     graph = model.graph
     file = path.name
-    consts = _initializers(onnx, graph, file)
+    consts = _initializers(graph)
     x_info = _single_input(graph, consts, file)
     dims = _dims(x_info)
     if len(dims) != 3:
@@ -157,20 +157,30 @@ def load_onnx(path: Any) -> Source:
         raise EdgeRNNError(f"{file}: the model has {len(graph.output)} outputs; edgernn converts models with one")
     _refuse_unrolled(graph, file)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
-    first_error: EdgeRNNError | None = None
-    for in_roles in (("B", "T", "F"), ("T", "B", "F")):
-        try:
-            walk, out = _walk(graph, consts, x_info.name, in_roles, dims, file, opset)
-            break
-        except LayoutError as err:
-            first_error = first_error or err
-    else:
-        raise EdgeRNNError(str(first_error))
-    plan = _checked_plan(out, walk, graph)
+    in_roles, walk, out = _walk_either_layout(graph, consts, x_info.name, dims, file, opset)
+    plan = _checked_plan(out, walk)
     features = dims[2]
     keras_model = _build_keras(plan, features, path.stem)
     reference = _reference(model, x_info.name, in_roles, dims, out.roles, file)
     return Source(model=keras_model, kind="onnx", name=file, reference=reference)
+
+
+def _walk_either_layout(graph: Any, consts: dict[str, np.ndarray], x_name: str, dims: list[int], file: str,
+                        opset: int) -> tuple[tuple[str, ...], Walk, Data]:
+    """The walk for a batch-first input, else for a time-major one: the file does not say which it is, but
+    only one of them reaches the RNN nodes with the axes they read. When both fail, the refusal of the walk
+    that went further is the one that names what is wrong."""
+    try:
+        walk, out = _walk(graph, consts, x_name, ("B", "T", "F"), dims, file, opset)
+        return ("B", "T", "F"), walk, out
+    except LayoutError as err:
+        batch_first = err
+    try:
+        walk, out = _walk(graph, consts, x_name, ("T", "B", "F"), dims, file, opset)
+        return ("T", "B", "F"), walk, out
+    except EdgeRNNError as err:
+        further = err if getattr(err, "progress", 0) > getattr(batch_first, "progress", 0) else batch_first
+        raise EdgeRNNError(str(further)) from None
 
 
 def _onnx() -> Any:
@@ -205,7 +215,7 @@ def _read(onnx: Any, path: Path) -> Any:
     return model
 
 
-def _initializers(onnx: Any, graph: Any, file: str) -> dict[str, np.ndarray]:
+def _initializers(graph: Any) -> dict[str, np.ndarray]:
     from onnx import numpy_helper
 
     return {t.name: numpy_helper.to_array(t) for t in graph.initializer}
@@ -271,10 +281,14 @@ def _walk(graph: Any, consts: dict[str, np.ndarray], x_name: str, in_roles: tupl
     if not dims[2]:
         raise EdgeRNNError(f"{file}: the input's feature dimension is not fixed")
     walk.data[x_name] = Data(roles=in_roles, features=dims[2])
-    for node in _live_nodes(graph):
+    for progress, node in enumerate(_live_nodes(graph), 1):
         for out in node.output:
             walk.producer[out] = node
-        _visit(walk, node)
+        try:
+            _visit(walk, node)
+        except EdgeRNNError as err:
+            err.progress = progress  # how far this layout got: see _walk_either_layout
+            raise
     out_name = graph.output[0].name
     if out_name in walk.consts:
         raise EdgeRNNError(f"{file}: the output {out_name!r} does not depend on the input")
@@ -305,7 +319,8 @@ def _visit(walk: Walk, node: Any) -> None:
         return
     handler = HANDLERS.get(node.op_type)
     if handler is None:
-        raise _refuse(walk, node, f"is not supported on the data path (edgernn maps {', '.join(SUPPORTED_OPS)})")
+        hint = "" if walk.has_rnn else f"; with no LSTM/GRU/RNN node, is the cell unrolled? {UNROLLED_HINT}"
+        raise _refuse(walk, node, f"is not supported on the data path (edgernn maps {', '.join(SUPPORTED_OPS)}){hint}")
     handler(walk, node)
 
 
@@ -708,7 +723,7 @@ HANDLERS: dict[str, Callable[[Walk, Any], None]] = {
 # ----------------------------------------------------------------------------------------------------------
 # The Keras model.
 
-def _checked_plan(out: Data, walk: Walk, graph: Any) -> tuple:
+def _checked_plan(out: Data, walk: Walk) -> tuple:
     plan = out.plan
     rnns = [i for i, op in enumerate(plan) if isinstance(op, Recurrent)]
     if not rnns:

@@ -267,7 +267,7 @@ def rnn_node(model: Any) -> Any:
     return next(n for n in model.graph.node if n.op_type in ("LSTM", "GRU", "RNN"))
 
 
-def set_attr(name: str, value: Any, op: str | None = None) -> Callable[[Any], None]:
+def set_attr(name: str, value: Any) -> Callable[[Any], None]:
     def edit(model: Any) -> None:
         node = rnn_node(model)
         kept = [a for a in node.attribute if a.name != name]
@@ -370,6 +370,8 @@ REFUSALS: dict[str, tuple] = {
     "rnn_unrolled_by_dynamo": (lambda: Net(rnn(features=F)), "dynamo", None, ["MatMul", "unrolled",
                                                                               "edgernn.from_torch"]),
     "unsupported_op": (lambda: Net(lstm(), pre=linear(Abs())), "torchscript", None, ["(Abs)", "not supported"]),
+    "unsupported_op_after_a_time_major_rnn": (lambda: Net(gru(features=F, batch_first=False), post=[Abs()]),
+                                              "dynamo", None, ["(Abs)", "not supported"]),
     "cell_state_output": (CellState, "dynamo", None, ["LSTM", "cell state"]),
     "first_step": (lambda: FirstStep(lstm(features=F)), "torchscript", None, ["(Gather)", "step 0"]),
     "all_layers_states": (lambda: Net(gru(features=F, num_layers=2), take="h_n"), "torchscript", None,
