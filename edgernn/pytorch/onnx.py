@@ -325,28 +325,28 @@ def _visit(walk: Walk, node: Any) -> None:
 
 
 def _fold(walk: Walk, node: Any) -> None:
-    """Compute a node all of whose inputs are constants."""
-    from onnx.reference import ReferenceEvaluator
-
-    if node.op_type == "Constant":
-        from onnx import numpy_helper
-
-        attr = node.attribute[0]
-        if attr.name != "value":
-            evaluator = ReferenceEvaluator(node, opsets={"": walk.opset})
-            walk.consts[node.output[0]] = np.asarray(evaluator.run(None, {})[0])
-        else:
-            walk.consts[node.output[0]] = numpy_helper.to_array(attr.t)
-        return
+    """Compute a node all of whose inputs are constants, with the ONNX reference ops of the file's opset."""
     feeds = {name: walk.consts[name] for name in node.input if name}
     try:
-        evaluator = ReferenceEvaluator(node, opsets={"": walk.opset})
-        results = evaluator.run(None, feeds)
+        results = _evaluate(node, feeds, walk.opset)
     except Exception as err:
         raise _refuse(walk, node, f"could not be computed from the constants ({type(err).__name__}: {err})") from None
     for name, value in zip(node.output, results):
         if name:
             walk.consts[name] = np.asarray(value)
+
+
+def _evaluate(node: Any, feeds: dict[str, np.ndarray], opset: int) -> list[Any]:
+    """One node run alone. It goes into a one-node model: the evaluator takes the opset from a model's
+    imports (a bare node would run as the newest version, and Unsqueeze's axes moved from an attribute
+    to an input at 13)."""
+    from onnx import ValueInfoProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    graph = helper.make_graph([node], "fold", [ValueInfoProto(name=name) for name in feeds],
+                              [ValueInfoProto(name=name) for name in node.output if name])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    return ReferenceEvaluator(model).run(None, feeds)
 
 
 def _shape_of_data(walk: Walk, node: Any) -> None:
@@ -595,9 +595,13 @@ def _slice(walk: Walk, node: Any) -> None:
         shape[value.axis] = len(value.items)
     else:
         shape = walk.shape(value)
-    starts, ends = _const(walk, node, 1, "starts"), _const(walk, node, 2, "ends")
-    axes = _const(walk, node, 3, "axes")
-    steps = _const(walk, node, 4, "steps")
+    if len(node.input) == 1:  # Slice before opset 10: its bounds are attributes
+        attrs = _attrs(node)
+        starts, ends, axes, steps = attrs["starts"], attrs["ends"], attrs.get("axes"), None
+    else:
+        starts, ends = _const(walk, node, 1, "starts"), _const(walk, node, 2, "ends")
+        axes = _const(walk, node, 3, "axes")
+        steps = _const(walk, node, 4, "steps")
     axes = list(range(len(starts))) if axes is None else [int(a) % len(shape) for a in axes]
     steps = [1] * len(starts) if steps is None else [int(s) for s in steps]
     result = value
