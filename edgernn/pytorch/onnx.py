@@ -13,7 +13,8 @@ the file is read in two kinds of tensors:
   step) and the chain of Keras layers that computes it from the input.
 
 Walking the data path in graph order turns Transposes and Reshapes into role changes, MatMul(+Add) and
-Gemm into Dense, activation nodes into Keras activations, the RNN nodes into Keras LSTM/GRU/SimpleRNN with
+Gemm into Dense, element-wise nodes into Keras activations (a chain of activation nodes as it is; anything
+else written out, such as GELU before opset 20, recognised by its values), the RNN nodes into Keras LSTM/GRU/SimpleRNN with
 their exact weights (:mod:`edgernn.keras.interop`), and taking the last step (a Gather or Slice on time, or
 the RNN's Y_h output) into ``return_sequences=False`` on the last recurrent layer: the per-step layers
 between them act on each step alone, so they commute with it.
@@ -41,9 +42,9 @@ UNROLLED_HINT = ("export the nn.LSTM/GRU/RNN module itself, or pass the module t
 INT64_MAX = np.iinfo(np.int64).max
 PASS_THROUGH = {"Identity", "Dropout"}
 SIMPLE_ACTIVATIONS = {"Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid"}
-SUPPORTED_OPS = sorted({*RNN_OPS, *PASS_THROUGH, *SIMPLE_ACTIVATIONS, "LeakyRelu", "Elu", "Gelu", "Softmax",
-                        "Clip", "Mul", "MatMul", "Add", "Gemm", "Transpose", "Squeeze", "Reshape", "Gather",
-                        "Slice", "Concat"})
+ELEMENTWISE_OPS = {*SIMPLE_ACTIVATIONS, "LeakyRelu", "Elu", "Gelu", "Clip", "Erf", "Add", "Sub", "Mul", "Div", "Pow"}
+SUPPORTED_OPS = sorted({*RNN_OPS, *PASS_THROUGH, *ELEMENTWISE_OPS, "Softmax", "MatMul", "Gemm", "Transpose",
+                        "Squeeze", "Reshape", "Gather", "Slice", "Concat"})
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -93,6 +94,21 @@ class Stack:
 
     items: tuple[Data, ...]
     axis: int
+
+
+@dataclass(frozen=True)
+class Expr:
+    """An element-wise function of one data tensor, built node by node: GELU as older opsets write it (Div, Erf,
+    Add, Mul, Mul), SiLU as x * Sigmoid(x). Whatever reads it next sees it as Keras activations
+    (:func:`_materialized`).
+
+    ``tree``: ``("x",)`` the base, ``("c", value)`` a scalar, ``("act", Act, child)``, ``("Erf", child)`` or
+    ``(op, left, right)`` for Add, Sub, Mul, Div and Pow.
+    """
+
+    base: Data
+    tree: tuple
+    node: Any  # its first node, for messages
 
 
 @dataclass(frozen=True)
@@ -300,6 +316,8 @@ def _walk(graph: Any, consts: dict[str, np.ndarray], x_name: str, in_roles: tupl
         out = out.items[0]
     if isinstance(out, Refused):
         raise EdgeRNNError(out.reason)
+    if isinstance(out, Expr):
+        out = _materialized(walk, out)
     return walk, out
 
 
@@ -314,13 +332,17 @@ def _visit(walk: Walk, node: Any) -> None:
     for name in data_in:
         if isinstance(walk.data[name], Refused):
             raise EdgeRNNError(walk.data[name].reason)
+    handler = HANDLERS.get(node.op_type)
+    if handler is None and node.op_type != "Shape":
+        hint = "" if walk.has_rnn else f"; with no LSTM/GRU/RNN node, is the cell unrolled? {UNROLLED_HINT}"
+        raise _refuse(walk, node, f"is not supported on the data path (edgernn maps {', '.join(SUPPORTED_OPS)}){hint}")
+    if node.op_type not in ELEMENTWISE_OPS:
+        for name in data_in:
+            if isinstance(walk.data[name], Expr):
+                walk.data[name] = _materialized(walk, walk.data[name])
     if node.op_type == "Shape":
         _shape_of_data(walk, node)
         return
-    handler = HANDLERS.get(node.op_type)
-    if handler is None:
-        hint = "" if walk.has_rnn else f"; with no LSTM/GRU/RNN node, is the cell unrolled? {UNROLLED_HINT}"
-        raise _refuse(walk, node, f"is not supported on the data path (edgernn maps {', '.join(SUPPORTED_OPS)}){hint}")
     handler(walk, node)
 
 
@@ -415,26 +437,26 @@ def _pass(walk: Walk, node: Any) -> None:
     _set(walk, node, _data(walk, node, 0))
 
 
-def _activation(walk: Walk, node: Any) -> None:
+def _softmax(walk: Walk, node: Any) -> None:
     value = _vector(walk, node, _data(walk, node, 0))
     _features_last(walk, node, value)
+    axis = _attrs(node).get("axis", -1 if walk.opset >= 13 else 1)
+    if axis not in (-1, len(value.roles) - 1):
+        raise _refuse(walk, node, f"normalizes along axis {axis}, not the features")
+    _set(walk, node, Data(value.roles, value.features, value.plan + (Act("softmax", node=node.name),)))
+
+
+def _unary_act(walk: Walk, node: Any) -> Act:
     attrs = _attrs(node)
     if node.op_type in SIMPLE_ACTIVATIONS:
-        act = Act(SIMPLE_ACTIVATIONS[node.op_type], node=node.name)
-    elif node.op_type == "LeakyRelu":
-        act = Act("leaky_relu", float(attrs.get("alpha", 0.01)), node.name)
-    elif node.op_type == "Elu":
-        act = Act("elu", float(attrs.get("alpha", 1.0)), node.name)
-    elif node.op_type == "Gelu":
-        act = Act("gelu_tanh" if attrs.get("approximate", "none") == "tanh" else "gelu", node=node.name)
-    elif node.op_type == "Softmax":
-        axis = attrs.get("axis", -1 if walk.opset >= 13 else 1)
-        if axis not in (-1, len(value.roles) - 1):
-            raise _refuse(walk, node, f"normalizes along axis {axis}, not the features")
-        act = Act("softmax", node=node.name)
-    else:  # Clip
-        act = _clip(walk, node, attrs)
-    _set(walk, node, Data(value.roles, value.features, value.plan + (act,)))
+        return Act(SIMPLE_ACTIVATIONS[node.op_type], node=node.name)
+    if node.op_type == "LeakyRelu":
+        return Act("leaky_relu", float(attrs.get("alpha", 0.01)), node.name)
+    if node.op_type == "Elu":
+        return Act("elu", float(attrs.get("alpha", 1.0)), node.name)
+    if node.op_type == "Gelu":
+        return Act("gelu_tanh" if attrs.get("approximate", "none") == "tanh" else "gelu", node=node.name)
+    return _clip(walk, node, attrs)
 
 
 def _clip(walk: Walk, node: Any, attrs: dict[str, Any]) -> Act:
@@ -447,17 +469,138 @@ def _clip(walk: Walk, node: Any, attrs: dict[str, Any]) -> Act:
     return Act("relu_max", float(high), node.name)
 
 
-def _mul(walk: Walk, node: Any) -> None:
-    """x * sigmoid(x): SiLU, as both exporters write it."""
-    a, b = node.input[0], node.input[1]
-    for x, s in ((a, b), (b, a)):
-        gate = walk.producer.get(s)
-        if gate is not None and gate.op_type == "Sigmoid" and gate.input[0] == x and x in walk.data:
-            value = _vector(walk, node, walk.data[x])
-            _features_last(walk, node, value)
-            _set(walk, node, Data(value.roles, value.features, value.plan + (Act("silu", node=node.name),)))
-            return
-    raise _refuse(walk, node, "is not x * sigmoid(x) (SiLU), the only product edgernn maps")
+def _elementwise(walk: Walk, node: Any) -> None:
+    """An element-wise node on the data: one more step of an :class:`Expr`, or a Linear layer's bias."""
+    if node.op_type == "Add" and _fused_bias(walk, node):
+        return
+    arity = 2 if node.op_type in BINARY_OPS else 1
+    names = list(node.input[:arity])
+    bases = []
+    for name in names:
+        value = walk.data.get(name)
+        if isinstance(value, (Stack, Refused)):
+            _vector(walk, node, value)
+        if value is not None:
+            bases.append(value.base if isinstance(value, Expr) else value)
+    if not bases:
+        raise _refuse(walk, node, "takes the data as a bound, not as its operand")
+    base = bases[0]
+    if any(b is not base for b in bases):
+        raise _refuse(walk, node, "combines two different tensors of the data; edgernn maps element-wise "
+                                  "functions of one tensor (activations) only")
+    _features_last(walk, node, base)
+    trees = [_operand(walk, node, name) for name in names]
+    if node.op_type in BINARY_OPS:
+        tree = (node.op_type, *trees)
+    elif node.op_type == "Erf":
+        tree = ("Erf", trees[0])
+    else:
+        tree = ("act", _unary_act(walk, node), trees[0])
+    first = next((walk.data[n].node for n in names if isinstance(walk.data.get(n), Expr)), node)
+    _set(walk, node, Expr(base, tree, first))
+
+
+def _operand(walk: Walk, node: Any, name: str) -> tuple:
+    value = walk.data.get(name)
+    if isinstance(value, Expr):
+        return value.tree
+    if value is not None:
+        return ("x",)
+    const = walk.consts[name]
+    if const.size != 1:
+        raise _refuse(walk, node, f"applies a constant of shape {list(const.shape)} element-wise; edgernn maps "
+                                  "scalars there (and a MatMul's bias)")
+    return ("c", float(const.reshape(-1)[0]))
+
+
+def _fused_bias(walk: Walk, node: Any) -> bool:
+    """MatMul + Add: the bias of the Dense layer the MatMul began."""
+    index = 0 if node.input[0] in walk.data else 1
+    value = walk.data[node.input[index]]
+    other = node.input[1 - index]
+    if not isinstance(value, Data) or other in walk.data:
+        return False
+    last = value.plan[-1] if value.plan else None
+    bias = walk.consts[other]
+    if not isinstance(last, Dense) or last.bias is not None or value.roles[-1] != "F":
+        return False
+    if bias.ndim and (bias.shape[-1] not in (1, value.features) or bias.size != bias.shape[-1]):
+        return False
+    dense = Dense(last.kernel, np.broadcast_to(bias.reshape(-1), (value.features,)).astype(np.float32), last.node)
+    _set(walk, node, Data(value.roles, value.features, value.plan[:-1] + (dense,)))
+    return True
+
+
+def _materialized(walk: Walk, expr: Expr) -> Data:
+    """The Keras activations computing ``expr``: its chain of activation nodes, each part that is not one
+    recognised by its values (GELU, tanh-GELU, SiLU written out)."""
+    acts = _acts(expr.tree)
+    if acts is None:
+        raise _refuse(walk, expr.node, "begins an element-wise function of the data that is not an activation "
+                                       f"edgernn maps (it recognises {', '.join(WRITTEN_OUT)} written out)")
+    base = expr.base
+    return Data(base.roles, base.features, base.plan + tuple(acts))
+
+
+def _acts(tree: tuple) -> list[Act] | None:
+    if tree == ("x",):
+        return []
+    if tree[0] == "act":
+        inner = _acts(tree[2])
+        return None if inner is None else inner + [tree[1]]
+    grid = np.linspace(-10.0, 10.0, 4001)
+    with np.errstate(all="ignore"):
+        values = _evaluate_tree(tree, grid)
+    for kind, function in WRITTEN_OUT.items():
+        if np.allclose(values, function(grid), rtol=1e-5, atol=1e-6):
+            return [Act(kind)]
+    return None
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    import math
+
+    return np.vectorize(math.erf)(x)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _gelu_tanh_values(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+WRITTEN_OUT: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "gelu": lambda x: 0.5 * x * (1.0 + _erf(x / np.sqrt(2.0))),
+    "gelu_tanh": _gelu_tanh_values,
+    "silu": lambda x: x * _sigmoid(x),
+}
+ACT_VALUES: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
+    "relu": lambda x, v: np.maximum(x, 0.0),
+    "tanh": lambda x, v: np.tanh(x),
+    "sigmoid": lambda x, v: _sigmoid(x),
+    "leaky_relu": lambda x, v: np.where(x >= 0, x, v * x),
+    "elu": lambda x, v: np.where(x >= 0, x, v * (np.exp(x) - 1.0)),
+    "relu_max": lambda x, v: np.clip(x, 0.0, v),
+    **{kind: (lambda f: lambda x, v: f(x))(f) for kind, f in WRITTEN_OUT.items()},
+}
+BINARY_VALUES: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Pow": np.power,
+}
+BINARY_OPS = set(BINARY_VALUES)
+
+
+def _evaluate_tree(tree: tuple, x: np.ndarray) -> np.ndarray:
+    if tree[0] == "x":
+        return x
+    if tree[0] == "c":
+        return np.full_like(x, tree[1])
+    if tree[0] == "act":
+        return ACT_VALUES[tree[1].kind](_evaluate_tree(tree[2], x), tree[1].value)
+    if tree[0] == "Erf":
+        return _erf(_evaluate_tree(tree[1], x))
+    return BINARY_VALUES[tree[0]](_evaluate_tree(tree[1], x), _evaluate_tree(tree[2], x))
 
 
 def _matmul(walk: Walk, node: Any) -> None:
@@ -468,20 +611,6 @@ def _matmul(walk: Walk, node: Any) -> None:
     _features_last(walk, node, value)
     dense = Dense(kernel.astype(np.float32), None, node.name)
     _set(walk, node, Data(value.roles, kernel.shape[1], value.plan + (dense,)))
-
-
-def _add(walk: Walk, node: Any) -> None:
-    index = 0 if node.input[0] in walk.data else 1
-    value = _vector(walk, node, walk.data[node.input[index]])
-    bias = _const(walk, node, 1 - index, "bias")
-    last = value.plan[-1] if value.plan else None
-    if not isinstance(last, Dense) or last.bias is not None:
-        raise _refuse(walk, node, "adds to something other than a MatMul's product; edgernn maps MatMul + Add "
-                                  "(a Linear layer) only")
-    if bias.size != value.features or any(d != 1 for d in bias.shape[:-1]) or bias.shape[-1] != value.features:
-        raise _refuse(walk, node, f"adds a constant of shape {list(bias.shape)}, not a bias of {value.features}")
-    dense = Dense(last.kernel, bias.reshape(-1).astype(np.float32), last.node)
-    _set(walk, node, Data(value.roles, value.features, value.plan[:-1] + (dense,)))
 
 
 def _gemm(walk: Walk, node: Any) -> None:
@@ -717,8 +846,8 @@ def _recurrent_spec(walk: Walk, node: Any, attrs: dict[str, Any], features: int)
 
 HANDLERS: dict[str, Callable[[Walk, Any], None]] = {
     **{op: _pass for op in PASS_THROUGH},
-    **{op: _activation for op in (*SIMPLE_ACTIVATIONS, "LeakyRelu", "Elu", "Gelu", "Softmax", "Clip")},
-    "Mul": _mul, "MatMul": _matmul, "Add": _add, "Gemm": _gemm, "Transpose": _transpose, "Squeeze": _squeeze,
+    **{op: _elementwise for op in ELEMENTWISE_OPS},
+    "Softmax": _softmax, "MatMul": _matmul, "Gemm": _gemm, "Transpose": _transpose, "Squeeze": _squeeze,
     "Reshape": _reshape, "Gather": _gather, "Slice": _slice, "Concat": _concat,
     **{op: _recurrent for op in RNN_OPS},
 }

@@ -99,7 +99,8 @@ DYNAMO_UNROLLS = {"rnn_tanh", "rnn_relu", "rnn_2_layers_last"}
 EXPORTERS = ["torchscript", "dynamo"]
 
 
-def export(module: Any, path: Path, exporter: str, steps: int = T, dynamic: bool = False) -> Path:
+def export(module: Any, path: Path, exporter: str, steps: int = T, dynamic: bool = False,
+           opset: int | None = None) -> Path:
     """``module`` (eval) to ``path`` as torch.onnx.export writes it for a (1, steps, F) input."""
     module.eval()
     x = torch.randn(1, steps, F) if module.batch_first else torch.randn(steps, 1, F)
@@ -112,7 +113,7 @@ def export(module: Any, path: Path, exporter: str, steps: int = T, dynamic: bool
             else:
                 axes = {"x": {0: "batch", 1: "steps"} if module.batch_first else {0: "steps", 1: "batch"}}
                 torch.onnx.export(module, (x,), str(path), dynamo=False, input_names=["x"],
-                                  dynamic_axes=axes if dynamic else None)
+                                  dynamic_axes=axes if dynamic else None, opset_version=opset)
         finally:
             logging.disable(logging.NOTSET)
     return path
@@ -162,6 +163,20 @@ def test_the_keras_model_computes_what_torch_and_the_file_compute(case, exporter
     assert relative(got, expected) <= TOLERANCE
     assert relative(reference, expected) <= TOLERANCE
     assert relative(got, reference) <= TOLERANCE
+
+
+@pytest.mark.parametrize("opset", [9, 14])
+@pytest.mark.parametrize("case", ["gelu_silu", "gelu_tanh", "relu6_softmax", "stacked_time_major", "gru_slice_last"])
+def test_older_opsets_of_the_torchscript_exporter(case, opset, tmp_path):
+    """Before opset 20 GELU is written out (Div, Erf, Add, Mul, Mul; the tanh form in 9 nodes), Unsqueeze, Squeeze
+    and Clip (and Slice before 10) take attributes where later opsets take inputs."""
+    torch.manual_seed(0)
+    module = CASES[case]()
+    source = load_onnx(export(module, tmp_path / f"{case}.onnx", "torchscript", opset=opset))
+    x = sequences()
+    expected = torch_output(module, x)
+    assert relative(keras_output(source, x), expected) <= TOLERANCE
+    assert relative(source.reference(x), expected) <= TOLERANCE
 
 
 @pytest.mark.parametrize("case", ["lstm", "gru_3_layers_h_n", "stacked_time_major"])
@@ -335,6 +350,17 @@ class Abs(torch.nn.Module):
         return torch.abs(x)
 
 
+class Squared(torch.nn.Module):
+    def forward(self, x):
+        return x * x
+
+
+class Residual(Net):
+    def forward(self, x):
+        y = self.pre(x)
+        return self.rnn(y)[0] + y
+
+
 class FirstStep(Net):
     def forward(self, x):
         return self.rnn(x)[0][:, 0, :]
@@ -372,6 +398,9 @@ REFUSALS: dict[str, tuple] = {
     "unsupported_op": (lambda: Net(lstm(), pre=linear(Abs())), "torchscript", None, ["(Abs)", "not supported"]),
     "unsupported_op_after_a_time_major_rnn": (lambda: Net(gru(features=F, batch_first=False), post=[Abs()]),
                                               "dynamo", None, ["(Abs)", "not supported"]),
+    "unknown_elementwise_function": (lambda: Net(lstm(), pre=linear(Squared())), "torchscript", None,
+                                     ["(Mul)", "element-wise function", "not an activation"]),
+    "residual": (lambda: Residual(lstm(), pre=linear()), "dynamo", None, ["(Add)", "two different tensors"]),
     "cell_state_output": (CellState, "dynamo", None, ["LSTM", "cell state"]),
     "first_step": (lambda: FirstStep(lstm(features=F)), "torchscript", None, ["(Gather)", "step 0"]),
     "all_layers_states": (lambda: Net(gru(features=F, num_layers=2), take="h_n"), "torchscript", None,
