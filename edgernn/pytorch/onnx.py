@@ -13,11 +13,11 @@ the file is read in two kinds of tensors:
   step) and the chain of Keras layers that computes it from the input.
 
 Walking the data path in graph order turns Transposes and Reshapes into role changes, MatMul(+Add) and
-Gemm into Dense, element-wise nodes into Keras activations (a chain of activation nodes as it is; anything
-else written out, such as GELU before opset 20, recognised by its values), the RNN nodes into Keras LSTM/GRU/SimpleRNN with
-their exact weights (:mod:`edgernn.keras.interop`), and taking the last step (a Gather or Slice on time, or
-the RNN's Y_h output) into ``return_sequences=False`` on the last recurrent layer: the per-step layers
-between them act on each step alone, so they commute with it.
+Gemm into Dense, element-wise nodes into Keras activations (a chain of activation nodes as it is; a function
+written out, such as GELU before opset 20, recognised by its values), the RNN nodes into Keras
+LSTM/GRU/SimpleRNN with their exact weights (:mod:`edgernn.keras.interop`), and taking the last step (a
+Gather or Slice on time, or the RNN's Y_h output) into ``return_sequences=False`` on the last recurrent
+layer: the per-step layers between them act on each step alone, so they commute with it.
 
 Whatever cannot be mapped exactly is refused in one line naming the node.
 """
