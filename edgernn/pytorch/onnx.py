@@ -131,7 +131,6 @@ class Walk:
     steps: int  # the probe's
     consts: dict[str, np.ndarray]
     data: dict[str, Any] = field(default_factory=dict)
-    producer: dict[str, Any] = field(default_factory=dict)
     has_rnn: bool = False
 
     def shape(self, value: Data) -> list[int]:
@@ -298,8 +297,6 @@ def _walk(graph: Any, consts: dict[str, np.ndarray], x_name: str, in_roles: tupl
         raise EdgeRNNError(f"{file}: the input's feature dimension is not fixed")
     walk.data[x_name] = Data(roles=in_roles, features=dims[2])
     for progress, node in enumerate(_live_nodes(graph), 1):
-        for out in node.output:
-            walk.producer[out] = node
         try:
             _visit(walk, node)
         except EdgeRNNError as err:

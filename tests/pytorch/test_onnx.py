@@ -179,6 +179,35 @@ def test_older_opsets_of_the_torchscript_exporter(case, opset, tmp_path):
     assert relative(source.reference(x), expected) <= TOLERANCE
 
 
+EXPORT_OPTIONS = {
+    "no_constant_folding": dict(dynamo=False, do_constant_folding=False),  # W, R, B computed by Slice/Concat
+    "initializers_as_inputs": dict(dynamo=False, keep_initializers_as_inputs=True),
+    "dynamo_unoptimized": dict(dynamo=True, optimize=False),
+    "dynamo_one_file": dict(dynamo=True, external_data=False),
+}
+
+
+@pytest.mark.parametrize("options", list(EXPORT_OPTIONS))
+@pytest.mark.parametrize("case", ["gru_3_layers_h_n", "stacked_time_major"])
+def test_export_options(case, options, tmp_path):
+    torch.manual_seed(0)
+    module = CASES[case]().eval()
+    x = torch.randn(1, T, F) if module.batch_first else torch.randn(T, 1, F)
+    path = tmp_path / "options.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logging.disable(logging.WARNING)
+        try:
+            torch.onnx.export(module, (x,), str(path), **EXPORT_OPTIONS[options])
+        finally:
+            logging.disable(logging.NOTSET)
+    source = load_onnx(path)
+    x = sequences()
+    expected = torch_output(module, x)
+    assert relative(keras_output(source, x), expected) <= TOLERANCE
+    assert relative(source.reference(x), expected) <= TOLERANCE
+
+
 @pytest.mark.parametrize("case", ["lstm", "gru_3_layers_h_n", "stacked_time_major"])
 def test_a_file_with_free_batch_and_steps_runs_at_any_length(case, tmp_path):
     torch.manual_seed(0)
