@@ -43,7 +43,7 @@ INT64_MAX = np.iinfo(np.int64).max
 PASS_THROUGH = {"Identity", "Dropout"}
 SIMPLE_ACTIVATIONS = {"Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid"}
 ELEMENTWISE_OPS = {*SIMPLE_ACTIVATIONS, "LeakyRelu", "Elu", "Gelu", "Clip", "Erf", "Add", "Sub", "Mul", "Div", "Pow"}
-SUPPORTED_OPS = sorted({*RNN_OPS, *PASS_THROUGH, *ELEMENTWISE_OPS, "Softmax", "MatMul", "Gemm", "Transpose",
+SUPPORTED_OPS = sorted({*RNN_OPS, *PASS_THROUGH, *ELEMENTWISE_OPS, "Cast", "Softmax", "MatMul", "Gemm", "Transpose",
                         "Squeeze", "Reshape", "Gather", "Slice", "Concat"})
 
 
@@ -432,6 +432,16 @@ def _pass(walk: Walk, node: Any) -> None:
         if training is not None and bool(np.ravel(training)[0]):
             raise _refuse(walk, node, "drops at random (training_mode is true); export the module in eval mode")
     _set(walk, node, _data(walk, node, 0))
+
+
+def _cast(walk: Walk, node: Any) -> None:
+    """A cast of float data to float (``x.float()``) changes nothing; any other changes the values."""
+    from onnx import TensorProto
+
+    to = int(_attrs(node)["to"])
+    if to != TensorProto.FLOAT:
+        raise _refuse(walk, node, f"casts the data to {TensorProto.DataType.Name(to)}; edgernn streams float32 data")
+    _pass(walk, node)
 
 
 def _softmax(walk: Walk, node: Any) -> None:
@@ -844,7 +854,7 @@ def _recurrent_spec(walk: Walk, node: Any, attrs: dict[str, Any], features: int)
 HANDLERS: dict[str, Callable[[Walk, Any], None]] = {
     **{op: _pass for op in PASS_THROUGH},
     **{op: _elementwise for op in ELEMENTWISE_OPS},
-    "Softmax": _softmax, "MatMul": _matmul, "Gemm": _gemm, "Transpose": _transpose, "Squeeze": _squeeze,
+    "Cast": _cast, "Softmax": _softmax, "MatMul": _matmul, "Gemm": _gemm, "Transpose": _transpose, "Squeeze": _squeeze,
     "Reshape": _reshape, "Gather": _gather, "Slice": _slice, "Concat": _concat,
     **{op: _recurrent for op in RNN_OPS},
 }

@@ -37,7 +37,7 @@ class Net(torch.nn.Module):
         self.batch_first = rnn.batch_first
 
     def forward(self, x: Any) -> Any:
-        out, state = self.rnn(self.pre(x))
+        out, state = self.rnn(self.pre(x.float()))  # a Cast to float the file keeps (torchscript) or not
         h_n = state[0] if isinstance(state, tuple) else state
         if self.take == "last":
             out = out[:, -1, :] if self.batch_first else out[-1]
@@ -379,6 +379,11 @@ class Abs(torch.nn.Module):
         return torch.abs(x)
 
 
+class Half(torch.nn.Module):
+    def forward(self, x):
+        return x.half().float()
+
+
 class Squared(torch.nn.Module):
     def forward(self, x):
         return x * x
@@ -429,6 +434,7 @@ REFUSALS: dict[str, tuple] = {
                                               "dynamo", None, ["(Abs)", "not supported"]),
     "unknown_elementwise_function": (lambda: Net(lstm(), pre=linear(Squared())), "torchscript", None,
                                      ["(Mul)", "element-wise function", "not an activation"]),
+    "cast_to_half": (lambda: Net(lstm(), pre=linear(Half())), "torchscript", None, ["(Cast)", "FLOAT16"]),
     "residual": (lambda: Residual(lstm(), pre=linear()), "dynamo", None, ["(Add)", "two different tensors"]),
     "cell_state_output": (CellState, "dynamo", None, ["LSTM", "cell state"]),
     "first_step": (lambda: FirstStep(lstm(features=F)), "torchscript", None, ["(Gather)", "step 0"]),
