@@ -43,7 +43,7 @@ INT64_MAX = np.iinfo(np.int64).max
 PASS_THROUGH = {"Identity", "Dropout"}
 SIMPLE_ACTIVATIONS = {"Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid"}
 ELEMENTWISE_OPS = {*SIMPLE_ACTIVATIONS, "LeakyRelu", "Elu", "Gelu", "Clip", "Erf", "Add", "Sub", "Mul", "Div", "Pow"}
-SUPPORTED_OPS = sorted({*RNN_OPS, *PASS_THROUGH, *ELEMENTWISE_OPS, "Cast", "Softmax", "MatMul", "Gemm", "Transpose",
+SUPPORTED_OPS = sorted({*RNN_OPS, *PASS_THROUGH, *ELEMENTWISE_OPS, "Shape", "Cast", "Softmax", "MatMul", "Gemm", "Transpose",
                         "Squeeze", "Reshape", "Gather", "Slice", "Concat"})
 
 
@@ -330,16 +330,13 @@ def _visit(walk: Walk, node: Any) -> None:
         if isinstance(walk.data[name], Refused):
             raise EdgeRNNError(walk.data[name].reason)
     handler = HANDLERS.get(node.op_type)
-    if handler is None and node.op_type != "Shape":
+    if handler is None:
         hint = "" if walk.has_rnn else f"; with no LSTM/GRU/RNN node, is the cell unrolled? {UNROLLED_HINT}"
         raise _refuse(walk, node, f"is not supported on the data path (edgernn maps {', '.join(SUPPORTED_OPS)}){hint}")
     if node.op_type not in ELEMENTWISE_OPS:
         for name in data_in:
             if isinstance(walk.data[name], Expr):
                 walk.data[name] = _materialized(walk, walk.data[name])
-    if node.op_type == "Shape":
-        _shape_of_data(walk, node)
-        return
     handler(walk, node)
 
 
@@ -369,7 +366,8 @@ def _evaluate(node: Any, feeds: dict[str, np.ndarray], opset: int) -> list[Any]:
 
 
 def _shape_of_data(walk: Walk, node: Any) -> None:
-    value = _data(walk, node, 0)
+    """The shape of a data tensor at the probe's: a constant, as the exporters' plumbing expects."""
+    value = _vector(walk, node, _data(walk, node, 0))
     shape = np.array(walk.shape(value), np.int64)
     attrs = _attrs(node)
     start, end = attrs.get("start", 0), attrs.get("end", len(shape))
@@ -854,7 +852,7 @@ def _recurrent_spec(walk: Walk, node: Any, attrs: dict[str, Any], features: int)
 HANDLERS: dict[str, Callable[[Walk, Any], None]] = {
     **{op: _pass for op in PASS_THROUGH},
     **{op: _elementwise for op in ELEMENTWISE_OPS},
-    "Cast": _cast, "Softmax": _softmax, "MatMul": _matmul, "Gemm": _gemm, "Transpose": _transpose, "Squeeze": _squeeze,
+    "Shape": _shape_of_data, "Cast": _cast, "Softmax": _softmax, "MatMul": _matmul, "Gemm": _gemm, "Transpose": _transpose, "Squeeze": _squeeze,
     "Reshape": _reshape, "Gather": _gather, "Slice": _slice, "Concat": _concat,
     **{op: _recurrent for op in RNN_OPS},
 }
