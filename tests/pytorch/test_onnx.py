@@ -443,6 +443,15 @@ REFUSALS: dict[str, tuple] = {
     "two_outputs": (lambda: TwoOutputs(gru(features=F)), "torchscript", None, ["2 outputs"]),
 }
 
+# The op type of the node each refusal names (the others are about the graph's inputs or outputs).
+NAMED_NODE = {
+    "bidirectional": "LSTM", "reverse": "GRU", "non_zero_state": "LSTM", "sequence_lens": "LSTM",
+    "peepholes": "LSTM", "clip": "LSTM", "input_forget": "LSTM", "lstm_activations": "LSTM", "rnn_activation": "RNN",
+    "unrolled_cell_torchscript": "Gemm", "unrolled_cell_dynamo": "Gemm", "rnn_unrolled_by_dynamo": "MatMul",
+    "unsupported_op": "Abs", "unsupported_op_after_a_time_major_rnn": "Abs", "unknown_elementwise_function": "Mul",
+    "cast_to_half": "Cast", "residual": "Add", "cell_state_output": "LSTM", "first_step": "Gather",
+}
+
 
 def refusal(call: Callable[[], Any]) -> str:
     with pytest.raises(EdgeRNNError) as err:
@@ -463,6 +472,10 @@ def test_refusals_are_one_line_naming_the_node_and_the_reason(case, tmp_path):
     assert message.startswith(f"{path.name}: ")
     for words in says:
         assert words in message, (words, message)
+    if case in NAMED_NODE:
+        op = NAMED_NODE[case]
+        labels = [f"node '{n.name}' ({op})" for n in onnx.load(str(path)).graph.node if n.op_type == op]
+        assert any(label in message for label in labels), (labels, message)
 
 
 def test_a_loop_node_is_refused_as_unrolled(tmp_path):
