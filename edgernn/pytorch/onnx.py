@@ -129,6 +129,7 @@ class Walk:
     file: str
     opset: int
     steps: int  # the probe's
+    steps_fixed: bool  # by the file: then step steps - 1 is the last one too, else only step -1 is
     consts: dict[str, np.ndarray]
     data: dict[str, Any] = field(default_factory=dict)
     has_rnn: bool = False
@@ -291,7 +292,8 @@ def _live_nodes(graph: Any) -> list[Any]:
 def _walk(graph: Any, consts: dict[str, np.ndarray], x_name: str, in_roles: tuple[str, ...], dims: list[int],
           file: str, opset: int) -> tuple[Walk, Data]:
     steps = dims[in_roles.index("T")] or PROBE_STEPS
-    walk = Walk(file=file, opset=opset, steps=steps, consts=dict(consts))
+    walk = Walk(file=file, opset=opset, steps=steps, steps_fixed=bool(dims[in_roles.index("T")]),
+                consts=dict(consts))
     walk.has_rnn = any(n.op_type in RNN_OPS for n in graph.node)
     if not dims[2]:
         raise EdgeRNNError(f"{file}: the input's feature dimension is not fixed")
@@ -697,7 +699,7 @@ def _pick(walk: Walk, node: Any, value: Any, axis: int, index: int, keep: bool) 
         return Data(roles, item.features, item.plan)
     role = value.roles[axis]
     if role == "T":
-        if index not in (-1, walk.steps - 1):
+        if index != -1 and not (walk.steps_fixed and index == walk.steps - 1):
             hint = "" if walk.has_rnn else f" (an unrolled cell? {UNROLLED_HINT})"
             raise _refuse(walk, node, f"takes step {index} of {walk.steps}; edgernn streams models that take the "
                                       f"last step only{hint}")
@@ -747,7 +749,7 @@ def _slice(walk: Walk, node: Any) -> None:
         if step != 1 or stop - first != 1 or first != size - 1:
             raise _refuse(walk, node, f"slices [{start}:{end}:{step}] of an axis of {size}; edgernn follows "
                                       "slices that take the last entry only")
-        result = _pick(walk, node, result, axis, -1, keep=True)
+        result = _pick(walk, node, result, axis, int(start) if start < 0 else first, keep=True)
     _set(walk, node, result)
 
 

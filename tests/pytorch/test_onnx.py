@@ -208,7 +208,8 @@ def test_export_options(case, options, tmp_path):
     assert relative(source.reference(x), expected) <= TOLERANCE
 
 
-@pytest.mark.parametrize("case", ["lstm", "gru_3_layers_h_n", "stacked_time_major"])
+@pytest.mark.parametrize("case", ["lstm", "gru_3_layers_h_n", "stacked_time_major", "gru_slice_last",
+                                  "lstm_2_layers_last"])
 def test_a_file_with_free_batch_and_steps_runs_at_any_length(case, tmp_path):
     torch.manual_seed(0)
     module = CASES[case]()
@@ -476,6 +477,19 @@ def test_refusals_are_one_line_naming_the_node_and_the_reason(case, tmp_path):
         op = NAMED_NODE[case]
         labels = [f"node '{n.name}' ({op})" for n in onnx.load(str(path)).graph.node if n.op_type == op]
         assert any(label in message for label in labels), (labels, message)
+
+
+class FifthStep(Net):
+    def forward(self, x):
+        return self.rnn(x)[0][:, 4, :]
+
+
+def test_a_fixed_step_of_a_file_of_free_length_is_not_taken_for_the_last(tmp_path):
+    """Step 4 is the last of the probe's 5 steps, but of no other length."""
+    torch.manual_seed(0)
+    path = export(FifthStep(lstm(features=F)), tmp_path / "fifth.onnx", "torchscript", steps=5, dynamic=True)
+    message = refusal(lambda: load_onnx(path))
+    assert "(Gather) takes step 4" in message
 
 
 def test_a_loop_node_is_refused_as_unrolled(tmp_path):
