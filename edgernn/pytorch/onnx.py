@@ -945,15 +945,19 @@ def _reference(model: Any, input_name: str, in_roles: tuple[str, ...], dims: lis
         if steps and x.shape[1] != steps:
             raise EdgeRNNError(f"{file} was exported for {steps} steps; it computes only {steps}-step sequences, "
                                f"not {x.shape[1]}")
-        if not runner:
-            runner.append(_runner(data, input_name))
-        if not batch:
-            return _keras_layout(runner[0](_onnx_layout(x, in_roles)), out_roles)
-        # A fixed batch (1 unless the export was given more): the sequences go through that many at a time.
-        if len(x) % batch:
+        if batch and len(x) % batch:
             raise EdgeRNNError(f"{file} was exported for batches of {batch}; it computes only a multiple of {batch} "
                                f"sequences, not {len(x)}")
-        parts = [runner[0](_onnx_layout(x[i:i + batch], in_roles)) for i in range(0, len(x), batch)]
+        if not runner:
+            runner.append(_runner(data, input_name))
+        # A fixed batch (1 unless the export was given more): the sequences go through that many at a time.
+        size = batch or max(len(x), 1)
+        try:
+            parts = [runner[0](_onnx_layout(x[i:i + size], in_roles)) for i in range(0, len(x), size)]
+        except Exception as err:  # onnxruntime's or the evaluator's own, often pages long
+            first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+            raise EdgeRNNError(f"{file}: running the file on {list(x.shape)} failed ({type(err).__name__}: "
+                               f"{first[:300]})") from None
         return np.concatenate([_keras_layout(p, out_roles) for p in parts], axis=0)
 
     return reference
