@@ -209,6 +209,10 @@ def load_model(source: Any, *, unsafe: bool = False) -> LoadedModel:
         raise EdgeRNNError(f"{path} is a SavedModel without Keras layers (written by Keras 3 `model.export()` or "
                            "tf.saved_model.save), so its layers cannot be recovered; save the Keras model with "
                            "model.save('model.keras') instead")
+    if path.is_file() and path.suffix.lower() in (".pt", ".pth", ".ckpt"):
+        raise EdgeRNNError(f"{path}: a PyTorch {path.suffix} file holds weights (and Python code run to load them), not a "
+                           "graph edgernn can read; export it with torch.onnx.export, or pass the module to "
+                           "edgernn.convert in Python")
     if path.is_file() and path.suffix not in (".keras", ".h5", ".hdf5"):
         raise EdgeRNNError(f"{path}: unknown model format {path.suffix or '(no suffix)'}; use .keras, .h5, .onnx or a SavedModel folder")
     if not os.access(path, os.R_OK):

@@ -77,6 +77,8 @@ def models(tmp_path_factory):
     (root / "garbage.keras").write_bytes(b"PK\x03\x04 not really a zip")
     (root / "text.h5").write_text("not hdf5")
     (root / "model.onnx").write_bytes(b"\x08\x07")
+    (root / "garbage.onnx").write_bytes(b"not an ONNX protobuf")
+    (root / "model.pt").write_bytes(b"PK\x03\x04")
     (root / "empty_folder").mkdir()
     os.mkfifo(root / "fifo.keras")
     return root
@@ -91,7 +93,9 @@ MODEL_CASES = [
     ("k3_export", (), 2, ["model.export()", "model.save('model.keras')"]),
     ("garbage.keras", (), 2, ["corrupt"]),
     ("text.h5", (), 2, ["not a valid HDF5"]),
-    ("model.onnx", (), 2, ["unknown model format .onnx"]),
+    ("model.onnx", (), 2, ["model.onnx is not an ONNX model", "no graph"]),
+    ("garbage.onnx", (), 2, ["garbage.onnx is not an ONNX model"]),
+    ("model.pt", (), 2, ["PyTorch .pt file", "torch.onnx.export", "edgernn.convert"]),
     ("empty_folder", (), 2, ["not a SavedModel"]),
     ("fifo.keras", (), 2, ["not a regular file"]),
     ("nothing_here.keras", (), 2, ["does not exist"]),
