@@ -51,7 +51,8 @@ def _cfc():
     return CfC(FEATURES, AutoNCP(12, 2, seed=1), batch_first=True)
 
 
-MODELS = {"lstm2_module": LstmHead, "cfc_autoncp_module": _cfc, "linear_gru_onnx": LinearGru}
+MODELS = {"lstm2_module": LstmHead, "cfc_autoncp_module": _cfc, "linear_gru_onnx": LinearGru,
+          "cfc_autoncp_cell_onnx": _cfc}
 
 
 def _data(n: int, steps: int, seed: int) -> np.ndarray:
@@ -73,8 +74,13 @@ def test_torch_model_validates_on_qemu(tmp_path, name):
     if name.endswith("_onnx"):
         require_module("onnx")
         path = tmp_path / "model.onnx"
-        torch.onnx.export(module, (torch.from_numpy(calib[:1]),), str(path), dynamo=False,
-                          input_names=["x"], dynamic_axes={"x": {0: "batch", 1: "time"}})
+        if "cell" in name:   # an ncps model is exported as its cell: one step, (x_t, h, time span)
+            cell = module.rnn_cell
+            torch.onnx.export(cell, (torch.zeros(1, FEATURES), torch.zeros(1, cell.state_size), 1.0), str(path),
+                              dynamo=False)
+        else:
+            torch.onnx.export(module, (torch.from_numpy(calib[:1]),), str(path), dynamo=False,
+                              input_names=["x"], dynamic_axes={"x": {0: "batch", 1: "time"}})
         np.save(tmp_path / "calib.npy", calib)
         run = subprocess.run([sys.executable, "-m", "edgernn", "build", str(path), "--board", "qemu_riscv32",
                               "--quant", "int8", "--calib", str(tmp_path / "calib.npy"), "-o", str(out)],
