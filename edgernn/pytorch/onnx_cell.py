@@ -304,20 +304,13 @@ def keras_layer(step: Step, keras, *, return_sequences: bool = True, name: str =
 
 
 def fold(nodes: list, consts: dict[str, np.ndarray], data: set[str]) -> tuple[list, dict]:
-    """Evaluate with numpy every node whose inputs are all constants; the rest, in order, and the constants."""
-    consts = dict(consts)
-    rest = []
-    for node in nodes:
+    """Evaluate with numpy every node whose inputs are all constants; the rest, in order, and the constants.
+    Every node left must be one a cell may use."""
+    consts, rest = _fold_all(nodes, consts, data, {})
+    for node in rest:
         if node.op_type not in CELL_OPS:
             raise EdgeRNNError(f"node '{node.name}' ({node.op_type}) is outside what edgernn maps in a cell; it maps "
                                f"{', '.join(sorted(CELL_OPS - {'Constant', 'Identity', 'Dropout'}))}")
-        if all((not n) or n in consts for n in node.input) and not any(n in data for n in node.input):
-            outs = run_node(node, [consts[n] if n else None for n in node.input], NUMPY_OPS)
-            for name, value in zip(node.output, outs):
-                consts[name] = np.asarray(value)
-        else:
-            rest.append(node)
-            data.update(node.output)
     return rest, consts
 
 
