@@ -92,8 +92,12 @@ def from_torch(module: Any) -> Source:
     if not isinstance(module, torch.nn.Module):
         raise EdgeRNNError(f"expected a torch.nn.Module, got {type(module).__name__}")
     keras = tfenv.keras3()
-    module.eval()
-    chain, out = _trace(module, torch, keras)
+    was_training = module.training
+    module.eval()   # inference: dropout off (and put back as it was)
+    try:
+        chain, out = _trace(module, torch, keras)
+    finally:
+        module.train(was_training)
     model = _keras_model(keras, chain, out)
     output_time_major = out.kind == "seq" and out.time_major != bool(chain.input_time_major)
     return Source(model=model, kind="torch", name=type(module).__name__,
@@ -380,6 +384,9 @@ def _getitem(chain: _Chain, src: _Val, index: Any) -> _Val:
         return _Val("final_h" if index == 0 else "final_c", False, src.rnn, src.layers, True)
     if src.kind == "final" and not src.lstm:
         src = _Val("final_h", False, src.rnn, src.layers)
+    if src.kind == "final_h" and isinstance(index, tuple) and index and all(
+            i == slice(None) or i is Ellipsis for i in index[1:]):
+        index = index[0]   # h_n[-1, :, :]
     if src.kind == "final_h" and isinstance(index, int) and index in (-1, src.layers - 1):
         _mark_last(chain, src)
         return _Val("last", False, src.rnn)
@@ -457,8 +464,13 @@ def _reference(module: Any, torch, input_time_major: bool, output_time_major: bo
         x = torch.from_numpy(np.ascontiguousarray(sequences, np.float32))
         if input_time_major:
             x = x.transpose(0, 1)
-        with torch.no_grad():
-            y = module(x)
+        was_training = module.training
+        module.eval()
+        try:
+            with torch.no_grad():
+                y = module(x)
+        finally:
+            module.train(was_training)
         while isinstance(y, (tuple, list)):
             y = y[0]
         if output_time_major:

@@ -37,6 +37,8 @@ class Head(nn.Module):
         if self.take == "lstm h_n":
             (h_n, _) = h
             return self.fc(h_n[-1])
+        if self.take == "h_n[-1, :, :]":
+            return self.fc(h[-1, :, :])
         if self.take == "squeeze":
             return self.fc(h.squeeze(0))
         return self.fc(y)
@@ -99,6 +101,7 @@ def _cases():
         "lstm, h_n[-1]": Head(nn.LSTM(3, 8, batch_first=True), "lstm h_n"),
         "lstm 3 layers, h_n[-1]": Head(nn.LSTM(3, 4, num_layers=3, batch_first=True), "lstm h_n"),
         "gru 2 layers, h_n[-1]": Head(nn.GRU(3, 4, num_layers=2, batch_first=True), "h_n"),
+        "rnn 2 layers, h_n[-1, :, :]": Head(nn.RNN(3, 4, num_layers=2, batch_first=True), "h_n[-1, :, :]"),
         "gru, h_n.squeeze(0)": Head(nn.GRU(3, 4, batch_first=True), "squeeze"),
         "time-major gru, y[-1]": Head(nn.GRU(3, 4), "last_tm"),
         "linear, gru, linear": PreGru(),
@@ -217,6 +220,19 @@ def test_module_refusals(name, make, says):
     message = str(info.value)
     assert "\n" not in message
     assert says in message
+
+
+def test_the_module_is_left_in_training_mode_when_it_was():
+    from edgernn.pytorch.module import from_torch
+
+    module = Head(nn.LSTM(3, 4, batch_first=True, num_layers=2, dropout=0.5), "last").train()
+    source = from_torch(module)
+    assert module.training
+    x = np.random.default_rng(4).standard_normal((2, 6, 3)).astype(np.float32)
+    first, again = source.reference(x), source.reference(x)   # dropout off while the reference runs
+    np.testing.assert_array_equal(first, again)
+    assert module.training
+    assert np.max(np.abs(np.asarray(source.model(x)) - first)) <= 1e-5 * np.max(np.abs(first))
 
 
 def test_not_a_module():
