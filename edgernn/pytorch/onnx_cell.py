@@ -421,7 +421,7 @@ def session(model) -> Callable[[list[str], dict], list]:
 
 # ---------------------------------------------------------------- exports unrolled over time, rolled back
 
-PER_STEP_TAIL = {"MatMul", "Add", "Sub", "Mul", "Div", "Tanh", "Sigmoid", "Relu", "LeakyRelu", "Softplus", "Softmax",
+PER_STEP_TAIL = {"MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Tanh", "Sigmoid", "Relu", "LeakyRelu", "Softplus", "Softmax",
                  "Identity", "Dropout", "Clip", "Neg", "Exp", "Erf", "HardSigmoid"}
 
 
@@ -686,19 +686,23 @@ def _match_regions(model, where, consts, x, slices, region, time_axis, steps, co
     for node in step1:
         for o in node.output:
             for c in consumers.get(o, []):
-                if c.op_type == "Concat" and id(c) not in inside:
+                # every step's output side by side, step 1's second
+                if (c.op_type == "Concat" and id(c) not in inside and len(c.input) == steps
+                        and c.input[1] == o):
                     stack = (o, c, node)
-    if stack is None:
-        raise EdgeRNNError(f"{where} is unrolled over time and its output is not every step's output stacked; "
-                           "export the cell itself (torch.onnx.export(model.rnn_cell, (x_t, h, 1.0), ...)), or pass "
-                           "the module to edgernn.convert in Python")
-    y, concat, producer = stack
-    keep = list(step1)
-    if producer.op_type in ("Unsqueeze", "Reshape") and len(consumers[y]) == 1:
-        y = producer.input[0]
-        keep.remove(producer)
-    tail, y, last = _tail(model, where, list(consumers_nodes(consumers)), concat, consts, y, time_axis)
-    keep += tail
+    if stack is not None:
+        y, concat, producer = stack
+        keep = list(step1)
+        if producer.op_type in ("Unsqueeze", "Reshape") and len(consumers[y]) == 1:
+            y = producer.input[0]
+            keep.remove(producer)
+        tail, y, last = _tail(model, where, list(consumers_nodes(consumers)), concat, consts, y, time_axis)
+        keep += tail
+    else:
+        keep = list(step1)
+        tail, y = _last_step_tail(model, where, consts, slices, step1, consumers)
+        keep += tail
+        last = True
     # new states: step 1's twins of the states step 1 read from step 0
     new_states = []
     for name in states:
@@ -732,6 +736,66 @@ def _match_regions(model, where, consts, x, slices, region, time_axis, steps, co
         [numpy_helper.from_array(v, n) for n, v in step_consts.items()]), opset_imports=list(model.opset_import))
     cell_model.ir_version = model.ir_version
     return Rolled(step=step, cell_model=cell_model, time_axis=time_axis, steps=steps, return_sequences=not last)
+
+
+def _last_step_tail(model, where: str, consts: dict, slices: dict, step1: list, consumers: dict) -> tuple[list, str]:
+    """A model whose output comes from its last step alone (``fc(h)`` after the loop): the last step's part of
+    the graph is step 1's again plus the per-step layers to the output. Returns those layers, reading step 1's
+    tensors, and the step's output."""
+    steps = len(slices)
+    cut = {id(n) for t in range(steps) for n in slices[t][1]}
+    final = [n for n in _reach(slices[steps - 1][0], consumers) if id(n) not in cut]
+    made = {o for n in final for o in n.output}
+    order = {id(n): i for i, n in enumerate(consumers_nodes(consumers))}
+    final.sort(key=lambda n: order.get(id(n), 0))
+    sig1 = _signatures(step1, slices[1][0], consts, None)
+    sig_final = _signatures(final, slices[steps - 1][0], consts, None)
+    groups: dict[str, list] = {}
+    for node in final:
+        groups.setdefault(sig_final[id(node)], []).append(node)
+    twin_of_final: dict[str, str] = {}
+    for node in step1:
+        bucket = groups.get(sig1[id(node)])
+        if not bucket:   # the next step's work on the state alone: the last step has no next step
+            continue
+        twin = bucket.pop(0)
+        twin_of_final.update(zip(twin.output, node.output))
+    output = model.graph.output[0].name
+    if output in twin_of_final:   # the output is the cell's own (ncps with return_sequences=False)
+        return [], twin_of_final[output]
+    # the layers after the cell: the last step's nodes that step 1 has no twin of, on the way to the output
+    left = {o: n for bucket in groups.values() for n in bucket for o in n.output}
+    needed, todo = {}, [output]
+    while todo:
+        node = left.get(todo.pop())
+        if node is not None and id(node) not in needed:
+            needed[id(node)] = node
+            todo.extend(node.input)
+    tail_nodes = sorted(needed.values(), key=lambda n: order.get(id(n), 0))
+    if not tail_nodes:
+        raise _not_stacked(where)
+    tail = []
+    for node in tail_nodes:
+        if node.op_type not in PER_STEP_TAIL:
+            raise EdgeRNNError(f"{where}: node '{node.name}' ({node.op_type}) after the unrolled cell's last step is "
+                               "not a per-step layer edgernn maps (MatMul, Gemm, Add, activations)")
+        clone = type(node)()
+        clone.CopyFrom(node)
+        for k, name in enumerate(clone.input):
+            if name in twin_of_final:
+                clone.input[k] = twin_of_final[name]
+            elif name in made and name not in {o for n in tail_nodes for o in n.output}:
+                raise _not_stacked(where)
+            elif name and name not in consts and name not in {o for n in tail_nodes for o in n.output}:
+                raise _not_stacked(where)
+        tail.append(clone)
+    return tail, output
+
+
+def _not_stacked(where: str) -> EdgeRNNError:
+    return EdgeRNNError(f"{where} is unrolled over time and its output is neither every step's output stacked nor "
+                        "made from its last step alone; export the cell itself (torch.onnx.export(model.rnn_cell, "
+                        "(x_t, h, 1.0), ...)), or pass the module to edgernn.convert in Python")
 
 
 def consumers_nodes(consumers: dict) -> list:

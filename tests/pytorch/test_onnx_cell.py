@@ -40,9 +40,9 @@ class TorchCell(nn.Module):
 class Loop(nn.Module):
     """A cell looped over the steps in Python: torch.onnx.export unrolls it."""
 
-    def __init__(self, kind: str, last: bool = False):
+    def __init__(self, kind: str, last: bool = False, mean: bool = False):
         super().__init__()
-        self.kind, self.last = kind, last
+        self.kind, self.last, self.mean = kind, last, mean
         self.cell = nn.LSTMCell(FEATURES, 6) if kind == "lstm" else nn.GRUCell(FEATURES, 6)
         self.fc = nn.Linear(6, 2)
 
@@ -56,6 +56,8 @@ class Loop(nn.Module):
             else:
                 h = self.cell(x[:, t], h)
             outs.append(h)
+        if self.mean:
+            return self.fc(torch.stack(outs, 1).mean(1))
         return self.fc(h) if self.last else self.fc(torch.stack(outs, 1))
 
 
@@ -112,13 +114,16 @@ def test_cell_export_runs_as_a_keras_cell(tmp_path, name, dynamo):
 def _unrolled(tmp_path, name: str, dynamo: bool, steps: int = 8):
     torch.manual_seed(0)
     module = {"cfc": lambda: _ncps("cfc"), "ltc": lambda: _ncps("ltc"), "lstm loop": lambda: Loop("lstm"),
-              "gru loop": lambda: Loop("gru"), "gru loop, last step": lambda: Loop("gru", last=True)}[name]()
+              "gru loop": lambda: Loop("gru"), "gru loop, last step": lambda: Loop("gru", last=True),
+              "cfc, last step": lambda: _ncps("cfc", return_sequences=False),
+              "gru loop, mean of the steps": lambda: Loop("gru", mean=True)}[name]()
     path = tmp_path / "unrolled.onnx"
     _export(module, (torch.randn(1, steps, FEATURES),), path, dynamo)
     return module, path
 
 
-ROLLED = [("cfc", False), ("cfc", True), ("ltc", False), ("lstm loop", False), ("gru loop", True)]
+ROLLED = [("cfc", False), ("cfc", True), ("ltc", False), ("lstm loop", False), ("gru loop", True),
+          ("gru loop, last step", False), ("cfc, last step", True)]
 
 
 @pytest.mark.parametrize("name,dynamo", ROLLED, ids=[f"{n}-{'dynamo' if d else 'torchscript'}" for n, d in ROLLED])
@@ -129,8 +134,8 @@ def test_unrolled_export_rolls_back_to_its_cell(tmp_path, name, dynamo):
     keras = tfenv.keras3()
     module, path = _unrolled(tmp_path, name, dynamo)
     rolled = roll(onnx.load(str(path)), path.name)
-    assert rolled.steps == 8 and rolled.return_sequences
-    layer = keras_layer(rolled.step, keras)
+    assert rolled.steps == 8 and rolled.return_sequences == ("last step" not in name)
+    layer = keras_layer(rolled.step, keras, return_sequences=rolled.return_sequences)
     # the cell runs any number of steps: held against the torch module itself over 30
     x = np.random.default_rng(3).standard_normal((2, 30, FEATURES)).astype(np.float32)
     got = np.asarray(keras.Sequential([keras.Input((None, FEATURES)), layer])(x))
@@ -140,12 +145,13 @@ def test_unrolled_export_rolls_back_to_its_cell(tmp_path, name, dynamo):
     assert np.max(np.abs(got - want)) <= 1e-5 * np.max(np.abs(want))
 
 
-def test_unrolled_export_with_only_its_last_step_is_refused(tmp_path):
+def test_unrolled_export_whose_output_mixes_the_steps_is_refused(tmp_path):
     from edgernn.pytorch.onnx_cell import roll
 
-    _, path = _unrolled(tmp_path, "gru loop, last step", False)
-    with pytest.raises(EdgeRNNError, match="its output is not every step's output stacked; export the cell itself"):
+    _, path = _unrolled(tmp_path, "gru loop, mean of the steps", False)
+    with pytest.raises(EdgeRNNError, match="'/ReduceMean' .ReduceMean. after the unrolled cell is not a per-step") as info:
         roll(onnx.load(str(path)), path.name)
+    assert "\n" not in str(info.value)
 
 
 def test_unrolled_export_over_two_steps_is_refused(tmp_path):
