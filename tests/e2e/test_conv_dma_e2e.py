@@ -16,9 +16,11 @@ FRAME = (60, 60, 1)
 STEPS = 3
 
 
-def frame_cfc_l2(seed: int = 0):
+def frame_cfc_l2(dense: int = 40, seed: int = 0):
     """frames_zoo.frame_cfc's layers at a frame whose activations do not fit L1, with a second, strided
-    CONV_2D that reads the arena (bands with a halo, padding at the frame's edges)."""
+    CONV_2D that reads the arena (bands with a halo, padding at the frame's edges). Dense(40) over the
+    1,800 features makes the weights (72 KB) too large for L1 too, so each convolution's filter is copied
+    into its tiles by DMA; with Dense(8) they are all copied to L1 at init instead."""
     import keras
     import ncps.keras
     from ncps.wirings import AutoNCP
@@ -34,7 +36,7 @@ def frame_cfc_l2(seed: int = 0):
         TD(L.MaxPooling2D(2)),
         TD(L.Conv2D(8, 3, strides=2, padding="same", activation="relu")),
         TD(L.Flatten()),
-        L.Dense(8, activation="tanh"),
+        L.Dense(dense, activation="tanh"),
         ncps.keras.CfC(AutoNCP(12, 2, seed=seed), return_sequences=True),
     ], name="frame_cfc_l2")
 
@@ -55,9 +57,11 @@ def test_l2_arena_convolutions_by_dma_validate_byte_exact(tmp_path):
     placement = result["manifest"]["placement"]
     assert placement["items"]["arena"]["memory"] == "l2"
     assert placement["items"]["dma_tiles"]["memory"] == "l1"
-    # both convolutions banded, the first in several bands (double-buffered)
+    assert placement["items"]["weights"]["memory"] == "l2"
+    # both convolutions banded, the first in several bands (double-buffered), their filters copied in
     assert [p["kernel"] for p in placement["dma"]] == ["edgernn_dma_conv_s8"] * 2
     assert max(p["bands"] for p in placement["dma"]) > 1
+    assert all(p["weights_in_tiles"] for p in placement["dma"])
     assert "edgernn_dma_conv_s8(edgernn_dma_tiles" in (out / "firmware" / "model.c").read_text()
 
     report = validate(out, data=moving_blobs(1, STEPS, *FRAME, seed=5))

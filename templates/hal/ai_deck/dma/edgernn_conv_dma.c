@@ -35,18 +35,23 @@ uint8_t *edgernn_dma_tiles;
 #define DMA_CHUNK 32760u
 #define DMA_CHUNKS 3
 #define DMA_ALIGN(n) (((size_t)(n) + 7u) & ~(size_t)7u)
+/* The DMA's addresses: 32-bit on GAP8. A host test's stand-in for pmsis.h (tests/backend/test_conv_dma.py)
+ * defines it to pass the pointers as they are. */
+#ifndef EDGERNN_DMA_ADDR
+#define EDGERNN_DMA_ADDR(p) ((uint32_t)(uintptr_t)(p))
+#endif
 
 typedef struct {
     pi_cl_dma_cmd_t cmd[DMA_CHUNKS];
     int n;
 } dma_job_t;
 
-static void dma_start(dma_job_t *job, uint32_t ext, uint32_t loc, size_t nbytes, pi_cl_dma_dir_e dir)
+static void dma_start(dma_job_t *job, const uint8_t *ext, uint8_t *loc, size_t nbytes, pi_cl_dma_dir_e dir)
 {
     job->n = 0;
     while (nbytes > 0 && job->n < DMA_CHUNKS) {
         const uint32_t len = nbytes < DMA_CHUNK ? (uint32_t)nbytes : DMA_CHUNK;
-        pi_cl_dma_cmd(ext, loc, len, dir, &job->cmd[job->n++]);
+        pi_cl_dma_cmd(EDGERNN_DMA_ADDR(ext), EDGERNN_DMA_ADDR(loc), len, dir, &job->cmd[job->n++]);
         ext += len;
         loc += len;
         nbytes -= len;
@@ -137,7 +142,7 @@ static void run_bands(const edgernn_conv_geom_t *g, int32_t band_rows, size_t el
     int32_t b, r0, r1;
     out_job[0].n = out_job[1].n = 0;
     band_rows_read(g, 0, band_rows < g->out_h ? band_rows : g->out_h, &r0, &r1);
-    dma_start(&in_job, (uint32_t)(uintptr_t)(in + (size_t)r0 * in_row), (uint32_t)(uintptr_t)t->in[0],
+    dma_start(&in_job, in + (size_t)r0 * in_row, t->in[0],
               (size_t)(r1 - r0) * in_row, PI_CL_DMA_DIR_EXT2LOC);
     for (b = 0; b < n_bands; ++b) {
         const int32_t oy0 = b * band_rows, oy1 = oy0 + band_rows < g->out_h ? oy0 + band_rows : g->out_h;
@@ -149,7 +154,7 @@ static void run_bands(const edgernn_conv_geom_t *g, int32_t band_rows, size_t el
             int32_t n0, n1;
             band_rows_read(g, ny0, ny1, &n0, &n1);
             /* into the other tile: the band that read it (b - 1) has finished */
-            dma_start(&in_job, (uint32_t)(uintptr_t)(in + (size_t)n0 * in_row), (uint32_t)(uintptr_t)t->in[(b + 1) & 1],
+            dma_start(&in_job, in + (size_t)n0 * in_row, t->in[(b + 1) & 1],
                       (size_t)(n1 - n0) * in_row, PI_CL_DMA_DIR_EXT2LOC);
         }
         dma_wait(&out_job[b & 1]);   /* band b - 2's copy out of the tile band b now writes */
@@ -157,7 +162,7 @@ static void run_bands(const edgernn_conv_geom_t *g, int32_t band_rows, size_t el
         band.out_h = oy1 - oy0;
         band.pad_top = g->pad_top + r0 - oy0 * g->stride_h;
         compute(ctx, &band, t->in[b & 1], t->scratch, t->out[b & 1]);
-        dma_start(&out_job[b & 1], (uint32_t)(uintptr_t)(out + (size_t)oy0 * out_row), (uint32_t)(uintptr_t)t->out[b & 1],
+        dma_start(&out_job[b & 1], out + (size_t)oy0 * out_row, t->out[b & 1],
                   (size_t)(oy1 - oy0) * out_row, PI_CL_DMA_DIR_LOC2EXT);
     }
     dma_wait(&out_job[0]);
@@ -171,7 +176,7 @@ static const void *copy_const(dma_job_t *job, uint8_t *dst, const void *src, siz
         job->n = 0;
         return src;
     }
-    dma_start(job, (uint32_t)(uintptr_t)src, (uint32_t)(uintptr_t)dst, nbytes, PI_CL_DMA_DIR_EXT2LOC);
+    dma_start(job, (const uint8_t *)src, dst, nbytes, PI_CL_DMA_DIR_EXT2LOC);
     return dst;
 }
 
