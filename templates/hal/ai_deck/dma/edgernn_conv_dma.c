@@ -26,6 +26,12 @@
 
 uint8_t *edgernn_dma_tiles;
 
+/* The Makefile's cluster cores (edgernn_team.c's default). `make EDGERNN_CLUSTER_CORES=0` runs the step on
+ * the fabric controller, which has no cluster DMA: the ops then read L2 directly. */
+#ifndef EDGERNN_CLUSTER_CORES
+#define EDGERNN_CLUSTER_CORES 8
+#endif
+
 /* edgernn_conv.c's EDGERNN_CONV_TEAM_SLOTS: a team larger than its patch slots takes the single-core
  * kernel, which needs a whole row of patches: that op keeps its L2 scratch and reads L2 directly. */
 #define DMA_TEAM_SLOTS 8
@@ -217,7 +223,7 @@ void edgernn_dma_conv_s8(uint8_t *tiles, int band_rows, int copy_weights, const 
     conv_s8_ctx_t c;
     const_jobs_t consts;
     tiles_t t;
-    if (tiles == NULL || band_rows <= 0 || edgernn_team_workers() > DMA_TEAM_SLOTS) {
+    if (EDGERNN_CLUSTER_CORES == 0 || tiles == NULL || band_rows <= 0 || edgernn_team_workers() > DMA_TEAM_SLOTS) {
         edgernn_team_conv_s8(g, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
                              scratch, out);
         return;
@@ -259,7 +265,7 @@ void edgernn_dma_conv_s16(uint8_t *tiles, int band_rows, int copy_weights, const
     conv_s16_ctx_t c;
     const_jobs_t consts;
     tiles_t t;
-    if (tiles == NULL || band_rows <= 0 || edgernn_team_workers() > DMA_TEAM_SLOTS) {
+    if (EDGERNN_CLUSTER_CORES == 0 || tiles == NULL || band_rows <= 0 || edgernn_team_workers() > DMA_TEAM_SLOTS) {
         edgernn_team_conv_s16(g, in, w, bias, multiplier, shift, act_min, act_max, scratch, out);
         return;
     }
