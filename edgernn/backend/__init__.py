@@ -11,6 +11,7 @@ from pathlib import Path
 
 from edgernn.backend.codegen import (
     KERNEL_HEADERS,
+    copy_dma_source,
     copy_kernels,
     fast_weights,
     link_model_frame,
@@ -23,6 +24,7 @@ from edgernn.backend.kernels import SIZES
 from edgernn.backend.parallel import min_count, share_calls
 from edgernn.backend.placement import MemoryBudgetError, place
 from edgernn.backend.reader import read_tflite
+from edgernn.backend.tiling import band_args, plan_bands
 from edgernn.errors import EdgeRNNError
 from edgernn.outdir import MANIFEST, read_manifest
 
@@ -143,6 +145,11 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
             g.fast = {w["name"]: w["expr"] for w in fast}
     threshold = min_count(board)
     shared = share_calls(step.calls, threshold) + (share_calls(head.calls, threshold) if head else [])
+    # the team's CONV_2D over an arena in L2: bands through DMA tiles in L1, when the board has them
+    dma = plan_bands(board, placement, [step, head])
+    for g in (step, head):
+        if g is not None:
+            g.dma = band_args(dma, g.prefix)
     quant = manifest.quant if manifest and manifest.quant else x_t.dtype
     (xs, xz), (ys, yz) = x_t.qparams(), y_t.qparams()
     context = {
@@ -176,6 +183,8 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
         "state_in_team_memory": bool(placement and placement.state_in_team_memory),
         "state_memory": placement.items["state"][0] if placement else "ram",
         "fast_weights": fast,
+        "dma_tile_bytes": dma.tile_bytes if dma else 0,
+        "dma_header": Path(dma.source).with_suffix(".h").name if dma else "",
         "weights_memory": placement.items["weights"][0] if placement else "ram",
         "weights_home": placement.items.get("weights_src", placement.items["weights"])[0] if placement else "ram",
         "step": step,
@@ -187,6 +196,7 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> dict:
     fw.mkdir(parents=True, exist_ok=True)
     functions = {c.fn for g in (step, head) if g for call in g.calls for c in [call, *call.more]}
     sources = copy_kernels(fw, board, functions)
+    sources += copy_dma_source(board, fw, dma is not None)
     render(context, fw)
     project_files = []
     if board is not None:

@@ -76,6 +76,8 @@ class RenderedGraph:
     aliases: dict = field(default_factory=dict)    # slice -> (tensor it lies in, offset): no copy
     # constant name -> the C expression of its copy in the team's fast memory (set when the weights go there)
     fast: dict[str, str] = field(default_factory=dict)
+    # op index -> (its banded kernel, the arguments before the team kernel's): CONV_2D through DMA tiles
+    dma: dict[int, tuple[str, list[str]]] = field(default_factory=dict)
 
     @property
     def fused(self) -> list[str]:
@@ -116,8 +118,12 @@ class RenderedGraph:
                                          f"(const uint8_t *)(const void *){self.arg(a['src'])} + {s} * {es}",
                                          f"{n} * {es}"]})
                     continue
-                out.append({"op": f"{c.op_index}: {c.op}", "index": c.op_index, "fn": c.fn,
-                            "args": [self.arg(a) for a in c.args], "traced": traced})
+                fn, args = c.fn, [self.arg(a) for a in c.args]
+                if c is call and c.op_index in self.dma:
+                    fn, before = self.dma[c.op_index]
+                    args = before + args
+                out.append({"op": f"{c.op_index}: {c.op}", "index": c.op_index, "fn": fn, "args": args,
+                            "traced": traced})
         return out
 
     def arg(self, a) -> str:
@@ -373,8 +379,43 @@ def _hal_dir(board) -> Path:
 
 
 def hal_files(board) -> set[str]:
-    """Names of the C files a board's HAL folder provides (PMSIS-facing on ai_deck)."""
-    return {p.name for p in _hal_dir(board).iterdir() if p.suffix in (".c", ".h")}
+    """Names of the C files a board's HAL folder provides (PMSIS-facing on ai_deck), with its banded
+    convolutions' source and header (copied only into a build that uses them: copy_dma_source)."""
+    names = {p.name for p in _hal_dir(board).iterdir() if p.suffix in (".c", ".h")}
+    source = _dma_source(board)
+    if source is not None:
+        names |= {source.name, source.with_suffix(".h").name}
+    return names
+
+
+def _dma_source(board) -> Path | None:
+    from edgernn.backend.tiling import dma_rules
+    from edgernn.resources import templates_dir
+
+    rules = dma_rules(board)
+    if rules is None:
+        return None
+    path = templates_dir() / rules[1]
+    if not path.is_file() or not path.with_suffix(".h").is_file():
+        raise EdgeRNNError(f"board file {board.path}: placement.dma_source {rules[1]!r} is not a template file "
+                           "with its header beside it")
+    return path
+
+
+def copy_dma_source(board, dest: Path, used: bool) -> list[str]:
+    """Copy the board's banded convolutions (source and header) into dest when the build uses them, else
+    remove a stale copy; returns the sources copied."""
+    source = _dma_source(board) if board is not None else None
+    if source is None:
+        return []
+    header = source.with_suffix(".h")
+    if not used:
+        (dest / source.name).unlink(missing_ok=True)
+        (dest / header.name).unlink(missing_ok=True)
+        return []
+    shutil.copyfile(source, dest / source.name)
+    shutil.copyfile(header, dest / header.name)
+    return [source.name]
 
 
 def project_files(board) -> list[str]:

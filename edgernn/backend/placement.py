@@ -38,6 +38,7 @@ class Placement:
     weights_in_team_memory: bool = False
     state_in_team_memory: bool = False
     notes: list[str] = field(default_factory=list)
+    dma: list[dict] = field(default_factory=list)     # the banded convolutions' plans (edgernn/backend/tiling.py)
 
     def used(self, memory: str) -> int:
         return sum(n for mem, n in self.items.values() if mem == memory)
@@ -59,7 +60,7 @@ class Placement:
         return {"items": {k: {"memory": m, "bytes": n} for k, (m, n) in self.items.items()},
                 "budgets": dict(self.budgets), "arena_in_team_memory": self.arena_in_team_memory,
                 "weights_in_team_memory": self.weights_in_team_memory,
-                "state_in_team_memory": self.state_in_team_memory}
+                "state_in_team_memory": self.state_in_team_memory, **({"dma": list(self.dma)} if self.dma else {})}
 
 
 def _budgets(board) -> dict[str, int]:

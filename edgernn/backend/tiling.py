@@ -1,0 +1,157 @@
+"""Bands of output rows for the team's CONV_2D when the arena is in a slow memory (L2 on GAP8), fed by the
+team's DMA into tiles in its fast memory (L1).
+
+The board says it (``[placement]``): ``dma_tiles_memory`` (a team memory: where the tiles go) and
+``dma_source`` (the C file, under templates/, holding ``edgernn_dma_conv_s8`` and ``_s16``; its header of
+the same stem beside it). When the placement put the arena elsewhere than that memory, each team CONV_2D
+whose input (the step's input or the arena) and output (the arena) can be reached by the DMA gets the
+largest band of output rows whose tiles fit what the placement left of the memory, the op's filter and
+per-channel constants copied in too when they fit with one band; an op of which not even one row fits
+keeps reading the slow memory directly (a placement note says so). All ops share one tile area, the
+largest op's need, taken at init as the arena is; the placement counts it as its item ``dma_tiles``.
+
+``tile_bytes`` is the layout of the C's ``lay_tiles`` (templates/hal/ai_deck/dma/edgernn_conv_dma.c):
+keep the two in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from edgernn.backend import kernels
+from edgernn.backend.placement import Placement
+
+# team kernel -> (its banded kernel, bytes of an activation, bytes of a bias)
+DMA_KERNELS = {"edgernn_team_conv_s8": ("edgernn_dma_conv_s8", 1, 4),
+               "edgernn_team_conv_s16": ("edgernn_dma_conv_s16", 2, 8)}
+TILES_VAR = "edgernn_dma_tiles"
+# edgernn_conv.c's EDGERNN_CONV_TEAM_SLOTS: the team kernel's patch slots
+TEAM_SLOTS = 8
+GEOM_FIELDS = ("in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "k_h", "k_w", "stride_h", "stride_w",
+               "dil_h", "dil_w", "pad_top", "pad_left", "depth_multiplier")
+
+
+def _align8(n: int) -> int:
+    return (n + 7) // 8 * 8
+
+
+def band_in_rows(g: dict, band_rows: int) -> int:
+    return min(g["in_h"], (band_rows - 1) * g["stride_h"] + (g["k_h"] - 1) * g["dil_h"] + 1)
+
+
+def tile_bytes(g: dict, band_rows: int, copy_weights: bool, elem: int, bias_elem: int) -> int:
+    """The bytes of an op's tiles: its constants (when copied), the patch slots (not for a 1x1 stride-1
+    filter), two input tiles and two output tiles, each part on 8 bytes."""
+    n_in = g["k_h"] * g["k_w"] * g["in_c"]
+    out_c = g["out_c"]
+    total = 0
+    if copy_weights:
+        total += _align8(out_c * n_in) + _align8(out_c * bias_elem) + 2 * _align8(out_c * 4)
+    pointwise = (g["k_h"], g["k_w"], g["stride_h"], g["stride_w"]) == (1, 1, 1, 1)
+    if not pointwise:
+        total += _align8(TEAM_SLOTS * ((n_in + 3) // 4 * 4) * elem)
+    total += 2 * _align8(band_in_rows(g, band_rows) * g["in_w"] * g["in_c"] * elem)
+    total += 2 * _align8(band_rows * g["out_w"] * g["out_c"] * elem)
+    return total
+
+
+@dataclass
+class BandPlan:
+    graph: str
+    op_index: int
+    fn: str
+    band_rows: int
+    n_bands: int
+    copy_weights: bool
+    tile_bytes: int
+
+    def as_dict(self) -> dict:
+        return {"graph": self.graph, "op": self.op_index, "kernel": self.fn, "band_rows": self.band_rows,
+                "bands": self.n_bands, "weights_in_tiles": self.copy_weights, "tile_bytes": self.tile_bytes}
+
+
+@dataclass
+class DmaPlan:
+    memory: str
+    source: str
+    ops: list[BandPlan] = field(default_factory=list)
+
+    @property
+    def tile_bytes(self) -> int:
+        return max((p.tile_bytes for p in self.ops), default=0)
+
+
+def dma_rules(board) -> tuple[str, str] | None:
+    """(tiles memory, C source) of the board's banded convolutions, or None."""
+    rules = (board.get("placement", {}) or {}) if board is not None else {}
+    memory, source = rules.get("dma_tiles_memory"), rules.get("dma_source")
+    return (str(memory), str(source)) if memory and source else None
+
+
+def _reachable(expr: str) -> bool:
+    return expr.startswith(("EDGERNN_ARENA(", "(EDGERNN_ARENA("))
+
+
+def _best_band(g: dict, room: int, copies: list[bool], elem: int, bias_elem: int) -> tuple[int, bool] | None:
+    for copy in copies:
+        for rows in range(g["out_h"], 0, -1):
+            if tile_bytes(g, rows, copy, elem, bias_elem) <= room:
+                return rows, copy
+    return None
+
+
+def plan_bands(board, placement: Placement | None, graphs) -> DmaPlan | None:
+    """The band plan of the team convolutions of ``graphs`` (RenderedGraph, after the team's sharing), or
+    None when the board has none or the arena is in the tiles' memory. Adds the tiles to ``placement``."""
+    rules = dma_rules(board)
+    if rules is None or placement is None:
+        return None
+    memory, source = rules
+    if placement.items["arena"][0] == memory or placement.arena_in_team_memory:
+        return None
+    if not board.memory(memory).get("team_memory", False):
+        return None
+    room = placement.budgets[memory] - placement.used(memory)
+    plan = DmaPlan(memory, source)
+    for rg in graphs:
+        if rg is None:
+            continue
+        for call in rg.calls:
+            if call.fn not in DMA_KERNELS or not call.structs:
+                continue
+            band_fn, elem, bias_elem = DMA_KERNELS[call.fn]
+            # the team kernel has its kernel's arguments (edgernn_team_conv_s8: edgernn_conv_s8's)
+            base = "edgernn_" + call.fn[len("edgernn_team_"):]
+            args = dict(zip(kernels.kernel(base).arg_names, call.args))
+            src, dst, w = args["in"], args["out"], args["w"]
+            readable = (src[0] == "tensor" and (src[1] == rg.input_tensor and rg.prefix == "edgernn_step"
+                                                or _reachable(rg.exprs.get(src[1], ""))))
+            if not (readable and dst[0] == "tensor" and _reachable(rg.exprs.get(dst[1], ""))):
+                continue
+            w_name = rg.exprs[w[1]] if w[0] == "tensor" else w[1]
+            copies = [False] if w_name in rg.fast else [True, False]
+            g = dict(zip(GEOM_FIELDS, (int(v) for v in call.structs[0].fields)))
+            best = _best_band(g, room, copies, elem, bias_elem)
+            if best is None:
+                placement.notes.append(f"op {call.op_index} ({call.op}): not one output row's tiles fit {memory} "
+                                       f"({room} B left): reads {placement.items['arena'][0]} directly")
+                continue
+            rows, copy = best
+            plan.ops.append(BandPlan(rg.prefix, call.op_index, band_fn, rows, -(-g["out_h"] // rows), copy,
+                                     tile_bytes(g, rows, copy, elem, bias_elem)))
+    if not plan.ops:
+        return None
+    placement.items["dma_tiles"] = (memory, plan.tile_bytes)
+    placement.dma = [p.as_dict() for p in plan.ops]
+    for p in plan.ops:
+        placement.notes.append(f"op {p.op_index} (CONV_2D): {p.n_bands} band(s) of {p.band_rows} output rows by DMA "
+                               f"through {memory} tiles" + (", its constants copied in" if p.copy_weights else ""))
+    return plan
+
+
+def band_args(plan: DmaPlan | None, prefix: str) -> dict[int, tuple[str, list[str]]]:
+    """op index -> (the banded kernel, the arguments before the team kernel's) for one graph."""
+    if plan is None:
+        return {}
+    return {p.op_index: (p.fn, [TILES_VAR, str(p.band_rows), "1" if p.copy_weights else "0"])
+            for p in plan.ops if p.graph == prefix}

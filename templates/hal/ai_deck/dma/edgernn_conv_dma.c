@@ -1,0 +1,282 @@
+/* GAP8: the team's CONV_2D when the arena is in L2, fed by the cluster DMA.
+ *
+ * A cluster core loads from L2 in many cycles, from its L1 in one. So instead of the workers reading the
+ * frame and writing the output in L2, the op runs in bands of output rows: the cluster's master core
+ * copies the input rows a band needs (its halo included: k_h, stride, dilation and padding) from L2 into
+ * an L1 tile, the team computes the band's output rows into an L1 output tile with the unchanged team
+ * kernel (edgernn_team_conv_s8 / _s16 over the band's own geometry), and the master copies that tile back
+ * to L2. Two input and two output tiles: the copy in of band b+1 and the copy out of band b-1 run while
+ * band b computes. The filter and its per-channel constants, when the plan says so, are copied into L1
+ * once per op; the patch slots of the team kernel live in L1 too.
+ *
+ * The band's geometry is the frame's with in_h the rows in the tile, out_h the band's rows and pad_top
+ * moved by the rows the tile skips: every tap then reads the same input byte as over the whole frame, a
+ * tap outside the frame still pads, and each output pixel is computed by the same code with the same
+ * arithmetic. The bytes do not depend on the band size.
+ *
+ * The layout of the tiles (lay_tiles) is also computed by codegen (edgernn/backend/tiling.py), which
+ * sizes EDGERNN_DMA_TILE_BYTES from the largest op's need: keep the two in step. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pmsis.h"
+
+#include "edgernn_conv_dma.h"
+#include "edgernn_team.h"
+
+uint8_t *edgernn_dma_tiles;
+
+/* The Makefile's cluster cores (edgernn_team.c's default). `make EDGERNN_CLUSTER_CORES=0` runs the step on
+ * the fabric controller, which has no cluster DMA: the ops then read L2 directly. */
+#ifndef EDGERNN_CLUSTER_CORES
+#define EDGERNN_CLUSTER_CORES 8
+#endif
+
+/* edgernn_conv.c's EDGERNN_CONV_TEAM_SLOTS: a team larger than its patch slots takes the single-core
+ * kernel, which needs a whole row of patches: that op keeps its L2 scratch and reads L2 directly. */
+#define DMA_TEAM_SLOTS 8
+/* A 1-D transfer of 32 KiB or more goes through PMSIS's software queue, served by the DMA's interrupt
+ * handler; one below that is pushed to the DMA as it is. Larger copies are cut into such chunks (an L1
+ * tile, at most 64 KiB, takes at most 3). */
+#define DMA_CHUNK 32760u
+#define DMA_CHUNKS 3
+#define DMA_ALIGN(n) (((size_t)(n) + 7u) & ~(size_t)7u)
+/* The DMA's addresses: 32-bit on GAP8. A host test's stand-in for pmsis.h (tests/backend/test_conv_dma.py)
+ * defines it to pass the pointers as they are. */
+#ifndef EDGERNN_DMA_ADDR
+#define EDGERNN_DMA_ADDR(p) ((uint32_t)(uintptr_t)(p))
+#endif
+
+typedef struct {
+    pi_cl_dma_cmd_t cmd[DMA_CHUNKS];
+    int n;
+} dma_job_t;
+
+static void dma_start(dma_job_t *job, const uint8_t *ext, uint8_t *loc, size_t nbytes, pi_cl_dma_dir_e dir)
+{
+    job->n = 0;
+    while (nbytes > 0 && job->n < DMA_CHUNKS) {
+        const uint32_t len = nbytes < DMA_CHUNK ? (uint32_t)nbytes : DMA_CHUNK;
+        pi_cl_dma_cmd(EDGERNN_DMA_ADDR(ext), EDGERNN_DMA_ADDR(loc), len, dir, &job->cmd[job->n++]);
+        ext += len;
+        loc += len;
+        nbytes -= len;
+    }
+}
+
+/* Each command waited once: the wait frees its transfer id. */
+static void dma_wait(dma_job_t *job)
+{
+    int k;
+    for (k = 0; k < job->n; ++k) {
+        pi_cl_dma_cmd_wait(&job->cmd[k]);
+    }
+    job->n = 0;
+}
+
+typedef struct {
+    uint8_t *w, *bias, *multiplier, *shift;   /* the op's constants in L1, when copied */
+    uint8_t *scratch;                         /* the team kernel's patch slots; NULL for a 1x1 stride-1 filter */
+    uint8_t *in[2], *out[2];
+} tiles_t;
+
+#define CONV_DMA_POINTWISE(g) ((g)->k_h == 1 && (g)->k_w == 1 && (g)->stride_h == 1 && (g)->stride_w == 1)
+
+/* Input rows that band_rows output rows read at most. */
+static int32_t band_in_rows(const edgernn_conv_geom_t *g, int32_t band_rows)
+{
+    const int32_t rows = (band_rows - 1) * g->stride_h + (g->k_h - 1) * g->dil_h + 1;
+    return rows < g->in_h ? rows : g->in_h;
+}
+
+/* elem: bytes of an activation, bias_elem: of a bias. Each part starts on 8 bytes. */
+static void lay_tiles(uint8_t *p, const edgernn_conv_geom_t *g, int32_t band_rows, int copy_weights, size_t elem,
+                      size_t bias_elem, tiles_t *t)
+{
+    const size_t n_in = (size_t)g->k_h * g->k_w * g->in_c, out_c = (size_t)g->out_c;
+    const size_t in_bytes = (size_t)band_in_rows(g, band_rows) * g->in_w * g->in_c * elem;
+    const size_t out_bytes = (size_t)band_rows * g->out_w * g->out_c * elem;
+    t->w = t->bias = t->multiplier = t->shift = NULL;
+    if (copy_weights) {
+        t->w = p;
+        p += DMA_ALIGN(out_c * n_in);
+        t->bias = p;
+        p += DMA_ALIGN(out_c * bias_elem);
+        t->multiplier = p;
+        p += DMA_ALIGN(out_c * 4u);
+        t->shift = p;
+        p += DMA_ALIGN(out_c * 4u);
+    }
+    t->scratch = NULL;
+    if (!CONV_DMA_POINTWISE(g)) {
+        t->scratch = p;
+        p += DMA_ALIGN((size_t)DMA_TEAM_SLOTS * ((n_in + 3u) & ~(size_t)3u) * elem);
+    }
+    t->in[0] = p;
+    p += DMA_ALIGN(in_bytes);
+    t->in[1] = p;
+    p += DMA_ALIGN(in_bytes);
+    t->out[0] = p;
+    p += DMA_ALIGN(out_bytes);
+    t->out[1] = p;
+}
+
+/* One band's output rows computed from its input tile by the team kernel. */
+typedef void (*band_fn)(const void *ctx, const edgernn_conv_geom_t *band, const uint8_t *in, uint8_t *scratch,
+                        uint8_t *out);
+
+/* The input rows [r0, r1) of the frame that output rows [oy0, oy1) read (none past its edges). */
+static void band_rows_read(const edgernn_conv_geom_t *g, int32_t oy0, int32_t oy1, int32_t *r0, int32_t *r1)
+{
+    const int32_t first = oy0 * g->stride_h - g->pad_top;
+    const int32_t end = (oy1 - 1) * g->stride_h - g->pad_top + (g->k_h - 1) * g->dil_h + 1;
+    *r0 = first < 0 ? 0 : first;
+    *r1 = end > g->in_h ? g->in_h : end;
+    if (*r1 < *r0) {
+        *r1 = *r0;
+    }
+}
+
+/* The bands of the op, in order, double-buffered; on the cluster's master core. On return every output
+ * row is in L2. */
+static void run_bands(const edgernn_conv_geom_t *g, int32_t band_rows, size_t elem, const uint8_t *in, uint8_t *out,
+                      const tiles_t *t, band_fn compute, const void *ctx)
+{
+    const size_t in_row = (size_t)g->in_w * g->in_c * elem, out_row = (size_t)g->out_w * g->out_c * elem;
+    const int32_t n_bands = (g->out_h + band_rows - 1) / band_rows;
+    dma_job_t in_job, out_job[2];
+    int32_t b, r0, r1;
+    out_job[0].n = out_job[1].n = 0;
+    band_rows_read(g, 0, band_rows < g->out_h ? band_rows : g->out_h, &r0, &r1);
+    dma_start(&in_job, in + (size_t)r0 * in_row, t->in[0],
+              (size_t)(r1 - r0) * in_row, PI_CL_DMA_DIR_EXT2LOC);
+    for (b = 0; b < n_bands; ++b) {
+        const int32_t oy0 = b * band_rows, oy1 = oy0 + band_rows < g->out_h ? oy0 + band_rows : g->out_h;
+        edgernn_conv_geom_t band = *g;
+        band_rows_read(g, oy0, oy1, &r0, &r1);
+        dma_wait(&in_job);
+        if (b + 1 < n_bands) {
+            const int32_t ny0 = oy1, ny1 = ny0 + band_rows < g->out_h ? ny0 + band_rows : g->out_h;
+            int32_t n0, n1;
+            band_rows_read(g, ny0, ny1, &n0, &n1);
+            /* into the other tile: the band that read it (b - 1) has finished */
+            dma_start(&in_job, in + (size_t)n0 * in_row, t->in[(b + 1) & 1],
+                      (size_t)(n1 - n0) * in_row, PI_CL_DMA_DIR_EXT2LOC);
+        }
+        dma_wait(&out_job[b & 1]);   /* band b - 2's copy out of the tile band b now writes */
+        band.in_h = r1 - r0;
+        band.out_h = oy1 - oy0;
+        band.pad_top = g->pad_top + r0 - oy0 * g->stride_h;
+        compute(ctx, &band, t->in[b & 1], t->scratch, t->out[b & 1]);
+        dma_start(&out_job[b & 1], out + (size_t)oy0 * out_row, t->out[b & 1],
+                  (size_t)(oy1 - oy0) * out_row, PI_CL_DMA_DIR_LOC2EXT);
+    }
+    dma_wait(&out_job[0]);
+    dma_wait(&out_job[1]);
+}
+
+/* One of the op's constants: its copy into L1 started (waited before the bands), or its L2 pointer kept. */
+static const void *copy_const(dma_job_t *job, uint8_t *dst, const void *src, size_t nbytes)
+{
+    if (dst == NULL) {
+        job->n = 0;
+        return src;
+    }
+    dma_start(job, (const uint8_t *)src, dst, nbytes, PI_CL_DMA_DIR_EXT2LOC);
+    return dst;
+}
+
+/* The copies of the filter, bias, multipliers and shifts. */
+typedef struct {
+    dma_job_t job[4];
+} const_jobs_t;
+
+static void wait_consts(const_jobs_t *c)
+{
+    int k;
+    for (k = 0; k < 4; ++k) {
+        dma_wait(&c->job[k]);
+    }
+}
+
+typedef struct {
+    const int8_t *w;
+    const int32_t *bias, *multiplier, *shift;
+    int32_t input_zero_point, output_offset, act_min, act_max;
+} conv_s8_ctx_t;
+
+static void conv_s8_band(const void *ctx, const edgernn_conv_geom_t *band, const uint8_t *in, uint8_t *scratch,
+                         uint8_t *out)
+{
+    const conv_s8_ctx_t *c = (const conv_s8_ctx_t *)ctx;
+    edgernn_team_conv_s8(band, (const int8_t *)in, c->w, c->bias, c->multiplier, c->shift, c->input_zero_point,
+                         c->output_offset, c->act_min, c->act_max, (int8_t *)scratch, (int8_t *)out);
+}
+
+void edgernn_dma_conv_s8(uint8_t *tiles, int band_rows, int copy_weights, const edgernn_conv_geom_t *g,
+                         const int8_t *in, const int8_t *w, const int32_t *bias, const int32_t *multiplier,
+                         const int32_t *shift, int32_t input_zero_point, int32_t output_offset, int32_t act_min,
+                         int32_t act_max, int8_t *scratch, int8_t *out)
+{
+    const edgernn_conv_geom_t geom = *g;
+    const size_t out_c = (size_t)geom.out_c, n_in = (size_t)geom.k_h * geom.k_w * geom.in_c;
+    conv_s8_ctx_t c;
+    const_jobs_t consts;
+    tiles_t t;
+    if (EDGERNN_CLUSTER_CORES == 0 || tiles == NULL || band_rows <= 0 || edgernn_team_workers() > DMA_TEAM_SLOTS) {
+        edgernn_team_conv_s8(g, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
+                             scratch, out);
+        return;
+    }
+    lay_tiles(tiles, &geom, band_rows, copy_weights, 1u, 4u, &t);
+    c.w = (const int8_t *)copy_const(&consts.job[0], t.w, w, out_c * n_in);
+    c.bias = (const int32_t *)copy_const(&consts.job[1], t.bias, bias, out_c * 4u);
+    c.multiplier = (const int32_t *)copy_const(&consts.job[2], t.multiplier, multiplier, out_c * 4u);
+    c.shift = (const int32_t *)copy_const(&consts.job[3], t.shift, shift, out_c * 4u);
+    c.input_zero_point = input_zero_point;
+    c.output_offset = output_offset;
+    c.act_min = act_min;
+    c.act_max = act_max;
+    wait_consts(&consts);
+    run_bands(&geom, band_rows, 1u, (const uint8_t *)in, (uint8_t *)out, &t, conv_s8_band, &c);
+}
+
+typedef struct {
+    const int8_t *w;
+    const int64_t *bias;
+    const int32_t *multiplier, *shift;
+    int32_t act_min, act_max;
+} conv_s16_ctx_t;
+
+static void conv_s16_band(const void *ctx, const edgernn_conv_geom_t *band, const uint8_t *in, uint8_t *scratch,
+                          uint8_t *out)
+{
+    const conv_s16_ctx_t *c = (const conv_s16_ctx_t *)ctx;
+    edgernn_team_conv_s16(band, (const int16_t *)(const void *)in, c->w, c->bias, c->multiplier, c->shift, c->act_min,
+                          c->act_max, (int16_t *)(void *)scratch, (int16_t *)(void *)out);
+}
+
+void edgernn_dma_conv_s16(uint8_t *tiles, int band_rows, int copy_weights, const edgernn_conv_geom_t *g,
+                          const int16_t *in, const int8_t *w, const int64_t *bias, const int32_t *multiplier,
+                          const int32_t *shift, int32_t act_min, int32_t act_max, int16_t *scratch, int16_t *out)
+{
+    const edgernn_conv_geom_t geom = *g;
+    const size_t out_c = (size_t)geom.out_c, n_in = (size_t)geom.k_h * geom.k_w * geom.in_c;
+    conv_s16_ctx_t c;
+    const_jobs_t consts;
+    tiles_t t;
+    if (EDGERNN_CLUSTER_CORES == 0 || tiles == NULL || band_rows <= 0 || edgernn_team_workers() > DMA_TEAM_SLOTS) {
+        edgernn_team_conv_s16(g, in, w, bias, multiplier, shift, act_min, act_max, scratch, out);
+        return;
+    }
+    lay_tiles(tiles, &geom, band_rows, copy_weights, 2u, 8u, &t);
+    c.w = (const int8_t *)copy_const(&consts.job[0], t.w, w, out_c * n_in);
+    c.bias = (const int64_t *)copy_const(&consts.job[1], t.bias, bias, out_c * 8u);
+    c.multiplier = (const int32_t *)copy_const(&consts.job[2], t.multiplier, multiplier, out_c * 4u);
+    c.shift = (const int32_t *)copy_const(&consts.job[3], t.shift, shift, out_c * 4u);
+    c.act_min = act_min;
+    c.act_max = act_max;
+    wait_consts(&consts);
+    run_bands(&geom, band_rows, 2u, (const uint8_t *)(const void *)in, (uint8_t *)(void *)out, &t,
+              conv_s16_band, &c);
+}
