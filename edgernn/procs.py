@@ -8,6 +8,9 @@ those still alive, and the CLI calls it on every exit path (error, Ctrl-C, SIGTE
 
 ``install_signal_handlers`` turns SIGTERM and SIGHUP into ``Interrupted``, raised in the main thread
 like KeyboardInterrupt, so that every ``finally`` (a device's stop, a staging folder's removal) runs.
+Every signal, Ctrl-C's SIGINT included, is also remembered: TensorFlow's converter catches a
+KeyboardInterrupt raised inside it and goes on with a broken result, and an exception raised in a
+finalizer is dropped, so the CLI asks ``received()`` before it reports anything else.
 """
 
 from __future__ import annotations
@@ -40,16 +43,37 @@ def _raise_interrupted(signum, _frame):
     raise Interrupted(signum)
 
 
+def _raise_keyboard_interrupt(signum, _frame):
+    _received.append(signum)
+    raise KeyboardInterrupt
+
+
+def received() -> int | None:
+    """The first signal that came (SIGINT, SIGTERM or SIGHUP), whatever became of its exception."""
+    return _received[0] if _received else None
+
+
 def raise_if_interrupted() -> None:
-    """Raise Interrupted for a SIGTERM or SIGHUP that came before, even one whose exception was dropped."""
+    """Raise for a signal that came before, even one whose exception was caught or dropped on the way:
+    KeyboardInterrupt for SIGINT, Interrupted for SIGTERM and SIGHUP."""
     if _received:
+        if _received[0] == signal.SIGINT:
+            raise KeyboardInterrupt
         raise Interrupted(_received[0])
 
 
 def install_signal_handlers() -> None:
-    """SIGTERM and SIGHUP raise Interrupted in the main thread (call from the main thread)."""
+    """SIGINT raises KeyboardInterrupt, SIGTERM and SIGHUP raise Interrupted, in the main thread, each
+    remembered (call from the main thread)."""
+    signal.signal(signal.SIGINT, _raise_keyboard_interrupt)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupted)
+
+
+def ignore_signals() -> None:
+    """From here on the command only ends: no second signal may interrupt its last words and cleanup."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
 
 
 def spawn(command: list[str], **kwargs: Any) -> subprocess.Popen:

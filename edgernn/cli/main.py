@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -31,6 +32,18 @@ def _say(message: str) -> None:
 
 def _warn(message: str) -> None:
     _console(stderr=True).print(f"[bold yellow]{message}[/bold yellow]")
+
+
+def _exit_if_signalled() -> None:
+    """Exit as interrupted when a signal came, even if what it raised was caught on the way."""
+    from edgernn import procs
+
+    sig = procs.received()
+    if sig is None:
+        return
+    procs.ignore_signals()
+    click.echo("interrupted" if sig == signal.SIGINT else f"interrupted ({signal.Signals(sig).name})", err=True)
+    sys.exit(128 + sig)
 
 
 class EdgeRNNGroup(click.Group):
@@ -59,8 +72,11 @@ class EdgeRNNGroup(click.Group):
 
         procs.install_signal_handlers()
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            procs.raise_if_interrupted()   # a signal whose exception something on the way caught
+            return result
         except EdgeRNNError as err:
+            _exit_if_signalled()          # an error that a caught signal caused is the signal's
             click.echo(f"error: {err}", err=True)
             for line in getattr(err, "details", None) or []:
                 click.echo(line, err=True)
@@ -75,14 +91,17 @@ class EdgeRNNGroup(click.Group):
             click.echo(f"error: {os_error_message(exc, f'use {target}')}", err=True)
             sys.exit(2)
         except KeyboardInterrupt:
+            procs.ignore_signals()
             click.echo("interrupted", err=True)
             sys.exit(130)
         except procs.Interrupted as stop:
+            procs.ignore_signals()
             click.echo(f"interrupted ({stop})", err=True)
             sys.exit(128 + stop.signum)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
         except Exception as exc:  # a bug: still one line, with the way to see more
+            _exit_if_signalled()
             if os.environ.get("EDGERNN_DEBUG") == "1":
                 raise
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
