@@ -34,7 +34,11 @@ _RNN_MODULES = {"LSTM", "GRU", "RNN"}
 _FUNCTIONS = {"relu": "relu", "tanh": "tanh", "sigmoid": "sigmoid", "silu": "silu", "elu": "elu",
               "gelu": "gelu", "relu6": "relu6", "leaky_relu": "leaky_relu", "softmax": "softmax",
               "dropout": "identity"}
-_NO_OPS = {"contiguous", "float", "detach", "clone"}
+_NO_OPS = {"contiguous", "float", "detach", "clone", "to", "cpu", "requires_grad_", "type_as"}
+# functions making a zero tensor: the initial state people write out (h0 = torch.zeros(layers, x.size(0), H))
+_ZEROS = {"zeros", "zeros_like", "new_zeros"}
+# what reads only the input's shape, type or device, to size such a zero state
+_META = {"size", "dim", "getattr"}
 _TRANSPOSES = {"transpose", "permute", "swapaxes", "swapdims"}
 
 
@@ -68,7 +72,7 @@ class _Val:
     LSTM's (h_n, c_n)), ``final_h``, ``final_c`` or ``none``. ``time_major``: the value's own layout.
     """
 
-    kind: str
+    kind: str                     # (also "zeros": a zero tensor; "meta": a size, device or dtype)
     time_major: bool = False      # relative to the chain's input: True once batch and time were swapped
     rnn: _Op | None = None
     layers: int = 1               # an RNN's number of stacked layers (to read h_n[k])
@@ -169,11 +173,14 @@ def _input(node, values: dict[str, _Val], kind: str) -> _Val:
 
 
 def _only_input(node, values: dict[str, _Val], kind: str) -> None:
-    for extra in list(node.args[1:]) + list(node.kwargs.values()):
+    extras = list(node.args[1:]) + list(node.kwargs.values())
+    while any(isinstance(e, (tuple, list)) for e in extras):   # an LSTM's (h0, c0)
+        extras = [i for e in extras for i in (e if isinstance(e, (tuple, list)) else (e,))]
+    for extra in extras:
         if extra is None:
             continue
-        if hasattr(extra, "name") and values[extra.name].kind == "none":
-            continue
+        if hasattr(extra, "name") and values[extra.name].kind in ("none", "zeros"):
+            continue   # no initial state, or a zero one: what edgernn starts every sequence from
         raise EdgeRNNError(f"{kind}: submodule '{node.target}' is given a second argument (an initial state or "
                            "time spans); edgernn starts every sequence from zero state with steps of 1")
 
@@ -323,6 +330,17 @@ def _apply_function(chain: _Chain, node, values: dict[str, _Val], keras) -> _Val
     fname = target if isinstance(target, str) else getattr(target, "__name__", str(target))
     args = node.args
     src = values.get(args[0].name) if args and hasattr(args[0], "name") else None
+    if fname in _ZEROS or (fname == "full" and len(args) > 1 and args[1] == 0):
+        return _Val("zeros")
+    if src is not None and src.kind in ("meta", "zeros") and (fname in _NO_OPS or target is operator.getitem
+                                                             or fname in _META):
+        return src
+    if src is not None and fname in _META:
+        return _Val("meta")
+    if fname in ("ones", "ones_like", "full", "full_like", "rand", "randn", "rand_like", "randn_like", "empty",
+                 "new_ones", "new_full", "new_empty"):
+        raise EdgeRNNError(f"{chain.kind}.forward makes a tensor with torch.{fname}, an initial state that is not "
+                           "zero; edgernn starts every sequence from zero state")
     if src is None:
         raise EdgeRNNError(f"{chain.kind}.forward calls {fname}, which edgernn does not map; it maps a chain of "
                            "submodules, activations and taking the last step")

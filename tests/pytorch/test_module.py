@@ -88,6 +88,26 @@ class Stacked(nn.Module):
         return self.post(y[:, -1, :])
 
 
+class ZeroState(nn.Module):
+    """The tutorials' way: the zero initial state written out, sized from the input."""
+
+    def __init__(self, kind: str, fill: str = "zeros"):
+        super().__init__()
+        self.kind, self.fill, self.layers, self.hidden = kind, fill, 2, 6
+        self.rnn = getattr(nn, kind)(3, self.hidden, self.layers, batch_first=True)
+        self.fc = nn.Linear(self.hidden, 2)
+
+    def forward(self, x):
+        make = torch.zeros if self.fill == "zeros" else torch.ones
+        h0 = make(self.layers, x.size(0), self.hidden).to(x.device)
+        if self.kind == "LSTM":
+            c0 = torch.zeros(self.layers, x.shape[0], self.hidden, device=x.device)
+            out, _ = self.rnn(x, (h0, c0))
+        else:
+            out, _ = self.rnn(x, h0)
+        return self.fc(out[:, -1, :])
+
+
 def _cases():
     torch.manual_seed(0)
     return {
@@ -108,6 +128,8 @@ def _cases():
         "transposed time-major lstm": Swapped(),
         "sequential pre, lstm, mid, rnn, softmax": Stacked(),
         "sequential of an lstm": nn.Sequential(nn.LSTM(3, 5, batch_first=True)),
+        "lstm from (h0, c0) = zeros": ZeroState("LSTM"),
+        "gru from h0 = zeros": ZeroState("GRU"),
     }
 
 
@@ -201,6 +223,7 @@ REFUSALS = [
     ("proj_size", lambda: nn.LSTM(3, 4, proj_size=2, batch_first=True), "proj_size=2"),
     ("a second input", TwoInputs, "second input 'h0'"),
     ("an initial state", GivenState, "uses the tensor 'h0'"),
+    ("a state of ones", lambda: ZeroState("GRU", "ones"), "torch.ones, an initial state that is not zero"),
     ("cat", Concat, "calls cat"),
     ("c_n", CellState, "c_n"),
     ("the first step", FirstStep, "indexes a sequence with [:, 0]"),
