@@ -78,6 +78,7 @@ class _Val:
     layers: int = 1               # an RNN's number of stacked layers (to read h_n[k])
     lstm: bool = False
     ends: bool = False            # an RNN module whose output is its last step (ncps return_sequences=False)
+    squeezed: bool = False        # after squeeze(-1): the model's output, nothing may follow
 
 
 @dataclass
@@ -212,6 +213,8 @@ def _apply_module(chain: _Chain, sub: Any, where: str, arg: _Val, keras) -> _Val
 
     name = type(sub).__name__
     label = f"submodule '{where}' ({name})" if where != name else name
+    if arg.squeezed:
+        raise EdgeRNNError(f"{label} comes after squeeze(-1); edgernn maps squeeze(-1) only as the last operation")
     if arg.kind not in ("seq", "last"):
         raise EdgeRNNError(f"{label} is applied to {_describe(arg)}; take its output first (out, _ = rnn(x))")
     if is_ncps_module(sub) or name in _RNN_MODULES:
@@ -232,6 +235,11 @@ def _apply_module(chain: _Chain, sub: Any, where: str, arg: _Val, keras) -> _Val
         return arg
     if name in _ACTIVATION_MODULES:
         chain.ops.append(_Op("step", [_activation_module(sub, label, keras)], where))
+        return arg
+    if name == "LayerNorm":
+        layer = _layer_norm(sub, label, keras)
+        _first_features(chain, sub.normalized_shape[-1])
+        chain.ops.append(_Op("step", [layer], where))
         return arg
     if name == "Flatten" and arg.kind == "last" and (sub.start_dim, sub.end_dim) == (1, -1):
         return arg
@@ -264,12 +272,27 @@ def _apply_rnn(chain: _Chain, sub: Any, label: str, arg: _Val, keras, ncps_layer
 
 
 def _first_features(chain: _Chain, features: int | None) -> None:
-    if chain.features is None and not chain.ops and features:
+    """The input's features: the input size of the first op that has one (what comes before it, activations,
+    keeps the size)."""
+    if chain.features is None and features:
         chain.features = int(features)
 
 
 def _numpy(tensor) -> np.ndarray:
     return tensor.detach().cpu().numpy().astype(np.float32)
+
+
+def _layer_norm(sub: Any, label: str, keras):
+    """nn.LayerNorm over the features: Keras' LayerNormalization with torch's epsilon, weight and bias."""
+    shape = tuple(sub.normalized_shape)
+    if len(shape) != 1:
+        raise EdgeRNNError(f"{label} normalizes over {len(shape)} axes; edgernn maps a LayerNorm over the features")
+    affine = sub.weight is not None
+    layer = keras.layers.LayerNormalization(epsilon=float(sub.eps), center=sub.bias is not None, scale=affine)
+    layer.build((None, shape[0]))
+    weights = ([_numpy(sub.weight)] if affine else []) + ([_numpy(sub.bias)] if sub.bias is not None else [])
+    layer.set_weights(weights)
+    return layer
 
 
 def _activation_module(sub: Any, label: str, keras):
@@ -344,6 +367,9 @@ def _apply_function(chain: _Chain, node, values: dict[str, _Val], keras) -> _Val
     if src is None:
         raise EdgeRNNError(f"{chain.kind}.forward calls {fname}, which edgernn does not map; it maps a chain of "
                            "submodules, activations and taking the last step")
+    if src.squeezed:
+        raise EdgeRNNError(f"{chain.kind}.forward calls {fname} after squeeze(-1); edgernn maps squeeze(-1) only as "
+                           "the last operation")
     if target is operator.getitem:
         return _getitem(chain, src, args[1])
     if fname in _NO_OPS:
@@ -356,11 +382,22 @@ def _apply_function(chain: _Chain, node, values: dict[str, _Val], keras) -> _Val
         return _Val("seq", not src.time_major, src.rnn)
     if src.kind == "final" and not src.lstm:
         src = _Val("final_h", False, src.rnn, src.layers)
+    if fname == "squeeze" and src.kind in ("seq", "last") and _squeezes_features(args[1:], node.kwargs, src.kind):
+        # a single output feature dropped (torch's squeeze keeps any other size): the Keras model keeps the
+        # axis of one; only the output may be squeezed
+        return _Val(src.kind, src.time_major, src.rnn, src.layers, src.lstm, src.ends, squeezed=True)
     if fname == "squeeze" and src.kind == "final_h" and src.layers == 1:
         _mark_last(chain, src)
         return _Val("last", False, src.rnn)
     raise EdgeRNNError(f"{chain.kind}.forward calls {fname} on {_describe(src)}, which edgernn does not map; "
                        "between submodules it maps activations, taking the last step and swapping batch and time")
+
+
+def _squeezes_features(args: tuple, kwargs: dict, kind: str) -> bool:
+    dims = list(args) + ([kwargs["dim"]] if "dim" in kwargs else [])
+    if len(dims) != 1 or not isinstance(dims[0], int):
+        return False
+    return dims[0] == -1 or dims[0] == (2 if kind == "seq" else 1)
 
 
 def _swaps_batch_and_time(args: tuple, kwargs: dict) -> bool:

@@ -108,6 +108,22 @@ class ZeroState(nn.Module):
         return self.fc(out[:, -1, :])
 
 
+class Regressor(nn.Module):
+    """LayerNorm on the features, an LSTM, one output feature squeezed away (a regression's usual end)."""
+
+    def __init__(self, last: bool = False, after: bool = False):
+        super().__init__()
+        self.norm = nn.LayerNorm(3)
+        self.lstm = nn.LSTM(3, 6, batch_first=True)
+        self.fc = nn.Linear(6, 1)
+        self.last, self.after = last, after
+
+    def forward(self, x):
+        y, _ = self.lstm(self.norm(x))
+        y = self.fc(y[:, -1] if self.last else y).squeeze(-1)
+        return torch.tanh(y) if self.after else y
+
+
 def _cases():
     torch.manual_seed(0)
     return {
@@ -130,6 +146,8 @@ def _cases():
         "sequential of an lstm": nn.Sequential(nn.LSTM(3, 5, batch_first=True)),
         "lstm from (h0, c0) = zeros": ZeroState("LSTM"),
         "gru from h0 = zeros": ZeroState("GRU"),
+        "layernorm, lstm, squeeze(-1)": Regressor(),
+        "layernorm, lstm, last step, squeeze(-1)": Regressor(last=True),
     }
 
 
@@ -145,10 +163,13 @@ def test_module_matches_torch(name):
     x = np.random.default_rng(1).standard_normal((2, 11, 3)).astype(np.float32)
     want = source.reference(x)
     got = np.asarray(source.model(x, training=False))
+    if "squeeze" in name and "h_n" not in name:   # the Keras model keeps the output axis of one
+        got = got.reshape(want.shape)
     assert got.shape == want.shape
     assert np.max(np.abs(got - want)) <= 1e-5 * np.max(np.abs(want))
     # the reference is the module itself, fed in its own layout (time-major for a time-major first RNN)
     time_major = name in TIME_MAJOR
+    module.eval()
     with torch.no_grad():
         own = module(torch.from_numpy(x).transpose(0, 1) if time_major else torch.from_numpy(x))
     own = own[0] if isinstance(own, tuple) else own
@@ -223,6 +244,9 @@ REFUSALS = [
     ("proj_size", lambda: nn.LSTM(3, 4, proj_size=2, batch_first=True), "proj_size=2"),
     ("a second input", TwoInputs, "second input 'h0'"),
     ("an initial state", GivenState, "uses the tensor 'h0'"),
+    ("an op after squeeze(-1)", lambda: Regressor(after=True), "calls tanh after squeeze(-1)"),
+    ("layernorm over two axes", lambda: nn.Sequential(nn.LayerNorm((4, 3)), nn.LSTM(3, 4)),
+     "submodule '0' (LayerNorm) normalizes over 2 axes"),
     ("a state of ones", lambda: ZeroState("GRU", "ones"), "torch.ones, an initial state that is not zero"),
     ("cat", Concat, "calls cat"),
     ("c_n", CellState, "c_n"),
