@@ -191,18 +191,28 @@ def _refusal(path: Path, exc: BaseException) -> EdgeRNNError:
     return EdgeRNNError(f"cannot load {path}: {first}")
 
 
-def load_model(source: Any, *, unsafe: bool = False) -> LoadedModel:
-    """Load ``source``: a path, or a model object already in memory (Keras 3 or tf_keras)."""
-    if not isinstance(source, (str, os.PathLike)):
-        return _wrap_in_memory(source)
-
-    path = Path(source)
+def check_model_path(path: Path) -> None:
+    """What every model path is checked for first: it is there, and is a file or a folder."""
     if not path.exists():
         raise EdgeRNNError(f"model file {path} does not exist")
     kind = path.stat().st_mode
     if not stat.S_ISDIR(kind) and not stat.S_ISREG(kind):
         raise EdgeRNNError(f"model {path} is not a regular file (a FIFO, socket or device); save the model "
                            "to a .keras file")
+
+
+def check_readable(path: Path) -> None:
+    if not os.access(path, os.R_OK):
+        raise EdgeRNNError(f"model {path} cannot be read (permission denied)")
+
+
+def load_model(source: Any, *, unsafe: bool = False) -> LoadedModel:
+    """Load ``source``: a path, or a model object already in memory (Keras 3 or tf_keras)."""
+    if not isinstance(source, (str, os.PathLike)):
+        return _wrap_in_memory(source)
+
+    path = Path(source)
+    check_model_path(path)
     if path.is_dir() and not (path / "saved_model.pb").exists():
         raise EdgeRNNError(f"{path} is a folder but not a SavedModel (no saved_model.pb)")
     if path.is_dir() and not (path / "keras_metadata.pb").is_file():
@@ -215,8 +225,7 @@ def load_model(source: Any, *, unsafe: bool = False) -> LoadedModel:
                            "edgernn.convert in Python")
     if path.is_file() and path.suffix not in (".keras", ".h5", ".hdf5"):
         raise EdgeRNNError(f"{path}: unknown model format {path.suffix or '(no suffix)'}; use .keras, .h5, .onnx or a SavedModel folder")
-    if not os.access(path, os.R_OK):
-        raise EdgeRNNError(f"model {path} cannot be read (permission denied)")
+    check_readable(path)
     if not unsafe:
         risky = code_layers(path)
         if risky:

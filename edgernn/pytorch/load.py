@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from edgernn.errors import EdgeRNNError
-from edgernn.keras.load import LoadedModel, file_sha256, load_model
+from edgernn.keras.load import LoadedModel, check_model_path, check_readable, file_sha256, load_model, model_sha256
 from edgernn.pytorch.module import from_torch, is_torch_module
-from edgernn.pytorch.source import Source
+from edgernn.pytorch.source import Source, keras_name
 
 
 def load_any(model: Any, *, unsafe: bool = False, roll: bool = False) -> LoadedModel:
@@ -26,68 +26,57 @@ def load_any(model: Any, *, unsafe: bool = False, roll: bool = False) -> LoadedM
         return LoadedModel(model=source.model, flavour="keras", path=None, sha256=module_sha256(model),
                            source=source)
     if isinstance(model, Source):
-        return LoadedModel(model=model.model, flavour="keras", path=None, sha256=model_digest(model), source=model)
+        return LoadedModel(model=model.model, flavour="keras", path=None, sha256=model_sha256(model.model), source=model)
     return load_model(model, unsafe=unsafe)
 
 
 def _onnx(path: Path, roll: bool) -> LoadedModel:
-    if not path.exists():
-        raise EdgeRNNError(f"model file {path} does not exist")
-    if not path.is_file():
-        raise EdgeRNNError(f"model {path} is not a regular file")
-    if not os.access(path, os.R_OK):
-        raise EdgeRNNError(f"model {path} cannot be read (permission denied)")
-    source = _onnx_cell(path, roll)
-    if source is None:
-        from edgernn.pytorch.onnx import load_onnx
+    from edgernn.pytorch.onnx import load_onnx, read_onnx
 
-        source = load_onnx(path)
+    check_model_path(path)
+    if path.is_dir():
+        raise EdgeRNNError(f"{path} is a folder, not an .onnx model file")
+    check_readable(path)
+    model = read_onnx(path)
+    source = _onnx_cell(path, model, roll) or load_onnx(path, model)
     return LoadedModel(model=source.model, flavour="keras", path=path.resolve(), sha256=file_sha256(path),
                        source=source)
 
 
-def _onnx_cell(path: Path, roll: bool) -> Source | None:
+def _onnx_cell(path: Path, model: Any, roll: bool) -> Source | None:
     """An export of one step of a cell, or one unrolled over time (rolled back when ``roll``, else refused);
     None for the rest, which edgernn.pytorch.onnx reads."""
-    from edgernn import tfenv
     from edgernn.pytorch import onnx_cell
 
-    try:
-        import onnx
-    except ImportError:
-        raise EdgeRNNError("reading .onnx models needs the onnx package: pip install 'edgernn[onnx]'") from None
-    try:
-        model = onnx.load(str(path))
-    except Exception:  # noqa: BLE001 - edgernn.pytorch.onnx says what is wrong with the file
-        return None
-    keras = tfenv.keras3()
     step = onnx_cell.cell_step(model, path.name)
     if step is not None:
-        layer = onnx_cell.keras_layer(step, keras, name=_layer_name(path))
-        model_k = keras.Sequential([keras.Input((None, step.features), name="x"), layer], name=_layer_name(path))
-        return Source(model=model_k, kind="onnx", name=path.name, reference=onnx_cell.step_reference(model, step))
+        return _cell_source(path, step, onnx_cell.step_reference(model, step), True)
+    if roll:
+        rolled = onnx_cell.roll(model, path.name)
+        if rolled is None:
+            return None
+        run = onnx_cell.step_reference(rolled.cell_model, rolled.step)
+        reference = run if rolled.return_sequences else (lambda seqs: run(seqs)[:, -1])
+        return _cell_source(path, rolled.step, reference, rolled.return_sequences)
     steps = onnx_cell.unrolled_steps(model)
-    if steps is None:
-        return None
-    if not roll:
+    if steps is not None:
         raise EdgeRNNError(f"{path.name} is a cell unrolled over {steps} fixed steps (its input taken one step at a "
                            "time); export the cell instead, torch.onnx.export(model.rnn_cell, (x_t, h, 1.0), ...) for "
                            "ncps, or pass the torch module to edgernn.convert/edgernn.build in Python; or pass "
                            "--roll to take the export back to its repeated cell")
-    rolled = onnx_cell.roll(model, path.name)
-    if rolled is None:
-        return None
-    layer = onnx_cell.keras_layer(rolled.step, keras, return_sequences=rolled.return_sequences,
-                                  name=_layer_name(path))
-    model_k = keras.Sequential([keras.Input((None, rolled.step.features), name="x"), layer], name=_layer_name(path))
-    run = onnx_cell.step_reference(rolled.cell_model, rolled.step)
-    reference = run if rolled.return_sequences else (lambda seqs: run(seqs)[:, -1])
-    return Source(model=model_k, kind="onnx", name=path.name, reference=reference)
+    return None
 
 
-def _layer_name(path: Path) -> str:
-    stem = "".join(c if c.isalnum() else "_" for c in path.stem).strip("_") or "onnx"
-    return stem if stem[0].isalpha() else f"m_{stem}"
+def _cell_source(path: Path, step: Any, reference: Any, return_sequences: bool) -> Source:
+    """The Keras model of one ONNX cell (an RNN layer over it) with its reference."""
+    from edgernn import tfenv
+    from edgernn.pytorch import onnx_cell
+
+    keras = tfenv.keras3()
+    name = keras_name(path.stem, "onnx")
+    layer = onnx_cell.keras_layer(step, keras, return_sequences=return_sequences, name=name)
+    model = keras.Sequential([keras.Input((None, step.features), name="x"), layer], name=name)
+    return Source(model=model, kind="onnx", name=path.name, reference=reference)
 
 
 def module_sha256(module: Any) -> str:
@@ -98,8 +87,3 @@ def module_sha256(module: Any) -> str:
         digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
     return digest.hexdigest()
 
-
-def model_digest(source: Source) -> str:
-    from edgernn.keras.load import model_sha256
-
-    return model_sha256(source.model)

@@ -17,13 +17,14 @@ either way, and the reference run (:attr:`Source.reference`) feeds the module it
 from __future__ import annotations
 
 import operator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from edgernn.errors import EdgeRNNError
-from edgernn.pytorch.source import Source
+from edgernn.pytorch.source import Source, keras_name
 
 TORCH_EXTRA = "pip install 'edgernn[torch]'"
 
@@ -97,12 +98,8 @@ def from_torch(module: Any) -> Source:
     if not isinstance(module, torch.nn.Module):
         raise EdgeRNNError(f"expected a torch.nn.Module, got {type(module).__name__}")
     keras = tfenv.keras3()
-    was_training = module.training
-    module.eval()   # inference: dropout off (and put back as it was)
-    try:
+    with _inference(module):
         chain, out = _trace(module, torch, keras)
-    finally:
-        module.train(was_training)
     model = _keras_model(keras, chain, out)
     output_time_major = out.kind == "seq" and out.time_major != bool(chain.input_time_major)
     return Source(model=model, kind="torch", name=type(module).__name__,
@@ -504,12 +501,18 @@ def _keras_model(keras, chain: _Chain, out: _Val):
     for op in chain.ops:
         for layer in op.layers:
             tensor = layer(tensor)
-    return keras.Model(inputs, tensor, name=_model_name(chain.kind))
+    return keras.Model(inputs, tensor, name=keras_name(chain.kind, "torch_model"))
 
 
-def _model_name(kind: str) -> str:
-    name = "".join(c if c.isalnum() or c == "_" else "_" for c in kind).strip("_") or "torch_model"
-    return name if name[0].isalpha() else f"m_{name}"
+@contextmanager
+def _inference(module: Any):
+    """The module in eval mode (dropout off), put back in the mode it was in after."""
+    was_training = module.training
+    module.eval()
+    try:
+        yield
+    finally:
+        module.train(was_training)
 
 
 def _reference(module: Any, torch, input_time_major: bool, output_time_major: bool) -> Callable:
@@ -519,13 +522,8 @@ def _reference(module: Any, torch, input_time_major: bool, output_time_major: bo
         x = torch.from_numpy(np.ascontiguousarray(sequences, np.float32))
         if input_time_major:
             x = x.transpose(0, 1)
-        was_training = module.training
-        module.eval()
-        try:
-            with torch.no_grad():
-                y = module(x)
-        finally:
-            module.train(was_training)
+        with _inference(module), torch.no_grad():
+            y = module(x)
         while isinstance(y, (tuple, list)):
             y = y[0]
         if output_time_major:

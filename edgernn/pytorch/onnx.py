@@ -24,7 +24,6 @@ Whatever cannot be mapped exactly is refused in one line naming the node.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -32,7 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 from edgernn.errors import EdgeRNNError
-from edgernn.pytorch.source import Source
+from edgernn.pytorch.source import Source, keras_name
 
 RNN_OPS = {"LSTM": 4, "GRU": 3, "RNN": 1}  # op type -> gates
 DEFAULT_ACTIVATIONS = {"LSTM": ["sigmoid", "tanh", "tanh"], "GRU": ["sigmoid", "tanh"]}
@@ -150,7 +149,7 @@ def _refuse(walk: Walk, node: Any, reason: str, error: type = EdgeRNNError) -> E
 # ----------------------------------------------------------------------------------------------------------
 # Loading.
 
-def load_onnx(path: Any) -> Source:
+def load_onnx(path: Any, model: Any = None) -> Source:
     """Read an ONNX file of a recurrent model and build the Keras model computing the same thing.
 
     ``reference`` runs the file itself (onnxruntime, else ``onnx.reference``) on (sequences, steps, F)
@@ -158,9 +157,9 @@ def load_onnx(path: Any) -> Source:
     computes only that many: its reference raises EdgeRNNError for any other (the Keras model runs any).
     A file with a fixed batch is run that many sequences at a time (one at a time for torch's default).
     """
-    onnx = _onnx()
     path = Path(path)
-    model = _read(onnx, path)
+    if model is None:   # else the file as read_onnx read it
+        model = read_onnx(path)
     graph = model.graph
     file = path.name
     consts = _initializers(graph)
@@ -205,6 +204,12 @@ def _onnx() -> Any:
     except ImportError:
         raise EdgeRNNError("reading .onnx models needs the onnx package: pip install 'edgernn[onnx]'") from None
     return onnx
+
+
+def read_onnx(path: Any) -> Any:
+    """The ModelProto of an .onnx file, its external data read from beside it; one line for a file that is not
+    one, and for a missing onnx package."""
+    return _read(_onnx(), Path(path))
 
 
 def _read(onnx: Any, path: Path) -> Any:
@@ -895,8 +900,7 @@ def _build_keras(plan: tuple, features: int, stem: str) -> Any:
         if isinstance(op, (Dense, Recurrent)):
             weights = [op.kernel] + ([op.bias] if op.bias is not None else []) if isinstance(op, Dense) else op.weights
             layer.set_weights(list(weights))
-    name = re.sub(r"[^A-Za-z0-9_]", "_", stem) or "onnx_model"
-    return keras.Model(inp, tensor, name=name)
+    return keras.Model(inp, tensor, name=keras_name(stem, "onnx_model"))
 
 
 def _keras_layer(keras: Any, op: Any, return_sequences: bool) -> Any:

@@ -696,7 +696,7 @@ def _match_regions(model, where, consts, x, slices, region, time_axis, steps, co
         if producer.op_type in ("Unsqueeze", "Reshape") and len(consumers[y]) == 1:
             y = producer.input[0]
             keep.remove(producer)
-        tail, y, last = _tail(model, where, list(consumers_nodes(consumers)), concat, consts, y, time_axis)
+        tail, y, last = _tail(model, where, consumers, concat, consts, y, time_axis)
         keep += tail
     else:
         keep = list(step1)
@@ -819,11 +819,10 @@ def _unroll_error(where: str, node) -> EdgeRNNError:
                         "(torch.onnx.export(model.rnn_cell, (x_t, h, 1.0), ...)), or pass the module to edgernn.convert")
 
 
-def _tail(model, where: str, nodes: list, concat, consts: dict, y: str, time_axis: int):
+def _tail(model, where: str, consumers: dict, concat, consts: dict, y: str, time_axis: int):
     """The nodes from the stacked steps to the model's first output, moved into the step: they act on each step
     alone. Returns (nodes, the step's output, whether the output is the last step only)."""
     output = model.graph.output[0].name
-    consumers = _consumers(nodes)
     chain, tensor, last = [], concat.output[0], False
     while tensor != output:
         after = consumers.get(tensor, [])
@@ -851,9 +850,6 @@ def _tail(model, where: str, nodes: list, concat, consts: dict, y: str, time_axi
             raise EdgeRNNError(f"{where}: node '{node.name}' ({node.op_type}) after the unrolled cell is not a "
                                "per-step layer edgernn maps (MatMul, Add, activations)")
         tensor = node.output[0]
-        if last and node.op_type == "Gather":
-            y_prev = y
-            y = y_prev
     return chain, y, last
 
 

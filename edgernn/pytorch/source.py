@@ -22,3 +22,9 @@ class Source:
     kind: str
     name: str
     reference: Callable[[np.ndarray], np.ndarray]
+
+
+def keras_name(text: str, fallback: str) -> str:
+    """A name Keras takes for a model or layer, made from a file or class name."""
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in text).strip("_") or fallback
+    return name if name[0].isalpha() else f"m_{name}"
