@@ -5,6 +5,8 @@ The whole build happens in a staging folder beside OUT; OUT is replaced only whe
 
 from __future__ import annotations
 
+import os
+
 import shlex
 import shutil
 from pathlib import Path
@@ -55,8 +57,10 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
     gap_sdk = devices.is_gap_sdk(board_obj)
     if not gap_sdk:
         find_compiler(board_obj)
-    elif not board_obj["toolchain"].get("optional", False):
-        devices.gap_sdk_config(board_obj)   # before converting: an emulated GAP8 cannot run an unbuilt project
+    elif not board_obj["toolchain"].get("optional", False) or os.environ.get(board_obj["gap_sdk"]["home_env"]):
+        # before converting: an emulated GAP8 cannot run an unbuilt project, and a named SDK that is not
+        # a supported release (older than 4.8.0) is refused before any work
+        devices.gap_sdk_config(board_obj)
     out = Path(out)
     folder = BuildFolder(out)
     folder.check()

@@ -243,15 +243,23 @@ def is_gap_sdk(board: Board) -> bool:
 
 
 def gap_sdk_config(board: Board) -> Path:
-    """The SDK's board configuration script, from $GAP_SDK_HOME; a one-line error saying how to get it."""
+    """The SDK's board configuration script, from $GAP_SDK_HOME (else the SDK `edgernn setup gvsoc --fetch`
+    fetched), checked to be a supported release; a one-line error saying how to get one."""
+    from edgernn.targets.gap_sdk import check_sdk, fetched_sdk
+
     sdk = board["gap_sdk"]
     home = os.environ.get(sdk["home_env"])
     hint = board["toolchain"].get("install_hint", "install the GAP SDK")
     if not home:
-        raise EdgeRNNError(f"the GAP SDK is not set up (${sdk['home_env']} is unset): {hint}")
+        fetched = fetched_sdk()
+        if fetched is None:
+            raise EdgeRNNError(f"the GAP SDK is not set up (${sdk['home_env']} is unset): {hint}, "
+                               "or run `edgernn setup gvsoc --fetch`")
+        home = str(fetched)
     config = Path(home).resolve() / sdk["config"]  # CI passes it relative to the working folder
     if not config.is_file():
         raise EdgeRNNError(f"${sdk['home_env']}={home} has no {sdk['config']}: {hint}")
+    check_sdk(config.parent.parent)
     if shutil.which("make") is None:
         raise EdgeRNNError("the GAP SDK builds with make, which is not installed: apt-get install make")
     return config
@@ -279,7 +287,7 @@ class GapSdkSetup:
         return ["bash", "-c", " && ".join(lines)]
 
 
-def _gap_compiler() -> Path | None:
+def gap_compiler() -> Path | None:
     """GreenWaves' own compiler where the SDK's configuration would find it, or on PATH."""
     base = os.environ.get("GAP_RISCV_GCC_TOOLCHAIN")
     if not base and os.environ.get("GAP_RISCV_GCC_TOOLCHAIN_BASE"):
@@ -301,7 +309,7 @@ def gap_sdk_setup(board: Board) -> GapSdkSetup:
     choice = os.environ.get("EDGERNN_GAP_COMPILER", "auto")
     if choice not in ("auto", "gap", "debian"):
         raise EdgeRNNError(f"EDGERNN_GAP_COMPILER={choice}: use gap, debian or auto")
-    if choice == "gap" or (choice == "auto" and _gap_compiler() is not None):
+    if choice == "gap" or (choice == "auto" and gap_compiler() is not None):
         return GapSdkSetup(board, home, home, "gap")
     if shutil.which(sdk["debian_cc"]) is None:
         raise EdgeRNNError(f"neither GAP's compiler ({sdk['gap_cc']}) nor {sdk['debian_cc']} is installed: "
@@ -326,9 +334,11 @@ def manual_commands(board: Board, out_dir: Path) -> str:
 
 
 def _first_error(proc: subprocess.CompletedProcess) -> str:
+    """What the compiler or linker said (edgernn.targets.buildlog), else the output's last line."""
+    from edgernn.targets.buildlog import summarize
+
     lines = ((proc.stderr or "") + "\n" + (proc.stdout or "")).strip().splitlines() or ["(no output)"]
-    errors = [line for line in lines if "error" in line.lower()] or lines[-1:]
-    return errors[0].strip()
+    return summarize(lines) or lines[-1].strip()
 
 
 def build_gap_project(firmware_dir: Path, board: Board, make_vars: dict[str, object] | None = None,

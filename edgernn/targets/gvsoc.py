@@ -29,11 +29,12 @@ from edgernn.targets.gap_sdk import GVSOC_TARGET, Log, _environment, _read_marke
 
 
 def gvsoc_marker(install: str | os.PathLike) -> dict:
-    """The marker of a finished build, from its install folder."""
+    """The record of a built GVSOC, from its install folder: the marker of a finished build, or, while
+    build_gvsoc runs its UART self-test, the record of the build it is testing."""
     key_dir = Path(install).resolve().parent.parent.parent
-    marker = _read_marker(key_dir)
+    marker = _read_marker(key_dir) or _read_marker(key_dir, built=True)
     if marker is None:
-        raise EdgeRNNError(f"{install} is not a finished GVSOC build: run `python -m edgernn.targets.gap_sdk`")
+        raise EdgeRNNError(f"{install} is not a finished GVSOC build: run `edgernn setup gvsoc`")
     return marker
 
 
@@ -72,9 +73,10 @@ def run_config_path(work_dir: str | os.PathLike, uart_port: int) -> Path:
 
 
 def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int,
-                      install: str | os.PathLike | None = None, log: Log = None) -> Path:
-    """Make work_dir ready to run elf with the UART on 127.0.0.1:uart_port; returns the launcher's
-    configuration. gapy runs only when work_dir was prepared for other bytes (or never)."""
+                      install: str | os.PathLike | None = None, log: Log = None, baud: int | None = None) -> Path:
+    """Make work_dir ready to run elf with the UART on 127.0.0.1:uart_port (its testbench at ``baud``,
+    when given); returns the launcher's configuration. gapy runs only when work_dir was prepared for
+    other bytes (or never)."""
     install = Path(install) if install is not None else build_gvsoc(log=log)
     elf, work_dir = Path(elf).resolve(), Path(work_dir).resolve()
     if not elf.is_file():
@@ -101,17 +103,20 @@ def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_
     # TX goes to the TCP client only (not to stdout, not to tx_uart.log); RX comes from it.
     uart.update({"telnet": True, "telnet_port": int(uart_port), "stdout": False, "stdin": False,
                  "tx_file": "", "loopback": False})
+    if baud is not None:
+        uart["baudrate"] = int(baud)
     run_config = run_config_path(work_dir, uart_port)
     run_config.write_text(json.dumps(config))
     return run_config
 
 
 def gvsoc_run_command(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int,
-                      install: str | os.PathLike | None = None, log: Log = None) -> list[str]:
+                      install: str | os.PathLike | None = None, log: Log = None,
+                      baud: int | None = None) -> list[str]:
     """The command that runs elf in GVSOC with the UART on 127.0.0.1:uart_port (prepared first).
     Run it with ``cwd=work_dir`` and ``env=gvsoc_env(install)``."""
     install = Path(install) if install is not None else build_gvsoc(log=log)
-    config = prepare_gvsoc_run(elf, work_dir, uart_port, install, log)
+    config = prepare_gvsoc_run(elf, work_dir, uart_port, install, log, baud)
     return [str(Path(install) / "bin" / "gvsoc_launcher"), f"--config={config}"]
 
 
@@ -194,14 +199,14 @@ class GvsocProcess:
 
 def start_gvsoc(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int | None = None,
                 install: str | os.PathLike | None = None, log: Log = None,
-                timeout: float = 20.0) -> GvsocProcess:
+                timeout: float = 20.0, baud: int | None = None) -> GvsocProcess:
     """Run elf in GVSOC in the background and return once the UART's TCP port listens. The simulator
     runs in its own process group (``stop()`` ends it); its stdout and stderr go to
     ``work_dir/gvsoc.log``."""
     install = Path(install) if install is not None else build_gvsoc(log=log)
     work_dir = Path(work_dir).resolve()
     port = uart_port if uart_port is not None else free_port()
-    command = gvsoc_run_command(elf, work_dir, port, install, log)
+    command = gvsoc_run_command(elf, work_dir, port, install, log, baud)
     log_path = work_dir / "gvsoc.log"
     with open(log_path, "wb") as out:
         proc = procs.spawn(command, cwd=work_dir, env=gvsoc_env(install), stdin=subprocess.DEVNULL,

@@ -12,6 +12,8 @@ import hashlib
 import json
 import os
 import random
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -26,8 +28,10 @@ from edgernn.targets import gap_sdk, gvsoc
 from edgernn.errors import EdgeRNNError
 
 TESTS = Path(__file__).resolve().parents[1]
-ECHO_SOURCES = [TESTS / "c" / "gvsoc" / "crt0.S", TESTS / "c" / "gvsoc_uart_echo.c"]
-ECHO_LINK_SCRIPT = TESTS / "c" / "gvsoc" / "gap8_l2.ld"
+SELFTEST = TESTS.parent / "templates" / "gap_sdk" / "selftest"
+ECHO_SOURCES = [SELFTEST / "crt0.S", SELFTEST / "uart_echo.c"]
+ECHO_LINK_SCRIPT = SELFTEST / "gap8_l2.ld"
+SHARED = TESTS.parent.parent / "shared"
 BUILD_TOOLS = ("make", "g++", "cmake", "scons", "rsync", "strip")
 GAPY_MODULES = ("elftools", "argcomplete", "six")
 
@@ -161,19 +165,31 @@ def test_sdk_home_says_what_to_set(monkeypatch, tmp_path):
         gap_sdk.sdk_home()
 
 
-def _fake_sdk(root: Path, makefile: str) -> Path:
-    """A tree that passes for a GAP SDK: a config script, a flattened symlink, a failing first step."""
+def _fake_sdk(root: Path, makefile: str, read_only: bool = True) -> Path:
+    """A tree that passes for a GAP SDK of a supported release: a config script, the parts every release
+    has, a flattened symlink, the lines edgernn's fixes correct, and a first build step (makefile)."""
+    from edgernn.targets.gap_sdk_fixes import FIXES
+
     (root / "configs").mkdir(parents=True)
     (root / "configs" / "ai_deck.sh").write_text("export TARGET_CHIP=GAP8_V2\nexport INSTALL_DIR=$PWD/install/workstation\n")
-    (root / "boards").mkdir()
-    (root / "boards" / "ai_deck.json").write_text('{"board": "ai_deck"}\n')
-    (root / "config").mkdir()
-    (root / "config" / "ai_deck.json").write_text("../boards/ai_deck.json")
+    (root / "configs" / "boards").mkdir()
+    (root / "configs" / "boards" / "ai_deck.json").write_text('{"board": "ai_deck"}\n')
+    (root / "configs" / "config").mkdir()
+    (root / "configs" / "config" / "ai_deck.json").write_text("../boards/ai_deck.json")
+    for part in ("utils/gapy", "utils/gap_configs", "gap8", "rtos/pmsis/api"):
+        (root / part).mkdir(parents=True, exist_ok=True)
+    (root / "utils" / "gapy" / "gapy").write_text("#!/usr/bin/env python3\n")
+    for fix in FIXES:
+        path = root / fix.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as f:
+            f.write("".join(edit.old + "\n" for edit in fix.edits if not edit.optional))
     (root / "utils" / "json-tools").mkdir(parents=True)
     (root / "utils" / "json-tools" / "Makefile").write_text(makefile)
-    for dirpath, dirnames, filenames in os.walk(root):      # read-only, as in CI
-        for name in filenames:
-            os.chmod(os.path.join(dirpath, name), 0o444)
+    if read_only:
+        for dirpath, dirnames, filenames in os.walk(root):      # read-only, as in CI
+            for name in filenames:
+                os.chmod(os.path.join(dirpath, name), 0o444)
     return root
 
 
@@ -183,8 +199,8 @@ def test_prepare_sdk_copies_once_and_never_writes_the_sdk(monkeypatch, tmp_path)
     before = _snapshot(home)
     copy = gap_sdk.prepare_sdk(home)
     assert copy.parent.name == gap_sdk.sdk_key(home)
-    assert (copy / "config" / "ai_deck.json").is_symlink()               # restored from its text form
-    assert json.loads((copy / "config" / "ai_deck.json").read_text()) == {"board": "ai_deck"}
+    assert (copy / "configs" / "config" / "ai_deck.json").is_symlink()   # restored from its text form
+    assert json.loads((copy / "configs" / "config" / "ai_deck.json").read_text()) == {"board": "ai_deck"}
     assert os.access(copy / "configs" / "ai_deck.sh", os.W_OK)
     for rel, _ in gap_sdk._walk(gap_sdk.overrides_dir()):
         assert (copy / rel).read_bytes() == (gap_sdk.overrides_dir() / rel).read_bytes()
@@ -192,7 +208,7 @@ def test_prepare_sdk_copies_once_and_never_writes_the_sdk(monkeypatch, tmp_path)
     before_source = source.stat().st_mtime_ns
     assert gap_sdk.prepare_sdk(home) == copy and source.stat().st_mtime_ns == before_source
     assert _snapshot(home) == before
-    assert not (home / "config" / "ai_deck.json").is_symlink()
+    assert not (home / "configs" / "config" / "ai_deck.json").is_symlink()
 
 
 def test_a_second_process_waits_for_the_lock_then_finds_the_copy(monkeypatch, tmp_path):
@@ -214,15 +230,203 @@ def test_a_second_process_waits_for_the_lock_then_finds_the_copy(monkeypatch, tm
     assert other.returncode == 0 and lines == [str(copy)]             # no second copy: it found ours
 
 
-def test_sdk_key_follows_content(tmp_path):
-    home = tmp_path / "sdk"
-    (home / "configs").mkdir(parents=True)
-    (home / "configs" / "ai_deck.sh").write_text("# one\n")
-    (home / "loop").symlink_to(".")                                     # a loop is hashed as a link
+def test_sdk_key_follows_content(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGERNN_CACHE", str(tmp_path / "cache"))
+    home = _fake_sdk(tmp_path / "sdk", "all:\n", read_only=False)
+    (home / "configs" / "loop").symlink_to(".")                          # a loop is hashed as a link
     key = gap_sdk.sdk_key(home)
     assert key == gap_sdk.sdk_key(home)
-    (home / "configs" / "ai_deck.sh").write_text("# two\n")
+    (home / "configs" / "ai_deck.sh").write_text("# two\n")              # same size, maybe the same mtime
     assert gap_sdk.sdk_key(home) != key
+
+
+def test_the_key_and_the_copy_take_only_the_parts_edgernn_builds(tmp_path, monkeypatch):
+    """A user's own work in the SDK (an example built in-tree, NNTool, the AutoTiler with its licensed
+    library and download URL, a build of GVSOC in place) changes neither the key nor the copy."""
+    monkeypatch.setenv("EDGERNN_CACHE", str(tmp_path / "cache"))
+    home = _fake_sdk(tmp_path / "sdk", "all:\n", read_only=False)
+    key = gap_sdk.sdk_key(home)
+    outside = ["examples/pmsis/helloworld/BUILD/GAP8_V2/GCC_RISCV_FREERTOS/test", "tools/nntool/nntool.py",
+               "tools/autotiler_v3/Autotiler/LibTile.a", "tools/autotiler_v3/.tiler_url",
+               "tools/autotiler_v3/Emulation/BUILD/x.o", "gap8/gvsoc/__pycache__/x.pyc", "install/workstation/bin/gvsoc",
+               "build/gvsoc/x.o", "utils/gapy/__pycache__/gapy.cpython-311.pyc", "libs/openmp/x.c",
+               "gvsoc/gvsoc/models/cpu/iss/sa/ext/libbfd.a", "README.md"]
+    for rel in outside:
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / rel).write_text("a user's work\n")
+    assert gap_sdk.sdk_key(home, rehash=True) == key
+    copy = gap_sdk.prepare_sdk(home)
+    for rel in outside:
+        assert not (copy / rel).exists(), rel
+    assert (copy / "utils" / "gapy" / "gapy").is_file()
+    (home / "gvsoc" / "gvsoc" / "models" / "utils" / "dpi_wrapper_impl.cpp").write_text("changed\n")
+    assert gap_sdk.sdk_key(home, rehash=True) != key                      # a part edgernn builds
+
+
+def test_the_sdk_bytes_are_read_once_then_vouched_for_by_their_stat(tmp_path, monkeypatch):
+    """The content hash runs once; a later call (this process or another) finds the key by the stat
+    fingerprint, unless a file is changed or `rehash` is asked."""
+    monkeypatch.setenv("EDGERNN_CACHE", str(tmp_path / "cache"))
+    home = _fake_sdk(tmp_path / "sdk", "all:\n", read_only=False)
+    monkeypatch.setattr(gap_sdk, "RACY_SECONDS", -1.0)                  # as if written long ago
+    hashed = []
+    real = gap_sdk._content_key
+    monkeypatch.setattr(gap_sdk, "_content_key", lambda *a: hashed.append(a) or real(*a))
+    key = gap_sdk.sdk_key(home)
+    assert len(hashed) == 1
+    gap_sdk._KEYS.clear()                                                # as a new process
+    assert gap_sdk.sdk_key(home) == key and len(hashed) == 1             # the stat index vouched
+    assert gap_sdk.sdk_key(home, rehash=True) == key and len(hashed) == 2
+    (home / "gap8" / "new.c").write_text("x\n")
+    assert gap_sdk.sdk_key(home) != key and len(hashed) == 3             # another fingerprint: hashed
+
+
+def test_a_file_changed_just_now_is_always_hashed(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGERNN_CACHE", str(tmp_path / "cache"))
+    home = _fake_sdk(tmp_path / "sdk", "all:\n", read_only=False)
+    hashed = []
+    real = gap_sdk._content_key
+    monkeypatch.setattr(gap_sdk, "_content_key", lambda *a: hashed.append(a) or real(*a))
+    gap_sdk.sdk_key(home)
+    gap_sdk.sdk_key(home)
+    assert len(hashed) == 2                         # files younger than RACY_SECONDS: never taken on stat
+
+
+@pytest.mark.parametrize("sdk", ["gap_sdk", "gap_sdk-4.8.0"])
+def test_the_fixes_apply_to_each_supported_sdk(sdk, tmp_path):
+    """Every edit finds its text in the SDK as upstream ships it, and leaves none of what it corrects."""
+    from edgernn.targets import gap_sdk_fixes
+
+    home = SHARED / sdk
+    if not home.is_dir():
+        pytest.skip(f"no {home}")
+    for fix in gap_sdk_fixes.FIXES:
+        (tmp_path / fix.path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(home / fix.path, tmp_path / fix.path)
+    applied = gap_sdk_fixes.apply_fixes(tmp_path)
+    expected = {"iet-tiny-relocation", "cluster-core-xpulp"} | ({"glibc-sched-yield"} if sdk.endswith("4.8.0") else set())
+    assert set(applied) == expected
+    code = [line.split("//")[0] for line in (tmp_path / gap_sdk_fixes.IET).read_text().splitlines()]
+    assert not [line for line in code if "%tiny" in line]
+    core = (tmp_path / gap_sdk_fixes.CLUSTER_CORE).read_text()
+    assert not re.search(r"^\s*p\.(elw|bclr)\b", core, re.M)
+    assert "pthread_yield" not in (tmp_path / gap_sdk_fixes.DPI_WRAPPER).read_text()
+    assert gap_sdk_fixes.apply_fixes(tmp_path) == []                    # applied twice: nothing left to do
+
+
+def test_a_fix_whose_text_is_gone_is_one_clear_line(tmp_path):
+    from edgernn.targets import gap_sdk_fixes
+
+    fix = next(f for f in gap_sdk_fixes.FIXES if f.name == "cluster-core-xpulp")
+    (tmp_path / fix.path).parent.mkdir(parents=True)
+    (tmp_path / fix.path).write_text("        p.elw t5, SOMETHING_ELSE(s0)\n")
+    for other in gap_sdk_fixes.FIXES:
+        if other.path != fix.path:
+            (tmp_path / other.path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / other.path).write_text("".join(e.old + "\n" for e in other.edits if not e.optional))
+    with pytest.raises(EdgeRNNError, match=r"fix cluster-core-xpulp does not apply to this GAP SDK's .*cluster_core\.S") as err:
+        gap_sdk_fixes.apply_fixes(tmp_path)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("missing, named", [
+    (["utils/json-tools"], "utils/json-tools"),
+    (["utils/gapy/gapy"], "utils/gapy/gapy"),
+    (["gap8"], "gap8"),
+    (["rtos/pmsis/api"], "rtos/pmsis/api or rtos/pmsis/pmsis_api"),
+])
+def test_an_sdk_older_than_4_8_is_refused_naming_what_it_lacks(tmp_path, monkeypatch, missing, named):
+    home = _fake_sdk(tmp_path / "sdk", "all:\n", read_only=False)
+    for rel in missing:
+        shutil.rmtree(home / rel) if (home / rel).is_dir() else (home / rel).unlink()
+    monkeypatch.setenv("GAP_SDK_HOME", str(home))
+    with pytest.raises(EdgeRNNError) as err:
+        gap_sdk.sdk_home()
+    message = str(err.value)
+    assert f"lacks {named}" in message and "GAP SDK 4.8.0 or later" in message and "\n" not in message
+
+
+def test_an_old_sdk_stops_build_before_any_conversion(tmp_path):
+    """`edgernn build --board gvsoc_gap8` with a 3.x-like SDK: one line, exit 2, before the model is
+    even read (the model file here does not exist)."""
+    home = _fake_sdk(tmp_path / "sdk", "all:\n", read_only=False)
+    shutil.rmtree(home / "utils" / "json-tools")
+    (home / "utils" / "gapy" / "gapy").unlink()
+    env = dict(os.environ, GAP_SDK_HOME=str(home), EDGERNN_CACHE=str(tmp_path / "cache"))
+    for board in ("gvsoc_gap8", "ai_deck"):
+        proc = subprocess.run([sys.executable, "-m", "edgernn", "build", str(tmp_path / "none.keras"), "--board", board,
+                               "-o", str(tmp_path / f"out_{board}")], env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "lacks utils/json-tools, utils/gapy/gapy" in lines[0] and "4.8.0" in lines[0], lines
+        assert not (tmp_path / f"out_{board}").exists()
+
+
+def _entry(base: Path, name: str, used: float) -> Path:
+    entry = base / "gap_sdk" / name
+    (entry / "sdk").mkdir(parents=True)
+    (entry / "source.json").write_text("{}\n")
+    (entry / "sdk" / "blob").write_bytes(b"x" * 1000)
+    (entry / gap_sdk.LAST_USED).write_text("0\n")
+    os.utime(entry / gap_sdk.LAST_USED, (used, used))
+    return entry
+
+
+def test_the_cache_keeps_the_most_recently_used_entries(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGERNN_CACHE", str(tmp_path))
+    now = time.time()
+    entries = [_entry(tmp_path, f"{i:024x}", now - 100 * i) for i in range(6)]   # 0 newest
+    other = tmp_path / "gap_sdk" / "mine"                                 # not edgernn's: left alone
+    other.mkdir()
+    (tmp_path / "gap_sdk" / ("f" * 24)).mkdir()                         # no source.json: not an entry
+    assert [e for e, _ in gap_sdk.cache_entries()] == entries
+    with gap_sdk._locked(entries[4].name, None):                          # in use by another process
+        removed = gap_sdk.prune_cache(keep=3)
+    assert removed == [entries[3], entries[5]]
+    assert all(e.is_dir() for e in entries[:3] + [entries[4]]) and other.is_dir()
+    assert not entries[3].exists() and not entries[5].exists()
+
+
+# ---- fetching an SDK ----
+
+@pytest.fixture(scope="module")
+def sdk_repository(tmp_path_factory):
+    """A git repository of the shared SDK (with a folder edgernn does not take), as a user's file:// URL."""
+    require_tools("git")
+    source = SHARED / "gap_sdk"
+    if not source.is_dir():
+        pytest.skip(f"no {source}")
+    repo = tmp_path_factory.mktemp("upstream") / "gap_sdk"
+    shutil.copytree(source, repo, symlinks=True)
+    (repo / "examples" / "big").mkdir(parents=True)
+    (repo / "examples" / "big" / "data.bin").write_bytes(b"\0" * 100_000)
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t")
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "sdk"],
+                    ["config", "uploadpack.allowFilter", "true"],
+                    ["config", "uploadpack.allowAnySHA1InWant", "true"]):
+        subprocess.run(["git", *command], cwd=repo, env=env, check=True, capture_output=True)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    return f"file://{repo}", commit
+
+
+def test_fetch_clones_only_the_parts_at_the_commit(sdk_repository, tmp_path, monkeypatch):
+    url, commit = sdk_repository
+    monkeypatch.setenv("EDGERNN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("GAP_SDK_HOME", raising=False)
+    home = gap_sdk.fetch_sdk(url, commit)
+    assert home == tmp_path / "cache" / gap_sdk.FETCHED / commit
+    assert (home / "configs" / "ai_deck.sh").is_file() and (home / "utils" / "gapy" / "gapy").is_file()
+    assert not (home / "examples").exists()                               # sparse: only the parts
+    assert gap_sdk.sdk_home() == home.resolve()                           # found with $GAP_SDK_HOME unset
+    # the same parts as the shared SDK: the same key, so a GVSOC built from either serves both
+    assert gap_sdk.sdk_key(home) == gap_sdk.sdk_key((SHARED / "gap_sdk").resolve())
+    assert gap_sdk.fetch_sdk(url, commit) == home                         # a second fetch does nothing
+    with pytest.raises(EdgeRNNError, match=r"fetching the GAP SDK from file://.* failed at git fetch") as err:
+        gap_sdk.fetch_sdk(url, "0" * 40)
+    assert "\n" not in str(err.value)
+    assert not list((tmp_path / "cache" / gap_sdk.FETCHED).glob(".*staging*"))  # nothing half-written
 
 
 def test_build_failure_names_the_step_and_the_log(monkeypatch, tmp_path):

@@ -34,6 +34,13 @@
 /* GAP8's cluster has 8 cores. */
 #define __builtin_pulp_CoreCount() 8
 
+/* A volatile 32-bit load from (or store to) the byte address base + offset: how GAP8's PMU HAL reads its
+ * registers (pmu_dlc.h passes base 0 and the register's address as the offset). */
+#define __builtin_pulp_OffsetedRead(base, offset) \
+    (*(volatile int *)((unsigned long)(base) + (unsigned long)(offset)))
+#define __builtin_pulp_OffsetedWrite(value, base, offset) \
+    ((void)(*(volatile int *)((unsigned long)(base) + (unsigned long)(offset)) = (int)(value)))
+
 /* p.ff1 / p.fl1: index of the first (last) set bit; 32 for 0. */
 static inline __attribute__((always_inline)) int __edgernn_pulp_ff1(unsigned int x)
 {

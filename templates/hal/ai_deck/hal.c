@@ -1,6 +1,11 @@
 /* HAL for `ai_deck` (GAP8, PMSIS on FreeRTOS), on the fabric controller: the clocks, the GAP8 UART for
  * the validation link, the step's cycle count, and pmsis_exit.
  *
+ * Board and voltage: first, as Bitcraze's AI-deck examples do, pi_bsp_init() sets the board's pads, and the
+ * FC's supply is set to EDGERNN_FC_MV (1200 mV) with __pi_pmu_voltage_set before the FC clock is raised: the
+ * voltage first, then the frequency that needs it (250 MHz wants the 1.2 V of the DC-DC converter).
+ * GVSOC does not model the PMU (tests/targets/test_ai_deck.py checks the order of these calls).
+ *
  * Clocks: the FC is set to EDGERNN_FC_HZ here, before the UART is opened, so the UART's divider is
  * computed once for the final clock (the UART driver recomputes it on a change, but only by waiting
  * with interrupts off for its transfers to end, and our receive transfers never end on their own).
@@ -22,6 +27,7 @@
  * pmsis_exit the UART is drained (edgernn_hal_exit). */
 #include "pmsis.h"
 #include "pmsis/implem/hal/hal.h" /* hal_uart_tx_status_get: the UART's own TX-busy bit (GAP8 FreeRTOS) */
+#include "bsp/bsp.h"                /* pi_bsp_init */
 
 #include "hal.h"
 
@@ -31,6 +37,10 @@
 /* FC clock; 0 keeps the boot clock (50 MHz) */
 #ifndef EDGERNN_FC_HZ
 #define EDGERNN_FC_HZ 0
+#endif
+/* FC supply voltage in mV, set before the FC clock is raised */
+#ifndef EDGERNN_FC_MV
+#define EDGERNN_FC_MV 1200
 #endif
 /* 1: edgernn_hal_cycles counts the whole step on the FC's timer, dispatch included (below) */
 #ifndef EDGERNN_CYCLES_FC
@@ -67,7 +77,9 @@ void edgernn_hal_init(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
+    pi_bsp_init();
     if (EDGERNN_FC_HZ != 0) {
+        __pi_pmu_voltage_set(PI_PMU_DOMAIN_FC, EDGERNN_FC_MV);
         pi_freq_set(PI_FREQ_DOMAIN_FC, EDGERNN_FC_HZ);
     }
     pi_uart_conf_init(&uart_conf);

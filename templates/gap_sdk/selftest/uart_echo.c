@@ -1,8 +1,9 @@
-/* Bare-metal GAP8 UART echo for GVSOC (no SDK, no libc): proves the simulated UART on a TCP port
+/* Bare-metal GAP8 UART echo for GVSOC (no SDK, no libc): edgernn's self-test of every GVSOC it builds
+ * (edgernn/targets/gvsoc_check.py), and of tests/targets/test_gvsoc.py. It proves the simulated UART on a TCP port
  * carries bursts both ways, byte-exact, and reads the PULP performance counters.
  *
- * Build (Debian's compiler): riscv64-unknown-elf-gcc -march=rv32imc_zicsr -mabi=ilp32 -O2 -nostdlib
- *   -ffreestanding -T tests/c/gvsoc/gap8_l2.ld tests/c/gvsoc/crt0.S tests/c/gvsoc_uart_echo.c -o echo.elf
+ * Build (Debian's compiler; edgernn does it): riscv64-unknown-elf-gcc -march=rv32imc_zicsr -mabi=ilp32 -O2 -nostdlib
+ *   -ffreestanding -T gap8_l2.ld crt0.S uart_echo.c -o echo.elf  (in templates/gap_sdk/selftest/)
  *
  * Protocol (host -> firmware, after the firmware has sent "GVSOC-ECHO READY ...\n"):
  *   'E' n:u16le data[n]  echo each byte as soon as it arrives, then "ECHO n=.. sum=.. cycles=.. instret=..\n"
@@ -41,7 +42,9 @@
 #define CFG_EN (1u << 4)
 #define CFG_SHADOW (1u << 5)
 
-#define BAUD 115200u
+#ifndef BAUD
+#define BAUD 115200u             /* the board's baud: -DBAUD=... (edgernn/targets/gvsoc_check.py) */
+#endif
 #define TX_RING 4096u                  /* power of two */
 #define TX_STAGE 256u
 
