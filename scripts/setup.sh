@@ -14,6 +14,7 @@ packages=(
     picolibc-riscv64-unknown-elf      # the C library of the qemu_riscv32 firmware
     qemu-system-misc                  # qemu-system-riscv32
     rsync scons cmake zlib1g-dev      # building GVSOC, the GAP8 simulator, from the GAP SDK
+    git                               # edgernn setup gvsoc --fetch: upstream gap_sdk, sparse and shallow
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -32,8 +33,8 @@ fi
 python3 -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 python3 -m pip install -q -e ".[dev]"
 
-# With a GAP SDK named, build its GVSOC (the gvsoc_gap8 board) into edgernn's cache now, once: a cache
-# hit takes a second, a first build about 10 minutes on 2 cores.
+# With a GAP SDK named, build its GVSOC (the gvsoc_gap8 board) into edgernn's cache now, once, ending
+# with its UART self-test: a cache hit takes a second, a first build 4 to 7 minutes on 2 cores.
 if [ -n "${GAP_SDK_HOME:-}" ]; then
     python3 -m edgernn.targets.gap_sdk
 fi

@@ -6,4 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# The other GAP SDKs the tests build against (EDGERNN_TEST_GAP_SDKS, colon-separated; CI: 4.8.0): their GVSOC
+# is built here, ahead of the tests, like $GAP_SDK_HOME's in setup.sh.
+IFS=: read -r -a other_sdks <<< "${EDGERNN_TEST_GAP_SDKS:-}"
+for sdk in "${other_sdks[@]}"; do
+    if [ -n "$sdk" ]; then
+        GAP_SDK_HOME="$sdk" python3 -m edgernn.targets.gap_sdk
+    fi
+done
 python3 -m pytest -q -ra -n "${EDGERNN_TEST_WORKERS:-auto}" --dist worksteal --durations=25 tests "$@"

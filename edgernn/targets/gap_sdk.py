@@ -590,7 +590,16 @@ def _prune_install(sdk: Path, log: Log) -> None:
 
 
 def _tree_bytes(root: Path) -> int:
-    return sum(p.lstat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+    """The disk space a tree takes, as du counts it: allocated blocks, each hard-linked file once."""
+    seen, total = set(), 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in filenames:
+            with contextlib.suppress(OSError):
+                st = os.lstat(os.path.join(dirpath, name))
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    total += st.st_blocks * 512
+    return total
 
 
 def _read_marker(key_dir: Path, built: bool = False) -> dict | None:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import zoo
-from conftest import TOY_MODEL, require_gap_sdk, require_tools
+from conftest import TOY_MODEL, gap_sdk_params, require_gap_sdk, require_gap_sdk_at, require_tools
 from edgernn.errors import EdgeRNNError, LinkError
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -39,6 +39,8 @@ ALLOWED_PMSIS = {
     "pi_cl_team_fork", "pi_cl_team_barrier", "pi_core_id", "pi_cl_l1_malloc", "pi_l2_malloc", "pi_perf_conf",
     "pi_perf_reset",
     "pi_perf_start", "pi_perf_read", "pi_freq_set", "pi_freq_get", "pmsis_kickoff", "pmsis_exit",
+    # the board's set-up before the FC clock is raised, as Bitcraze's examples do it (bsp/bsp.h, the PMU driver)
+    "pi_bsp_init", "__pi_pmu_voltage_set",
     # EDGERNN_CYCLES_FC=1 only: the FreeRTOS tick timer's count (the GAP8 FreeRTOS PMSIS timer driver)
     "pi_timer_value_read",
 }
@@ -170,6 +172,80 @@ def test_hal_turns_uart_receive_on_after_open():
     from edgernn.targets.board import load_board
 
     assert load_board("ai_deck")["gap_sdk"]["io"] == "disable"
+
+
+# A stand-in for the PMSIS calls the HAL's init makes, each recording itself: GVSOC does not model the
+# PMU, so the order in which the HAL sets the board up is checked by running its init on the host.
+PMSIS_RECORDER = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#define PI_FREQ_DOMAIN_FC 0
+#define PI_FREQ_DOMAIN_CL 1
+#define PI_PMU_DOMAIN_FC 0
+#define PI_UART_IOCTL_CONF_SETUP 1
+#define PI_UART_IOCTL_ENABLE_RX 2
+#define PI_UART_IOCTL_ENABLE_TX 3
+typedef struct pi_task { int done; } pi_task_t;
+struct pi_device { void *config; };
+struct pi_uart_conf { uint32_t baudrate_bps; int enable_tx, enable_rx; int uart_id; };
+extern char calls[4096];
+#define RECORD(...) (snprintf(calls + strlen(calls), sizeof calls - strlen(calls), __VA_ARGS__))
+static inline void pi_bsp_init(void) { RECORD("pi_bsp_init;"); }
+static inline int __pi_pmu_voltage_set(int domain, uint32_t mv) { RECORD("voltage(%d,%u);", domain, (unsigned)mv); return 0; }
+static inline int pi_freq_set(int domain, uint32_t hz) { RECORD("freq(%d,%u);", domain, (unsigned)hz); return 0; }
+static inline uint32_t pi_freq_get(int domain) { (void)domain; return 250000000u; }
+static inline void pi_uart_conf_init(struct pi_uart_conf *c) { RECORD("uart_conf_init;"); memset(c, 0, sizeof *c); }
+static inline void pi_open_from_conf(struct pi_device *d, void *c) { d->config = c; }
+static inline int pi_uart_open(struct pi_device *d) {
+    struct pi_uart_conf *c = d->config; RECORD("uart_open(%u,%d,%d);", (unsigned)c->baudrate_bps, c->enable_tx, c->enable_rx); return 0; }
+static inline int pi_uart_ioctl(struct pi_device *d, int cmd, void *arg) { (void)d; (void)arg; RECORD("ioctl(%d);", cmd); return 0; }
+static inline void pi_task_block(pi_task_t *t) { t->done = 0; }
+static inline int pi_uart_read_async(struct pi_device *d, void *b, int n, pi_task_t *t) { (void)d; (void)b; (void)n; (void)t; RECORD("r"); return 0; }
+static inline void pi_task_wait_on(pi_task_t *t) { (void)t; }
+static inline int pi_uart_write(struct pi_device *d, void *b, uint32_t n) { (void)d; (void)b; RECORD("write(%u);", (unsigned)n); return 0; }
+static inline void pmsis_exit(int code) { RECORD("exit(%d);", code); }
+static inline int hal_uart_tx_status_get(int id) { (void)id; return 0; }
+"""
+HAL_INIT_DRIVER = r"""
+#include <stdint.h>
+#include <stdio.h>
+char calls[4096];
+void edgernn_hal_init(int argc, char **argv);
+uint64_t edgernn_team_cluster_cycles(void) { return 0; }
+int main(void) { edgernn_hal_init(0, 0); puts(calls); return 0; }
+"""
+
+
+def test_hal_sets_the_board_up_as_bitcrazes_examples_do(tmp_path):
+    """Before it raises the FC clock, the HAL sets the AI-deck's pads (pi_bsp_init) and the FC's supply
+    to 1.2 V (__pi_pmu_voltage_set), as Bitcraze's examples do: voltage first, then the frequency that
+    needs it; then the UART. GVSOC does not model the PMU, so the init runs here on the host, against a
+    PMSIS that records each call."""
+    require_tools("gcc")
+    include = tmp_path / "include"
+    for header in ("pmsis.h", "bsp/bsp.h", "pmsis/implem/hal/hal.h"):
+        (include / header).parent.mkdir(parents=True, exist_ok=True)
+        (include / header).write_text(PMSIS_RECORDER if header == "pmsis.h" else "")
+    (tmp_path / "driver.c").write_text(HAL_INIT_DRIVER)
+    exe = tmp_path / "hal_init"
+    from edgernn.targets.board import load_board
+
+    cpu = load_board("ai_deck")["cpu"]
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Werror", f"-I{include}", f"-I{TEMPLATES / 'firmware'}",
+                    f"-DEDGERNN_FC_HZ={cpu['fc_hz']}", f"-DEDGERNN_FC_MV={cpu['fc_mv']}",
+                    str(TEMPLATES / "hal" / "ai_deck" / "hal.c"), str(tmp_path / "driver.c"), "-o", str(exe)],
+                   check=True, capture_output=True, text=True)
+    calls = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.strip().split(";")
+    assert cpu["fc_mv"] == 1200 and cpu["fc_hz"] == 250_000_000
+    assert calls[:4] == ["pi_bsp_init", "voltage(0,1200)", "freq(0,250000000)", "uart_conf_init"], calls
+    assert calls[4] == "uart_open(115200,1,1)" and "exit" not in ";".join(calls)
+    # with EDGERNN_FC_HZ=0 (the boot clock kept) neither the voltage nor the clock is touched
+    subprocess.run(["gcc", "-std=c99", f"-I{include}", f"-I{TEMPLATES / 'firmware'}", "-DEDGERNN_FC_HZ=0",
+                    str(TEMPLATES / "hal" / "ai_deck" / "hal.c"), str(tmp_path / "driver.c"), "-o", str(exe)],
+                   check=True, capture_output=True, text=True)
+    calls = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.strip().split(";")
+    assert calls[:2] == ["pi_bsp_init", "uart_conf_init"], calls
 
 
 def test_hal_keeps_a_receive_transfer_queued():
@@ -508,19 +584,51 @@ def test_int8_dot_products_are_xpulp_and_the_variants_build(sdk_built, tmp_path)
     # for 1, 2 and 8 workers is tested on the host, tests/backend/test_team.py)
 
 
-def test_toy_firmware_builds_from_a_bare_model(tmp_path):
+@pytest.mark.parametrize("sdk", gap_sdk_params())
+def test_toy_firmware_builds_from_a_bare_model(sdk, tmp_path, monkeypatch):
     """devices.build_firmware stages a GAP SDK project around a bare model.c/model.h (the link tests'
-    toy model, no TensorFlow needed) and builds it with the SDK."""
+    toy model, no TensorFlow needed) and builds it, linked with no undefined symbol, with each SDK a user
+    has: upstream master ($GAP_SDK_HOME) and, in CI, 4.8.0 (Bitcraze's docker image), whose FreeRTOS port
+    and PMSIS folders differ."""
     from edgernn.targets import device as devices
 
-    require_gap_sdk()
+    home = require_gap_sdk_at(sdk)
+    monkeypatch.setenv("GAP_SDK_HOME", str(home))
     built = devices.build_firmware(TOY_MODEL, "ai_deck", tmp_path)
     project = tmp_path / "project"
     assert built.elf == project / ELF and built.elf.is_file()
     assert {"Makefile", "hal.c", "main.c", "server.c", "edgernn_team.c", "edgernn_libm.c"} <= {
         p.name for p in project.iterdir()}
     assert (project / "model.c").read_text() == (TOY_MODEL / "model.c").read_text()
-    assert "edgernn_hal_uart_read" in _symbols(built.elf)
+    symbols = _symbols(built.elf)
+    assert {"edgernn_hal_uart_read", "pi_bsp_init", "__pi_pmu_voltage_set"} <= set(symbols)
+    nm = subprocess.run([_riscv_tool("nm"), "-u", str(built.elf)], capture_output=True, text=True, check=True)
+    assert nm.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("fault, said", [
+    ("extern void edgernn_no_such_symbol(void);\nvoid edgernn_reset_more(void) { edgernn_no_such_symbol(); }\n",
+     r"undefined reference to `edgernn_no_such_symbol' \(in model\.c:\d+\)"),
+    ("int edgernn_broken(void) { return undeclared_name; }\n",
+     r"model\.c:\d+: error: .undeclared_name. undeclared"),
+])
+def test_a_failing_sdk_build_says_what_the_compiler_said(fault, said, tmp_path, monkeypatch):
+    """Not make's last line (`collect2: error: ld returned 1 exit status`) but the undefined symbol, or the
+    first compile error with its file and line."""
+    from edgernn.targets import device as devices
+
+    monkeypatch.setenv("GAP_SDK_HOME", str(require_gap_sdk()))
+    model = tmp_path / "model"
+    shutil.copytree(TOY_MODEL, model, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    source = (model / "model.c").read_text()
+    # the fault is reached from edgernn_reset, so the linker cannot drop it with its section
+    source = source.replace("void edgernn_reset(void)\n{", "void edgernn_reset_more(void);\nvoid edgernn_reset(void)\n{\n    edgernn_reset_more();", 1)
+    (model / "model.c").write_text(source + fault + ("" if "reset_more" in fault else "void edgernn_reset_more(void) {}\n"))
+    with pytest.raises(EdgeRNNError) as err:
+        devices.build_firmware(model, "ai_deck", tmp_path / "build")
+    message = str(err.value)
+    assert re.search(said, message), message
+    assert "collect2" not in message.split("(command:")[0] and "\n" not in message
 
 
 def test_wrapper_maps_gap_flags_and_builtins(tmp_path):

@@ -563,3 +563,62 @@ def test_a_taken_uart_port_is_a_clear_error(gvsoc_build, echo_elf, tmp_path):
         port = taken.getsockname()[1]
         with pytest.raises(EdgeRNNError, match=f"could not listen on 127.0.0.1:{port}"):
             gvsoc.start_gvsoc(echo_elf, tmp_path / "run", uart_port=port, install=install)
+
+
+UART_TB = "gap8/gvsoc/dpi-models/models/uart/uart/uart.cpp"
+
+
+def test_the_self_test_passed_on_the_build(gvsoc_build):
+    install, _, _ = gvsoc_build
+    marker = json.loads((install.parent.parent.parent / gap_sdk.MARKER).read_text())
+    test = marker["selftest"]
+    assert test["mismatches"] == 0 and test["bytes"] >= 1024 and max(test["bursts"]) >= 1024
+    assert test["baud"] == 115200
+
+
+def test_the_self_test_fails_with_upstreams_uart_testbench(gvsoc_build, tmp_path):
+    """The same GVSOC with the UART testbench built from the SDK's own uart.cpp, as its Makefile builds
+    it: the self-test fails with one line saying the bytes shift, and the entry is not marked done."""
+    from edgernn.targets.gvsoc_check import SelfTestFailed
+
+    install, home, _ = gvsoc_build
+    require_tools("g++")
+    key_dir = install.parent.parent.parent
+    entry = tmp_path / "entry"
+    shutil.copytree(key_dir, entry, symlinks=True, ignore=shutil.ignore_patterns("selftest"))
+    (entry / gap_sdk.MARKER).unlink()
+    (entry / gap_sdk.BUILT).write_text((key_dir / gap_sdk.BUILT).read_text().replace(str(key_dir), str(entry)))
+    upstream = entry / "sdk" / "install" / "workstation"
+    assert (home / UART_TB).read_text() != (gap_sdk.overrides_dir() / UART_TB).read_text()
+    subprocess.run(["g++", str(home / UART_TB), "-o", str(upstream / "lib" / "uart.so"), "-O2", "-fpic", "-std=c++11",
+                    f"-I{upstream / 'include'}", "-shared", f"-L{upstream / 'lib'}"], check=True, capture_output=True)
+    with pytest.raises(SelfTestFailed) as err:
+        gap_sdk._self_test(entry, upstream, None)
+    message = str(err.value)
+    assert "bytes echoed back at 115200 baud differ" in message and "shifted by one bit" in message
+    assert "not marked done" in message and "\n" not in message
+    assert json.loads((entry / gap_sdk.SELFTEST_FAILED).read_text())["error"] == message
+    assert not (entry / gap_sdk.MARKER).exists()
+
+
+def test_setup_fetch_from_the_command_line(sdk_repository, gvsoc_build, tmp_path):
+    """`edgernn setup gvsoc --fetch`: the SDK cloned into the cache, then GVSOC for it (here the same parts
+    as $GAP_SDK_HOME's, so the build already in the cache serves: copied into this test's own cache)."""
+    url, commit = sdk_repository
+    install, _, _ = gvsoc_build
+    key_dir = install.parent.parent.parent
+    cache = tmp_path / "cache"
+    shutil.copytree(key_dir, cache / "gap_sdk" / key_dir.name, symlinks=True)
+    env = {k: v for k, v in os.environ.items() if k != "GAP_SDK_HOME"}
+    env["EDGERNN_CACHE"] = str(cache)
+    proc = subprocess.run([sys.executable, "-m", "edgernn", "setup", "gvsoc", "--fetch", "--sdk-url", url,
+                           "--sdk-commit", commit], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    fetched = cache / gap_sdk.FETCHED / commit
+    assert (fetched / "configs" / "ai_deck.sh").is_file()
+    assert "GVSOC ready:" in proc.stdout and "UART self-test: 1282 bytes echoed exactly at 115200 baud" in proc.stdout
+    assert f"export GAP_SDK_HOME={fetched}" in proc.stdout and f"cache: {cache}" in proc.stdout
+    bad = subprocess.run([sys.executable, "-m", "edgernn", "setup", "gvsoc", "--sdk-commit", commit], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--sdk-commit go with --fetch" in bad.stderr
+

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import require_gap_sdk, require_tools
+from conftest import gap_sdk_params, require_gap_sdk, require_gap_sdk_at, require_tools
 
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
 
@@ -196,3 +196,35 @@ def test_a_device_reset_mid_sequence_is_caught(built, tmp_path):
         with pytest.raises(LinkError, match="restarted during the sequence .* its state is lost"):
             link.run(xs, states="every", steps_per_frame=20)
         link.close()
+
+
+OTHER_SDKS = [p for p in gap_sdk_params() if p.values[0] is not None] or [
+    pytest.param(None, marks=pytest.mark.skip(reason="no other GAP SDK named in $EDGERNN_TEST_GAP_SDKS"))]
+
+
+@pytest.mark.parametrize("sdk", OTHER_SDKS)
+def test_validates_on_gvsoc_built_from_another_sdk(sdk, tmp_path, monkeypatch):
+    """The whole flow with another SDK a user has (CI: 4.8.0, Bitcraze's docker image, as upstream ships
+    it): GVSOC built from it with edgernn's corrections passes its UART self-test, and a model built
+    against it validates with every byte equal to the interpreter."""
+    from zoo import trajectories
+
+    from edgernn.pipeline.build import build_firmware
+    from edgernn.targets import gap_sdk
+    from edgernn.targets.gvsoc import gvsoc_marker
+    from edgernn.validate.run import validate
+
+    home = require_gap_sdk_at(sdk)
+    monkeypatch.setenv("GAP_SDK_HOME", str(home))
+    install = gap_sdk.build_gvsoc()
+    marker = gvsoc_marker(install)
+    assert marker["gap_sdk_home"] == str(home) and marker["selftest"]["mismatches"] == 0
+    model, n_in = build_model("gru")
+    path = tmp_path / "gru.keras"
+    model.save(path)
+    result = build_firmware(str(path), tmp_path / "out", board=BOARD, quant="int8", calib=trajectories(8, 80, n_in, 1))
+    assert result["manifest"]["firmware"]["built"]
+    report = validate(tmp_path / "out", data=trajectories(1, VARIANT_STEPS, n_in, 9))
+    ref = report["reference"]
+    assert report["pass"] and ref["mismatches"] == 0 and ref["state_mismatches"] == 0, ref
+
