@@ -500,6 +500,7 @@ def _prepare_locked(home: Path, key: str, log: Log, testbench_fixes: bool = True
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    prune_cache(log=log, protect=(key,))
     return final / "sdk"
 
 
