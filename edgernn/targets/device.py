@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgernn import procs
+from edgernn.targets.gap_toolchain import gap_compiler
 from edgernn.targets.board import Board, load_board
 from edgernn.targets.compile import BuildResult, compile_firmware, find_compiler
 from edgernn.errors import EdgeRNNError
@@ -181,9 +182,11 @@ def _start_gvsoc(elf: Path, board: Board, port: int | None = None) -> Device:
     """GAP8 firmware in GVSOC (edgernn.targets.gvsoc), its UART on 127.0.0.1. The flash image and the
     simulator's configuration go beside the ELF, in gvsoc/."""
     from edgernn.targets import gvsoc
+    from edgernn.targets.gap_sdk import build_gvsoc
 
-    sim = gvsoc.start_gvsoc(elf, elf.parent / "gvsoc", uart_port=port,
-                            timeout=float(board["emulator"].get("start_timeout_s", 60)))
+    sim = gvsoc.start_gvsoc(elf, elf.parent / "gvsoc", uart_port=port, install=build_gvsoc(),
+                            timeout=float(board["emulator"].get("start_timeout_s", 60)),
+                            baud=int(board["serial"]["baud"]))
     device = Device(board, sim.url, elf, sim.process, [], sim.command)
     device.simulator = sim
     return device
@@ -285,18 +288,6 @@ class GapSdkSetup:
         lines.append(f"cd {shlex.quote(str(Path(cwd).resolve()))}")
         lines += [shlex.join(c) for c in commands]
         return ["bash", "-c", " && ".join(lines)]
-
-
-def gap_compiler() -> Path | None:
-    """GreenWaves' own compiler where the SDK's configuration would find it, or on PATH."""
-    base = os.environ.get("GAP_RISCV_GCC_TOOLCHAIN")
-    if not base and os.environ.get("GAP_RISCV_GCC_TOOLCHAIN_BASE"):
-        base = os.environ["GAP_RISCV_GCC_TOOLCHAIN_BASE"] + "/1.8"
-    candidates = [Path(base or "/usr/lib/gap_riscv_toolchain") / "bin" / "riscv32-unknown-elf-gcc"]
-    on_path = shutil.which("riscv32-unknown-elf-gcc")
-    if on_path and Path(on_path).resolve().parent != (templates_dir() / "gap_sdk" / "toolchain" / "bin").resolve():
-        candidates.append(Path(on_path))
-    return next((c for c in candidates if os.access(c, os.X_OK)), None)
 
 
 def gap_sdk_setup(board: Board) -> GapSdkSetup:

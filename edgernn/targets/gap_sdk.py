@@ -34,18 +34,17 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 from edgernn import procs
 from edgernn.errors import EdgeRNNError
 from edgernn.resources import templates_dir
+from edgernn.targets.gvsoc_install import (BUILT, GVSOC_TARGET, LAYOUT_VERSION, MARKER, PATH_VARIABLES, Log,
+                                           environment, read_json, read_marker, say)
 
 SDK_CONFIG = "configs/ai_deck.sh"      # the board configuration every SDK command is run under
-GVSOC_TARGET = "ai_deck"                # gapy's target: the AI-deck board around GAP8 rev. 1
 SDK_HINT = "export GAP_SDK_HOME=/path/to/gap_sdk"
 
-# Part of the cache key: a change to how edgernn copies, builds, checks or prunes the SDK rebuilds it.
-LAYOUT_VERSION = "gvsoc-build-2"
 
 # The parts of a GAP SDK that the ai_deck firmware build and GVSOC read, relative to $GAP_SDK_HOME; the
 # only ones copied and hashed. 4.8.0 names the PMSIS API and BSP pmsis_api and pmsis_bsp, later
@@ -93,23 +92,15 @@ GVSOC_STEPS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
 )
 DEFAULT_JOBS = 2
 
-MARKER = "gvsoc.json"                   # beside sdk/: written last, once the UART self-test passed
-BUILT = "gvsoc-built.json"              # beside sdk/: the build finished; its self-test has not passed (yet)
 SELFTEST_FAILED = "selftest-failed.json"  # beside sdk/: the self-test failed; why
 BUILD_LOG = "build.log"
 
-# Variables of the caller's environment that would change what make does.
-MAKE_VARIABLES = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "BUILD_DIR", "INSTALL_DIR",
-                  "TARGET_INSTALL_DIR")
-PATH_VARIABLES = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "PULP_CONFIGS_PATH")
 SHELL_VARIABLES = {"PWD", "OLDPWD", "SHLVL", "_", "HOME"}
 
-Log = Callable[[str], None] | None
-
-
-def _say(log: Log, message: str) -> None:
-    if log is not None:
-        log(message)
+_say = say
+_read_json = read_json
+_read_marker = read_marker
+_environment = environment
 
 
 # ---- where things are ----
@@ -262,14 +253,6 @@ def _content_key(home: Path, testbench_fixes: bool) -> str:
 
 
 _KEYS: dict[tuple, str] = {}        # (home, stat fingerprint, testbench_fixes) -> key, for this process
-
-
-def _read_json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -537,16 +520,6 @@ def _sourced_environment(sdk: Path) -> dict:
     return {"set": plain, "prepend": prepend, "append": append}
 
 
-def _environment(sourced: dict) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in MAKE_VARIABLES}
-    env.update(sourced["set"])
-    for name in PATH_VARIABLES:
-        head, tail = sourced["prepend"].get(name, []), sourced["append"].get(name, [])
-        rest = [p for p in env.get(name, "").split(":") if p and p not in head and p not in tail]
-        env[name] = ":".join(head + rest + tail)
-    return env
-
-
 def run_in_group(command: list[str], *, cwd: Path, env: dict[str, str], log_file) -> int:
     """Run a command in its own process group, output to log_file; on any exception (Ctrl-C, SIGTERM,
     a failure in the caller) the whole group is ended before it propagates (edgernn.procs)."""
@@ -601,13 +574,6 @@ def _tree_bytes(root: Path) -> int:
                     seen.add((st.st_dev, st.st_ino))
                     total += st.st_blocks * 512
     return total
-
-
-def _read_marker(key_dir: Path, built: bool = False) -> dict | None:
-    """The marker of a finished, self-tested build (``built``: the record of a finished build whose
-    self-test has not passed), or None."""
-    marker = _read_json(key_dir / (BUILT if built else MARKER))
-    return marker if marker.get("layout") == LAYOUT_VERSION else None
 
 
 def _check_build_tools() -> None:

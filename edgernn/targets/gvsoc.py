@@ -25,14 +25,14 @@ from pathlib import Path
 
 from edgernn import procs
 from edgernn.errors import EdgeRNNError
-from edgernn.targets.gap_sdk import GVSOC_TARGET, Log, _environment, _read_marker, _say, build_gvsoc
+from edgernn.targets.gvsoc_install import GVSOC_TARGET, Log, environment, read_marker, say
 
 
 def gvsoc_marker(install: str | os.PathLike) -> dict:
     """The record of a built GVSOC, from its install folder: the marker of a finished build, or, while
     build_gvsoc runs its UART self-test, the record of the build it is testing."""
     key_dir = Path(install).resolve().parent.parent.parent
-    marker = _read_marker(key_dir) or _read_marker(key_dir, built=True)
+    marker = read_marker(key_dir) or read_marker(key_dir, built=True)
     if marker is None:
         raise EdgeRNNError(f"{install} is not a finished GVSOC build: run `edgernn setup gvsoc`")
     return marker
@@ -42,7 +42,7 @@ def gvsoc_env(install: str | os.PathLike) -> dict[str, str]:
     """The environment gapy and gvsoc_launcher need: the caller's, with what ``configs/ai_deck.sh``
     sets for the private copy (GAP_SDK_HOME, GVSOC_PATH (the launcher reads its models from there),
     PYTHONPATH for gapy, LD_LIBRARY_PATH for libpulpvp.so, PATH, PULP_CONFIGS_PATH, ...)."""
-    return _environment(gvsoc_marker(install)["environment"])
+    return environment(gvsoc_marker(install)["environment"])
 
 
 # ---- running an ELF ----
@@ -73,11 +73,11 @@ def run_config_path(work_dir: str | os.PathLike, uart_port: int) -> Path:
 
 
 def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int,
-                      install: str | os.PathLike | None = None, log: Log = None, baud: int | None = None) -> Path:
+                      install: str | os.PathLike, log: Log = None, baud: int | None = None) -> Path:
     """Make work_dir ready to run elf with the UART on 127.0.0.1:uart_port (its testbench at ``baud``,
     when given); returns the launcher's configuration. gapy runs only when work_dir was prepared for
     other bytes (or never)."""
-    install = Path(install) if install is not None else build_gvsoc(log=log)
+    install = Path(install)
     elf, work_dir = Path(elf).resolve(), Path(work_dir).resolve()
     if not elf.is_file():
         raise EdgeRNNError(f"no firmware at {elf}: build it first")
@@ -91,7 +91,7 @@ def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_
     if state.get("elf_sha256") != elf_sha or state.get("install") != str(install) or not config_path.is_file():
         state_path.unlink(missing_ok=True)
         command = gapy_prepare_command(elf, work_dir, install)
-        _say(log, f"gapy: {shlex.join(command)}")
+        say(log, f"gapy: {shlex.join(command)}")
         proc = procs.run(command, cwd=work_dir, env=gvsoc_env(install))
         if proc.returncode != 0 or not config_path.is_file():
             lines = (proc.stderr or proc.stdout).strip().splitlines() or ["(no output)"]
@@ -111,11 +111,11 @@ def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_
 
 
 def gvsoc_run_command(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int,
-                      install: str | os.PathLike | None = None, log: Log = None,
+                      install: str | os.PathLike, log: Log = None,
                       baud: int | None = None) -> list[str]:
     """The command that runs elf in GVSOC with the UART on 127.0.0.1:uart_port (prepared first).
     Run it with ``cwd=work_dir`` and ``env=gvsoc_env(install)``."""
-    install = Path(install) if install is not None else build_gvsoc(log=log)
+    install = Path(install)
     config = prepare_gvsoc_run(elf, work_dir, uart_port, install, log, baud)
     return [str(Path(install) / "bin" / "gvsoc_launcher"), f"--config={config}"]
 
@@ -197,13 +197,13 @@ class GvsocProcess:
         self.stop()
 
 
-def start_gvsoc(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int | None = None,
-                install: str | os.PathLike | None = None, log: Log = None,
+def start_gvsoc(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int | None = None, *,
+                install: str | os.PathLike, log: Log = None,
                 timeout: float = 20.0, baud: int | None = None) -> GvsocProcess:
     """Run elf in GVSOC in the background and return once the UART's TCP port listens. The simulator
     runs in its own process group (``stop()`` ends it); its stdout and stderr go to
     ``work_dir/gvsoc.log``."""
-    install = Path(install) if install is not None else build_gvsoc(log=log)
+    install = Path(install)
     work_dir = Path(work_dir).resolve()
     port = uart_port if uart_port is not None else free_port()
     command = gvsoc_run_command(elf, work_dir, port, install, log, baud)
