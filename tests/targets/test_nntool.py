@@ -215,9 +215,7 @@ def test_nntool_float_step_matches_litert(built, kind, tmp_path):
     assert rel <= FLOAT_REL
 
 
-@pytest.mark.parametrize("kind", [pytest.param(k, marks=pytest.mark.xfail(
-    strict=True, reason="NNTool 4.1's SQ8 of the LTC step (SUM, DIV): l2r 1.0 against the float model, measured"))
-    if k == "ltc" else k for k in KINDS])
+@pytest.mark.parametrize("kind", list(KINDS))
 def test_nntool_quantized_sequence_stays_near_float(built, kind, tmp_path):
     """(c) and (d): NNTool's SQ8 over STEPS steps as host_loop.c runs it, against the float model."""
     out = built(kind, "int8")
