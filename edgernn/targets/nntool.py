@@ -27,8 +27,17 @@ GRAPH_FILE = "step_nntool.tflite"
 CALIBRATION_DIR = "calibration"
 # calibration steps for aquant: enough for stable ranges, few enough to keep the script readable
 CALIBRATION_SEQUENCES, CALIBRATION_STEPS = 4, 16
-# NNTool names the ops it imports <OP>_<subgraph>_<op index>; the fused LSTM is op 1 of step_nntool.tflite
-_NP = {"float32": "float", "int8": "signed char"}
+
+
+def nntool_node_name(graph: bytes, op: str) -> str:
+    """The name NNTool 4.1's TFLite importer gives the (only) ``op`` of ``graph``: <OP>_<subgraph>_<op index>."""
+    from edgernn.tflite import model as tfl
+
+    model = tfl.read(graph)
+    found = [i for i, o in enumerate(model.subgraphs[0].operators) if tfl.op_name(model, o.opcodeIndex) == op]
+    if len(found) != 1:
+        raise EdgeRNNError(f"step_nntool.tflite has {len(found)} {op} ops; the NNTool script needs exactly one")
+    return f"{op}_0_{found[0]}"
 
 
 def nntool_arguments(n_inputs: int, n_outputs: int) -> list[tuple[str, int]]:
@@ -126,7 +135,7 @@ def write_nntool(out_dir: Path, manifest: Manifest | dict, sequences: np.ndarray
         "states": [{"name": s["name"], "size": size(s)} for s in states],
         "x_size": size(x), "y_size": size(y), "y_is": state_index.get(graph.y_is) if graph.y_is else None,
         "arguments": arguments, "inputs": graph.inputs, "outputs": graph.outputs,
-        "lstm_node": "UNIDIRECTIONAL_SEQUENCE_LSTM_0_1" if fused else None,
+        "lstm_node": nntool_node_name(graph.data, "UNIDIRECTIONAL_SEQUENCE_LSTM") if fused else None,
         "expressions_first": expressions_first(manifest.ops),
     }
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir() / "nntool")),

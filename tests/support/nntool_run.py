@@ -85,6 +85,7 @@ def _run(job: dict, report: dict) -> None:
 
     inputs = list(G.input_nodes())
     outputs = list(G.output_nodes())
+    report["node_names"] = [n.name for n in G.nodes()]
     report["input_nodes"] = [n.name for n in inputs]
     report["output_nodes"] = [n.name for n in outputs]
     report["input_shapes"] = [[int(d) for d in n.out_dims[0].shape] for n in inputs]

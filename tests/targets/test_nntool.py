@@ -241,6 +241,9 @@ def test_nntool_quantized_sequence_stays_near_float(built, kind, tmp_path):
     call = re.search(r"edgernnCNN\(([^)]*)\);", loop).group(1)
     if not fused:
         assert [n.strip() for n in call.split(",")] == names
+    else:   # the script's nodeoption names the LSTM node NNTool made
+        node = re.search(r"^nodeoption (\S+) RNN_STATES_AS_INPUTS 1$", (nntool_dir / "nntool_script").read_text(), re.M)
+        assert node and node.group(1) in report["node_names"], report["node_names"]
     for macro in set(re.findall(r"edgernn_(\w+)_OUT_(?:SCALE|ZERO_POINT)", loop)):
         assert f"#define edgernn_{macro}_OUT_SCALE" in report["graphinfo_header"]
     assert all(a["ctype"].startswith("signed char") for a in report["arguments"])
