@@ -27,6 +27,7 @@ GRAPH_FILE = "step_nntool.tflite"
 CALIBRATION_DIR = "calibration"
 # calibration steps for aquant: enough for stable ranges, few enough to keep the script readable
 CALIBRATION_SEQUENCES, CALIBRATION_STEPS = 4, 16
+LSTM_OP = "UNIDIRECTIONAL_SEQUENCE_LSTM"
 
 
 def nntool_node_name(graph: bytes, op: str) -> str:
@@ -50,31 +51,66 @@ def nntool_arguments(n_inputs: int, n_outputs: int) -> list[tuple[str, int]]:
             + [(n.capitalize(), int(n.split("_")[1]) - 1) for n in outs])
 
 
+def nntool_fused_arguments(lstm_node: str, n_outputs: int) -> list[tuple[str, str]]:
+    """The generated function's arguments for a graph whose LSTM node has RNN_STATES_AS_INPUTS (NNTool 4.1):
+    its input nodes input_1, i_state_<node> and c_state_<node> sorted by name and capitalized, then the
+    <node>_Reset its RNN generator adds, then the output nodes. Returns (argument name, role): x, state0 (h),
+    state1 (c), reset, y."""
+    ins = sorted([("input_1", "x"), (f"i_state_{lstm_node}", "state0"), (f"c_state_{lstm_node}", "state1")])
+    outs = sorted((f"output_{i + 1}", "y") for i in range(n_outputs))
+    return ([(n.capitalize(), r) for n, r in ins] + [(f"{lstm_node}_Reset", "reset")]
+            + [(n.capitalize(), r) for n, r in outs])
+
+
 def expressions_first(ops: list[str]) -> bool:
     """The order of NNTool's two fusion passes that it gets through (NNTool 4.1, measured on the test zoo):
     the expressions first, except for a graph with a SUM (an LTC), whose reduction --scale8 must see first."""
     return "SUM" not in ops
 
 
+def fused_state_tensors(graph: bytes) -> list[int]:
+    """The tensors of the (only) UNIDIRECTIONAL_SEQUENCE_LSTM's states, h then c (its TFLite inputs 18 and 19):
+    NNTool 4.1's RNN_STATES_AS_INPUTS makes them the graph inputs i_state_<node> and c_state_<node>, in that order
+    after x (its set_states_as_inputs walks the node's INPUT_NAMES, i_state before c_state)."""
+    from edgernn.tflite import model as tfl
+
+    model = tfl.read(graph)
+    lstm = [o for o in model.subgraphs[0].operators if tfl.op_name(model, o.opcodeIndex) == LSTM_OP]
+    if len(lstm) != 1:
+        raise EdgeRNNError(f"step_nntool.tflite has {len(lstm)} {LSTM_OP} ops; the NNTool script needs exactly one")
+    return [int(lstm[0].inputs[18]), int(lstm[0].inputs[19])]
+
+
 def _record_steps(float_model: bytes, inputs: list[str], outputs: list[str], sequences: np.ndarray,
-                  fused: bool) -> list[dict[str, np.ndarray]]:
-    """The float model's own trajectories: per step, the inputs it was fed (x and the states before the step)."""
+                  fused: bool) -> tuple[list[dict[str, np.ndarray]], list[list[np.ndarray]]]:
+    """The float model's own trajectories: per step, the inputs it was fed (x and the states before the step),
+    and for a fused LSTM its states h and c before the step, read from its variable tensors (else [])."""
     from edgernn.tflite.interpreter import load_interpreter
 
     runner = load_interpreter(float_model).get_signature_runner()
     details = runner.get_input_details()
     picks = np.linspace(0, len(sequences) - 1, min(CALIBRATION_SEQUENCES, len(sequences))).astype(int)
-    steps = []
+    steps, fused_states = [], []
     for s in np.unique(picks):
         if fused:
-            runner = load_interpreter(float_model).get_signature_runner()   # variable states start at zero
+            # one interpreter per sequence, its variable states from zero; read between invokes
+            interp = load_interpreter(float_model)
+            variables = fused_state_tensors(float_model)
+            x_in, = interp.get_input_details()
+            for x in sequences[s][:CALIBRATION_STEPS]:
+                feed = {"x": x.reshape(x_in["shape"]).astype(np.float32)}
+                steps.append(feed)
+                fused_states.append([interp.get_tensor(v).astype(np.float32).copy() for v in variables])
+                interp.set_tensor(x_in["index"], feed["x"])
+                interp.invoke()
+            continue
         states = {n: np.zeros(details[n]["shape"], np.float32) for n in inputs[1:]}
         for x in sequences[s][:CALIBRATION_STEPS]:
             feed = {"x": x.reshape(details["x"]["shape"]).astype(np.float32), **states}
             steps.append(feed)
             out = runner(**feed)
             states = {n: out[n] for n in inputs[1:]}
-    return steps
+    return steps, fused_states
 
 
 def write_nntool(out_dir: Path, manifest: Manifest | dict, sequences: np.ndarray) -> list[str]:
@@ -93,20 +129,25 @@ def write_nntool(out_dir: Path, manifest: Manifest | dict, sequences: np.ndarray
     float_model = (out_dir / source).read_bytes()
     graph = nntool_step_graph(float_model, manifest)
     fused = manifest.mode == "fused"
-    steps = _record_steps(float_model, graph.inputs, graph.outputs, sequences, fused)
+    steps, fused_states = _record_steps(float_model, graph.inputs, graph.outputs, sequences, fused)
     check_same_answers(float_model, graph.data, steps, fresh_each=fused)
 
     dest = out_dir / "nntool"
     (dest / CALIBRATION_DIR).mkdir(parents=True, exist_ok=True)
     (dest / GRAPH_FILE).write_bytes(graph.data)
+    # one column of files per NNTool graph input, in its order: x and the step graph's states, or for a fused
+    # LSTM x then its state inputs h and c
+    columns = [[feed[name] for feed in steps] for name in graph.inputs]
+    if fused:
+        columns += [[pair[k] for pair in fused_states] for k in range(2)]
     files = []
-    for i, name in enumerate(graph.inputs):
-        column = []
-        for k, feed in enumerate(steps):
+    for i, column in enumerate(columns):
+        paths = []
+        for k, value in enumerate(column):
             path = f"{CALIBRATION_DIR}/in{i + 1}_{k:03d}.npy"
-            np.save(dest / path, feed[name].reshape(feed[name].shape[1:]).astype(np.float32))
-            column.append(path)
-        files.append(column)
+            np.save(dest / path, value.reshape(value.shape[1:]).astype(np.float32))
+            paths.append(path)
+        files.append(paths)
 
     states = manifest.states if not fused else []
     state_index = {s["name"]: k for k, s in enumerate(states)}
@@ -123,9 +164,17 @@ def write_nntool(out_dir: Path, manifest: Manifest | dict, sequences: np.ndarray
             return name
         return f"state{state_index[name]}"
 
-    arguments = [{"name": name, "dir": "in" if name.startswith("Input") else "out",
-                  "role": role("in" if name.startswith("Input") else "out", pos)}
-                 for name, pos in nntool_arguments(len(graph.inputs), len(graph.outputs))]
+    lstm_node = nntool_node_name(graph.data, LSTM_OP) if fused else None
+    if fused:   # the states are the LSTM node's state inputs, updated in place: no state outputs
+        states = manifest.states        # a fused LSTM's: h, then c
+        if len(states) != 2:
+            raise EdgeRNNError(f"a fused build for NNTool needs one LSTM's states (h, c), not {len(states)}")
+        arguments = [{"name": name, "dir": "out" if r == "y" else "in", "role": r}
+                     for name, r in nntool_fused_arguments(lstm_node, len(graph.outputs))]
+    else:
+        arguments = [{"name": name, "dir": "in" if name.startswith("Input") else "out",
+                      "role": role("in" if name.startswith("Input") else "out", pos)}
+                     for name, pos in nntool_arguments(len(graph.inputs), len(graph.outputs))]
     x, y = manifest.inputs[0], manifest.outputs[0]
     context = {
         "version": __version__, "sha256": manifest.model_sha256, "quant": manifest.quant, "mode": manifest.mode,
@@ -135,7 +184,7 @@ def write_nntool(out_dir: Path, manifest: Manifest | dict, sequences: np.ndarray
         "states": [{"name": s["name"], "size": size(s)} for s in states],
         "x_size": size(x), "y_size": size(y), "y_is": state_index.get(graph.y_is) if graph.y_is else None,
         "arguments": arguments, "inputs": graph.inputs, "outputs": graph.outputs,
-        "lstm_node": nntool_node_name(graph.data, "UNIDIRECTIONAL_SEQUENCE_LSTM") if fused else None,
+        "lstm_node": lstm_node, "fused": fused,
         "expressions_first": expressions_first(manifest.ops),
     }
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir() / "nntool")),

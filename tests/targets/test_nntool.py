@@ -11,7 +11,9 @@ makes (.venv-nntool, or $EDGERNN_NNTOOL_VENV). For every model kind of the test 
 (d) the generated function's arguments (CodeGenerator.generate_inputs/outputs, what gen writes into CreateGraph)
     and the GraphInfo header's scale macros are the ones host_loop.c uses.
 
-The fused LSTM's states live inside NNTool's LSTM node: (c) runs it from the zero state each step (no feedback).
+A fused LSTM's states are its LSTM node's state inputs (nntool_script's RNN_STATES_AS_INPUTS, set before aquant,
+which calibrates them on the h and c files edgernn writes), updated in place: (c) feeds the integers the kernel
+wrote back unchanged, as host_loop.c leaves them, with the Reset argument NNTool adds in host_loop.c's call.
 Without the NNTool venv these tests skip, and fail under EDGERNN_REQUIRE_TOOLCHAINS=1.
 """
 
@@ -135,14 +137,14 @@ def _litert(model: Path, x: np.ndarray, graph, feedback, fresh_each: bool) -> np
 
 
 def _run_helper(tmp: Path, graph_file: Path, x: np.ndarray, graph, feedback, quantized: bool,
-                calibration=None, expressions_first=True) -> tuple[dict, dict | None]:
+                calibration=None, expressions_first=True, states_as_inputs=None) -> tuple[dict, dict | None]:
     python = _nntool_python()
     tmp.mkdir(parents=True, exist_ok=True)
     np.save(tmp / "x.npy", x)
     job = {"graph": str(graph_file), "quantized": quantized, "x": str(tmp / "x.npy"), "inputs": graph.inputs,
            "outputs": graph.outputs, "feedback": {str(k): v for k, v in feedback.items()},
            "result": str(tmp / "result.npz"), "report": str(tmp / "report.json"), "calibration": calibration,
-           "expressions_first": expressions_first}
+           "expressions_first": expressions_first, "states_as_inputs": states_as_inputs}
     (tmp / "job.json").write_text(json.dumps(job))
     proc = subprocess.run([str(python), str(HELPER), str(tmp / "job.json")], env=_env(tmp), capture_output=True,
                           text=True, timeout=600)
@@ -222,13 +224,26 @@ def test_nntool_quantized_sequence_stays_near_float(built, kind, tmp_path):
     manifest, graph, feedback, source = _io(out)
     fused = manifest["mode"] == "fused"
     nntool_dir = out / "nntool"
+    script = (nntool_dir / "nntool_script").read_text()
+    # a fused LSTM's NNTool graph has x and the LSTM node's state inputs h and c: one column of files each
+    n_inputs = len(graph.inputs) + (2 if fused else 0)
     calibration = [sorted(str(p) for p in (nntool_dir / "calibration").glob(f"in{i + 1}_*.npy"))
-                   for i in range(len(graph.inputs))]
+                   for i in range(n_inputs)]
+    assert all(len(c) == len(calibration[0]) > 0 for c in calibration)
+    assert not list((nntool_dir / "calibration").glob(f"in{n_inputs + 1}_*.npy"))
+    assert len(re.findall(r"calibration/in\d+_\d+\.npy", re.search(r"^aquant .*$", script, re.M).group(0))) \
+        == n_inputs * len(calibration[0])
+    lstm = None
+    if fused:   # the option comes before aquant, so that aquant calibrates the state inputs it adds
+        node = re.search(r"^nodeoption (\S+) RNN_STATES_AS_INPUTS 1$", script, re.M)
+        assert node and script.index(node.group(0)) < script.index("\naquant ")
+        lstm = node.group(1)
     expressions_first = _expressions_first(out)
     x = _data(manifest, 1, STEPS, seed=3)[0]
     report, result = _run_helper(tmp_path, nntool_dir / "step_nntool.tflite", x, graph,
-                                 {} if fused else feedback, False, calibration, expressions_first)
-    ref = _litert(source, x, graph, {} if fused else feedback, fused)
+                                 {} if fused else feedback, False, calibration, expressions_first, lstm)
+    # the float model over the same steps, its states carried (a fused model's in its variable tensors)
+    ref = _litert(source, x, graph, {} if fused else feedback, False)
     l2r = _l2r(result["outputs"], ref)
     max_abs = float(np.abs(result["outputs"] - ref).max())
     QUANT_MEASURED[kind] = {"l2r": l2r, "max_abs": max_abs}
@@ -238,12 +253,17 @@ def test_nntool_quantized_sequence_stays_near_float(built, kind, tmp_path):
     # (d) the arguments NNTool generates are host_loop.c's, in its order, and so are the scale macros
     loop = (nntool_dir / "host_loop.c").read_text()
     names = [a["name"] for a in report["arguments"]]
-    call = re.search(r"edgernnCNN\(([^)]*)\);", loop).group(1)
-    if not fused:
-        assert [n.strip() for n in call.split(",")] == names
-    else:   # the script's nodeoption names the LSTM node NNTool made
-        node = re.search(r"^nodeoption (\S+) RNN_STATES_AS_INPUTS 1$", (nntool_dir / "nntool_script").read_text(), re.M)
-        assert node and node.group(1) in report["node_names"], report["node_names"]
+    call = [n.strip() for n in re.search(r"edgernnCNN\(([^)]*)\);", loop).group(1).split(",")]
+    assert call == names
+    if fused:
+        # the script's nodeoption names the LSTM node NNTool made, which adds <node>_Reset (NNTool's own call
+        # passes it 1); host_loop.c passes 1 on a sequence's first step, then 0
+        assert lstm in report["node_names"], report["node_names"]
+        reset = f"{lstm}_Reset"
+        assert report["nntool_call"].split(", ") == [("1" if n == reset else n) for n in names]
+        assert re.search(rf"^\s*{reset} = 1;$", loop, re.M) and re.search(rf"^\s*{reset} = 0;", loop, re.M)
+        # the states are the kernel's, in place: nothing rescales them; c is int8 like h
+        assert "feed_back_state" not in loop and report["lstm_q"]["c_dtype"] == "int8"
     for macro in set(re.findall(r"edgernn_(\w+)_OUT_(?:SCALE|ZERO_POINT)", loop)):
         assert f"#define edgernn_{macro}_OUT_SCALE" in report["graphinfo_header"]
-    assert all(a["ctype"].startswith("signed char") for a in report["arguments"])
+    assert all(a["ctype"].startswith("signed char") for a in report["arguments"] if not a["name"].endswith("_Reset"))
