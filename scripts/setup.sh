@@ -38,3 +38,8 @@ python3 -m pip install -q -e ".[dev]"
 if [ -n "${GAP_SDK_HOME:-}" ]; then
     python3 -m edgernn.targets.gap_sdk
 fi
+
+# GreenWaves' NNTool, where it lies beside the repo (../shared/nntool): its own venv for the NNTool tests
+if [ -d "${EDGERNN_NNTOOL_HOME:-../shared/nntool}/nntool" ]; then
+    bash scripts/setup_nntool.sh
+fi

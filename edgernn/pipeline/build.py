@@ -86,9 +86,11 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
                                      "compilers": [_GAP_COMPILERS[gap_built.compiler]] if gap_built else []}),
                 arena_bytes=facts["arena_bytes"], weight_bytes=facts["weight_bytes"],
                 code_bytes=gap_built.code_bytes if gap_built else None)
+            from edgernn.pipeline.convert import calibration_sequences
             from edgernn.targets.nntool import write_nntool
 
-            write_nntool(inner, manifest)
+            log("writing the NNTool flow's files")
+            write_nntool(inner, manifest, calibration_sequences(calib, manifest.inputs[0]["shape"][1:]))
         else:
             log("compiling")
             # the board's compiler, then each installed `also` compiler into its own build folder
@@ -111,7 +113,7 @@ def build_firmware(model: Any, out: str | Path, *, board: str, quant: str = "int
             f"{board_obj['parallel']['workers']} cluster cores")
         if placement_line:
             messages.append(placement_line)
-        messages.append(f"for GreenWaves' NNTool flow (untested here): {out / 'nntool'}/nntool_script, host_loop.c")
+        messages.append(f"for GreenWaves' NNTool flow: {out / 'nntool'}/nntool_script, host_loop.c (see docs/boards/ai_deck.md)")
         if board_obj.emulated:
             messages.append(f"built with the GAP SDK ({manifest.build.firmware['compilers'][0]}, code "
                             f"{manifest.code_bytes} B) -> {out / manifest.build.firmware['elf']}; "

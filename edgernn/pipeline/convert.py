@@ -242,6 +242,11 @@ def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: A
         return folder.commit(staging, manifest)
 
 
+def calibration_sequences(calib: Any, step: tuple[int, ...]) -> np.ndarray:
+    """The calibration sequences a conversion with ``calib`` used (its warnings were given then)."""
+    return _calibration(calib, tuple(step), "float32", lambda _: None).sequences
+
+
 def _calibration(calib: Any, step: tuple[int, ...], quant: str, warn: Log) -> Calibration:
     """``step``: one step's shape, (features,) or a frame (H, W, C)."""
     if calib is None:

@@ -273,8 +273,9 @@ def test_build_says_how_to_build_and_flash(deck_build):
     assert f"edgernn flash {out}" in line and "--radio radio://" in line
     assert result["manifest"]["firmware"]["built"] is False
     nntool = (out / "nntool" / "nntool_script").read_text()
-    assert "UNTESTED" in nntool and "open ../step.tflite -q" in nntool and "gen " in nntool
-    assert "UNTESTED" in (out / "nntool" / "host_loop.c").read_text()
+    assert "UNTESTED" not in nntool and "open step_nntool.tflite\n" in nntool and "gen " in nntool
+    assert (out / "nntool" / "step_nntool.tflite").is_file() and list((out / "nntool" / "calibration").glob("*.npy"))
+    assert "edgernnCNN(Input_1, Input_2, Input_3, Output_1, Output_2, Output_3);" in (out / "nntool" / "host_loop.c").read_text()
 
 
 @pytest.mark.toolchain
@@ -463,21 +464,6 @@ def test_weights_are_copied_into_l1_when_they_fit(deck_build, tmp_path):
     assert facts["placement"]["items"]["arena"]["memory"] == "l1"
     model_c = (folder / "firmware" / "model.c").read_text()
     assert "EDGERNN_FAST_WEIGHT" not in model_c and "edgernn_fill_fast_weights" not in model_c
-
-
-def test_nntool_files_for_a_fused_float_model(tmp_path):
-    from edgernn.targets.nntool import write_nntool
-
-    manifest = {"model_sha256": "0" * 64, "quant": "float32", "mode": "fused", "ops": ["UNIDIRECTIONAL_SEQUENCE_LSTM"],
-                "inputs": [{"name": "x", "dtype": "float32", "shape": [1, 3]}],
-                "outputs": [{"name": "y", "dtype": "float32", "shape": [1, 2]}],
-                "states": [{"name": "lstm.h", "dtype": "float32", "shape": [1, 8], "zero_point": None},
-                           {"name": "lstm.c", "dtype": "float32", "shape": [1, 8], "zero_point": None}]}
-    assert write_nntool(tmp_path, manifest) == ["nntool_script", "host_loop.c"]
-    script = (tmp_path / "nntool" / "nntool_script").read_text()
-    assert "nodeoption LSTM_NODE RNN_STATES_AS_INPUTS 1" in script and "aquant" in script
-    loop = (tmp_path / "nntool" / "host_loop.c").read_text()
-    assert "edgernnCNN(x_step, state0[current], state1[current], y_step, state0[next], state1[next])" in loop
 
 
 # ---- with the GAP SDK ----------------------------------------------------------------------------------
