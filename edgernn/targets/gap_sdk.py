@@ -318,6 +318,18 @@ def sdk_key(home: Path, testbench_fixes: bool = True, *, rehash: bool = False) -
     return key
 
 
+def gap_compiler() -> Path | None:
+    """GreenWaves' own compiler where the SDK's configuration would find it, or on PATH."""
+    base = os.environ.get("GAP_RISCV_GCC_TOOLCHAIN")
+    if not base and os.environ.get("GAP_RISCV_GCC_TOOLCHAIN_BASE"):
+        base = os.environ["GAP_RISCV_GCC_TOOLCHAIN_BASE"] + "/1.8"
+    candidates = [Path(base or "/usr/lib/gap_riscv_toolchain") / "bin" / "riscv32-unknown-elf-gcc"]
+    on_path = shutil.which("riscv32-unknown-elf-gcc")
+    if on_path and Path(on_path).resolve().parent != (templates_dir() / "gap_sdk" / "toolchain" / "bin").resolve():
+        candidates.append(Path(on_path))
+    return next((c for c in candidates if os.access(c, os.X_OK)), None)
+
+
 def debian_toolchain() -> Path:
     """edgernn's wrapper around Debian's riscv64-unknown-elf tools under the SDK's names
     (templates/gap_sdk/toolchain), staged in the cache with execute bits (a wheel may not keep them),

@@ -58,7 +58,7 @@ def selftest_dir() -> Path:
 
 
 def _compiler() -> tuple[str, str]:
-    from edgernn.targets.device import gap_compiler
+    from edgernn.targets.gap_sdk import gap_compiler
 
     for cc, march in COMPILERS:
         if shutil.which(cc):
