@@ -128,13 +128,13 @@ class Steps:
         """The build folder for a board, or edgernn's refusal (one line)."""
         if board not in self.builds:
             from edgernn.errors import EdgeRNNError
-            from edgernn.pipeline.build import build_firmware
+            from edgernn.pipeline.build import build_model
 
             out = self.work / f"build_{board}"
             shutil.rmtree(out, ignore_errors=True)      # never an older run's build
             try:
                 with contextlib.redirect_stdout(io.StringIO()):
-                    build_firmware(str(self.keras_path), out, board=board, quant=QUANT, calib=self.calib)
+                    build_model(str(self.keras_path), out, board=board, quant=QUANT, calib=self.calib)
                 self.builds[board] = out
             except EdgeRNNError as exc:
                 self.builds[board] = f"edgernn build --board {board}: {exc}"

@@ -53,14 +53,14 @@ def build(name: str, work: Path) -> Path:
     from test_gvsoc_gap8 import build_model
     from zoo import trajectories
 
-    from edgernn.pipeline.build import build_firmware
+    from edgernn.pipeline.build import build_model as build_folder
 
     kind, mode = MODELS[name]
     model, n_in = build_model(kind)
     path = work / f"{name}.keras"
     model.save(path)
     out = work / name
-    build_firmware(str(path), out, board=BOARD, quant="int8", mode=mode, calib=trajectories(8, 80, n_in, 1))
+    build_folder(str(path), out, board=BOARD, quant="int8", mode=mode, calib=trajectories(8, 80, n_in, 1))
     return out
 
 
@@ -69,7 +69,7 @@ def run_variant(out: Path, cores: int, simd: int, xs: np.ndarray, work: Path, fc
     dispatch included, still in cluster cycles; else the cluster master's count of the step's task."""
     board = devices.load_board(BOARD)
     make_vars = {"EDGERNN_CLUSTER_CORES": cores, "EDGERNN_XPULP": simd, "EDGERNN_CYCLES_FC": int(fc_clock)}
-    elf = devices.build_firmware(out / "firmware", board, work / f"{out.name}_c{cores}_s{simd}_f{int(fc_clock)}",
+    elf = devices.build_elf(out / "firmware", board, work / f"{out.name}_c{cores}_s{simd}_f{int(fc_clock)}",
                                  make_vars=make_vars).elf
     with devices.start(elf, board) as device:
         with LinkClient.open(device.url, baud=board["serial"]["baud"], timeout=board["serial"]["timeout_s"]) as link:

@@ -83,7 +83,7 @@ def bench_validate(board: str, out: Path | None, steps: int, tmp: Path) -> dict:
 
 
 def bench_efficiency(steps: int, states: str, tmp: Path, baud: int = 115200) -> dict:
-    elf = devices.build_firmware(ROOT / "tests" / "fixtures" / "toy_model", "host", tmp / "eff").elf
+    elf = devices.build_elf(ROOT / "tests" / "fixtures" / "toy_model", "host", tmp / "eff").elf
     xs = np.random.default_rng(0).integers(-127, 128, (steps, 3)).astype(np.int8)
     with devices.start(elf, "host") as device:
         link = LinkClient(PacedPort(open_port(device.url, baud), baud), url=device.url, baud=baud)

@@ -6,7 +6,7 @@ TFLite Micro, GAP8 MACs per cycle in GVSOC, and rv32imc code size. Prints figure
 All models are int8, have 6 inputs, are built with keras seed 0 and calibrated on the same trajectories
 (tests/support/zoo.py, seed 1); the LSTM(64), CfC and LTC models are bench/bench_gap8.py's.
 
-rv32  Board qemu_riscv32: each model is built (`edgernn.pipeline.build.build_firmware`, as `edgernn build
+rv32  Board qemu_riscv32: each model is built (`edgernn.pipeline.build.build_model`, as `edgernn build
       --board qemu_riscv32`) and validated (`edgernn.validate.run.validate`) over --steps synthetic steps.
       Instructions per step are the report's cycles_per_step: minstret under QEMU's -icount shift=0, i.e.
       retired instructions, exact, the mean over the steps. MACs per step are the manifest's
@@ -111,7 +111,7 @@ class Builds:
         if (kind, mode) not in self.done:
             from zoo import trajectories
 
-            from edgernn.pipeline.build import build_firmware
+            from edgernn.pipeline.build import build_model
 
             path = self.work / f"{kind}.keras"
             model_of(kind).save(path)
@@ -119,7 +119,7 @@ class Builds:
             # never an earlier run's build (a --keep folder's): its figures would be those of older code
             shutil.rmtree(out, ignore_errors=True)
             with contextlib.redirect_stdout(io.StringIO()):
-                build_firmware(str(path), out, board="qemu_riscv32", quant="int8", mode=mode,
+                build_model(str(path), out, board="qemu_riscv32", quant="int8", mode=mode,
                                calib=trajectories(8, 80, N_IN, 1))
             self.done[(kind, mode)] = out
         return self.done[(kind, mode)]

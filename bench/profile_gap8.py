@@ -181,7 +181,7 @@ def main() -> None:
     make_vars.update(dict(v.split("=", 1) for v in args.var))
     tag = "_".join(f"{k}{v}" for k, v in sorted(make_vars.items()))
     board = devices.load_board(BOARD)
-    elf = devices.build_firmware(out / "firmware", board, work / f"{args.model}_{tag}", make_vars=make_vars).elf
+    elf = devices.build_elf(out / "firmware", board, work / f"{args.model}_{tag}", make_vars=make_vars).elf
     trace = Path(args.trace) if args.trace else work / f"{args.model}_{tag}.trace"
     if not args.trace:
         run_traced(Path(elf), xs, trace)

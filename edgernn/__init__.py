@@ -24,15 +24,15 @@ def convert(model, out, **options):
 
 def build(model, out, *, board, **options):
     """Convert ``model`` (as :func:`convert` takes it) and build its firmware for ``board`` into ``out``.
-    See :func:`edgernn.pipeline.build.build_firmware`."""
-    from edgernn.pipeline.build import build_firmware
+    See :func:`edgernn.pipeline.build.build_model`."""
+    from edgernn.pipeline.build import build_model
 
-    return build_firmware(model, out, board=board, **options)
+    return build_model(model, out, board=board, **options)
 
 
 def inspect(model, **options):
-    """Describe how each layer of a model would stream. See :func:`edgernn.pipeline.inspect.inspect_model`."""
-    from edgernn.pipeline.inspect import inspect_model
+    """Describe how each layer of a model would stream. See :func:`edgernn.pipeline.inspection.inspect_model`."""
+    from edgernn.pipeline.inspection import inspect_model
 
     return inspect_model(model, **options)
 

@@ -160,9 +160,12 @@ def trace_report() -> None:
             callees[(caller, callee)][f"{mods[frame.f_code.co_filename]}.{frame.f_code.co_name}"] += 1
 
     try:
-        from edgernn.pipeline.build import build_firmware
-    except ImportError:
-        from edgernn.building import build_firmware
+        from edgernn.pipeline.build import build_model as build_firmware
+    except ImportError:       # a checkout from before the rename, or before the stages
+        try:
+            from edgernn.pipeline.build import build_firmware
+        except ImportError:
+            from edgernn.building import build_firmware
     with tempfile.TemporaryDirectory() as tmp:
         sys.setprofile(profile)
         try:

@@ -150,7 +150,7 @@ def toy_firmware(tmp_path_factory):
         key = (board, repr(sorted(kwargs.items())))
         if key not in built:
             build_dir = tmp_path_factory.mktemp(f"toy_{board}")
-            built[key] = devices.build_firmware(TOY_MODEL, board, build_dir, **kwargs).elf
+            built[key] = devices.build_elf(TOY_MODEL, board, build_dir, **kwargs).elf
         return built[key]
 
     return build

@@ -151,7 +151,7 @@ def _model_options(func):
                              "(checked against the export) instead of refusing it.")
 def inspect(model, unsafe, quant, as_json, roll):
     """Show how each layer of MODEL would stream: path and why, parameters, MACs per step, state sizes."""
-    from edgernn.pipeline.inspect import inspect_model
+    from edgernn.pipeline.inspection import inspect_model
 
     result = inspect_model(model, unsafe=unsafe, quant=quant, roll=roll)
     if as_json:
@@ -185,10 +185,10 @@ def convert(ctx, model, out, quant, mode, calib, unsafe, roll):
 @click.pass_context
 def build(ctx, model, board, out, quant, mode, calib, unsafe, roll):
     """Convert MODEL, generate OUT/firmware/ for BOARD, and compile it where the toolchain is present."""
-    from edgernn.pipeline.build import build_firmware
+    from edgernn.pipeline.build import build_model
     from edgernn.cli.render import print_build
 
-    result = build_firmware(model, out, board=board, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll,
+    result = build_model(model, out, board=board, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll,
                             verbose=ctx.obj["verbose"], log=_say if ctx.obj["verbose"] else None, warn=_warn)
     print_build(_console(), result, out)
 

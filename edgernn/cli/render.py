@@ -103,10 +103,10 @@ def print_build(console, result: dict, out: Any) -> None:
 def print_boards(console, boards: list) -> None:
     table = _table("boards", "name", "description", "cpu", "cores", "FPU", "memories", "toolchain")
     for board in boards:
-        cpu = board["cpu"]
-        mems = ", ".join(f"{m['name']} {_bytes(int(m['size']))}" for m in board.memories)
-        table.add_row(board.name, board.description, cpu.get("isa", ""), str(cpu.get("cores", "")),
-                      "yes" if cpu.get("fpu") else "no", mems, board["toolchain"].get("cc", ""))
+        cpu = board.cpu
+        mems = ", ".join(f"{m.name} {_bytes(m.size)}" for m in board.memories_typed)
+        table.add_row(board.name, board.description, cpu.isa, str(cpu.cores),
+                      "yes" if cpu.fpu else "no", mems, board.toolchain.cc or "")
     console.print(table)
 
 

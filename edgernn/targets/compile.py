@@ -60,7 +60,7 @@ class BuildResult:
 def find_compiler(board: Board, *, check: bool = False, required: bool = True) -> str | None:
     """The board's compiler (``check``: its portable-source check compiler) when installed; else a
     one-line error with the board's install hint, or None when not ``required``."""
-    cc = board["toolchain"].get("check_cc" if check else "cc")
+    cc = board.toolchain.check_cc if check else board.toolchain.cc
     if cc and shutil.which(cc) is not None:
         return cc
     if not required:
@@ -71,19 +71,19 @@ def find_compiler(board: Board, *, check: bool = False, required: bool = True) -
 
 
 def _not_installed(board: Board, cc: str) -> EdgeRNNError:
-    hint = board["toolchain"].get("install_hint", "install it")
+    hint = board.toolchain.install_hint
     return EdgeRNNError(f"board {board.name} needs the compiler {cc}, which is not found on PATH: {hint}")
 
 
 def board_defines(board: Board) -> list[str]:
     """The -D flags every build of the board's firmware takes: its toolchain defines and its name."""
-    return [f"-D{d}" for d in board["toolchain"].get("defines", [])] + [f'-DEDGERNN_BOARD_NAME="{board.name}"']
+    return [f"-D{d}" for d in board.toolchain.defines] + [f'-DEDGERNN_BOARD_NAME="{board.name}"']
 
 
 def board_cflags(board: Board, part: Part = Part.FIRMWARE, cflags=()) -> list[str]:
     """The board's compiler flags, then ``cflags``; an -O in ``cflags`` replaces the board's."""
-    tc = board["toolchain"]
-    flags = list(tc.get("check_cflags" if part is Part.PORTABLE else "cflags", []))
+    tc = board.toolchain
+    flags = list(tc.check_cflags if part is Part.PORTABLE else tc.cflags)
     if any(f.startswith("-O") for f in cflags):
         flags = [f for f in flags if not f.startswith("-O")]
     return flags + list(cflags)
@@ -131,7 +131,7 @@ def _size_columns(size_tool: str, files: list[Path]) -> list[tuple[int, int, int
 
 
 def _size_tool(board: Board) -> str:
-    return board["toolchain"].get("size") or "size"
+    return board.toolchain.size
 
 
 def elf_sizes(elf: Path, board: Board) -> tuple[int, int] | None:
@@ -153,18 +153,18 @@ def compile_firmware(firmware_dir: str | os.PathLike, board: str | Board, *, par
     and each installed ``also`` compiler; a build after the first goes to ``<build_dir>-<compiler>``.
     The default build_dir is firmware_dir/build/<board>; the ELF is ``output_name`` there (default
     ``firmware``, ``firmware.elf`` on a cross board). ``Part.PORTABLE`` compiles only, with the board's
-    check compiler. A board its SDK builds (ai_deck) is built by edgernn.targets.device.build_firmware.
+    check compiler. A board its SDK builds (ai_deck) is built by edgernn.targets.device.build_elf.
     """
-    board = board if isinstance(board, Board) else load_board(board)
+    board = load_board(board)
     firmware_dir = Path(firmware_dir)
-    if (board["toolchain"].get("kind") == "gap_sdk") and part is not Part.PORTABLE:
+    if board.toolchain.kind == "gap_sdk" and part is not Part.PORTABLE:
         raise EdgeRNNError(f"board {board.name} is built by the GAP SDK's make, not compiled here: "
-                           "use edgernn.targets.device.build_firmware")
+                           "use edgernn.targets.device.build_elf")
     check = part is Part.PORTABLE
     if compilers is None:
         compilers = [find_compiler(board, check=check)]
         if not check:
-            compilers += [cc for cc in board["toolchain"].get("also", [])
+            compilers += [cc for cc in board.toolchain.also
                           if shutil.which(cc) and cc not in compilers]
     else:
         compilers = list(compilers)
@@ -175,7 +175,7 @@ def compile_firmware(firmware_dir: str | os.PathLike, board: str | Board, *, par
     if not sources:
         raise EdgeRNNError(f"no C sources in {firmware_dir}: generate the firmware first")
     build_dir = Path(build_dir) if build_dir else firmware_dir / "build" / board.name
-    output_name = output_name or ("firmware.elf" if board["cpu"]["arch"] != "native" else "firmware")
+    output_name = output_name or board.elf_name
     flags = board_cflags(board, part, cflags)
     defines = board_defines(board)
     results = []
@@ -196,7 +196,7 @@ def compile_firmware(firmware_dir: str | os.PathLike, board: str | Board, *, par
             continue
         elf = out_dir / output_name
         link = [cc, *flags, *map(str, objects + extra_objects), "-o", str(elf),
-                *board["toolchain"].get("ldflags", [])]
+                *board.toolchain.ldflags]
         _run(link, board, f"the firmware ({elf.name})")
         commands.append(link)
         result = BuildResult(elf, link, compiler=cc, commands=commands, objects=objects + extra_objects)

@@ -39,6 +39,7 @@ from typing import Iterator
 from edgernn import procs
 from edgernn.errors import EdgeRNNError
 from edgernn.resources import templates_dir
+from edgernn.targets.gap_toolchain import gap_compiler  # noqa: F401  (where board adapters ask)
 from edgernn.targets.gvsoc_install import (BUILT, GVSOC_TARGET, LAYOUT_VERSION, MARKER, PATH_VARIABLES, Log,
                                            environment, read_json, read_marker, say)
 

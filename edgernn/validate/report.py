@@ -57,7 +57,7 @@ def _png(fig) -> str:
 
 
 def plots(plot, every_step: bool) -> list[tuple[str, str]]:
-    """(title, base64 PNG) pairs from ``streamstats.PlotBins``: the first sequence's outputs over time,
+    """(title, base64 PNG) pairs from ``compare.PlotBins``: the first sequence's outputs over time,
     and the error per bin of steps (at most PLOT_POINTS points, whatever the run's length)."""
     import matplotlib
 

@@ -26,9 +26,11 @@ import numpy as np
 
 from edgernn.errors import EdgeRNNError, LinkError
 from edgernn.tflite.oracle import dequantize, quantize
-from edgernn.validate import compare as streamstats
+from edgernn.targets.adapter import LinkSettings
+from edgernn.targets.board import Serial
+from edgernn.validate import compare
 
-FLOAT_RTOL = streamstats.FLOAT_RTOL
+FLOAT_RTOL = compare.FLOAT_RTOL
 DEFAULT_STEPS = 1000
 CHUNK_STEPS = 4096
 _DTYPES = {"int8": np.int8, "int16": np.int16, "float32": np.float32}
@@ -409,11 +411,10 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
     ``advance(xq_chunk) -> ReferenceRun``. ``view`` shows the run (the command line's is
     ``edgernn.cli.render.ValidationView``): ``progress(total)`` is a context giving ``advance(n)`` or
     None, ``summary(report)`` shows the verdict. Without one, nothing is printed.
-    """
-    from edgernn.targets import device as devices
-    from edgernn.outdir import BuildFolder
-    from edgernn.link import LinkClient
 
+    The steps: read the build folder and its board, check the outputs can be written, set up the
+    references, run the sequences on the device (started here when no port is given), tally, report.
+    """
     out = Path(out_dir)
     manifest = read_build_folder(out)
     board = _manifest_board(manifest.get("board"))
@@ -421,107 +422,159 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
         raise EdgeRNNError(f"board {board.name} is hardware: flash it (`edgernn flash {out}`), then pass its "
                            "serial port, e.g. `--port /dev/ttyUSB0`")
     test = TestSequences(data, manifest, steps, sequences, seed)
-    x_entry, y_entry = manifest["inputs"][0], manifest["outputs"][0]
-    n_seq, n_steps = test.sequences, test.steps
-
-    folder = BuildFolder(out)
-    default_report = json_path is None
-    json_path = Path(json_path) if json_path else out / "report.json"
-    html_path = Path(html_path) if html_path else json_path.with_suffix(".html")
-    for path in (json_path, html_path):
-        inside = default_report and path.parent == out
-        _check_writable(path, "the report", (lambda p: folder.may_write(p.name) or _is_edgernn_report(p))
-                        if inside else _is_edgernn_report)
-    if save is not None:
-        save = Path(save)
-        if save.suffix != ".npz":
-            raise EdgeRNNError(f"--save {save}: the device outputs are written as a .npz; name the file *.npz")
-        _check_writable(save, "the device outputs", streamstats.is_edgernn_save)
-
+    files = _ReportFiles.checked(out, json_path, html_path, save)
     if reference is None:
         reference = InterpreterReference(out, manifest)
-    float_source, float_note = _float_source(out, manifest, test)
-    every_step = manifest.get("sequence_output", "every_step") == "every_step"
+    floats = _FloatSide(*_float_source(out, manifest, test))
+    tally = _Tally(manifest, test, seed)
+    run = _run_on_device(out, manifest, board, port, test, reference, floats, tally, files, view,
+                         baud=baud, timeout=timeout, states=states, chunk_steps=chunk_steps)
+    report = _report(manifest, test, tally, floats, run, files)
+    # The verdict first: a report that cannot be written must not lose it.
+    if view is not None:
+        view.summary(report)
+    _write_outputs(report, files.folder, files.default, files.json, files.html, tally.saver, tally.plot,
+                   tally.every_step)
+    return report
 
-    windows = streamstats.drift_windows(n_steps)
-    ref_stats = streamstats.ReferenceStats(y_entry, windows)
-    float_sums = streamstats.ErrorSums()
-    drift = streamstats.DriftTable(windows)
-    cycles = streamstats.CycleStats(seed)
-    y_size = _size(y_entry)
-    plot = streamstats.PlotBins(n_steps, min(y_size, 3))
-    inputs = _InputRange(x_entry, manifest.get("calibration") or {})
-    saver = None
+
+@dataclass
+class _ReportFiles:
+    """Where the report (and the device's outputs, with ``save``) go, checked before the run."""
+
+    folder: Any
+    default: bool
+    json: Path
+    html: Path
+    save: Path | None
+
+    @classmethod
+    def checked(cls, out: Path, json_path, html_path, save) -> "_ReportFiles":
+        from edgernn.outdir import BuildFolder
+
+        folder = BuildFolder(out)
+        default = json_path is None
+        json_path = Path(json_path) if json_path else out / "report.json"
+        html_path = Path(html_path) if html_path else json_path.with_suffix(".html")
+        for path in (json_path, html_path):
+            inside = default and path.parent == out
+            _check_writable(path, "the report", (lambda p: folder.may_write(p.name) or _is_edgernn_report(p))
+                            if inside else _is_edgernn_report)
+        if save is not None:
+            save = Path(save)
+            if save.suffix != ".npz":
+                raise EdgeRNNError(f"--save {save}: the device outputs are written as a .npz; name the file *.npz")
+            _check_writable(save, "the device outputs", compare.is_edgernn_save)
+        return cls(folder, default, json_path, html_path, save)
+
+
+@dataclass
+class _FloatSide:
+    """The float model compared with, or why there is none (it may drop out at a sequence's start)."""
+
+    source: Any
+    note: str | None
+
+    def start(self, seq: int) -> None:
+        if self.source is None:
+            return
+        try:
+            self.source.start(seq)
+        except LookupError as why:
+            self.source, self.note = None, str(why)
+
+
+class _Tally:
+    """The running statistics of a run: reference parity, float error, drift, cycles, the plot, the
+    inputs' range, and (with ``save``) the device's outputs."""
+
+    def __init__(self, manifest: dict, test: TestSequences, seed: int):
+        self.x_entry, self.y_entry = manifest["inputs"][0], manifest["outputs"][0]
+        self.every_step = manifest.get("sequence_output", "every_step") == "every_step"
+        windows = compare.drift_windows(test.steps)
+        self.reference = compare.ReferenceStats(self.y_entry, windows)
+        self.float_sums = compare.ErrorSums()
+        self.drift = compare.DriftTable(windows)
+        self.cycles = compare.CycleStats(seed)
+        self.y_size = _size(self.y_entry)
+        self.plot = compare.PlotBins(test.steps, min(self.y_size, 3))
+        self.inputs = _InputRange(self.x_entry, manifest.get("calibration") or {})
+        self.saver = None
+        self.frames = self.retries = 0
+
+    def open_save(self, save: Path | None, test: TestSequences) -> None:
+        if save is not None:
+            self.saver = compare.DeviceSave(save, test.sequences, test.steps, self.y_size, _DTYPES[self.y_entry["dtype"]])
+
+    def add(self, seq: int, offset: int, x: np.ndarray, ref: ReferenceRun, part, floats: _FloatSide,
+            states: str) -> np.ndarray:
+        """One streamed chunk: the device's answer against the reference and the float model."""
+        device_y = part.outputs.astype(ref.y.dtype).reshape(len(x), -1)
+        self.reference.update(seq, offset, device_y, ref.y, part.states if states == "every" else None, ref.states)
+        device_float = dequantize(device_y, self.y_entry)
+        want = floats.source.advance(x) if floats.source is not None else None
+        if want is not None:
+            self.drift.update(offset, device_float, want)
+            if self.every_step:
+                self.float_sums.update(device_float, want)
+        self.plot.update(seq, offset, device_float, dequantize(ref.y, self.y_entry), want)
+        self.cycles.update(part.cycles)
+        if self.saver is not None:
+            self.saver.append(device_y, device_float, part.cycles)
+        self.frames += part.frames
+        self.retries += part.retries
+        return device_y
+
+
+@dataclass
+class _Run:
+    """What the device run leaves beside the tally."""
+
+    board_name: str | None
+    code_bytes: int | None
+    port: str
+    info: Any
+    payload_bytes: int
+    seconds: float
+
+
+def _run_on_device(out: Path, manifest: dict, board, port: str | None, test: TestSequences, reference,
+                   floats: _FloatSide, tally: _Tally, files: _ReportFiles, view, *, baud, timeout, states,
+                   chunk_steps) -> _Run:
+    """Open the link (starting the board first when no port is given), stream every sequence, and stop
+    what was started; a fault discards the device outputs being saved."""
+    from edgernn.link import LinkClient
+    from edgernn.targets.device import adapter_for, flash
 
     device = None
     board_name = manifest.get("board")
     code_bytes = manifest.get("code_bytes")
     try:
         if port is None:
-            device = devices.flash(out)
+            device = flash(out)
             port = device.url
             board_name = device.board.name
-            code_bytes = _code_bytes(device) or code_bytes
         the_board = device.board if device else board
-        serial = (the_board or {}).get("serial", {})
-        serial_baud = baud or serial.get("baud", 115200)
-        # An answer's time limit beyond the line time: the board's (a simulator computes slower than the chip).
-        timeout = timeout or float(serial.get("timeout_s", 5.0))
-        link = LinkClient.open(port, baud=serial_baud, timeout=timeout,
+        adapter = adapter_for(the_board) if the_board is not None else None
+        if device is not None:
+            code_bytes = adapter.code_bytes(device.elf) or code_bytes
+        if adapter is not None:
+            settings = adapter.link_settings(started=device is not None, baud=baud, timeout=timeout)
+        else:
+            settings = LinkSettings(baud or Serial().baud, timeout or Serial().timeout_s)
+        link = LinkClient.open(port, baud=settings.baud, timeout=settings.timeout_s,
                                device_gone=_gone_check(device) if device is not None else None)
         try:
-            if device is not None and the_board["hal"].get("ready_byte"):
-                link.wait_ready(float((the_board.get("emulator") or {}).get("start_timeout_s", 60)))
+            if settings.ready_timeout_s is not None:
+                link.wait_ready(settings.ready_timeout_s)
             info = link.hello()
             _check_device(info, manifest, port, firmware_model_sha256(out, manifest))
             board_name = board_name or info.board
-            if save is not None:
-                saver = streamstats.DeviceSave(save, n_seq, n_steps, y_size, _DTYPES[y_entry["dtype"]])
+            tally.open_save(files.save, test)
             started = time.monotonic()
-            frames = retries = 0
-            with (view.progress(n_seq * n_steps) if view else contextlib.nullcontext()) as advance:
-                for s in range(n_seq):
-                    reference.start()
-                    if float_source is not None:
-                        try:
-                            float_source.start(s)
-                        except LookupError as why:
-                            float_source, float_note = None, str(why)
-                    pending: list[tuple[int, np.ndarray, np.ndarray]] = []
-
-                    def inputs_of_sequence(s=s):
-                        offset = 0
-                        for x in test.chunks(s, chunk_steps):
-                            inputs.update(x)
-                            xq = quantize(x, x_entry)
-                            pending.append((offset, x, xq))
-                            offset += len(x)
-                            yield xq
-
-                    last_y = None
-                    for part in link.stream(inputs_of_sequence(), n_steps, states=states, progress=advance):
-                        offset, x, xq = pending.pop(0)
-                        ref = reference.advance(xq)
-                        device_y = part.outputs.astype(ref.y.dtype).reshape(len(xq), -1)
-                        ref_stats.update(s, offset, device_y, ref.y, part.states if states == "every" else None,
-                                         ref.states)
-                        device_float = dequantize(device_y, y_entry)
-                        want = float_source.advance(x) if float_source is not None else None
-                        if want is not None:
-                            drift.update(offset, device_float, want)
-                            if every_step:
-                                float_sums.update(device_float, want)
-                        plot.update(s, offset, device_float, dequantize(ref.y, y_entry), want)
-                        cycles.update(part.cycles)
-                        if saver is not None:
-                            saver.append(device_y, device_float, part.cycles)
-                        frames += part.frames
-                        retries += part.retries
-                        if len(device_y):
-                            last_y = device_y[-1]
-                    if float_source is not None and not every_step and last_y is not None:
-                        mine = _final_output(reference, last_y, y_entry)
-                        float_sums.update(mine, float_source.final())
+            with (view.progress(test.sequences * test.steps) if view else contextlib.nullcontext()) as advance:
+                for s in range(test.sequences):
+                    _stream_sequence(link, s, test, reference, floats, tally, states, chunk_steps, advance)
             elapsed = time.monotonic() - started
             if device is not None:
                 try:
@@ -533,66 +586,96 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
         finally:
             link.close()
     except BaseException:
-        if saver is not None:
-            saver.discard()
+        if tally.saver is not None:
+            tally.saver.discard()
         raise
     finally:
         if device is not None:
             device.stop()
+    return _Run(board_name, code_bytes, port, info, int(link.payload_bytes), elapsed)
 
-    reference_cmp = ref_stats.result()
+
+def _stream_sequence(link, s: int, test: TestSequences, reference, floats: _FloatSide, tally: _Tally,
+                     states: str, chunk_steps: int, advance) -> None:
+    """One sequence through the device, chunk by chunk, each chunk also through the references."""
+    reference.start()
+    floats.start(s)
+    x_entry = tally.x_entry
+    pending: list[tuple[int, np.ndarray, np.ndarray]] = []
+
+    def inputs_of_sequence():
+        offset = 0
+        for x in test.chunks(s, chunk_steps):
+            tally.inputs.update(x)
+            xq = quantize(x, x_entry)
+            pending.append((offset, x, xq))
+            offset += len(x)
+            yield xq
+
+    last_y = None
+    for part in link.stream(inputs_of_sequence(), test.steps, states=states, progress=advance):
+        offset, x, xq = pending.pop(0)
+        device_y = tally.add(s, offset, x, reference.advance(xq), part, floats, states)
+        if len(device_y):
+            last_y = device_y[-1]
+    if floats.source is not None and not tally.every_step and last_y is not None:
+        mine = _final_output(reference, last_y, tally.y_entry)
+        tally.float_sums.update(mine, floats.source.final())
+
+
+def _report(manifest: dict, test: TestSequences, tally: _Tally, floats: _FloatSide, run: _Run,
+            files: _ReportFiles) -> dict:
+    """report.json's content (docs/report.md)."""
+    reference_cmp = tally.reference.result()
     parity = reference_cmp["mismatches"] == 0 and reference_cmp.get("state_mismatches", 0) == 0
-    float_cmp = float_sums.result()
-    if float_source is None:
-        float_cmp["skipped"] = float_note
+    float_cmp = tally.float_sums.result()
+    if floats.source is None:
+        float_cmp["skipped"] = floats.note
     else:
-        float_cmp["against"] = float_source.against
-    notes = [f"float comparison skipped: {float_note}"] if float_source is None else []
-    input_report, input_note = inputs.result()
+        float_cmp["against"] = floats.source.against
+    notes = [f"float comparison skipped: {floats.note}"] if floats.source is None else []
+    input_report, input_note = tally.inputs.result()
     if input_note:
         notes.append(input_note)
+    n_seq, n_steps, elapsed = test.sequences, test.steps, run.seconds
     report = {
         "pass": bool(parity),
-        "board": board_name,
+        "board": run.board_name,
         "quant": manifest["quant"],
         "model_sha256": manifest["model_sha256"],
         "steps": int(n_steps),
         "sequences": int(n_seq),
         "reference": reference_cmp,
         "float": float_cmp,
-        "drift": drift.rows(ref_stats.window_mismatches),
+        "drift": tally.drift.rows(tally.reference.window_mismatches),
         "inputs": input_report,
         "device": {
-            **cycles.result(),
-            "cycle_counter": _cycle_counter(board_name),
+            **tally.cycles.result(),
+            "cycle_counter": _cycle_counter(run.board_name),
             "macs_per_step": manifest.get("macs_per_step"),
             "arena_bytes": manifest.get("arena_bytes"),
             "weight_bytes": manifest.get("weight_bytes"),
-            "code_bytes": code_bytes,
+            "code_bytes": run.code_bytes,
         },
         "link": {
-            "port": port,
-            "frames": int(frames),
-            "retries": int(retries),
-            "payload_bytes": int(link.payload_bytes),
+            "port": run.port,
+            "frames": int(tally.frames),
+            "retries": int(tally.retries),
+            "payload_bytes": run.payload_bytes,
             "seconds": round(elapsed, 3),
             "steps_per_second": round(n_seq * n_steps / elapsed, 1) if elapsed else None,
-            "protocol_version": info.protocol_version,
+            "protocol_version": run.info.protocol_version,
         },
         "notes": notes,
     }
-    report["device"].update(info.describe_target())
+    report["device"].update(run.info.describe_target())
     macs = manifest.get("macs_per_step")
     if macs:
         report["device"]["cycles_per_mac"] = report["device"]["cycles_per_step"] / macs
         if report["device"]["cycles_per_step"]:
             report["device"]["macs_per_cycle"] = macs / report["device"]["cycles_per_step"]
-    report["files"] = {"json": str(json_path), "html": str(html_path), **({"save": str(save)} if save else {})}
-
-    # The verdict first: a report that cannot be written must not lose it.
-    if view is not None:
-        view.summary(report)
-    _write_outputs(report, folder, default_report, json_path, html_path, saver, plot, every_step)
+    report["files"] = {"json": str(files.json), "html": str(files.html),
+                       **({"save": str(files.save)} if files.save else {})}
     return report
 
 
@@ -683,15 +766,6 @@ def exit_code(report: dict) -> int:
     return 0 if report.get("pass") else 1
 
 
-def _code_bytes(device) -> int | None:
-    if device.elf is None:
-        return None
-    from edgernn.targets.compile import elf_sizes
-
-    sizes = elf_sizes(device.elf, device.board)
-    return sizes[0] if sizes else None
-
-
 def _manifest_board(board_name: str | None):
     """The build folder's board, or None when it names none or one this edgernn does not know."""
     if not board_name:
@@ -706,4 +780,4 @@ def _manifest_board(board_name: str | None):
 
 def _cycle_counter(board_name: str | None) -> str | None:
     board = _manifest_board(board_name)
-    return board["cpu"].get("cycle_counter") if board is not None else None
+    return board.cpu.cycle_counter or None if board is not None else None

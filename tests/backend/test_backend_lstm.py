@@ -182,7 +182,7 @@ def test_validation_server_streams_the_variable_states(fused, tmp_path):
     from edgernn.link.client import LinkClient
 
     b = fused("stream_u16", "int8")
-    elf = devices.build_firmware(b.folder / "firmware", "host", build_dir=tmp_path / "build").elf
+    elf = devices.build_elf(b.folder / "firmware", "host", build_dir=tmp_path / "build").elf
     xq = H.quantize_x(b.folder, _inputs(1, 40, seed=9)["noise"])
     ref, _ = H.reference_bytes(b.folder, xq)
     with devices.start(elf, "host") as device, LinkClient.open(device.url) as link:

@@ -44,7 +44,7 @@ def frame_cfc_l2(dense: int = 40, seed: int = 0):
 def test_l2_arena_convolutions_by_dma_validate_byte_exact(tmp_path):
     from frames_zoo import moving_blobs
 
-    from edgernn.pipeline.build import build_firmware
+    from edgernn.pipeline.build import build_model
     from edgernn.targets import gap_sdk
     from edgernn.validate.run import validate
 
@@ -53,7 +53,7 @@ def test_l2_arena_convolutions_by_dma_validate_byte_exact(tmp_path):
     path = tmp_path / "frame_cfc_l2.keras"
     frame_cfc_l2().save(path)
     out = tmp_path / "out"
-    result = build_firmware(str(path), out, board="gvsoc_gap8", quant="int8", calib=moving_blobs(4, 12, *FRAME, seed=1))
+    result = build_model(str(path), out, board="gvsoc_gap8", quant="int8", calib=moving_blobs(4, 12, *FRAME, seed=1))
     placement = result["manifest"]["placement"]
     assert placement["items"]["arena"]["memory"] == "l2"
     assert placement["items"]["dma_tiles"]["memory"] == "l1"

@@ -101,6 +101,6 @@ def test_generated_firmware_builds_warning_free_for_rv32imc(converted, optimize,
     from edgernn.targets import device as devices
 
     out = converted("lstm64", "qemu_riscv32")
-    result = devices.build_firmware(out / "firmware", "qemu_riscv32", tmp_path, optimize=optimize)
+    result = devices.build_elf(out / "firmware", "qemu_riscv32", tmp_path, optimize=optimize)
     assert "-Werror" in result.command and optimize in result.command
     assert result.code_bytes and result.data_bytes

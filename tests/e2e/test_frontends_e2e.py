@@ -31,7 +31,7 @@ def built(tmp_path_factory):
     from frames_zoo import moving_blobs
     from zoo import trajectories
 
-    from edgernn.pipeline.build import build_firmware
+    from edgernn.pipeline.build import build_model
 
     made = {}
 
@@ -48,7 +48,7 @@ def built(tmp_path_factory):
             path = folder / f"{kind}.keras"
             model.save(path)
             calib = moving_blobs(6, 30, *FRAME, seed=1) if kind == "frame_cfc" else trajectories(8, 80, TCN_FEATURES, 1)
-            result = build_firmware(str(path), folder / "out", board=board, quant=quant, calib=calib)
+            result = build_model(str(path), folder / "out", board=board, quant=quant, calib=calib)
             assert result["manifest"]["board"] == board
             made[key] = folder / "out"
         return made[key]

@@ -364,7 +364,7 @@ def test_a_frame_model_built_for_host_validates_byte_exact(tmp_path, frame, quan
     frame's H*W*C elements, flat, and validate sends them per step. A frame of 24 KiB (48x64x2 float32), more
     than the board's 4,096-byte link frames, gets frames sized to one step of the model (HELLO says so)."""
     from conftest import require_tools
-    from edgernn.pipeline.build import build_firmware
+    from edgernn.pipeline.build import build_model
     from edgernn.validate.run import validate
 
     require_tools("gcc")
@@ -374,7 +374,7 @@ def test_a_frame_model_built_for_host_validates_byte_exact(tmp_path, frame, quan
                               else L.TimeDistributed(L.Flatten()), L.TimeDistributed(L.Flatten()),
                               L.Dense(8, activation="relu"), L.GRU(6, return_sequences=True), L.Dense(2)])
     out = tmp_path / "out"
-    build_firmware(model, out, board="host", quant=quant, calib=frames(4, 16, frame, seed=1))
+    build_model(model, out, board="host", quant=quant, calib=frames(4, 16, frame, seed=1))
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["inputs"][0]["shape"] == [1, *frame]
     model_frame = int((out / "firmware" / "protocol.h").read_text().split("#define EDGERNN_LINK_MODEL_FRAME ")[1].split()[0])

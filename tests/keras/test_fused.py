@@ -191,7 +191,7 @@ def test_int8_reference_run_is_the_interpreters_bytes(converted):
 # ---------------------------------------------------------------- eligibility, by name
 
 def _paths(model, quant="int8", **kwargs):
-    from edgernn.pipeline.inspect import inspect_model
+    from edgernn.pipeline.inspection import inspect_model
 
     result = inspect_model(model, quant=quant, **kwargs)
     return {r["name"]: r for r in result.rows if r["role"] == "rnn"}, result

@@ -55,13 +55,13 @@ def small_lstm(seed: int = 0):
 
 
 def _deck_build(tmp_path_factory, mode: str):
-    from edgernn.pipeline.build import build_firmware
+    from edgernn.pipeline.build import build_model
 
     out = tmp_path_factory.mktemp(f"deck_{mode}") / "out"
     warnings = []
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(io.StringIO()):
         mp.delenv("GAP_SDK_HOME", raising=False)
-        result = build_firmware(small_lstm(), out, board="ai_deck", quant="int8", mode=mode,
+        result = build_model(small_lstm(), out, board="ai_deck", quant="int8", mode=mode,
                                 warn=warnings.append)
     return out, result, warnings
 
@@ -508,7 +508,7 @@ def _is_sdotsp(word: int, pattern: tuple[int, int]) -> bool:
 @pytest.fixture(scope="module")
 def sdk_built(tmp_path_factory):
     """The int8 LSTM step model and the float32 fused LSTM, built by `edgernn build` with the GAP SDK."""
-    from edgernn.pipeline.build import build_firmware
+    from edgernn.pipeline.build import build_model
 
     home = require_gap_sdk()
     built = {}
@@ -516,7 +516,7 @@ def sdk_built(tmp_path_factory):
         out = tmp_path_factory.mktemp(f"sdk_{quant}") / "out"
         with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(io.StringIO()):
             mp.setenv("GAP_SDK_HOME", str(home))
-            result = build_firmware(small_lstm(), out, board="ai_deck", quant=quant, mode=mode, warn=lambda _: None)
+            result = build_model(small_lstm(), out, board="ai_deck", quant=quant, mode=mode, warn=lambda _: None)
         built[quant] = (out, result)
     return home, built
 
@@ -563,7 +563,7 @@ def test_int8_dot_products_are_xpulp_and_the_variants_build(sdk_built, tmp_path)
     pattern = _sdotsp_pattern(home)
     elf = out / "firmware" / ELF
     assert sum(_is_sdotsp(w, pattern) for w in _words(elf, "edgernn_fully_connected_s8")) >= 4
-    scalar = devices.build_firmware(out / "firmware", "ai_deck", tmp_path,
+    scalar = devices.build_elf(out / "firmware", "ai_deck", tmp_path,
                                     make_vars={"EDGERNN_XPULP": 0, "EDGERNN_CLUSTER_CORES": 1})
     assert not any(_is_sdotsp(w, pattern) for w in _words(scalar.elf, "edgernn_fully_connected_s8"))
     # (EDGERNN_CLUSTER_CORES reaches the compiler by the same make variable; the team's own arithmetic
@@ -572,7 +572,7 @@ def test_int8_dot_products_are_xpulp_and_the_variants_build(sdk_built, tmp_path)
 
 @pytest.mark.parametrize("sdk", gap_sdk_params())
 def test_toy_firmware_builds_from_a_bare_model(sdk, tmp_path, monkeypatch):
-    """devices.build_firmware stages a GAP SDK project around a bare model.c/model.h (the link tests'
+    """devices.build_elf stages a GAP SDK project around a bare model.c/model.h (the link tests'
     toy model, no TensorFlow needed) and builds it, linked with no undefined symbol, with each SDK a user
     has: upstream master ($GAP_SDK_HOME) and, in CI, 4.8.0 (Bitcraze's docker image), whose FreeRTOS port
     and PMSIS folders differ."""
@@ -580,7 +580,7 @@ def test_toy_firmware_builds_from_a_bare_model(sdk, tmp_path, monkeypatch):
 
     home = require_gap_sdk_at(sdk)
     monkeypatch.setenv("GAP_SDK_HOME", str(home))
-    built = devices.build_firmware(TOY_MODEL, "ai_deck", tmp_path)
+    built = devices.build_elf(TOY_MODEL, "ai_deck", tmp_path)
     project = tmp_path / "project"
     assert built.elf == project / ELF and built.elf.is_file()
     assert {"Makefile", "hal.c", "main.c", "server.c", "edgernn_team.c", "edgernn_libm.c"} <= {
@@ -611,7 +611,7 @@ def test_a_failing_sdk_build_says_what_the_compiler_said(fault, said, tmp_path, 
     source = source.replace("void edgernn_reset(void)\n{", "void edgernn_reset_more(void);\nvoid edgernn_reset(void)\n{\n    edgernn_reset_more();", 1)
     (model / "model.c").write_text(source + fault + ("" if "reset_more" in fault else "void edgernn_reset_more(void) {}\n"))
     with pytest.raises(EdgeRNNError) as err:
-        devices.build_firmware(model, "ai_deck", tmp_path / "build")
+        devices.build_elf(model, "ai_deck", tmp_path / "build")
     message = str(err.value)
     assert re.search(said, message), message
     assert "collect2" not in message.split("(command:")[0] and "\n" not in message

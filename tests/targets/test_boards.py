@@ -56,10 +56,103 @@ def test_extends_merges_tables_and_replaces_values(tmp_path):
 
 
 def test_gvsoc_gap8_without_the_sdk_is_one_line_before_any_conversion(monkeypatch, tmp_path):
-    from edgernn.pipeline.build import build_firmware
+    from edgernn.pipeline.build import build_model
 
     monkeypatch.delenv("GAP_SDK_HOME", raising=False)
     # The model does not exist: a conversion started first would fail on it with another message.
     with pytest.raises(EdgeRNNError, match=r"the GAP SDK is not set up \(\$GAP_SDK_HOME is unset\)"):
-        build_firmware(str(tmp_path / "missing.keras"), tmp_path / "out", board="gvsoc_gap8")
+        build_model(str(tmp_path / "missing.keras"), tmp_path / "out", board="gvsoc_gap8")
     assert not (tmp_path / "out").exists()
+
+
+def test_typed_sections_carry_the_file_and_the_defaults(tmp_path):
+    host, qemu, deck, sim = (load_board(n) for n in ("host", "qemu_riscv32", "ai_deck", "gvsoc_gap8"))
+    assert host.serial.baud == 115200 and host.serial.timeout_s == 5.0          # timeout_s: the default
+    assert sim.serial.timeout_s == 60.0 and sim.emulator.start_timeout_s == 120.0
+    assert qemu.emulator.start_timeout_s == 20.0 and host.emulator.start_timeout_s == 10.0
+    assert host.emulator.kind == "fd" and qemu.emulator.kind == "announce" and sim.emulator.kind == "gvsoc"
+    assert deck.emulator is None and host.gap_sdk is None and deck.gap_sdk.elf.endswith("/edgernn")
+    assert (host.family, qemu.family, deck.family, sim.family) == ("native", "native", "gap8", "gvsoc_gap8")
+    assert deck.memory_typed("l2").budget == 524288 - 196608 and deck.memory_typed("l1").team_memory
+    assert deck.cpu.fc_mv == 1200 and host.cpu.fc_mv == 1200
+    assert host.placement.weights_section == "" and host.parallel.min_count == 8 and qemu.parallel.min_count == 16
+    assert deck.quant_rule("float32")[0] == "warn" and host.quant_rule("int8") == (
+        "ok", "board host does not support int8")
+    assert host.elf_name == "firmware" and qemu.elf_name == "firmware.elf"
+    # an emulator table that names no start timeout waits the one default, whatever its kind
+    mine = load_board(write(tmp_path / "mine.toml", 'extends = "host"\nname = "mine"\ndescription = "d"\n'))
+    data = {**mine.data, "emulator": {"command": ["{elf}", "--fd", "{fd}"]}}
+    from edgernn.targets.board import Board, Emulator
+
+    assert Board("x", "d", tmp_path / "x.toml", data).emulator.start_timeout_s == Emulator().start_timeout_s == 60.0
+
+
+@pytest.mark.parametrize("extra, message", [
+    ('[serial]\nbuad = 9600\n', r"unknown key serial\.buad"),
+    ('colour = "red"\n', "unknown key colour"),
+    ('[serial]\nbaud = "fast"\n', r"serial\.baud must be a whole number, not 'fast'"),
+    ('[toolchain]\noptional = 1\n', r"toolchain\.optional must be true or false"),
+    ('[emulator]\nstart_timeout_s = "soon"\n', r"emulator\.start_timeout_s must be a number"),
+    ('[emulator]\nkind = "telepathy"\n', r"emulator\.kind must be one of fd, announce, gvsoc"),
+    ('[quant]\nint8 = "maybe"\n', r"quant\.int8 must be one of ok, warn, refuse"),
+    ('[[memory]]\nname = "flash"\nsize = 10\nspeed = 3\n', r"unknown key memory\[flash\]\.speed"),
+    ('[placement]\narena_memory = 3\n', r"placement\.arena_memory must be a string or an array"),
+])
+def test_an_unknown_or_mistyped_key_is_one_line(tmp_path, extra, message):
+    board = write(tmp_path / "mine.toml", f'extends = "host"\nname = "mine"\ndescription = "d"\n{extra}')
+    with pytest.raises(EdgeRNNError, match=message) as err:
+        load_board(board)
+    assert "\n" not in str(err.value) and str(board) in str(err.value)
+
+
+@pytest.mark.parametrize("drop, message", [
+    ('template = "hal/host"\n', r"lacks hal\.template"),
+    ('arch = "native"\n', r"lacks cpu\.arch"),
+    ('[hal]\ntemplate = "hal/host"\ndone_line = "~~~EDGERNN SERVER DONE~~~"\n', "lacks hal"),
+])
+def test_a_missing_required_key_is_one_line(tmp_path, drop, message):
+    from edgernn.resources import boards_dir
+
+    text = (boards_dir() / "host.toml").read_text()
+    assert drop in text
+    board = write(tmp_path / "mine.toml", text.replace(drop, ""))
+    with pytest.raises(EdgeRNNError, match=message):
+        load_board(board)
+
+
+def test_a_gap_sdk_toolchain_needs_its_table_and_an_unknown_family_is_refused(tmp_path):
+    from edgernn.targets.device import adapter_for
+
+    board = write(tmp_path / "mine.toml", 'extends = "host"\nname = "mine"\ndescription = "d"\n'
+                                          '[toolchain]\nkind = "gap_sdk"\n')
+    with pytest.raises(EdgeRNNError, match=r'toolchain\.kind = "gap_sdk" needs a \[gap_sdk\] table'):
+        load_board(board)
+    board = write(tmp_path / "fam.toml", 'extends = "host"\nname = "fam"\ndescription = "d"\nfamily = "abacus"\n')
+    with pytest.raises(EdgeRNNError, match="unknown family 'abacus' .known: native, gap8, gvsoc_gap8."):
+        adapter_for(board)
+
+
+def test_each_family_has_its_adapter_with_the_same_verbs():
+    from edgernn.targets.device import adapter_for
+
+    names = {n: type(adapter_for(n)).__name__ for n in ("host", "qemu_riscv32", "ai_deck", "gvsoc_gap8")}
+    assert names == {"host": "NativeAdapter", "qemu_riscv32": "NativeAdapter", "ai_deck": "Gap8Adapter",
+                     "gvsoc_gap8": "GvsocGap8Adapter"}
+    host = adapter_for("host")
+    assert host.link_settings(started=True).ready_timeout_s is None            # the host HAL sends no ready byte
+    sim = adapter_for("gvsoc_gap8").link_settings(started=True, baud=9600)
+    assert (sim.baud, sim.timeout_s, sim.ready_timeout_s) == (9600, 60.0, 120.0)
+    assert adapter_for("gvsoc_gap8").link_settings(started=False).ready_timeout_s is None
+    with pytest.raises(EdgeRNNError, match="board ai_deck is not emulated"):
+        adapter_for("ai_deck").start("/nonexistent.elf")
+
+
+def test_every_key_of_the_schema_is_documented():
+    from edgernn.resources import boards_dir
+    from edgernn.targets.board import schema
+
+    text = (boards_dir().parent / "docs" / "boards" / "format.md").read_text()
+    for section, rows in schema().items():
+        assert f"[{section}]" in text, section
+        for key, *_ in rows:
+            assert f"| `{key}` |" in text, f"{section}.{key}"

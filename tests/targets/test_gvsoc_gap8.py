@@ -59,7 +59,7 @@ def built(gvsoc, tmp_path_factory):
     """``built(kind)`` -> (OUT folder built for gvsoc_gap8, number of inputs), once per module."""
     from zoo import trajectories
 
-    from edgernn.pipeline.build import build_firmware
+    from edgernn.pipeline.build import build_model as build_folder
 
     made = {}
 
@@ -70,7 +70,7 @@ def built(gvsoc, tmp_path_factory):
             model, n_in = build_model(kind)
             path = folder / f"{kind}.keras"
             model.save(path)
-            result = build_firmware(str(path), folder / "out", board=BOARD, quant=quant, mode=mode,
+            result = build_folder(str(path), folder / "out", board=BOARD, quant=quant, mode=mode,
                                     calib=trajectories(8, 80, n_in, 1))
             manifest = result["manifest"]
             assert manifest["board"] == BOARD and manifest["firmware"]["built"]
@@ -105,7 +105,7 @@ def run_variant(out, make_vars: dict, xs: np.ndarray, tmp_path):
     from edgernn.link import LinkClient
 
     board = devices.load_board(BOARD)
-    elf = devices.build_firmware(out / "firmware", board, tmp_path, make_vars=make_vars).elf
+    elf = devices.build_elf(out / "firmware", board, tmp_path, make_vars=make_vars).elf
     with devices.start(elf, board) as device:
         with LinkClient.open(device.url, baud=board["serial"]["baud"], timeout=board["serial"]["timeout_s"]) as link:
             link.wait_ready(board["emulator"]["start_timeout_s"])
@@ -209,7 +209,7 @@ def test_validates_on_gvsoc_built_from_another_sdk(sdk, tmp_path, monkeypatch):
     against it validates with every byte equal to the interpreter."""
     from zoo import trajectories
 
-    from edgernn.pipeline.build import build_firmware
+    from edgernn.pipeline.build import build_model as build_folder
     from edgernn.targets import gap_sdk
     from edgernn.targets.gvsoc import gvsoc_marker
     from edgernn.validate.run import validate
@@ -222,7 +222,7 @@ def test_validates_on_gvsoc_built_from_another_sdk(sdk, tmp_path, monkeypatch):
     model, n_in = build_model("gru")
     path = tmp_path / "gru.keras"
     model.save(path)
-    result = build_firmware(str(path), tmp_path / "out", board=BOARD, quant="int8", calib=trajectories(8, 80, n_in, 1))
+    result = build_folder(str(path), tmp_path / "out", board=BOARD, quant="int8", calib=trajectories(8, 80, n_in, 1))
     assert result["manifest"]["firmware"]["built"]
     report = validate(tmp_path / "out", data=trajectories(1, VARIANT_STEPS, n_in, 9))
     ref = report["reference"]

@@ -76,14 +76,13 @@ def board_fit(params: int, state_elements: int, activations: int) -> list[dict]:
     out = []
     for name in known_boards():
         board = load_board(name)
-        weights_memory = (board.get("placement", {}) or {}).get("weights_memory")
+        weights_memory = board.placement.weights_memory
         if isinstance(weights_memory, list):
             weights_memory = weights_memory[-1] if weights_memory else None
         if weights_memory:
-            mem = board.memory(weights_memory)
-            capacity = int(mem["size"]) - int(mem.get("reserved", 0))
+            capacity = board.memory_typed(weights_memory).budget
         else:
-            capacity = max(int(m["size"]) for m in board.memories)
+            capacity = max(m.size for m in board.memories_typed)
         entry = {"board": name, "memory_bytes": capacity}
         for quant, per in BYTES_PER_WEIGHT.items():
             act = 4 if quant == "float32" else (2 if quant == "int16" else 1)

@@ -1,0 +1,48 @@
+"""The GAP8 family in GVSOC (``gvsoc_gap8``): the very GAP SDK project of ``ai_deck``, built with the
+SDK's rules, run in GreenWaves' simulator (edgernn.targets.gvsoc) with the UART on a loopback TCP port."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from edgernn.errors import EdgeRNNError
+from edgernn.targets.adapter import Adapter, Device, FirmwareBuild
+from edgernn.targets.gap8 import Gap8Adapter
+
+
+class GvsocGap8Adapter(Gap8Adapter):
+    family = "gvsoc_gap8"
+
+    def _next_line(self, out: Path, manifest, build: FirmwareBuild) -> str:
+        return (f"built with the GAP SDK ({manifest.build.firmware['compilers'][0]}, code "
+                f"{manifest.code_bytes} B) -> {out / manifest.build.firmware['elf']}; "
+                f"next: edgernn validate {out}")
+
+    def flash(self, out_dir: Path, *, rebuild: bool = False, radio: str | None = None) -> Device:
+        """Build the project if needed and start it in GVSOC: ``device.url`` is the UART's TCP port."""
+        if radio:
+            raise EdgeRNNError(f"board {self.board.name} is not flashed over the radio; --radio is for ai_deck")
+        self._require_project(out_dir)
+        return Adapter.flash(self, out_dir, rebuild=rebuild)
+
+    def start(self, elf, port: int | None = None) -> Device:
+        """GAP8 firmware in GVSOC, its UART on 127.0.0.1 (``port``, else a free one). The flash image and
+        the simulator's configuration go beside the ELF, in gvsoc/."""
+        from edgernn.targets import gvsoc
+        from edgernn.targets.gap_sdk import build_gvsoc
+
+        elf = Path(elf)
+        if not elf.is_file():
+            raise EdgeRNNError(f"no firmware at {elf}: build it first")
+        sim = gvsoc.start_gvsoc(elf, elf.parent / "gvsoc", uart_port=port, install=build_gvsoc(),
+                                timeout=self.board.emulator.start_timeout_s, baud=self.board.serial.baud)
+        return Device(self.board, sim.url, elf, sim.process, [], sim.command, simulator=sim,
+                      restarter=self._restart)
+
+    def _restart(self, device: Device) -> None:
+        """A new simulator listens on the same TCP port (the host reconnects, as a USB-UART adapter stays
+        while the board behind it resets)."""
+        port = device.simulator.port
+        device.simulator.stop()
+        restarted = self.start(device.elf, port)
+        device.simulator, device.process, device.url = restarted.simulator, restarted.process, restarted.url

@@ -1,0 +1,123 @@
+"""The native family: firmware that edgernn compiles itself with the board's compiler (``host``,
+``qemu_riscv32``), run as a process on a pty (``emulator.kind = "fd"``) or in an emulator that announces
+its UART (``"announce"``: QEMU)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import threading
+import tty
+from pathlib import Path
+
+from edgernn import procs
+from edgernn.errors import EdgeRNNError
+from edgernn.targets.adapter import (Adapter, Device, FirmwareBuild, Log, is_complete, require_firmware_folder,
+                                     stage_firmware)
+from edgernn.targets.compile import BuildResult, compile_firmware, find_compiler
+
+
+def _format(args: list[str], **values) -> list[str]:
+    return [a.format(**values) for a in args]
+
+
+class NativeAdapter(Adapter):
+    family = "native"
+
+    def check_toolchain(self) -> None:
+        find_compiler(self.board)
+
+    def build(self, out_dir: Path, *, scratch: Path, final_out: Path, log: Log, verbose: bool) -> FirmwareBuild:
+        log("compiling")
+        # the board's compiler, then each installed `also` compiler into its own build folder
+        built = compile_firmware(Path(out_dir) / "firmware", self.board)
+        messages = [f"compiled: {line}" for line in built.command_lines] if verbose else []
+        return FirmwareBuild(firmware={"elf": str(built.elf.relative_to(out_dir)),
+                                       "compilers": [b.compiler for b in built.builds]},
+                             code_bytes=built.code_bytes, data_bytes=built.data_bytes, messages=messages, built=built)
+
+    def summary(self, out: Path, manifest, facts: dict, build: FirmwareBuild) -> list[str]:
+        lines = [
+            f"firmware for {self.board.name}: arena {manifest.arena_bytes} B (liveness bound "
+            f"{manifest.build.liveness_bound_bytes} B), weights {manifest.weight_bytes} B, code {manifest.code_bytes} B; "
+            f"built with {', '.join(manifest.build.firmware['compilers'])} -> {out / manifest.build.firmware['elf']}"
+        ]
+        if self.board.emulated:
+            lines.append(f"next: edgernn validate {out}")
+        return lines
+
+    def build_elf(self, firmware_dir, build_dir=None, optimize=None, extra_cflags=None, make_vars=None) -> BuildResult:
+        """Compile a firmware folder with the board's compiler (compile_firmware); a bare model (model.c
+        and model.h: the test fixtures) is first staged with the kernels, server and HAL around it."""
+        board = self.board
+        firmware_dir = Path(firmware_dir)
+        require_firmware_folder(firmware_dir)
+        if make_vars:
+            raise EdgeRNNError(f"board {board.name} is compiled by edgernn: pass compiler flags, not make_vars")
+        build_dir = Path(build_dir) if build_dir else firmware_dir / "build" / board.name
+        if not is_complete(firmware_dir, board):
+            firmware_dir = stage_firmware(firmware_dir, board, build_dir / "project")
+        cflags = [*(extra_cflags or []), *([optimize] if optimize else [])]
+        return compile_firmware(firmware_dir, board, build_dir=build_dir, cflags=cflags,
+                                compilers=[find_compiler(board)])
+
+    def start(self, elf) -> Device:
+        board, emulator = self.board, self.board.emulator
+        if emulator is None:
+            return super().start(elf)
+        elf = Path(elf)
+        if not elf.is_file():
+            raise EdgeRNNError(f"no firmware at {elf}: build it first")
+        program = emulator.command[0]
+        if program != "{elf}" and shutil.which(program) is None:
+            raise EdgeRNNError(f"board {board.name} needs {program}, which is not installed: {emulator.install_hint}")
+        if emulator.kind == "fd":
+            return self._start_on_pty(elf)
+        return self._start_announced(elf)
+
+    def _start_on_pty(self, elf: Path) -> Device:
+        master, slave = os.openpty()
+        # Raw mode before anyone writes: the pty's line discipline would otherwise echo and translate.
+        tty.setraw(slave)
+        tty.setraw(master)
+        command = _format(self.board.emulator.command, elf=elf, fd=master)
+        process = procs.spawn(command, pass_fds=[master], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        # The slave stays open here too, so the firmware never reads EIO between host sessions.
+        return Device(self.board, os.ttyname(slave), elf, process, [master, slave], command, master,
+                      restarter=_respawn_on_pty)
+
+    def _start_announced(self, elf: Path) -> Device:
+        emulator = self.board.emulator
+        command = _format(emulator.command, elf=elf) + list(emulator.serial_args)
+        process = procs.spawn(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, bufsize=1)
+        device = Device(self.board, "", elf, process, [], command)
+        pattern = re.compile(emulator.serial_announce)
+        found = threading.Event()
+
+        def pump():
+            # Keep draining the emulator's output so it never blocks on a full pipe.
+            for line in process.stdout:
+                device.output.append(line.rstrip())
+                match = pattern.search(line)
+                if match and not found.is_set():
+                    device.url = match.group(1)
+                    found.set()
+            found.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        if not found.wait(emulator.start_timeout_s) or not device.url:
+            device.stop()
+            tail = " / ".join(device.output[-3:]) or "no output"
+            raise EdgeRNNError(f"{command[0]} did not expose the board's UART ({tail}); command: {shlex.join(command)}")
+        return device
+
+
+def _respawn_on_pty(device: Device) -> None:
+    """The host board's reset: the pty stays open, a new firmware process takes its master side."""
+    procs.stop(device.process, timeout=0.0)
+    device.process = procs.spawn(device._command, pass_fds=[device._master], stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL)
