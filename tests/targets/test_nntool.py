@@ -86,7 +86,7 @@ def _data(manifest: dict, sequences: int, steps: int, seed: int) -> np.ndarray:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """kind, quant -> OUT of an ai_deck build (built once per module)."""
-    from edgernn.pipeline.build import build_firmware
+    from edgernn.pipeline.build import build_model
 
     folders = {}
 
@@ -98,7 +98,7 @@ def built(tmp_path_factory):
                 mp.delenv("GAP_SDK_HOME", raising=False)
                 model = make()
                 probe = {"inputs": [{"shape": [1, *model.input_shape[2:]]}]}
-                build_firmware(model, out, board="ai_deck", quant=quant, mode=mode,
+                build_model(model, out, board="ai_deck", quant=quant, mode=mode,
                                calib=_data(probe, 8, 24, seed=1), warn=lambda _: None)
             folders[kind, quant] = out
         return folders[kind, quant]
