@@ -549,7 +549,9 @@ def test_build_links_with_the_gap_sdk(sdk_built):
         if quant == "float32":
             # expf and tanhf come from edgernn_libm.c, the SDK links with -nostdlib and has no libm
             assert {"expf", "tanhf"} <= set(symbols)
-    assert devices.gap_sdk_setup(devices.load_board("ai_deck")).home == home
+    from edgernn.targets.gap8 import gap_sdk_setup
+
+    assert gap_sdk_setup(devices.load_board("ai_deck")).home == home
 
 
 def test_int8_dot_products_are_xpulp_and_the_variants_build(sdk_built, tmp_path):
