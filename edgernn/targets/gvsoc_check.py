@@ -37,7 +37,10 @@ COMPILERS = (("riscv64-unknown-elf-gcc", "rv32imc_zicsr"), ("riscv32-unknown-elf
 
 
 class SelfTestFailed(EdgeRNNError):
-    """GVSOC's UART did not carry a burst exactly (or the echo firmware did not run)."""
+    """GVSOC's UART did not carry a burst exactly (or the echo firmware did not run): a fault of the
+    (simulated) device, exit code 3."""
+
+    exit_code = 3
 
 
 @dataclass

@@ -596,7 +596,7 @@ def test_the_self_test_fails_with_upstreams_uart_testbench(gvsoc_build, tmp_path
         gap_sdk._self_test(entry, upstream, None)
     message = str(err.value)
     assert "bytes echoed back at 115200 baud differ" in message and "shifted by one bit" in message
-    assert "not marked done" in message and "\n" not in message
+    assert "not marked done" in message and "\n" not in message and err.value.exit_code == 3
     assert json.loads((entry / gap_sdk.SELFTEST_FAILED).read_text())["error"] == message
     assert not (entry / gap_sdk.MARKER).exists()
 
