@@ -260,7 +260,7 @@ def test_fixed_point_logistic_and_tanh_equal_gemmlowp_on_every_input(variant, tm
     gemmlowp = Path(spec.submodule_search_locations[0]) / "include" / "external" / "gemmlowp"
     if not (gemmlowp / "fixedpoint" / "fixedpoint.h").is_file():
         tool_unavailable(f"no gemmlowp headers under {gemmlowp}")
-    from edgernn.backend.kernels import write_sources
+    from edgernn.backend.kernel_sources import write_sources
 
     kernels = Path(__file__).resolve().parents[2] / "templates" / "kernels"
     generated = tmp_path / "generated"          # the headers the kernel table generates
@@ -286,7 +286,7 @@ def test_the_lstm_kernel_compiles_warning_free_in_every_variant(compiler, flags,
     from pathlib import Path
 
     from conftest import require_tools
-    from edgernn.backend.kernels import write_sources
+    from edgernn.backend.kernel_sources import write_sources
 
     require_tools(compiler)
     kernels = Path(__file__).resolve().parents[2] / "templates" / "kernels"
@@ -305,7 +305,7 @@ def test_32_bit_gate_rescale_equals_multiply_by_quantized_multiplier(tmp_path):
     from pathlib import Path
 
     from conftest import require_tools
-    from edgernn.backend.kernels import write_sources
+    from edgernn.backend.kernel_sources import write_sources
 
     require_tools("gcc")
     kernels = Path(__file__).resolve().parents[2] / "templates" / "kernels"
