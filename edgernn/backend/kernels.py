@@ -150,6 +150,13 @@ KERNELS: list[Kernel] = [
            source="edgernn_elementwise.c"),
     Kernel("edgernn_minimum_f32", "const edgernn_bcast_t *b, const float *in1, const float *in2, float *out",
            source="edgernn_elementwise.c"),
+    Kernel("edgernn_maximum_minimum_s8",
+           "const edgernn_bcast_t *b, int minimum, const int8_t *in1, const int8_t *in2, int8_t *out",
+           doc="MAXIMUM (minimum == 0) or MINIMUM of the raw values, as TFLite compares them.",
+           source="edgernn_maximum_minimum.c"),
+    Kernel("edgernn_maximum_minimum_s16",
+           "const edgernn_bcast_t *b, int minimum, const int16_t *in1, const int16_t *in2, int16_t *out",
+           source="edgernn_maximum_minimum.c"),
     Kernel("edgernn_squared_difference_f32", "const edgernn_bcast_t *b, const float *in1, const float *in2, float *out",
            source="edgernn_elementwise.c"),
     Kernel("edgernn_addsub_s8",
@@ -400,11 +407,11 @@ BY_NAME: dict[str, Kernel] = {k.name: k for k in KERNELS}
 SOURCES = ("edgernn_fully_connected.c", "edgernn_elementwise.c", "edgernn_shape.c", "edgernn_tables.c",
            "edgernn_reduce.c", "edgernn_lut16.c", "edgernn_squared_difference.c", "edgernn_softmax.c",
            "edgernn_team_kernels.c")
-OPTIONAL_SOURCES = ("edgernn_lstm.c", "edgernn_conv.c")
+OPTIONAL_SOURCES = ("edgernn_lstm.c", "edgernn_conv.c", "edgernn_maximum_minimum.c")
 # Optional sources whose prototypes are in a header of their own (the source's stem, rendered from this table
 # by kernel_sources.py) and not in edgernn_kernels.h: a kernel added there changes only the firmware that
 # calls it. New kernel sources go here.
-OWN_HEADER_SOURCES: tuple[str, ...] = ()
+OWN_HEADER_SOURCES = ("edgernn_maximum_minimum.c",)
 STRUCT_BY_NAME: dict[str, Struct] = {s.name: s for s in STRUCTS}
 TEAM_KERNELS: dict[str, str] = {k.name: k.team_name for k in KERNELS if k.splits}
 SIZES: dict[str, int] = {**SCALAR_SIZES, **{s.name: s.size for s in STRUCTS}}

@@ -148,11 +148,23 @@ class ElementwiseOps(LoweringBase):
         params = self._mul_params(op, dtype, real)
         return self._binary_params(op, "edgernn_div_s8", params)
 
+    def _maximum_minimum(self, op: Operator, dtype: str, minimum: bool):
+        if dtype == "float32":
+            return self._binary_float(op, "edgernn_minimum_f32" if minimum else "edgernn_maximum_f32", False)
+        if dtype not in ("int8", "int16"):
+            return None
+        # maximum_minimum.cc compares the raw integers whatever the quantizations (the converter makes them
+        # the output's), so the kernel does too
+        bc = self.bcast(op)
+        return self.call(op, f"edgernn_maximum_minimum_s{8 if dtype == 'int8' else 16}",
+                         {"b": StructArg(bc.name), "minimum": int(minimum), "in1": self.operand(op.inputs[0]),
+                          "in2": self.operand(op.inputs[1]), "out": TensorArg(op.outputs[0])}, structs=[bc])
+
     def op_maximum(self, op, dtype):
-        return self._binary_float(op, "edgernn_maximum_f32", False) if dtype == "float32" else None
+        return self._maximum_minimum(op, dtype, False)
 
     def op_minimum(self, op, dtype):
-        return self._binary_float(op, "edgernn_minimum_f32", False) if dtype == "float32" else None
+        return self._maximum_minimum(op, dtype, True)
 
     def op_squared_difference(self, op, dtype):
         if dtype == "float32":
