@@ -271,7 +271,7 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
         elif m.fn in ("edgernn_addsub_n_s8", "edgernn_addsub_s8"):
             q = structs[a["p"].name]
             constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
-                Params("edgernn_addsub_params_t", _ints(q.fields)), Int(int(a["subtract"])))), m.op_index))
+                Params("edgernn_addsub_params_t", _ints(q.fields)), Int(a["subtract"]))), m.op_index))
             # the input that is not a product is looked up, already rescaled (fusion.input_table)
             scaled = []
             for w, (name, st) in enumerate((("in1", s1), ("in2", s2))):
@@ -290,7 +290,7 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
                 v = Call("edgernn_lut_elem", (Name(tabs[m.op_index][0].name), operand(a["in"].index)))
             else:
                 constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
-                    Params("edgernn_addsub_params_t", _ints(q.fields)), Int(int(a["negate"])))), m.op_index))
+                    Params("edgernn_addsub_params_t", _ints(q.fields)), Int(a["negate"]))), m.op_index))
                 x = operand(a["in"].index)
                 nw = fusion.addsub_narrow(q.fields, max(abs(v) for v in fusion.input_table(q.fields, 0)),
                                           max(abs(int(v)) for v in karr.values))

@@ -58,7 +58,7 @@ def high_word_rescale(graph: Graph, call: Call) -> tuple[list[int], list[int]] |
     shift below 2, or a sum hi' + rnd that some input could take out of int32. The bound: an int8 input is
     at most 128 in magnitude, so |acc| <= |bias| + 128 * sum |w|, and |hi'| <= |acc| * |m| / 2^32 + 1."""
     a = call_args(call)
-    zp = int(a["output_offset"])
+    zp = a["output_offset"]
     w = graph.tensors[graph.operators[call.op_index].inputs[1]].data.astype(np.int64)
     rnds, shifts = [], []
     for bias, m, sh, row in zip(_array(call, "bias"), _array(call, "multiplier"), _array(call, "shift"), w):

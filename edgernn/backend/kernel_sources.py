@@ -45,7 +45,7 @@ def prototype(name: str, args: tuple[Arg, ...], indent: str = "") -> str:
 def _step_c(step) -> str:
     """The C of an advance step, read from the packed struct ``a``: an argument, or a field of the struct
     an argument points to ("b.stride1[3]")."""
-    arg, _, member = str(step).partition(".")
+    arg, _, member = step.partition(".")
     return f"a->{arg}->{member}" if member else f"a->{arg}"
 
 

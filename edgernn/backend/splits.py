@@ -11,7 +11,7 @@ from edgernn.backend.kernels import BY_NAME, STRUCT_BY_NAME
 from edgernn.backend.values import StructArg
 
 
-def _int(value) -> int | None:
+def _known(value) -> int | None:
     """A count known at generation (an int argument or struct field), else None."""
     return int(value) if isinstance(value, (int, np.integer)) and not isinstance(value, bool) else None
 
@@ -48,7 +48,7 @@ def split_count(call) -> int | None:
     args = dict(zip(k.arg_names, call.args))
     for split in k.splits:
         if split.when is not None:
-            value = _int(args[split.when[0]])
+            value = _known(args[split.when[0]])
             if value is None:
                 return None
             if value != split.when[1]:
@@ -57,7 +57,7 @@ def split_count(call) -> int | None:
             dims = _field(call, args, f"{split.broadcast}.dims")
             if dims is None or any(int(d) != 1 for d in dims[:3]):
                 return None
-        n = _int(_field(call, args, split.count))
+        n = _known(_field(call, args, split.count))
         return None if n is None else n * split.weight
     return None
 
