@@ -69,9 +69,9 @@ def read_tflite(source: bytes | str | Path, signature: str = "serving_default") 
         keys = [_decode(s.signatureKey) for s in model.signatureDefs]
         raise EdgeRNNError(f"the model has no signature {signature!r} (it has {', '.join(keys)})")
     sub_index = sig.subgraphIndex if sig is not None else 0
-    if len(model.subgraphs) != 1:
+    if len(model.subgraphs or []) != 1:
         raise EdgeRNNError(
-            f"the model has {len(model.subgraphs)} subgraphs; a step model has exactly one (no WHILE or IF)"
+            f"the model has {len(model.subgraphs or [])} subgraphs; a step model has exactly one (no WHILE or IF)"
         )
     sub = model.subgraphs[sub_index]
 
