@@ -20,6 +20,11 @@ class Arg:
     name: str
 
     @property
+    def element(self) -> str:
+        """The element type a pointer argument points to ("int8_t" of "const int8_t *")."""
+        return self.ctype.removeprefix("const ").rstrip("* ").strip()
+
+    @property
     def decl(self) -> str:
         return f"{self.ctype}{self.name}" if self.ctype.endswith("*") else f"{self.ctype} {self.name}"
 
@@ -140,7 +145,7 @@ class Kernel:
     @property
     def scratch_ctype(self) -> str:
         """The element type of the scratch argument ("int8_t" of "int8_t *scratch")."""
-        return self.arg("scratch").ctype.rstrip("* ").strip()
+        return self.arg("scratch").element
 
     def order(self, args: dict) -> list:
         """The call's arguments in the kernel's order, from a dict by argument name."""

@@ -89,7 +89,7 @@ def _banded(fn: str):
 
 
 def _elem_bytes(k, arg: str) -> int:
-    return kernels.SIZES[k.arg(arg).ctype.replace("const", "").rstrip("* ").strip()]
+    return kernels.SIZES[k.arg(arg).element]
 
 
 def _in_arena(rg, tensor: int) -> bool:
