@@ -11,32 +11,16 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from edgernn.backend import fusion, grouping, kernels
+from edgernn.backend import fusion, fusion_loop, grouping, kernel_sources, kernels
+from edgernn.backend.cprint import c_expr, c_initializer
 from edgernn.backend.ir import Graph
 from edgernn.backend.lowering import Call, ConstArray, ConstStruct, Lowering
+from edgernn.backend.layout import ALIGN, align
 from edgernn.backend.memplan import ArenaPlan, plan_arena
+from edgernn.backend.values import (ARENA, CONST, FAST, INPUT, STATE, ConstArg, Function, Place, ScratchArg, StructArg,
+                                    TensorArg)
 from edgernn.errors import EdgeRNNError
 
-KERNEL_SOURCES = [
-    "edgernn_fully_connected.c",
-    "edgernn_elementwise.c",
-    "edgernn_shape.c",
-    "edgernn_tables.c",
-    "edgernn_reduce.c",
-    "edgernn_lut16.c",
-    "edgernn_squared_difference.c",
-    "edgernn_softmax.c",
-    "edgernn_team_kernels.c",
-]
-# Kernels copied only into firmware whose schedule calls them: source -> its kernels' name prefixes (a team
-# kernel, edgernn_team_X, counts as its kernel, edgernn_X: copy_kernels)
-OPTIONAL_KERNEL_SOURCES = {
-    "edgernn_lstm.c": ("edgernn_lstm_",),
-    "edgernn_conv.c": ("edgernn_conv_", "edgernn_depthwise_conv_", "edgernn_max_pool_", "edgernn_avg_pool_",
-                       "edgernn_leaky_relu_"),
-}
 TEAM_PREFIX = "edgernn_team_"
 KERNEL_HEADERS = [
     "edgernn_kernels.h", "edgernn_fixedpoint.h", "edgernn_elementwise.h", "edgernn_dot.h", "edgernn_team.h", "edgernn_xpulp_emul.h",
@@ -45,7 +29,6 @@ KERNEL_HEADERS = [
 # templates/), else the portable one (serial, or POSIX threads with -DEDGERNN_THREADS=N).
 DEFAULT_TEAM = "hal/posix/edgernn_team.c"
 TEAM_SOURCE = "edgernn_team.c"
-STATE_ALIGN = 8
 
 
 @dataclass
@@ -68,34 +51,40 @@ class RenderedGraph:
     graph: Graph
     calls: list[Call]
     plan: ArenaPlan
-    exprs: dict[int, str]
+    places: dict[int, Place]        # tensor (or scratch key) -> where it lives
     arrays: list[ConstArray] = field(default_factory=list)
     structs: list[ConstStruct] = field(default_factory=list)
     input_tensor: int = -1
     output_tensor: int = -1
     aliases: dict = field(default_factory=dict)    # slice -> (tensor it lies in, offset): no copy
-    # constant name -> the C expression of its copy in the team's fast memory (set when the weights go there)
-    fast: dict[str, str] = field(default_factory=dict)
+    # constant name -> its copy in the team's fast memory (set when the weights go there)
+    fast: dict[str, Place] = field(default_factory=dict)
     # op index -> (its banded kernel, the arguments before the team kernel's): CONV_2D through DMA tiles
-    dma: dict[int, tuple[str, list[str]]] = field(default_factory=dict)
+    dma: dict[int, tuple[str, list]] = field(default_factory=dict)
 
     @property
-    def fused(self) -> list[str]:
-        """The definitions of the fused element-wise loops the schedule calls (edgernn/backend/fusion.py)."""
-        return [fusion.render_fused(c, lambda t: self.exprs[t], {s.name: s for m in c.members for s in m.structs},
-                                    self.input_tensor, lambda t: self.aliases.get(t, (t, 0))[0], self.fast)
+    def fused(self) -> list[fusion_loop.Loop]:
+        """The fused element-wise loops the schedule calls, as trees (edgernn/backend/fusion_loop.py)."""
+        # a loop's tensor operands are read where they live (a constant one too: its fast copy is not used)
+        return [fusion_loop.build_loop(c, self.places.__getitem__, {s.name: s for m in c.members for s in m.structs},
+                                       self.input_tensor, lambda t: self.aliases.get(t, (t, 0))[0], self.fast)
                 for c in self.calls if isinstance(c, fusion.FusedCall)]
+
+    def place(self, tensor: int) -> Place:
+        """Where a tensor is read: its place, or the copy in fast memory of a constant that has one."""
+        p = self.places[tensor]
+        return self.fast.get(p.name, p) if p.memory == CONST else p
 
     @property
     def statements(self) -> list[dict]:
         out = []
         for call in self.calls:
             if isinstance(call, fusion.FusedCall):
-                traced = [{"expr": self.exprs[t], "nbytes": self.graph.tensors[t].nbytes}
+                traced = [{"expr": self.places[t], "nbytes": self.graph.tensors[t].nbytes}
                           for m in call.members for t in [fusion.call_output(m)] if t in call.stored]
                 # the range function's args: the graph's input, which it may read
-                x = self.exprs[self.input_tensor]
-                args = ([call.fn, x, str(call.n), "1"] if call.team else [x, "0", str(call.n)])
+                x = self.places[self.input_tensor]
+                args = ([Function(call.fn), x, call.n, 1] if call.team else [x, 0, call.n])
                 out.append({"op": f"{call.op_index}: {call.op}", "index": call.op_index,
                             "fn": "edgernn_team_split" if call.team else call.fn, "args": args, "traced": traced})
                 continue
@@ -104,19 +93,18 @@ class RenderedGraph:
                 traced = []
                 if k == len(chain) - 1:
                     members = call.members if isinstance(call, grouping.GroupedCall) else [c]
-                    traced = [{"expr": self.exprs[t], "nbytes": self.graph.tensors[t].nbytes, "index": m.op_index}
-                              for m in members for t in self.graph.operators[m.op_index].outputs if t in self.exprs]
+                    traced = [{"expr": self.places[t], "nbytes": self.graph.tensors[t].nbytes, "index": m.op_index}
+                              for m in members for t in self.graph.operators[m.op_index].outputs if t in self.places]
                 run = one_run_copy(call, c)
                 if run is not None:
                     # one run of known length: memcpy of a constant size, which the compiler writes out inline
                     # (a call of edgernn_copy_runs costs more than copying a few bytes); source and destination
                     # are different tensors alive at the same op, so they never overlap
                     a = kernels.call_args(c)
-                    es, (d, s, n) = a["elem_size"], run
+                    d, s, n = run
                     out.append({"op": f"{c.op_index}: {c.op}", "index": c.op_index, "fn": "memcpy", "traced": traced,
-                                "args": [f"(uint8_t *)(void *){self.arg(a['dst'])} + {d} * {es}",
-                                         f"(const uint8_t *)(const void *){self.arg(a['src'])} + {s} * {es}",
-                                         f"{n} * {es}"]})
+                                "run": {"dst": self.arg(a["dst"]), "src": self.arg(a["src"]), "dst_at": d,
+                                         "src_at": s, "count": n, "elem_size": a["elem_size"]}})
                     continue
                 fn, args = c.fn, [self.arg(a) for a in c.args]
                 if c is call and c.op_index in self.dma:
@@ -126,19 +114,15 @@ class RenderedGraph:
                             "traced": traced})
         return out
 
-    def arg(self, a) -> str:
-        if isinstance(a, tuple):
-            kind, value = a
-            if kind == "tensor":
-                expr = self.exprs[value]
-                return self.fast.get(expr, expr)
-            if kind == "const":
-                return self.fast.get(value, value)
-            if kind == "ref":
-                return self.fast.get(value, f"&{value}")
-            if kind == "scratch":
-                return self.exprs[_scratch_key(value)]
-        return str(a)
+    def arg(self, a):
+        """A call's argument resolved to what the template prints: memory references become places."""
+        if isinstance(a, TensorArg):
+            return self.place(a.index)
+        if isinstance(a, (ConstArg, StructArg)):
+            return self.fast.get(a.name, a)
+        if isinstance(a, ScratchArg):
+            return self.places[_scratch_key(a.op_index)]
+        return a
 
 
 def one_run_copy(call: Call, c: Call) -> tuple[int, int, int] | None:
@@ -146,28 +130,19 @@ def one_run_copy(call: Call, c: Call) -> tuple[int, int, int] | None:
     if c.fn != "edgernn_copy_runs":
         return None
     a = kernels.call_args(c)
-    if a["n_runs"] != "1":
+    if a["n_runs"] != 1:
         return None
-    runs = next((arr.values for arr in [*call.arrays, *c.arrays] if arr.name == a["runs"][1]), None)
+    runs = next((arr.values for arr in [*call.arrays, *c.arrays] if arr.name == a["runs"].name), None)
     return None if runs is None or len(runs) != 1 else tuple(int(v) for v in runs[0])
 
 
-def c_initializer(values) -> str:
-    """A C initializer list for numbers or nested lists (struct fields, run triples)."""
-    if isinstance(values, (list, tuple, np.ndarray)):
-        return "{" + ", ".join(c_initializer(v) for v in values) + "}"
-    if isinstance(values, (float, np.floating)):
-        return repr(float(values)) + "f"
-    return str(int(values))
-
-
 def fast_weights(arrays: list[ConstArray], structs: list[ConstStruct]) -> list[dict]:
-    """The constants copied into the team's fast memory, in the order of the copy, with the expression
-    the kernels' arguments take for each (a pointer into the copy: model.c.j2's EDGERNN_FAST_WEIGHT)."""
+    """The constants copied into the team's fast memory, in the order of the copy, with the place the
+    kernels' arguments take for each (a pointer into the copy: model.c.j2's EDGERNN_FAST_WEIGHT)."""
     out = [{"name": a.name, "ctype": a.ctype} for a in arrays] + [{"name": s.name, "ctype": s.ctype} for s in structs]
     for k, w in enumerate(out):
         w["prev"] = out[k - 1]["name"] if k else None
-        w["expr"] = f"EDGERNN_FAST_WEIGHT({w['ctype']}, {w['name']})"
+        w["place"] = Place(FAST, w["ctype"], name=w["name"])
     return out
 
 
@@ -234,34 +209,34 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
     scratch = {_scratch_key(c.op_index): c.scratch for c in calls if c.scratch}
     lives += [([key], nbytes, -1 - key, -1 - key) for key, (_, nbytes) in scratch.items()]
     plan = plan_arena(lives)
-    exprs: dict[int, str] = {x_t: input_key}
+    places: dict[int, Place] = {x_t: Place(INPUT, graph.tensors[x_t].ctype, name=input_key)}
     for s in state_slots:
-        exprs[s.in_tensor] = f"EDGERNN_STATE({s.ctype}, {s.offset})"
+        places[s.in_tensor] = Place(STATE, s.ctype, s.offset)
     arrays: list[ConstArray] = []
     for t in sorted(lowering.runtime_consts):
         tensor = graph.tensors[t]
         name = f"{prefix}_c{t}"
-        exprs[t] = name
+        places[t] = Place(CONST, tensor.ctype, name=name)
         arrays.append(ConstArray(name, tensor.ctype, tensor.data.reshape(-1).tolist()))
     for t, off in plan.offsets.items():
         ctype = scratch[t][0] if t in scratch else graph.tensors[t].ctype
-        exprs[t] = f"EDGERNN_ARENA({ctype}, {off})"
+        places[t] = Place(ARENA, ctype, off)
     for dst, (src, off) in aliases.items():
-        exprs[dst] = f"({exprs[src]} + {off})" if off else exprs[src]
+        places[dst] = places[src].within(off)
     structs: list[ConstStruct] = []
     # the run of a copy written as memcpy (RenderedGraph.statements) is not needed in weights.c
-    inlined = {kernels.call_args(c)["runs"][1]
+    inlined = {kernels.call_args(c)["runs"].name
                for call in calls for c in [call, *call.more] if one_run_copy(call, c) is not None}
     for c in calls:
-        arrays.extend(fusion.used_arrays(c) if isinstance(c, fusion.FusedCall) else
+        arrays.extend(fusion_loop.used_arrays(c) if isinstance(c, fusion.FusedCall) else
                       [a for a in c.arrays if a.name not in inlined])
         structs.extend(c.structs)
     for call in calls:
         for c in [call, *call.more]:
             for a in c.args:
-                if isinstance(a, tuple) and a[0] == "tensor" and a[1] not in exprs:
-                    raise EdgeRNNError(f"op {c.op_index} ({c.op}) reads tensor {a[1]} that nothing provides")
-    return RenderedGraph(prefix, graph, calls, plan, exprs, arrays, structs, x_t, graph.outputs[output_key], aliases)
+                if isinstance(a, TensorArg) and a.index not in places:
+                    raise EdgeRNNError(f"op {c.op_index} ({c.op}) reads tensor {a.index} that nothing provides")
+    return RenderedGraph(prefix, graph, calls, plan, places, arrays, structs, x_t, graph.outputs[output_key], aliases)
 
 
 def state_layout(graph: Graph, state_keys: list) -> list[StateSlot]:
@@ -278,7 +253,7 @@ def state_layout(graph: Graph, state_keys: list) -> list[StateSlot]:
             # TFLite's ResetVariableTensor: int8 starts at its zero point, every other type at 0
             zero = t.qparams()[1] if t.dtype == "int8" else 0
             slots.append(StateSlot(key, t.index, t.index, t.ctype, offset, t.nbytes, t.size, zero))
-            offset += (t.nbytes + STATE_ALIGN - 1) // STATE_ALIGN * STATE_ALIGN
+            offset += align(t.nbytes)
             continue
         if key not in graph.inputs or key not in graph.outputs:
             raise EdgeRNNError(f"state {key!r} must be both an input and an output of the step model")
@@ -291,7 +266,7 @@ def state_layout(graph: Graph, state_keys: list) -> list[StateSlot]:
                 "the step model must tie them so the state can be fed back byte for byte"
             )
         slots.append(StateSlot(key, ti.index, to.index, ti.ctype, offset, ti.nbytes, ti.size, ti.qparams()[1]))
-        offset += (ti.nbytes + STATE_ALIGN - 1) // STATE_ALIGN * STATE_ALIGN
+        offset += align(ti.nbytes)
     listed = {s.in_tensor for s in slots}
     for t in graph.tensors:
         if t.is_variable and t.index not in listed:
@@ -315,6 +290,8 @@ def _environment():
         lstrip_blocks=True,
     )
     env.filters["c_init"] = c_initializer
+    env.filters["c"] = c_expr
+    env.globals["align"] = ALIGN
     return env
 
 
@@ -329,6 +306,13 @@ def team_template(board) -> Path:
     return path
 
 
+def kernel_headers(functions) -> list[str]:
+    """The headers of their own (kernels.OWN_HEADER_SOURCES) that the schedule's kernels need."""
+    names = {"edgernn_" + fn[len(TEAM_PREFIX):] if fn.startswith(TEAM_PREFIX) else fn for fn in functions}
+    used = {kernels.BY_NAME[fn].source for fn in names if fn in kernels.BY_NAME}
+    return [kernel_sources.header_of(s) for s in kernels.OWN_HEADER_SOURCES if s in used]
+
+
 def copy_kernels(dest: Path, board=None, functions=()) -> list[str]:
     """Copy the kernels and the board's team implementation into dest, and render those the kernel
     table generates (edgernn/backend/kernels.py); an optional kernel source only
@@ -337,16 +321,21 @@ def copy_kernels(dest: Path, board=None, functions=()) -> list[str]:
     from edgernn.resources import templates_dir
 
     src = templates_dir() / "kernels"
-    sources = list(KERNEL_SOURCES)
+    sources = list(kernels.SOURCES)
     # a team kernel lives beside its kernel: edgernn_team_conv_s8 is in edgernn_conv_s8's source
     kernel_names = {"edgernn_" + fn[len(TEAM_PREFIX):] if fn.startswith(TEAM_PREFIX) else fn for fn in functions}
-    for name, prefixes in OPTIONAL_KERNEL_SOURCES.items():
-        if any(fn.startswith(prefixes) for fn in kernel_names):
+    used = {kernels.BY_NAME[fn].source for fn in kernel_names if fn in kernels.BY_NAME}
+    headers = []
+    for name in kernels.OPTIONAL_SOURCES:
+        own = [kernel_sources.header_of(name)] if name in kernels.OWN_HEADER_SOURCES else []
+        if name in used:
             sources.append(name)
+            headers += own
         else:
-            (dest / name).unlink(missing_ok=True)
-    rendered = kernels.render_sources()     # the prototypes and team wrappers, from the kernel table
-    for name in sources + KERNEL_HEADERS:
+            for stale in [name, *own]:
+                (dest / stale).unlink(missing_ok=True)
+    rendered = kernel_sources.render_sources()     # the prototypes and team wrappers, from the kernel table
+    for name in sources + KERNEL_HEADERS + headers:
         if name in rendered:
             (dest / name).write_text(rendered[name])
         else:

@@ -13,13 +13,13 @@ plan sees every member's reads and writes at the group's position (``positions``
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from edgernn.backend import quantparams as qp
 from edgernn.backend.ir import Graph
 from edgernn.backend.kernels import call_args
 from edgernn.backend.lowering import Call, ConstArray
+from edgernn.backend.values import TensorArg
 
 # False: every call stays its own kernel (a build to hold the fused one against, tests/backend/test_fusion.py)
 ENABLED = True
@@ -47,25 +47,25 @@ def _struct(call: Call, name: str):
 
 def call_output(call: Call) -> int | None:
     if call.fn in FLAT or call.fn in BROADCAST:
-        return call_args(call)["out"][1]
+        return call_args(call)["out"].index
     return None
 
 
 def tensor_inputs(call: Call) -> list[int]:
-    """The tensors a call reads (arguments ("tensor", i), its own output excluded), in order."""
+    """The tensors a call reads (its TensorArg arguments, its own output excluded), in order."""
     out = call_output(call)
     seen: list[int] = []
     for c in [call, *call.more]:
         for a in c.args:
-            if isinstance(a, tuple) and a[0] == "tensor" and a[1] != out and a[1] not in seen:
-                seen.append(a[1])
+            if isinstance(a, TensorArg) and a.index != out and a.index not in seen:
+                seen.append(a.index)
     return seen
 
 
 def _reads(call: Call) -> set[int]:
     if isinstance(call, FusedCall):
         return {t for m in call.members for t in tensor_inputs(m)}
-    return {a[1] for c in [call, *call.more] for a in c.args if isinstance(a, tuple) and a[0] == "tensor"}
+    return {a.index for c in [call, *call.more] for a in c.args if isinstance(a, TensorArg)}
 
 
 def _shape(call: Call) -> tuple[int, tuple[int, ...] | None] | None:
@@ -74,11 +74,8 @@ def _shape(call: Call) -> tuple[int, tuple[int, ...] | None] | None:
     if a is None:
         return None
     if call.fn in FLAT:
-        try:
-            return int(a["n"]), None
-        except (TypeError, ValueError):
-            return None
-    dims = tuple(int(d) for d in _struct(call, a["b"][1]).fields[0])
+        return (a["n"], None) if isinstance(a["n"], int) else None
+    dims = tuple(int(d) for d in _struct(call, a["b"].name).fields[0])
     n = 1
     for d in dims:
         n *= d
@@ -166,11 +163,11 @@ def _slice_copies(graph: Graph, call: Call, keep: set[int]) -> dict[int, tuple[i
         if sub.fn != "edgernn_copy_runs":
             return {}
         a = call_args(sub)
-        runs = next((arr.values for arr in call.arrays if arr.name == a["runs"][1]), None)
+        runs = next((arr.values for arr in call.arrays if arr.name == a["runs"].name), None)
         if runs is None or len(runs) != 1:
             continue
         dst_off, src_off, count = (int(v) for v in runs[0])
-        dst, src = a["dst"][1], a["src"][1]
+        dst, src = a["dst"].index, a["src"].index
         t, s = graph.tensors[dst], graph.tensors[src]
         if dst_off == 0 and count == t.size and t.dtype == "int8" and dst not in keep and \
                 not s.is_const and not s.is_variable:
@@ -189,7 +186,7 @@ def slice_aliases(graph: Graph, calls: list[Call], keep: set[int]) -> tuple[list
         for dst, (src, off) in slices.items():
             root, base = aliases.get(src, (src, 0))
             aliases[dst] = (root, base + off)
-        call = _without_copies(call, lambda a: a["dst"][1] in slices)
+        call = _without_copies(call, lambda a: a["dst"].index in slices)
         if call is not None:
             out.append(call)
     return out, aliases
@@ -221,11 +218,11 @@ def _placed_copies(graph: Graph, call: Call, avoid: set[int], taken: set[int]) -
     for sub in [call, *call.more]:
         if sub.fn != "edgernn_copy_runs":
             return {}
-        seen.append(call_args(sub)["src"][1])
+        seen.append(call_args(sub)["src"].index)
     for sub in [call, *call.more]:
         a = call_args(sub)
-        runs = next((arr.values for arr in call.arrays if arr.name == a["runs"][1]), None)
-        dst, src = a["dst"][1], a["src"][1]
+        runs = next((arr.values for arr in call.arrays if arr.name == a["runs"].name), None)
+        dst, src = a["dst"].index, a["src"].index
         if runs is None or len(runs) != 1 or seen.count(src) != 1:
             continue
         dst_off, src_off, count = (int(v) for v in runs[0])
@@ -253,7 +250,7 @@ def concat_aliases(graph: Graph, calls: list[Call], keep: set[int], fixed: set[i
                  _placed_copies(graph, call, set(fixed) | set(aliases), set(placed)).items()
                  if src not in keep}
         placed.update(moved)
-        call = _without_copies(call, lambda a: a["src"][1] in moved)
+        call = _without_copies(call, lambda a: a["src"].index in moved)
         if call is not None:
             out.append(call)
     every = {**aliases, **placed}
@@ -293,23 +290,9 @@ def unstored(calls: list[Call]) -> set[int]:
         {t for c in calls if isinstance(c, FusedCall) for t in c.stored}
 
 
-# ---- the C of a fused loop ----
+# ---- the arithmetic a fused loop folds at generation (the loop's tree: fusion_loop.py) ----
 
-def _literal(values) -> str:
-    return "{" + ", ".join(str(int(v)) for v in values) + "}"
-
-
-def _advance(walked: list[int], dims, depth: int) -> list[str]:
-    """Step the counters of the walked dimensions, the last fastest; the outermost never wraps."""
-    pad = "    " * depth
-    d = walked[-1]
-    if len(walked) == 1:
-        return [f"{pad}++d{d};"]
-    return [f"{pad}if (++d{d} == {dims[d]}) {{", f"{pad}    d{d} = 0;", *_advance(walked[:-1], dims, depth + 1),
-            f"{pad}}}"]
-
-
-def _contiguous(dims) -> list[int]:
+def contiguous(dims) -> list[int]:
     strides, acc = [0] * 4, 1
     for d in range(3, -1, -1):
         strides[d] = acc
@@ -353,23 +336,23 @@ def _offset_bound(off: int) -> int:
     return max(abs(-128 + off), abs(127 + off))
 
 
-def narrow(bound: int, m: int, e: int) -> str | None:
-    """The arguments ``m, up, e`` of edgernn_rescale_narrow for values |x| <= bound, or None where its
+def narrow(bound: int, m: int, e: int) -> tuple[int, int, int] | None:
+    """The arguments ``(m, up, e)`` of edgernn_rescale_narrow for values |x| <= bound, or None where its
     conditions (|x| * 2^up <= INT32_MAX, 2 <= up, up + e <= 31, 2^30 <= m) do not hold."""
     if bound <= 0 or m < (1 << 30) or e < 0:
         return None
     up = min(((1 << 31) - 1) // bound, 1 << 30).bit_length() - 1
     up = min(up, 31 - e)
-    return f"{m}, {up}, {e}" if up >= 2 else None
+    return (m, up, e) if up >= 2 else None
 
 
-def _mul_narrow(q) -> str | None:
+def mul_narrow(q) -> tuple[int, int, int] | None:
     o1, o2, _, m, sh = (int(f) for f in q[:5])
     left = max(sh, 0)
     return narrow(_offset_bound(o1) * _offset_bound(o2) << left, m, max(-sh, 0))
 
 
-def _addsub_narrow(q, bound1: int, bound2: int) -> str | None:
+def addsub_narrow(q, bound1: int, bound2: int) -> tuple[int, int, int] | None:
     return narrow(bound1 + bound2, int(q[8]), -int(q[9]))
 
 
@@ -379,16 +362,16 @@ def tables(call: FusedCall, structs: dict) -> dict[int, list[ConstArray]]:
     for m in call.members:
         a = call_args(m)
         if m.fn in ("edgernn_addsub_n_s8", "edgernn_addsub_s8"):
-            q = structs[a["p"][1]].fields
+            q = structs[a["p"].name].fields
             out[m.op_index] = [None if _is_half(q, w) else
                                ConstArray(f"{call.fn}_op{m.op_index}_in{w + 1}", "int32_t", input_table(q, w))
                                for w in (0, 1)]
         elif m.fn == "edgernn_addsub_const_s8":
-            q = structs[a["p"][1]].fields
-            karr = next(arr for arr in m.arrays if arr.name == a["k"][1])
+            q = structs[a["p"].name].fields
+            karr = next(arr for arr in m.arrays if arr.name == a["k"].name)
             if len(set(karr.values)) == 1:
                 out[m.op_index] = [ConstArray(f"{call.fn}_op{m.op_index}_lut", "int8_t",
-                                              const_table(q, a["negate"] == "1", int(karr.values[0])))]
+                                              const_table(q, a["negate"] == 1, int(karr.values[0])))]
     return out
 
 
@@ -402,180 +385,15 @@ def composed_tables(call: FusedCall, structs: dict) -> dict[int, tuple[ConstArra
     for m in call.members:
         a = call_args(m)
         if m.fn == "edgernn_lut_s8":
-            values = [int(v) for v in next(arr for arr in m.arrays if arr.name == a["table"][1]).values]
+            values = [int(v) for v in next(arr for arr in m.arrays if arr.name == a["table"].name).values]
         elif m.fn == "edgernn_addsub_const_s8" and m.op_index in own:
             values = [int(v) for v in own[m.op_index][0].values]
         else:
             continue
-        src = a["in"][1]
+        src = a["in"].index
         if src in chains:
             src, first = chains[src]
             values = [values[first[u] & 0xFF] for u in range(256)]
             out[m.op_index] = (ConstArray(f"{call.fn}_op{m.op_index}_chain", "int8_t", values), src)
-        chains[a["out"][1]] = (src, values)
+        chains[a["out"].index] = (src, values)
     return out
-
-
-def _drop_unread(body: list[str]) -> list[str]:
-    """The loop body without the values nothing reads or stores (a table op composed into the next)."""
-    kept: list[str] = []
-    for line in reversed(body):
-        m = re.match(r"\s*const int32_t (v\d+) = ", line)
-        if m and not any(re.search(rf"\b{m.group(1)}\b", later) for later in kept):
-            continue
-        kept.append(line)
-    return kept[::-1]
-
-
-def render_fused(call: FusedCall, expr, structs: dict, input_tensor: int = -1, root=lambda t: t,
-                 fast: dict[str, str] | None = None) -> str:
-    """The definition of a fused loop as an edgernn_range_fn over its output elements [begin, end).
-    ``expr(t)``: a tensor's C expression; ``structs``: name -> ConstStruct of the members' parameters;
-    the graph's input (``input_tensor``, int8; ``root(t)``: the tensor a slice t lies in) comes as the
-    range function's args; ``fast``: constant name -> the expression of its copy in the team's fast
-    memory, which the loop then reads instead of the constant itself.
-    A broadcasting group walks its 4-D shape with one counter per dimension longer than 1."""
-    consts, body, outs = [], [], []
-    value: dict[int, str] = {}
-    loads: dict[tuple, str] = {}
-    dims = call.dims
-    walked = [d for d in range(4) if dims is not None and dims[d] > 1]
-    flat = tuple(_contiguous(dims)[d] for d in walked) if dims is not None else ()
-
-    def operand(t: int, strides=None) -> str:
-        if t in value:
-            return value[t]
-
-        key = tuple(strides[d] for d in walked) if strides is not None else flat
-        if (t, key) not in loads:
-            loads[(t, key)] = f"in{len(loads)}"
-        name = loads[(t, key)]
-        if key == flat:
-            return f"{name}[i]"
-        terms = [f"d{d} * {st}" if st != 1 else f"d{d}" for d, st in zip(walked, key) if st != 0]
-        return f"{name}[{' + '.join(terms) if terms else '0'}]"
-
-    tabs = tables(call, structs)
-    composed = composed_tables(call, structs)
-    for m in call.members:
-        a = call_args(m)
-        k = f"k{m.op_index}"
-        bc = structs[a["b"][1]].fields if "b" in a else None
-        s1, s2 = (bc[1], bc[2]) if bc is not None else (None, None)
-        if m.op_index in composed:   # a table of a table: one lookup (composed_tables)
-            arr, src = composed[m.op_index]
-            expr_v = f"edgernn_lut_elem({arr.name}, {operand(src)})"
-        elif m.fn == "edgernn_lut_s8":
-            expr_v = f"edgernn_lut_elem({a['table'][1]}, {operand(a['in'][1])})"
-        elif m.fn in ("edgernn_mul_n_s8", "edgernn_mul_s8"):
-            q = structs[a["p"][1]]
-            consts.append(f"    const edgernn_mul_k_t {k} = edgernn_mul_k(&(const edgernn_mul_params_t){_literal(q.fields)});")
-            prod = f"edgernn_mul_prod(&{k}, {operand(a['in1'][1], s1)}, {operand(a['in2'][1], s2)})"
-            nw = _mul_narrow(q.fields)
-            expr_v = (f"edgernn_mul_out_narrow(&{k}, {prod}, {nw})" if nw else
-                      f"edgernn_mul_elem(&{k}, {operand(a['in1'][1], s1)}, {operand(a['in2'][1], s2)})")
-        elif m.fn == "edgernn_div_s8":
-            q = structs[a["p"][1]]
-            consts.append(f"    const edgernn_mul_params_t {k} = {_literal(q.fields)};")
-            expr_v = f"edgernn_div_elem(&{k}, {operand(a['in1'][1], s1)}, {operand(a['in2'][1], s2)})"
-        elif m.fn in ("edgernn_addsub_n_s8", "edgernn_addsub_s8"):
-            q = structs[a["p"][1]]
-            consts.append(f"    const edgernn_addsub_k_t {k} = "
-                          f"edgernn_addsub_k(&(const edgernn_addsub_params_t){_literal(q.fields)}, {a['subtract']});")
-            # the input that is not a product is looked up, already rescaled (input_table)
-            sc = []
-            for w, (name, st) in enumerate((("in1", s1), ("in2", s2))):
-                x = operand(a[name][1], st)
-                t = tabs[m.op_index][w]
-                sc.append(f"edgernn_addsub_scaled(&{k}.r{w + 1}, {k}.half{w + 1}, {k}.half_mul, {x} + {k}.off{w + 1})"
-                          if t is None else f"{t.name}[(uint8_t){x}]")
-            bounds = [max(abs(v) for v in input_table(q.fields, w)) for w in (0, 1)]
-            nw = _addsub_narrow(q.fields, *bounds)
-            raw = f"{sc[0]} + {k}.sign2 * {sc[1]}"
-            expr_v = f"edgernn_addsub_out_narrow(&{k}, {raw}, {nw})" if nw else f"edgernn_addsub_out(&{k}, {raw})"
-        elif m.fn == "edgernn_addsub_const_s8":
-            q = structs[a["p"][1]]
-            karr = next(arr for arr in m.arrays if arr.name == a["k"][1])
-            if m.op_index in tabs:      # one constant for all elements: a table (const_table)
-                expr_v = f"edgernn_lut_elem({tabs[m.op_index][0].name}, {operand(a['in'][1])})"
-            else:
-                consts.append(f"    const edgernn_addsub_k_t {k} = "
-                              f"edgernn_addsub_k(&(const edgernn_addsub_params_t){_literal(q.fields)}, {a['negate']});")
-                x = operand(a["in"][1])
-                nw = _addsub_narrow(q.fields, max(abs(v) for v in input_table(q.fields, 0)),
-                                    max(abs(int(v)) for v in karr.values))
-                scaled = f"edgernn_addsub_scaled(&{k}.r1, {k}.half1, {k}.half_mul, {x} + {k}.off1)"
-                expr_v = (f"edgernn_addsub_out_narrow(&{k}, {k}.sign2 * {scaled} + {karr.name}[i], {nw})" if nw
-                          else f"edgernn_addsub_const_elem(&{k}, {x}, {karr.name}[i])")
-        else:
-            raise ValueError(f"{m.fn} is not fusable")
-        out_t = a["out"][1]
-        v = f"v{m.op_index}"
-        body.append(f"        const int32_t {v} = {expr_v};   /* op {m.op_index}: {m.op} */")
-        if out_t in call.stored:
-            # through a pointer taken before the loop: the int8 store could alias the arena's base pointer,
-            # which the compiler would otherwise load again in every iteration
-            outs.append(f"    int8_t *const out{len(outs)} = {expr(out_t)};")
-            body.append(f"        out{len(outs) - 1}[i] = (int8_t){v};")
-        value[out_t] = v
-    body = _drop_unread(body)
-    loads = {key: name for key, name in loads.items() if any(re.search(rf"\b{name}\[", line) for line in body)}
-    ptrs = [f"    const int8_t *const {name} = {expr(t)};" for (t, _), name in loads.items()]
-    if any(root(t) == input_tensor for t, _ in loads):
-        ptrs.insert(0, f"    const int8_t *const {expr(input_tensor)} = (const int8_t *)args;")
-    body, copies = _fast_tables(call, structs, body, fast or {})
-    ptrs += outs + copies
-    ops = ", ".join(f"{m.op_index} ({m.op})" for m in call.members)
-    walk, step = [], []
-    if walked:
-        inner = 1
-        for d in reversed(walked):
-            walk.append(f"    int d{d} = (begin / {inner}) % {dims[d]};")
-            inner *= dims[d]
-        # the counters of the output's position, the last dimension fastest; the outermost never wraps
-        step = _advance(walked, dims, 2)
-        if len(walked) == 1:   # one dimension: its counter is i
-            step, walk = [], []
-            body = [re.sub(rf"\bd{walked[0]}\b", "i", line) for line in body]
-    return "\n".join(line for line in [
-        f"/* ops {ops}: one loop, intermediates in registers */",
-        f"static void {call.fn}(const void *args, int begin, int end)",
-        "{",
-        *ptrs,
-        *consts,
-        *walk,
-        "    int i;",
-        "    (void)args;" if not ptrs or "args;" not in ptrs[0] else None,
-        "    for (i = begin; i < end; ++i) {",
-        *body,
-        *step,
-        "    }",
-        "}",
-    ] if line is not None)
-
-
-def _fast_tables(call: FusedCall, structs: dict, body: list[str], fast: dict[str, str]
-                 ) -> tuple[list[str], list[str]]:
-    """The loop's constants that have a copy in the team's fast memory, read there through a local
-    pointer taken once before the loop (on GAP8 the constants themselves stay in L2, several cycles a
-    load away, and a pointer re-read from the copy's base in the loop could not stay in a register: the
-    loop's int8 stores may alias it). Returns the body with the constants renamed and the pointers."""
-    made = [t for ts in tables(call, structs).values() for t in ts if t is not None]
-    made += [arr for arr, _ in composed_tables(call, structs).values()]
-    copies = []
-    for arr in call.arrays + made:
-        if arr.name not in fast or not any(re.search(rf"\b{arr.name}\b", line) for line in body):
-            continue
-        local = f"c{len(copies)}"
-        copies.append(f"    const {arr.ctype} *const {local} = {fast[arr.name]};")
-        body = [re.sub(rf"\b{arr.name}\b", local, line) for line in body]
-    return body, copies
-
-
-def used_arrays(call: FusedCall) -> list[ConstArray]:
-    """The members' constant arrays the loop still reads (a uniform constant operand is a literal)."""
-    structs = {s.name: s for m in call.members for s in m.structs}
-    text = render_fused(call, lambda t: "", structs)
-    made = [t for ts in tables(call, structs).values() for t in ts if t is not None]
-    made += [arr for arr, _ in composed_tables(call, structs).values()]
-    return [a for a in call.arrays + made if re.search(rf"\b{a.name}\b", text)]

@@ -24,6 +24,7 @@ from edgernn.backend.ir import Graph
 from edgernn.backend.kernels import call_args, kernel_args
 from edgernn.backend.lowering import Call, ConstArray
 from edgernn.backend.lowering.blocking import blocked_rows
+from edgernn.backend.values import NULL, ConstArg
 
 ENABLED = True
 FC = "edgernn_fully_connected_s8"
@@ -43,7 +44,7 @@ def _key(call: Call) -> tuple | None:
     if call.fn != FC or call.more or call.scratch:
         return None
     a = call_args(call)
-    if a["rows"] != "1":
+    if a["rows"] != 1:
         return None
     return a["in"], a["n_in"], a["rounding"], a["act_min"], a["act_max"]
 
@@ -57,7 +58,7 @@ def high_word_rescale(graph: Graph, call: Call) -> tuple[list[int], list[int]] |
     shift below 2, or a sum hi' + rnd that some input could take out of int32. The bound: an int8 input is
     at most 128 in magnitude, so |acc| <= |bias| + 128 * sum |w|, and |hi'| <= |acc| * |m| / 2^32 + 1."""
     a = call_args(call)
-    zp = int(a["output_offset"])
+    zp = a["output_offset"]
     w = graph.tensors[graph.operators[call.op_index].inputs[1]].data.astype(np.int64)
     rnds, shifts = [], []
     for bias, m, sh, row in zip(_array(call, "bias"), _array(call, "multiplier"), _array(call, "shift"), w):
@@ -74,7 +75,7 @@ def high_word_rescale(graph: Graph, call: Call) -> tuple[list[int], list[int]] |
 
 
 def _array(call: Call, arg: str) -> list:
-    name = call_args(call)[arg][1]
+    name = call_args(call)[arg].name
     return next(arr.values for arr in call.arrays if arr.name == name)
 
 
@@ -96,11 +97,11 @@ def _group(graph: Graph, members: list[Call], prefix: str) -> GroupedCall:
         ConstArray(f"{base}_shift", "int32_t", [v for r in rescales for v in r[1]]),
         ConstArray(f"{base}_ends", "int32_t", ends),
     ]
-    outs = [call_args(m)["out"] for m in members] + ["NULL"] * (MAX_MEMBERS - len(members))
-    args = {"in": a["in"], "w": ("const", arrays[0].name), "bias": ("const", arrays[1].name),
-            "multiplier": ("const", arrays[2].name), "rnd": ("const", arrays[3].name),
-            "shift": ("const", arrays[4].name), "rounding": a["rounding"], "ends": ("const", arrays[5].name),
-            "row0": "0", "act_min": a["act_min"], "act_max": a["act_max"], "n_in": a["n_in"], "n_out": str(row),
+    outs = [call_args(m)["out"] for m in members] + [NULL] * (MAX_MEMBERS - len(members))
+    args = {"in": a["in"], "w": ConstArg(arrays[0].name), "bias": ConstArg(arrays[1].name),
+            "multiplier": ConstArg(arrays[2].name), "rnd": ConstArg(arrays[3].name),
+            "shift": ConstArg(arrays[4].name), "rounding": a["rounding"], "ends": ConstArg(arrays[5].name),
+            "row0": 0, "act_min": a["act_min"], "act_max": a["act_max"], "n_in": a["n_in"], "n_out": int(row),
             **{f"out{k}": o for k, o in enumerate(outs)}}
     return GroupedCall(first.op_index, first.op, GROUP, kernel_args(GROUP, args), arrays=arrays, members=members)
 
@@ -133,4 +134,4 @@ def group_calls(graph: Graph, calls: list[Call], prefix: str) -> list[Call]:
 
 def outputs(call: Call) -> list[int]:
     """The tensors a grouped call writes, one per member."""
-    return [call_args(m)["out"][1] for m in call.members]
+    return [call_args(m)["out"].index for m in call.members]

@@ -11,11 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-ALIGN = 8
-
-
-def _align(n: int) -> int:
-    return (n + ALIGN - 1) // ALIGN * ALIGN
+from edgernn.backend.layout import align as _align
 
 
 @dataclass

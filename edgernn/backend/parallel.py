@@ -12,7 +12,8 @@ shorter walk with offset pointers.
 from __future__ import annotations
 
 from edgernn.backend.fusion import FusedCall
-from edgernn.backend.kernels import TEAM_KERNELS, split_count
+from edgernn.backend.kernels import TEAM_KERNELS
+from edgernn.backend.splits import split_count
 from edgernn.backend.lowering import Call
 
 DEFAULT_MIN_COUNT = 16

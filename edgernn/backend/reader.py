@@ -1,7 +1,8 @@
 """Read a .tflite flatbuffer into the backend IR.
 
-The flatbuffer is decoded with the schema module that LiteRT ships (``schema_py_generated``); nothing
-here parses bytes by hand, and TensorFlow is not imported.
+The flatbuffer is decoded by edgernn/tflite/model.py (the schema module that LiteRT ships); this module
+only maps the decoded model onto the IR. Nothing here parses bytes by hand, and TensorFlow is not
+imported.
 """
 
 from __future__ import annotations
@@ -14,32 +15,16 @@ import numpy as np
 from edgernn.backend.ir import Graph, Operator, Tensor
 from edgernn.errors import EdgeRNNError
 
-_TYPE_NAMES = {
-    "FLOAT32": "float32",
-    "INT8": "int8",
-    "INT16": "int16",
-    "INT32": "int32",
-    "INT64": "int64",
-    "UINT8": "uint8",
-    "BOOL": "bool",
-}
+# the tensor types the IR holds (edgernn/backend/ir.py's DTYPES), by the flatbuffer reader's names
+_DTYPES = {"float32", "int8", "int16", "int32", "int64", "uint8", "bool"}
 
 
-def _schema():
+def _flatbuffer():
     try:
-        from ai_edge_litert import schema_py_generated as schema
+        from edgernn.tflite import model as tfl
     except ImportError:
-        try:
-            from tflite_runtime import schema_py_generated as schema  # type: ignore[no-redef]
-        except ImportError:
-            raise EdgeRNNError(
-                "reading .tflite files needs the LiteRT schema module: pip install ai-edge-litert"
-            ) from None
-    return schema
-
-
-def _enum_names(enum_cls) -> dict[int, str]:
-    return {v: k for k, v in vars(enum_cls).items() if not k.startswith("_") and isinstance(v, int)}
+        raise EdgeRNNError("reading .tflite files needs the LiteRT schema module: pip install ai-edge-litert") from None
+    return tfl
 
 
 def _decode(value):
@@ -70,14 +55,11 @@ def read_tflite(source: bytes | str | Path, signature: str = "serving_default") 
             raise EdgeRNNError(f"cannot read {path}: {exc.strerror}") from None
     else:
         blob = bytes(source)
-    schema = _schema()
+    tfl = _flatbuffer()
     try:
-        model = schema.ModelT.InitFromPackedBuf(bytearray(blob), 0)
+        model = tfl.read(blob)
     except Exception as exc:  # the generated decoder raises assorted errors on garbage
         raise EdgeRNNError(f"not a valid .tflite flatbuffer ({type(exc).__name__})") from None
-
-    type_names = _enum_names(schema.TensorType)
-    op_names = _enum_names(schema.BuiltinOperator)
 
     sig = None
     for candidate in model.signatureDefs or []:
@@ -87,18 +69,17 @@ def read_tflite(source: bytes | str | Path, signature: str = "serving_default") 
         keys = [_decode(s.signatureKey) for s in model.signatureDefs]
         raise EdgeRNNError(f"the model has no signature {signature!r} (it has {', '.join(keys)})")
     sub_index = sig.subgraphIndex if sig is not None else 0
-    if len(model.subgraphs) != 1:
+    if len(model.subgraphs or []) != 1:
         raise EdgeRNNError(
-            f"the model has {len(model.subgraphs)} subgraphs; a step model has exactly one (no WHILE or IF)"
+            f"the model has {len(model.subgraphs or [])} subgraphs; a step model has exactly one (no WHILE or IF)"
         )
     sub = model.subgraphs[sub_index]
 
     tensors: list[Tensor] = []
     for i, t in enumerate(sub.tensors):
-        tname = type_names.get(t.type, str(t.type))
-        if tname not in _TYPE_NAMES:
-            raise EdgeRNNError(f"tensor {i} ({_decode(t.name)}) has unsupported type {tname}")
-        dtype = _TYPE_NAMES[tname]
+        dtype = tfl.type_name(t.type)
+        if dtype not in _DTYPES:
+            raise EdgeRNNError(f"tensor {i} ({_decode(t.name)}) has unsupported type {dtype.upper()}")
         shape = tuple(int(d) for d in (t.shape if t.shape is not None else []))
         if any(d < 0 for d in shape):
             raise EdgeRNNError(f"tensor {i} ({_decode(t.name)}) has a dynamic shape {shape}")
@@ -123,11 +104,7 @@ def read_tflite(source: bytes | str | Path, signature: str = "serving_default") 
 
     operators: list[Operator] = []
     for i, op in enumerate(sub.operators or []):
-        code = model.operatorCodes[op.opcodeIndex]
-        builtin = max(int(code.builtinCode), int(code.deprecatedBuiltinCode))
-        name = op_names.get(builtin, f"op{builtin}")
-        if name == "CUSTOM":
-            name = f"CUSTOM({_decode(code.customCode)})"
+        name = tfl.op_name(model, op.opcodeIndex)
         operators.append(
             Operator(
                 i,

@@ -19,20 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from edgernn.backend import kernels
+from edgernn.backend.layout import TEAM_SLOTS, align
 from edgernn.backend.placement import Placement
+from edgernn.backend.values import ConstArg, TensorArg
 
-# team kernel -> (its banded kernel, bytes of an activation, bytes of a bias)
-DMA_KERNELS = {"edgernn_team_conv_s8": ("edgernn_dma_conv_s8", 1, 4),
-               "edgernn_team_conv_s16": ("edgernn_dma_conv_s16", 2, 8)}
 TILES_VAR = "edgernn_dma_tiles"
-# edgernn_conv.c's EDGERNN_CONV_TEAM_SLOTS: the team kernel's patch slots
-TEAM_SLOTS = 8
 GEOM_FIELDS = ("in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "k_h", "k_w", "stride_h", "stride_w",
                "dil_h", "dil_w", "pad_top", "pad_left", "depth_multiplier")
-
-
-def _align8(n: int) -> int:
-    return (n + 7) // 8 * 8
 
 
 def band_in_rows(g: dict, band_rows: int) -> int:
@@ -41,17 +34,17 @@ def band_in_rows(g: dict, band_rows: int) -> int:
 
 def tile_bytes(g: dict, band_rows: int, copy_weights: bool, elem: int, bias_elem: int) -> int:
     """The bytes of an op's tiles: its constants (when copied), the patch slots (not for a 1x1 stride-1
-    filter), two input tiles and two output tiles, each part on 8 bytes."""
+    filter), two input tiles and two output tiles, each part on ALIGN bytes."""
     n_in = g["k_h"] * g["k_w"] * g["in_c"]
     out_c = g["out_c"]
     total = 0
     if copy_weights:
-        total += _align8(out_c * n_in) + _align8(out_c * bias_elem) + 2 * _align8(out_c * 4)
+        total += align(out_c * n_in) + align(out_c * bias_elem) + 2 * align(out_c * 4)
     pointwise = (g["k_h"], g["k_w"], g["stride_h"], g["stride_w"]) == (1, 1, 1, 1)
     if not pointwise:
-        total += _align8(TEAM_SLOTS * ((n_in + 3) // 4 * 4) * elem)
-    total += 2 * _align8(band_in_rows(g, band_rows) * g["in_w"] * g["in_c"] * elem)
-    total += 2 * _align8(band_rows * g["out_w"] * g["out_c"] * elem)
+        total += align(TEAM_SLOTS * ((n_in + 3) // 4 * 4) * elem)
+    total += 2 * align(band_in_rows(g, band_rows) * g["in_w"] * g["in_c"] * elem)
+    total += 2 * align(band_rows * g["out_w"] * g["out_c"] * elem)
     return total
 
 
@@ -88,8 +81,21 @@ def dma_rules(board) -> tuple[str, str] | None:
     return (str(memory), str(source)) if memory and source else None
 
 
-def _reachable(expr: str) -> bool:
-    return expr.startswith(("EDGERNN_ARENA(", "(EDGERNN_ARENA("))
+def _banded(fn: str):
+    """The kernel of a team call that has a banded form (the kernel table's ``banded``), else None. The
+    team kernel has its kernel's arguments (edgernn_team_conv_s8: edgernn_conv_s8's)."""
+    k = kernels.BY_NAME.get(fn.replace("edgernn_team_", "edgernn_", 1)) if fn.startswith("edgernn_team_") else None
+    return k if k is not None and k.banded else None
+
+
+def _elem_bytes(k, arg: str) -> int:
+    return kernels.SIZES[k.arg(arg).element]
+
+
+def _in_arena(rg, tensor: int) -> bool:
+    """Whether the DMA can reach a tensor: it lies in the arena (a tensor placed in another one too)."""
+    place = rg.places.get(tensor)
+    return place is not None and place.in_arena
 
 
 def _best_band(g: dict, room: int, copies: list[bool], elem: int, bias_elem: int) -> tuple[int, bool] | None:
@@ -117,18 +123,17 @@ def plan_bands(board, placement: Placement | None, graphs) -> DmaPlan | None:
         if rg is None:
             continue
         for call in rg.calls:
-            if call.fn not in DMA_KERNELS or not call.structs:
+            k = _banded(call.fn)
+            if k is None or not call.structs:
                 continue
-            band_fn, elem, bias_elem = DMA_KERNELS[call.fn]
-            # the team kernel has its kernel's arguments (edgernn_team_conv_s8: edgernn_conv_s8's)
-            base = "edgernn_" + call.fn[len("edgernn_team_"):]
-            args = dict(zip(kernels.kernel(base).arg_names, call.args))
+            band_fn, elem, bias_elem = k.banded, _elem_bytes(k, "in"), _elem_bytes(k, "bias")
+            args = dict(zip(k.arg_names, call.args))
             src, dst, w = args["in"], args["out"], args["w"]
-            readable = (src[0] == "tensor" and (src[1] == rg.input_tensor and rg.prefix == "edgernn_step"
-                                                or _reachable(rg.exprs.get(src[1], ""))))
-            if not (readable and dst[0] == "tensor" and _reachable(rg.exprs.get(dst[1], ""))):
+            readable = isinstance(src, TensorArg) and (
+                src.index == rg.input_tensor and rg.prefix == "edgernn_step" or _in_arena(rg, src.index))
+            if not (readable and isinstance(dst, TensorArg) and _in_arena(rg, dst.index)):
                 continue
-            w_name = rg.exprs[w[1]] if w[0] == "tensor" else w[1]
+            w_name = rg.places[w.index].name if isinstance(w, TensorArg) else w.name
             copies = [False] if w_name in rg.fast else [True, False]
             g = dict(zip(GEOM_FIELDS, (int(v) for v in call.structs[0].fields)))
             best = _best_band(g, room, copies, elem, bias_elem)
@@ -149,9 +154,9 @@ def plan_bands(board, placement: Placement | None, graphs) -> DmaPlan | None:
     return plan
 
 
-def band_args(plan: DmaPlan | None, prefix: str) -> dict[int, tuple[str, list[str]]]:
+def band_args(plan: DmaPlan | None, prefix: str) -> dict[int, tuple[str, list]]:
     """op index -> (the banded kernel, the arguments before the team kernel's) for one graph."""
     if plan is None:
         return {}
-    return {p.op_index: (p.fn, [TILES_VAR, str(p.band_rows), "1" if p.copy_weights else "0"])
+    return {p.op_index: (p.fn, [ConstArg(TILES_VAR), p.band_rows, int(p.copy_weights)])
             for p in plan.ops if p.graph == prefix}

@@ -1,13 +1,17 @@
 """Small, typed access to .tflite flatbuffers through the schema module that LiteRT ships.
 
-No TensorFlow here: the validation host reads manifests and models with this module alone.
+No TensorFlow here: the validation host reads manifests and models with this module alone, and the
+backend's reader (edgernn/backend/reader.py) decodes through it into its IR: the one flatbuffer reader.
 """
 
 from __future__ import annotations
 
 import flatbuffers
 
-from ai_edge_litert import schema_py_generated as schema
+try:
+    from ai_edge_litert import schema_py_generated as schema
+except ImportError:  # LiteRT's predecessor ships the same generated module
+    from tflite_runtime import schema_py_generated as schema  # type: ignore[no-redef]
 
 _BUILTIN_NAMES = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
 _TYPE_NAMES = {v: k for k, v in vars(schema.TensorType).items() if not k.startswith("_")}

@@ -11,6 +11,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 
 import numpy as np
@@ -47,6 +48,14 @@ def gru_softmax_steps(seed: int = 0):
                              L.Dense(4, activation="softmax")], name="gru_softmax_steps")
 
 
+def gru_clipped(seed: int = 0):
+    """A per-step head clipped at 2.5 (ReLU(max_value=2.5)): MINIMUM with a constant, then RELU."""
+    keras = zoo._keras(seed)
+    L = keras.layers
+    return keras.Sequential([keras.Input((None, 3)), L.GRU(8, return_sequences=True), L.Dense(4),
+                             L.ReLU(max_value=2.5)], name="gru_clipped")
+
+
 MODELS = {
     "lstm": zoo.functional_lstm,
     "gru": gru_pair,
@@ -58,11 +67,12 @@ MODELS = {
     "ltc": zoo.ltc_wired,                  # int8: SUM and DIV
     "layernorm_lstm": zoo.lstm_pre_head,   # int8: MEAN, SQUARED_DIFFERENCE, RSQRT
     "softmax_steps": gru_softmax_steps,    # int8, int16: SOFTMAX
+    "clipped": gru_clipped,                # int8: MINIMUM (and test_maximum_minimum_match_interpreter)
 }
 # Refused upstream, by the converter: TF cannot quantize DIV (LTC) or NEG (LayerNormalization) in 16x8.
 UPSTREAM = {("ltc", "int16"), ("layernorm_lstm", "int16")}
 # Models added for one quantized op run only in the quantizations that exercise it.
-ONLY = {"layernorm_lstm": ("int8",), "softmax_steps": ("int8", "int16")}
+ONLY = {"layernorm_lstm": ("int8",), "softmax_steps": ("int8", "int16"), "clipped": ("int8",)}
 CASES = [(name, q) for name in MODELS for q in ONLY.get(name, QUANTS) if (name, q) not in UPSTREAM]
 # Known refusals of this backend (docs/ops.md, "Not yet generated"): the case must fail with the op named.
 REFUSED: dict[tuple[str, str], str] = {}
@@ -391,3 +401,68 @@ def test_int8_kernels_match_the_builtin_kernels_when_generated_for_them(converte
             got, _ = H.run_driver(b.exe, xq, ref.shape[1], folder)
             stats = H.compare(got, ref, "int8")
             assert stats["mismatches"] == 0, f"{name} {label} ({kind}): {stats}"
+
+
+def _edit_ops(path, old: str, new: str | None) -> None:
+    """Rewrite a .tflite file with every ``old`` op turned into ``new`` (same inputs and outputs), or, with
+    ``new`` None, dropped: the tensor it wrote is replaced by its first input wherever the graph's outputs
+    name it."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    from edgernn.tflite import model as tfl
+
+    model = tfl.read(path.read_bytes())
+    graph = model.subgraphs[0]
+    if new is not None:
+        code = schema.OperatorCodeT()
+        code.builtinCode = code.deprecatedBuiltinCode = getattr(schema.BuiltinOperator, new)
+        code.version = 1
+        model.operatorCodes.append(code)
+    hits = [op for op in graph.operators if tfl.op_name(model, op.opcodeIndex) == old]
+    assert hits, f"no {old} op in {path}"
+    for op in hits:
+        if new is not None:
+            op.opcodeIndex = len(model.operatorCodes) - 1
+            continue
+        dropped, kept = int(op.outputs[0]), int(op.inputs[0])
+        graph.operators.remove(op)
+        graph.outputs = [kept if int(t) == dropped else int(t) for t in graph.outputs]
+        for item in model.signatureDefs[0].outputs:
+            if item.tensorIndex == dropped:
+                item.tensorIndex = kept
+    path.write_bytes(tfl.write(model))
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("quant, op", [("int8", "MAXIMUM"), ("int16", "MINIMUM"), ("int16", "MAXIMUM")])
+def test_maximum_minimum_match_interpreter(tmp_path, quant, op):
+    """MAXIMUM and MINIMUM share one kernel body for both widths: the clipped model's MINIMUM, made a
+    MAXIMUM, and in int16 (which has no RELU kernel) without its final RELU, against LiteRT."""
+    from edgernn.pipeline.convert import convert_model
+
+    folder = tmp_path / "out"
+    with contextlib.redirect_stdout(io.StringIO()):
+        convert_model(gru_clipped(), folder, quant=quant, mode="step")
+    if quant == "int16":
+        _edit_ops(folder / "step.tflite", "RELU", None)
+    if op == "MAXIMUM":
+        _edit_ops(folder / "step.tflite", "MINIMUM", "MAXIMUM")
+    b = H.build(folder)
+    assert op in b.facts["ops"] and "edgernn_maximum_minimum.c" in b.facts["sources"]
+    for label, xs in _sequences(folder).items():
+        xq = H.quantize_x(folder, xs)
+        ref, _ = H.reference_bytes(folder, xq)
+        got, _ = H.run_driver(b.exe, xq, ref.shape[1], folder)
+        assert H.compare(got, ref, quant)["mismatches"] == 0, label
+        assert len({bytes(r) for r in ref}) > xs.shape[0] // 4
+
+
+@pytest.mark.toolchain
+def test_a_kernel_of_its_own_header_reaches_only_the_firmware_that_calls_it(built):
+    """edgernn_maximum_minimum.c and its header are in the clipped model's firmware, not in another's."""
+    with_it, without = built("clipped", "int8").folder / "firmware", built("gru", "int8").folder / "firmware"
+    assert '#include "edgernn_maximum_minimum.h"' in (with_it / "model.c").read_text()
+    assert (with_it / "edgernn_maximum_minimum.c").is_file() and (with_it / "edgernn_maximum_minimum.h").is_file()
+    assert "edgernn_maximum_minimum" not in (without / "model.c").read_text()
+    assert not (without / "edgernn_maximum_minimum.c").exists()
+    assert "edgernn_maximum_minimum" not in (without / "edgernn_kernels.h").read_text()

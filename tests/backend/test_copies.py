@@ -7,13 +7,14 @@ from __future__ import annotations
 from edgernn.backend.codegen import one_run_copy
 from edgernn.backend.kernels import kernel
 from edgernn.backend.lowering import Call, ConstArray
+from edgernn.backend.values import ConstArg, SizeOf, StructArg, TensorArg
 
 
 def _copy(runs: list[list[int]], name: str = "r0") -> Call:
     arr = ConstArray(name, "edgernn_run_t", runs)
     return Call(0, "CONCATENATION", "edgernn_copy_runs", kernel("edgernn_copy_runs").order(
-        {"runs": ("const", name), "n_runs": str(len(runs)), "elem_size": "sizeof(int8_t)", "src": ("tensor", 1),
-         "dst": ("tensor", 2)}), arrays=[arr])
+        {"runs": ConstArg(name), "n_runs": int(len(runs)), "elem_size": SizeOf("int8_t"), "src": TensorArg(1),
+         "dst": TensorArg(2)}), arrays=[arr])
 
 
 def test_one_run_is_inlined_and_several_are_not():
@@ -29,5 +30,5 @@ def test_a_chained_copy_finds_its_run_on_the_chain_head():
     head.more = [tail]
     assert one_run_copy(head, tail) == (4, 0, 2)
     other = Call(1, "TANH", "edgernn_lut_s8", kernel("edgernn_lut_s8").order(
-        {"table": ("const", "t"), "in": ("tensor", 1), "n": "8", "out": ("tensor", 2)}))
+        {"table": ConstArg("t"), "in": TensorArg(1), "n": 8, "out": TensorArg(2)}))
     assert one_run_copy(other, other) is None

@@ -18,11 +18,12 @@ import pytest
 
 import backend_harness as H
 import zoo
-from edgernn.backend import fusion
+from edgernn.backend import fusion, fusion_loop
 from edgernn.backend.codegen import lower_graph, state_layout
 from edgernn.backend.kernels import call_args, kernel
 from edgernn.backend.lowering import Call, ConstArray, ConstStruct
 from edgernn.backend.reader import read_tflite
+from edgernn.backend.values import ARENA, ConstArg, Place, SizeOf, StructArg, TensorArg
 
 
 def gru_reset_before(seed: int = 0):
@@ -153,21 +154,21 @@ class _Graph:
 def _lut(i: int, src: int, out: int, n: int = 8) -> Call:
     table = ConstArray(f"t{i}", "int8_t", list(range(-128, 128)))
     return Call(i, "TANH", "edgernn_lut_s8",
-                kernel("edgernn_lut_s8").order({"table": ("const", table.name), "in": ("tensor", src),
-                                                "n": str(n), "out": ("tensor", out)}), arrays=[table])
+                kernel("edgernn_lut_s8").order({"table": ConstArg(table.name), "in": TensorArg(src),
+                                                "n": int(n), "out": TensorArg(out)}), arrays=[table])
 
 
 def _mul(i: int, a: int, b: int, out: int, n: int = 8) -> Call:
     q = ConstStruct(f"q{i}", "edgernn_mul_params_t", [0, 0, 0, 1 << 30, 0, -128, 127])
     return Call(i, "MUL", "edgernn_mul_n_s8",
-                kernel("edgernn_mul_n_s8").order({"p": ("ref", q.name), "in1": ("tensor", a), "in2": ("tensor", b),
-                                                  "n": str(n), "out": ("tensor", out)}), structs=[q])
+                kernel("edgernn_mul_n_s8").order({"p": StructArg(q.name), "in1": TensorArg(a), "in2": TensorArg(b),
+                                                  "n": int(n), "out": TensorArg(out)}), structs=[q])
 
 
 def _other(i: int, src: int, out: int) -> Call:
     return Call(i, "FULLY_CONNECTED", "edgernn_copy_runs",
-                kernel("edgernn_copy_runs").order({"runs": ("const", "r"), "n_runs": "1", "elem_size": "1",
-                                                   "src": ("tensor", src), "dst": ("tensor", out)}))
+                kernel("edgernn_copy_runs").order({"runs": ConstArg("r"), "n_runs": 1, "elem_size": 1,
+                                                   "src": TensorArg(src), "dst": TensorArg(out)}))
 
 
 def test_a_chain_becomes_one_loop_storing_only_what_leaves_it():
@@ -226,9 +227,13 @@ def test_a_table_of_a_table_is_one_composed_table():
     arr, src = composed[1]
     assert src == 1
     assert arr.values == [second.arrays[0].values[first.arrays[0].values[u] & 0xFF] for u in range(256)]
-    text = fusion.render_fused(out[0], lambda t: f"T{t}", {})
-    assert f"edgernn_lut_elem({arr.name}, in0[i])" in text
-    assert arr in fusion.used_arrays(out[0])
+    loop = fusion_loop.build_loop(out[0], lambda t: Place(ARENA, "int8_t", 8 * t), {})
+    # the first table's value is dropped on the tree: one lookup of the composed table, one load, one store
+    assert [s.op for s in loop.steps] == [1] and loop.steps[0].store == "out0"
+    assert loop.steps[0].value == fusion_loop.Call("edgernn_lut_elem", (fusion_loop.Name(arr.name),
+                                                                        fusion_loop.Load("in0")))
+    assert [(p.name, p.place) for p in loop.loads] == [("in0", Place(ARENA, "int8_t", 8))]
+    assert arr in fusion_loop.used_arrays(out[0])
 
 
 @pytest.mark.toolchain
@@ -276,15 +281,15 @@ def _concat(i: int, parts: list[int], sizes: dict[int, int], out: int) -> Call:
     for k, src in enumerate(parts):
         arrays.append(ConstArray(f"runs{i}_{k}", "edgernn_run_t", [[off, 0, sizes[src]]]))
         calls.append(Call(i, "CONCATENATION", "edgernn_copy_runs", kernel("edgernn_copy_runs").order(
-            {"runs": ("const", f"runs{i}_{k}"), "n_runs": "1", "elem_size": "1", "src": ("tensor", src),
-             "dst": ("tensor", out)})))
+            {"runs": ConstArg(f"runs{i}_{k}"), "n_runs": 1, "elem_size": 1, "src": TensorArg(src),
+             "dst": TensorArg(out)})))
         off += sizes[src]
     calls[0].arrays, calls[0].more = arrays, calls[1:]
     return calls[0]
 
 
 def _copied(calls: list[Call]) -> list[int]:
-    return [call_args(c)["src"][1] for call in calls for c in [call, *call.more] if c.fn == "edgernn_copy_runs"]
+    return [call_args(c)["src"].index for call in calls for c in [call, *call.more] if c.fn == "edgernn_copy_runs"]
 
 
 SIZES = {1: 6, 5: 16, 10: 16, 11: 16, 12: 16, 20: 32, 21: 22, 99: 16}

@@ -16,9 +16,12 @@ import numpy as np
 import pytest
 
 from edgernn.backend import grouping
-from edgernn.backend.kernels import call_args, kernel, write_sources
+from edgernn.backend.kernel_sources import write_sources
+from edgernn.backend.kernels import call_args, kernel
 from edgernn.backend.lowering import Call, ConstArray
 from edgernn.backend.lowering.blocking import blocked_rows
+from edgernn.backend.cprint import c_expr
+from edgernn.backend.values import NULL, ConstArg, Enum, TensorArg
 from edgernn.resources import templates_dir
 
 
@@ -39,10 +42,10 @@ def _fc(i: int, src: int, out: int, w: np.ndarray, bias, mult, shift, zp: int, l
               ConstArray(f"op{i}_mult", "int32_t", [int(v) for v in mult]),
               ConstArray(f"op{i}_shift", "int32_t", [int(v) for v in shift]),
               ConstArray(f"op{i}_w", "int8_t", blocked_rows(w).tolist())]
-    args = {"in": ("tensor", src), "w": ("const", arrays[3].name), "bias": ("const", arrays[0].name),
-            "multiplier": ("const", arrays[1].name), "shift": ("const", arrays[2].name), "rounding": rounding,
-            "output_offset": str(zp), "act_min": str(lo), "act_max": str(hi), "rows": str(rows),
-            "n_in": str(n_in), "n_out": str(n_out), "out": ("tensor", out)}
+    args = {"in": TensorArg(src), "w": ConstArg(arrays[3].name), "bias": ConstArg(arrays[0].name),
+            "multiplier": ConstArg(arrays[1].name), "shift": ConstArg(arrays[2].name), "rounding": Enum(rounding),
+            "output_offset": int(zp), "act_min": int(lo), "act_max": int(hi), "rows": int(rows),
+            "n_in": int(n_in), "n_out": int(n_out), "out": TensorArg(out)}
     return Call(i, "FULLY_CONNECTED", "edgernn_fully_connected_s8",
                 kernel("edgernn_fully_connected_s8").order(args), arrays=arrays)
 
@@ -57,8 +60,8 @@ def _random_fc(rng, n_in: int, n_out: int, shift_range=(-12, -2)):
 
 def _other(i: int, src: int, out: int) -> Call:
     return Call(i, "TANH", "edgernn_lut_s8",
-                kernel("edgernn_lut_s8").order({"table": ("const", "t"), "in": ("tensor", src), "n": "8",
-                                                "out": ("tensor", out)}))
+                kernel("edgernn_lut_s8").order({"table": ConstArg("t"), "in": TensorArg(src), "n": 8,
+                                                "out": TensorArg(out)}))
 
 
 def _schedule(specs, seed: int = 0):
@@ -105,8 +108,8 @@ def test_adjacent_fcs_of_one_input_are_grouped(specs, shape):
         if isinstance(c, grouping.GroupedCall):
             a = call_args(c)
             outs = [a[f"out{k}"] for k in range(4)]
-            assert outs == [call_args(m)["out"] for m in c.members] + ["NULL"] * (4 - len(c.members))
-            assert a["n_out"] == str(sum(int(call_args(m)["n_out"]) for m in c.members))
+            assert outs == [call_args(m)["out"] for m in c.members] + [NULL] * (4 - len(c.members))
+            assert a["n_out"] == sum(call_args(m)["n_out"] for m in c.members)
 
 
 def test_a_rescale_that_could_leave_int32_is_not_grouped():
@@ -158,9 +161,11 @@ def _case_source(name: str, n_in: int, rows: list[int], zps: list[int], clamp, r
     src += _c_array("inputs", "int8_t", inputs.reshape(-1))
 
     def arg(a):
-        if isinstance(a, tuple):
-            return a[1] if a[0] == "const" else ("x" if a[1] == 1 else f"ref{a[1] - 10}")
-        return a
+        if isinstance(a, ConstArg):
+            return a.name
+        if isinstance(a, TensorArg):
+            return "x" if a.index == 1 else f"ref{a.index - 10}"
+        return c_expr(a)
 
     lines = []
     for c in calls:
@@ -168,14 +173,14 @@ def _case_source(name: str, n_in: int, rows: list[int], zps: list[int], clamp, r
     ga = call_args(g)
     outs = ", ".join(f"got{k}" if k < len(rows) else "NULL" for k in range(4))
     # the whole group, then the team's sub-ranges: blocks of 8 rows, pointers advanced as its wrapper does
-    whole = (f"        edgernn_fully_connected_group_s8(x, {ga['w'][1]}, {ga['bias'][1]}, {ga['multiplier'][1]}, "
-             f"{ga['rnd'][1]}, {ga['shift'][1]}, {ga['rounding']}, {ga['ends'][1]}, 0, {ga['act_min']}, "
-             f"{ga['act_max']}, {n_in}, {n_out}, {outs});")
+    whole = (f"        edgernn_fully_connected_group_s8(x, {ga['w'].name}, {ga['bias'].name}, {ga['multiplier'].name}, "
+             f"{ga['rnd'].name}, {ga['shift'].name}, {c_expr(ga['rounding'])}, {ga['ends'].name}, 0, {c_expr(ga['act_min'])}, "
+             f"{c_expr(ga['act_max'])}, {n_in}, {n_out}, {outs});")
     split = (f"        for (r0 = 0; r0 < {n_out}; r0 += step) {{\n"
              f"            const int r1 = r0 + step < {n_out} ? r0 + step : {n_out};\n"
-             f"            edgernn_fully_connected_group_s8(x, {ga['w'][1]} + (size_t)r0 * {n_in}, {ga['bias'][1]} + r0, "
-             f"{ga['multiplier'][1]} + r0, {ga['rnd'][1]} + r0, {ga['shift'][1]} + r0, {ga['rounding']}, "
-             f"{ga['ends'][1]}, r0, {ga['act_min']}, {ga['act_max']}, {n_in}, r1 - r0, {outs});\n"
+             f"            edgernn_fully_connected_group_s8(x, {ga['w'].name} + (size_t)r0 * {n_in}, {ga['bias'].name} + r0, "
+             f"{ga['multiplier'].name} + r0, {ga['rnd'].name} + r0, {ga['shift'].name} + r0, {c_expr(ga['rounding'])}, "
+             f"{ga['ends'].name}, r0, {c_expr(ga['act_min'])}, {c_expr(ga['act_max'])}, {n_in}, r1 - r0, {outs});\n"
              f"        }}")
     decl = "".join(f"    int8_t ref{k}[{r}], got{k}[{r}];\n" for k, r in enumerate(rows))
     cmp = "".join(f"        bad += memcmp(ref{k}, got{k}, {r}) != 0;\n" for k, r in enumerate(rows))

@@ -123,7 +123,7 @@ def test_sub_ranges_cover_the_output_once():
                 assert ranges[0][0] == 0 and ranges[-1][1] == count
                 assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
                 assert all(b % grain == 0 for b, _ in ranges if b < count)
-    from edgernn.backend.kernels import render_sources
+    from edgernn.backend.kernel_sources import render_sources
 
     header = render_sources()["edgernn_team.h"]
     assert "(int64_t)units * k / n" in header and "(int64_t)units * (k + 1) / n" in header

@@ -18,7 +18,7 @@ from edgernn.backend import generate_firmware
 from edgernn.targets.compile import Part, compile_firmware
 from edgernn.targets.board import load_board
 from edgernn.tflite.interpreter import load_interpreter
-from edgernn.tflite.oracle import step_records
+from edgernn.tflite.oracle import quantize, step_records
 
 DRIVER = Path(__file__).resolve().parents[1] / "c" / "step_driver.c"
 
@@ -36,14 +36,14 @@ def state_keys(folder: Path) -> list[str]:
 
 
 def quantize_x(folder: Path, xs: np.ndarray) -> np.ndarray:
+    """xs in the step model's input quantization, as the interpreter's input details give it."""
     runner = load_interpreter(folder / "step.tflite").get_signature_runner("serving_default")
     d = runner.get_input_details()["x"]
-    if d["dtype"] == np.float32:
-        return xs.astype(np.float32)
-    scale = d["quantization_parameters"]["scales"][0]
-    zp = d["quantization_parameters"]["zero_points"][0]
-    info = np.iinfo(d["dtype"])
-    return np.clip(np.round(xs / scale) + zp, info.min, info.max).astype(d["dtype"])
+    q = d["quantization_parameters"]
+    entry = {"dtype": np.dtype(d["dtype"]).name}
+    if entry["dtype"] != "float32":
+        entry.update(scale=q["scales"][0], zero_point=q["zero_points"][0])
+    return quantize(xs, entry)
 
 
 def reference_bytes(folder: Path, xq: np.ndarray) -> tuple[np.ndarray, np.dtype]:

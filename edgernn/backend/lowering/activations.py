@@ -9,17 +9,18 @@ from edgernn.backend import quantparams as qp
 from edgernn.backend.kernels import REQUANTIZE_ABS, REQUANTIZE_IDENTITY, REQUANTIZE_NEG
 from edgernn.backend.ir import Operator, Tensor
 
-from edgernn.backend.lowering.base import Call, ConstArray, ConstStruct, LoweringBase, _lit_float, _refuse
+from edgernn.backend.lowering.base import Call, ConstArray, ConstStruct, LoweringBase, _refuse
+from edgernn.backend.values import TensorArg, ConstArg, StructArg, Float, Enum
 
 
 class ActivationsOps(LoweringBase):
     # ---- unary ----
     def _unary(self, op: Operator, dtype: str, name: str):
         x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
-        n = str(out.size)
+        n = int(out.size)
         if dtype == "float32":
-            return self.call(op, "edgernn_unary_f32", {"op": f"EDGERNN_UNARY_{name}", "in": ("tensor", op.inputs[0]),
-                                                       "n": n, "out": ("tensor", op.outputs[0])})
+            return self.call(op, "edgernn_unary_f32", {"op": Enum(f"EDGERNN_UNARY_{name}"), "in": TensorArg(op.inputs[0]),
+                                                       "n": n, "out": TensorArg(op.outputs[0])})
         if dtype == "int8":
             return self._lut(op, "edgernn_lut_s8", "int8_t", self.lut_s8(op, name, x, out))
         if dtype == "int16":
@@ -29,8 +30,8 @@ class ActivationsOps(LoweringBase):
                     raise _refuse(op, "int16 needs zero points 0 and output scale 1/32768")
                 m, s = qp.int16_activation_params(name, si)
                 fn = "edgernn_logistic_s16" if name == "LOGISTIC" else "edgernn_tanh_s16"
-                return self.call(op, fn, {"input_multiplier": str(m), "input_left_shift": str(s),
-                                          "in": ("tensor", op.inputs[0]), "n": n, "out": ("tensor", op.outputs[0])})
+                return self.call(op, fn, {"input_multiplier": int(m), "input_left_shift": int(s),
+                                          "in": TensorArg(op.inputs[0]), "n": n, "out": TensorArg(op.outputs[0])})
             if name in ("ABS", "NEG"):
                 needs = np.float32(si) != np.float32(so)
                 m, s = qp.quantize_multiplier(qp.f32(np.float32(si) / np.float32(so))) if needs else (1 << 30, 1)
@@ -41,14 +42,14 @@ class ActivationsOps(LoweringBase):
     def _lut(self, op: Operator, fn: str, ctype: str, table) -> Call:
         """A table lookup per element (edgernn_lut_s8, edgernn_lut_s16), the table a constant array."""
         arr = ConstArray(self.cname(op, "lut"), ctype, [int(v) for v in table])
-        return self.call(op, fn, {"table": ("const", arr.name), "in": ("tensor", op.inputs[0]),
-                                  "n": str(self.t(op.outputs[0]).size), "out": ("tensor", op.outputs[0])},
+        return self.call(op, fn, {"table": ConstArg(arr.name), "in": TensorArg(op.inputs[0]),
+                                  "n": int(self.t(op.outputs[0]).size), "out": TensorArg(op.outputs[0])},
                          arrays=[arr])
 
     def _requantize_s16(self, op: Operator, params: ConstStruct, mode: int) -> Call:
         return self.call(op, "edgernn_requantize_s16",
-                         {"p": ("ref", params.name), "mode": str(mode), "in": ("tensor", op.inputs[0]),
-                          "n": str(self.t(op.outputs[0]).size), "out": ("tensor", op.outputs[0])}, structs=[params])
+                         {"p": StructArg(params.name), "mode": int(mode), "in": TensorArg(op.inputs[0]),
+                          "n": int(self.t(op.outputs[0]).size), "out": TensorArg(op.outputs[0])}, structs=[params])
 
     def lut_s8(self, op: Operator, name: str, x: Tensor, out: Tensor) -> np.ndarray:
         (si, zi), (so, zo) = x.qparams(), out.qparams()
@@ -111,10 +112,10 @@ class ActivationsOps(LoweringBase):
     def op_leaky_relu(self, op, dtype):
         x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
         alpha = float(op.options.get("alpha", 0.2))
-        n = str(out.size)
+        n = int(out.size)
         if dtype == "float32":
-            return self.call(op, "edgernn_leaky_relu_f32", {"in": ("tensor", op.inputs[0]), "alpha": _lit_float(alpha),
-                                                            "n": n, "out": ("tensor", op.outputs[0])})
+            return self.call(op, "edgernn_leaky_relu_f32", {"in": TensorArg(op.inputs[0]), "alpha": Float(alpha),
+                                                            "n": n, "out": TensorArg(op.outputs[0])})
         if dtype not in ("int8", "int16"):
             return None
         (si, zi), (so, zo) = x.qparams(), out.qparams()
@@ -122,9 +123,9 @@ class ActivationsOps(LoweringBase):
         if dtype == "int8":
             return self._lut(op, "edgernn_lut_s8", "int8_t", qp.leaky_relu_table_s8(zi, zo, mi, shi, ma, sha))
         return self.call(op, "edgernn_leaky_relu_s16",
-                         {"in": ("tensor", op.inputs[0]), "input_zero_point": str(zi), "identity_multiplier": str(mi),
-                          "identity_shift": str(shi), "alpha_multiplier": str(ma), "alpha_shift": str(sha),
-                          "output_zero_point": str(zo), "n": n, "out": ("tensor", op.outputs[0])})
+                         {"in": TensorArg(op.inputs[0]), "input_zero_point": int(zi), "identity_multiplier": int(mi),
+                          "identity_shift": int(shi), "alpha_multiplier": int(ma), "alpha_shift": int(sha),
+                          "output_zero_point": int(zo), "n": n, "out": TensorArg(op.outputs[0])})
 
     def op_rsqrt(self, op, dtype):
         if dtype == "int8":
@@ -140,12 +141,12 @@ class ActivationsOps(LoweringBase):
 
     def op_quantize(self, op, dtype):
         x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
-        n = str(out.size)
+        n = int(out.size)
         if x.dtype == "float32" and dtype in ("int8", "int16"):
             s, z = out.qparams()
             return self.call(op, f"edgernn_quantize_f32_s{8 if dtype == 'int8' else 16}",
-                             {"scale": _lit_float(s), "zero_point": str(z), "in": ("tensor", op.inputs[0]), "n": n,
-                              "out": ("tensor", op.outputs[0])})
+                             {"scale": Float(s), "zero_point": int(z), "in": TensorArg(op.inputs[0]), "n": n,
+                              "out": TensorArg(op.outputs[0])})
         if x.dtype == dtype == "int8":
             return self._lut(op, "edgernn_lut_s8", "int8_t", self.lut_s8(op, "REQUANTIZE", x, out))
         if x.dtype == dtype == "int16":
@@ -161,13 +162,13 @@ class ActivationsOps(LoweringBase):
             return None
         s, z = x.qparams()
         return self.call(op, f"edgernn_dequantize_s{8 if x.dtype == 'int8' else 16}_f32",
-                         {"scale": _lit_float(s), "zero_point": str(z), "in": ("tensor", op.inputs[0]),
-                          "n": str(x.size), "out": ("tensor", op.outputs[0])})
+                         {"scale": Float(s), "zero_point": int(z), "in": TensorArg(op.inputs[0]),
+                          "n": int(x.size), "out": TensorArg(op.outputs[0])})
 
     def op_softmax(self, op, dtype):
         x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
         depth = x.shape[-1] if x.shape else 1
-        rows = str(x.size // depth)
+        rows = int(x.size // depth)
         beta = op.options.get("beta", 1.0)
         if dtype in ("int8", "int16") and x.dtype != dtype:
             raise _refuse(op, f"{x.dtype} input with {dtype} output")
@@ -176,9 +177,9 @@ class ActivationsOps(LoweringBase):
                 raise _refuse(op, "int8 output needs scale 1/256 and zero point -128")
             m, s, diff_min = qp.softmax_s8_params(beta, x.qparams()[0])
             return self.call(op, "edgernn_softmax_s8",
-                             {"input_multiplier": str(m), "input_left_shift": str(s), "diff_min": str(diff_min),
-                              "in": ("tensor", op.inputs[0]), "rows": rows, "depth": str(depth),
-                              "out": ("tensor", op.outputs[0])})
+                             {"input_multiplier": int(m), "input_left_shift": int(s), "diff_min": int(diff_min),
+                              "in": TensorArg(op.inputs[0]), "rows": rows, "depth": int(depth),
+                              "out": TensorArg(op.outputs[0])})
         if dtype == "int16":
             if x.qparams()[1] != 0 or out.qparams()[1] != 0 or abs(out.qparams()[0] - 1.0 / 32768) > 0.001 / 32768:
                 raise _refuse(op, "int16 needs zero points 0 and output scale 1/32768")
@@ -187,11 +188,11 @@ class ActivationsOps(LoweringBase):
             arrays = [ConstArray(self.cname(op, "exp_lut"), "int16_t", [int(v) for v in exp_lut]),
                       ConstArray(self.cname(op, "recip_lut"), "int16_t", [int(v) for v in recip_lut])]
             return self.call(op, "edgernn_softmax_s16",
-                             {"exp_lut": ("const", arrays[0].name), "recip_lut": ("const", arrays[1].name),
-                              "input_multiplier": str(m), "input_shift": str(s), "in": ("tensor", op.inputs[0]),
-                              "rows": rows, "depth": str(depth), "out": ("tensor", op.outputs[0])}, arrays=arrays)
+                             {"exp_lut": ConstArg(arrays[0].name), "recip_lut": ConstArg(arrays[1].name),
+                              "input_multiplier": int(m), "input_shift": int(s), "in": TensorArg(op.inputs[0]),
+                              "rows": rows, "depth": int(depth), "out": TensorArg(op.outputs[0])}, arrays=arrays)
         if dtype != "float32":
             return None
         return self.call(op, "edgernn_softmax_f32",
-                         {"in": ("tensor", op.inputs[0]), "rows": str(x.size // depth), "depth": str(depth),
-                          "beta": _lit_float(op.options.get("beta", 1.0)), "out": ("tensor", op.outputs[0])})
+                         {"in": TensorArg(op.inputs[0]), "rows": int(x.size // depth), "depth": int(depth),
+                          "beta": Float(op.options.get("beta", 1.0)), "out": TensorArg(op.outputs[0])})

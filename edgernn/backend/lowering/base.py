@@ -7,12 +7,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from edgernn.backend.kernels import kernel_args
+from edgernn.backend.kernels import SIZES, kernel, struct_fields
 from edgernn.backend.ir import Graph, Operator, Tensor
+from edgernn.backend.values import NULL, ScratchArg, TensorArg
 from edgernn.errors import EdgeRNNError
-
-FLT_MAX = "3.402823466e+38f"
-
 
 @dataclass
 class ConstArray:
@@ -34,11 +32,11 @@ class Call:
     op_index: int
     op: str
     fn: str
-    args: list                   # items: ("tensor", index) | ("const", name) | ("ref", name) | literal str
+    args: list                   # typed values (edgernn/backend/values.py), in the kernel's order
     arrays: list[ConstArray] = field(default_factory=list)
     structs: list[ConstStruct] = field(default_factory=list)
     more: list = field(default_factory=list)   # further calls of the same op (data movement)
-    scratch: tuple[str, int] | None = None      # (ctype, bytes) of arena scratch, argument ("scratch", op)
+    scratch: tuple[str, int] | None = None      # (ctype, bytes) of arena scratch, argument ScratchArg(op)
 
 
 class Unsupported(EdgeRNNError):
@@ -47,14 +45,6 @@ class Unsupported(EdgeRNNError):
 
 def _refuse(op: Operator, why: str) -> Unsupported:
     return Unsupported(f"op {op.index} ({op.op}) is not supported by the C backend: {why}")
-
-
-def _lit_float(x: float) -> str:
-    if x == float("inf"):
-        return FLT_MAX
-    if x == float("-inf"):
-        return "-" + FLT_MAX
-    return repr(float(np.float32(x))) + "f" if "." in repr(float(np.float32(x))) or "e" in repr(float(np.float32(x))) else repr(float(np.float32(x))) + ".0f"
 
 
 class LoweringBase:
@@ -69,8 +59,15 @@ class LoweringBase:
         return self.g.tensors[i]
 
     def call(self, op: Operator, fn: str, args: dict, **extra) -> Call:
-        """A call of kernel fn, its arguments given by name (edgernn/backend/kernels.py)."""
-        return Call(op.index, op.op, fn, kernel_args(fn, args), **extra)
+        """A call of kernel fn, its arguments given by name (edgernn/backend/kernels.py). A kernel with
+        scratch gets its buffer in the arena, of the size its table entry computes (NULL for none)."""
+        k = kernel(fn)
+        if k.scratch is not None:
+            struct = next(s for s in extra.get("structs", []) if s.name == args[k.scratch_from].name)
+            elems = k.scratch(struct_fields(struct))
+            args = {**args, "scratch": ScratchArg(op.index) if elems else NULL}
+            extra["scratch"] = (k.scratch_ctype, elems * SIZES[k.scratch_ctype]) if elems else None
+        return Call(op.index, op.op, fn, k.order(args), **extra)
 
     def cname(self, op: Operator, what: str) -> str:
         return f"{self.prefix}_op{op.index}_{what}"
@@ -85,7 +82,7 @@ class LoweringBase:
         """A tensor as a kernel argument; constants become runtime arrays in weights.c."""
         if self.t(i).is_const:
             self.runtime_consts.add(i)
-        return ("tensor", i)
+        return TensorArg(i)
 
     def lower(self) -> list[Call]:
         for op in self.g.operators:

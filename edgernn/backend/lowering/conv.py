@@ -17,11 +17,10 @@ import numpy as np
 from edgernn.backend import quantparams as qp
 from edgernn.backend.ir import Operator, Tensor
 
-from edgernn.backend.lowering.base import Call, ConstArray, ConstStruct, LoweringBase, _lit_float, _refuse
+from edgernn.backend.lowering.base import Call, ConstArray, ConstStruct, LoweringBase, _refuse
+from edgernn.backend.values import TensorArg, ConstArg, StructArg, Float, NULL
 from edgernn.backend.lowering.blocking import blocked_rows
 
-# edgernn_conv.c's EDGERNN_CONV_TEAM_SLOTS: the team's workers that each have a patch slot
-CONV_TEAM_SLOTS = 8
 
 PADDING_SAME, PADDING_VALID = 0, 1
 
@@ -122,9 +121,9 @@ class ConvOps(LoweringBase):
     def _float_bias(self, op: Operator):
         bias_i = op.inputs[2] if len(op.inputs) > 2 else -1
         if bias_i < 0:
-            return "NULL"
+            return NULL
         self.runtime_consts.add(bias_i)
-        return ("tensor", bias_i)
+        return TensorArg(bias_i)
 
     # ---- CONV_2D ----
     def op_conv_2d(self, op: Operator, dtype: str):
@@ -143,24 +142,21 @@ class ConvOps(LoweringBase):
             # a float pointwise convolution is a FULLY_CONNECTED over the pixels (its rows)
             return self._pointwise_as_fc(op, w, n_out, n_in, g)
         geom = self._geom_struct(op, g)
-        # the integer kernels read a pointwise convolution's pixels in place (no patches gathered); the team's
-        # int8 kernel gathers one patch at a time into a slot per worker (edgernn_conv.c, 8 slots of 4-byte rows)
-        scratch_elems = 0 if pointwise else max(g.out_w * n_in, CONV_TEAM_SLOTS * ((n_in + 3) // 4 * 4))
         if dtype == "float32":
             if w.dtype != "float32":
                 raise _refuse(op, "hybrid (quantized weights, float activations) models")
             self.runtime_consts.add(op.inputs[1])
             lo, hi = qp.activation_range_float(op.options.get("fusedActivationFunction", 0))
             return self.call(op, "edgernn_conv_f32",
-                             {"g": ("ref", geom.name), "in": ("tensor", op.inputs[0]), "w": ("tensor", op.inputs[1]),
-                              "bias": self._float_bias(op), "act_min": _lit_float(lo), "act_max": _lit_float(hi),
-                              "scratch": ("scratch", op.index), "out": ("tensor", op.outputs[0])},
-                             structs=[geom], scratch=("float", 4 * scratch_elems))
+                             {"g": StructArg(geom.name), "in": TensorArg(op.inputs[0]), "w": TensorArg(op.inputs[1]),
+                              "bias": self._float_bias(op), "act_min": Float(lo), "act_max": Float(hi),
+                              "out": TensorArg(op.outputs[0])},
+                             structs=[geom])
         mult, shift, in_zp, out_zp, lo, hi = self._quantized_conv(op, dtype, n_out)
         w2 = w.data.reshape(n_out, n_in)
         bias = self._bias(op, n_out)
-        common = {"g": ("ref", geom.name), "in": ("tensor", op.inputs[0]), "act_min": str(lo), "act_max": str(hi),
-                  "scratch": ("scratch", op.index) if scratch_elems else "NULL", "out": ("tensor", op.outputs[0])}
+        common = {"g": StructArg(geom.name), "in": TensorArg(op.inputs[0]), "act_min": int(lo), "act_max": int(hi),
+                  "out": TensorArg(op.outputs[0])}
         if dtype == "int8":
             bias_eff = bias - in_zp * w2.astype(np.int64).sum(axis=1)
             if bias_eff.min() < qp.INT32_MIN or bias_eff.max() > qp.INT32_MAX:
@@ -168,16 +164,16 @@ class ConvOps(LoweringBase):
             arrays = self._quant_arrays(op, "int32_t", bias_eff, mult, shift)
             arrays.append(ConstArray(self.cname(op, "w"), "int8_t", blocked_rows(w2).tolist()))
             return self.call(op, "edgernn_conv_s8",
-                             {**common, "w": ("const", arrays[3].name), "bias": ("const", arrays[0].name),
-                              "multiplier": ("const", arrays[1].name), "shift": ("const", arrays[2].name),
-                              "input_zero_point": str(in_zp), "output_offset": str(out_zp)},
-                             arrays=arrays, structs=[geom], scratch=("int8_t", scratch_elems) if scratch_elems else None)
+                             {**common, "w": ConstArg(arrays[3].name), "bias": ConstArg(arrays[0].name),
+                              "multiplier": ConstArg(arrays[1].name), "shift": ConstArg(arrays[2].name),
+                              "input_zero_point": int(in_zp), "output_offset": int(out_zp)},
+                             arrays=arrays, structs=[geom])
         arrays = self._quant_arrays(op, "int64_t", bias, mult, shift)
         self.runtime_consts.add(op.inputs[1])
         return self.call(op, "edgernn_conv_s16",
-                         {**common, "w": ("tensor", op.inputs[1]), "bias": ("const", arrays[0].name),
-                          "multiplier": ("const", arrays[1].name), "shift": ("const", arrays[2].name)},
-                         arrays=arrays, structs=[geom], scratch=("int16_t", 2 * scratch_elems) if scratch_elems else None)
+                         {**common, "w": TensorArg(op.inputs[1]), "bias": ConstArg(arrays[0].name),
+                          "multiplier": ConstArg(arrays[1].name), "shift": ConstArg(arrays[2].name)},
+                         arrays=arrays, structs=[geom])
 
     def _quant_arrays(self, op: Operator, bias_type: str, bias, mult, shift) -> list[ConstArray]:
         return [ConstArray(self.cname(op, "bias"), bias_type, [int(b) for b in bias]),
@@ -190,9 +186,9 @@ class ConvOps(LoweringBase):
         self.runtime_consts.add(op.inputs[1])
         lo, hi = qp.activation_range_float(op.options.get("fusedActivationFunction", 0))
         return self.call(op, "edgernn_fully_connected_f32",
-                         {"in": ("tensor", op.inputs[0]), "w": ("tensor", op.inputs[1]), "bias": self._float_bias(op),
-                          "act_min": _lit_float(lo), "act_max": _lit_float(hi), "rows": str(g.out_h * g.out_w),
-                          "n_in": str(n_in), "n_out": str(n_out), "out": ("tensor", op.outputs[0])})
+                         {"in": TensorArg(op.inputs[0]), "w": TensorArg(op.inputs[1]), "bias": self._float_bias(op),
+                          "act_min": Float(lo), "act_max": Float(hi), "rows": int(g.out_h * g.out_w),
+                          "n_in": int(n_in), "n_out": int(n_out), "out": TensorArg(op.outputs[0])})
 
     # ---- DEPTHWISE_CONV_2D ----
     def op_depthwise_conv_2d(self, op: Operator, dtype: str):
@@ -209,39 +205,36 @@ class ConvOps(LoweringBase):
         g = self._geometry(op, k_h, k_w, n_out // in_c)
         geom = self._geom_struct(op, g)
         self.runtime_consts.add(op.inputs[1])
-        common = {"g": ("ref", geom.name), "in": ("tensor", op.inputs[0]), "scratch": ("scratch", op.index),
-                  "out": ("tensor", op.outputs[0])}
+        common = {"g": StructArg(geom.name), "in": TensorArg(op.inputs[0]), "out": TensorArg(op.outputs[0])}
         if dtype == "float32":
             if w.dtype != "float32":
                 raise _refuse(op, "hybrid (quantized weights, float activations) models")
             lo, hi = qp.activation_range_float(op.options.get("fusedActivationFunction", 0))
             return self.call(op, "edgernn_depthwise_conv_f32",
-                             {**common, "w_f": ("tensor", op.inputs[1]), "bias": self._float_bias(op),
-                              "act_min": _lit_float(lo), "act_max": _lit_float(hi)},
-                             structs=[geom], scratch=("float", 4 * n_out))
+                             {**common, "w_f": TensorArg(op.inputs[1]), "bias": self._float_bias(op),
+                              "act_min": Float(lo), "act_max": Float(hi)},
+                             structs=[geom])
         mult, shift, in_zp, out_zp, lo, hi = self._quantized_conv(op, dtype, n_out)
         # the integer kernels walk a padded copy of the frame (edgernn_conv.c), the input offset folded into
         # the bias over every tap (a padded tap holds the zero point, so it adds nothing)
-        padded = ((g.out_h - 1) * g.stride_h + (k_h - 1) * g.dil_h + 1) * \
-                 ((g.out_w - 1) * g.stride_w + (k_w - 1) * g.dil_w + 1) * g.in_c
         bias = self._bias(op, n_out) - in_zp * w.data.astype(np.int64).reshape(-1, n_out).sum(axis=0)
-        common.update({"w": ("tensor", op.inputs[1]), "act_min": str(lo), "act_max": str(hi)})
+        common.update({"w": TensorArg(op.inputs[1]), "act_min": int(lo), "act_max": int(hi)})
         if dtype == "int8":
             if bias.min() < qp.INT32_MIN or bias.max() > qp.INT32_MAX:
                 raise _refuse(op, "folded bias exceeds int32")
             arrays = self._quant_arrays(op, "int32_t", bias, mult, shift)
             return self.call(op, "edgernn_depthwise_conv_s8",
-                             {**common, "bias": ("const", arrays[0].name), "multiplier": ("const", arrays[1].name),
-                              "shift": ("const", arrays[2].name), "input_zero_point": str(in_zp),
-                              "output_offset": str(out_zp)},
-                             arrays=arrays, structs=[geom], scratch=("int8_t", padded))
+                             {**common, "bias": ConstArg(arrays[0].name), "multiplier": ConstArg(arrays[1].name),
+                              "shift": ConstArg(arrays[2].name), "input_zero_point": int(in_zp),
+                              "output_offset": int(out_zp)},
+                             arrays=arrays, structs=[geom])
         if k_h * k_w > 256:
             raise _refuse(op, f"{k_h}x{k_w} taps: the 16x8 kernel sums at most 256 int16 x int8 products in int32")
         arrays = self._quant_arrays(op, "int64_t", bias, mult, shift)
         return self.call(op, "edgernn_depthwise_conv_s16",
-                         {**common, "bias": ("const", arrays[0].name), "multiplier": ("const", arrays[1].name),
-                          "shift": ("const", arrays[2].name)},
-                         arrays=arrays, structs=[geom], scratch=("int16_t", 2 * padded))
+                         {**common, "bias": ConstArg(arrays[0].name), "multiplier": ConstArg(arrays[1].name),
+                          "shift": ConstArg(arrays[2].name)},
+                         arrays=arrays, structs=[geom])
 
     # ---- pools ----
     def _pool(self, op: Operator, dtype: str, kind: str):
@@ -254,16 +247,16 @@ class ConvOps(LoweringBase):
         x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
         act = opts.get("fusedActivationFunction", 0)
         if dtype == "float32":
-            lo, hi = map(_lit_float, qp.activation_range_float(act))
+            lo, hi = map(Float, qp.activation_range_float(act))
         else:
             if x.qparams() != out.qparams():
                 raise _refuse(op, "input and output quantized differently (TFLite requires the same)")
-            lo, hi = map(str, qp.activation_range(act, dtype, *out.qparams()))
+            lo, hi = map(int, qp.activation_range(act, dtype, *out.qparams()))
         geom = self._geom_struct(op, g)
         suffix = {"float32": "f32", "int8": "s8", "int16": "s16"}[dtype]
         return self.call(op, f"edgernn_{kind}_pool_{suffix}",
-                         {"g": ("ref", geom.name), "in": ("tensor", op.inputs[0]), "act_min": lo, "act_max": hi,
-                          "out": ("tensor", op.outputs[0])}, structs=[geom])
+                         {"g": StructArg(geom.name), "in": TensorArg(op.inputs[0]), "act_min": lo, "act_max": hi,
+                          "out": TensorArg(op.outputs[0])}, structs=[geom])
 
     def op_max_pool_2d(self, op, dtype):
         return self._pool(op, dtype, "max")

@@ -7,7 +7,8 @@ import numpy as np
 from edgernn.backend import quantparams as qp
 from edgernn.backend.ir import Operator
 
-from edgernn.backend.lowering.base import Call, ConstArray, ConstStruct, LoweringBase, _lit_float, _refuse
+from edgernn.backend.lowering.base import Call, ConstArray, ConstStruct, LoweringBase, _refuse
+from edgernn.backend.values import TensorArg, ConstArg, StructArg, Float
 
 
 class ElementwiseOps(LoweringBase):
@@ -34,18 +35,18 @@ class ElementwiseOps(LoweringBase):
 
     def _binary_float(self, op: Operator, fn: str, with_act: bool = True):
         bc = self.bcast(op)
-        args = {"b": ("ref", bc.name), "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]),
-                "out": ("tensor", op.outputs[0])}
+        args = {"b": StructArg(bc.name), "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]),
+                "out": TensorArg(op.outputs[0])}
         if with_act:
             lo, hi = qp.activation_range_float(op.options.get("fusedActivationFunction", 0))
-            args.update(act_min=_lit_float(lo), act_max=_lit_float(hi))
+            args.update(act_min=Float(lo), act_max=Float(hi))
         return self.call(op, fn, args, structs=[bc])
 
     def _binary_params(self, op: Operator, fn: str, params: ConstStruct) -> Call:
         """A broadcasting integer kernel of a parameter struct (MUL, DIV, SQUARED_DIFFERENCE)."""
         bc = self.bcast(op)
-        return self.call(op, fn, {"b": ("ref", bc.name), "p": ("ref", params.name), "in1": self.operand(op.inputs[0]),
-                                  "in2": self.operand(op.inputs[1]), "out": ("tensor", op.outputs[0])},
+        return self.call(op, fn, {"b": StructArg(bc.name), "p": StructArg(params.name), "in1": self.operand(op.inputs[0]),
+                                  "in2": self.operand(op.inputs[1]), "out": TensorArg(op.outputs[0])},
                          structs=[bc, params])
 
     def _addsub(self, op: Operator, dtype: str, subtract: bool):
@@ -74,8 +75,8 @@ class ElementwiseOps(LoweringBase):
         if max(sh1, sh2, sho) > 0:
             raise _refuse(op, "a rescale multiplier above one")   # TFLite's Prepare refuses it too
         sfx = "s8" if dtype == "int8" else "s16"
-        out_arg = ("tensor", op.outputs[0])
-        flag = "1" if kernel_subtract else "0"
+        out_arg = TensorArg(op.outputs[0])
+        flag = 1 if kernel_subtract else 0
         const_pos = [k for k in (0, 1) if self.t(op.inputs[k]).is_const]
         if len(const_pos) == 1 and self.t(op.inputs[1 - const_pos[0]]).size == out.size:
             # one operand constant: its rescaled value (with the op's sign) is folded here, per element
@@ -89,21 +90,21 @@ class ElementwiseOps(LoweringBase):
             params = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
                                  [-zr, 0, zo, left_shift, mr, shr, 0, 0, mo, sho, lo, hi])
             karr = ConstArray(self.cname(op, "k"), "int32_t", k)
-            negate = "1" if (c == 0 and kernel_subtract) else "0"
+            negate = 1 if (c == 0 and kernel_subtract) else 0
             return self.call(op, f"edgernn_addsub_const_{sfx}",
-                             {"p": ("ref", params.name), "negate": negate, "in": ("tensor", op.inputs[1 - c]),
-                              "k": ("const", karr.name), "n": str(out.size), "out": out_arg},
+                             {"p": StructArg(params.name), "negate": negate, "in": TensorArg(op.inputs[1 - c]),
+                              "k": ConstArg(karr.name), "n": int(out.size), "out": out_arg},
                              arrays=[karr], structs=[params])
         params = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
                              [-z1, -z2, zo, left_shift, m1, sh1, m2, sh2, mo, sho, lo, hi])
         if a.size == b.size == out.size:
             return self.call(op, f"edgernn_addsub_n_{sfx}",
-                             {"p": ("ref", params.name), "subtract": flag, "in1": self.operand(op.inputs[0]),
-                              "in2": self.operand(op.inputs[1]), "n": str(out.size), "out": out_arg},
+                             {"p": StructArg(params.name), "subtract": flag, "in1": self.operand(op.inputs[0]),
+                              "in2": self.operand(op.inputs[1]), "n": int(out.size), "out": out_arg},
                              structs=[params])
         bc = self.bcast(op)
         return self.call(op, f"edgernn_addsub_{sfx}",
-                         {"b": ("ref", bc.name), "p": ("ref", params.name), "subtract": flag,
+                         {"b": StructArg(bc.name), "p": StructArg(params.name), "subtract": flag,
                           "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]), "out": out_arg},
                          structs=[bc, params])
 
@@ -132,8 +133,8 @@ class ElementwiseOps(LoweringBase):
         sfx = "s8" if dtype == "int8" else "s16"
         if a.size == b.size == out.size:
             return self.call(op, f"edgernn_mul_n_{sfx}",
-                             {"p": ("ref", params.name), "in1": self.operand(op.inputs[0]),
-                              "in2": self.operand(op.inputs[1]), "n": str(out.size), "out": ("tensor", op.outputs[0])},
+                             {"p": StructArg(params.name), "in1": self.operand(op.inputs[0]),
+                              "in2": self.operand(op.inputs[1]), "n": int(out.size), "out": TensorArg(op.outputs[0])},
                              structs=[params])
         return self._binary_params(op, f"edgernn_mul_{sfx}", params)
 
@@ -147,11 +148,23 @@ class ElementwiseOps(LoweringBase):
         params = self._mul_params(op, dtype, real)
         return self._binary_params(op, "edgernn_div_s8", params)
 
+    def _maximum_minimum(self, op: Operator, dtype: str, minimum: bool):
+        if dtype == "float32":
+            return self._binary_float(op, "edgernn_minimum_f32" if minimum else "edgernn_maximum_f32", False)
+        if dtype not in ("int8", "int16"):
+            return None
+        # maximum_minimum.cc compares the raw integers whatever the quantizations (the converter makes them
+        # the output's), so the kernel does too
+        bc = self.bcast(op)
+        return self.call(op, f"edgernn_maximum_minimum_s{8 if dtype == 'int8' else 16}",
+                         {"b": StructArg(bc.name), "minimum": int(minimum), "in1": self.operand(op.inputs[0]),
+                          "in2": self.operand(op.inputs[1]), "out": TensorArg(op.outputs[0])}, structs=[bc])
+
     def op_maximum(self, op, dtype):
-        return self._binary_float(op, "edgernn_maximum_f32", False) if dtype == "float32" else None
+        return self._maximum_minimum(op, dtype, False)
 
     def op_minimum(self, op, dtype):
-        return self._binary_float(op, "edgernn_minimum_f32", False) if dtype == "float32" else None
+        return self._maximum_minimum(op, dtype, True)
 
     def op_squared_difference(self, op, dtype):
         if dtype == "float32":

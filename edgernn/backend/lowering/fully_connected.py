@@ -7,7 +7,8 @@ import numpy as np
 from edgernn.backend import quantparams as qp
 from edgernn.backend.ir import Operator
 
-from edgernn.backend.lowering.base import ConstArray, LoweringBase, _lit_float, _refuse
+from edgernn.backend.lowering.base import ConstArray, LoweringBase, _refuse
+from edgernn.backend.values import TensorArg, ConstArg, Float, Enum, NULL
 from edgernn.backend.lowering.blocking import blocked_rows
 
 
@@ -30,14 +31,14 @@ class FullyConnectedOps(LoweringBase):
             if w.dtype != "float32":
                 raise _refuse(op, "hybrid (quantized weights, float activations) models")
             self.runtime_consts.add(op.inputs[1])
-            bias_arg = "NULL"
+            bias_arg = NULL
             if bias_i >= 0:
                 self.runtime_consts.add(bias_i)
-                bias_arg = ("tensor", bias_i)
+                bias_arg = TensorArg(bias_i)
             return self.call(op, "edgernn_fully_connected_f32",
-                             {"in": ("tensor", op.inputs[0]), "w": ("tensor", op.inputs[1]), "bias": bias_arg,
-                              "act_min": _lit_float(lo), "act_max": _lit_float(hi), "rows": str(rows),
-                              "n_in": str(n_in), "n_out": str(n_out), "out": ("tensor", op.outputs[0])})
+                             {"in": TensorArg(op.inputs[0]), "w": TensorArg(op.inputs[1]), "bias": bias_arg,
+                              "act_min": Float(lo), "act_max": Float(hi), "rows": int(rows),
+                              "n_in": int(n_in), "n_out": int(n_out), "out": TensorArg(op.outputs[0])})
         if dtype not in ("int8", "int16") or w.dtype != "int8":
             return None
         in_s, in_zp = x.qparams()
@@ -67,17 +68,17 @@ class FullyConnectedOps(LoweringBase):
         if dtype == "int8":
             # the int8 kernel walks its weights in edgernn_dot.h's blocked layout (lowering/blocking.py)
             arrays.append(ConstArray(self.cname(op, "w"), "int8_t", blocked_rows(w.data).tolist()))
-            w_arg = ("const", arrays[-1].name)
+            w_arg = ConstArg(arrays[-1].name)
         else:
             self.runtime_consts.add(op.inputs[1])
-            w_arg = ("tensor", op.inputs[1])
-        args = {"in": ("tensor", op.inputs[0]), "w": w_arg, "bias": ("const", arrays[0].name),
-                "multiplier": ("const", arrays[1].name), "shift": ("const", arrays[2].name),
-                "output_offset": str(out_zp), "act_min": str(lo), "act_max": str(hi), "rows": str(rows),
-                "n_in": str(n_in), "n_out": str(n_out), "out": ("tensor", op.outputs[0])}
+            w_arg = TensorArg(op.inputs[1])
+        args = {"in": TensorArg(op.inputs[0]), "w": w_arg, "bias": ConstArg(arrays[0].name),
+                "multiplier": ConstArg(arrays[1].name), "shift": ConstArg(arrays[2].name),
+                "output_offset": int(out_zp), "act_min": int(lo), "act_max": int(hi), "rows": int(rows),
+                "n_in": int(n_in), "n_out": int(n_out), "out": TensorArg(op.outputs[0])}
         if dtype == "int8":
             # The one op whose builtin kernel rounds differently from the reference one (docs/ops.md): the
             # rescale follows the kernel of the graph's oracle.
-            args["rounding"] = "EDGERNN_ROUND_TWICE_UP" if self.g.oracle == "builtin" else "EDGERNN_ROUND_ONCE"
+            args["rounding"] = Enum("EDGERNN_ROUND_TWICE_UP" if self.g.oracle == "builtin" else "EDGERNN_ROUND_ONCE")
         fn = "edgernn_fully_connected_s8" if dtype == "int8" else "edgernn_fully_connected_s16"
         return self.call(op, fn, args, arrays=arrays)

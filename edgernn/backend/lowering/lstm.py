@@ -8,6 +8,7 @@ from edgernn.backend import quantparams as qp
 from edgernn.backend.ir import Operator
 
 from edgernn.backend.lowering.base import ConstArray, ConstStruct, LoweringBase, _refuse
+from edgernn.backend.values import TensorArg, ConstArg, StructArg
 from edgernn.backend.lowering.blocking import blocked_rows, unit_major_rows
 
 
@@ -57,8 +58,8 @@ class LstmOps(LoweringBase):
                 raise _refuse(op, "every gate needs a constant bias")
             biases.append(self.t(i).data.reshape(-1))
         cell_clip = float(np.float32(opts.get("cellClip", 0.0)))
-        args_state = {"steps": str(steps), "x": ("tensor", ins[0]), "h": ("tensor", ins[18]), "c": ("tensor", ins[19]),
-                      "y": ("tensor", op.outputs[0]), "scratch": ("scratch", op.index)}
+        args_state = {"steps": int(steps), "x": TensorArg(ins[0]), "h": TensorArg(ins[18]), "c": TensorArg(ins[19]),
+                      "y": TensorArg(op.outputs[0])}
         if dtype == "float32":
             if x.dtype != "float32" or any(w.dtype != "float32" for w in w_in + w_rec):
                 raise _refuse(op, "hybrid (quantized weights, float activations) models")
@@ -70,9 +71,9 @@ class LstmOps(LoweringBase):
             params = ConstStruct(self.cname(op, "p"), "edgernn_lstm_f32_params_t",
                                  [n_in, n_cell, cell_clip if cell_clip > 0 else 0.0])
             return self.call(op, "edgernn_lstm_f32",
-                             {"p": ("ref", params.name), "w_in": ("const", arrays[0].name),
-                              "w_rec": ("const", arrays[1].name), "bias": ("const", arrays[2].name), **args_state},
-                             arrays=arrays, structs=[params], scratch=("float", 4 * 4 * n_cell))
+                             {"p": StructArg(params.name), "w_in": ConstArg(arrays[0].name),
+                              "w_rec": ConstArg(arrays[1].name), "bias": ConstArg(arrays[2].name), **args_state},
+                             arrays=arrays, structs=[params])
         if dtype != "int8":
             return None
         if x.dtype != "int8" or h.dtype != "int8" or c.dtype != "int16" or any(w.dtype != "int8" for w in w_in + w_rec):
@@ -114,7 +115,7 @@ class LstmOps(LoweringBase):
             hid_m, hid_sh, hidden_zp, 30 + cell_log2, 15 + cell_log2, qp.lstm_quantized_cell_clip(cell_clip, c_s),
         ])
         return self.call(op, "edgernn_lstm_s8",
-                         {"p": ("ref", params.name), "w_in": ("const", arrays[0].name),
-                          "w_rec": ("const", arrays[1].name), "bias_in": ("const", arrays[2].name),
-                          "bias_rec": ("const", arrays[3].name), **args_state},
-                         arrays=arrays, structs=[params], scratch=("int16_t", 2 * n_cell))
+                         {"p": StructArg(params.name), "w_in": ConstArg(arrays[0].name),
+                          "w_rec": ConstArg(arrays[1].name), "bias_in": ConstArg(arrays[2].name),
+                          "bias_rec": ConstArg(arrays[3].name), **args_state},
+                         arrays=arrays, structs=[params])

@@ -7,7 +7,8 @@ import numpy as np
 from edgernn.backend import quantparams as qp
 from edgernn.backend.ir import Operator
 
-from edgernn.backend.lowering.base import ConstArray, LoweringBase, _lit_float, _refuse
+from edgernn.backend.lowering.base import ConstArray, LoweringBase, _refuse
+from edgernn.backend.values import TensorArg, ConstArg, Float
 
 
 class ReduceOps(LoweringBase):
@@ -26,8 +27,8 @@ class ReduceOps(LoweringBase):
             if dtype != "float32" and x.qparams() != out.qparams():
                 raise _refuse(op, "input and output quantized differently")
             return self.call(op, fn.replace("f32", {"float32": "f32", "int8": "s8", "int16": "s16"}[dtype]),
-                             {"in": ("tensor", op.inputs[0]), "outer": str(outer), "reduced": str(reduced),
-                              "inner": str(inner), "out": ("tensor", op.outputs[0])})
+                             {"in": TensorArg(op.inputs[0]), "outer": int(outer), "reduced": int(reduced),
+                              "inner": int(inner), "out": TensorArg(op.outputs[0])})
         if dtype == "int16":
             if fn != "edgernn_mean_f32":
                 raise _refuse(op, "no int16 kernel (no converted model uses one, so none is verified)")
@@ -39,11 +40,11 @@ class ReduceOps(LoweringBase):
             # GlobalAveragePooling2D at 16x8: QuantizedMeanOrSum as at int8 (measured, tests/backend/test_conv.py)
             mult, shift = qp.reduce_params(si, so, reduced, mean=True)
             return self.call(op, "edgernn_mean_s16",
-                             {"in": ("tensor", op.inputs[0]), "outer": str(outer), "reduced": str(reduced),
-                              "inner": str(inner), "multiplier": str(mult), "shift": str(shift),
-                              "out": ("tensor", op.outputs[0])})
-        shape = {"in": ("tensor", op.inputs[0]), "outer": str(outer), "reduced": str(reduced), "inner": str(inner),
-                 "out": ("tensor", op.outputs[0])}
+                             {"in": TensorArg(op.inputs[0]), "outer": int(outer), "reduced": int(reduced),
+                              "inner": int(inner), "multiplier": int(mult), "shift": int(shift),
+                              "out": TensorArg(op.outputs[0])})
+        shape = {"in": TensorArg(op.inputs[0]), "outer": int(outer), "reduced": int(reduced), "inner": int(inner),
+                 "out": TensorArg(op.outputs[0])}
         if dtype == "int8":
             (si, zi), (so, zo) = x.qparams(), out.qparams()
             if fn == "edgernn_sum_f32":
@@ -56,16 +57,16 @@ class ReduceOps(LoweringBase):
                     first, at = steps
                     arr = ConstArray(self.cname(op, "steps"), "int32_t", at or [0])
                     return self.call(op, "edgernn_sum_steps_s8",
-                                     {**shape, "steps": ("const", arr.name), "n_steps": str(len(at)),
-                                      "first": str(first)}, arrays=[arr])
+                                     {**shape, "steps": ConstArg(arr.name), "n_steps": int(len(at)),
+                                      "first": int(first)}, arrays=[arr])
                 return self.call(op, "edgernn_sum_s8",
-                                 {**shape, "scale": _lit_float(scale), "bias": _lit_float(bias),
-                                  "output_zero_point": str(zo)})
+                                 {**shape, "scale": Float(scale), "bias": Float(bias),
+                                  "output_zero_point": int(zo)})
             # reference_ops::QuantizedMeanOrSum: int32 sum, zero point removed, one requantization
             mult, shift = qp.reduce_params(si, so, reduced, mean=True)
             return self.call(op, "edgernn_mean_s8",
-                             {**shape, "input_zero_point": str(zi), "multiplier": str(mult), "shift": str(shift),
-                              "output_zero_point": str(zo)})
+                             {**shape, "input_zero_point": int(zi), "multiplier": int(mult), "shift": int(shift),
+                              "output_zero_point": int(zo)})
         return self.call(op, fn, shape)
 
     def op_sum(self, op, dtype):

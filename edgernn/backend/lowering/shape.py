@@ -8,6 +8,7 @@ import numpy as np
 from edgernn.backend.ir import Operator
 
 from edgernn.backend.lowering.base import Call, ConstArray, LoweringBase, _refuse
+from edgernn.backend.values import TensorArg, ConstArg, SizeOf
 
 
 class ShapeOps(LoweringBase):
@@ -45,9 +46,9 @@ class ShapeOps(LoweringBase):
         for name, n_runs, src_t, dst_t in calls_args:
             self.operand(src_t)
             call = self.call(op, "edgernn_copy_runs",
-                             {"runs": ("const", name), "n_runs": str(n_runs),
-                              "elem_size": f"sizeof({self.t(dst_t).ctype})", "src": ("tensor", src_t),
-                              "dst": ("tensor", dst_t)})
+                             {"runs": ConstArg(name), "n_runs": int(n_runs),
+                              "elem_size": SizeOf(self.t(dst_t).ctype), "src": TensorArg(src_t),
+                              "dst": TensorArg(dst_t)})
             if first is None:
                 first = call
                 first.arrays = arrays

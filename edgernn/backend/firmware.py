@@ -1,0 +1,246 @@
+"""generate_firmware: the backend's one entry point, from a converted folder to OUT/firmware/.
+
+It reads the step model (and head), lowers both to kernel calls (codegen.lower_graph), places the
+arena, state and weights in the board's memories (placement), lets the team share the large calls
+(parallel), plans DMA bands (tiling), copies the kernels and renders the templates (codegen).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from importlib import metadata
+from pathlib import Path
+
+from edgernn.backend.codegen import (
+    KERNEL_HEADERS,
+    copy_dma_source,
+    copy_kernels,
+    kernel_headers,
+    fast_weights,
+    link_model_frame,
+    write_project,
+    lower_graph,
+    render,
+    state_layout,
+)
+from edgernn.backend.kernels import SIZES
+from edgernn.backend.layout import align
+from edgernn.backend.parallel import min_count, share_calls
+from edgernn.backend.placement import place
+from edgernn.backend.reader import read_tflite
+from edgernn.backend.tiling import band_args, plan_bands
+from edgernn.errors import EdgeRNNError
+from edgernn.outdir import MANIFEST, read_manifest
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def _tools() -> str:
+    return f"TensorFlow {_version('tensorflow')}, LiteRT {_version('ai-edge-litert')}"
+
+
+def _state_keys(graph, states: list | dict | None, input_key: str) -> list:
+    """The states in manifest order: a name (an input and output of the step model), or
+    (name, tensor index) for a variable tensor that a fused op updates in place."""
+    if states:
+        if isinstance(states, list) and states:
+            keys = []
+            for s in states:
+                if isinstance(s, dict) and s.get("variable"):
+                    try:
+                        keys.append((str(s["name"]), int(s["tensor"])))
+                    except (KeyError, TypeError, ValueError):
+                        raise EdgeRNNError(f"manifest.json: variable state {s.get('name')!r} needs a tensor index") from None
+                else:
+                    keys.append(s["name"] if isinstance(s, dict) else str(s))
+            return keys
+        if isinstance(states, dict) and states:
+            return list(states)
+    keys = sorted(k for k in graph.inputs if k != input_key)
+    return keys + [(t.name, t.index) for t in graph.tensors if t.is_variable]
+
+
+def _weight_bytes(arrays, structs) -> int:
+    total = 0
+    for a in arrays:
+        total += SIZES[a.ctype] * len(a.values)
+    for s in structs:
+        total += SIZES[s.ctype]
+    return total
+
+
+def _weight_copy_bytes(arrays, structs) -> int:
+    """The weights' copy in the team's fast memory: each constant starts on ALIGN bytes (model.c.j2)."""
+    sizes = [SIZES[a.ctype] * len(a.values) for a in arrays] + [SIZES[s.ctype] for s in structs]
+    return sum(align(n) for n in sizes)
+
+
+def _lower_named(file_name: str, graph, *args):
+    """lower_graph, with a refusal naming the file the op is in (step or head)."""
+    from edgernn.backend.lowering import Unsupported
+
+    try:
+        return lower_graph(graph, *args)
+    except Unsupported as exc:
+        raise Unsupported(f"{file_name}: {exc}") from None
+
+
+def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "FirmwareFacts":
+    """Write OUT/firmware/ from OUT/step.tflite (+ head.tflite); return the facts of the build."""
+    from edgernn._version import __version__
+
+    out_dir = Path(out_dir)
+    step_path = out_dir / "step.tflite"
+    if not step_path.is_file():
+        raise EdgeRNNError(f"{step_path} not found: convert the model first (edgernn convert)")
+    manifest = read_manifest(out_dir) if (out_dir / MANIFEST).is_file() else None
+    graph = read_tflite(step_path)
+    keys = _state_keys(graph, manifest.states if manifest else None, "x")
+    states = state_layout(graph, keys)
+    step = _lower_named(step_path.name, graph, "edgernn_step", "x", "y", states)
+
+    head_ctx = None
+    head = None
+    if (out_dir / "head.tflite").is_file():
+        hgraph = read_tflite(out_dir / "head.tflite")
+        head = _lower_named("head.tflite", hgraph, "edgernn_head", "h", "y", [])
+        hx, hy = hgraph.tensors[head.input_tensor], hgraph.tensors[head.output_tensor]
+        head_ctx = {"graph": head, "input_size": hx.size, "output_size": hy.size, "in_ctype": hx.ctype,
+                    "out_ctype": hy.ctype, "output_bytes": hy.nbytes}
+
+    x_t, y_t = graph.tensors[step.input_tensor], graph.tensors[step.output_tensor]
+    packed = 0
+    state_ctx = []
+    for s in states:
+        state_ctx.append({**s.__dict__, "packed_offset": packed, "in_expr": step.places[s.in_tensor],
+                          "out_expr": step.places[s.out_tensor]})
+        packed += s.nbytes
+    arrays = step.arrays + (head.arrays if head else [])
+    structs = step.structs + (head.structs if head else [])
+    arena_bytes = max(step.plan.arena_bytes, head.plan.arena_bytes if head else 0)
+    bound = max(step.plan.liveness_bound_bytes, head.plan.liveness_bound_bytes if head else 0)
+    weight_bytes = _weight_bytes(arrays, structs)
+    state_storage = sum(align(s.nbytes) for s in states)
+    placement = None
+    if board is not None:
+        placement = place(board, weight_bytes=weight_bytes, state_bytes=state_storage, arena_bytes=arena_bytes,
+                          weight_copy_bytes=_weight_copy_bytes(arrays, structs))
+    fast = fast_weights(arrays, structs) if placement and placement.weights_in_team_memory else []
+    for g in (step, head):
+        if g is not None:
+            g.fast = {w["name"]: w["place"] for w in fast}
+    threshold = min_count(board)
+    shared = share_calls(step.calls, threshold) + (share_calls(head.calls, threshold) if head else [])
+    # the team's CONV_2D over an arena in L2: bands through DMA tiles in L1, when the board has them
+    dma = plan_bands(board, placement, [step, head])
+    for g in (step, head):
+        if g is not None:
+            g.dma = band_args(dma, g.prefix)
+    quant = manifest.quant if manifest and manifest.quant else x_t.dtype
+    functions = {c.fn for g in (step, head) if g for call in g.calls for c in [call, *call.more]}
+    (xs, xz), (ys, yz) = x_t.qparams(), y_t.qparams()
+    context = {
+        "version": __version__,
+        "sha256": graph.sha256,
+        "tools": _tools(),
+        "quant": quant,
+        "input_size": x_t.size,
+        "output_size": y_t.size,
+        "output_bytes": y_t.nbytes,
+        "in_ctype": x_t.ctype,
+        "out_ctype": y_t.ctype,
+        "input_scale": repr(float(xs)),
+        "input_zero_point": xz,
+        "output_scale": repr(float(ys)),
+        "output_zero_point": yz,
+        "state_bytes": packed,
+        "state_storage_bytes": state_storage,
+        "link_model_frame": link_model_frame(x_t.nbytes, max(y_t.nbytes, head_ctx["output_bytes"] if head_ctx else 0),
+                                             packed),
+        "states": state_ctx,
+        "arena_bytes": arena_bytes,
+        "liveness_bound_bytes": bound,
+        "weight_bytes": weight_bytes,
+        "weights_section": (board.get("placement", {}) or {}).get("weights_section", "") if board is not None else "",
+        "weights_attribute": (board.get("placement", {}) or {}).get("weights_attribute", "") if board is not None else "",
+        "weights_attribute_header": ((board.get("placement", {}) or {}).get("weights_attribute_header", "")
+                                     if board is not None else ""),
+        "arena_in_team_memory": bool(placement and placement.arena_in_team_memory),
+        "arena_memory": placement.items["arena"][0] if placement else "ram",
+        "state_in_team_memory": bool(placement and placement.state_in_team_memory),
+        "state_memory": placement.items["state"][0] if placement else "ram",
+        "fast_weights": fast,
+        "dma_tile_bytes": dma.tile_bytes if dma else 0,
+        "dma_header": Path(dma.source).with_suffix(".h").name if dma else "",
+        "weights_memory": placement.items["weights"][0] if placement else "ram",
+        "weights_home": placement.items.get("weights_src", placement.items["weights"])[0] if placement else "ram",
+        "step": step,
+        "head": head_ctx,
+        "arrays": arrays,
+        "structs": structs,
+        "kernel_headers": kernel_headers(functions),
+    }
+    fw = out_dir / "firmware"
+    fw.mkdir(parents=True, exist_ok=True)
+    sources = copy_kernels(fw, board, functions)
+    sources += copy_dma_source(board, fw, dma is not None)
+    render(context, fw)
+    project_files = []
+    if board is not None:
+        project_files = write_project(board, fw, {**context, "sources": sources + ["model.c", "weights.c"]})
+    if verbose:
+        print(f"edgernn: wrote {fw} ({len(graph.operators)} ops, arena {arena_bytes} B, "
+              f"liveness bound {bound} B, constants {weight_bytes} B)")
+    return FirmwareFacts(
+        arena_bytes=arena_bytes,
+        liveness_bound_bytes=bound,
+        weight_bytes=weight_bytes,
+        state_bytes=packed,
+        firmware_dir=str(fw),
+        sources=sources + ["model.c", "weights.c"],
+        headers=list(KERNEL_HEADERS) + kernel_headers(functions) + ["model.h", "weights.h"],
+        ops=sorted(set(graph.op_names) | (set(head.graph.op_names) if head else set())),
+        placement=placement.as_dict() if placement else None,
+        placement_table=placement.table() if placement else [],
+        placement_notes=placement.notes if placement else [],
+        team_ops=sorted(shared),
+        project_files=project_files,
+    )
+
+
+@dataclass
+class FirmwareFacts:
+    """What generate_firmware wrote and measured. Read by attribute; ``facts["arena_bytes"]`` reads the
+    same field, for callers written against the dict this used to be."""
+
+    arena_bytes: int                  # the static arena: the larger of the step's and the head's plan
+    liveness_bound_bytes: int         # the least any placement of the same lives could need
+    weight_bytes: int                 # constant arrays and structs
+    state_bytes: int                  # the packed state (the link's STATE layout)
+    firmware_dir: str
+    sources: list[str]                # the .c files (relative to firmware_dir) a main program links with
+    headers: list[str]
+    ops: list[str]                    # the builtin ops of the step (and head) model
+    placement: dict | None            # Placement.as_dict(), None without a board
+    placement_table: list
+    placement_notes: list[str]
+    team_ops: list[int]               # operator indices the team shares
+    project_files: list[str]          # the server, protocol and HAL files written beside the model
+
+    def __getitem__(self, key: str):
+        if key not in self.keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default=None):
+        return getattr(self, key) if key in self.keys() else default
+
+    def keys(self) -> list[str]:
+        return [f.name for f in fields(self)]
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.keys()}

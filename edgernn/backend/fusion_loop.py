@@ -1,0 +1,370 @@
+"""A fused element-wise loop (edgernn/backend/fusion.py's FusedCall) as a small tree that
+templates/model/fused_loop.c.j2 prints: the pointers it loads from and stores to, the constants it
+folds, and per member one element value (an expression tree of the per-element functions of
+templates/kernels/edgernn_elementwise.h) and its store, if it is stored.
+
+Dead values (a table op composed into the next one) are dropped on the tree, with the loads and
+constants only they read; a constant with a copy in the team's fast memory is read through a local
+pointer, a node of its own. Nothing here is C text: the template writes every character.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from edgernn.backend import fusion
+from edgernn.backend.kernels import call_args
+from edgernn.backend.lowering import ConstArray
+from edgernn.backend.values import Place
+
+
+# ---- expression nodes (the template's ``expr`` macro prints each kind) ----
+
+@dataclass(frozen=True)
+class Name:
+    """A C identifier of the loop: a folded constant (k5), a table, a local pointer."""
+    kind = "name"
+    name: str
+
+
+@dataclass(frozen=True)
+class Int:
+    kind = "int"
+    value: int
+
+
+@dataclass(frozen=True)
+class Value:
+    """The element value of member ``op``, held in a register."""
+    kind = "value"
+    op: int
+
+
+@dataclass(frozen=True)
+class Load:
+    """Element of pointer ``name``: at the loop's index, or at a sum of counter x stride terms."""
+    kind = "load"
+    name: str
+    terms: tuple[tuple[str, int], ...] | None = None    # None: [i]
+
+
+@dataclass(frozen=True)
+class Call:
+    kind = "call"
+    fn: str
+    args: tuple
+
+
+@dataclass(frozen=True)
+class AddressOf:
+    kind = "address"
+    of: object
+
+
+@dataclass(frozen=True)
+class Member:
+    kind = "member"
+    of: object
+    field: str
+
+
+@dataclass(frozen=True)
+class Element:
+    """array[index] (``cast``: the index cast to that type first)."""
+    kind = "element"
+    array: object
+    index: object
+    cast: str = ""
+
+
+@dataclass(frozen=True)
+class Binary:
+    kind = "binary"
+    op: str
+    left: object
+    right: object
+
+
+@dataclass(frozen=True)
+class Index:
+    """The loop's index, i."""
+    kind = "index"
+
+
+INDEX = Index()
+
+
+@dataclass(frozen=True)
+class Braces:
+    """An initializer list of numbers."""
+    kind = "braces"
+    fields: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Params:
+    """The address of a parameter struct written as a compound literal of its fields."""
+    kind = "params"
+    ctype: str
+    fields: tuple[int, ...]
+
+
+# ---- the loop ----
+
+@dataclass
+class Pointer:
+    """A pointer taken once before the loop: ``const int8_t *const in0 = <place>;`` and the like."""
+    name: str
+    ctype: str
+    place: Place
+    writes: bool = False
+
+
+@dataclass
+class Constant:
+    """A folded per-member constant: ``const <ctype> <name> = <value>;``."""
+    ctype: str
+    name: str
+    value: object
+    op: int
+
+
+@dataclass
+class Step:
+    """One member's element: its value, and the pointer it is stored through (None: registers only)."""
+    op: int
+    op_name: str
+    value: object
+    store: str | None = None
+
+
+@dataclass
+class Counter:
+    """A counter of a broadcasting walk over dimension ``dim``: starts at (begin / inner) % size."""
+    dim: int
+    inner: int
+    size: int
+
+    @property
+    def name(self) -> str:
+        return f"d{self.dim}"
+
+
+@dataclass
+class Loop:
+    fn: str
+    ops: str                                  # "3 (ADD), 4 (MUL)"
+    input: Place | None                       # the graph's input, read from the range function's args
+    loads: list[Pointer] = field(default_factory=list)
+    stores: list[Pointer] = field(default_factory=list)
+    fast: list[Pointer] = field(default_factory=list)
+    constants: list[Constant] = field(default_factory=list)
+    # innermost first, the order they step in (the outermost never wraps); empty: the index is enough
+    counters: list[Counter] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def pointers(self) -> list[Pointer]:
+        return self.loads + self.stores + self.fast
+
+    def arrays_read(self) -> set[str]:
+        return {n.name for s in self.steps for n in _walk(s.value) if isinstance(n, Name)}
+
+
+def _walk(node):
+    yield node
+    for child in _children(node):
+        yield from _walk(child)
+
+
+def _children(node) -> tuple:
+    if isinstance(node, Call):
+        return node.args
+    if isinstance(node, (AddressOf,)):
+        return (node.of,)
+    if isinstance(node, Member):
+        return (node.of,)
+    if isinstance(node, Element):
+        return (node.array, node.index)
+    if isinstance(node, Binary):
+        return (node.left, node.right)
+    return ()
+
+
+def _replace(node, swap):
+    """The tree with each node for which ``swap`` gives another replaced by it."""
+    new = swap(node)
+    if new is not None:
+        return new
+    if isinstance(node, Call):
+        return Call(node.fn, tuple(_replace(a, swap) for a in node.args))
+    if isinstance(node, AddressOf):
+        return AddressOf(_replace(node.of, swap))
+    if isinstance(node, Member):
+        return Member(_replace(node.of, swap), node.field)
+    if isinstance(node, Element):
+        return Element(_replace(node.array, swap), _replace(node.index, swap), node.cast)
+    if isinstance(node, Binary):
+        return Binary(node.op, _replace(node.left, swap), _replace(node.right, swap))
+    return node
+
+
+def _ints(values) -> tuple[int, ...]:
+    return tuple(int(v) for v in values)
+
+
+def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int = -1, root=lambda t: t,
+               fast: dict[str, Place] | None = None) -> Loop:
+    """The loop of a fused call as an edgernn_range_fn over its output elements [begin, end).
+    ``place(t)``: where tensor t lives; ``structs``: name -> ConstStruct of the members' parameters; the
+    graph's input (``input_tensor``, int8; ``root(t)``: the tensor a slice t lies in) comes as the range
+    function's args; ``fast``: constant name -> its copy in the team's fast memory, which the loop then
+    reads instead of the constant itself. A broadcasting group walks its 4-D shape with one counter per
+    dimension longer than 1 (the loop's index itself when there is one such dimension)."""
+    fast = fast or {}
+    dims = call.dims
+    walked = [d for d in range(4) if dims is not None and dims[d] > 1]
+    flat = tuple(fusion.contiguous(dims)[d] for d in walked) if dims is not None else ()
+    counter = {d: ("i" if len(walked) == 1 else f"d{d}") for d in walked}
+    loads: dict[tuple, str] = {}      # (tensor, strides) -> pointer name, in order of first use
+    value: dict[int, Value] = {}      # tensor -> the member value computing it
+    steps: list[Step] = []
+    constants: list[Constant] = []
+    stores: list[Pointer] = []
+
+    def operand(t: int, strides=None):
+        if t in value:
+            return value[t]
+        key = tuple(strides[d] for d in walked) if strides is not None else flat
+        if (t, key) not in loads:
+            loads[(t, key)] = f"in{len(loads)}"
+        name = loads[(t, key)]
+        if key == flat:
+            return Load(name)
+        return Load(name, tuple((counter[d], st) for d, st in zip(walked, key) if st != 0))
+
+    tabs = fusion.tables(call, structs)
+    composed = fusion.composed_tables(call, structs)
+    for m in call.members:
+        a = call_args(m)
+        k = Name(f"k{m.op_index}")
+        bc = structs[a["b"].name].fields if "b" in a else None
+        s1, s2 = (bc[1], bc[2]) if bc is not None else (None, None)
+        if m.op_index in composed:   # a table of a table: one lookup (composed_tables)
+            arr, src = composed[m.op_index]
+            v = Call("edgernn_lut_elem", (Name(arr.name), operand(src)))
+        elif m.fn == "edgernn_lut_s8":
+            v = Call("edgernn_lut_elem", (Name(a["table"].name), operand(a["in"].index)))
+        elif m.fn in ("edgernn_mul_n_s8", "edgernn_mul_s8"):
+            q = structs[a["p"].name]
+            constants.append(Constant("edgernn_mul_k_t", k.name, Call("edgernn_mul_k", (
+                Params("edgernn_mul_params_t", _ints(q.fields)),)), m.op_index))
+            x1, x2 = operand(a["in1"].index, s1), operand(a["in2"].index, s2)
+            nw = fusion.mul_narrow(q.fields)
+            v = (Call("edgernn_mul_out_narrow", (AddressOf(k), Call("edgernn_mul_prod", (AddressOf(k), x1, x2)),
+                                                 *map(Int, nw))) if nw else
+                 Call("edgernn_mul_elem", (AddressOf(k), x1, x2)))
+        elif m.fn == "edgernn_div_s8":
+            q = structs[a["p"].name]
+            constants.append(Constant("edgernn_mul_params_t", k.name, Braces(_ints(q.fields)), m.op_index))
+            v = Call("edgernn_div_elem", (AddressOf(k), operand(a["in1"].index, s1), operand(a["in2"].index, s2)))
+        elif m.fn in ("edgernn_addsub_n_s8", "edgernn_addsub_s8"):
+            q = structs[a["p"].name]
+            constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
+                Params("edgernn_addsub_params_t", _ints(q.fields)), Int(a["subtract"]))), m.op_index))
+            # the input that is not a product is looked up, already rescaled (fusion.input_table)
+            scaled = []
+            for w, (name, st) in enumerate((("in1", s1), ("in2", s2))):
+                x = operand(a[name].index, st)
+                t = tabs[m.op_index][w]
+                scaled.append(_addsub_scaled(k, w + 1, x) if t is None else Element(Name(t.name), x, "uint8_t"))
+            bounds = [max(abs(v) for v in fusion.input_table(q.fields, w)) for w in (0, 1)]
+            nw = fusion.addsub_narrow(q.fields, *bounds)
+            raw = Binary("+", scaled[0], Binary("*", Member(k, "sign2"), scaled[1]))
+            v = (Call("edgernn_addsub_out_narrow", (AddressOf(k), raw, *map(Int, nw))) if nw else
+                 Call("edgernn_addsub_out", (AddressOf(k), raw)))
+        elif m.fn == "edgernn_addsub_const_s8":
+            q = structs[a["p"].name]
+            karr = next(arr for arr in m.arrays if arr.name == a["k"].name)
+            if m.op_index in tabs:      # one constant for all elements: a table (fusion.const_table)
+                v = Call("edgernn_lut_elem", (Name(tabs[m.op_index][0].name), operand(a["in"].index)))
+            else:
+                constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
+                    Params("edgernn_addsub_params_t", _ints(q.fields)), Int(a["negate"]))), m.op_index))
+                x = operand(a["in"].index)
+                nw = fusion.addsub_narrow(q.fields, max(abs(v) for v in fusion.input_table(q.fields, 0)),
+                                          max(abs(int(v)) for v in karr.values))
+                kc = Element(Name(karr.name), INDEX)
+                v = (Call("edgernn_addsub_out_narrow", (
+                    AddressOf(k), Binary("+", Binary("*", Member(k, "sign2"), _addsub_scaled(k, 1, x)), kc),
+                    *map(Int, nw))) if nw else
+                     Call("edgernn_addsub_const_elem", (AddressOf(k), x, kc)))
+        else:
+            raise ValueError(f"{m.fn} is not fusable")
+        out_t = a["out"].index
+        store = None
+        if out_t in call.stored:
+            # through a pointer taken before the loop: the int8 store could alias the arena's base pointer,
+            # which the compiler would otherwise load again in every iteration
+            store = f"out{len(stores)}"
+            stores.append(Pointer(store, "int8_t", place(out_t), writes=True))
+        steps.append(Step(m.op_index, m.op, v, store))
+        value[out_t] = Value(m.op_index)
+    steps = _drop_unread(steps)
+    constants = [c for c in constants if any(s.op == c.op for s in steps)]
+    read = {n.name for s in steps for n in _walk(s.value) if isinstance(n, Load)}
+    pointers = [Pointer(name, "int8_t", place(t)) for (t, _), name in loads.items() if name in read]
+    reads_input = any(root(t) == input_tensor for (t, _), name in loads.items() if name in read)
+    loop = Loop(call.fn, ", ".join(f"{m.op_index} ({m.op})" for m in call.members),
+                place(input_tensor) if reads_input else None, pointers, stores, [], constants, [], steps)
+    _read_fast_copies(loop, call, structs, fast)
+    if len(walked) > 1:
+        inner = 1
+        for d in reversed(walked):
+            loop.counters.append(Counter(d, inner, dims[d]))
+            inner *= dims[d]
+    return loop
+
+
+def _addsub_scaled(k: Name, w: int, x):
+    """edgernn_addsub_scaled(&k.r<w>, k.half<w>, k.half_mul, x + k.off<w>)."""
+    return Call("edgernn_addsub_scaled", (AddressOf(Member(k, f"r{w}")), Member(k, f"half{w}"),
+                                          Member(k, "half_mul"), Binary("+", x, Member(k, f"off{w}"))))
+
+
+def _drop_unread(steps: list[Step]) -> list[Step]:
+    """The steps without the values nothing reads or stores (a table op composed into the next)."""
+    kept: list[Step] = []
+    for s in reversed(steps):
+        if s.store is None and not any(n == Value(s.op) for later in kept for n in _walk(later.value)):
+            continue
+        kept.append(s)
+    return kept[::-1]
+
+
+def _read_fast_copies(loop: Loop, call: fusion.FusedCall, structs: dict, fast: dict[str, Place]) -> None:
+    """The loop's constants that have a copy in the team's fast memory, read there through a local
+    pointer taken once before the loop (on GAP8 the constants themselves stay in L2, several cycles a
+    load away, and a pointer re-read from the copy's base in the loop could not stay in a register: the
+    loop's int8 stores may alias it)."""
+    for arr in call.arrays + made_arrays(call, structs):
+        if arr.name not in fast or arr.name not in loop.arrays_read():
+            continue
+        local = Name(f"c{len(loop.fast)}")
+        loop.fast.append(Pointer(local.name, arr.ctype, fast[arr.name]))
+        for s in loop.steps:
+            s.value = _replace(s.value, lambda n, name=arr.name: local if n == Name(name) else None)
+
+
+def made_arrays(call: fusion.FusedCall, structs: dict) -> list[ConstArray]:
+    """The tables computed at generation for the loop (fusion.tables, fusion.composed_tables)."""
+    made = [t for ts in fusion.tables(call, structs).values() for t in ts if t is not None]
+    return made + [arr for arr, _ in fusion.composed_tables(call, structs).values()]
+
+
+def used_arrays(call: fusion.FusedCall) -> list[ConstArray]:
+    """The members' constant arrays the loop still reads (a uniform constant operand is a table)."""
+    structs = {s.name: s for m in call.members for s in m.structs}
+    loop = build_loop(call, lambda t: None, structs)
+    read = loop.arrays_read()
+    return [a for a in call.arrays + made_arrays(call, structs) if a.name in read]
