@@ -272,7 +272,7 @@ def setup(ctx, what, force, fetch, sdk_url, sdk_commit):
     marker = gvsoc_marker(install)
     test = marker.get("selftest", {})
     entries = gap_sdk.cache_entries()
-    click.echo(f"GVSOC ready: {install} (board gvsoc_gap8; GAP SDK {marker['gap_sdk_home']}; UART self-test: "
+    click.echo(f"GVSOC ready: {install} (board gvsoc_gap8; GAP SDK {home or gap_sdk.sdk_home()}; UART self-test: "
                f"{test.get('bytes', 0)} bytes echoed exactly at {test.get('baud', '?')} baud)")
     click.echo(f"cache: {gap_sdk.cache_root()} ({len(entries)} GVSOC entries, "
                f"{sum(size for _, size in entries) / 1e6:.0f} MB; the {gap_sdk.KEEP_ENTRIES} most recently used are kept)")
