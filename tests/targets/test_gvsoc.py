@@ -595,7 +595,8 @@ def test_the_self_test_fails_with_upstreams_uart_testbench(gvsoc_build, tmp_path
     with pytest.raises(SelfTestFailed) as err:
         gap_sdk._self_test(entry, upstream, None)
     message = str(err.value)
-    assert "bytes echoed back at 115200 baud differ" in message and "shifted by one bit" in message
+    # how the bytes come out garbled depends on where the two bit clocks meet (often shifted by one bit)
+    assert re.search(r"GVSOC's UART self-test failed: [1-9]\d* of \d+ bytes echoed back at 115200 baud differ", message)
     assert "not marked done" in message and "\n" not in message and err.value.exit_code == 3
     assert json.loads((entry / gap_sdk.SELFTEST_FAILED).read_text())["error"] == message
     assert not (entry / gap_sdk.MARKER).exists()
