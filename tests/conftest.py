@@ -66,22 +66,10 @@ def require_gap_sdk() -> Path:
     return Path(home).resolve()
 
 
-def extra_gap_sdks() -> list[Path]:
-    """The GAP SDKs besides $GAP_SDK_HOME that the tests build against: ``$EDGERNN_TEST_GAP_SDKS``, a
-    colon-separated list (CI: the 4.8.0 tree of Bitcraze's docker image). One that is not there skips,
-    or fails under EDGERNN_REQUIRE_TOOLCHAINS=1."""
-    found = []
-    for entry in filter(None, os.environ.get("EDGERNN_TEST_GAP_SDKS", "").split(":")):
-        path = Path(entry).resolve()
-        if not (path / "configs" / "ai_deck.sh").is_file():
-            tool_unavailable(f"EDGERNN_TEST_GAP_SDKS names {entry}, which is no GAP SDK")
-        found.append(path)
-    return found
-
-
 def gap_sdk_params() -> list:
-    """pytest params, one per GAP SDK the tests build against: "home" ($GAP_SDK_HOME) and each of
-    extra_gap_sdks() by its folder name."""
+    """pytest params, one per GAP SDK the tests build against: "home" ($GAP_SDK_HOME) and each SDK of
+    ``$EDGERNN_TEST_GAP_SDKS`` (colon-separated; CI: the 4.8.0 tree of Bitcraze's docker image) by its
+    folder name."""
     extras = [e for e in os.environ.get("EDGERNN_TEST_GAP_SDKS", "").split(":") if e]
     return [pytest.param(None, id="home")] + [pytest.param(e, id=Path(e).name) for e in extras]
 

@@ -98,10 +98,6 @@ BUILD_LOG = "build.log"
 
 SHELL_VARIABLES = {"PWD", "OLDPWD", "SHLVL", "_", "HOME"}
 
-_say = say
-_read_json = read_json
-_read_marker = read_marker
-_environment = environment
 
 
 # ---- where things are ----
@@ -241,15 +237,20 @@ def _stat_fingerprint(home: Path) -> tuple[str, float]:
     return digest.hexdigest(), newest
 
 
-def _content_key(home: Path, testbench_fixes: bool) -> str:
+def _hash_corrections(digest, testbench_fixes: bool) -> None:
+    """edgernn's corrections of the SDK, as part of a key: the override files and the edits."""
     from edgernn.targets import gap_sdk_fixes
 
-    digest = hashlib.sha256(LAYOUT_VERSION.encode() + b"\0")
-    _hash_entries(digest, "sdk", _walk_sdk(home))
     _hash_tree(digest, "override", overrides_dir())
     digest.update(b"fixes\0" + gap_sdk_fixes.describe(testbench_fixes).encode())
     if not testbench_fixes:
         digest.update(b"\0upstream testbench")
+
+
+def _content_key(home: Path, testbench_fixes: bool) -> str:
+    digest = hashlib.sha256(LAYOUT_VERSION.encode() + b"\0")
+    _hash_entries(digest, "sdk", _walk_sdk(home))
+    _hash_corrections(digest, testbench_fixes)
     return digest.hexdigest()[:24]
 
 
@@ -281,14 +282,11 @@ def sdk_key(home: Path, testbench_fixes: bool = True, *, rehash: bool = False) -
     if trusted and not rehash and memo in _KEYS:
         return _KEYS[memo]
     # the index is only good for the same corrections: they are hashed (cheaply) into its entry's name
-    corrections = hashlib.sha256()
-    _hash_tree(corrections, "override", overrides_dir())
-    from edgernn.targets import gap_sdk_fixes
-
-    corrections.update(f"{LAYOUT_VERSION}\0{testbench_fixes}\0{gap_sdk_fixes.describe(testbench_fixes)}".encode())
+    corrections = hashlib.sha256(LAYOUT_VERSION.encode() + b"\0")
+    _hash_corrections(corrections, testbench_fixes)
     entry = f"{fingerprint}:{corrections.hexdigest()[:16]}"
     index_path = cache_root() / "gap_sdk" / STAT_INDEX
-    index = _read_json(index_path)
+    index = read_json(index_path)
     key = index.get(entry) if trusted and not rehash else None
     if key is None:
         key = _content_key(home, testbench_fixes)
@@ -393,7 +391,7 @@ def _locked(key: str, log: Log) -> Iterator[None]:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            _say(log, f"waiting for another edgernn process that prepares {base / key}")
+            say(log, f"waiting for another edgernn process that prepares {base / key}")
             fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
@@ -443,7 +441,7 @@ def prune_cache(keep: int = KEEP_ENTRIES, log: Log = None, protect: tuple[str, .
             except BlockingIOError:
                 continue                    # in use right now
             try:
-                _say(log, f"removing an unused GVSOC cache entry ({size / 1e6:.0f} MB): {key_dir}")
+                say(log, f"removing an unused GVSOC cache entry ({size / 1e6:.0f} MB): {key_dir}")
                 shutil.rmtree(key_dir, ignore_errors=True)
                 removed.append(key_dir)
                 lock_path.unlink(missing_ok=True)
@@ -464,7 +462,7 @@ def _prepare_locked(home: Path, key: str, log: Log, testbench_fixes: bool = True
         shutil.rmtree(stale, ignore_errors=True)
     staging = final.with_name(f"{key}.staging-{os.getpid()}")
     try:
-        _say(log, f"copying the GAP SDK's build and simulator parts from {home} to {final / 'sdk'}")
+        say(log, f"copying the GAP SDK's build and simulator parts from {home} to {final / 'sdk'}")
         files = _copy_entries(_walk_sdk(home), staging / "sdk")
         _make_writable(staging)
         restored = _restore_symlinks(staging / "sdk")
@@ -472,7 +470,7 @@ def _prepare_locked(home: Path, key: str, log: Log, testbench_fixes: bool = True
         fixed = gap_sdk_fixes.apply_fixes(staging / "sdk", testbench=testbench_fixes)
         _make_writable(staging)
         if restored:
-            _say(log, f"restored {len(restored)} symlinks stored as text files (e.g. {restored[0]})")
+            say(log, f"restored {len(restored)} symlinks stored as text files (e.g. {restored[0]})")
         _write_json(staging / "source.json",
                     {"gap_sdk_home": str(home), "key": key, "layout": LAYOUT_VERSION, "files": files,
                      "parts": [p for p in SDK_PARTS if (home / p).exists()],
@@ -556,7 +554,7 @@ def _prune_install(sdk: Path, log: Log) -> None:
         path.unlink()
     strip = shutil.which("strip")
     if strip is None:
-        _say(log, "strip is not installed: GVSOC stays unstripped (about 270 MB instead of 25 MB)")
+        say(log, "strip is not installed: GVSOC stays unstripped (about 270 MB instead of 25 MB)")
         return
     elfs = [str(p) for p in install.rglob("*") if p.is_file() and not p.is_symlink() and _is_elf(p)]
     for start in range(0, len(elfs), 64):
@@ -589,7 +587,7 @@ def _self_test(key_dir: Path, install: Path, log: Log) -> dict:
     that the next call reports it at once instead of building the same sources again)."""
     from edgernn.targets import gvsoc_check
 
-    _say(log, f"GVSOC UART self-test: bursts of {', '.join(map(str, gvsoc_check.BURSTS))} bytes echoed both "
+    say(log, f"GVSOC UART self-test: bursts of {', '.join(map(str, gvsoc_check.BURSTS))} bytes echoed both "
               f"ways at once at {gvsoc_check.BAUD} baud")
     try:
         result = gvsoc_check.uart_self_test(install, key_dir / "selftest", cache=cache_root())
@@ -599,7 +597,7 @@ def _self_test(key_dir: Path, install: Path, log: Log) -> dict:
                    f"--force`; log: {key_dir / 'selftest' / 'gvsoc.log'}")
         _write_json(key_dir / SELFTEST_FAILED, {"layout": LAYOUT_VERSION, "error": message})
         raise gvsoc_check.SelfTestFailed(message) from None
-    _say(log, f"GVSOC UART self-test passed: {result.bytes} bytes echoed exactly ({result.seconds:.1f} s)")
+    say(log, f"GVSOC UART self-test passed: {result.bytes} bytes echoed exactly ({result.seconds:.1f} s)")
     return result.as_dict()
 
 
@@ -617,21 +615,20 @@ def build_gvsoc(home: str | os.PathLike | None = None, log: Log = None, force: b
     key = sdk_key(home, testbench_fixes, rehash=rehash)
     key_dir = _key_dir(key)
     install = key_dir / "sdk" / "install" / "workstation"
-    if not force and _read_marker(key_dir) is not None:
+    if not force and read_marker(key_dir) is not None:
         _touch(key_dir)
         return install
     with _locked(key, log):
-        if not force and _read_marker(key_dir) is not None:
+        if not force and read_marker(key_dir) is not None:
             _touch(key_dir)
             return install                 # another process built it while we waited
-        failed = _read_json(key_dir / SELFTEST_FAILED)
-        if not force and failed.get("layout") == LAYOUT_VERSION and _read_marker(key_dir, built=True):
+        built = None if force else read_marker(key_dir, built=True)    # built, not (yet) marked done
+        failed = read_json(key_dir / SELFTEST_FAILED)
+        if built is not None and failed.get("layout") == LAYOUT_VERSION:
             from edgernn.targets.gvsoc_check import SelfTestFailed
 
             raise SelfTestFailed(failed.get("error", "GVSOC's UART self-test failed"))
-        if not force and _read_marker(key_dir, built=True) is not None:
-            built = _read_marker(key_dir, built=True)      # built, not yet tested (an interrupted test)
-        else:
+        if built is None:
             built = _build_locked(home, key, key_dir, install, log, jobs, testbench_fixes)
         (key_dir / SELFTEST_FAILED).unlink(missing_ok=True)
         marker = dict(built, selftest=_self_test(key_dir, install, log))
@@ -648,14 +645,14 @@ def _build_locked(home: Path, key: str, key_dir: Path, install: Path, log: Log, 
     shutil.rmtree(key_dir, ignore_errors=True)
     sdk = _prepare_locked(home, key, log, testbench_fixes)
     sourced = _sourced_environment(sdk)
-    env = _environment(sourced)
+    env = environment(sourced)
     log_path = key_dir / BUILD_LOG
     started = time.monotonic()
     with open(log_path, "w") as log_file:
         for name, args, parallel in GVSOC_STEPS:
             command = ["make", f"-j{max(1, jobs)}" if parallel else "-j1", *args]
             step_env = dict(env, BUILD_DIR=str(sdk / "build" / name))
-            _say(log, f"GVSOC build: {name} ({shlex.join(command)})")
+            say(log, f"GVSOC build: {name} ({shlex.join(command)})")
             log_file.write(f"\n==== {name}: {shlex.join(command)}\n")
             log_file.flush()
             status = run_in_group(command, cwd=sdk, env=step_env, log_file=log_file)
@@ -672,7 +669,7 @@ def _build_locked(home: Path, key: str, key_dir: Path, install: Path, log: Log, 
              "build_seconds": round(seconds, 1), "install_bytes": _tree_bytes(sdk / "install"),
              "entry_bytes": _tree_bytes(key_dir), "testbench_fixes": testbench_fixes, "environment": sourced}
     _write_json(key_dir / BUILT, built)
-    _say(log, f"GVSOC built in {seconds:.0f} s: {install}")
+    say(log, f"GVSOC built in {seconds:.0f} s: {install}")
     return built
 
 
@@ -702,14 +699,14 @@ def fetch_sdk(url: str | None = None, commit: str | None = None, log: Log = None
     base = cache_root() / FETCHED
     dest = base / commit
     if (dest / SDK_CONFIG).is_file():
-        _say(log, f"the GAP SDK at {commit} is already in {dest}")
+        say(log, f"the GAP SDK at {commit} is already in {dest}")
         return check_sdk(dest)
     base.mkdir(parents=True, exist_ok=True)
     staging = base / f".{commit}.staging-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     try:
         staging.mkdir()
-        _say(log, f"fetching the GAP SDK at {commit} from {url} (one commit, only the parts edgernn builds)")
+        say(log, f"fetching the GAP SDK at {commit} from {url} (one commit, only the parts edgernn builds)")
         _git(["init", "-q"], staging, "git init", url)
         _git(["remote", "add", "origin", url], staging, "git remote add", url)
         _git(["sparse-checkout", "set", "--cone", *SDK_PARTS], staging, "git sparse-checkout", url)
@@ -724,7 +721,7 @@ def fetch_sdk(url: str | None = None, commit: str | None = None, log: Log = None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    _say(log, f"GAP SDK fetched: {dest} (commit {head[:12]})")
+    say(log, f"GAP SDK fetched: {dest} (commit {head[:12]})")
     return dest
 
 
