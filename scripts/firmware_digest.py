@@ -6,7 +6,8 @@ For each model of tests/support/zoo.py (plus ltc_dense and a fused LSTM), each q
 board of --boards, the model is built through the ``edgernn`` command's main function (in this
 process, so TensorFlow loads once) from a model file in --models-dir (saved there by the first run
 and reused: a model rebuilt in another process, or after other models, need not have the same
-weights, and the manifest records the model file's path and hash). The digest lists, per build, the sha256 of
+weights, and the manifest records the model file's path and hash). Keras's global state is reset before each
+build, so a build's bytes do not depend on the builds run before it. The digest lists, per build, the sha256 of
 every file edgernn generated in OUT (step models, manifest.json, firmware/ and nntool/ sources),
 leaving out compiled outputs (build folders, ELFs, objects). A refused build is recorded with its
 one-line reason, so a change of refusal shows too.
@@ -88,6 +89,17 @@ def save_models(models_dir: Path, only: list[str] | None) -> dict[str, Path]:
     return paths
 
 
+def _fresh_keras() -> None:
+    """Reset Keras's global state before a build, as a new process would have it. Keras numbers the layers
+    it creates (a loaded model's cells included) from process-wide counters, the converter orders the step
+    model's tensors by those names, and so the bytes of a build would otherwise depend on the builds before
+    it in the same process."""
+    for name in ("keras", "tf_keras"):
+        module = sys.modules.get(name)
+        if module is not None:
+            module.backend.clear_session()
+
+
 def run(boards: list[str], quants: list[str], only: list[str] | None, models_dir: Path) -> dict:
     os.environ.pop("GAP_SDK_HOME", None)
     try:
@@ -107,6 +119,7 @@ def run(boards: list[str], quants: list[str], only: list[str] | None, models_dir
                         args = ["build", str(path), "--board", board, "-o", str(out), "--quant", quant,
                                 "--mode", mode]
                         stderr = io.StringIO()
+                        _fresh_keras()
                         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(stderr):
                             argv, sys.argv = sys.argv, ["edgernn", *args]
                             try:

@@ -8,7 +8,7 @@ import numpy as np
 
 from edgernn.keras.conv1d import CausalConv
 from edgernn.keras.decompose import Plan, StepLayer
-from edgernn.keras.fused import Diagnosis
+from edgernn.keras.fused_rebuild import Diagnosis
 
 
 def _params(layer: Any) -> int:

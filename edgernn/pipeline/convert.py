@@ -20,9 +20,9 @@ from edgernn.tflite import model as tfl
 from edgernn.outdir import BuildFolder, Manifest
 from edgernn.keras.decompose import Plan, decompose
 from edgernn.errors import EdgeRNNError
-from edgernn.keras import fused as keras_fused
-from edgernn.keras.fused import diagnose
-from edgernn.tflite import fused as tflite_fused
+from edgernn.keras import fused_rebuild
+from edgernn.keras.fused_rebuild import diagnose
+from edgernn.tflite import sequence_lstm
 from edgernn.tflite.oracle import FusedStepper
 from edgernn.keras.describe import layer_rows
 from edgernn.keras.load import LoadedModel
@@ -443,15 +443,15 @@ class FusedStrategy:
         self.log("rebuilding the model in tf_keras for the fused LSTM op")
         with warnings.catch_warnings(), tfenv.native_stderr_captured():
             warnings.simplefilter("ignore")
-            self.fused_keras = keras_fused.build_fused_keras(self.plan, self.plan.features)
+            self.fused_keras = fused_rebuild.build_fused_keras(self.plan, self.plan.features)
         self.log("converting to TFLite (float32)")
         fused_float = _convert_float(self.fused_keras)
-        tflite_fused.check_fused_ops(fused_float, len(self.plan.recurrent))
-        return tflite_fused.keras_lstm_options(fused_float, keras_fused.lstm_activations(self.plan))
+        sequence_lstm.check_fused_ops(fused_float, len(self.plan.recurrent))
+        return sequence_lstm.keras_lstm_options(fused_float, fused_rebuild.lstm_activations(self.plan))
 
     def trajectories(self, step_float: bytes, sequences: np.ndarray) -> dict:
         """Whole sequences, each from a zero state: the op's state stays inside it."""
-        self.picked = tflite_fused.calibration_sequences(sequences)
+        self.picked = sequence_lstm.calibration_sequences(sequences)
         return {"samples": int(self.picked.shape[0] * self.picked.shape[1]),
                 "whole_sequences": int(self.picked.shape[0])}
 
@@ -468,9 +468,9 @@ class FusedStrategy:
                  with_head: bool) -> tuple[bytes, np.ndarray | None, tuple[float, float] | None]:
         self.log(f"calibrating on {len(self.picked)} whole sequences and quantizing to {quant}")
         with _quantization_failure(quant, self.plan):
-            calibrated = tflite_fused.calibrate_on_trajectories(_converter(self.fused_keras), self.picked)
+            calibrated = sequence_lstm.calibrate_on_trajectories(_converter(self.fused_keras), self.picked)
             quantized = quantize_calibrated(calibrated, quant)
-        tflite_fused.check_fused_ops(quantized, len(self.plan.recurrent))
+        sequence_lstm.check_fused_ops(quantized, len(self.plan.recurrent))
         ys = y_range = None
         if with_head:
             ys, _ = FusedStepper(step_float, {}).run(self.picked)
@@ -479,10 +479,10 @@ class FusedStrategy:
         return quantized, ys, y_range
 
     def check_final(self, step_final: bytes) -> None:
-        tflite_fused.check_fused_ops(step_final, len(self.plan.recurrent))
+        sequence_lstm.check_fused_ops(step_final, len(self.plan.recurrent))
 
     def states(self, step_final: bytes, model) -> list[dict]:
-        self.found = tflite_fused.state_tensors(step_final, [rnn.name for rnn in self.plan.recurrent])
+        self.found = sequence_lstm.state_tensors(step_final, [rnn.name for rnn in self.plan.recurrent])
         states = []
         for name, index, layer in self.found:
             entry = _io_entry(model, name, index)
@@ -496,7 +496,7 @@ class FusedStrategy:
 
     def extra_files(self, step_final: bytes, states: list[dict], sequences: np.ndarray, staging: Path) -> dict:
         """fused_states_io.tflite, when it gives step.tflite's exact bytes."""
-        states_io = tflite_fused.states_as_io(step_final, self.found)
+        states_io = sequence_lstm.states_as_io(step_final, self.found)
         why_not_io = _check_states_io(step_final, states_io, states, sequences[:2, :32])
         if why_not_io is not None:
             self.log(f"fused_states_io.tflite not written: {why_not_io}")

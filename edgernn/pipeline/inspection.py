@@ -8,7 +8,7 @@ from typing import Any
 from edgernn.keras.decompose import decompose
 from edgernn.errors import EdgeRNNError
 from edgernn.keras.describe import layer_rows
-from edgernn.keras.fused import diagnose
+from edgernn.keras.fused_rebuild import diagnose
 from edgernn.pytorch.load import load_any
 
 BYTES_PER_WEIGHT = {"float32": 4, "int16": 1, "int8": 1}  # 16x8 keeps int8 weights

@@ -17,7 +17,7 @@ import backend_harness as H
 import zoo
 from edgernn.errors import EdgeRNNError, UnsupportedLayerError
 from edgernn.keras.decompose import decompose
-from edgernn.keras.fused import diagnose
+from edgernn.keras.fused_rebuild import diagnose
 from edgernn.keras.stepmodel import build_step_model
 
 

@@ -259,7 +259,7 @@ def test_a_gru_beside_an_lstm_keeps_the_whole_model_on_the_step_path():
 def test_the_backend_runs_the_fused_op_so_auto_fuses():
     import edgernn.backend
     from edgernn.keras.decompose import decompose
-    from edgernn.keras.fused import diagnose
+    from edgernn.keras.fused_rebuild import diagnose
 
     plan = decompose(zoo.functional_lstm(), "keras")
     assert FUSED_OP in edgernn.backend.supported_ops()

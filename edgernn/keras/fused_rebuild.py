@@ -8,7 +8,7 @@ converted with TensorFlow's own converter. The LSTM state lives in the op's two 
 one time step, the way TFLite Micro streams, and ``reset_all_variables()`` starts a new sequence.
 
 ``diagnose`` is the one eligibility check that ``inspect``, ``convert`` and ``build`` share. What TensorFlow
-makes of the rebuilt model (the fused ops, their state tensors, their calibration) is ``edgernn.tflite.fused``.
+makes of the rebuilt model (the fused ops, their state tensors, their calibration) is ``edgernn.tflite.sequence_lstm``.
 """
 
 from __future__ import annotations

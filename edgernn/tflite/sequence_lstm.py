@@ -1,6 +1,6 @@
 """The fused model's flatbuffer: its UNIDIRECTIONAL_SEQUENCE_LSTM ops, their state tensors, and their calibration.
 
-``edgernn.keras.fused`` builds the tf_keras model that TensorFlow converts into one fused op per LSTM; this
+``edgernn.keras.fused_rebuild`` builds the tf_keras model that TensorFlow converts into one fused op per LSTM; this
 module reads and edits what comes out, and calibrates it on whole sequences.
 """
 
