@@ -42,73 +42,42 @@ def prototype(name: str, args: tuple[Arg, ...], indent: str = "") -> str:
     return _wrap_call(f"{indent}void {name}(", [a.decl for a in args], ");")
 
 
-def _step_c(step) -> str:
-    """The C of an advance step, read from the packed struct ``a``: an argument, or a field of the struct
-    an argument points to ("b.stride1[3]")."""
+def _member(step) -> tuple[str, str]:
+    """An advance step as (argument, field): an argument ("b", "") or a field of the struct an argument
+    points to ("b", "stride1[3]")."""
     arg, _, member = step.partition(".")
-    return f"a->{arg}->{member}" if member else f"a->{arg}"
+    return arg, member
 
 
-def _sub_call(k: Kernel, split: Split, indent: str) -> str:
+def _sub_args(k: Kernel, split: Split) -> list[dict]:
+    """What each argument of the kernel's call on a sub-range is, for the template to print: the broadcast
+    copy, the sub-range's length, a pointer moved by begin times its step, the split's fixed value, or the
+    argument as packed."""
     advance = dict(split.advance)
     items = []
     for arg in k.args:
         n = arg.name
         if split.broadcast == n:
-            items.append("&sub")
+            items.append({"kind": "broadcast", "name": n})
         elif n == split.count:
-            items.append("end - begin")
+            items.append({"kind": "count", "name": n})
         elif n in advance:
             step = advance[n]
-            moved = f"a->{n} + begin" if step == 1 else f"a->{n} + (size_t)begin * {_step_c(step)}"
-            items.append(f"a->{n} ? {moved} : NULL" if n in k.optional else moved)
+            items.append({"kind": "advance", "name": n, "unit": step == 1,
+                          "step": None if step == 1 else _member(step), "optional": n in k.optional})
         elif split.when is not None and n == split.when[0]:
-            items.append(str(split.when[1]))
+            items.append({"kind": "fixed", "name": n, "value": split.when[1]})
         else:
-            items.append(f"a->{n}")
-    return _wrap_call(f"{indent}{k.name}(", items, ");")
-
-
-def _range_body(k: Kernel) -> str:
-    lines = [f"    const {k.short}_args_t *a = (const {k.short}_args_t *)args;"]
-    b = next((s.broadcast for s in k.splits if s.broadcast), None)
-    if b is not None:
-        lines += [f"    edgernn_bcast_t sub = *a->{b};", "    sub.dims[3] = end - begin;"]
-    conditional = [s for s in k.splits if s.when is not None]
-    if not conditional:
-        lines.append(_sub_call(k, k.splits[0], "    "))
-        return "\n".join(lines)
-    for i, split in enumerate(k.splits):
-        if split.when is not None:
-            keyword = "if" if i == 0 else "} else if"
-            lines.append(f"    {keyword} (a->{split.when[0]} == {split.when[1]}) {{")
-        else:
-            lines.append("    } else {")
-        lines.append(_sub_call(k, split, "        "))
-    lines.append("    }")
-    return "\n".join(lines)
-
-
-def _split_expr(k: Kernel, attr: str) -> str:
-    """The count (or grain) the team kernel passes edgernn_team_split, chosen by the splits' conditions."""
-    def one(split: Split) -> str:
-        if attr == "grain":
-            return str(split.grain)
-        return f"{split.broadcast}->dims[3]" if split.broadcast else split.count
-    expr = one(k.splits[-1])
-    for split in reversed(k.splits[:-1]):
-        expr = f"{split.when[0]} == {split.when[1]} ? {one(split)} : {expr}"
-    return expr
+            items.append({"kind": "packed", "name": n})
+    return items
 
 
 def _wrapper(k: Kernel) -> dict:
     return {
         "kernel": k,
-        "fields": [f"    {a.decl};" for a in k.args],
-        "range_body": _range_body(k),
-        "definition": prototype(k.team_name, k.args)[:-1],
-        "count": _split_expr(k, "count"),
-        "grain": _split_expr(k, "grain"),
+        "broadcast": next((s.broadcast for s in k.splits if s.broadcast), None),
+        "conditional": any(s.when is not None for s in k.splits),
+        "branches": [{"split": s, "args": _sub_args(k, s)} for s in k.splits],
     }
 
 
@@ -121,6 +90,7 @@ def _environment():
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=True,
                              lstrip_blocks=True)
     env.filters["comment"] = _c_comment
+    env.filters["call"] = lambda items, head, tail=");": _wrap_call(head, list(items), tail)
     return env
 
 
@@ -138,6 +108,7 @@ def render_sources() -> dict[str, str]:
         "kernels": [{"kernel": k, "prototype": prototype(k.name, k.args)} for k in shared],
         "team": [{"kernel": k, "prototype": prototype(k.team_name, k.args)} for k in team],
         "wrappers": [_wrapper(k) for k in team if k.wrapper],
+        "prototype": prototype,
         "requantize": {"IDENTITY": REQUANTIZE_IDENTITY, "ABS": REQUANTIZE_ABS, "NEG": REQUANTIZE_NEG},
     }
     out = {name: env.get_template(template).render(**context) for name, template in GENERATED.items()}
