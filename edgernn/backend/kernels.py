@@ -390,12 +390,12 @@ KERNELS: list[Kernel] = [
 # Kernels that stand in for others where generation-time work makes them cheaper (kept apart from the
 # table above, whose entries they do not change).
 KERNELS += [
-    Kernel("edgernn_sum_steps_s8",
-           "const int8_t *in, int outer, int reduced, int inner, const int32_t *steps, int n_steps, int32_t first, "
-           "int8_t *out",
-           section="reductions, by steps computed at generation",
+    Kernel("edgernn_sum_thresholds_s8",
+           "const int8_t *in, int outer, int reduced, int inner, const int32_t *thresholds, int n_thresholds, "
+           "int32_t first, int8_t *out",
+           section="reductions, by thresholds computed at generation",
            doc="SUM, 8-bit, where edgernn_sum_s8's float rescale of the int32 sum is a non-decreasing function of\n"
-               "the sum: out = first + the number of steps[k] <= sum (steps ascending: the least sum giving each\n"
+               "the sum: out = first + the number of thresholds[k] <= sum (ascending: the least sum giving each\n"
                "next output value), found by a binary search. The same bytes as edgernn_sum_s8, without float.",
            source="edgernn_reduce.c"),
 ]

@@ -203,7 +203,7 @@ def sum_float_params(in_scale: float, out_scale: float, in_zp: int, count: int) 
     return float(scale), float(bias)
 
 
-def sum_steps(scale: float, bias: float, out_zp: int, count: int) -> tuple[int, list[int]] | None:
+def sum_thresholds(scale: float, bias: float, out_zp: int, count: int) -> tuple[int, list[int]] | None:
     """edgernn_sum_s8's output for every int32 sum of ``count`` int8 values, as (output of the least sum,
     the least sum giving each next output value); None where that is not a non-decreasing function or
     the float leaves the int32 range. The float32 arithmetic is the kernel's, operation by operation:

@@ -51,13 +51,13 @@ class ReduceOps(LoweringBase):
                 # LiteRT's SUM kernel rescales the int32 sum in float (docs/ops.md says why not the
                 # reference one); scale and bias are the float32 values its Eval computes
                 scale, bias = qp.sum_float_params(si, so, zi, reduced)
-                steps = qp.sum_steps(scale, bias, zo, reduced)
-                if steps is not None:
-                    # the same function of the sum, by steps listed here: no float at run time
-                    first, at = steps
-                    arr = ConstArray(self.cname(op, "steps"), "int32_t", at or [0])
-                    return self.call(op, "edgernn_sum_steps_s8",
-                                     {**shape, "steps": ConstArg(arr.name), "n_steps": int(len(at)),
+                thresholds = qp.sum_thresholds(scale, bias, zo, reduced)
+                if thresholds is not None:
+                    # the same function of the sum, by thresholds listed here: no float at run time
+                    first, at = thresholds
+                    arr = ConstArray(self.cname(op, "thresholds"), "int32_t", at or [0])
+                    return self.call(op, "edgernn_sum_thresholds_s8",
+                                     {**shape, "thresholds": ConstArg(arr.name), "n_thresholds": int(len(at)),
                                       "first": int(first)}, arrays=[arr])
                 return self.call(op, "edgernn_sum_s8",
                                  {**shape, "scale": Float(scale), "bias": Float(bias),
