@@ -88,131 +88,82 @@ static int is_flat(const edgernn_bcast_t *b)
     return b->dims[0] == 1 && b->dims[1] == 1 && b->dims[2] == 1 && b->stride1[3] == 1 && b->stride2[3] == 1;
 }
 
-void edgernn_addsub_n_s8(const edgernn_addsub_params_t *p, int subtract, const int8_t *in1,
-                         const int8_t *in2, int n, int8_t *out)
-{
-    const edgernn_addsub_k_t k = edgernn_addsub_k(p, subtract);
-    int i;
-    if (k.half1) {
-        EDGERNN_ADDSUB_FLAT(int8_t, 1)
-    } else if (k.half2) {
-        EDGERNN_ADDSUB_FLAT(int8_t, 2)
-    } else {
-        EDGERNN_ADDSUB_FLAT(int8_t, 0)
+/* The int8 and int16 kernels of ADD/SUB and MUL are one body each, written once for the element type T
+ * and defined for both: EDGERNN_ADDSUB_KERNELS(s8, int8_t) defines edgernn_addsub_n_s8, edgernn_addsub_s8
+ * and edgernn_addsub_const_s8. */
+#define EDGERNN_ADDSUB_KERNELS(SUFFIX, T)                                                           \
+    void edgernn_addsub_n_##SUFFIX(const edgernn_addsub_params_t *p, int subtract, const T *in1,    \
+                                   const T *in2, int n, T *out)                                     \
+    {                                                                                               \
+        const edgernn_addsub_k_t k = edgernn_addsub_k(p, subtract);                                 \
+        int i;                                                                                      \
+        if (k.half1) {                                                                              \
+            EDGERNN_ADDSUB_FLAT(T, 1)                                                               \
+        } else if (k.half2) {                                                                       \
+            EDGERNN_ADDSUB_FLAT(T, 2)                                                               \
+        } else {                                                                                    \
+            EDGERNN_ADDSUB_FLAT(T, 0)                                                               \
+        }                                                                                           \
+    }                                                                                               \
+                                                                                                    \
+    void edgernn_addsub_##SUFFIX(const edgernn_bcast_t *b, const edgernn_addsub_params_t *p,        \
+                                 int subtract, const T *in1, const T *in2, T *out)                  \
+    {                                                                                               \
+        if (is_flat(b)) {                                                                           \
+            edgernn_addsub_n_##SUFFIX(p, subtract, in1, in2, b->dims[3], out);                      \
+            return;                                                                                 \
+        }                                                                                           \
+        const edgernn_addsub_k_t k = edgernn_addsub_k(p, subtract);                                 \
+        EDGERNN_BCAST_LOOP(b, out[o] = (T)edgernn_addsub_elem(&k, in1[i1], in2[i2]));               \
+    }                                                                                               \
+                                                                                                    \
+    /* One operand constant: its rescaled value, with the sign of the op, is folded at generation   \
+     * time into k[i]; the input's fields of p describe the other operand. */                       \
+    void edgernn_addsub_const_##SUFFIX(const edgernn_addsub_params_t *p, int negate, const T *in,   \
+                                       const int32_t *k, int n, T *out)                             \
+    {                                                                                               \
+        const edgernn_addsub_k_t q = edgernn_addsub_k(p, negate);                                   \
+        int i;                                                                                      \
+        if (q.half1) {                                                                              \
+            for (i = 0; i < n; ++i) {                                                               \
+                out[i] = (T)edgernn_addsub_out(                                                     \
+                    &q, q.sign2 * edgernn_addsub_scaled(&q.r1, 1, q.half_mul, in[i] + q.off1) + k[i]); \
+            }                                                                                       \
+        } else {                                                                                    \
+            for (i = 0; i < n; ++i) {                                                               \
+                out[i] = (T)edgernn_addsub_out(                                                     \
+                    &q, q.sign2 * edgernn_addsub_scaled(&q.r1, 0, q.half_mul, in[i] + q.off1) + k[i]); \
+            }                                                                                       \
+        }                                                                                           \
     }
-}
 
-void edgernn_addsub_s8(const edgernn_bcast_t *b, const edgernn_addsub_params_t *p, int subtract,
-                       const int8_t *in1, const int8_t *in2, int8_t *out)
-{
-    if (is_flat(b)) {
-        edgernn_addsub_n_s8(p, subtract, in1, in2, b->dims[3], out);
-        return;
-    }
-    const edgernn_addsub_k_t k = edgernn_addsub_k(p, subtract);
-    EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)edgernn_addsub_elem(&k, in1[i1], in2[i2]));
-}
+EDGERNN_ADDSUB_KERNELS(s8, int8_t)
+EDGERNN_ADDSUB_KERNELS(s16, int16_t)
 
-void edgernn_addsub_n_s16(const edgernn_addsub_params_t *p, int subtract, const int16_t *in1,
-                          const int16_t *in2, int n, int16_t *out)
-{
-    const edgernn_addsub_k_t k = edgernn_addsub_k(p, subtract);
-    int i;
-    if (k.half1) {
-        EDGERNN_ADDSUB_FLAT(int16_t, 1)
-    } else if (k.half2) {
-        EDGERNN_ADDSUB_FLAT(int16_t, 2)
-    } else {
-        EDGERNN_ADDSUB_FLAT(int16_t, 0)
+#define EDGERNN_MUL_KERNELS(SUFFIX, T)                                                              \
+    void edgernn_mul_n_##SUFFIX(const edgernn_mul_params_t *p, const T *in1, const T *in2, int n,   \
+                                T *out)                                                             \
+    {                                                                                               \
+        const edgernn_mul_k_t k = edgernn_mul_k(p);                                                 \
+        int i;                                                                                      \
+        for (i = 0; i < n; ++i) {                                                                   \
+            out[i] = (T)edgernn_mul_elem(&k, in1[i], in2[i]);                                       \
+        }                                                                                           \
+    }                                                                                               \
+                                                                                                    \
+    void edgernn_mul_##SUFFIX(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const T *in1, \
+                              const T *in2, T *out)                                                 \
+    {                                                                                               \
+        if (is_flat(b)) {                                                                           \
+            edgernn_mul_n_##SUFFIX(p, in1, in2, b->dims[3], out);                                   \
+            return;                                                                                 \
+        }                                                                                           \
+        const edgernn_mul_k_t k = edgernn_mul_k(p);                                                 \
+        EDGERNN_BCAST_LOOP(b, out[o] = (T)edgernn_mul_elem(&k, in1[i1], in2[i2]));                  \
     }
-}
 
-void edgernn_addsub_s16(const edgernn_bcast_t *b, const edgernn_addsub_params_t *p, int subtract,
-                       const int16_t *in1, const int16_t *in2, int16_t *out)
-{
-    if (is_flat(b)) {
-        edgernn_addsub_n_s16(p, subtract, in1, in2, b->dims[3], out);
-        return;
-    }
-    const edgernn_addsub_k_t k = edgernn_addsub_k(p, subtract);
-    EDGERNN_BCAST_LOOP(b, out[o] = (int16_t)edgernn_addsub_elem(&k, in1[i1], in2[i2]));
-}
-
-/* One operand constant: its rescaled value, with the sign of the op, is folded at generation time
- * into k[i]; the input's fields of p describe the other operand. */
-void edgernn_addsub_const_s8(const edgernn_addsub_params_t *p, int negate, const int8_t *in,
-                             const int32_t *k, int n, int8_t *out)
-{
-    const edgernn_addsub_k_t q = edgernn_addsub_k(p, negate);
-    int i;
-    if (q.half1) {
-        for (i = 0; i < n; ++i) {
-            out[i] = (int8_t)edgernn_addsub_out(&q, q.sign2 * edgernn_addsub_scaled(&q.r1, 1, q.half_mul, in[i] + q.off1) + k[i]);
-        }
-    } else {
-        for (i = 0; i < n; ++i) {
-            out[i] = (int8_t)edgernn_addsub_out(&q, q.sign2 * edgernn_addsub_scaled(&q.r1, 0, q.half_mul, in[i] + q.off1) + k[i]);
-        }
-    }
-}
-
-void edgernn_addsub_const_s16(const edgernn_addsub_params_t *p, int negate, const int16_t *in,
-                              const int32_t *k, int n, int16_t *out)
-{
-    const edgernn_addsub_k_t q = edgernn_addsub_k(p, negate);
-    int i;
-    if (q.half1) {
-        for (i = 0; i < n; ++i) {
-            out[i] = (int16_t)edgernn_addsub_out(&q, q.sign2 * edgernn_addsub_scaled(&q.r1, 1, q.half_mul, in[i] + q.off1) + k[i]);
-        }
-    } else {
-        for (i = 0; i < n; ++i) {
-            out[i] = (int16_t)edgernn_addsub_out(&q, q.sign2 * edgernn_addsub_scaled(&q.r1, 0, q.half_mul, in[i] + q.off1) + k[i]);
-        }
-    }
-}
-
-void edgernn_mul_n_s8(const edgernn_mul_params_t *p, const int8_t *in1, const int8_t *in2, int n,
-                      int8_t *out)
-{
-    const edgernn_mul_k_t k = edgernn_mul_k(p);
-    int i;
-    for (i = 0; i < n; ++i) {
-        out[i] = (int8_t)edgernn_mul_elem(&k, in1[i], in2[i]);
-    }
-}
-
-void edgernn_mul_s8(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int8_t *in1,
-                    const int8_t *in2, int8_t *out)
-{
-    if (is_flat(b)) {
-        edgernn_mul_n_s8(p, in1, in2, b->dims[3], out);
-        return;
-    }
-    const edgernn_mul_k_t k = edgernn_mul_k(p);
-    EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)edgernn_mul_elem(&k, in1[i1], in2[i2]));
-}
-
-void edgernn_mul_n_s16(const edgernn_mul_params_t *p, const int16_t *in1, const int16_t *in2, int n,
-                       int16_t *out)
-{
-    const edgernn_mul_k_t k = edgernn_mul_k(p);
-    int i;
-    for (i = 0; i < n; ++i) {
-        out[i] = (int16_t)edgernn_mul_elem(&k, in1[i], in2[i]);
-    }
-}
-
-void edgernn_mul_s16(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, const int16_t *in1,
-                    const int16_t *in2, int16_t *out)
-{
-    if (is_flat(b)) {
-        edgernn_mul_n_s16(p, in1, in2, b->dims[3], out);
-        return;
-    }
-    const edgernn_mul_k_t k = edgernn_mul_k(p);
-    EDGERNN_BCAST_LOOP(b, out[o] = (int16_t)edgernn_mul_elem(&k, in1[i1], in2[i2]));
-}
+EDGERNN_MUL_KERNELS(s8, int8_t)
+EDGERNN_MUL_KERNELS(s16, int16_t)
 
 /* ---- DIV, 8-bit: the per-element arithmetic is edgernn_div_elem (edgernn_elementwise.h) ---- */
 
