@@ -68,6 +68,16 @@ typedef signed char edgernn_v4s __attribute__((vector_size(4)));
 #endif
 #endif
 
+/* GAP8 builds with the hand-written Xpulp kernels (edgernn_dot_xpulp.S, assembled where the GAP8
+ * Makefile sets EDGERNN_DOT_ASM=1): a block's whole groups of 4 inputs go through them when x and w
+ * are 4-byte aligned, and the last n mod 4 inputs through the C below. They add the same exact int32
+ * products as the C. */
+#if defined(EDGERNN_DOT_XPULP) && !defined(EDGERNN_XPULP_EMULATE) && defined(EDGERNN_DOT_ASM) && EDGERNN_DOT_ASM
+#define EDGERNN_DOT_USE_ASM 1
+void edgernn_dot8_s8_xpulp(const int8_t *x, const int8_t *w, int groups, int32_t acc[8]);
+void edgernn_dot4_s8_xpulp(const int8_t *x, const int8_t *w, int groups, int32_t acc[4]);
+#endif
+
 /* Where the core has a vector unit, a block of 16 inputs is a loop of fixed length, which gcc and
  * clang vectorize at -O2; on a scalar core (or with -DEDGERNN_FC_SCALAR) it is 8 inputs written
  * out, which saves the loop's overhead. */
@@ -230,8 +240,8 @@ static inline edgernn_v4s edgernn_load4(const int8_t *p)
     } while (0)
 #endif
 
-/* acc[r] += sum over i < n of x[i] * w_r[i] for the 8 rows of a block (the layout above). */
-static EDGERNN_DOT_INLINE void edgernn_dot8_s8(const int8_t *x, const int8_t *w, int n, int32_t acc[8])
+/* acc[r] += sum over i < n of x[i] * w_r[i] for the 8 rows of a block (the layout above), in C. */
+static EDGERNN_DOT_INLINE void edgernn_dot8_s8_c(const int8_t *x, const int8_t *w, int n, int32_t acc[8])
 {
     const int8_t *xe = x + (n & ~3);
     int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
@@ -280,8 +290,8 @@ static EDGERNN_DOT_INLINE void edgernn_dot8_s8(const int8_t *x, const int8_t *w,
     acc[7] = a7;
 }
 
-/* The same for a block of 4 rows. */
-static EDGERNN_DOT_INLINE void edgernn_dot4_s8(const int8_t *x, const int8_t *w, int n, int32_t acc[4])
+/* The same for a block of 4 rows, in C. */
+static EDGERNN_DOT_INLINE void edgernn_dot4_s8_c(const int8_t *x, const int8_t *w, int n, int32_t acc[4])
 {
     const int8_t *xe = x + (n & ~3);
     int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
@@ -314,6 +324,35 @@ static EDGERNN_DOT_INLINE void edgernn_dot4_s8(const int8_t *x, const int8_t *w,
     acc[1] = a1;
     acc[2] = a2;
     acc[3] = a3;
+}
+
+/* edgernn_dot8_s8 and edgernn_dot4_s8, what the kernels call: on GAP8 with the assembly, the whole groups
+ * of 4 inputs there when x and w are 4-byte aligned and the last n mod 4 inputs in C (the layout's last
+ * group follows the whole ones); the C alone everywhere else. */
+static EDGERNN_DOT_INLINE void edgernn_dot8_s8(const int8_t *x, const int8_t *w, int n, int32_t acc[8])
+{
+#if defined(EDGERNN_DOT_USE_ASM)
+    if (n >= 4 && (((uintptr_t)x | (uintptr_t)w) & 3u) == 0) {
+        edgernn_dot8_s8_xpulp(x, w, n >> 2, acc);
+        x += n & ~3;
+        w += 8 * (n & ~3);
+        n &= 3;
+    }
+#endif
+    edgernn_dot8_s8_c(x, w, n, acc);
+}
+
+static EDGERNN_DOT_INLINE void edgernn_dot4_s8(const int8_t *x, const int8_t *w, int n, int32_t acc[4])
+{
+#if defined(EDGERNN_DOT_USE_ASM)
+    if (n >= 4 && (((uintptr_t)x | (uintptr_t)w) & 3u) == 0) {
+        edgernn_dot4_s8_xpulp(x, w, n >> 2, acc);
+        x += n & ~3;
+        w += 4 * (n & ~3);
+        n &= 3;
+    }
+#endif
+    edgernn_dot4_s8_c(x, w, n, acc);
 }
 
 /* acc + sum over i < n of x[i] * w[i]: one row, for the rows past the last multiple of 4. */
