@@ -25,6 +25,7 @@ import pytest
 import zoo
 from conftest import TOY_MODEL, gap_sdk_params, require_gap_sdk, require_gap_sdk_at, require_tools
 from edgernn.errors import EdgeRNNError, LinkError
+from edgernn.targets import hwloop_check
 
 TESTS = Path(__file__).resolve().parents[1]
 TEMPLATES = TESTS.parent / "templates"
@@ -105,8 +106,13 @@ def test_project_files(deck_build):
                  # the board file's clocks, cores, Xpulp and baud rate, each changeable on make's command line
                  "EDGERNN_FC_HZ ?= 250000000", "EDGERNN_CLUSTER_HZ ?= 175000000", "EDGERNN_CLUSTER_CORES ?= 8",
                  "EDGERNN_XPULP ?= 1", "EDGERNN_UART_BAUD ?= 115200", "EDGERNN_CYCLES_FC ?= 0",
-                 "APP_CFLAGS += -DEDGERNN_CLUSTER_CORES=$(EDGERNN_CLUSTER_CORES) -DEDGERNN_XPULP=$(EDGERNN_XPULP)"):
+                 "APP_CFLAGS += -DEDGERNN_CLUSTER_CORES=$(EDGERNN_CLUSTER_CORES) -DEDGERNN_XPULP=$(EDGERNN_XPULP)",
+                 # the hand-written Xpulp dot products, assembled by the SDK's rules
+                 "APP_ASM_SRCS += edgernn_dot_xpulp.S", "EDGERNN_DOT_ASM ?= 1",
+                 "APP_CFLAGS += -DEDGERNN_DOT_ASM=$(EDGERNN_DOT_ASM)"):
         assert line in make, line
+    for name in ("edgernn_dot_xpulp.S", "edgernn_xpulp_asm.h"):
+        assert (fw / name).read_text() == (TEMPLATES / "kernels" / name).read_text()
     assert "pmsis_kickoff" in (fw / "main.c").read_text()
     hal = (fw / "hal.c").read_text()
     assert "EDGERNN_UART_BAUD 115200" in hal and "pmsis_exit" in hal
@@ -556,7 +562,7 @@ def test_build_links_with_the_gap_sdk(sdk_built):
 
 def test_int8_dot_products_are_xpulp_and_the_variants_build(sdk_built, tmp_path):
     """The int8 FULLY_CONNECTED runs on pv.sdotsp.b, in the encoding GVSOC decodes (its ISA table in the
-    SDK); `EDGERNN_XPULP=0 EDGERNN_CLUSTER_CORES=1` on make's command line builds the same project
+    SDK), its dot products' whole groups in the Xpulp assembly (edgernn_dot_xpulp.S); `EDGERNN_XPULP=0 EDGERNN_CLUSTER_CORES=1` on make's command line builds the same project
     scalar on one cluster core."""
     from edgernn.targets import device as devices
 
@@ -565,9 +571,15 @@ def test_int8_dot_products_are_xpulp_and_the_variants_build(sdk_built, tmp_path)
     pattern = _sdotsp_pattern(home)
     elf = out / "firmware" / ELF
     assert sum(_is_sdotsp(w, pattern) for w in _words(elf, "edgernn_fully_connected_s8")) >= 4
+    # the whole groups of 4 inputs go through the hand-written kernels: 8 and 4 pv.sdotsp.b in their loops,
+    # each loop within the silicon's rules (hwloop_check, which the build itself ran too)
+    assert [sum(_is_sdotsp(w, pattern) for w in _words(elf, f"edgernn_dot{r}_s8_xpulp")) for r in (8, 4)] == [8, 4]
+    loops, problems = hwloop_check.check_elf(elf, _riscv_tool("objdump"))
+    assert len(loops) >= 2 and problems == [], [str(p) for p in problems]
     scalar = devices.build_elf(out / "firmware", "ai_deck", tmp_path,
                                     make_vars={"EDGERNN_XPULP": 0, "EDGERNN_CLUSTER_CORES": 1})
     assert not any(_is_sdotsp(w, pattern) for w in _words(scalar.elf, "edgernn_fully_connected_s8"))
+    assert scalar.hardware_loops == 0 and "edgernn_dot8_s8_xpulp" not in _symbols(scalar.elf)
     # (EDGERNN_CLUSTER_CORES reaches the compiler by the same make variable; the team's own arithmetic
     # for 1, 2 and 8 workers is tested on the host, tests/backend/test_team.py)
 
