@@ -11,13 +11,14 @@ FC alone, the FC core's PULP counter at the FC clock. Every variant's outputs an
 equal to the first variant run's (bytes; the 8-core SIMD asm build), so a figure is never that of a wrong
 answer.
 
-    GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_gap8.py [--steps 40] [--models lstm64,cfc,ltc] [--only SIMD]
+    GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_gap8.py [--steps 40] [--models lstm64,cfc,ltc] [--only 'SIMD (C|asm)$']
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -91,8 +92,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--models", default="lstm64,lstm64_fused,cfc,ltc")
-    parser.add_argument("--only", default="", help="comma-separated substrings of the variants' labels to run "
-                        "(e.g. 'SIMD'); the first one run is the reference the others' bytes are held to")
+    parser.add_argument("--only", default="", help="a regular expression the labels of the variants to run match "
+                        "(e.g. 'SIMD asm$'); the first one run is the reference the others' bytes are held to")
     args = parser.parse_args()
     board = devices.load_board(BOARD)
     rows = []
@@ -105,7 +106,7 @@ def main() -> None:
             xs = quantize(np.random.default_rng(0).normal(0, 0.5, (args.steps, x_entry["shape"][-1])).astype(np.float32),
                           x_entry)
             base = None
-            chosen = [v for v in VARIANTS if not args.only or any(k in v[0] for k in args.only.split(","))]
+            chosen = [v for v in VARIANTS if re.search(args.only, v[0])]
             for label, cores, simd, asm, fc_clock in reversed(chosen):
                 result, info = run_variant(out, cores, simd, xs, work, fc_clock=bool(fc_clock), asm=asm)
                 if base is None:

@@ -1,6 +1,6 @@
 """The int8 matrix-vector kernel alone on GAP8 in GVSOC: 256 x 256 int8 weights in cluster L1, MAC/cycle
 on 1 and 8 cluster cores, gcc's C dot products (EDGERNN_DOT_ASM=0) against the hand-written Xpulp
-assembly (edgernn_dot_xpulp.S), next to GVSOC's ceiling for the kernel's loop. Prints figures; asserts
+assembly (EDGERNN_DOT_ASM=1: inlined from edgernn_dot.h with Debian's gcc; 2: edgernn_dot_xpulp.S called), next to GVSOC's ceiling for the kernel's loop. Prints figures; asserts
 nothing (a run whose int32 sums differ from numpy's, or whose output bytes differ between variants, is
 printed as such).
 
@@ -42,6 +42,7 @@ BOARD = "gvsoc_gap8"
 N_IN, N_OUT, HELD_ROWS = 256, 256, 128
 DONE = b"~~~MATVEC DONE~~~"
 ROWS_PER_WORD = 8
+KINDS = {0: "gcc's SIMD C", 1: "assembly (EDGERNN_DOT_ASM=1)", 2: "assembly, .S called (EDGERNN_DOT_ASM=2)"}
 
 
 def ceiling(cores: int) -> float:
@@ -121,7 +122,8 @@ def run(project: Path, board, cores: int, asm: int, work: Path, timeout: float =
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cores", default="1,8")
-    parser.add_argument("--asm", default="0,1", help="EDGERNN_DOT_ASM values: 0 gcc's C, 1 the assembly")
+    parser.add_argument("--asm", default="0,1,2", help="EDGERNN_DOT_ASM values: 0 gcc's C, 1 the assembly in the "
+                        "form that suits the compiler (inlined with Debian's gcc), 2 the .S functions called")
     parser.add_argument("--work", default=None, help="keep the builds in this folder")
     args = parser.parse_args()
     board = devices.load_board(BOARD)
@@ -138,9 +140,9 @@ def main() -> None:
                 exact = r["sum_offset"] - (1 << 40) == total and r["squares"] == squares
                 hashes.add(r["out_hash"])
                 macs = N_IN * N_OUT
-                rows.append((cores, "asm" if asm else "C", r["dot_cycles"], macs / r["dot_cycles"], r["fc_cycles"],
+                rows.append((cores, KINDS[asm], r["dot_cycles"], macs / r["dot_cycles"], r["fc_cycles"],
                              macs / r["fc_cycles"], ceiling(cores), "yes" if exact else "NO"))
-                print(f"cores {cores} {'asm' if asm else 'C  '}: dot {r['dot_cycles']} fc {r['fc_cycles']} cycles",
+                print(f"cores {cores} {KINDS[asm]}: dot {r['dot_cycles']} fc {r['fc_cycles']} cycles",
                       file=sys.stderr)
     print(f"| cluster cores | dot products | dot cycles | dot MAC/cycle | FC cycles (with requantization) | "
           f"FC MAC/cycle | GVSOC ceiling of the loop | int32 sums exact |")

@@ -1,7 +1,10 @@
 /* The int8 dot products of edgernn_dot.h's blocked weights layout in GAP8 Xpulpv2 assembly: the whole
  * groups of 4 inputs of a block of 8 (or 4) rows, for FULLY_CONNECTED, the fused LSTM's gates and
  * the convolutions' rows. edgernn_dot.h calls them on GAP8 builds (EDGERNN_DOT_ASM, set by the GAP8
- * Makefile) when x and w are 4-byte aligned; the last n mod 4 inputs stay in C.
+ * Makefile) when x and w are 4-byte aligned, with a compiler that knows Xpulp (GAP's gcc 7, which may make
+ * hardware loops of its own but none around a call) or with EDGERNN_DOT_ASM=2; with Debian's gcc it
+ * inlines the same loops (edgernn_dot.h), so that the sums stay in registers. The last n mod 4 inputs
+ * stay in C.
  *
  *   void edgernn_dot8_s8_xpulp(const int8_t *x, const int8_t *w, int groups, int32_t acc[8]);
  *   void edgernn_dot4_s8_xpulp(const int8_t *x, const int8_t *w, int groups, int32_t acc[4]);

@@ -511,6 +511,19 @@ def _is_sdotsp(word: int, pattern: tuple[int, int]) -> bool:
     return word & pattern[0] == pattern[1]
 
 
+def _is_lp_setup(word: int) -> bool:
+    """lp.setup (GVSOC's isa_riscv_gen.py: funct3 100, bits 11:8 zero, opcode 1111011)."""
+    return word & 0x7F7F == 0x407B
+
+
+def _gap_compiler() -> bool:
+    """Whether the GAP SDK builds with GAP's own compiler here (which calls the .S kernels)."""
+    from edgernn.targets import device as devices
+    from edgernn.targets.gap8 import gap_sdk_setup
+
+    return gap_sdk_setup(devices.load_board("ai_deck")).compiler == "gap"
+
+
 @pytest.fixture(scope="module")
 def sdk_built(tmp_path_factory):
     """The int8 LSTM step model and the float32 fused LSTM, built by `edgernn build` with the GAP SDK."""
@@ -571,12 +584,18 @@ def test_int8_dot_products_are_xpulp_and_the_variants_build(sdk_built, tmp_path)
     pattern = _sdotsp_pattern(home)
     elf = out / "firmware" / ELF
     assert sum(_is_sdotsp(w, pattern) for w in _words(elf, "edgernn_fully_connected_s8")) >= 4
-    # the whole groups of 4 inputs go through the hand-written kernels: 8 and 4 pv.sdotsp.b in their loops,
-    # each loop within the silicon's rules (hwloop_check, which the build itself ran too)
-    assert [sum(_is_sdotsp(w, pattern) for w in _words(elf, f"edgernn_dot{r}_s8_xpulp")) for r in (8, 4)] == [8, 4]
+    # the whole groups of 4 inputs go through the hand-written loops, inlined into the kernel (Debian's gcc)
+    # or called in edgernn_dot_xpulp.S (EDGERNN_DOT_ASM=2, and GAP's compiler), each loop within the
+    # silicon's rules (hwloop_check, which the build itself ran too)
+    assert any(_is_lp_setup(w) for w in _words(elf, "edgernn_fully_connected_s8")) == (not _gap_compiler())
     loops, problems = hwloop_check.check_elf(elf, _riscv_tool("objdump"))
     assert len(loops) >= 2 and problems == [], [str(p) for p in problems]
-    scalar = devices.build_elf(out / "firmware", "ai_deck", tmp_path,
+    called = devices.build_elf(out / "firmware", "ai_deck", tmp_path / "called", make_vars={"EDGERNN_DOT_ASM": 2})
+    assert [sum(_is_sdotsp(w, pattern) for w in _words(called.elf, f"edgernn_dot{r}_s8_xpulp")) for r in (8, 4)] == \
+        [8, 4]
+    assert not any(_is_lp_setup(w) for w in _words(called.elf, "edgernn_fully_connected_s8"))
+    assert called.hardware_loops >= 2
+    scalar = devices.build_elf(out / "firmware", "ai_deck", tmp_path / "scalar",
                                     make_vars={"EDGERNN_XPULP": 0, "EDGERNN_CLUSTER_CORES": 1})
     assert not any(_is_sdotsp(w, pattern) for w in _words(scalar.elf, "edgernn_fully_connected_s8"))
     assert scalar.hardware_loops == 0 and "edgernn_dot8_s8_xpulp" not in _symbols(scalar.elf)
