@@ -182,8 +182,8 @@ def _branch(insn: Insn) -> tuple[int, int, int, int] | None:
 
 
 def _skips_zero(branch: tuple[int, int, int, int], reg: int) -> bool:
-    """Whether a taken branch catches count == 0: beq reg, x0 (beqz), bge x0, reg (blez), bgeu x0, reg,
-    or bltu/blt reg < 1 forms are not looked for."""
+    """Whether the branch is taken when reg is 0: beq reg, x0 (beqz) or bge/bgeu x0, reg (blez); other
+    forms are not recognised (the loop is then reported unguarded)."""
     funct3, rs1, rs2, _ = branch
     if funct3 == 0:                                  # beq
         return {rs1, rs2} == {reg, 0}
