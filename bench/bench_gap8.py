@@ -1,21 +1,24 @@
 """GAP8 cycles per step in GVSOC (the gvsoc_gap8 board): int8 LSTM(64) (step and fused paths), CfC and LTC
 with AutoNCP wirings, each on the fabric controller alone, on 1 cluster core and on 8 cluster cores, with
-and without the Xpulp SIMD dot products.
+and without the Xpulp SIMD dot products, those in gcc's C (edgernn_dot.h) and in the hand-written
+assembly (edgernn_dot_xpulp.S): the "C" rows are the figures before the assembly, the "asm" rows after.
 
 Every variant is the same generated ai_deck project built with other make variables
-(EDGERNN_CLUSTER_CORES=0|1|8, EDGERNN_XPULP=0|1), run in GVSOC, fed the same inputs over the simulated
+(EDGERNN_CLUSTER_CORES=0|1|8, EDGERNN_XPULP=0|1, EDGERNN_DOT_ASM=0|1, EDGERNN_CYCLES_FC=0|1), run in GVSOC, fed the same inputs over the simulated
 UART. The figures are GVSOC's timing model of GAP8, not measurements on a chip. Cycles are the step's:
 on the cluster, the master core's PULP counter at the cluster clock, without the FC's dispatch; on the
 FC alone, the FC core's PULP counter at the FC clock. Every variant's outputs and states are checked
-equal to the 8-core SIMD build's (bytes), so a figure is never that of a wrong answer.
+equal to the first variant run's (bytes; the 8-core SIMD asm build), so a figure is never that of a wrong
+answer.
 
-    GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_gap8.py [--steps 40] [--models lstm64,cfc,ltc]
+    GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_gap8.py [--steps 40] [--models lstm64,cfc,ltc] [--only 'SIMD (C|asm)$']
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -33,13 +36,18 @@ from edgernn.link import LinkClient  # noqa: E402
 from edgernn.tflite.oracle import quantize  # noqa: E402
 
 BOARD = "gvsoc_gap8"
-VARIANTS = [  # (label, EDGERNN_CLUSTER_CORES, EDGERNN_XPULP)
-    ("FC alone, scalar", 0, 0),
-    ("FC alone, SIMD", 0, 1),
-    ("1 cluster core, scalar", 1, 0),
-    ("1 cluster core, SIMD", 1, 1),
-    ("8 cluster cores, scalar", 8, 0),
-    ("8 cluster cores, SIMD", 8, 1),
+VARIANTS = [  # (label, EDGERNN_CLUSTER_CORES, EDGERNN_XPULP, EDGERNN_DOT_ASM, EDGERNN_CYCLES_FC)
+    ("FC alone, scalar", 0, 0, 0, 0),
+    ("FC alone, SIMD C", 0, 1, 0, 0),
+    ("FC alone, SIMD asm", 0, 1, 1, 0),
+    ("1 cluster core, scalar", 1, 0, 0, 0),
+    ("1 cluster core, SIMD C", 1, 1, 0, 0),
+    ("1 cluster core, SIMD asm", 1, 1, 1, 0),
+    ("8 cluster cores, scalar", 8, 0, 0, 0),
+    ("8 cluster cores, SIMD C", 8, 1, 0, 0),
+    ("8 cluster cores, SIMD C, dispatch incl.", 8, 1, 0, 1),
+    ("8 cluster cores, SIMD asm, dispatch incl.", 8, 1, 1, 1),
+    ("8 cluster cores, SIMD asm", 8, 1, 1, 0),
 ]
 MODELS = {  # name: (zoo kind for tests/test_gvsoc_gap8.build_model, mode)
     "lstm64": ("lstm64", "step"),
@@ -64,13 +72,15 @@ def build(name: str, work: Path) -> Path:
     return out
 
 
-def run_variant(out: Path, cores: int, simd: int, xs: np.ndarray, work: Path, fc_clock: bool = False):
+def run_variant(out: Path, cores: int, simd: int, xs: np.ndarray, work: Path, fc_clock: bool = False, asm: int = 1):
     """Build and run one variant. fc_clock: the cycles are the FC's (EDGERNN_CYCLES_FC=1), the cluster
-    dispatch included, still in cluster cycles; else the cluster master's count of the step's task."""
+    dispatch included, still in cluster cycles; else the cluster master's count of the step's task.
+    asm: the int8 dot products' hand-written Xpulp kernels (EDGERNN_DOT_ASM=1) or gcc's C (0)."""
     board = devices.load_board(BOARD)
-    make_vars = {"EDGERNN_CLUSTER_CORES": cores, "EDGERNN_XPULP": simd, "EDGERNN_CYCLES_FC": int(fc_clock)}
-    elf = devices.build_elf(out / "firmware", board, work / f"{out.name}_c{cores}_s{simd}_f{int(fc_clock)}",
-                                 make_vars=make_vars).elf
+    make_vars = {"EDGERNN_CLUSTER_CORES": cores, "EDGERNN_XPULP": simd, "EDGERNN_CYCLES_FC": int(fc_clock),
+                 "EDGERNN_DOT_ASM": asm}
+    elf = devices.build_elf(out / "firmware", board,
+                            work / f"{out.name}_c{cores}_s{simd}_a{asm}_f{int(fc_clock)}", make_vars=make_vars).elf
     with devices.start(elf, board) as device:
         with LinkClient.open(device.url, baud=board["serial"]["baud"], timeout=board["serial"]["timeout_s"]) as link:
             link.wait_ready(board["emulator"]["start_timeout_s"])
@@ -82,6 +92,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--models", default="lstm64,lstm64_fused,cfc,ltc")
+    parser.add_argument("--only", default="", help="a regular expression the labels of the variants to run match "
+                        "(e.g. 'SIMD asm$'); the first one run is the reference the others' bytes are held to")
     args = parser.parse_args()
     board = devices.load_board(BOARD)
     rows = []
@@ -94,13 +106,14 @@ def main() -> None:
             xs = quantize(np.random.default_rng(0).normal(0, 0.5, (args.steps, x_entry["shape"][-1])).astype(np.float32),
                           x_entry)
             base = None
-            for label, cores, simd in reversed(VARIANTS):
-                result, info = run_variant(out, cores, simd, xs, work)
+            chosen = [v for v in VARIANTS if re.search(args.only, v[0])]
+            for label, cores, simd, asm, fc_clock in reversed(chosen):
+                result, info = run_variant(out, cores, simd, xs, work, fc_clock=bool(fc_clock), asm=asm)
                 if base is None:
                     base = result
                 same = np.array_equal(result.outputs, base.outputs) and np.array_equal(result.states, base.states)
                 cycles = float(np.median(result.cycles[2:]))   # the first steps warm the caches
-                clock = board["cpu"]["fc_hz"] if cores == 0 else board["cpu"]["cluster_hz"]
+                clock = board["cpu"]["fc_hz"] if cores == 0 and not fc_clock else board["cpu"]["cluster_hz"]
                 rows.append((name, manifest["macs_per_step"], label, cycles, manifest["macs_per_step"] / cycles,
                              cycles / clock * 1e6, info.workers, "yes" if same else "NO"))
                 print(f"{name:13s} {label:24s} {cycles:10.0f} cycles/step", file=sys.stderr)
@@ -110,7 +123,9 @@ def main() -> None:
         print(f"| {name} | {macs:,} | {label} | {cycles:,.0f} | {per_cycle:.3f} | {us:,.1f} | {workers} | {same} |")
     print(f"\nGVSOC's timing model of GAP8, not a chip: FC at {board['cpu']['fc_hz'] / 1e6:.0f} MHz, cluster at "
           f"{board['cpu']['cluster_hz'] / 1e6:.0f} MHz; weights, state and arena in cluster L1 where they fit (the placement "
-          "table); cluster figures exclude the FC's dispatch.")
+          "table); cluster figures exclude the FC's dispatch except in the rows \"dispatch incl.\" (the FC's timer, "
+          "EDGERNN_CYCLES_FC=1, in cluster cycles); \"SIMD C\" is gcc's code of edgernn_dot.h (EDGERNN_DOT_ASM=0), "
+          "\"SIMD asm\" the hand-written kernels of edgernn_dot_xpulp.S.")
 
 
 if __name__ == "__main__":

@@ -341,7 +341,13 @@ def copy_kernels(dest: Path, board=None, functions=()) -> list[str]:
         else:
             shutil.copyfile(src / name, dest / name)
     shutil.copyfile(team_template(board), dest / TEAM_SOURCE)
-    return sources + [TEAM_SOURCE]
+    asm = list(kernels.XPULP_ASM_SOURCES) if board is not None and board.toolchain.xpulp else []
+    for name in kernels.XPULP_ASM_SOURCES + kernels.XPULP_ASM_HEADERS:
+        if asm:
+            shutil.copyfile(src / name, dest / name)
+        else:
+            (dest / name).unlink(missing_ok=True)
+    return sources + [TEAM_SOURCE] + asm
 
 
 def render(context: dict, dest: Path) -> list[str]:
@@ -468,8 +474,11 @@ def write_project(board, dest: Path, context: dict) -> list[str]:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(hal_dir)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
     sources = sorted(set(context["sources"]) | {n for n in written if n.endswith(".c")})
+    asm_sources = [n for n in sources if n.endswith(".S")]
+    c_sources = [n for n in sources if not n.endswith(".S")]
     for path in sorted(hal_dir.glob("*.j2")):
-        text = env.get_template(path.name).render(**context, board=board, all_sources=sources)
+        text = env.get_template(path.name).render(**context, board=board, all_sources=c_sources,
+                                                  asm_sources=asm_sources)
         (dest / path.stem).write_text(text)
         written.append(path.stem)
     return written

@@ -47,6 +47,7 @@ class BuildResult:
     model_code_bytes: int | None = None     # text of the model's and kernels' objects (not weights.c, libc)
     image: Path | None = None               # a GAP SDK build's flash image
     variants: list[BuildResult] = field(default_factory=list)
+    hardware_loops: int | None = None       # a GAP8 ELF's Xpulp hardware loops, each checked (hwloop_check)
 
     @property
     def builds(self) -> list[BuildResult]:

@@ -256,10 +256,26 @@ def build_gap_project(firmware_dir: Path, board: Board, make_vars: dict[str, obj
                            "they would fault on the device")
     result = BuildResult(elf, command, compiler=setup.compiler, commands=[command],
                          image=firmware_dir / sdk.image if image else None)
+    result.hardware_loops = len(check_hardware_loops(elf, firmware_dir, setup))
     if size_at + 1 < len(lines):
         text, data, bss = (int(v) for v in lines[size_at + 1].split()[:3])
         result.code_bytes, result.data_bytes = text, data + bss
     return result
+
+
+def check_hardware_loops(elf: Path, firmware_dir: Path, setup) -> list:
+    """The hardware loops of a GAP8 ELF, refused if one breaks a rule that silicon has and GVSOC does not
+    check (edgernn.targets.hwloop_check): such a firmware would pass in the simulator and fail on the chip."""
+    from edgernn.targets import hwloop_check
+
+    proc = procs.run(setup.script(firmware_dir, ["riscv32-unknown-elf-objdump", "-d", str(elf)]))
+    if proc.returncode != 0:
+        raise EdgeRNNError(f"disassembling {elf} failed: {_first_error(proc)}")
+    loops, problems = hwloop_check.check(hwloop_check.parse_objdump(proc.stdout))
+    if problems:
+        raise EdgeRNNError(f"{elf.name} has {len(problems)} hardware-loop faults that GAP8 would not run as GVSOC "
+                           "does: " + "; ".join(str(p) for p in problems[:4]))
+    return loops
 
 
 def image_path(out_dir: Path, board: Board) -> Path:

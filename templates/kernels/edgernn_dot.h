@@ -68,6 +68,42 @@ typedef signed char edgernn_v4s __attribute__((vector_size(4)));
 #endif
 #endif
 
+/* GAP8 builds with the hand-written Xpulp kernels (edgernn_dot_xpulp.S, assembled where the GAP8
+ * Makefile sets EDGERNN_DOT_ASM to 1 or 2): a block's whole groups of 4 inputs go through them when x and
+ * w are 4-byte aligned and there are at least EDGERNN_DOT_ASM_MIN_INPUTS inputs, and the last n mod 4
+ * inputs through the C below. EDGERNN_DOT_ASM=1 takes the form that suits the compiler (below), 2 the
+ * .S functions whatever the compiler. They add the same exact int32
+ * products as the C. */
+#if defined(EDGERNN_DOT_XPULP) && !defined(EDGERNN_XPULP_EMULATE) && defined(EDGERNN_DOT_ASM) && EDGERNN_DOT_ASM
+#define EDGERNN_DOT_USE_ASM 1
+#if EDGERNN_XPULP_INSN && EDGERNN_DOT_ASM != 2
+/* A compiler without Xpulp (Debian's gcc, which never emits hardware loops itself): the same loops as
+ * inline assembly, so that the sums stay in registers across them and nothing is called. The encodings
+ * are edgernn_xpulp_asm.h's, spelled with .insn, which takes the compiler's register names: p.lw rd,
+ * 4(rs1!) is `.insn i 0x0b, 2, rd, 4(rs1)`, lp.setup 0, rs1, uimm is `.insn i 0x7b, 4, x0, rs1, uimm`
+ * (x0 in the rd field: loop 0). The body's size is fixed (.option norvc), so lp.setup's offset to the
+ * body's last instruction is a constant: 34 half-words for the 17 instructions of 8 rows, 18 for the 9
+ * of 4. */
+#define EDGERNN_DOT_INLINE_ASM 1
+#define EDGERNN_ASM_LW4(rd, rs) ".insn i 0x0b, 2, %[" rd "], 4(%[" rs "])\n\t"
+#define EDGERNN_ASM_SDOT(rd, a, b) ".insn r 0x57, 1, 0x5c, %[" rd "], %[" a "], %[" b "]\n\t"
+#ifndef EDGERNN_DOT_ASM_MIN_INPUTS
+#define EDGERNN_DOT_ASM_MIN_INPUTS 4
+#endif
+#else
+/* The .S kernels are called (EDGERNN_DOT_ASM=2 forces it with any compiler): where the compiler knows Xpulp
+ * (GAP's gcc 7) it may make hardware loops of its own, which a loop inside inline assembly would break; it
+ * makes none around a call. Fewer inputs stay in
+ * the inlined C: a call costs its sums' loads and stores and the caller's spills, more than the assembly
+ * saves on 1 to 3 groups (about 5 cycles each in GVSOC). */
+#ifndef EDGERNN_DOT_ASM_MIN_INPUTS
+#define EDGERNN_DOT_ASM_MIN_INPUTS 16
+#endif
+#endif
+void edgernn_dot8_s8_xpulp(const int8_t *x, const int8_t *w, int groups, int32_t acc[8]);
+void edgernn_dot4_s8_xpulp(const int8_t *x, const int8_t *w, int groups, int32_t acc[4]);
+#endif
+
 /* Where the core has a vector unit, a block of 16 inputs is a loop of fixed length, which gcc and
  * clang vectorize at -O2; on a scalar core (or with -DEDGERNN_FC_SCALAR) it is 8 inputs written
  * out, which saves the loop's overhead. */
@@ -230,8 +266,8 @@ static inline edgernn_v4s edgernn_load4(const int8_t *p)
     } while (0)
 #endif
 
-/* acc[r] += sum over i < n of x[i] * w_r[i] for the 8 rows of a block (the layout above). */
-static EDGERNN_DOT_INLINE void edgernn_dot8_s8(const int8_t *x, const int8_t *w, int n, int32_t acc[8])
+/* acc[r] += sum over i < n of x[i] * w_r[i] for the 8 rows of a block (the layout above), in C. */
+static EDGERNN_DOT_INLINE void edgernn_dot8_s8_c(const int8_t *x, const int8_t *w, int n, int32_t acc[8])
 {
     const int8_t *xe = x + (n & ~3);
     int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
@@ -280,8 +316,8 @@ static EDGERNN_DOT_INLINE void edgernn_dot8_s8(const int8_t *x, const int8_t *w,
     acc[7] = a7;
 }
 
-/* The same for a block of 4 rows. */
-static EDGERNN_DOT_INLINE void edgernn_dot4_s8(const int8_t *x, const int8_t *w, int n, int32_t acc[4])
+/* The same for a block of 4 rows, in C. */
+static EDGERNN_DOT_INLINE void edgernn_dot4_s8_c(const int8_t *x, const int8_t *w, int n, int32_t acc[4])
 {
     const int8_t *xe = x + (n & ~3);
     int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
@@ -314,6 +350,101 @@ static EDGERNN_DOT_INLINE void edgernn_dot4_s8(const int8_t *x, const int8_t *w,
     acc[1] = a1;
     acc[2] = a2;
     acc[3] = a3;
+}
+
+/* edgernn_dot8_s8 and edgernn_dot4_s8, what the kernels call: on GAP8 with the assembly, the whole groups
+ * of 4 inputs there when x and w are 4-byte aligned and the last n mod 4 inputs in C (the layout's last
+ * group follows the whole ones); the C alone everywhere else. */
+#if defined(EDGERNN_DOT_INLINE_ASM)
+/* acc[r] += the products of the groups of 4 inputs of a block of 8 rows (edgernn_dot_xpulp.S's loop) */
+static EDGERNN_DOT_INLINE void edgernn_dot8_s8_xpulp_inline(const int8_t *x, const int8_t *w, int groups,
+                                                            int32_t acc[8])
+{
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], a4 = acc[4], a5 = acc[5], a6 = acc[6], a7 = acc[7];
+    uint32_t xv, wa, wb;
+    __asm__ volatile(".option push\n\t.option norvc\n\t"
+                     "blez %[n], 2f\n\t"                      /* a count of 0 would run the body once */
+                     ".insn i 0x7b, 4, x0, %[n], 34\n\t"      /* lp.setup 0, n: to the 17th instruction */
+                     EDGERNN_ASM_LW4("xv", "x") EDGERNN_ASM_LW4("wa", "w") EDGERNN_ASM_LW4("wb", "w")
+                     EDGERNN_ASM_SDOT("a0", "xv", "wa") EDGERNN_ASM_LW4("wa", "w")
+                     EDGERNN_ASM_SDOT("a1", "xv", "wb") EDGERNN_ASM_LW4("wb", "w")
+                     EDGERNN_ASM_SDOT("a2", "xv", "wa") EDGERNN_ASM_LW4("wa", "w")
+                     EDGERNN_ASM_SDOT("a3", "xv", "wb") EDGERNN_ASM_LW4("wb", "w")
+                     EDGERNN_ASM_SDOT("a4", "xv", "wa") EDGERNN_ASM_LW4("wa", "w")
+                     EDGERNN_ASM_SDOT("a5", "xv", "wb") EDGERNN_ASM_LW4("wb", "w")
+                     EDGERNN_ASM_SDOT("a6", "xv", "wa")
+                     EDGERNN_ASM_SDOT("a7", "xv", "wb")        /* the body's last instruction */
+                     "2:\n\t.option pop"
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [a4] "+r"(a4), [a5] "+r"(a5),
+                       [a6] "+r"(a6), [a7] "+r"(a7), [x] "+r"(x), [w] "+r"(w), [xv] "=&r"(xv), [wa] "=&r"(wa),
+                       [wb] "=&r"(wb)
+                     : [n] "r"(groups)
+                     : "memory");
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+    acc[4] = a4;
+    acc[5] = a5;
+    acc[6] = a6;
+    acc[7] = a7;
+}
+
+/* The same for a block of 4 rows */
+static EDGERNN_DOT_INLINE void edgernn_dot4_s8_xpulp_inline(const int8_t *x, const int8_t *w, int groups,
+                                                            int32_t acc[4])
+{
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    uint32_t xv, wa, wb;
+    __asm__ volatile(".option push\n\t.option norvc\n\t"
+                     "blez %[n], 2f\n\t"
+                     ".insn i 0x7b, 4, x0, %[n], 18\n\t"      /* lp.setup 0, n: to the 9th instruction */
+                     EDGERNN_ASM_LW4("xv", "x") EDGERNN_ASM_LW4("wa", "w") EDGERNN_ASM_LW4("wb", "w")
+                     EDGERNN_ASM_SDOT("a0", "xv", "wa") EDGERNN_ASM_LW4("wa", "w")
+                     EDGERNN_ASM_SDOT("a1", "xv", "wb") EDGERNN_ASM_LW4("wb", "w")
+                     EDGERNN_ASM_SDOT("a2", "xv", "wa")
+                     EDGERNN_ASM_SDOT("a3", "xv", "wb")
+                     "2:\n\t.option pop"
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "+r"(x), [w] "+r"(w),
+                       [xv] "=&r"(xv), [wa] "=&r"(wa), [wb] "=&r"(wb)
+                     : [n] "r"(groups)
+                     : "memory");
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+#define EDGERNN_DOT8_ASM edgernn_dot8_s8_xpulp_inline
+#define EDGERNN_DOT4_ASM edgernn_dot4_s8_xpulp_inline
+#elif defined(EDGERNN_DOT_USE_ASM)
+#define EDGERNN_DOT8_ASM edgernn_dot8_s8_xpulp
+#define EDGERNN_DOT4_ASM edgernn_dot4_s8_xpulp
+#endif
+
+static EDGERNN_DOT_INLINE void edgernn_dot8_s8(const int8_t *x, const int8_t *w, int n, int32_t acc[8])
+{
+#if defined(EDGERNN_DOT_USE_ASM)
+    if (n >= EDGERNN_DOT_ASM_MIN_INPUTS && (((uintptr_t)x | (uintptr_t)w) & 3u) == 0) {
+        EDGERNN_DOT8_ASM(x, w, n >> 2, acc);
+        x += n & ~3;
+        w += 8 * (n & ~3);
+        n &= 3;
+    }
+#endif
+    edgernn_dot8_s8_c(x, w, n, acc);
+}
+
+static EDGERNN_DOT_INLINE void edgernn_dot4_s8(const int8_t *x, const int8_t *w, int n, int32_t acc[4])
+{
+#if defined(EDGERNN_DOT_USE_ASM)
+    if (n >= EDGERNN_DOT_ASM_MIN_INPUTS && (((uintptr_t)x | (uintptr_t)w) & 3u) == 0) {
+        EDGERNN_DOT4_ASM(x, w, n >> 2, acc);
+        x += n & ~3;
+        w += 4 * (n & ~3);
+        n &= 3;
+    }
+#endif
+    edgernn_dot4_s8_c(x, w, n, acc);
 }
 
 /* acc + sum over i < n of x[i] * w[i]: one row, for the rows past the last multiple of 4. */

@@ -25,6 +25,7 @@ import pytest
 import zoo
 from conftest import TOY_MODEL, gap_sdk_params, require_gap_sdk, require_gap_sdk_at, require_tools
 from edgernn.errors import EdgeRNNError, LinkError
+from edgernn.targets import hwloop_check
 
 TESTS = Path(__file__).resolve().parents[1]
 TEMPLATES = TESTS.parent / "templates"
@@ -105,8 +106,13 @@ def test_project_files(deck_build):
                  # the board file's clocks, cores, Xpulp and baud rate, each changeable on make's command line
                  "EDGERNN_FC_HZ ?= 250000000", "EDGERNN_CLUSTER_HZ ?= 175000000", "EDGERNN_CLUSTER_CORES ?= 8",
                  "EDGERNN_XPULP ?= 1", "EDGERNN_UART_BAUD ?= 115200", "EDGERNN_CYCLES_FC ?= 0",
-                 "APP_CFLAGS += -DEDGERNN_CLUSTER_CORES=$(EDGERNN_CLUSTER_CORES) -DEDGERNN_XPULP=$(EDGERNN_XPULP)"):
+                 "APP_CFLAGS += -DEDGERNN_CLUSTER_CORES=$(EDGERNN_CLUSTER_CORES) -DEDGERNN_XPULP=$(EDGERNN_XPULP)",
+                 # the hand-written Xpulp dot products, assembled by the SDK's rules
+                 "APP_ASM_SRCS += edgernn_dot_xpulp.S", "EDGERNN_DOT_ASM ?= 1",
+                 "APP_CFLAGS += -DEDGERNN_DOT_ASM=$(EDGERNN_DOT_ASM)"):
         assert line in make, line
+    for name in ("edgernn_dot_xpulp.S", "edgernn_xpulp_asm.h"):
+        assert (fw / name).read_text() == (TEMPLATES / "kernels" / name).read_text()
     assert "pmsis_kickoff" in (fw / "main.c").read_text()
     hal = (fw / "hal.c").read_text()
     assert "EDGERNN_UART_BAUD 115200" in hal and "pmsis_exit" in hal
@@ -505,6 +511,19 @@ def _is_sdotsp(word: int, pattern: tuple[int, int]) -> bool:
     return word & pattern[0] == pattern[1]
 
 
+def _is_lp_setup(word: int) -> bool:
+    """lp.setup (GVSOC's isa_riscv_gen.py: funct3 100, bits 11:8 zero, opcode 1111011)."""
+    return word & 0x7F7F == 0x407B
+
+
+def _gap_compiler() -> bool:
+    """Whether the GAP SDK builds with GAP's own compiler here (which calls the .S kernels)."""
+    from edgernn.targets import device as devices
+    from edgernn.targets.gap8 import gap_sdk_setup
+
+    return gap_sdk_setup(devices.load_board("ai_deck")).compiler == "gap"
+
+
 @pytest.fixture(scope="module")
 def sdk_built(tmp_path_factory):
     """The int8 LSTM step model and the float32 fused LSTM, built by `edgernn build` with the GAP SDK."""
@@ -556,7 +575,7 @@ def test_build_links_with_the_gap_sdk(sdk_built):
 
 def test_int8_dot_products_are_xpulp_and_the_variants_build(sdk_built, tmp_path):
     """The int8 FULLY_CONNECTED runs on pv.sdotsp.b, in the encoding GVSOC decodes (its ISA table in the
-    SDK); `EDGERNN_XPULP=0 EDGERNN_CLUSTER_CORES=1` on make's command line builds the same project
+    SDK), its dot products' whole groups in the Xpulp assembly (edgernn_dot_xpulp.S); `EDGERNN_XPULP=0 EDGERNN_CLUSTER_CORES=1` on make's command line builds the same project
     scalar on one cluster core."""
     from edgernn.targets import device as devices
 
@@ -565,9 +584,21 @@ def test_int8_dot_products_are_xpulp_and_the_variants_build(sdk_built, tmp_path)
     pattern = _sdotsp_pattern(home)
     elf = out / "firmware" / ELF
     assert sum(_is_sdotsp(w, pattern) for w in _words(elf, "edgernn_fully_connected_s8")) >= 4
-    scalar = devices.build_elf(out / "firmware", "ai_deck", tmp_path,
+    # the whole groups of 4 inputs go through the hand-written loops, inlined into the kernel (Debian's gcc)
+    # or called in edgernn_dot_xpulp.S (EDGERNN_DOT_ASM=2, and GAP's compiler), each loop within the
+    # silicon's rules (hwloop_check, which the build itself ran too)
+    assert any(_is_lp_setup(w) for w in _words(elf, "edgernn_fully_connected_s8")) == (not _gap_compiler())
+    loops, problems = hwloop_check.check_elf(elf, _riscv_tool("objdump"))
+    assert len(loops) >= 2 and problems == [], [str(p) for p in problems]
+    called = devices.build_elf(out / "firmware", "ai_deck", tmp_path / "called", make_vars={"EDGERNN_DOT_ASM": 2})
+    assert [sum(_is_sdotsp(w, pattern) for w in _words(called.elf, f"edgernn_dot{r}_s8_xpulp")) for r in (8, 4)] == \
+        [8, 4]
+    assert not any(_is_lp_setup(w) for w in _words(called.elf, "edgernn_fully_connected_s8"))
+    assert called.hardware_loops >= 2
+    scalar = devices.build_elf(out / "firmware", "ai_deck", tmp_path / "scalar",
                                     make_vars={"EDGERNN_XPULP": 0, "EDGERNN_CLUSTER_CORES": 1})
     assert not any(_is_sdotsp(w, pattern) for w in _words(scalar.elf, "edgernn_fully_connected_s8"))
+    assert scalar.hardware_loops == 0 and "edgernn_dot8_s8_xpulp" not in _symbols(scalar.elf)
     # (EDGERNN_CLUSTER_CORES reaches the compiler by the same make variable; the team's own arithmetic
     # for 1, 2 and 8 workers is tested on the host, tests/backend/test_team.py)
 

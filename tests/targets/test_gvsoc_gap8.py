@@ -105,24 +105,27 @@ def run_variant(out, make_vars: dict, xs: np.ndarray, tmp_path):
     from edgernn.link import LinkClient
 
     board = devices.load_board(BOARD)
-    elf = devices.build_elf(out / "firmware", board, tmp_path, make_vars=make_vars).elf
-    with devices.start(elf, board) as device:
+    built = devices.build_elf(out / "firmware", board, tmp_path, make_vars=make_vars)
+    with devices.start(built.elf, board) as device:
         with LinkClient.open(device.url, baud=board["serial"]["baud"], timeout=board["serial"]["timeout_s"]) as link:
             link.wait_ready(board["emulator"]["start_timeout_s"])
             info = link.hello()
             result = link.run(xs, states="every")
-    return result, info
+    return result, info, built.hardware_loops
 
 
-# (cluster cores, Xpulp SIMD) built and run beside the (8, 1) build: every variant runs for one model at least,
-# the slowest (1 core, scalar) for both (each variant is a GAP SDK build and a GVSOC run: about 30 s)
-VARIANTS = {"lstm64": ((8, 1), (8, 0), (1, 0)), "cfc": ((8, 1), (1, 1), (1, 0), (0, 1))}
+# (cluster cores, Xpulp SIMD, EDGERNN_DOT_ASM) built and run beside the (8, 1, 1) build: every variant runs for
+# one model at least, the slowest (1 core, scalar) for both (each variant is a GAP SDK build and a GVSOC run:
+# about 30 s); the dot products' assembly inlined (1), called in the .S (2) and gcc's SIMD C (0)
+VARIANTS = {"lstm64": ((8, 1, 1), (8, 1, 0), (8, 1, 2), (8, 0, 1), (1, 0, 1), (1, 1, 1)),
+            "cfc": ((8, 1, 1), (1, 1, 1), (1, 1, 0), (1, 1, 2), (1, 0, 1), (0, 1, 1))}
 
 
 @pytest.mark.parametrize("kind", list(VARIANTS))
 def test_one_core_and_scalar_dot_products_give_the_same_bytes(built, kind, tmp_path):
-    """1 and 8 cluster cores, the fabric controller alone (0), Xpulp SIMD and scalar dot products:
-    identical outputs and states."""
+    """1 and 8 cluster cores, the fabric controller alone (0), Xpulp SIMD and scalar dot products, the
+    SIMD ones in gcc's C or in the hand-written assembly: identical outputs and states. Every ELF built
+    passed the hardware-loop check (build_gap_project), and the assembly's builds have its loops."""
     from zoo import trajectories
 
     from edgernn.tflite.oracle import quantize
@@ -133,18 +136,19 @@ def test_one_core_and_scalar_dot_products_give_the_same_bytes(built, kind, tmp_p
     manifest = json.loads((out / "manifest.json").read_text())
     xs = quantize(trajectories(1, VARIANT_STEPS, n_in, 7)[0], manifest["inputs"][0])
     runs = {}
-    for cores, simd in VARIANTS[kind]:
-        result, info = run_variant(out, {"EDGERNN_CLUSTER_CORES": cores, "EDGERNN_XPULP": simd}, xs,
-                                   tmp_path / f"c{cores}s{simd}")
+    for cores, simd, asm in VARIANTS[kind]:
+        result, info, loops = run_variant(out, {"EDGERNN_CLUSTER_CORES": cores, "EDGERNN_XPULP": simd,
+                                                "EDGERNN_DOT_ASM": asm}, xs, tmp_path / f"c{cores}s{simd}a{asm}")
         target = info.describe_target()
         assert (target["workers"], target["simd_dot"], target["offloaded"]) == (max(cores, 1), bool(simd), cores > 0)
-        runs[(cores, simd)] = result
-    base = runs[(8, 1)]
+        assert (loops > 0) == bool(simd and asm), (cores, simd, asm, loops)
+        runs[(cores, simd, asm)] = result
+    base = runs[(8, 1, 1)]
     for variant, result in runs.items():
         assert np.array_equal(result.outputs, base.outputs), variant
         assert np.array_equal(result.states, base.states), variant
     # More cores or SIMD take fewer cycles: the counter measures the work, not a constant.
-    assert base.cycles.mean() < runs[(1, 0)].cycles.mean()
+    assert base.cycles.mean() < runs[(1, 0, 1)].cycles.mean()
 
 
 def test_the_fc_clock_variant_counts_the_step_with_its_dispatch(built, tmp_path):
@@ -160,8 +164,8 @@ def test_the_fc_clock_variant_counts_the_step_with_its_dispatch(built, tmp_path)
     out, n_in = built("lstm64")
     manifest = json.loads((out / "manifest.json").read_text())
     xs = quantize(trajectories(1, VARIANT_STEPS, n_in, 7)[0], manifest["inputs"][0])
-    cluster, _ = run_variant(out, {"EDGERNN_CYCLES_FC": 0}, xs, tmp_path / "cluster")
-    fc, _ = run_variant(out, {"EDGERNN_CYCLES_FC": 1}, xs, tmp_path / "fc")
+    cluster, _, _ = run_variant(out, {"EDGERNN_CYCLES_FC": 0}, xs, tmp_path / "cluster")
+    fc, _, _ = run_variant(out, {"EDGERNN_CYCLES_FC": 1}, xs, tmp_path / "fc")
     assert np.array_equal(fc.outputs, cluster.outputs) and np.array_equal(fc.states, cluster.states)
     task, whole = np.median(cluster.cycles[2:]), np.median(fc.cycles[2:])
     assert task < whole < 2 * task
