@@ -10,8 +10,9 @@ per-channel constants copied in too when they fit with one band; an op of which 
 keeps reading the slow memory directly (a placement note says so). All ops share one tile area, the
 largest op's need, taken at init as the arena is; the placement counts it as its item ``dma_tiles``.
 
-``tile_bytes`` is the layout of the C's ``lay_tiles`` (templates/hal/ai_deck/dma/edgernn_conv_dma.c):
-keep the two in step.
+The tiles' layout is computed here only (``tile_layout``): each banded call is handed a constant
+``edgernn_dma_layout_t`` (templates/hal/ai_deck/dma/edgernn_conv_dma.h) that model.c.j2 prints, the byte
+offset of every part of the tiles; the C reads the offsets and computes none.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from edgernn.backend import kernels
 from edgernn.backend.layout import TEAM_SLOTS, align
 from edgernn.backend.placement import Placement
-from edgernn.backend.values import ConstArg, TensorArg
+from edgernn.backend.values import ConstArg, StructArg, TensorArg
 
 TILES_VAR = "edgernn_dma_tiles"
 GEOM_FIELDS = ("in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "k_h", "k_w", "stride_h", "stride_w",
@@ -32,20 +33,45 @@ def band_in_rows(g: dict, band_rows: int) -> int:
     return min(g["in_h"], (band_rows - 1) * g["stride_h"] + (g["k_h"] - 1) * g["dil_h"] + 1)
 
 
-def tile_bytes(g: dict, band_rows: int, copy_weights: bool, elem: int, bias_elem: int) -> int:
-    """The bytes of an op's tiles: its constants (when copied), the patch slots (not for a 1x1 stride-1
-    filter), two input tiles and two output tiles, each part on ALIGN bytes."""
+# edgernn_dma_layout_t's fields after band_rows, in its order: byte offsets into the tiles, -1 for a part
+# the op has not (constants not copied; no patch slots for a 1x1 stride-1 filter)
+LAYOUT_FIELDS = ("w", "bias", "multiplier", "shift", "scratch", "in0", "in1", "out0", "out1")
+ABSENT = -1
+
+
+def tile_layout(g: dict, band_rows: int, copy_weights: bool, elem: int, bias_elem: int) -> tuple[dict, int]:
+    """(offsets, bytes) of an op's tiles: its constants (when copied), the patch slots (not for a 1x1
+    stride-1 filter), two input tiles and two output tiles, each part on ALIGN bytes after the one before."""
     n_in = g["k_h"] * g["k_w"] * g["in_c"]
     out_c = g["out_c"]
-    total = 0
+    parts: list[tuple[str, int]] = []
     if copy_weights:
-        total += align(out_c * n_in) + align(out_c * bias_elem) + 2 * align(out_c * 4)
+        parts += [("w", out_c * n_in), ("bias", out_c * bias_elem), ("multiplier", out_c * 4), ("shift", out_c * 4)]
     pointwise = (g["k_h"], g["k_w"], g["stride_h"], g["stride_w"]) == (1, 1, 1, 1)
     if not pointwise:
-        total += align(TEAM_SLOTS * ((n_in + 3) // 4 * 4) * elem)
-    total += 2 * align(band_in_rows(g, band_rows) * g["in_w"] * g["in_c"] * elem)
-    total += 2 * align(band_rows * g["out_w"] * g["out_c"] * elem)
-    return total
+        parts.append(("scratch", TEAM_SLOTS * ((n_in + 3) // 4 * 4) * elem))
+    in_bytes = band_in_rows(g, band_rows) * g["in_w"] * g["in_c"] * elem
+    out_bytes = band_rows * g["out_w"] * g["out_c"] * elem
+    parts += [("in0", in_bytes), ("in1", in_bytes), ("out0", out_bytes), ("out1", out_bytes)]
+    offsets = dict.fromkeys(LAYOUT_FIELDS, ABSENT)
+    at = 0
+    for name, nbytes in parts:
+        offsets[name] = at
+        at += align(nbytes)
+    return offsets, at
+
+
+def layout_initializer(band_rows: int, offsets: dict) -> list:
+    """edgernn_dma_layout_t's fields, nested as its C: band_rows, the constants', the slots', then the two
+    input and the two output tiles' offsets."""
+    o = offsets
+    return [band_rows, o["w"], o["bias"], o["multiplier"], o["shift"], o["scratch"], [o["in0"], o["in1"]],
+            [o["out0"], o["out1"]]]
+
+
+def tile_bytes(g: dict, band_rows: int, copy_weights: bool, elem: int, bias_elem: int) -> int:
+    """The bytes of an op's tiles (``tile_layout``'s end)."""
+    return tile_layout(g, band_rows, copy_weights, elem, bias_elem)[1]
 
 
 @dataclass
@@ -57,6 +83,17 @@ class BandPlan:
     n_bands: int
     copy_weights: bool
     tile_bytes: int
+    offsets: dict = field(default_factory=dict)   # tile_layout's: LAYOUT_FIELDS -> byte offset or ABSENT
+
+    @property
+    def layout_name(self) -> str:
+        """The C name of the op's constant edgernn_dma_layout_t (model.c.j2 prints it)."""
+        return f"{self.graph}_dma_layout_{self.op_index}"
+
+    @property
+    def layout_fields(self) -> list:
+        """edgernn_dma_layout_t's initializer (``layout_initializer``)."""
+        return layout_initializer(self.band_rows, self.offsets)
 
     def as_dict(self) -> dict:
         return {"graph": self.graph, "op": self.op_index, "kernel": self.fn, "band_rows": self.band_rows,
@@ -142,8 +179,9 @@ def plan_bands(board, placement: Placement | None, graphs) -> DmaPlan | None:
                                        f"({room} B left): reads {placement.items['arena'][0]} directly")
                 continue
             rows, copy = best
+            offsets, nbytes = tile_layout(g, rows, copy, elem, bias_elem)
             plan.ops.append(BandPlan(rg.prefix, call.op_index, band_fn, rows, -(-g["out_h"] // rows), copy,
-                                     tile_bytes(g, rows, copy, elem, bias_elem)))
+                                     nbytes, offsets))
     if not plan.ops:
         return None
     placement.items["dma_tiles"] = (memory, plan.tile_bytes)
@@ -158,5 +196,5 @@ def band_args(plan: DmaPlan | None, prefix: str) -> dict[int, tuple[str, list]]:
     """op index -> (the banded kernel, the arguments before the team kernel's) for one graph."""
     if plan is None:
         return {}
-    return {p.op_index: (p.fn, [ConstArg(TILES_VAR), p.band_rows, int(p.copy_weights)])
+    return {p.op_index: (p.fn, [ConstArg(TILES_VAR), StructArg(p.layout_name)])
             for p in plan.ops if p.graph == prefix}

@@ -2,7 +2,8 @@
 the source compiled against a stand-in for pmsis.h whose cluster DMA copies at the wait (the latest a
 transfer may land) or at the command (the earliest), and held byte for byte against the whole-frame kernel
 over geometries of every kind (stride, dilation, padding, a 1x1 filter, bands of every height, the
-constants copied or not), int8 and 16x8. The tiles are exactly tiling.tile_bytes long (bytes past them are
+constants copied or not), int8 and 16x8, each case handed the layout tiling.tile_layout computes (the C
+computes none). The tiles are exactly tiling.tile_bytes long (bytes past them are
 checked untouched), each DMA chunk stays under 32 KiB and every command is waited once. The GVSOC run is
 tests/e2e/test_conv_dma_e2e.py."""
 
@@ -103,12 +104,12 @@ int main(void)
         if (c->s16) {
             edgernn_conv_s16(g, (const int16_t *)(void *)x, (const int8_t *)w, bias64, mult, shift, -32768, 32767,
                              (int16_t *)(void *)scratch, (int16_t *)(void *)ref);
-            edgernn_dma_conv_s16(tiles, c->band_rows, c->copy, g, (const int16_t *)(void *)x, (const int8_t *)w, bias64,
+            edgernn_dma_conv_s16(tiles, &c->layout, g, (const int16_t *)(void *)x, (const int8_t *)w, bias64,
                                  mult, shift, -32768, 32767, (int16_t *)(void *)scratch, (int16_t *)(void *)got);
         } else {
             edgernn_conv_s8(g, (const int8_t *)x, (const int8_t *)w, bias, mult, shift, -3, 5, -128, 127,
                             (int8_t *)scratch, (int8_t *)ref);
-            edgernn_dma_conv_s8(tiles, c->band_rows, c->copy, g, (const int8_t *)x, (const int8_t *)w, bias, mult, shift,
+            edgernn_dma_conv_s8(tiles, &c->layout, g, (const int8_t *)x, (const int8_t *)w, bias, mult, shift,
                                 -3, 5, -128, 127, (int8_t *)scratch, (int8_t *)got);
         }
         for (i = 0; i < 64u; ++i) {
@@ -154,12 +155,15 @@ def _cases() -> list[tuple[dict, int, bool, bool]]:
 
 
 def _cases_header() -> str:
-    lines = ["typedef struct { edgernn_conv_geom_t g; int band_rows, copy, s16; size_t tile_bytes; } case_t;",
+    from edgernn.backend.cprint import c_initializer
+
+    lines = ["typedef struct { edgernn_conv_geom_t g; edgernn_dma_layout_t layout; int s16; size_t tile_bytes; } case_t;",
              "static const case_t cases[] = {"]
     for g, rows, copy, s16 in _cases():
-        nbytes = tiling.tile_bytes(g, rows, copy, 2 if s16 else 1, 8 if s16 else 4)
+        offsets, nbytes = tiling.tile_layout(g, rows, copy, 2 if s16 else 1, 8 if s16 else 4)
         fields = ", ".join(str(g[f]) for f in tiling.GEOM_FIELDS)
-        lines.append(f"    {{{{{fields}}}, {rows}, {int(copy)}, {int(s16)}, {nbytes}u}},")
+        layout = c_initializer(tiling.layout_initializer(rows, offsets))
+        lines.append(f"    {{{{{fields}}}, {layout}, {int(s16)}, {nbytes}u}},")
     lines += ["};", "#define N_CASES ((int)(sizeof cases / sizeof cases[0]))"]
     return "\n".join(lines) + "\n"
 
@@ -174,7 +178,7 @@ def test_banded_convolution_equals_the_whole_frame_kernel(tmp_path, when):
     for name in ("edgernn_conv_dma.c", "edgernn_conv_dma.h"):
         (tmp_path / name).write_text((dma / name).read_text())
     (tmp_path / "pmsis.h").write_text(PMSIS_STUB)
-    (tmp_path / "cases.h").write_text('#include <stddef.h>\n#include "edgernn_kernels.h"\n' + _cases_header())
+    (tmp_path / "cases.h").write_text('#include <stddef.h>\n#include "edgernn_conv_dma.h"\n' + _cases_header())
     (tmp_path / "driver.c").write_text(DRIVER)
     exe = tmp_path / "driver"
     flags = ["-DSTUB_EARLY"] if when == "at_command" else []
@@ -197,3 +201,31 @@ def test_band_plan_fits_what_placement_left():
     assert tiling._best_band(g, sizes[0] - 1, [True, False], 1, 4)[1] is False
     assert tiling._best_band(g, 8, [True, False], 1, 4) is None
     assert np.all(np.diff(sizes) > 0)
+
+
+@pytest.mark.parametrize("s16", [False, True])
+@pytest.mark.parametrize("copy", [False, True])
+def test_tile_layout_parts_are_aligned_disjoint_and_in_order(copy, s16):
+    """Every part the op has starts on ALIGN bytes, holds its bytes before the next part starts, and the
+    last ends at tile_bytes; the constants are there exactly when copied, the patch slots exactly when the
+    filter is not 1x1 stride 1."""
+    from edgernn.backend.layout import ALIGN, TEAM_SLOTS
+
+    elem, bias_elem = (2, 8) if s16 else (1, 4)
+    for g in _geometries():
+        for rows in sorted({1, 2, g["out_h"]}):
+            offsets, nbytes = tiling.tile_layout(g, rows, copy, elem, bias_elem)
+            n_in = g["k_h"] * g["k_w"] * g["in_c"]
+            sizes = {"w": g["out_c"] * n_in, "bias": g["out_c"] * bias_elem, "multiplier": g["out_c"] * 4,
+                     "shift": g["out_c"] * 4, "scratch": TEAM_SLOTS * ((n_in + 3) // 4 * 4) * elem,
+                     "in0": tiling.band_in_rows(g, rows) * g["in_w"] * g["in_c"] * elem,
+                     "out0": rows * g["out_w"] * g["out_c"] * elem}
+            sizes["in1"], sizes["out1"] = sizes["in0"], sizes["out0"]
+            pointwise = (g["k_h"], g["k_w"], g["stride_h"], g["stride_w"]) == (1, 1, 1, 1)
+            present = [f for f in tiling.LAYOUT_FIELDS if offsets[f] != tiling.ABSENT]
+            want = ([] if not copy else ["w", "bias", "multiplier", "shift"]) + ([] if pointwise else ["scratch"])
+            assert present == want + ["in0", "in1", "out0", "out1"]
+            ends = [offsets[f] + sizes[f] for f in present]
+            assert all(offsets[f] % ALIGN == 0 for f in present)
+            assert all(ends[i] <= offsets[present[i + 1]] for i in range(len(present) - 1))
+            assert ends[-1] <= nbytes < ends[-1] + ALIGN
