@@ -11,7 +11,7 @@ output range is (splits.split_count); and the sizes of the constant structs (``S
 from __future__ import annotations
 
 from edgernn.backend.kernel_types import SCALAR_SIZES, Arg, Field, Kernel, Split, Struct
-from edgernn.backend.layout import TEAM_SLOTS
+from edgernn.backend.layout import patch_slots_elems
 
 __all__ = ["Arg", "Field", "Kernel", "Split", "Struct", "KERNELS", "STRUCTS", "BY_NAME", "STRUCT_BY_NAME",
            "TEAM_KERNELS", "SIZES", "kernel", "kernel_args", "call_args"]
@@ -24,12 +24,12 @@ REQUANTIZE_NEG = 2
 # ---- the scratch each kernel needs, in elements of its scratch argument, from its struct's fields ----
 
 def _conv_patches(g: dict) -> int:
-    """A row of patches, or a slot of 4-byte rows for each of the team's workers (edgernn_conv.c), the
+    """A row of patches, or a slot of patch pairs for each of the team's workers (edgernn_conv.c), the
     larger; none for a 1x1 stride-1 filter, whose pixels the integer kernels read in place."""
     n_in = g["k_h"] * g["k_w"] * g["in_c"]
     if (g["k_h"], g["k_w"], g["stride_h"], g["stride_w"]) == (1, 1, 1, 1):
         return 0
-    return max(g["out_w"] * n_in, TEAM_SLOTS * ((n_in + 3) // 4 * 4))
+    return max(g["out_w"] * n_in, patch_slots_elems(n_in))
 
 
 def _channel_sums(g: dict) -> int:

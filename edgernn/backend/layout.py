@@ -11,6 +11,16 @@ ALIGN = 8
 # EDGERNN_CONV_TEAM_SLOTS): GAP8's cluster has 8 cores
 TEAM_SLOTS = 8
 
+# the patches a worker's slot holds (edgernn_conv.c's EDGERNN_CONV_SLOT_PATCHES): the int8 team gathers a
+# pair of output pixels' patches for its 4x2 blocking
+SLOT_PATCHES = 2
+
+
+def patch_slots_elems(n_in: int) -> int:
+    """The elements of the team's patch slots of a convolution of n_in inputs a pixel: TEAM_SLOTS slots of
+    SLOT_PATCHES patches, each rounded up to 4 elements."""
+    return TEAM_SLOTS * SLOT_PATCHES * ((n_in + 3) // 4 * 4)
+
 
 def align(n: int) -> int:
     """n rounded up to ALIGN."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from edgernn.backend import kernels
-from edgernn.backend.layout import TEAM_SLOTS, align
+from edgernn.backend.layout import align, patch_slots_elems
 from edgernn.backend.placement import Placement
 from edgernn.backend.values import ConstArg, StructArg, TensorArg
 
@@ -49,7 +49,7 @@ def tile_layout(g: dict, band_rows: int, copy_weights: bool, elem: int, bias_ele
         parts += [("w", out_c * n_in), ("bias", out_c * bias_elem), ("multiplier", out_c * 4), ("shift", out_c * 4)]
     pointwise = (g["k_h"], g["k_w"], g["stride_h"], g["stride_w"]) == (1, 1, 1, 1)
     if not pointwise:
-        parts.append(("scratch", TEAM_SLOTS * ((n_in + 3) // 4 * 4) * elem))
+        parts.append(("scratch", patch_slots_elems(n_in) * elem))
     in_bytes = band_in_rows(g, band_rows) * g["in_w"] * g["in_c"] * elem
     out_bytes = band_rows * g["out_w"] * g["out_c"] * elem
     parts += [("in0", in_bytes), ("in1", in_bytes), ("out0", out_bytes), ("out1", out_bytes)]

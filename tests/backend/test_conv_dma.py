@@ -80,7 +80,7 @@ int main(void)
         const size_t n_y = (size_t)g->out_h * g->out_w * g->out_c, n_w = (size_t)g->out_c * n_in;
         const size_t es = c->s16 ? 2u : 1u;
         uint8_t *x = malloc(n_x * es), *w = malloc(n_w), *ref = malloc(n_y * es), *got = malloc(n_y * es);
-        uint8_t *scratch = malloc(((size_t)g->out_w * n_in + 8u * (n_in + 4u)) * es);
+        uint8_t *scratch = malloc(((size_t)g->out_w * n_in + 16u * (n_in + 4u)) * es);
         uint8_t *tiles = malloc(c->tile_bytes + 64u);
         int64_t *bias64 = malloc(sizeof(int64_t) * (size_t)g->out_c);
         int32_t *bias = malloc(4u * (size_t)g->out_c), *mult = malloc(4u * (size_t)g->out_c), *shift = malloc(4u * (size_t)g->out_c);
@@ -209,7 +209,7 @@ def test_tile_layout_parts_are_aligned_disjoint_and_in_order(copy, s16):
     """Every part the op has starts on ALIGN bytes, holds its bytes before the next part starts, and the
     last ends at tile_bytes; the constants are there exactly when copied, the patch slots exactly when the
     filter is not 1x1 stride 1."""
-    from edgernn.backend.layout import ALIGN, TEAM_SLOTS
+    from edgernn.backend.layout import ALIGN, patch_slots_elems
 
     elem, bias_elem = (2, 8) if s16 else (1, 4)
     for g in _geometries():
@@ -217,7 +217,7 @@ def test_tile_layout_parts_are_aligned_disjoint_and_in_order(copy, s16):
             offsets, nbytes = tiling.tile_layout(g, rows, copy, elem, bias_elem)
             n_in = g["k_h"] * g["k_w"] * g["in_c"]
             sizes = {"w": g["out_c"] * n_in, "bias": g["out_c"] * bias_elem, "multiplier": g["out_c"] * 4,
-                     "shift": g["out_c"] * 4, "scratch": TEAM_SLOTS * ((n_in + 3) // 4 * 4) * elem,
+                     "shift": g["out_c"] * 4, "scratch": patch_slots_elems(n_in) * elem,
                      "in0": tiling.band_in_rows(g, rows) * g["in_w"] * g["in_c"] * elem,
                      "out0": rows * g["out_w"] * g["out_c"] * elem}
             sizes["in1"], sizes["out1"] = sizes["in0"], sizes["out0"]

@@ -20,6 +20,7 @@ def _define(path: str, name: str) -> str:
 @pytest.mark.parametrize("path, name, value", [
     ("kernels/edgernn_conv.c", "EDGERNN_CONV_TEAM_SLOTS", str(layout.TEAM_SLOTS)),
     ("hal/ai_deck/dma/edgernn_conv_dma.c", "DMA_TEAM_SLOTS", str(layout.TEAM_SLOTS)),
+    ("kernels/edgernn_conv.c", "EDGERNN_CONV_SLOT_PATCHES", str(layout.SLOT_PATCHES)),
 ])
 def test_copied_c_holds_the_layout_facts(path, name, value):
     assert _define(path, re.escape(name)) == value
