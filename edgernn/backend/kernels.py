@@ -11,7 +11,7 @@ output range is (splits.split_count); and the sizes of the constant structs (``S
 from __future__ import annotations
 
 from edgernn.backend.kernel_types import SCALAR_SIZES, Arg, Field, Kernel, Split, Struct
-from edgernn.backend.layout import patch_slots_elems
+from edgernn.backend.layout import depthwise_planes_bytes, patch_slots_elems
 
 __all__ = ["Arg", "Field", "Kernel", "Split", "Struct", "KERNELS", "STRUCTS", "BY_NAME", "STRUCT_BY_NAME",
            "TEAM_KERNELS", "SIZES", "kernel", "kernel_args", "call_args"]
@@ -41,6 +41,11 @@ def _padded_frame(g: dict) -> int:
     rows = (g["out_h"] - 1) * g["stride_h"] + (g["k_h"] - 1) * g["dil_h"] + 1
     cols = (g["out_w"] - 1) * g["stride_w"] + (g["k_w"] - 1) * g["dil_w"] + 1
     return rows * cols * g["in_c"]
+
+
+def _depthwise_s8_scratch(g: dict) -> int:
+    """The padded frame, or the team's channel planes (edgernn_conv.c), the larger."""
+    return max(_padded_frame(g), depthwise_planes_bytes(g))
 
 
 def _lstm_gates(p: dict) -> int:
@@ -325,10 +330,12 @@ KERNELS: list[Kernel] = [
                "(((out_h - 1) * stride_h + (k_h - 1) * dil_h + 1) rows, as many columns likewise); bias[oc] holds\n"
                "bias + input_offset * the sum of oc's taps. Two-rounding rescale, as TFLite's DepthwisePerChannel.",
            splits=(Split("g.out_h", weight=8),), wrapper=False,
-           team_doc="DEPTHWISE_CONV_2D, 8-bit: the calling core pads the frame, then the output rows are split (a row\n"
-                    "counted as 8 FULLY_CONNECTED outputs, a guess). Defined in edgernn_conv.c.",
+           team_doc="DEPTHWISE_CONV_2D, 8-bit: with Xpulp and a filter row of at most 3 taps at stride 1 along x, the\n"
+                    "channels split across the workers, each copying its channel quads into planes of its slot of scratch;\n"
+                    "otherwise the calling core pads the frame, then the output rows are split (a row counted as 8\n"
+                    "FULLY_CONNECTED outputs, a guess). Defined in edgernn_conv.c.",
            source="edgernn_conv.c",
-           scratch=_padded_frame, scratch_from="g"),
+           scratch=_depthwise_s8_scratch, scratch_from="g"),
     Kernel("edgernn_depthwise_conv_s16",
            "const edgernn_conv_geom_t *g, const int16_t *in, const int8_t *w, const int64_t *bias, "
            "const int32_t *multiplier, const int32_t *shift, int32_t act_min, int32_t act_max, int16_t *scratch, "

@@ -25,3 +25,16 @@ def patch_slots_elems(n_in: int) -> int:
 def align(n: int) -> int:
     """n rounded up to ALIGN."""
     return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+# the planes a worker's slot holds in the int8 depthwise convolution by planes (edgernn_conv.c's
+# EDGERNN_DW_PLANES): one channel quad
+DW_PLANES = 4
+
+
+def depthwise_planes_bytes(g: dict) -> int:
+    """The bytes of the team's depthwise planes (edgernn_conv.c): TEAM_SLOTS slots of DW_PLANES planes, each
+    the padded frame's rows of its columns and 3 more, rounded up to 4 (DW_PLANE_ROW)."""
+    rows = (g["out_h"] - 1) * g["stride_h"] + (g["k_h"] - 1) * g["dil_h"] + 1
+    cols = (g["out_w"] - 1) * g["stride_w"] + (g["k_w"] - 1) * g["dil_w"] + 1
+    return TEAM_SLOTS * DW_PLANES * rows * ((cols + 6) & ~3)

@@ -811,24 +811,267 @@ static void dw_s8_setup(dw_s8_split_t *a, const edgernn_conv_geom_t *geom_in, co
     a->out = out;
 }
 
+/* ---- The int8 depthwise convolution by channel planes (GAP8's Xpulp path) ----
+ *
+ * With a depth multiplier of 1, a filter row of at most 3 taps along x, stride and dilation 1 along x (a 3x3
+ * SAME or VALID filter at any stride along y), the team splits the channels, not the rows, and no core pads
+ * the frame for the others: each worker copies its channels, 4 at a time, out of the HWC frame into planes of
+ * its own (EDGERNN_DW_PLANES planes of ph rows of pw4 bytes in its slot of scratch, the padding filled with
+ * the input zero point), one word load feeding 4 planes. Along a plane's row, two output pixels (ox, ox + 1)
+ * read the 4 bytes at ox: a filter row packed as [w0 w1 w2 0] gives ox's taps, [0 w0 w1 w2] ox + 1's, so a
+ * filter row of 2 pixels is 1 load and 2 pv.sdotsp.b. The sum of each pixel is bias + the same 9 products
+ * as the HWC walk's (a padded tap adds (zp - zp) * w = 0, a lane past the filter 0 * x), exact int32: the
+ * bytes are those of the HWC walk. */
+#if defined(CONV_PAIRS)
+#define EDGERNN_DW_PLANES 4
+#define DW_MAX_KH 8
+
+/* The bytes of a plane's row: the padded frame's columns and 3 more, so that the last pair's word (and
+ * the lanes past a filter narrower than 3) stays in the row, rounded up to 4. Its rows: the padded frame's. */
+#define DW_PLANE_ROW(pw) (((pw) + 3 + 3) & ~3)
+
+static int dw_planes_apply(const edgernn_conv_geom_t *g)
+{
+    return g->depth_multiplier == 1 && g->k_w <= 3 && g->stride_w == 1 && g->dil_w == 1 && g->k_h <= DW_MAX_KH;
+}
+
+/* A word whose address need be only byte-aligned: GAP8 loads it in one instruction (a misaligned word
+ * costs GVSOC one more cycle); memcpy elsewhere. */
+static inline edgernn_v4s dw_load4(const uint8_t *p)
+{
+#if defined(EDGERNN_XPULP_EMULATE) || !(defined(__riscv) || defined(__riscv__))
+    edgernn_v4s v;
+    memcpy(&v, p, sizeof v);
+    return v;
+#else
+    /* the 4 bytes read named as the asm's memory operand, so that it is ordered after their stores without
+     * a "memory" clobber (which would reload every value the compiler keeps in memory) */
+    typedef struct {
+        uint8_t b[4];
+    } dw_word_t;
+    edgernn_v4s v;
+    __asm__("lw %0, 0(%1)" : "=r"(v) : "r"(p), "m"(*(const dw_word_t *)(const void *)p));
+    return v;
+#endif
+}
+
+typedef struct {
+    const edgernn_conv_geom_t *g;
+    const int8_t *in, *w;
+    const int32_t *bias, *multiplier, *shift;
+    int32_t pad, output_offset, act_min, act_max;
+    int workers, ph, pw, row;
+    int8_t *scratch, *out;
+} dw_planes_t;
+
+static inline uint32_t dw_pack(int32_t b0, int32_t b1, int32_t b2, int32_t b3)
+{
+    return (uint32_t)(uint8_t)b0 | (uint32_t)(uint8_t)b1 << 8 | (uint32_t)(uint8_t)b2 << 16 | (uint32_t)(uint8_t)b3 << 24;
+}
+
+/* Planes of channels [c, c + n), n <= 4, at planes (ph rows of row bytes each, one after the other). */
+static void dw_fill_planes(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c, int n, uint8_t *planes)
+{
+    const int ph = a->ph, row = a->row, c_in = g->in_c;
+    const size_t plane = (size_t)ph * row;
+    const uint8_t pad = (uint8_t)a->pad;
+    int r, x, j;
+    for (j = 0; j < n; ++j) {
+        memset(planes + j * plane, pad, plane);
+    }
+    for (r = 0; r < ph; ++r) {
+        const int32_t iy = r - g->pad_top;
+        const int32_t x0 = g->pad_left, x1 = g->in_w + g->pad_left < row ? g->in_w + g->pad_left : row;
+        const int8_t *src;
+        if (iy < 0 || iy >= g->in_h) {
+            continue;
+        }
+        src = a->in + (size_t)iy * g->in_w * c_in + c;
+        if (n == 4 && (((uintptr_t)src | (uintptr_t)c_in) & 3u) == 0) {
+            uint8_t *d0 = planes + (size_t)r * row, *d1 = d0 + plane, *d2 = d1 + plane, *d3 = d2 + plane;
+            for (x = x0; x < x1; ++x, src += c_in) {
+                uint32_t v;
+                memcpy(&v, src, 4);
+                d0[x] = (uint8_t)v;
+                d1[x] = (uint8_t)(v >> 8);
+                d2[x] = (uint8_t)(v >> 16);
+                d3[x] = (uint8_t)(v >> 24);
+            }
+            continue;
+        }
+        for (j = 0; j < n; ++j) {
+            uint8_t *d = planes + j * plane + (size_t)r * row;
+            const int8_t *s_ = src + j;
+            for (x = x0; x < x1; ++x, s_ += c_in) {
+                d[x] = (uint8_t)*s_;
+            }
+        }
+    }
+}
+
+/* off, lo, hi: the output offset and the activation's bounds, as locals (an int8 store may alias any object,
+ * so the compiler would reload them through a pointer after each output byte) */
+#define DW_PLANE_OUT(y, sum) (y) = (int8_t)edgernn_clamp(edgernn_mbqm_hi((sum), m, sh) + off, lo, hi)
+
+/* A 3-row filter's pixel pairs of output row oy, its 6 packed filter words in registers. */
+static void dw_plane_row_k3(const uint8_t *base, size_t tap_y, int out_w, int out_c, int32_t b, int32_t m, int32_t sh,
+                            edgernn_v4s v0, edgernn_v4s v1, edgernn_v4s v2, edgernn_v4s u0, edgernn_v4s u1,
+                            edgernn_v4s u2, const dw_planes_t *a, int8_t *y)
+{
+    const int32_t off = a->output_offset, lo = a->act_min, hi = a->act_max;
+    const uint8_t *p0 = base, *p1 = base + tap_y, *p2 = base + 2 * tap_y;
+    int ox;
+    for (ox = 0; ox + 2 <= out_w; ox += 2, y += 2 * out_c) {
+        const edgernn_v4s r0 = dw_load4(p0 + ox), r1 = dw_load4(p1 + ox), r2 = dw_load4(p2 + ox);
+        int32_t s0 = EDGERNN_SDOTSP4(r0, v0, b), s1 = EDGERNN_SDOTSP4(r0, u0, b);
+        s0 = EDGERNN_SDOTSP4(r1, v1, s0);
+        s1 = EDGERNN_SDOTSP4(r1, u1, s1);
+        s0 = EDGERNN_SDOTSP4(r2, v2, s0);
+        s1 = EDGERNN_SDOTSP4(r2, u2, s1);
+        DW_PLANE_OUT(y[0], s0);
+        DW_PLANE_OUT(y[out_c], s1);
+    }
+    if (ox < out_w) {
+        int32_t s0 = EDGERNN_SDOTSP4(dw_load4(p0 + ox), v0, b);
+        s0 = EDGERNN_SDOTSP4(dw_load4(p1 + ox), v1, s0);
+        s0 = EDGERNN_SDOTSP4(dw_load4(p2 + ox), v2, s0);
+        DW_PLANE_OUT(y[0], s0);
+    }
+}
+
+/* Output channel c from its plane. */
+static void dw_plane_channel(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c, const uint8_t *plane)
+{
+    const int k_h = g->k_h, k_w = g->k_w, out_c = g->out_c, row = a->row;
+    const int32_t b = a->bias[c], m = a->multiplier[c], sh = a->shift[c];
+    const int32_t off = a->output_offset, lo = a->act_min, hi = a->act_max;
+    const size_t tap_y = (size_t)g->dil_h * row, step_y = (size_t)g->stride_h * row;
+    edgernn_v4s wv[DW_MAX_KH], ws[DW_MAX_KH];
+    int ky, oy, ox;
+    for (ky = 0; ky < k_h; ++ky) {
+        const int8_t *wk = a->w + (size_t)ky * k_w * out_c + c;
+        const int32_t w0 = wk[0], w1 = k_w > 1 ? wk[out_c] : 0, w2 = k_w > 2 ? wk[2 * out_c] : 0;
+        const uint32_t v = dw_pack(w0, w1, w2, 0), u = dw_pack(0, w0, w1, w2);
+        memcpy(&wv[ky], &v, sizeof v);
+        memcpy(&ws[ky], &u, sizeof u);
+    }
+    if (k_h == 3) {
+        const edgernn_v4s v0 = wv[0], v1 = wv[1], v2 = wv[2], u0 = ws[0], u1 = ws[1], u2 = ws[2];
+        for (oy = 0; oy < g->out_h; ++oy) {
+            dw_plane_row_k3(plane + (size_t)oy * step_y, tap_y, g->out_w, out_c, b, m, sh, v0, v1, v2, u0, u1, u2, a,
+                            a->out + (size_t)oy * g->out_w * out_c + c);
+        }
+        return;
+    }
+    for (oy = 0; oy < g->out_h; ++oy) {
+        const uint8_t *base = plane + (size_t)oy * step_y;
+        int8_t *y = a->out + (size_t)oy * g->out_w * out_c + c;
+        for (ox = 0; ox + 2 <= g->out_w; ox += 2, y += 2 * out_c) {
+            int32_t s0 = b, s1 = b;
+            for (ky = 0; ky < k_h; ++ky) {
+                const edgernn_v4s r = dw_load4(base + ky * tap_y + ox);
+                s0 = EDGERNN_SDOTSP4(r, wv[ky], s0);
+                s1 = EDGERNN_SDOTSP4(r, ws[ky], s1);
+            }
+            DW_PLANE_OUT(y[0], s0);
+            DW_PLANE_OUT(y[out_c], s1);
+        }
+        if (ox < g->out_w) {
+            int32_t s0 = b;
+            for (ky = 0; ky < k_h; ++ky) {
+                s0 = EDGERNN_SDOTSP4(dw_load4(base + ky * tap_y + ox), wv[ky], s0);
+            }
+            DW_PLANE_OUT(y[0], s0);
+        }
+    }
+}
+
+/* Workers [k_begin, k_end): worker k's channels (whole quads where the team has enough of them), each
+ * quad's planes filled in slot k, then each channel computed from its plane. */
+static void dw_planes_workers(const void *args, int k_begin, int k_end)
+{
+    const dw_planes_t *a = (const dw_planes_t *)args;
+    GEOM_LOCAL_FROM(a->g);
+    const size_t plane = (size_t)a->ph * a->row;
+    const int grain = g->out_c >= 4 * a->workers ? 4 : 1;
+    int k;
+    for (k = k_begin; k < k_end; ++k) {
+        uint8_t *slot = (uint8_t *)a->scratch + (size_t)k * EDGERNN_DW_PLANES * plane;
+        int begin, end, c;
+        edgernn_team_range(k, a->workers, g->out_c, grain, &begin, &end);
+        for (c = begin; c < end; c += EDGERNN_DW_PLANES) {
+            const int n = end - c < EDGERNN_DW_PLANES ? end - c : EDGERNN_DW_PLANES;
+            int j;
+            dw_fill_planes(a, g, c, n, slot);
+            for (j = 0; j < n; ++j) {
+                dw_plane_channel(a, g, c + j, slot + j * plane);
+            }
+        }
+    }
+}
+
+static void dw_planes_setup(dw_planes_t *a, const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w,
+                            const int32_t *bias, const int32_t *multiplier, const int32_t *shift,
+                            int32_t input_zero_point, int32_t output_offset, int32_t act_min, int32_t act_max,
+                            int workers, int8_t *scratch, int8_t *out)
+{
+    a->g = g;
+    a->in = in;
+    a->w = w;
+    a->bias = bias;
+    a->multiplier = multiplier;
+    a->shift = shift;
+    a->pad = input_zero_point;
+    a->output_offset = output_offset;
+    a->act_min = act_min;
+    a->act_max = act_max;
+    a->workers = workers;
+    a->ph = (g->out_h - 1) * g->stride_h + (g->k_h - 1) * g->dil_h + 1;
+    a->pw = (g->out_w - 1) * g->stride_w + (g->k_w - 1) * g->dil_w + 1;
+    a->row = DW_PLANE_ROW(a->pw);
+    a->scratch = scratch;
+    a->out = out;
+}
+#endif
+
 void edgernn_depthwise_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w,
                                const int32_t *bias, const int32_t *multiplier, const int32_t *shift,
                                int32_t input_zero_point, int32_t output_offset, int32_t act_min, int32_t act_max,
                                int8_t *scratch, int8_t *out)
 {
     dw_s8_split_t a;
+#if defined(CONV_PAIRS)
+    if (dw_planes_apply(geom_in)) {
+        dw_planes_t p;
+        dw_planes_setup(&p, geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min,
+                        act_max, 1, scratch, out);
+        dw_planes_workers(&p, 0, 1);
+        return;
+    }
+#endif
     dw_s8_setup(&a, geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
                 scratch, out);
     dw_s8_rows(&a, 0, geom_in->out_h);
 }
 
-/* The team's: the calling core pads the frame, then the output rows are split across the team. */
+/* The team's: by channel planes where they apply (above), else the calling core pads the frame, then the
+ * output rows are split across the team. */
 void edgernn_team_depthwise_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w,
                                     const int32_t *bias, const int32_t *multiplier, const int32_t *shift,
                                     int32_t input_zero_point, int32_t output_offset, int32_t act_min,
                                     int32_t act_max, int8_t *scratch, int8_t *out)
 {
     dw_s8_split_t a;
+#if defined(CONV_PAIRS)
+    const int workers = edgernn_team_workers();
+    if (dw_planes_apply(geom_in) && workers <= EDGERNN_CONV_TEAM_SLOTS) {
+        dw_planes_t p;
+        dw_planes_setup(&p, geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min,
+                        act_max, workers, scratch, out);
+        edgernn_team_split(dw_planes_workers, &p, workers, 1);
+        return;
+    }
+#endif
     dw_s8_setup(&a, geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
                 scratch, out);
     edgernn_team_split(dw_s8_rows, &a, geom_in->out_h, 1);
