@@ -11,7 +11,7 @@ output range is (splits.split_count); and the sizes of the constant structs (``S
 from __future__ import annotations
 
 from edgernn.backend.kernel_types import SCALAR_SIZES, Arg, Field, Kernel, Split, Struct
-from edgernn.backend.layout import depthwise_planes_bytes, patch_slots_elems
+from edgernn.backend.layout import depthwise_s8_scratch, padded_frame_elems, patch_slots_elems
 
 __all__ = ["Arg", "Field", "Kernel", "Split", "Struct", "KERNELS", "STRUCTS", "BY_NAME", "STRUCT_BY_NAME",
            "TEAM_KERNELS", "SIZES", "kernel", "kernel_args", "call_args"]
@@ -37,15 +37,11 @@ def _channel_sums(g: dict) -> int:
 
 
 def _padded_frame(g: dict) -> int:
-    """The input frame with its padding, which the integer depthwise kernels walk (edgernn_conv.c)."""
-    rows = (g["out_h"] - 1) * g["stride_h"] + (g["k_h"] - 1) * g["dil_h"] + 1
-    cols = (g["out_w"] - 1) * g["stride_w"] + (g["k_w"] - 1) * g["dil_w"] + 1
-    return rows * cols * g["in_c"]
+    return padded_frame_elems(g)
 
 
 def _depthwise_s8_scratch(g: dict) -> int:
-    """The padded frame, or the team's channel planes (edgernn_conv.c), the larger."""
-    return max(_padded_frame(g), depthwise_planes_bytes(g))
+    return depthwise_s8_scratch(g)
 
 
 def _lstm_gates(p: dict) -> int:
@@ -335,7 +331,7 @@ KERNELS: list[Kernel] = [
                     "otherwise the calling core pads the frame, then the output rows are split (a row counted as 8\n"
                     "FULLY_CONNECTED outputs, a guess). Defined in edgernn_conv.c.",
            source="edgernn_conv.c",
-           scratch=_depthwise_s8_scratch, scratch_from="g"),
+           scratch=_depthwise_s8_scratch, scratch_from="g", banded="edgernn_dma_depthwise_conv_s8"),
     Kernel("edgernn_depthwise_conv_s16",
            "const edgernn_conv_geom_t *g, const int16_t *in, const int8_t *w, const int64_t *bias, "
            "const int32_t *multiplier, const int32_t *shift, int32_t act_min, int32_t act_max, int16_t *scratch, "
@@ -348,7 +344,7 @@ KERNELS: list[Kernel] = [
            "const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out",
            splits=(Split("g.out_h", weight=4),), wrapper=False,
            team_doc="MAX_POOL_2D, 8-bit: the output rows split (a row counted as 4 FULLY_CONNECTED outputs, a guess).\n"
-                    "Defined in edgernn_conv.c.", source="edgernn_conv.c"),
+                    "Defined in edgernn_conv.c.", source="edgernn_conv.c", banded="edgernn_dma_max_pool_s8"),
     Kernel("edgernn_max_pool_s16",
            "const edgernn_conv_geom_t *g, const int16_t *in, int32_t act_min, int32_t act_max, int16_t *out",
            source="edgernn_conv.c"),
@@ -360,7 +356,7 @@ KERNELS: list[Kernel] = [
            doc="The window's in-frame sum over their count, halves away from zero (TFLite's reference).",
            splits=(Split("g.out_h", weight=4),), wrapper=False,
            team_doc="AVERAGE_POOL_2D, 8-bit: the output rows split (a row counted as 4 FULLY_CONNECTED outputs, a\n"
-                    "guess). Defined in edgernn_conv.c.", source="edgernn_conv.c"),
+                    "guess). Defined in edgernn_conv.c.", source="edgernn_conv.c", banded="edgernn_dma_avg_pool_s8"),
     Kernel("edgernn_avg_pool_s16",
            "const edgernn_conv_geom_t *g, const int16_t *in, int32_t act_min, int32_t act_max, int16_t *out",
            source="edgernn_conv.c"),

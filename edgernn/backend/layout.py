@@ -38,3 +38,15 @@ def depthwise_planes_bytes(g: dict) -> int:
     rows = (g["out_h"] - 1) * g["stride_h"] + (g["k_h"] - 1) * g["dil_h"] + 1
     cols = (g["out_w"] - 1) * g["stride_w"] + (g["k_w"] - 1) * g["dil_w"] + 1
     return TEAM_SLOTS * DW_PLANES * rows * ((cols + 6) & ~3)
+
+
+def padded_frame_elems(g: dict) -> int:
+    """The input frame with its padding, which the integer depthwise kernels walk (edgernn_conv.c)."""
+    rows = (g["out_h"] - 1) * g["stride_h"] + (g["k_h"] - 1) * g["dil_h"] + 1
+    cols = (g["out_w"] - 1) * g["stride_w"] + (g["k_w"] - 1) * g["dil_w"] + 1
+    return rows * cols * g["in_c"]
+
+
+def depthwise_s8_scratch(g: dict) -> int:
+    """The int8 depthwise kernels' scratch: the padded frame, or the team's channel planes, the larger."""
+    return max(padded_frame_elems(g), depthwise_planes_bytes(g))

@@ -1,4 +1,5 @@
-/* GAP8: the team's CONV_2D when the arena is in L2, fed by the cluster DMA.
+/* GAP8: the team's CONV_2D (and int8 DEPTHWISE_CONV_2D, MAX_POOL_2D, AVERAGE_POOL_2D) when the arena is in
+ * L2, fed by the cluster DMA.
  *
  * A cluster core loads from L2 in many cycles, from its L1 in one. So instead of the workers reading the
  * frame and writing the output in L2, the op runs in bands of output rows: the cluster's master core
@@ -216,6 +217,88 @@ void edgernn_dma_conv_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, con
     c.act_max = act_max;
     wait_consts(&consts);
     run_bands(&geom, layout->band_rows, 1u, (const uint8_t *)in, (uint8_t *)out, &t, conv_s8_band, &c);
+}
+
+/* The int8 depthwise convolution and pools in bands, as CONV_2D: the band's geometry over its input tile,
+ * the scratch (the depthwise planes or padded band) in the tiles. */
+static void depthwise_s8_band(const void *ctx, const edgernn_conv_geom_t *band, const uint8_t *in, uint8_t *scratch,
+                              uint8_t *out)
+{
+    const conv_s8_ctx_t *c = (const conv_s8_ctx_t *)ctx;
+    edgernn_team_depthwise_conv_s8(band, (const int8_t *)in, c->w, c->bias, c->multiplier, c->shift,
+                                   c->input_zero_point, c->output_offset, c->act_min, c->act_max, (int8_t *)scratch,
+                                   (int8_t *)out);
+}
+
+void edgernn_dma_depthwise_conv_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
+                                   const int8_t *in, const int8_t *w, const int32_t *bias, const int32_t *multiplier,
+                                   const int32_t *shift, int32_t input_zero_point, int32_t output_offset,
+                                   int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out)
+{
+    const edgernn_conv_geom_t geom = *g;
+    const size_t out_c = (size_t)geom.out_c, taps = (size_t)geom.k_h * geom.k_w;
+    conv_s8_ctx_t c;
+    const_jobs_t consts;
+    tiles_t t;
+    if (EDGERNN_CLUSTER_CORES == 0 || tiles == NULL || layout->band_rows <= 0) {
+        edgernn_team_depthwise_conv_s8(g, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min,
+                                       act_max, scratch, out);
+        return;
+    }
+    lay_tiles(tiles, layout, &t);
+    c.w = (const int8_t *)copy_const(&consts.job[0], t.w, w, taps * out_c);
+    c.bias = (const int32_t *)copy_const(&consts.job[1], t.bias, bias, out_c * 4u);
+    c.multiplier = (const int32_t *)copy_const(&consts.job[2], t.multiplier, multiplier, out_c * 4u);
+    c.shift = (const int32_t *)copy_const(&consts.job[3], t.shift, shift, out_c * 4u);
+    c.input_zero_point = input_zero_point;
+    c.output_offset = output_offset;
+    c.act_min = act_min;
+    c.act_max = act_max;
+    wait_consts(&consts);
+    run_bands(&geom, layout->band_rows, 1u, (const uint8_t *)in, (uint8_t *)out, &t, depthwise_s8_band, &c);
+}
+
+typedef struct {
+    void (*pool)(const edgernn_conv_geom_t *, const int8_t *, int32_t, int32_t, int8_t *);
+    int32_t act_min, act_max;
+} pool_s8_ctx_t;
+
+static void pool_s8_band(const void *ctx, const edgernn_conv_geom_t *band, const uint8_t *in, uint8_t *scratch,
+                         uint8_t *out)
+{
+    const pool_s8_ctx_t *c = (const pool_s8_ctx_t *)ctx;
+    (void)scratch;
+    c->pool(band, (const int8_t *)in, c->act_min, c->act_max, (int8_t *)out);
+}
+
+static void dma_pool_s8(void (*pool)(const edgernn_conv_geom_t *, const int8_t *, int32_t, int32_t, int8_t *),
+                        uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
+                        const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out)
+{
+    const edgernn_conv_geom_t geom = *g;
+    pool_s8_ctx_t c;
+    tiles_t t;
+    if (EDGERNN_CLUSTER_CORES == 0 || tiles == NULL || layout->band_rows <= 0) {
+        pool(g, in, act_min, act_max, out);
+        return;
+    }
+    lay_tiles(tiles, layout, &t);
+    c.pool = pool;
+    c.act_min = act_min;
+    c.act_max = act_max;
+    run_bands(&geom, layout->band_rows, 1u, (const uint8_t *)in, (uint8_t *)out, &t, pool_s8_band, &c);
+}
+
+void edgernn_dma_max_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
+                             const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out)
+{
+    dma_pool_s8(edgernn_team_max_pool_s8, tiles, layout, g, in, act_min, act_max, out);
+}
+
+void edgernn_dma_avg_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
+                             const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out)
+{
+    dma_pool_s8(edgernn_team_avg_pool_s8, tiles, layout, g, in, act_min, act_max, out);
 }
 
 typedef struct {

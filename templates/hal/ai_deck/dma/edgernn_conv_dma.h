@@ -33,5 +33,14 @@ void edgernn_dma_conv_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, con
 void edgernn_dma_conv_s16(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
                           const int16_t *in, const int8_t *w, const int64_t *bias, const int32_t *multiplier,
                           const int32_t *shift, int32_t act_min, int32_t act_max, int16_t *scratch, int16_t *out);
+/* The same for edgernn_team_depthwise_conv_s8, edgernn_team_max_pool_s8 and edgernn_team_avg_pool_s8. */
+void edgernn_dma_depthwise_conv_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
+                                   const int8_t *in, const int8_t *w, const int32_t *bias, const int32_t *multiplier,
+                                   const int32_t *shift, int32_t input_zero_point, int32_t output_offset,
+                                   int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out);
+void edgernn_dma_max_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
+                             const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out);
+void edgernn_dma_avg_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
+                             const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out);
 
 #endif /* EDGERNN_CONV_DMA_H */
