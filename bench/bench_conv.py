@@ -3,6 +3,7 @@ Prints figures; asserts nothing.
 
     python bench/bench_conv.py [--quant int8,int16] [--only conv3x3,...]
     GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_conv.py --board gvsoc_gap8 [--only conv,depthwise] [--steps 6]
+    GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_conv.py --board gvsoc_gap8 --only l2 [--steps 6]
 
 Each model is a step model of tests/backend/test_conv.py (one frame in, a tanh state and a Dense(3) out;
 keras seed 0, calibrated on 48 random frames), generated for qemu_riscv32 and run by that test's bare-metal
@@ -21,7 +22,9 @@ UART. A kernel's cycles are a difference of two steps: the step with the op less
 the Dense(3) head), each the cluster master's count of the step's task (dispatch excluded), the median
 over the frames from the third on. The placement puts the arena, the weights and so the op's input, output
 and filter in cluster L1 (the table prints where). Every step's output and state bytes are held against
-LiteRT's. The ceiling is GVSOC's model of the kernel's inner loop: 1 cycle an instruction, a hardware loop's
+LiteRT's. `--only l2`: the 60x60x1 frame model of tests/e2e/test_conv_dma_e2e.py (arena in L2, its
+ops in DMA bands), cycles per frame on 8 cores (the cluster's count, median from the third frame; that
+test holds its bytes). The ceiling is GVSOC's model of the kernel's inner loop: 1 cycle an instruction, a hardware loop's
 back edge free, so the 4x2 CONV_2D's 6 post-increment loads and 8 pv.sdotsp.b make 32 MACs in 14 cycles
 (2.29 a core); the depthwise kernel's channel planes, a pixel pair's 3 filter rows as 3 word loads and 6
 pv.sdotsp.b, make 18 MACs in 9 cycles (2.0 a core). Neither ceiling counts the requantization of each
@@ -150,6 +153,37 @@ def main_gap8(args) -> None:
           "kernel's cycles are the step's with it less the step's without it (dispatch excluded).")
 
 
+def main_gap8_l2(args) -> None:
+    """The 60x60x1 frame model of tests/e2e/test_conv_dma_e2e.py (arena in L2, every convolution, the
+    depthwise one and the pool in DMA bands): cycles per frame on 8 cores, dispatch excluded."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+    sys.path.insert(0, str(ROOT / "tests" / "support"))
+    from bench_gap8 import run_variant
+    from frames_zoo import moving_blobs
+    from test_conv_dma_e2e import FRAME, frame_cfc_l2
+
+    from edgernn.pipeline.build import build_model
+    from edgernn.targets import gap_sdk
+    from edgernn.tflite.oracle import quantize
+
+    gap_sdk.build_gvsoc()
+    with tempfile.TemporaryDirectory(prefix="bench_conv_l2_") as tmp:
+        work = Path(tmp)
+        for dense in (40, 8):
+            path = work / f"l2_{dense}.keras"
+            frame_cfc_l2(dense).save(path)
+            out = work / f"out_{dense}"
+            result = build_model(str(path), out, board="gvsoc_gap8", quant="int8",
+                                 calib=moving_blobs(4, 12, *FRAME, seed=1))
+            manifest = result["manifest"]
+            xs = quantize(moving_blobs(1, args.steps, *FRAME, seed=5)[0].reshape(args.steps, -1),
+                          manifest["inputs"][0])
+            run, _ = run_variant(out, 8, 1, xs, work)
+            kernels = ", ".join(p["kernel"].replace("edgernn_dma_", "") for p in manifest["placement"]["dma"])
+            print(f"| 60x60x1 frame model, Dense({dense}) | {float(np.median(run.cycles[2:])):,.0f} | {kernels} |")
+
+
 def macs(folder: Path) -> int:
     from edgernn.backend.reader import read_tflite
 
@@ -174,6 +208,9 @@ def main() -> None:
     ap.add_argument("--board", default="qemu_riscv32", choices=["qemu_riscv32", "gvsoc_gap8"])
     ap.add_argument("--steps", type=int, default=6)
     args = ap.parse_args()
+    if args.board == "gvsoc_gap8" and args.only == "l2":
+        main_gap8_l2(args)
+        return
     if args.board == "gvsoc_gap8":
         main_gap8(args)
         return
