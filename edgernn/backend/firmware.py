@@ -176,6 +176,7 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
         "fast_weights": fast,
         "dma_tile_bytes": dma.tile_bytes if dma else 0,
         "dma_header": Path(dma.source).with_suffix(".h").name if dma else "",
+        "dma_layouts": dma.ops if dma else [],
         "weights_memory": placement.items["weights"][0] if placement else "ram",
         "weights_home": placement.items.get("weights_src", placement.items["weights"])[0] if placement else "ram",
         "step": step,

@@ -11,7 +11,7 @@ output range is (splits.split_count); and the sizes of the constant structs (``S
 from __future__ import annotations
 
 from edgernn.backend.kernel_types import SCALAR_SIZES, Arg, Field, Kernel, Split, Struct
-from edgernn.backend.layout import TEAM_SLOTS
+from edgernn.backend.layout import depthwise_s8_scratch, padded_frame_elems, patch_slots_elems
 
 __all__ = ["Arg", "Field", "Kernel", "Split", "Struct", "KERNELS", "STRUCTS", "BY_NAME", "STRUCT_BY_NAME",
            "TEAM_KERNELS", "SIZES", "kernel", "kernel_args", "call_args"]
@@ -24,12 +24,12 @@ REQUANTIZE_NEG = 2
 # ---- the scratch each kernel needs, in elements of its scratch argument, from its struct's fields ----
 
 def _conv_patches(g: dict) -> int:
-    """A row of patches, or a slot of 4-byte rows for each of the team's workers (edgernn_conv.c), the
+    """A row of patches, or a slot of patch pairs for each of the team's workers (edgernn_conv.c), the
     larger; none for a 1x1 stride-1 filter, whose pixels the integer kernels read in place."""
     n_in = g["k_h"] * g["k_w"] * g["in_c"]
     if (g["k_h"], g["k_w"], g["stride_h"], g["stride_w"]) == (1, 1, 1, 1):
         return 0
-    return max(g["out_w"] * n_in, TEAM_SLOTS * ((n_in + 3) // 4 * 4))
+    return max(g["out_w"] * n_in, patch_slots_elems(n_in))
 
 
 def _channel_sums(g: dict) -> int:
@@ -37,10 +37,11 @@ def _channel_sums(g: dict) -> int:
 
 
 def _padded_frame(g: dict) -> int:
-    """The input frame with its padding, which the integer depthwise kernels walk (edgernn_conv.c)."""
-    rows = (g["out_h"] - 1) * g["stride_h"] + (g["k_h"] - 1) * g["dil_h"] + 1
-    cols = (g["out_w"] - 1) * g["stride_w"] + (g["k_w"] - 1) * g["dil_w"] + 1
-    return rows * cols * g["in_c"]
+    return padded_frame_elems(g)
+
+
+def _depthwise_s8_scratch(g: dict) -> int:
+    return depthwise_s8_scratch(g)
 
 
 def _lstm_gates(p: dict) -> int:
@@ -325,10 +326,12 @@ KERNELS: list[Kernel] = [
                "(((out_h - 1) * stride_h + (k_h - 1) * dil_h + 1) rows, as many columns likewise); bias[oc] holds\n"
                "bias + input_offset * the sum of oc's taps. Two-rounding rescale, as TFLite's DepthwisePerChannel.",
            splits=(Split("g.out_h", weight=8),), wrapper=False,
-           team_doc="DEPTHWISE_CONV_2D, 8-bit: the calling core pads the frame, then the output rows are split (a row\n"
-                    "counted as 8 FULLY_CONNECTED outputs, a guess). Defined in edgernn_conv.c.",
+           team_doc="DEPTHWISE_CONV_2D, 8-bit: with Xpulp and a filter row of at most 3 taps at stride 1 along x, the\n"
+                    "channels split across the workers, each copying its channel quads into planes of its slot of scratch;\n"
+                    "otherwise the calling core pads the frame, then the output rows are split (a row counted as 8\n"
+                    "FULLY_CONNECTED outputs, a guess). Defined in edgernn_conv.c.",
            source="edgernn_conv.c",
-           scratch=_padded_frame, scratch_from="g"),
+           scratch=_depthwise_s8_scratch, scratch_from="g", banded="edgernn_dma_depthwise_conv_s8"),
     Kernel("edgernn_depthwise_conv_s16",
            "const edgernn_conv_geom_t *g, const int16_t *in, const int8_t *w, const int64_t *bias, "
            "const int32_t *multiplier, const int32_t *shift, int32_t act_min, int32_t act_max, int16_t *scratch, "
@@ -341,7 +344,7 @@ KERNELS: list[Kernel] = [
            "const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out",
            splits=(Split("g.out_h", weight=4),), wrapper=False,
            team_doc="MAX_POOL_2D, 8-bit: the output rows split (a row counted as 4 FULLY_CONNECTED outputs, a guess).\n"
-                    "Defined in edgernn_conv.c.", source="edgernn_conv.c"),
+                    "Defined in edgernn_conv.c.", source="edgernn_conv.c", banded="edgernn_dma_max_pool_s8"),
     Kernel("edgernn_max_pool_s16",
            "const edgernn_conv_geom_t *g, const int16_t *in, int32_t act_min, int32_t act_max, int16_t *out",
            source="edgernn_conv.c"),
@@ -353,7 +356,7 @@ KERNELS: list[Kernel] = [
            doc="The window's in-frame sum over their count, halves away from zero (TFLite's reference).",
            splits=(Split("g.out_h", weight=4),), wrapper=False,
            team_doc="AVERAGE_POOL_2D, 8-bit: the output rows split (a row counted as 4 FULLY_CONNECTED outputs, a\n"
-                    "guess). Defined in edgernn_conv.c.", source="edgernn_conv.c"),
+                    "guess). Defined in edgernn_conv.c.", source="edgernn_conv.c", banded="edgernn_dma_avg_pool_s8"),
     Kernel("edgernn_avg_pool_s16",
            "const edgernn_conv_geom_t *g, const int16_t *in, int32_t act_min, int32_t act_max, int16_t *out",
            source="edgernn_conv.c"),

@@ -11,7 +11,42 @@ ALIGN = 8
 # EDGERNN_CONV_TEAM_SLOTS): GAP8's cluster has 8 cores
 TEAM_SLOTS = 8
 
+# the patches a worker's slot holds (edgernn_conv.c's EDGERNN_CONV_SLOT_PATCHES): the int8 team gathers a
+# pair of output pixels' patches for its 4x2 blocking
+SLOT_PATCHES = 2
+
+
+def patch_slots_elems(n_in: int) -> int:
+    """The elements of the team's patch slots of a convolution of n_in inputs a pixel: TEAM_SLOTS slots of
+    SLOT_PATCHES patches, each rounded up to 4 elements."""
+    return TEAM_SLOTS * SLOT_PATCHES * ((n_in + 3) // 4 * 4)
+
 
 def align(n: int) -> int:
     """n rounded up to ALIGN."""
     return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+# the planes a worker's slot holds in the int8 depthwise convolution by planes (edgernn_conv.c's
+# EDGERNN_DW_PLANES): one channel quad
+DW_PLANES = 4
+
+
+def depthwise_planes_bytes(g: dict) -> int:
+    """The bytes of the team's depthwise planes (edgernn_conv.c): TEAM_SLOTS slots of DW_PLANES planes, each
+    the padded frame's rows of its columns and 3 more, rounded up to 4 (DW_PLANE_ROW)."""
+    rows = (g["out_h"] - 1) * g["stride_h"] + (g["k_h"] - 1) * g["dil_h"] + 1
+    cols = (g["out_w"] - 1) * g["stride_w"] + (g["k_w"] - 1) * g["dil_w"] + 1
+    return TEAM_SLOTS * DW_PLANES * rows * ((cols + 6) & ~3)
+
+
+def padded_frame_elems(g: dict) -> int:
+    """The input frame with its padding, which the integer depthwise kernels walk (edgernn_conv.c)."""
+    rows = (g["out_h"] - 1) * g["stride_h"] + (g["k_h"] - 1) * g["dil_h"] + 1
+    cols = (g["out_w"] - 1) * g["stride_w"] + (g["k_w"] - 1) * g["dil_w"] + 1
+    return rows * cols * g["in_c"]
+
+
+def depthwise_s8_scratch(g: dict) -> int:
+    """The int8 depthwise kernels' scratch: the padded frame, or the team's channel planes, the larger."""
+    return max(padded_frame_elems(g), depthwise_planes_bytes(g))

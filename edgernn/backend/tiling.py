@@ -10,8 +10,9 @@ per-channel constants copied in too when they fit with one band; an op of which 
 keeps reading the slow memory directly (a placement note says so). All ops share one tile area, the
 largest op's need, taken at init as the arena is; the placement counts it as its item ``dma_tiles``.
 
-``tile_bytes`` is the layout of the C's ``lay_tiles`` (templates/hal/ai_deck/dma/edgernn_conv_dma.c):
-keep the two in step.
+The tiles' layout is computed here only (``tile_layout``): each banded call is handed a constant
+``edgernn_dma_layout_t`` (templates/hal/ai_deck/dma/edgernn_conv_dma.h) that model.c.j2 prints, the byte
+offset of every part of the tiles; the C reads the offsets and computes none.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from edgernn.backend import kernels
-from edgernn.backend.layout import TEAM_SLOTS, align
+from edgernn.backend.layout import align, depthwise_s8_scratch, patch_slots_elems
 from edgernn.backend.placement import Placement
-from edgernn.backend.values import ConstArg, TensorArg
+from edgernn.backend.values import ConstArg, StructArg, TensorArg
 
 TILES_VAR = "edgernn_dma_tiles"
 GEOM_FIELDS = ("in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "k_h", "k_w", "stride_h", "stride_w",
@@ -32,20 +33,61 @@ def band_in_rows(g: dict, band_rows: int) -> int:
     return min(g["in_h"], (band_rows - 1) * g["stride_h"] + (g["k_h"] - 1) * g["dil_h"] + 1)
 
 
-def tile_bytes(g: dict, band_rows: int, copy_weights: bool, elem: int, bias_elem: int) -> int:
-    """The bytes of an op's tiles: its constants (when copied), the patch slots (not for a 1x1 stride-1
-    filter), two input tiles and two output tiles, each part on ALIGN bytes."""
+# edgernn_dma_layout_t's fields after band_rows, in its order: byte offsets into the tiles, -1 for a part
+# the op has not (constants not copied; no patch slots for a 1x1 stride-1 filter)
+LAYOUT_FIELDS = ("w", "bias", "multiplier", "shift", "scratch", "in0", "in1", "out0", "out1")
+ABSENT = -1
+
+
+# what an op of each banded kind keeps in the tiles besides its input and output bands
+CONV, DEPTHWISE, POOL = "conv", "depthwise", "pool"
+
+
+def _band_geometry(g: dict, band_rows: int) -> dict:
+    """The geometry one band's kernel call sees (its output rows; the input rows it reads)."""
+    return {**g, "out_h": band_rows, "in_h": band_in_rows(g, band_rows)}
+
+
+def tile_layout(g: dict, band_rows: int, copy_weights: bool, elem: int, bias_elem: int,
+                kind: str = CONV) -> tuple[dict, int]:
+    """(offsets, bytes) of an op's tiles: its constants (when copied: a CONV_2D's or DEPTHWISE_CONV_2D's filter,
+    bias, multipliers and shifts), its scratch in L1 (CONV_2D's patch slots, not for a 1x1 stride-1 filter;
+    DEPTHWISE_CONV_2D's planes or padded band), two input and two output tiles, each part on ALIGN bytes after
+    the one before. A pool has only its tiles."""
     n_in = g["k_h"] * g["k_w"] * g["in_c"]
     out_c = g["out_c"]
-    total = 0
-    if copy_weights:
-        total += align(out_c * n_in) + align(out_c * bias_elem) + 2 * align(out_c * 4)
-    pointwise = (g["k_h"], g["k_w"], g["stride_h"], g["stride_w"]) == (1, 1, 1, 1)
-    if not pointwise:
-        total += align(TEAM_SLOTS * ((n_in + 3) // 4 * 4) * elem)
-    total += 2 * align(band_in_rows(g, band_rows) * g["in_w"] * g["in_c"] * elem)
-    total += 2 * align(band_rows * g["out_w"] * g["out_c"] * elem)
-    return total
+    parts: list[tuple[str, int]] = []
+    if copy_weights and kind != POOL:
+        w_bytes = out_c * n_in if kind == CONV else g["k_h"] * g["k_w"] * out_c
+        parts += [("w", w_bytes), ("bias", out_c * bias_elem), ("multiplier", out_c * 4), ("shift", out_c * 4)]
+    if kind == CONV:
+        pointwise = (g["k_h"], g["k_w"], g["stride_h"], g["stride_w"]) == (1, 1, 1, 1)
+        if not pointwise:
+            parts.append(("scratch", patch_slots_elems(n_in) * elem))
+    elif kind == DEPTHWISE:
+        parts.append(("scratch", depthwise_s8_scratch(_band_geometry(g, band_rows)) * elem))
+    in_bytes = band_in_rows(g, band_rows) * g["in_w"] * g["in_c"] * elem
+    out_bytes = band_rows * g["out_w"] * g["out_c"] * elem
+    parts += [("in0", in_bytes), ("in1", in_bytes), ("out0", out_bytes), ("out1", out_bytes)]
+    offsets = dict.fromkeys(LAYOUT_FIELDS, ABSENT)
+    at = 0
+    for name, nbytes in parts:
+        offsets[name] = at
+        at += align(nbytes)
+    return offsets, at
+
+
+def layout_initializer(band_rows: int, offsets: dict) -> list:
+    """edgernn_dma_layout_t's fields, nested as its C: band_rows, the constants', the scratch's, then the two
+    input and the two output tiles' offsets."""
+    o = offsets
+    return [band_rows, o["w"], o["bias"], o["multiplier"], o["shift"], o["scratch"], [o["in0"], o["in1"]],
+            [o["out0"], o["out1"]]]
+
+
+def tile_bytes(g: dict, band_rows: int, copy_weights: bool, elem: int, bias_elem: int, kind: str = CONV) -> int:
+    """The bytes of an op's tiles (``tile_layout``'s end)."""
+    return tile_layout(g, band_rows, copy_weights, elem, bias_elem, kind)[1]
 
 
 @dataclass
@@ -57,6 +99,18 @@ class BandPlan:
     n_bands: int
     copy_weights: bool
     tile_bytes: int
+    offsets: dict = field(default_factory=dict)   # tile_layout's: LAYOUT_FIELDS -> byte offset or ABSENT
+    op: str = "CONV_2D"
+
+    @property
+    def layout_name(self) -> str:
+        """The C name of the op's constant edgernn_dma_layout_t (model.c.j2 prints it)."""
+        return f"{self.graph}_dma_layout_{self.op_index}"
+
+    @property
+    def layout_fields(self) -> list:
+        """edgernn_dma_layout_t's initializer (``layout_initializer``)."""
+        return layout_initializer(self.band_rows, self.offsets)
 
     def as_dict(self) -> dict:
         return {"graph": self.graph, "op": self.op_index, "kernel": self.fn, "band_rows": self.band_rows,
@@ -98,12 +152,17 @@ def _in_arena(rg, tensor: int) -> bool:
     return place is not None and place.in_arena
 
 
-def _best_band(g: dict, room: int, copies: list[bool], elem: int, bias_elem: int) -> tuple[int, bool] | None:
+def _best_band(g: dict, room: int, copies: list[bool], elem: int, bias_elem: int,
+               kind: str = CONV) -> tuple[int, bool] | None:
     for copy in copies:
         for rows in range(g["out_h"], 0, -1):
-            if tile_bytes(g, rows, copy, elem, bias_elem) <= room:
+            if tile_bytes(g, rows, copy, elem, bias_elem, kind) <= room:
                 return rows, copy
     return None
+
+
+def _kind(fn: str) -> str:
+    return DEPTHWISE if "depthwise" in fn else POOL if "pool" in fn else CONV
 
 
 def plan_bands(board, placement: Placement | None, graphs) -> DmaPlan | None:
@@ -126,30 +185,36 @@ def plan_bands(board, placement: Placement | None, graphs) -> DmaPlan | None:
             k = _banded(call.fn)
             if k is None or not call.structs:
                 continue
-            band_fn, elem, bias_elem = k.banded, _elem_bytes(k, "in"), _elem_bytes(k, "bias")
+            kind = _kind(k.name)
+            band_fn, elem = k.banded, _elem_bytes(k, "in")
+            bias_elem = _elem_bytes(k, "bias") if kind != POOL else 0
             args = dict(zip(k.arg_names, call.args))
-            src, dst, w = args["in"], args["out"], args["w"]
+            src, dst, w = args["in"], args["out"], args.get("w")
             readable = isinstance(src, TensorArg) and (
                 src.index == rg.input_tensor and rg.prefix == "edgernn_step" or _in_arena(rg, src.index))
             if not (readable and isinstance(dst, TensorArg) and _in_arena(rg, dst.index)):
                 continue
-            w_name = rg.places[w.index].name if isinstance(w, TensorArg) else w.name
-            copies = [False] if w_name in rg.fast else [True, False]
+            if w is None:
+                copies = [False]
+            else:
+                w_name = rg.places[w.index].name if isinstance(w, TensorArg) else w.name
+                copies = [False] if w_name in rg.fast else [True, False]
             g = dict(zip(GEOM_FIELDS, (int(v) for v in call.structs[0].fields)))
-            best = _best_band(g, room, copies, elem, bias_elem)
+            best = _best_band(g, room, copies, elem, bias_elem, kind)
             if best is None:
                 placement.notes.append(f"op {call.op_index} ({call.op}): not one output row's tiles fit {memory} "
                                        f"({room} B left): reads {placement.items['arena'][0]} directly")
                 continue
             rows, copy = best
+            offsets, nbytes = tile_layout(g, rows, copy, elem, bias_elem, kind)
             plan.ops.append(BandPlan(rg.prefix, call.op_index, band_fn, rows, -(-g["out_h"] // rows), copy,
-                                     tile_bytes(g, rows, copy, elem, bias_elem)))
+                                     nbytes, offsets, call.op))
     if not plan.ops:
         return None
     placement.items["dma_tiles"] = (memory, plan.tile_bytes)
     placement.dma = [p.as_dict() for p in plan.ops]
     for p in plan.ops:
-        placement.notes.append(f"op {p.op_index} (CONV_2D): {p.n_bands} band(s) of {p.band_rows} output rows by DMA "
+        placement.notes.append(f"op {p.op_index} ({p.op}): {p.n_bands} band(s) of {p.band_rows} output rows by DMA "
                                f"through {memory} tiles" + (", its constants copied in" if p.copy_weights else ""))
     return plan
 
@@ -158,5 +223,5 @@ def band_args(plan: DmaPlan | None, prefix: str) -> dict[int, tuple[str, list]]:
     """op index -> (the banded kernel, the arguments before the team kernel's) for one graph."""
     if plan is None:
         return {}
-    return {p.op_index: (p.fn, [ConstArg(TILES_VAR), p.band_rows, int(p.copy_weights)])
+    return {p.op_index: (p.fn, [ConstArg(TILES_VAR), StructArg(p.layout_name)])
             for p in plan.ops if p.graph == prefix}

@@ -2,7 +2,8 @@
 the source compiled against a stand-in for pmsis.h whose cluster DMA copies at the wait (the latest a
 transfer may land) or at the command (the earliest), and held byte for byte against the whole-frame kernel
 over geometries of every kind (stride, dilation, padding, a 1x1 filter, bands of every height, the
-constants copied or not), int8 and 16x8. The tiles are exactly tiling.tile_bytes long (bytes past them are
+constants copied or not), int8 and 16x8, each case handed the layout tiling.tile_layout computes (the C
+computes none). The tiles are exactly tiling.tile_bytes long (bytes past them are
 checked untouched), each DMA chunk stays under 32 KiB and every command is waited once. The GVSOC run is
 tests/e2e/test_conv_dma_e2e.py."""
 
@@ -79,7 +80,7 @@ int main(void)
         const size_t n_y = (size_t)g->out_h * g->out_w * g->out_c, n_w = (size_t)g->out_c * n_in;
         const size_t es = c->s16 ? 2u : 1u;
         uint8_t *x = malloc(n_x * es), *w = malloc(n_w), *ref = malloc(n_y * es), *got = malloc(n_y * es);
-        uint8_t *scratch = malloc(((size_t)g->out_w * n_in + 8u * (n_in + 4u)) * es);
+        uint8_t *scratch = malloc(((size_t)g->out_w * n_in + 16u * (n_in + 4u)) * es + c->frame_scratch);
         uint8_t *tiles = malloc(c->tile_bytes + 64u);
         int64_t *bias64 = malloc(sizeof(int64_t) * (size_t)g->out_c);
         int32_t *bias = malloc(4u * (size_t)g->out_c), *mult = malloc(4u * (size_t)g->out_c), *shift = malloc(4u * (size_t)g->out_c);
@@ -100,15 +101,26 @@ int main(void)
         stub_l1 = tiles;
         stub_l1_end = tiles + c->tile_bytes;
         stub_open = 0;
-        if (c->s16) {
+        if (c->kind == 1) {
+            edgernn_depthwise_conv_s8(g, (const int8_t *)x, (const int8_t *)w, bias, mult, shift, -3, 5, -128, 127,
+                                      (int8_t *)scratch, (int8_t *)ref);
+            edgernn_dma_depthwise_conv_s8(tiles, &c->layout, g, (const int8_t *)x, (const int8_t *)w, bias, mult, shift,
+                                          -3, 5, -128, 127, (int8_t *)scratch, (int8_t *)got);
+        } else if (c->kind == 2) {
+            edgernn_max_pool_s8(g, (const int8_t *)x, -100, 120, (int8_t *)ref);
+            edgernn_dma_max_pool_s8(tiles, &c->layout, g, (const int8_t *)x, -100, 120, (int8_t *)got);
+        } else if (c->kind == 3) {
+            edgernn_avg_pool_s8(g, (const int8_t *)x, -100, 120, (int8_t *)ref);
+            edgernn_dma_avg_pool_s8(tiles, &c->layout, g, (const int8_t *)x, -100, 120, (int8_t *)got);
+        } else if (c->s16) {
             edgernn_conv_s16(g, (const int16_t *)(void *)x, (const int8_t *)w, bias64, mult, shift, -32768, 32767,
                              (int16_t *)(void *)scratch, (int16_t *)(void *)ref);
-            edgernn_dma_conv_s16(tiles, c->band_rows, c->copy, g, (const int16_t *)(void *)x, (const int8_t *)w, bias64,
+            edgernn_dma_conv_s16(tiles, &c->layout, g, (const int16_t *)(void *)x, (const int8_t *)w, bias64,
                                  mult, shift, -32768, 32767, (int16_t *)(void *)scratch, (int16_t *)(void *)got);
         } else {
             edgernn_conv_s8(g, (const int8_t *)x, (const int8_t *)w, bias, mult, shift, -3, 5, -128, 127,
                             (int8_t *)scratch, (int8_t *)ref);
-            edgernn_dma_conv_s8(tiles, c->band_rows, c->copy, g, (const int8_t *)x, (const int8_t *)w, bias, mult, shift,
+            edgernn_dma_conv_s8(tiles, &c->layout, g, (const int8_t *)x, (const int8_t *)w, bias, mult, shift,
                                 -3, 5, -128, 127, (int8_t *)scratch, (int8_t *)got);
         }
         for (i = 0; i < 64u; ++i) {
@@ -148,36 +160,63 @@ def _geometries() -> list[dict]:
     return out
 
 
-def _cases() -> list[tuple[dict, int, bool, bool]]:
-    return [(g, rows, copy, s16) for g in _geometries() for s16 in (False, True) for copy in (False, True)
+def _cases() -> list[tuple[dict, int, bool, bool, str]]:
+    return [(g, rows, copy, s16, tiling.CONV) for g in _geometries() for s16 in (False, True) for copy in (False, True)
             for rows in sorted({1, 2, 3, max(1, g["out_h"] // 2), g["out_h"]})]
 
 
+def _other_cases() -> list[tuple[dict, int, bool, bool, str]]:
+    """int8 DEPTHWISE_CONV_2D (depth multiplier 1: out_c = in_c; the planes' shapes and others) and the pools
+    (no dilation), in bands of every height."""
+    out = []
+    for g in _geometries():
+        dw = {**g, "out_c": g["in_c"]}
+        pool = {**g, "out_c": g["in_c"], "dil_h": 1, "dil_w": 1}
+        for rows in sorted({1, 2, max(1, g["out_h"] // 2), g["out_h"]}):
+            out += [(dw, rows, copy, False, tiling.DEPTHWISE) for copy in (False, True)]
+            if g["dil_h"] == 1 and g["dil_w"] == 1:
+                out += [(pool, rows, False, False, k) for k in ("max_pool", "avg_pool")]
+    return out
+
+
 def _cases_header() -> str:
-    lines = ["typedef struct { edgernn_conv_geom_t g; int band_rows, copy, s16; size_t tile_bytes; } case_t;",
-             "static const case_t cases[] = {"]
-    for g, rows, copy, s16 in _cases():
-        nbytes = tiling.tile_bytes(g, rows, copy, 2 if s16 else 1, 8 if s16 else 4)
+    from edgernn.backend.cprint import c_initializer
+
+    from edgernn.backend.layout import depthwise_s8_scratch
+
+    lines = ["typedef struct { edgernn_conv_geom_t g; edgernn_dma_layout_t layout; int s16, kind; size_t tile_bytes, "
+             "frame_scratch; } case_t;", "static const case_t cases[] = {"]
+    kinds = {tiling.CONV: 0, tiling.DEPTHWISE: 1, "max_pool": 2, "avg_pool": 3}
+    for g, rows, copy, s16, kind in _cases() + _other_cases():
+        tkind = tiling.POOL if kind.endswith("pool") else kind
+        offsets, nbytes = tiling.tile_layout(g, rows, copy, 2 if s16 else 1, 8 if s16 else 4, tkind)
         fields = ", ".join(str(g[f]) for f in tiling.GEOM_FIELDS)
-        lines.append(f"    {{{{{fields}}}, {rows}, {int(copy)}, {int(s16)}, {nbytes}u}},")
+        layout = c_initializer(tiling.layout_initializer(rows, offsets))
+        lines.append(f"    {{{{{fields}}}, {layout}, {int(s16)}, {kinds[kind]}, {nbytes}u, "
+                     f"{depthwise_s8_scratch(g)}u}},")
     lines += ["};", "#define N_CASES ((int)(sizeof cases / sizeof cases[0]))"]
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.parametrize("xpulp", [False, True], ids=["portable", "xpulp_emulated"])
 @pytest.mark.parametrize("when", ["at_wait", "at_command"])
-def test_banded_convolution_equals_the_whole_frame_kernel(tmp_path, when):
+def test_banded_convolution_equals_the_whole_frame_kernel(tmp_path, when, xpulp):
+    """Each banded op (CONV_2D int8 and 16x8; int8 DEPTHWISE_CONV_2D, MAX_POOL_2D, AVERAGE_POOL_2D) gives the
+    whole-frame kernel's bytes; with Xpulp (emulated) the 4x2 blocking and the depthwise planes run in the
+    bands, their scratch in the tiles."""
     from edgernn.backend.codegen import copy_kernels
     from edgernn.resources import templates_dir
 
-    sources = copy_kernels(tmp_path, None, {"edgernn_conv_s8", "edgernn_conv_s16"})
+    sources = copy_kernels(tmp_path, None, {"edgernn_conv_s8", "edgernn_conv_s16", "edgernn_depthwise_conv_s8",
+                                            "edgernn_max_pool_s8", "edgernn_avg_pool_s8"})
     dma = templates_dir() / "hal" / "ai_deck" / "dma"
     for name in ("edgernn_conv_dma.c", "edgernn_conv_dma.h"):
         (tmp_path / name).write_text((dma / name).read_text())
     (tmp_path / "pmsis.h").write_text(PMSIS_STUB)
-    (tmp_path / "cases.h").write_text('#include <stddef.h>\n#include "edgernn_kernels.h"\n' + _cases_header())
+    (tmp_path / "cases.h").write_text('#include <stddef.h>\n#include "edgernn_conv_dma.h"\n' + _cases_header())
     (tmp_path / "driver.c").write_text(DRIVER)
     exe = tmp_path / "driver"
-    flags = ["-DSTUB_EARLY"] if when == "at_command" else []
+    flags = (["-DSTUB_EARLY"] if when == "at_command" else []) + (["-DEDGERNN_XPULP_EMULATE"] if xpulp else [])
     cmd = ["gcc", "-O1", "-std=c99", "-Wall", "-Wextra", "-Werror", "-Wno-unused-function", *flags, "-I", str(tmp_path),
            *[str(tmp_path / s) for s in sources], str(tmp_path / "edgernn_conv_dma.c"), str(tmp_path / "driver.c"),
            "-o", str(exe), "-lm"]
@@ -197,3 +236,31 @@ def test_band_plan_fits_what_placement_left():
     assert tiling._best_band(g, sizes[0] - 1, [True, False], 1, 4)[1] is False
     assert tiling._best_band(g, 8, [True, False], 1, 4) is None
     assert np.all(np.diff(sizes) > 0)
+
+
+@pytest.mark.parametrize("s16", [False, True])
+@pytest.mark.parametrize("copy", [False, True])
+def test_tile_layout_parts_are_aligned_disjoint_and_in_order(copy, s16):
+    """Every part the op has starts on ALIGN bytes, holds its bytes before the next part starts, and the
+    last ends at tile_bytes; the constants are there exactly when copied, the patch slots exactly when the
+    filter is not 1x1 stride 1."""
+    from edgernn.backend.layout import ALIGN, patch_slots_elems
+
+    elem, bias_elem = (2, 8) if s16 else (1, 4)
+    for g in _geometries():
+        for rows in sorted({1, 2, g["out_h"]}):
+            offsets, nbytes = tiling.tile_layout(g, rows, copy, elem, bias_elem)
+            n_in = g["k_h"] * g["k_w"] * g["in_c"]
+            sizes = {"w": g["out_c"] * n_in, "bias": g["out_c"] * bias_elem, "multiplier": g["out_c"] * 4,
+                     "shift": g["out_c"] * 4, "scratch": patch_slots_elems(n_in) * elem,
+                     "in0": tiling.band_in_rows(g, rows) * g["in_w"] * g["in_c"] * elem,
+                     "out0": rows * g["out_w"] * g["out_c"] * elem}
+            sizes["in1"], sizes["out1"] = sizes["in0"], sizes["out0"]
+            pointwise = (g["k_h"], g["k_w"], g["stride_h"], g["stride_w"]) == (1, 1, 1, 1)
+            present = [f for f in tiling.LAYOUT_FIELDS if offsets[f] != tiling.ABSENT]
+            want = ([] if not copy else ["w", "bias", "multiplier", "shift"]) + ([] if pointwise else ["scratch"])
+            assert present == want + ["in0", "in1", "out0", "out1"]
+            ends = [offsets[f] + sizes[f] for f in present]
+            assert all(offsets[f] % ALIGN == 0 for f in present)
+            assert all(ends[i] <= offsets[present[i + 1]] for i in range(len(present) - 1))
+            assert ends[-1] <= nbytes < ends[-1] + ALIGN

@@ -20,8 +20,9 @@ def _define(path: str, name: str) -> str:
 @pytest.mark.parametrize("path, name, value", [
     ("kernels/edgernn_conv.c", "EDGERNN_CONV_TEAM_SLOTS", str(layout.TEAM_SLOTS)),
     ("hal/ai_deck/dma/edgernn_conv_dma.c", "DMA_TEAM_SLOTS", str(layout.TEAM_SLOTS)),
-    ("hal/ai_deck/dma/edgernn_conv_dma.c", "DMA_ALIGN(n)",
-     f"(((size_t)(n) + {layout.ALIGN - 1}u) & ~(size_t){layout.ALIGN - 1}u)"),
+    ("kernels/edgernn_conv.c", "EDGERNN_CONV_SLOT_PATCHES", str(layout.SLOT_PATCHES)),
+    ("kernels/edgernn_conv.c", "EDGERNN_DW_PLANES", str(layout.DW_PLANES)),
+    ("kernels/edgernn_conv.c", "DW_PLANE_ROW(pw)", "(((pw) + 3 + 3) & ~3)"),
 ])
 def test_copied_c_holds_the_layout_facts(path, name, value):
     assert _define(path, re.escape(name)) == value

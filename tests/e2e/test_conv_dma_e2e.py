@@ -1,4 +1,5 @@
-"""GAP8 with the arena in L2: the team's CONV_2D fed in bands by the cluster DMA through L1 tiles
+"""GAP8 with the arena in L2: the team's CONV_2D, DEPTHWISE_CONV_2D and MAX_POOL_2D fed in bands by the
+cluster DMA through L1 tiles
 (edgernn/backend/tiling.py, templates/hal/ai_deck/dma/edgernn_conv_dma.c), validated in GVSOC: every
 output and state byte equal to the interpreter's."""
 
@@ -58,11 +59,15 @@ def test_l2_arena_convolutions_by_dma_validate_byte_exact(tmp_path):
     assert placement["items"]["arena"]["memory"] == "l2"
     assert placement["items"]["dma_tiles"]["memory"] == "l1"
     assert placement["items"]["weights"]["memory"] == "l2"
-    # both convolutions banded, the first in several bands (double-buffered), their filters copied in
-    assert [p["kernel"] for p in placement["dma"]] == ["edgernn_dma_conv_s8"] * 2
+    # both convolutions, the depthwise one and the pool banded, the first in several bands (double-buffered),
+    # the filters copied in
+    assert [p["kernel"] for p in placement["dma"]] == ["edgernn_dma_conv_s8", "edgernn_dma_depthwise_conv_s8",
+                                                       "edgernn_dma_max_pool_s8", "edgernn_dma_conv_s8"]
     assert max(p["bands"] for p in placement["dma"]) > 1
-    assert all(p["weights_in_tiles"] for p in placement["dma"])
-    assert "edgernn_dma_conv_s8(edgernn_dma_tiles" in (out / "firmware" / "model.c").read_text()
+    assert all(p["weights_in_tiles"] for p in placement["dma"] if "pool" not in p["kernel"])
+    model_c = (out / "firmware" / "model.c").read_text()
+    for fn in ("conv_s8", "depthwise_conv_s8", "max_pool_s8"):
+        assert f"edgernn_dma_{fn}(edgernn_dma_tiles" in model_c
 
     report = validate(out, data=moving_blobs(1, STEPS, *FRAME, seed=5))
     ref = report["reference"]

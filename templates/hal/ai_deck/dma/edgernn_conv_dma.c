@@ -1,4 +1,5 @@
-/* GAP8: the team's CONV_2D when the arena is in L2, fed by the cluster DMA.
+/* GAP8: the team's CONV_2D (and int8 DEPTHWISE_CONV_2D, MAX_POOL_2D, AVERAGE_POOL_2D) when the arena is in
+ * L2, fed by the cluster DMA.
  *
  * A cluster core loads from L2 in many cycles, from its L1 in one. So instead of the workers reading the
  * frame and writing the output in L2, the op runs in bands of output rows: the cluster's master core
@@ -14,8 +15,8 @@
  * tap outside the frame still pads, and each output pixel is computed by the same code with the same
  * arithmetic. The bytes do not depend on the band size.
  *
- * The layout of the tiles (lay_tiles) is also computed by codegen (edgernn/backend/tiling.py), which
- * sizes EDGERNN_DMA_TILE_BYTES from the largest op's need: keep the two in step. */
+ * The layout of the tiles is codegen's (edgernn/backend/tiling.py): each op gets its edgernn_dma_layout_t,
+ * the byte offsets of its parts, and this file only turns them into pointers. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,7 +41,6 @@ uint8_t *edgernn_dma_tiles;
  * tile, at most 64 KiB, takes at most 3). */
 #define DMA_CHUNK 32760u
 #define DMA_CHUNKS 3
-#define DMA_ALIGN(n) (((size_t)(n) + 7u) & ~(size_t)7u)
 /* The DMA's addresses: 32-bit on GAP8. A host test's stand-in for pmsis.h (tests/backend/test_conv_dma.py)
  * defines it to pass the pointers as they are. */
 #ifndef EDGERNN_DMA_ADDR
@@ -80,45 +80,23 @@ typedef struct {
     uint8_t *in[2], *out[2];
 } tiles_t;
 
-#define CONV_DMA_POINTWISE(g) ((g)->k_h == 1 && (g)->k_w == 1 && (g)->stride_h == 1 && (g)->stride_w == 1)
-
-/* Input rows that band_rows output rows read at most. */
-static int32_t band_in_rows(const edgernn_conv_geom_t *g, int32_t band_rows)
+/* A part of the tiles at its offset, or NULL when the op has not that part. */
+static uint8_t *tile_part(uint8_t *tiles, int32_t offset)
 {
-    const int32_t rows = (band_rows - 1) * g->stride_h + (g->k_h - 1) * g->dil_h + 1;
-    return rows < g->in_h ? rows : g->in_h;
+    return offset < 0 ? NULL : tiles + offset;
 }
 
-/* elem: bytes of an activation, bias_elem: of a bias. Each part starts on 8 bytes. */
-static void lay_tiles(uint8_t *p, const edgernn_conv_geom_t *g, int32_t band_rows, int copy_weights, size_t elem,
-                      size_t bias_elem, tiles_t *t)
+static void lay_tiles(uint8_t *p, const edgernn_dma_layout_t *layout, tiles_t *t)
 {
-    const size_t n_in = (size_t)g->k_h * g->k_w * g->in_c, out_c = (size_t)g->out_c;
-    const size_t in_bytes = (size_t)band_in_rows(g, band_rows) * g->in_w * g->in_c * elem;
-    const size_t out_bytes = (size_t)band_rows * g->out_w * g->out_c * elem;
-    t->w = t->bias = t->multiplier = t->shift = NULL;
-    if (copy_weights) {
-        t->w = p;
-        p += DMA_ALIGN(out_c * n_in);
-        t->bias = p;
-        p += DMA_ALIGN(out_c * bias_elem);
-        t->multiplier = p;
-        p += DMA_ALIGN(out_c * 4u);
-        t->shift = p;
-        p += DMA_ALIGN(out_c * 4u);
-    }
-    t->scratch = NULL;
-    if (!CONV_DMA_POINTWISE(g)) {
-        t->scratch = p;
-        p += DMA_ALIGN((size_t)DMA_TEAM_SLOTS * ((n_in + 3u) & ~(size_t)3u) * elem);
-    }
-    t->in[0] = p;
-    p += DMA_ALIGN(in_bytes);
-    t->in[1] = p;
-    p += DMA_ALIGN(in_bytes);
-    t->out[0] = p;
-    p += DMA_ALIGN(out_bytes);
-    t->out[1] = p;
+    t->w = tile_part(p, layout->w);
+    t->bias = tile_part(p, layout->bias);
+    t->multiplier = tile_part(p, layout->multiplier);
+    t->shift = tile_part(p, layout->shift);
+    t->scratch = tile_part(p, layout->scratch);
+    t->in[0] = tile_part(p, layout->in[0]);
+    t->in[1] = tile_part(p, layout->in[1]);
+    t->out[0] = tile_part(p, layout->out[0]);
+    t->out[1] = tile_part(p, layout->out[1]);
 }
 
 /* One band's output rows computed from its input tile by the team kernel. */
@@ -213,7 +191,7 @@ static void conv_s8_band(const void *ctx, const edgernn_conv_geom_t *band, const
                          c->output_offset, c->act_min, c->act_max, (int8_t *)scratch, (int8_t *)out);
 }
 
-void edgernn_dma_conv_s8(uint8_t *tiles, int band_rows, int copy_weights, const edgernn_conv_geom_t *g,
+void edgernn_dma_conv_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
                          const int8_t *in, const int8_t *w, const int32_t *bias, const int32_t *multiplier,
                          const int32_t *shift, int32_t input_zero_point, int32_t output_offset, int32_t act_min,
                          int32_t act_max, int8_t *scratch, int8_t *out)
@@ -223,12 +201,12 @@ void edgernn_dma_conv_s8(uint8_t *tiles, int band_rows, int copy_weights, const 
     conv_s8_ctx_t c;
     const_jobs_t consts;
     tiles_t t;
-    if (EDGERNN_CLUSTER_CORES == 0 || tiles == NULL || band_rows <= 0 || edgernn_team_workers() > DMA_TEAM_SLOTS) {
+    if (EDGERNN_CLUSTER_CORES == 0 || tiles == NULL || layout->band_rows <= 0 || edgernn_team_workers() > DMA_TEAM_SLOTS) {
         edgernn_team_conv_s8(g, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
                              scratch, out);
         return;
     }
-    lay_tiles(tiles, &geom, band_rows, copy_weights, 1u, 4u, &t);
+    lay_tiles(tiles, layout, &t);
     c.w = (const int8_t *)copy_const(&consts.job[0], t.w, w, out_c * n_in);
     c.bias = (const int32_t *)copy_const(&consts.job[1], t.bias, bias, out_c * 4u);
     c.multiplier = (const int32_t *)copy_const(&consts.job[2], t.multiplier, multiplier, out_c * 4u);
@@ -238,7 +216,89 @@ void edgernn_dma_conv_s8(uint8_t *tiles, int band_rows, int copy_weights, const 
     c.act_min = act_min;
     c.act_max = act_max;
     wait_consts(&consts);
-    run_bands(&geom, band_rows, 1u, (const uint8_t *)in, (uint8_t *)out, &t, conv_s8_band, &c);
+    run_bands(&geom, layout->band_rows, 1u, (const uint8_t *)in, (uint8_t *)out, &t, conv_s8_band, &c);
+}
+
+/* The int8 depthwise convolution and pools in bands, as CONV_2D: the band's geometry over its input tile,
+ * the scratch (the depthwise planes or padded band) in the tiles. */
+static void depthwise_s8_band(const void *ctx, const edgernn_conv_geom_t *band, const uint8_t *in, uint8_t *scratch,
+                              uint8_t *out)
+{
+    const conv_s8_ctx_t *c = (const conv_s8_ctx_t *)ctx;
+    edgernn_team_depthwise_conv_s8(band, (const int8_t *)in, c->w, c->bias, c->multiplier, c->shift,
+                                   c->input_zero_point, c->output_offset, c->act_min, c->act_max, (int8_t *)scratch,
+                                   (int8_t *)out);
+}
+
+void edgernn_dma_depthwise_conv_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
+                                   const int8_t *in, const int8_t *w, const int32_t *bias, const int32_t *multiplier,
+                                   const int32_t *shift, int32_t input_zero_point, int32_t output_offset,
+                                   int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out)
+{
+    const edgernn_conv_geom_t geom = *g;
+    const size_t out_c = (size_t)geom.out_c, taps = (size_t)geom.k_h * geom.k_w;
+    conv_s8_ctx_t c;
+    const_jobs_t consts;
+    tiles_t t;
+    if (EDGERNN_CLUSTER_CORES == 0 || tiles == NULL || layout->band_rows <= 0) {
+        edgernn_team_depthwise_conv_s8(g, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min,
+                                       act_max, scratch, out);
+        return;
+    }
+    lay_tiles(tiles, layout, &t);
+    c.w = (const int8_t *)copy_const(&consts.job[0], t.w, w, taps * out_c);
+    c.bias = (const int32_t *)copy_const(&consts.job[1], t.bias, bias, out_c * 4u);
+    c.multiplier = (const int32_t *)copy_const(&consts.job[2], t.multiplier, multiplier, out_c * 4u);
+    c.shift = (const int32_t *)copy_const(&consts.job[3], t.shift, shift, out_c * 4u);
+    c.input_zero_point = input_zero_point;
+    c.output_offset = output_offset;
+    c.act_min = act_min;
+    c.act_max = act_max;
+    wait_consts(&consts);
+    run_bands(&geom, layout->band_rows, 1u, (const uint8_t *)in, (uint8_t *)out, &t, depthwise_s8_band, &c);
+}
+
+typedef struct {
+    void (*pool)(const edgernn_conv_geom_t *, const int8_t *, int32_t, int32_t, int8_t *);
+    int32_t act_min, act_max;
+} pool_s8_ctx_t;
+
+static void pool_s8_band(const void *ctx, const edgernn_conv_geom_t *band, const uint8_t *in, uint8_t *scratch,
+                         uint8_t *out)
+{
+    const pool_s8_ctx_t *c = (const pool_s8_ctx_t *)ctx;
+    (void)scratch;
+    c->pool(band, (const int8_t *)in, c->act_min, c->act_max, (int8_t *)out);
+}
+
+static void dma_pool_s8(void (*pool)(const edgernn_conv_geom_t *, const int8_t *, int32_t, int32_t, int8_t *),
+                        uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
+                        const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out)
+{
+    const edgernn_conv_geom_t geom = *g;
+    pool_s8_ctx_t c;
+    tiles_t t;
+    if (EDGERNN_CLUSTER_CORES == 0 || tiles == NULL || layout->band_rows <= 0) {
+        pool(g, in, act_min, act_max, out);
+        return;
+    }
+    lay_tiles(tiles, layout, &t);
+    c.pool = pool;
+    c.act_min = act_min;
+    c.act_max = act_max;
+    run_bands(&geom, layout->band_rows, 1u, (const uint8_t *)in, (uint8_t *)out, &t, pool_s8_band, &c);
+}
+
+void edgernn_dma_max_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
+                             const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out)
+{
+    dma_pool_s8(edgernn_team_max_pool_s8, tiles, layout, g, in, act_min, act_max, out);
+}
+
+void edgernn_dma_avg_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
+                             const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out)
+{
+    dma_pool_s8(edgernn_team_avg_pool_s8, tiles, layout, g, in, act_min, act_max, out);
 }
 
 typedef struct {
@@ -256,7 +316,7 @@ static void conv_s16_band(const void *ctx, const edgernn_conv_geom_t *band, cons
                           c->act_max, (int16_t *)(void *)scratch, (int16_t *)(void *)out);
 }
 
-void edgernn_dma_conv_s16(uint8_t *tiles, int band_rows, int copy_weights, const edgernn_conv_geom_t *g,
+void edgernn_dma_conv_s16(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
                           const int16_t *in, const int8_t *w, const int64_t *bias, const int32_t *multiplier,
                           const int32_t *shift, int32_t act_min, int32_t act_max, int16_t *scratch, int16_t *out)
 {
@@ -265,11 +325,11 @@ void edgernn_dma_conv_s16(uint8_t *tiles, int band_rows, int copy_weights, const
     conv_s16_ctx_t c;
     const_jobs_t consts;
     tiles_t t;
-    if (EDGERNN_CLUSTER_CORES == 0 || tiles == NULL || band_rows <= 0 || edgernn_team_workers() > DMA_TEAM_SLOTS) {
+    if (EDGERNN_CLUSTER_CORES == 0 || tiles == NULL || layout->band_rows <= 0 || edgernn_team_workers() > DMA_TEAM_SLOTS) {
         edgernn_team_conv_s16(g, in, w, bias, multiplier, shift, act_min, act_max, scratch, out);
         return;
     }
-    lay_tiles(tiles, &geom, band_rows, copy_weights, 2u, 8u, &t);
+    lay_tiles(tiles, layout, &t);
     c.w = (const int8_t *)copy_const(&consts.job[0], t.w, w, out_c * n_in);
     c.bias = (const int64_t *)copy_const(&consts.job[1], t.bias, bias, out_c * 8u);
     c.multiplier = (const int32_t *)copy_const(&consts.job[2], t.multiplier, multiplier, out_c * 4u);
@@ -277,6 +337,6 @@ void edgernn_dma_conv_s16(uint8_t *tiles, int band_rows, int copy_weights, const
     c.act_min = act_min;
     c.act_max = act_max;
     wait_consts(&consts);
-    run_bands(&geom, band_rows, 2u, (const uint8_t *)(const void *)in, (uint8_t *)(void *)out, &t,
+    run_bands(&geom, layout->band_rows, 2u, (const uint8_t *)(const void *)in, (uint8_t *)(void *)out, &t,
               conv_s16_band, &c);
 }

@@ -9,18 +9,38 @@
 #include "edgernn_kernels.h"
 
 /* The L1 tiles of every banded convolution, taken once by edgernn_init (edgernn_team_fast_alloc):
- * EDGERNN_DMA_TILE_BYTES, the largest op's need, computed by codegen as edgernn_conv_dma.c lays it out. */
+ * EDGERNN_DMA_TILE_BYTES, the largest op's need. */
 extern uint8_t *edgernn_dma_tiles;
 
-/* edgernn_team_conv_s8's arguments after three of the plan: the L1 tiles, the output rows of one band,
- * and 1 when the filter and its per-channel constants are copied from L2 into the tiles for the op. */
-void edgernn_dma_conv_s8(uint8_t *tiles, int band_rows, int copy_weights, const edgernn_conv_geom_t *g,
+/* One op's use of the tiles, computed by codegen (edgernn/backend/tiling.py, tile_layout) and printed in
+ * model.c as a constant: the output rows of one band, then the byte offset in the tiles of each part, -1
+ * for a part the op has not. The constants (w, bias, multiplier, shift) are present together, when the
+ * plan copies them from L2 into the tiles for the op; the patch slots (scratch) are absent for a 1x1
+ * stride-1 filter. Every part starts on 8 bytes. */
+typedef struct {
+    int32_t band_rows;
+    int32_t w, bias, multiplier, shift;
+    int32_t scratch;
+    int32_t in[2], out[2];
+} edgernn_dma_layout_t;
+
+/* edgernn_team_conv_s8's arguments after two of the plan: the L1 tiles and the op's layout in them. */
+void edgernn_dma_conv_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
                          const int8_t *in, const int8_t *w, const int32_t *bias, const int32_t *multiplier,
                          const int32_t *shift, int32_t input_zero_point, int32_t output_offset, int32_t act_min,
                          int32_t act_max, int8_t *scratch, int8_t *out);
 /* The same for edgernn_team_conv_s16. */
-void edgernn_dma_conv_s16(uint8_t *tiles, int band_rows, int copy_weights, const edgernn_conv_geom_t *g,
+void edgernn_dma_conv_s16(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
                           const int16_t *in, const int8_t *w, const int64_t *bias, const int32_t *multiplier,
                           const int32_t *shift, int32_t act_min, int32_t act_max, int16_t *scratch, int16_t *out);
+/* The same for edgernn_team_depthwise_conv_s8, edgernn_team_max_pool_s8 and edgernn_team_avg_pool_s8. */
+void edgernn_dma_depthwise_conv_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
+                                   const int8_t *in, const int8_t *w, const int32_t *bias, const int32_t *multiplier,
+                                   const int32_t *shift, int32_t input_zero_point, int32_t output_offset,
+                                   int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out);
+void edgernn_dma_max_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
+                             const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out);
+void edgernn_dma_avg_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
+                             const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out);
 
 #endif /* EDGERNN_CONV_DMA_H */

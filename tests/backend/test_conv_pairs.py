@@ -1,0 +1,66 @@
+"""GAP8's int8 convolution paths on the host: CONV_2D's 4x2 blocking (two pixels' patches against 4 output
+channels) and DEPTHWISE_CONV_2D by channel planes (edgernn_conv.c, compiled where Xpulp is: EDGERNN_DOT_XPULP),
+built here on the C emulation of pv.sdotsp.b (-DEDGERNN_XPULP_EMULATE) and on GCC vectors (the builtin's
+form), on 1 and 8 POSIX threads (the team as GAP8's cluster splits it), every output and state byte held
+against the LiteRT interpreter. The shapes are the odd ones: channels not a multiple of 4 (tails of the
+patch and of the output channels), a single output channel quad, strides, dilation, SAME and VALID, an odd
+count of pixels (a last unpaired one), a filter narrower than 3 and taller than 3. The hardware loop itself
+runs only on GAP8: the GVSOC runs are tests/e2e (test_frontends_e2e, test_conv_dma_e2e) and
+bench/bench_conv.py --board gvsoc_gap8."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.backend.test_conv import STATES, _layers, _model, convert_case, frames
+
+pytestmark = pytest.mark.toolchain
+
+
+def _cases():
+    L = _layers()
+    return {
+        # patch 27 (3 mod 4), 5 output channels (one quad and one single)
+        "conv_c3_o5_same": ((7, 9, 3), lambda x: L.Conv2D(5, 3, padding="same")(x)),
+        # patch 45 (1 mod 4), 13 channels (a block of 8, a quad, a single); 4x4 = 16 pixels at stride 2
+        "conv_c5_o13_s2_valid": ((9, 9, 5), lambda x: L.Conv2D(13, 3, strides=2, padding="valid")(x)),
+        # patch of whole words (word copies), 12 channels (8 + 4), 5x5 = 25 pixels (odd), dilation 2
+        "conv_c8_o12_dil2": ((9, 9, 8), lambda x: L.Conv2D(12, 3, dilation_rate=2, padding="valid",
+                                                            activation="relu")(x)),
+        # 1x1 stride 1, 6 inputs a pixel (pixels read in place, not word-aligned: one at a time)
+        "conv_1x1_c6_o9": ((5, 7, 6), lambda x: L.Conv2D(9, 1)(x)),
+        # 2x5 filter (the depthwise planes refuse k_w 5: the HWC walk), 2x2 stride
+        "depthwise_k2x5": ((8, 8, 4), lambda x: L.DepthwiseConv2D((5, 2), strides=2, padding="same")(x)),
+        # 3x3 over 7 channels (a quad, a partial quad), odd width
+        "depthwise_c7_same": ((7, 9, 7), lambda x: L.DepthwiseConv2D(3, padding="same")(x)),
+        # 3x3 VALID, stride 2 along y and x (x stride 2: the HWC walk), and stride (2, 1): planes
+        "depthwise_c8_s2": ((9, 9, 8), lambda x: L.DepthwiseConv2D(3, strides=2, padding="valid")(x)),
+        "depthwise_c12_s21": ((9, 10, 12), lambda x: L.DepthwiseConv2D(3, strides=(2, 1), padding="same")(x)),
+        # 4x1 filter taller than 3, 32 channels (8 workers, a quad each)
+        "depthwise_c32_k4x1": ((6, 5, 32), lambda x: L.DepthwiseConv2D((4, 1), padding="same")(x)),
+    }
+
+
+VARIANTS = {  # label: compiler flags (the POSIX team of EDGERNN_THREADS workers)
+    "emulated, 1 worker": ["-DEDGERNN_XPULP_EMULATE", "-DEDGERNN_THREADS=1", "-pthread"],
+    "emulated, 8 workers": ["-DEDGERNN_XPULP_EMULATE", "-DEDGERNN_THREADS=8", "-pthread"],
+    "vector, 3 workers": ["-DEDGERNN_XPULP=1", "VECTOR", "-DEDGERNN_THREADS=3", "-pthread"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(_cases()))
+def test_gap8_convolution_paths_match_the_interpreter(tmp_path, name):
+    from edgernn.tflite.oracle import step_records
+    from tests.support import backend_harness as H
+
+    shape, body = _cases()[name]
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "step.tflite").write_bytes(convert_case(_model(shape, body), shape, "int8"))
+    xq = frames(folder, shape, steps=6)
+    ref, _ = step_records(folder / "step.tflite", xq, STATES)
+    for i, (label, flags) in enumerate(VARIANTS.items()):
+        flags = [H.VECTOR_SDOTSP4 if f == "VECTOR" else f for f in flags]
+        b = H.build(folder, cflags=["-O2", *flags], name=f"driver_{i}")
+        got, _ = H.run_driver(b.exe, xq, ref.shape[1], folder)
+        assert H.compare(got, ref, "int8")["mismatches"] == 0, label
