@@ -115,7 +115,8 @@ void edgernn_conv_f32(const edgernn_conv_geom_t *geom_in, const float *in, const
  *   pv.sdotsp.b rd, rs1, rs2 .insn r 0x57, 1, 0x5c, rd, rs1, rs2  rd += 4 int8 products
  * The body is 14 uncompressed instructions (.option norvc), the last a pv.sdotsp.b, loop 0 and no loop
  * around it: the rules silicon keeps and GVSOC does not check (tests/targets' hardware-loop test reads them
- * from the ELF). The loop runs only with a count of 1 or more (a count of 0 would run it once). The last
+ * from the ELF). The loop runs only with a count of 1 or more (a count of 0 would run it once): the branch
+ * before lp.setup skips it on 0, where the hardware-loop check sees the guard next to the loop. The last
  * weight load steps to the next group: 4 * R - 12 bytes. No load is used by the instruction after it. */
 #if !defined(EDGERNN_XPULP_EMULATE) && (defined(__riscv) || defined(__riscv__))
 #ifndef EDGERNN_CONV_HWLOOP
@@ -128,6 +129,7 @@ void edgernn_conv_f32(const edgernn_conv_geom_t *geom_in, const float *in, const
     __asm__ volatile(                                                                               \
         ".option push\n\t"                                                                          \
         ".option norvc\n\t"                                                                         \
+        "beqz %[n], 1f\n\t"                                                                         \
         ".insn i 0x7b, 4, x0, %[n], 28\n\t"                                                         \
         ".insn i 0x0b, 2, %[xa], %[px0], 4\n\t"                                                     \
         ".insn i 0x0b, 2, %[xb], %[px1], 4\n\t"                                                     \
@@ -143,6 +145,7 @@ void edgernn_conv_f32(const edgernn_conv_geom_t *geom_in, const float *in, const
         ".insn r 0x57, 1, 0x5c, %[b1], %[xb], %[w1]\n\t"                                            \
         ".insn r 0x57, 1, 0x5c, %[b2], %[xb], %[w2]\n\t"                                            \
         ".insn r 0x57, 1, 0x5c, %[b3], %[xb], %[w3]\n\t"                                            \
+        "1:\n\t"                                                                                    \
         ".option pop"                                                                               \
         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [b0] "+r"(b0), [b1] "+r"(b1),  \
           [b2] "+r"(b2), [b3] "+r"(b3), [px0] "+r"(p0), [px1] "+r"(p1), [pw] "+r"(pw), [xa] "=&r"(xa),  \
