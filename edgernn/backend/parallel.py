@@ -35,11 +35,15 @@ NOT_SHARED = 2**62      # a threshold no op reaches
 # One GAP8 cluster core's cycles (int8, SIMD dot products, operands in L1), rounded from GVSOC profiles of
 # the generated kernels (bench/profile_gap8.py): what a row of a FULLY_CONNECTED costs beyond its MACs (the
 # requantization's mulh, the clamp, the store, the loop), a MAC of it, an element of a fused element-wise
-# loop per op fused into it (most ops requantize), and an element of another element-wise kernel.
+# loop per op fused into it (most ops requantize), an element of another element-wise kernel, and below
+# an output of a SUM.
 CYCLES_PER_ROW = 50
 CYCLES_PER_MAC = 1
 CYCLES_PER_FUSED_OP = 25
 CYCLES_PER_ELEMENT = 20
+# an output of a SUM by steps: per reduced element (a strided load and an add), and its binary search
+CYCLES_PER_REDUCED = 4
+CYCLES_PER_SEARCH = 100
 _FC = ("edgernn_fully_connected_s8", "edgernn_fully_connected_group_s8", "edgernn_fully_connected_s16")
 
 
@@ -97,6 +101,12 @@ def estimate_cycles(call) -> int | None:
         if not all(isinstance(v, int) for v in (rows, n_in, n_out)):
             return None
         return rows * n_out * (CYCLES_PER_ROW + CYCLES_PER_MAC * n_in)
+    if call.fn == "edgernn_sum_steps_s8":
+        args = _args(call)
+        reduced, inner = args.get("reduced"), args.get("inner")
+        if not all(isinstance(v, int) for v in (reduced, inner)):
+            return None
+        return inner * (CYCLES_PER_REDUCED * reduced + CYCLES_PER_SEARCH)
     k = BY_NAME.get(call.fn)
     if k is not None and k.source in ("edgernn_elementwise.c", "edgernn_lut16.c"):
         n = split_count(call)

@@ -22,6 +22,12 @@ def fc(n_in: int, n_out: int, rows: int = 1) -> Call:
     return Call(0, "FULLY_CONNECTED", "edgernn_fully_connected_s8", [values.get(n) for n in names])
 
 
+def sum_steps(outer: int, reduced: int, inner: int) -> Call:
+    names = BY_NAME["edgernn_sum_steps_s8"].arg_names
+    values = {"outer": outer, "reduced": reduced, "inner": inner, "stride": inner, "n_steps": 255, "first": -128}
+    return Call(0, "SUM", "edgernn_sum_steps_s8", [values.get(n) for n in names])
+
+
 def fused(n: int, ops: int) -> FusedCall:
     return FusedCall(0, "ADD", "edgernn_step_fused0", [], members=[object()] * ops, n=n)
 
@@ -38,6 +44,9 @@ CASES = [
     (lambda: fc(14, 20), BY_COUNT, False),
     (lambda: fused(9, 6), BY_COUNT, False),
     (lambda: fc(64, 256), ONE_WORKER, False),
+    (lambda: sum_steps(1, 16, 16), GAP8, True),    # LTC's: 16 outputs, each 16 reductions and a search
+    (lambda: sum_steps(2, 16, 16), GAP8, False),   # more than one outer row: the team cannot split it
+    (lambda: sum_steps(1, 16, 16), BY_COUNT, False),
 ]
 
 

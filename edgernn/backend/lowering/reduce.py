@@ -57,8 +57,10 @@ class ReduceOps(LoweringBase):
                     first, at = steps
                     arr = ConstArray(self.cname(op, "steps"), "int32_t", at or [0])
                     return self.call(op, "edgernn_sum_steps_s8",
-                                     {**shape, "steps": ConstArg(arr.name), "n_steps": int(len(at)),
-                                      "first": int(first)}, arrays=[arr])
+                                     {"in": shape["in"], "outer": shape["outer"], "reduced": shape["reduced"],
+                                      "inner": shape["inner"], "stride": shape["inner"], "steps": ConstArg(arr.name),
+                                      "n_steps": int(len(at)), "first": int(first), "out": shape["out"]},
+                                     arrays=[arr])
                 return self.call(op, "edgernn_sum_s8",
                                  {**shape, "scale": Float(scale), "bias": Float(bias),
                                   "output_zero_point": int(zo)})
