@@ -25,7 +25,7 @@ from edgernn.backend.codegen import (
 )
 from edgernn.backend.kernels import SIZES
 from edgernn.backend.layout import align
-from edgernn.backend.parallel import min_count, share_calls
+from edgernn.backend.parallel import share_calls, share_rule
 from edgernn.backend.placement import place
 from edgernn.backend.reader import read_tflite
 from edgernn.backend.tiling import band_args, plan_bands
@@ -133,8 +133,8 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
     for g in (step, head):
         if g is not None:
             g.fast = {w["name"]: w["place"] for w in fast}
-    threshold = min_count(board)
-    shared = share_calls(step.calls, threshold) + (share_calls(head.calls, threshold) if head else [])
+    rule = share_rule(board)
+    shared = share_calls(step.calls, rule) + (share_calls(head.calls, rule) if head else [])
     # the team's CONV_2D over an arena in L2: bands through DMA tiles in L1, when the board has them
     dma = plan_bands(board, placement, [step, head])
     for g in (step, head):

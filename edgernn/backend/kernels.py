@@ -394,12 +394,16 @@ KERNELS: list[Kernel] = [
 # table above, whose entries they do not change).
 KERNELS += [
     Kernel("edgernn_sum_thresholds_s8",
-           "const int8_t *in, int outer, int reduced, int inner, const int32_t *thresholds, int n_thresholds, "
-           "int32_t first, int8_t *out",
+           "const int8_t *in, int outer, int reduced, int inner, int stride, const int32_t *thresholds, "
+           "int n_thresholds, int32_t first, int8_t *out",
            section="reductions, by thresholds computed at generation",
            doc="SUM, 8-bit, where edgernn_sum_s8's float rescale of the int32 sum is a non-decreasing function of\n"
                "the sum: out = first + the number of thresholds[k] <= sum (ascending: the least sum giving each\n"
-               "next output value), found by a binary search. The same bytes as edgernn_sum_s8, without float.",
+               "next output value), found by a binary search. The same bytes as edgernn_sum_s8, without float.\n"
+               "stride: the distance between two reduced elements (the tensor's inner size; a team's sub-range of\n"
+               "inner outputs keeps it).",
+           splits=(Split("inner", (("in", 1), ("out", 1)), when=("outer", 1)),),
+           team_doc="A SUM of one outer row: its inner outputs, each reduced over the whole stride.",
            source="edgernn_reduce.c"),
 ]
 

@@ -32,6 +32,7 @@ class RunResult:
     last_state: bytes | None
     frames: int
     retries: int
+    team_cycles: np.ndarray | None = None  # (steps,) uint32: the team's own count, where the device has one
 
 
 def open_port(url: str, baud: int = 115200, **kwargs):
@@ -236,7 +237,7 @@ class LinkClient:
         limit = info.max_frame - MIN_FRAME
         n = 1
         per_in = info.input_size * info.input_dtype.itemsize
-        per_out = info.output_size * info.output_dtype.itemsize + 4 + (
+        per_out = info.output_size * info.output_dtype.itemsize + 4 + (4 if flags & P.TEAM_CYCLES else 0) + (
             info.state_bytes if flags & P.STATE_EVERY else 0)
         fixed_out = P.step_reply_size(0, info, flags)
         n = min((limit - 3) // max(per_in, 1), (limit - fixed_out) // per_out, 0xFFFF)
@@ -273,12 +274,14 @@ class LinkClient:
         inputs = np.asarray(inputs)
         total = inputs.shape[0] if inputs.ndim else 0
         retries_before = self.retry_count
-        outputs, cycles, state_rows = [], [], []
+        outputs, cycles, team, state_rows = [], [], [], []
         last_state = None
         frames = 0
         for part in self.stream([inputs], total, states, steps_per_frame, progress):
             outputs.append(part.outputs)
             cycles.append(part.cycles)
+            if part.team_cycles is not None:
+                team.append(part.team_cycles)
             if part.states is not None:
                 state_rows.append(part.states)
             if part.last_state is not None:
@@ -292,7 +295,8 @@ class LinkClient:
             last_state = bytes(state_array[-1]) if len(state_array) else last_state
         return RunResult(np.concatenate(outputs) if outputs else np.zeros((0, info.output_size)),
                          np.concatenate(cycles) if cycles else np.zeros(0, np.uint32),
-                         state_array, last_state, frames, self.retry_count - retries_before)
+                         state_array, last_state, frames, self.retry_count - retries_before,
+                         np.concatenate(team) if team else None)
 
     def stream(self, chunks: Iterable[np.ndarray], total: int, states: str = "every",
                steps_per_frame: int | None = None,
@@ -301,6 +305,9 @@ class LinkClient:
         yields one RunResult per chunk, so the host keeps no more than a chunk of answers."""
         info = self._require_info()
         flags = {"every": P.STATE_EVERY, "last": P.STATE_LAST, "none": 0}[states]
+        # the team's own count beside the step's, from a device that has one
+        team_flag = P.TEAM_CYCLES if info.target_flags & P.TARGET_TEAM_CYCLES else 0
+        flags |= team_flag
         per_frame = self.max_steps_per_frame(flags)
         if steps_per_frame:
             per_frame = min(per_frame, steps_per_frame)
@@ -312,13 +319,13 @@ class LinkClient:
                 raise LinkError(f"inputs of shape {inputs.shape} do not match the device's "
                                 f"{info.input_size} inputs per step")
             retries_before = self.retry_count
-            outputs, cycles, state_rows = [], [], []
+            outputs, cycles, team, state_rows = [], [], [], []
             last_state = None
             frames = 0
             at = 0
             while at < len(inputs):
                 n = min(per_frame, len(inputs) - at)
-                frame_flags = flags & P.STATE_EVERY
+                frame_flags = flags & (P.STATE_EVERY | P.TEAM_CYCLES)
                 if flags & P.STATE_LAST and done + n == total:
                     frame_flags |= P.STATE_LAST
                 batch = self.step(inputs[at : at + n], frame_flags)
@@ -327,6 +334,8 @@ class LinkClient:
                                     f"host sent {done}: a step was run twice or skipped")
                 outputs.append(batch.outputs)
                 cycles.append(batch.cycles)
+                if batch.team_cycles is not None:
+                    team.append(batch.team_cycles)
                 if batch.states is not None:
                     state_rows.extend(batch.states)
                 if batch.last_state is not None:
@@ -341,7 +350,8 @@ class LinkClient:
                 state_array = np.frombuffer(b"".join(state_rows), dtype=np.uint8).reshape(len(inputs), info.state_bytes)
             yield RunResult(np.concatenate(outputs) if outputs else np.zeros((0, info.output_size)),
                             np.concatenate(cycles) if cycles else np.zeros(0, np.uint32),
-                            state_array, last_state, frames, self.retry_count - retries_before)
+                            state_array, last_state, frames, self.retry_count - retries_before,
+                            np.concatenate(team) if team else None)
 
     def _require_info(self) -> P.DeviceInfo:
         if self.info is None:

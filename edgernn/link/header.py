@@ -34,6 +34,8 @@ def header_context(model_frame: int = 0) -> dict:
         "errors": [(name[len("ERR_"):], value) for name, value in vars(protocol).items() if name.startswith("ERR_")],
         "state_every": protocol.STATE_EVERY,
         "state_last": protocol.STATE_LAST,
+        "team_cycles": protocol.TEAM_CYCLES,
+        "target_team_cycles": protocol.TARGET_TEAM_CYCLES,
     }
 
 

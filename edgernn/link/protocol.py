@@ -20,6 +20,7 @@ MESSAGE_NAMES = {HELLO: "HELLO", RESET: "RESET", STEP: "STEP", BYE: "BYE", ERROR
 
 STATE_EVERY = 0x01
 STATE_LAST = 0x02
+TEAM_CYCLES = 0x04   # each step also carries the team's own count (a device whose HELLO has TARGET_TEAM_CYCLES)
 
 ERR_BAD_CRC = 1
 ERR_BAD_VERSION = 2
@@ -49,6 +50,7 @@ _HELLO_FIXED = struct.Struct("<BBBBHHIHB")
 _HELLO_TARGET = struct.Struct("<BBH")   # workers, flags, reserved; absent from older firmware
 TARGET_SIMD_DOT = 0x01                  # the int8 dot products use SIMD instructions (GAP8 Xpulp)
 TARGET_OFFLOADED = 0x02                 # the step runs on a cluster apart from the link's core
+TARGET_TEAM_CYCLES = 0x04               # the device also counts the team's own cycles of a step (STEP flag TEAM_CYCLES)
 _ERROR = struct.Struct("<BBH")
 _STEP_REQUEST = struct.Struct("<BH")
 _STEP_REPLY = struct.Struct("<IHB")
@@ -97,6 +99,7 @@ class StepBatch:
     cycles: np.ndarray           # (n,) uint32
     states: list[bytes] | None   # after every step, when asked
     last_state: bytes | None     # after the last step, when asked
+    team_cycles: np.ndarray | None = None  # (n,) uint32: the team's own count of each step, when asked
 
 
 def parse_hello(payload: bytes) -> DeviceInfo:
@@ -141,7 +144,7 @@ def build_step_request(inputs: np.ndarray, flags: int, dtype: np.dtype) -> bytes
 
 
 def step_reply_size(n: int, info: DeviceInfo, flags: int) -> int:
-    per_step = info.output_size * info.output_dtype.itemsize + 4
+    per_step = info.output_size * info.output_dtype.itemsize + 4 + (4 if flags & TEAM_CYCLES else 0)
     if flags & STATE_EVERY:
         per_step += info.state_bytes
     return _STEP_REPLY.size + n * per_step + (info.state_bytes if flags & STATE_LAST else 0)
@@ -159,15 +162,17 @@ def parse_step_reply(payload: bytes, info: DeviceInfo, n: int, flags: int) -> St
         raise ValueError(f"STEP answer for {n_reply} steps (flags {flags_reply}), asked {n} (flags {flags})")
     out_bytes = info.output_size * info.output_dtype.itemsize
     state_every = info.state_bytes if flags & STATE_EVERY else 0
-    record = np.dtype([("y", info.output_dtype, (info.output_size,)), ("cycles", "<u4"),
+    team = [("team_cycles", "<u4")] if flags & TEAM_CYCLES else []
+    record = np.dtype([("y", info.output_dtype, (info.output_size,)), ("cycles", "<u4"), *team,
                        ("state", "u1", (state_every,))])
-    assert record.itemsize == out_bytes + 4 + state_every
+    assert record.itemsize == out_bytes + 4 + 4 * len(team) + state_every
     at = _STEP_REPLY.size
     rows = np.frombuffer(payload, dtype=record, count=n, offset=at)
     at += n * record.itemsize
     states = [bytes(row) for row in rows["state"]] if flags & STATE_EVERY else None
     last_state = bytes(payload[at : at + info.state_bytes]) if flags & STATE_LAST else None
-    return StepBatch(first, rows["y"].copy(), rows["cycles"].astype(np.uint32), states, last_state)
+    team_cycles = rows["team_cycles"].astype(np.uint32) if flags & TEAM_CYCLES else None
+    return StepBatch(first, rows["y"].copy(), rows["cycles"].astype(np.uint32), states, last_state, team_cycles)
 
 
 def host_version() -> int:

@@ -46,6 +46,8 @@ class Cpu:
     fpu: bool = _key(False, "whether the CPU has an FPU (shown by `edgernn boards`)")
     clock_hz: int = _key(0, "the clock `cycle_counter` counts in; 0: not a clock")
     cycle_counter: str = _key("", "what `cycles_per_step` of report.json counts")
+    team_cycle_counter: str = _key("", "what `cluster_cycles_per_step` of report.json counts (a board whose HAL "
+                                       "counts its team's own cycles too: EDGERNN_HAL_TEAM_CYCLES=1)")
     fc_cores: Optional[int] = _key(None, "GAP8: cores of the fabric controller")
     cluster_cores: Optional[int] = _key(None, "GAP8: cores of the cluster")
     fc_hz: Optional[int] = _key(None, "GAP8: the FC clock the firmware sets (EDGERNN_FC_HZ)")
@@ -87,6 +89,9 @@ class Parallel:
     team: Optional[str] = _key(None, "the team implementation under templates/ (default hal/posix/edgernn_team.c)")
     workers: Optional[int] = _key(None, "the team's cores; 1: no op is shared")
     min_count: int = _key(16, "an op of at least this many outputs runs through its team kernel")
+    split_cycles: Optional[int] = _key(None, "share an op by cost instead: when its estimated one-core cycles exceed "
+                                             "its busiest worker's share plus this, what one split costs "
+                                             "(edgernn/backend/parallel.py)")
 
 
 QUANT_POLICIES = ("ok", "warn", "refuse")

@@ -496,6 +496,7 @@ class _Tally:
         self.float_sums = compare.ErrorSums()
         self.drift = compare.DriftTable(windows)
         self.cycles = compare.CycleStats(seed)
+        self.team_cycles = compare.CycleStats(seed)   # the team's own count, from a device that has one
         self.y_size = _size(self.y_entry)
         self.plot = compare.PlotBins(test.steps, min(self.y_size, 3))
         self.inputs = _InputRange(self.x_entry, manifest.get("calibration") or {})
@@ -519,6 +520,8 @@ class _Tally:
                 self.float_sums.update(device_float, want)
         self.plot.update(seq, offset, device_float, dequantize(ref.y, self.y_entry), want)
         self.cycles.update(part.cycles)
+        if getattr(part, "team_cycles", None) is not None:
+            self.team_cycles.update(part.team_cycles)
         if self.saver is not None:
             self.saver.append(device_y, device_float, part.cycles)
         self.frames += part.frames
@@ -669,6 +672,12 @@ def _report(manifest: dict, test: TestSequences, tally: _Tally, floats: _FloatSi
         "notes": notes,
     }
     report["device"].update(run.info.describe_target())
+    if tally.team_cycles.n:
+        # the cluster's work alone, without the dispatch and wake-up that cycles_per_step includes
+        team = tally.team_cycles.result()
+        report["device"].update({"cluster_cycles_per_step": team["cycles_per_step"],
+                                 "cluster_cycles_per_step_median": team["cycles_per_step_median"],
+                                 "cluster_cycle_counter": _cycle_counter(run.board_name, "team_cycle_counter")})
     macs = manifest.get("macs_per_step")
     if macs:
         report["device"]["cycles_per_mac"] = report["device"]["cycles_per_step"] / macs
@@ -778,6 +787,7 @@ def _manifest_board(board_name: str | None):
         return None
 
 
-def _cycle_counter(board_name: str | None) -> str | None:
+def _cycle_counter(board_name: str | None, field: str = "cycle_counter") -> str | None:
+    """What the board's counter counts (``cpu.cycle_counter``, or ``cpu.team_cycle_counter``)."""
     board = _manifest_board(board_name)
-    return board.cpu.cycle_counter or None if board is not None else None
+    return getattr(board.cpu, field) or None if board is not None else None

@@ -13,4 +13,15 @@ void edgernn_hal_uart_write(const uint8_t *buf, int len);
 uint64_t edgernn_hal_cycles(void);
 void edgernn_hal_exit(int code);
 
+/* A board whose step runs on a team apart from the link's core (GAP8's cluster) may count the team's
+ * own cycles too: with EDGERNN_HAL_TEAM_CYCLES=1 (a define of its board file) edgernn_hal_team_cycles is
+ * that second free-running counter, in the same unit as edgernn_hal_cycles, and the server offers it
+ * to the host (docs/protocol.md, STEP flag 0x04). */
+#ifndef EDGERNN_HAL_TEAM_CYCLES
+#define EDGERNN_HAL_TEAM_CYCLES 0
+#endif
+#if EDGERNN_HAL_TEAM_CYCLES
+uint64_t edgernn_hal_team_cycles(void);
+#endif
+
 #endif

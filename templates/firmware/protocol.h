@@ -55,6 +55,10 @@ enum edgernn_link_error {
 
 #define EDGERNN_STEP_STATE_EVERY 0x01u
 #define EDGERNN_STEP_STATE_LAST 0x02u
+/* STEP flag: each step's record also carries the team's own cycle count (edgernn_hal_team_cycles) */
+#define EDGERNN_STEP_TEAM_CYCLES 0x04u
+/* HELLO target flag: the device counts the team's own cycles too, so the host may ask for them */
+#define EDGERNN_LINK_TARGET_TEAM_CYCLES 0x04u
 
 typedef enum {
     EDGERNN_PARSE_MORE = 0,      /* byte consumed, no frame yet */

@@ -84,6 +84,9 @@ static void answer_hello(uint16_t seq)
 #ifdef EDGERNN_TARGET_SIMD_DOT
         edgernn_target(&workers, &flags);
 #endif
+#if EDGERNN_HAL_TEAM_CYCLES
+        flags |= EDGERNN_LINK_TARGET_TEAM_CYCLES;
+#endif
         p[n++] = (uint8_t)workers;
         p[n++] = (uint8_t)flags;
         edgernn_put_u16(p + n, 0u); /* reserved */
@@ -113,7 +116,11 @@ static uint8_t run_steps(uint16_t seq, const uint8_t *req, size_t req_len, uint1
     if (n_steps == 0u || req_len != 3u + n_steps * IN_BYTES) {
         return EDGERNN_ERR_BAD_LENGTH;
     }
-    per_step = OUT_BYTES + 4u + ((flags & EDGERNN_STEP_STATE_EVERY) ? (uint32_t)EDGERNN_STATE_BYTES : 0u);
+#if !EDGERNN_HAL_TEAM_CYCLES
+    flags &= (uint8_t)~EDGERNN_STEP_TEAM_CYCLES; /* no such count here: the HELLO did not offer it */
+#endif
+    per_step = OUT_BYTES + 4u + ((flags & EDGERNN_STEP_TEAM_CYCLES) ? 4u : 0u) +
+               ((flags & EDGERNN_STEP_STATE_EVERY) ? (uint32_t)EDGERNN_STATE_BYTES : 0u);
     reply_len = 7u + n_steps * per_step + ((flags & EDGERNN_STEP_STATE_LAST) ? (uint32_t)EDGERNN_STATE_BYTES : 0u);
     if (reply_len > EDGERNN_LINK_MAX_PAYLOAD) {
         *detail = (uint16_t)(EDGERNN_LINK_MAX_PAYLOAD / per_step);
@@ -131,6 +138,9 @@ static uint8_t run_steps(uint16_t seq, const uint8_t *req, size_t req_len, uint1
         uint64_t start;
         uint64_t stop;
         edgernn_status_t status;
+#if EDGERNN_HAL_TEAM_CYCLES
+        const uint64_t team_start = edgernn_hal_team_cycles();
+#endif
 
         memcpy(x_step, req + 3u + i * IN_BYTES, IN_BYTES);
         start = edgernn_hal_cycles();
@@ -146,6 +156,12 @@ static uint8_t run_steps(uint16_t seq, const uint8_t *req, size_t req_len, uint1
         at += OUT_BYTES;
         edgernn_put_u32(p + at, (uint32_t)(stop - start));
         at += 4;
+#if EDGERNN_HAL_TEAM_CYCLES
+        if (flags & EDGERNN_STEP_TEAM_CYCLES) {
+            edgernn_put_u32(p + at, (uint32_t)(edgernn_hal_team_cycles() - team_start));
+            at += 4;
+        }
+#endif
         if (flags & EDGERNN_STEP_STATE_EVERY) {
             edgernn_get_state(state_buf);
             memcpy(p + at, state_buf, EDGERNN_STATE_BYTES);

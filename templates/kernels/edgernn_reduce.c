@@ -52,18 +52,18 @@ void edgernn_sum_s8(const int8_t *in, int outer, int reduced, int inner, float s
  * (float products by a positive scale, adds and roundf all are), so generation lists the thresholds,
  * the least sum that gives each next output value, and a binary search over them replaces the float
  * arithmetic (software float on cores without an FPU: several hundred instructions per output). */
-void edgernn_sum_thresholds_s8(const int8_t *in, int outer, int reduced, int inner, const int32_t *thresholds,
-                               int n_thresholds, int32_t first, int8_t *out)
+void edgernn_sum_thresholds_s8(const int8_t *in, int outer, int reduced, int inner, int stride,
+                               const int32_t *thresholds, int n_thresholds, int32_t first, int8_t *out)
 {
     int o, r, i;
     for (o = 0; o < outer; ++o) {
         for (i = 0; i < inner; ++i) {
-            const int8_t *p = in + (size_t)o * reduced * inner + i;
+            const int8_t *p = in + (size_t)o * reduced * stride + i;
             const int32_t *t = thresholds;
             int n = n_thresholds;
             int32_t sum = 0;
             for (r = 0; r < reduced; ++r) {
-                sum += p[(size_t)r * inner];
+                sum += p[(size_t)r * stride];
             }
             while (n > 0) {
                 const int half = n / 2;

@@ -53,6 +53,42 @@ def test_hello_target_block_round_trips(workers, flags, target):
             P.parse_hello(bad)
 
 
+@pytest.mark.parametrize("flags", [P.TEAM_CYCLES, P.TEAM_CYCLES | P.STATE_EVERY, P.TEAM_CYCLES | P.STATE_LAST,
+                                   P.STATE_EVERY])
+def test_a_step_answer_carries_the_team_cycles_when_asked(flags):
+    """STEP flag TEAM_CYCLES: each step's record holds the team's own count right after the step's count."""
+    import struct
+
+    info = P.DeviceInfo(1, np.dtype("<i1"), np.dtype("<i1"), 3, 2, 8, 4096, "gvsoc_gap8", "a" * 64, 8,
+                        P.TARGET_TEAM_CYCLES)
+    n, team = 3, bool(flags & P.TEAM_CYCLES)
+    payload = struct.pack("<IHB", 10, n, flags)
+    for i in range(n):
+        payload += bytes([i, 100 + i]) + struct.pack("<I", 5000 + i)
+        payload += struct.pack("<I", 4000 + i) if team else b""
+        payload += bytes(range(8 * i, 8 * i + 8)) if flags & P.STATE_EVERY else b""
+    payload += bytes(8) if flags & P.STATE_LAST else b""
+    assert len(payload) == P.step_reply_size(n, info, flags)
+    batch = P.parse_step_reply(payload, info, n, flags)
+    assert batch.first_step == 10 and batch.outputs.tolist() == [[0, 100], [1, 101], [2, 102]]
+    assert batch.cycles.tolist() == [5000, 5001, 5002]
+    assert (batch.team_cycles.tolist() if team else batch.team_cycles) == ([4000, 4001, 4002] if team else None)
+    if flags & P.STATE_EVERY:
+        assert batch.states == [bytes(range(8 * i, 8 * i + 8)) for i in range(n)]
+    with pytest.raises(ValueError, match="expected"):
+        P.parse_step_reply(payload + b"\0", info, n, flags)
+
+
+def test_the_host_asks_for_team_cycles_only_from_a_device_that_offers_them(host_device):
+    """The host firmware's HAL has no team counter: its HELLO does not offer one, the host does not ask,
+    and the run carries none."""
+    with LinkClient.open(host_device.url) as link:
+        info = link.hello()
+        result = link.run(toy_inputs(20), states="every")
+    assert not info.target_flags & P.TARGET_TEAM_CYCLES
+    assert result.team_cycles is None and len(result.cycles) == 20
+
+
 @pytest.mark.parametrize("states", ["every", "last", "none"])
 def test_streamed_steps_match_the_model_step_by_step(host_device, states):
     xs = toy_inputs(1500)

@@ -37,12 +37,14 @@ ALLOWED_PMSIS = {
     "pi_uart_conf_init", "pi_open_from_conf", "pi_uart_open", "pi_uart_write", "pi_uart_read_async",
     "pi_uart_ioctl", "pi_uart_conf", "pi_device", "pi_task_t", "pi_task_block", "pi_task_wait_on",
     "pi_cluster_conf_init", "pi_cluster_open", "pi_cluster_send_task_to_cl", "pi_cluster_task", "pi_cluster_conf",
+    # the one cluster task of the whole run (EDGERNN_CLUSTER_PERSISTENT=1), sent once without a wait
+    "pi_cluster_send_task_to_cl_async",
     "pi_cl_team_fork", "pi_cl_team_barrier", "pi_core_id", "pi_cl_l1_malloc", "pi_l2_malloc", "pi_perf_conf",
     "pi_perf_reset",
     "pi_perf_start", "pi_perf_read", "pi_freq_set", "pi_freq_get", "pmsis_kickoff", "pmsis_exit",
     # the board's set-up before the FC clock is raised, as Bitcraze's examples do it (bsp/bsp.h, the PMU driver)
     "pi_bsp_init", "__pi_pmu_voltage_set",
-    # EDGERNN_CYCLES_FC=1 only: the FreeRTOS tick timer's count (the GAP8 FreeRTOS PMSIS timer driver)
+    # EDGERNN_CYCLES_FC=1 (the default): the FreeRTOS tick timer's count (the GAP8 FreeRTOS PMSIS timer driver)
     "pi_timer_value_read",
 }
 HAL_FILES = ("hal.c", "main.c", "edgernn_team.c", "edgernn_libm.c")
@@ -105,7 +107,8 @@ def test_project_files(deck_build):
                  'APP_CFLAGS += -DEDGERNN_BOARD_NAME=\\"ai_deck\\"', "include $(RULES_DIR)/pmsis_rules.mk",
                  # the board file's clocks, cores, Xpulp and baud rate, each changeable on make's command line
                  "EDGERNN_FC_HZ ?= 250000000", "EDGERNN_CLUSTER_HZ ?= 175000000", "EDGERNN_CLUSTER_CORES ?= 8",
-                 "EDGERNN_XPULP ?= 1", "EDGERNN_UART_BAUD ?= 115200", "EDGERNN_CYCLES_FC ?= 0",
+                 "EDGERNN_XPULP ?= 1", "EDGERNN_UART_BAUD ?= 115200", "EDGERNN_CYCLES_FC ?= 1",
+                 "EDGERNN_CLUSTER_PERSISTENT ?= 1", "APP_CFLAGS += -DEDGERNN_CLUSTER_PERSISTENT=$(EDGERNN_CLUSTER_PERSISTENT)",
                  "APP_CFLAGS += -DEDGERNN_CLUSTER_CORES=$(EDGERNN_CLUSTER_CORES) -DEDGERNN_XPULP=$(EDGERNN_XPULP)",
                  # the hand-written Xpulp dot products, assembled by the SDK's rules
                  "APP_ASM_SRCS += edgernn_dot_xpulp.S", "EDGERNN_DOT_ASM ?= 1",
@@ -212,6 +215,12 @@ static inline void pi_task_wait_on(pi_task_t *t) { (void)t; }
 static inline int pi_uart_write(struct pi_device *d, void *b, uint32_t n) { (void)d; (void)b; RECORD("write(%u);", (unsigned)n); return 0; }
 static inline void pmsis_exit(int code) { RECORD("exit(%d);", code); }
 static inline int hal_uart_tx_status_get(int id) { (void)id; return 0; }
+/* the FC tick timer that edgernn_hal_cycles reads (EDGERNN_CYCLES_FC=1, the default) */
+#define SYS_TIMER 0
+#define configTICK_RATE_HZ 1000u
+static inline uint32_t xTaskGetTickCount(void) { return 0u; }
+static inline uint32_t pi_timer_value_read(int timer) { (void)timer; return 0u; }
+static inline uint32_t system_core_clock_get(void) { return 250000000u; }
 """
 HAL_INIT_DRIVER = r"""
 #include <stdint.h>

@@ -57,8 +57,11 @@ class ReduceOps(LoweringBase):
                     first, at = thresholds
                     arr = ConstArray(self.cname(op, "thresholds"), "int32_t", at or [0])
                     return self.call(op, "edgernn_sum_thresholds_s8",
-                                     {**shape, "thresholds": ConstArg(arr.name), "n_thresholds": int(len(at)),
-                                      "first": int(first)}, arrays=[arr])
+                                     {"in": shape["in"], "outer": shape["outer"], "reduced": shape["reduced"],
+                                      "inner": shape["inner"], "stride": shape["inner"],
+                                      "thresholds": ConstArg(arr.name), "n_thresholds": int(len(at)),
+                                      "first": int(first), "out": shape["out"]},
+                                     arrays=[arr])
                 return self.call(op, "edgernn_sum_s8",
                                  {**shape, "scale": Float(scale), "bias": Float(bias),
                                   "output_zero_point": int(zo)})

@@ -42,9 +42,10 @@
 #ifndef EDGERNN_FC_MV
 #define EDGERNN_FC_MV 1200
 #endif
-/* 1: edgernn_hal_cycles counts the whole step on the FC's timer, dispatch included (below) */
+/* 1 (the default): edgernn_hal_cycles counts the whole step on the FC's timer, dispatch and wake-up
+ * included, and edgernn_hal_team_cycles the cluster's own count; 0: both are the cluster's count */
 #ifndef EDGERNN_CYCLES_FC
-#define EDGERNN_CYCLES_FC 0
+#define EDGERNN_CYCLES_FC 1
 #endif
 #ifndef EDGERNN_UART_RX_SLOTS
 #define EDGERNN_UART_RX_SLOTS 64
@@ -149,13 +150,14 @@ void edgernn_hal_uart_write(const uint8_t *buf, int len)
 }
 
 #if EDGERNN_CYCLES_FC
-/* `make EDGERNN_CYCLES_FC=1`: the step as the FC sees it, dispatch to the cluster and wake-up included.
- * The FC's core counters stop while it sleeps on the cluster task, so this reads the one clock that
- * runs through its sleep: FreeRTOS's tick (FC timer 0, counting FC clock cycles and reset at each tick,
- * configTICK_RATE_HZ times a second) extended by the tick count, as pi_time_get_us does, but kept in
- * FC cycles instead of truncated to microseconds. The sum is returned in cluster cycles, the unit of
- * the default counter, so the server's stop - start compares with it directly; converting the running
- * total (not each step) keeps the rounding from adding up. */
+/* The default (`make EDGERNN_CYCLES_FC=1`): the step as the FC sees it, dispatch to the cluster and
+ * wake-up included: what an application that calls edgernn_step waits. The FC's core counters stop
+ * while it sleeps, so this reads the one clock that runs through any sleep: FreeRTOS's tick (FC timer
+ * 0, counting FC clock cycles and reset at each tick, configTICK_RATE_HZ times a second) extended by
+ * the tick count, as pi_time_get_us does, but kept in FC cycles instead of truncated to microseconds.
+ * The sum is returned in cluster cycles, the unit of the cluster's counter, so the server's
+ * stop - start compares with it directly; converting the running total (not each step) keeps the
+ * rounding from adding up. */
 static uint64_t fc_clock_cycles(void)
 {
     uint32_t tick, value;
@@ -169,21 +171,46 @@ static uint64_t fc_clock_cycles(void)
     return (uint64_t)tick * (system_core_clock_get() / configTICK_RATE_HZ) + value;
 }
 
+/* cluster_hz / fc_hz as a 0.32 fixed-point fraction (the cluster is never faster than the FC: 175 and
+ * 250 MHz), computed again only when a clock has changed: the conversion of each reading is then two
+ * 32 x 32 -> 64-bit products, not the three 64-bit divisions (library calls of hundreds of cycles on a
+ * 32-bit core) it took before, which fell inside the counted step. 0 when the clocks do not allow it. */
+static uint32_t fc_to_cluster_ratio(void)
+{
+    static uint32_t ratio, ratio_fc_hz, ratio_cl_hz;
+    const uint32_t fc_hz = pi_freq_get(PI_FREQ_DOMAIN_FC);
+    const uint32_t cl_hz = pi_freq_get(PI_FREQ_DOMAIN_CL);
+    if (fc_hz != ratio_fc_hz || cl_hz != ratio_cl_hz) {
+        ratio = (fc_hz != 0u && cl_hz < fc_hz) ? (uint32_t)(((uint64_t)cl_hz << 32) / fc_hz) : 0u;
+        ratio_fc_hz = fc_hz;
+        ratio_cl_hz = cl_hz;
+    }
+    return ratio;
+}
+
 uint64_t edgernn_hal_cycles(void)
 {
     const uint64_t fc = fc_clock_cycles();
-    const uint64_t fc_hz = pi_freq_get(PI_FREQ_DOMAIN_FC);
-    const uint64_t cl_hz = pi_freq_get(PI_FREQ_DOMAIN_CL);
-    if (fc_hz == 0u) {
-        return fc;
+    const uint32_t ratio = fc_to_cluster_ratio();
+    if (ratio == 0u) {
+        return fc; /* equal clocks (or unknown ones): FC cycles are cluster cycles */
     }
-    /* fc * cl_hz / fc_hz, split so that no product passes 64 bits (fc * cl_hz would after a few
-     * minutes of simulated or real time): both parts are exact, the sum is the same floor. */
-    return (fc / fc_hz) * cl_hz + (fc % fc_hz) * cl_hz / fc_hz;
+    /* floor(fc * ratio / 2^32), fc split into 32-bit halves: exact for the fraction, which is
+     * cluster_hz / fc_hz within 2^-32 (a drift under one cycle per 2^32 counted) */
+    return (uint64_t)(uint32_t)(fc >> 32) * ratio + (((uint64_t)(uint32_t)fc * ratio) >> 32);
 }
 #else
-/* The cluster master's count of the step's task, without the FC's dispatch (edgernn_team.c) */
+/* `make EDGERNN_CYCLES_FC=0`: the cluster master's count of the step's work, without the FC's
+ * dispatch (edgernn_team.c) */
 uint64_t edgernn_hal_cycles(void)
+{
+    return edgernn_team_cluster_cycles();
+}
+#endif
+
+#if EDGERNN_HAL_TEAM_CYCLES
+/* The cluster's own count of the step (report.json's cluster_cycles_per_step) */
+uint64_t edgernn_hal_team_cycles(void)
 {
     return edgernn_team_cluster_cycles();
 }
