@@ -183,6 +183,32 @@ typedef struct {
     int32_t input_zero_point, output_offset, act_min, act_max;
 } conv_s8_ctx_t;
 
+/* An int8 convolution (or depthwise convolution) in bands: the filter (w_bytes), bias, multipliers and shifts
+ * copied into L1 where the layout gives them a place, then the bands, each computed by compute. */
+static void dma_conv_s8_bands(band_fn compute, uint8_t *tiles, const edgernn_dma_layout_t *layout,
+                              const edgernn_conv_geom_t *g, size_t w_bytes, const int8_t *in, const int8_t *w,
+                              const int32_t *bias, const int32_t *multiplier, const int32_t *shift,
+                              int32_t input_zero_point, int32_t output_offset, int32_t act_min, int32_t act_max,
+                              int8_t *out)
+{
+    const edgernn_conv_geom_t geom = *g;
+    const size_t out_c = (size_t)geom.out_c;
+    conv_s8_ctx_t c;
+    const_jobs_t consts;
+    tiles_t t;
+    lay_tiles(tiles, layout, &t);
+    c.w = (const int8_t *)copy_const(&consts.job[0], t.w, w, w_bytes);
+    c.bias = (const int32_t *)copy_const(&consts.job[1], t.bias, bias, out_c * 4u);
+    c.multiplier = (const int32_t *)copy_const(&consts.job[2], t.multiplier, multiplier, out_c * 4u);
+    c.shift = (const int32_t *)copy_const(&consts.job[3], t.shift, shift, out_c * 4u);
+    c.input_zero_point = input_zero_point;
+    c.output_offset = output_offset;
+    c.act_min = act_min;
+    c.act_max = act_max;
+    wait_consts(&consts);
+    run_bands(&geom, layout->band_rows, 1u, (const uint8_t *)in, (uint8_t *)out, &t, compute, &c);
+}
+
 static void conv_s8_band(const void *ctx, const edgernn_conv_geom_t *band, const uint8_t *in, uint8_t *scratch,
                          uint8_t *out)
 {
@@ -196,27 +222,13 @@ void edgernn_dma_conv_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, con
                          const int32_t *shift, int32_t input_zero_point, int32_t output_offset, int32_t act_min,
                          int32_t act_max, int8_t *scratch, int8_t *out)
 {
-    const edgernn_conv_geom_t geom = *g;
-    const size_t out_c = (size_t)geom.out_c, n_in = (size_t)geom.k_h * geom.k_w * geom.in_c;
-    conv_s8_ctx_t c;
-    const_jobs_t consts;
-    tiles_t t;
     if (EDGERNN_CLUSTER_CORES == 0 || tiles == NULL || layout->band_rows <= 0 || edgernn_team_workers() > DMA_TEAM_SLOTS) {
         edgernn_team_conv_s8(g, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
                              scratch, out);
         return;
     }
-    lay_tiles(tiles, layout, &t);
-    c.w = (const int8_t *)copy_const(&consts.job[0], t.w, w, out_c * n_in);
-    c.bias = (const int32_t *)copy_const(&consts.job[1], t.bias, bias, out_c * 4u);
-    c.multiplier = (const int32_t *)copy_const(&consts.job[2], t.multiplier, multiplier, out_c * 4u);
-    c.shift = (const int32_t *)copy_const(&consts.job[3], t.shift, shift, out_c * 4u);
-    c.input_zero_point = input_zero_point;
-    c.output_offset = output_offset;
-    c.act_min = act_min;
-    c.act_max = act_max;
-    wait_consts(&consts);
-    run_bands(&geom, layout->band_rows, 1u, (const uint8_t *)in, (uint8_t *)out, &t, conv_s8_band, &c);
+    dma_conv_s8_bands(conv_s8_band, tiles, layout, g, (size_t)g->out_c * g->k_h * g->k_w * g->in_c, in, w, bias,
+                      multiplier, shift, input_zero_point, output_offset, act_min, act_max, out);
 }
 
 /* The int8 depthwise convolution and pools in bands, as CONV_2D: the band's geometry over its input tile,
@@ -235,27 +247,13 @@ void edgernn_dma_depthwise_conv_s8(uint8_t *tiles, const edgernn_dma_layout_t *l
                                    const int32_t *shift, int32_t input_zero_point, int32_t output_offset,
                                    int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out)
 {
-    const edgernn_conv_geom_t geom = *g;
-    const size_t out_c = (size_t)geom.out_c, taps = (size_t)geom.k_h * geom.k_w;
-    conv_s8_ctx_t c;
-    const_jobs_t consts;
-    tiles_t t;
     if (EDGERNN_CLUSTER_CORES == 0 || tiles == NULL || layout->band_rows <= 0) {
         edgernn_team_depthwise_conv_s8(g, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min,
                                        act_max, scratch, out);
         return;
     }
-    lay_tiles(tiles, layout, &t);
-    c.w = (const int8_t *)copy_const(&consts.job[0], t.w, w, taps * out_c);
-    c.bias = (const int32_t *)copy_const(&consts.job[1], t.bias, bias, out_c * 4u);
-    c.multiplier = (const int32_t *)copy_const(&consts.job[2], t.multiplier, multiplier, out_c * 4u);
-    c.shift = (const int32_t *)copy_const(&consts.job[3], t.shift, shift, out_c * 4u);
-    c.input_zero_point = input_zero_point;
-    c.output_offset = output_offset;
-    c.act_min = act_min;
-    c.act_max = act_max;
-    wait_consts(&consts);
-    run_bands(&geom, layout->band_rows, 1u, (const uint8_t *)in, (uint8_t *)out, &t, depthwise_s8_band, &c);
+    dma_conv_s8_bands(depthwise_s8_band, tiles, layout, g, (size_t)g->k_h * g->k_w * g->out_c, in, w, bias,
+                      multiplier, shift, input_zero_point, output_offset, act_min, act_max, out);
 }
 
 typedef struct {
