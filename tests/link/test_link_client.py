@@ -181,3 +181,54 @@ def test_inputs_of_the_wrong_width(host_device):
         link.hello()
         with pytest.raises(LinkError, match=r"inputs of shape \(4, 5\) do not match the device's 3 inputs"):
             link.run(np.zeros((4, 5), np.int8))
+
+
+def _pty():
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    tty.setraw(master)
+    return master, slave
+
+
+def _written(fd: int) -> bytes:
+    import select
+
+    seen = b""
+    while select.select([fd], [], [], 0.05)[0]:
+        seen += os.read(fd, 4096)
+    return seen
+
+
+def test_the_ready_byte_ends_the_wait_and_nothing_is_sent():
+    master, slave = _pty()
+    try:
+        with LinkClient.open(os.ttyname(slave), timeout=0.2, retries=0) as link:
+            os.write(master, b"\x00")      # after the open: opening a port drops what it held
+            link.wait_ready(5.0, probe_after=0.5)
+        assert _written(master) == b""
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+def test_a_lost_ready_byte_is_made_up_for_by_a_hello_the_device_answers(host_device):
+    """The toy firmware sends no ready byte, as a board whose byte was lost (GVSOC under load drops it
+    at times) or a board opened after its boot: the HELLO probe's answer ends the wait."""
+    with LinkClient.open(host_device.url) as link:
+        link.wait_ready(20.0, probe_after=0.2)
+        assert link.frames_sent >= 1
+        assert link.hello().model_sha256 == MODEL_SHA256
+
+
+def test_a_silent_device_is_probed_then_given_up():
+    master, slave = _pty()
+    try:
+        with LinkClient.open(os.ttyname(slave), timeout=0.2, retries=0) as link:
+            with pytest.raises(LinkError, match=r"sent nothing and answered no HELLO within 1 s of starting"):
+                link.wait_ready(1.0, probe_after=0.3)
+        # Probed with HELLO, more than once, each a whole frame ending in its delimiter.
+        sent = _written(master)
+        assert sent.count(b"\x00") >= 2
+    finally:
+        os.close(master)
+        os.close(slave)
