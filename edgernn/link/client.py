@@ -36,11 +36,25 @@ class RunResult:
 
 
 def open_port(url: str, baud: int = 115200, **kwargs):
-    """A pyserial port by URL; a missing port becomes a LinkError."""
+    """A pyserial port by URL; a missing port becomes a LinkError.
+
+    A ``socket://`` port (GVSOC's UART) keeps what arrived while it was opened: pyserial empties the
+    input of every port it opens, and a simulator that has queued its ready byte sends it the moment
+    the connection is accepted, before that emptying. A serial device's input is emptied as usual:
+    what it holds was sent before this session."""
     import serial
 
     try:
-        return serial.serial_for_url(url, baudrate=baud, timeout=0.05, write_timeout=5, **kwargs)
+        port = serial.serial_for_url(url, baudrate=baud, timeout=0.05, write_timeout=5, do_not_open=True, **kwargs)
+        if url.startswith("socket://"):
+            port.reset_input_buffer = lambda: None      # for the open only
+            try:
+                port.open()
+            finally:
+                del port.reset_input_buffer
+        else:
+            port.open()
+        return port
     except (serial.SerialException, ValueError, OSError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise LinkError(f"cannot open port {url}: {reason}") from None
@@ -211,9 +225,9 @@ class LinkClient:
         """Wait for the first byte of a device that announces it listens (ai_deck's HAL sends one 0x00,
         an idle delimiter, once its receive transfers are queued): a request sent before that is lost.
 
-        The byte itself can be lost: GVSOC's UART model drops it now and then when the host machine is
-        loaded (the firmware then runs and answers, but never says so again), and a real board's byte is
-        gone when the port is opened after the boot. So once nothing has come for ``probe_after``
+        The byte can be missed: a real board's is gone when its port is opened after the boot (and a
+        socket port that emptied its input on opening, as pyserial does, missed GVSOC's; open_port
+        keeps it). So once nothing has come for ``probe_after``
         seconds, the device is asked with HELLO, again every ``probe_after`` seconds: its answer is as
         good as the byte. A HELLO sent too early is lost like any byte before the receive transfers, and
         its late answer, if any, is skipped by its sequence number."""

@@ -232,3 +232,44 @@ def test_a_silent_device_is_probed_then_given_up():
     finally:
         os.close(master)
         os.close(slave)
+
+
+def test_a_socket_port_keeps_what_arrived_while_it_opened(monkeypatch):
+    """GVSOC sends its queued ready byte the moment it accepts the connection. pyserial empties a port's
+    input at the end of its open; the connection here waits until the byte is in, so that it arrives
+    before that emptying, as it does now and then on a loaded machine: open_port keeps it."""
+    import select
+    import socket
+    import threading
+
+    import serial.urlhandler.protocol_socket as protocol_socket
+
+    from edgernn.link import open_port
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+
+    def serve():
+        conn, _ = server.accept()
+        conn.sendall(b"\x00")
+        conn.recv(1)           # until the client closes
+        conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    connect = socket.create_connection
+
+    def connect_then_wait(*args, **kwargs):
+        sock = connect(*args, **kwargs)
+        select.select([sock], [], [], 5.0)
+        return sock
+
+    monkeypatch.setattr(protocol_socket.socket, "create_connection", connect_then_wait)
+    port = open_port(f"socket://127.0.0.1:{server.getsockname()[1]}")
+    try:
+        assert port.read(1) == b"\x00"
+    finally:
+        port.close()
+        thread.join(5)
+        server.close()
