@@ -15,6 +15,7 @@ packages=(
     qemu-system-misc                  # qemu-system-riscv32
     rsync scons cmake zlib1g-dev      # building GVSOC, the GAP8 simulator, from the GAP SDK
     git                               # edgernn setup gvsoc --fetch: upstream gap_sdk, sparse and shallow
+    ccache                            # GAP8 builds: every project compiles the same PMSIS/FreeRTOS sources
 )
 missing=()
 for p in "${packages[@]}"; do
