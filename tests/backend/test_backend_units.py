@@ -142,19 +142,21 @@ def test_int16_tables_interpolate_the_function():
 
 
 
-@pytest.mark.parametrize("input_bytes,output_bytes,state_bytes,frame", [
-    (6, 1, 80, 8 + 7 + 1 + 4 + 160),          # a vector model: the answer with its state twice is the larger
-    (4096, 2, 16, 8 + 3 + 4096),               # a 64x64 int8 frame: the request with one input is
-    (65_524, 2, 0, 65_535),                    # the largest frame HELLO's 16-bit field can announce
+@pytest.mark.parametrize("input_bytes,output_bytes,state_bytes,frames", [
+    (6, 1, 80, (8 + 3 + 6, 8 + 7 + 1 + 4 + 160)),      # a vector model: its answer, with the state twice
+    (4096, 2, 16, (8 + 3 + 4096, 8 + 7 + 2 + 4 + 32)),  # a 64x64 int8 frame: its request with one input
+    (65_524, 2, 0, (65_535, 21)),                        # the largest frame protocol version 1 could announce
+    (65_525, 2, 0, (65_536, 21)),                        # one more: version 2's 32-bit fields say it
+    (324 * 244, 2, 0, (79_067, 21)),                     # a full AI-deck camera frame, int8
 ])
-def test_link_frames_fit_one_step_of_the_model(input_bytes, output_bytes, state_bytes, frame):
-    from edgernn.backend.codegen import link_model_frame
+def test_link_frames_fit_one_step_of_the_model(input_bytes, output_bytes, state_bytes, frames):
+    from edgernn.backend.codegen import link_model_frames
 
-    assert link_model_frame(input_bytes, output_bytes, state_bytes) == frame
+    assert link_model_frames(input_bytes, output_bytes, state_bytes) == frames
 
 
 def test_a_step_too_large_for_the_serial_protocol_is_refused_at_generation():
-    from edgernn.backend.codegen import link_model_frame
+    from edgernn.backend.codegen import link_model_frames
 
-    with pytest.raises(EdgeRNNError, match=r"one step needs link frames of 79067 bytes \(79056 bytes of input"):
-        link_model_frame(324 * 244, 2, 0)      # a full AI-deck camera frame, int8
+    with pytest.raises(EdgeRNNError, match=r"one step needs link frames of 4294967307 bytes \(4294967296 bytes of input"):
+        link_model_frames(1 << 32, 2, 0)
