@@ -20,6 +20,7 @@ from edgernn.link.framing import (NO_SEQ, VERSION, FrameError, FrameReader, Fram
 
 DEFAULT_TIMEOUT = 2.0
 DEFAULT_RETRIES = 6
+WRITE_PIECE = 4096   # bytes per port write
 
 
 @dataclass
@@ -101,8 +102,11 @@ class LinkClient:
             return 1
 
     def _write(self, data: bytes) -> None:
+        # In pieces: the port's write timeout then bounds a stall (no byte taken for that long), not the
+        # time a whole frame takes, which a camera frame's 79 KB into an emulated UART can exceed.
         try:
-            self.port.write(data)
+            for at in range(0, len(data), WRITE_PIECE):
+                self.port.write(data[at : at + WRITE_PIECE])
             self.port.flush()
         except Exception as exc:  # noqa: BLE001
             raise LinkError(f"writing to {self.url} failed: {exc}") from None

@@ -1,0 +1,111 @@
+"""End to end: a model whose single input is a full AI-deck camera frame, 324x244x1 int8 (79,056 bytes,
+past the 65,535 bytes that protocol version 1's HELLO could announce), built, run behind a real serial
+link (a pty through pyserial) and validated byte-exact against the interpreter. A board that keeps its
+small frames (EDGERNN_LINK_FIXED_FRAME=1) is refused by the host in one line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
+
+CAMERA = (244, 324, 1)          # height, width, channels: the AI-deck's HM01B0 at full size
+FRAME_BYTES = 244 * 324
+# sequences x steps per board: QEMU's UART takes a frame at about 12 KB/s, some 6 s a step
+RUNS = {"host": (2, 6), "qemu_riscv32": (1, 3)}
+
+
+def camera_gru(seed: int = 0):
+    """A tiny front end that keeps the run quick: a strided 3x3 convolution and a 4x4 pooling bring the
+    frame to 15x20x2, then Dense(8), GRU(6) and Dense(2)."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    L = keras.layers
+    TD = L.TimeDistributed
+    return keras.Sequential([
+        keras.Input((None, *CAMERA)),
+        TD(L.Conv2D(2, 3, strides=4, padding="same", activation="relu")),
+        TD(L.MaxPooling2D(4)),
+        TD(L.Flatten()),
+        L.Dense(8, activation="tanh"),
+        L.GRU(6, return_sequences=True),
+        L.Dense(2),
+    ], name="camera_gru")
+
+
+def camera_frames(n_seq: int, steps: int, seed: int) -> np.ndarray:
+    from frames_zoo import moving_blobs
+
+    return moving_blobs(n_seq, steps, *CAMERA, seed=seed)
+
+
+@pytest.fixture(scope="module")
+def camera_build(tmp_path_factory):
+    """The model converted once (int8); firmware generated per board."""
+    from edgernn.pipeline.convert import convert_model
+
+    folder = tmp_path_factory.mktemp("camera")
+    path = folder / "camera_gru.keras"
+    camera_gru().save(path)
+    made = {}
+
+    def get(board: str):
+        if board not in made:
+            from edgernn.backend import generate_firmware
+            from edgernn.targets.board import load_board
+
+            out = tmp_path_factory.mktemp(f"camera_{board}".replace("/", "_")) / "out"
+            convert_model(str(path), out, quant="int8", calib=camera_frames(2, 4, seed=1), board=board)
+            generate_firmware(out, load_board(board))
+            made[board] = out
+        return made[board]
+
+    return get
+
+
+def frames_in(out) -> tuple[int, int]:
+    text = (out / "firmware" / "protocol.h").read_text()
+    return tuple(int(text.split(f"#define EDGERNN_LINK_MODEL_{d}_FRAME ")[1].split()[0]) for d in ("RX", "TX"))
+
+
+@pytest.mark.parametrize("board", ["host", pytest.param("qemu_riscv32", marks=pytest.mark.qemu)])
+def test_a_full_camera_frame_validates_byte_exact(camera_build, board, tmp_path):
+    from edgernn.validate.run import validate
+
+    out = camera_build(board)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["inputs"][0]["shape"] == [1, *CAMERA] and manifest["inputs"][0]["dtype"] == "int8"
+    # the receive buffer grows to one STEP request with one frame; the send buffer stays the board's
+    rx, tx = frames_in(out)
+    assert rx == 8 + 3 + FRAME_BYTES and rx > 0xFFFF and tx < 4096
+    sequences, steps = RUNS[board]
+    report = validate(out, data=camera_frames(sequences, steps, seed=3), json_path=tmp_path / "report.json")
+    ref = report["reference"]
+    assert (report["steps"], report["sequences"]) == (steps, sequences)
+    assert ref["mismatches"] == 0 and ref["state_mismatches"] == 0, ref
+    assert report["pass"] and report["link"]["protocol_version"] == 2
+
+
+def test_a_device_that_keeps_small_frames_is_refused_in_one_line(camera_build, tmp_path):
+    """A board file (here one that extends host) whose defines keep the frames at 4 KiB builds the same
+    firmware folder, and the host says in one line that one step's 79,056 bytes of input do not fit, before
+    any step is sent."""
+    from edgernn.errors import LinkError
+    from edgernn.targets import device as devices
+    from edgernn.targets.board import load_board
+    from edgernn.validate.run import validate
+
+    board_file = tmp_path / "host_small_frames.toml"
+    board_file.write_text('extends = "host"\nname = "host_small_frames"\n\n[toolchain]\n'
+                          'defines = ["EDGERNN_LINK_MAX_FRAME=4096", "EDGERNN_LINK_FIXED_FRAME=1"]\n')
+    out = camera_build("host")
+    elf = devices.build_elf(out / "firmware", load_board(board_file), tmp_path / "build").elf
+    with devices.start(elf, "host") as device:
+        with pytest.raises(LinkError, match=r"one step does not fit in the device's 4096-byte frames "
+                                            rf"\({FRAME_BYTES} bytes of input per step\)") as err:
+            validate(out, port=device.url, data=camera_frames(1, 2, seed=3), json_path=tmp_path / "report.json")
+    assert "\n" not in str(err.value)
