@@ -7,40 +7,18 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
+from frames_zoo import CAMERA, camera_gru, moving_blobs
 
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
 
-CAMERA = (244, 324, 1)          # height, width, channels: the AI-deck's HM01B0 at full size
 FRAME_BYTES = 244 * 324
-# sequences x steps per board: QEMU's UART takes a frame at about 12 KB/s, some 6 s a step; GVSOC's UART at
-# 115200 baud some 35 s of host time a step, after a GAP SDK build of about 80 s
+# sequences x steps per board: QEMU's UART takes a frame at 8-12 KB/s, 6-10 s a step; GVSOC's UART at 115200
+# baud some 35 s of host time a step, after a GAP SDK build of about 80 s (bench/bench_camera_link.py)
 RUNS = {"host": (2, 6), "qemu_riscv32": (1, 3), "gvsoc_gap8": (1, 1)}
 
 
-def camera_gru(seed: int = 0):
-    """A tiny front end that keeps the run quick: a strided 3x3 convolution and a 4x4 pooling bring the
-    frame to 15x20x2, then Dense(8), GRU(6) and Dense(2)."""
-    import keras
-
-    keras.utils.set_random_seed(seed)
-    L = keras.layers
-    TD = L.TimeDistributed
-    return keras.Sequential([
-        keras.Input((None, *CAMERA)),
-        TD(L.Conv2D(2, 3, strides=4, padding="same", activation="relu")),
-        TD(L.MaxPooling2D(4)),
-        TD(L.Flatten()),
-        L.Dense(8, activation="tanh"),
-        L.GRU(6, return_sequences=True),
-        L.Dense(2),
-    ], name="camera_gru")
-
-
-def camera_frames(n_seq: int, steps: int, seed: int) -> np.ndarray:
-    from frames_zoo import moving_blobs
-
+def camera_frames(n_seq: int, steps: int, seed: int):
     return moving_blobs(n_seq, steps, *CAMERA, seed=seed)
 
 
@@ -97,6 +75,7 @@ def test_a_full_camera_frame_validates_byte_exact(camera_build, board, tmp_path)
     assert (report["steps"], report["sequences"]) == (steps, sequences)
     assert ref["mismatches"] == 0 and ref["state_mismatches"] == 0, ref
     assert report["pass"] and report["link"]["protocol_version"] == 2
+    assert report["link"]["device_frames"] == {"receives": rx, "sends": 4096}
 
 
 def test_a_device_that_keeps_small_frames_is_refused_in_one_line(camera_build, tmp_path):
