@@ -160,3 +160,34 @@ def test_a_step_too_large_for_the_serial_protocol_is_refused_at_generation():
 
     with pytest.raises(EdgeRNNError, match=r"one step needs link frames of 4294967307 bytes \(4294967296 bytes of input"):
         link_model_frames(1 << 32, 2, 0)
+
+
+@pytest.mark.parametrize("board, frames, input_bytes, itemsize, growth", [
+    ("ai_deck", (17, 180), 6, 1, ("l2", 0)),                                # the board's frames: in reserved
+    ("ai_deck", (79_067, 21), 324 * 244, 1, ("l2", 79_067 - 4096)),        # a camera frame, read in place
+    ("ai_deck", (8 + 3 + 2 * 324 * 244, 21), 2 * 324 * 244, 2,             # int16: and its aligned copy
+     ("l2", 8 + 3 + 2 * 324 * 244 - 4096 + 2 * 324 * 244)),
+    ("ai_deck", (40, 8_000), 6, 1, ("l2", 2 * (8_000 - 4096) + 8_000 // 254 - 4096 // 254)),  # answer + COBS copy
+    ("host", (79_067, 21), 324 * 244, 1, None),                             # no memory holds link buffers
+])
+def test_link_buffers_past_the_board_frames_are_charged_to_their_memory(board, frames, input_bytes, itemsize, growth):
+    from edgernn.backend.firmware import link_buffer_growth
+    from edgernn.targets.board import load_board
+
+    assert link_buffer_growth(load_board(board), frames, input_bytes, itemsize) == growth
+
+
+def test_a_board_that_keeps_its_frames_charges_no_link_growth(tmp_path):
+    from edgernn.backend.firmware import link_buffer_growth
+    from edgernn.backend.placement import place
+    from edgernn.targets.board import load_board
+
+    path = tmp_path / "deck_small_frames.toml"
+    path.write_text('extends = "ai_deck"\nname = "deck_small_frames"\n\n[toolchain]\n'
+                    'defines = ["EDGERNN_LINK_MAX_FRAME=4096", "EDGERNN_LINK_FIXED_FRAME=1"]\n')
+    assert link_buffer_growth(load_board(path), (79_067, 21), 324 * 244, 1) is None
+    deck = load_board("ai_deck")
+    placed = place(deck, weight_bytes=1000, state_bytes=64, arena_bytes=1000, link=("l2", 74_971))
+    assert placed.items["link"] == ("l2", 74_971) and "link" in "\n".join(placed.table())
+    with pytest.raises(EdgeRNNError, match="over budget in l2"):
+        place(deck, weight_bytes=300_000, state_bytes=64, arena_bytes=1000, link=("l2", 74_971))
