@@ -241,3 +241,34 @@ def test_inputs_of_the_wrong_width(host_device):
         link.hello()
         with pytest.raises(LinkError, match=r"inputs of shape \(4, 5\) do not match the device's 3 inputs"):
             link.run(np.zeros((4, 5), np.int8))
+
+
+def test_a_step_count_whose_input_bytes_wrap_32_bits_is_a_bad_length(tmp_path):
+    """With 131,072-byte inputs (a 512x256 int8 frame), a STEP request that says 32,769 steps but carries
+    one input would pass a multiplied length check (32,769 x 131,072 = 2^32 + 131,072 wraps to one input),
+    leaving only the answer's size to stop 32,769 steps read past the frame. The device divides instead: a bad
+    length, nothing run; a good request then runs."""
+    import shutil
+
+    from conftest import TOY_MODEL
+    from edgernn.targets.board import load_board
+
+    model = tmp_path / "wide_toy"
+    shutil.copytree(TOY_MODEL, model)
+    header = model / "model.h"
+    header.write_text(header.read_text().replace("#define EDGERNN_INPUT_SIZE 3\n", "#define EDGERNN_INPUT_SIZE 131072\n"))
+    board = tmp_path / "host_wide_frames.toml"
+    board.write_text('extends = "host"\nname = "host"\n\n[toolchain]\ndefines = ["EDGERNN_LINK_MAX_FRAME=131100"]\n')
+    elf = devices.build_elf(model, load_board(board), tmp_path / "build").elf
+    x = np.zeros((1, 131072), np.int8)
+    x[0, :3] = (5, -7, 9)
+    with devices.start(elf, "host") as device, LinkClient.open(device.url, retries=0) as link:
+        info = link.hello()
+        assert (info.input_size, info.max_frame) == (131072, 131100)
+        link.reset()
+        wrapped = bytes([0]) + (32769).to_bytes(2, "little") + x.tobytes()
+        with pytest.raises(LinkError, match="bad payload length"):
+            link.request(P.STEP, wrapped)
+        result = link.run(x, states="every")
+    ys, st = run_toy(x[:, :3])
+    assert np.array_equal(result.outputs, ys) and result.states[0].tobytes() == st[0]
