@@ -18,3 +18,8 @@ class LinkError(EdgeRNNError):
     """A fault on the serial link or on the device behind it."""
 
     exit_code = 3
+
+
+class NoAnswerError(LinkError):
+    """The device gave no valid answer to a request, every attempt included (silent, or every answer
+    corrupt); a LinkError like any other to the user."""

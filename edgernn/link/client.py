@@ -13,7 +13,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from edgernn.errors import LinkError
+from edgernn.errors import LinkError, NoAnswerError
 from edgernn.link import protocol as P
 from edgernn.link.framing import (NO_SEQ, VERSION, FrameError, FrameReader, FrameTimeout,
                                   encode_frame, MIN_FRAME)
@@ -37,14 +37,32 @@ class RunResult:
 
 
 def open_port(url: str, baud: int = 115200, **kwargs):
-    """A pyserial port by URL; a missing port becomes a LinkError."""
+    """A pyserial port by URL; a missing port becomes a LinkError.
+
+    A ``socket://`` port (GVSOC's UART) keeps what arrived while it was opened: pyserial empties the
+    input of every port it opens, and a simulator that has queued its ready byte sends it the moment
+    the connection is accepted, before that emptying. A serial device's input is emptied as usual:
+    what it holds was sent before this session."""
     import serial
 
     try:
-        return serial.serial_for_url(url, baudrate=baud, timeout=0.05, write_timeout=5, **kwargs)
+        port = serial.serial_for_url(url, baudrate=baud, timeout=0.05, write_timeout=5, do_not_open=True, **kwargs)
+        if url.startswith("socket://"):
+            port.reset_input_buffer = lambda: None      # for the open only
+            try:
+                port.open()
+            finally:
+                del port.reset_input_buffer
+        else:
+            port.open()
+        return port
     except (serial.SerialException, ValueError, OSError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise LinkError(f"cannot open port {url}: {reason}") from None
+
+
+# With no ready byte for this long, wait_ready asks the device with HELLO.
+READY_PROBE_AFTER_S = 5.0
 
 
 class LinkClient:
@@ -158,7 +176,7 @@ class LinkClient:
                     raise LinkError(f"device on {self.url} answered {what} with message type "
                                     f"0x{frame.type:02x}")
                 return frame.payload
-        raise LinkError(f"device on {self.url} gave no valid answer to {what} after "
+        raise NoAnswerError(f"device on {self.url} gave no valid answer to {what} after "
                         f"{self.retries + 1} attempts (last: {last_fault})")
 
     def _read_frame_watching(self, deadline: float, what: str):
@@ -209,18 +227,47 @@ class LinkClient:
         self._reader.max_frame = self.info.answer_limit
         return self.info
 
-    def wait_ready(self, timeout: float) -> None:
+    def wait_ready(self, timeout: float, probe_after: float = READY_PROBE_AFTER_S) -> None:
         """Wait for the first byte of a device that announces it listens (ai_deck's HAL sends one 0x00,
-        an idle delimiter, once its receive transfers are queued): a request sent before that is lost."""
+        an idle delimiter, once its receive transfers are queued): a request sent before that is lost.
+
+        The byte can be missed: a real board's is gone when its port is opened after the boot (and a
+        socket port that emptied its input on opening, as pyserial does, missed GVSOC's; open_port
+        keeps it). So once nothing has come for ``probe_after``
+        seconds, the device is asked with HELLO, again every ``probe_after`` seconds: its answer is as
+        good as the byte. A HELLO sent too early is lost like any byte before the receive transfers, and
+        its late answer, if any, is skipped by its sequence number."""
         deadline = time.monotonic() + timeout
+        probe_at = time.monotonic() + probe_after
         while time.monotonic() < deadline:
             gone = self.device_gone() if self.device_gone else None
             if gone:
                 raise LinkError(f"the device on {self.url} stopped before it was ready: {gone}")
             if self._read(1):
                 return
-        raise LinkError(f"the device on {self.url} sent nothing within {timeout:.0f} s of starting "
+            if time.monotonic() >= probe_at:
+                if self._probe(min(probe_after, max(deadline - time.monotonic(), 0.1))):
+                    return
+                probe_at = time.monotonic() + probe_after
+        raise LinkError(f"the device on {self.url} sent nothing and answered no HELLO within {timeout:.0f} s of starting "
                         "(it did not boot, or its firmware does not send the ready byte)")
+
+    def _probe(self, timeout: float) -> bool:
+        """One HELLO, one attempt: whether the device answered. Any answer counts (an error, another
+        protocol version): the HELLO that follows reports it."""
+        saved = self.timeout, self.retries
+        self.timeout, self.retries = timeout, 0
+        try:
+            self.request(P.HELLO, what="HELLO (is the device there?)")
+            return True
+        except NoAnswerError:
+            return False
+        except LinkError:
+            if self.device_gone and self.device_gone():
+                raise
+            return True
+        finally:
+            self.timeout, self.retries = saved
 
     def reset(self) -> None:
         self.request(P.RESET)
