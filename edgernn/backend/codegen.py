@@ -424,30 +424,18 @@ def project_files(board) -> list[str]:
     return names + sorted(p.stem for p in hal_dir.glob("*.j2"))
 
 
-# The link's largest frame field in HELLO is a uint16 (docs/protocol.md)
-LINK_FRAME_LIMIT = 0xFFFF
-# STEP: a request's flags and step count; an answer's step counter, count and flags (docs/protocol.md)
-_STEP_REQUEST_FIXED, _STEP_ANSWER_FIXED, _LINK_MIN_FRAME, _CYCLES = 3, 7, 8, 4
+def link_model_frames(input_bytes: int, output_bytes: int, state_bytes: int) -> tuple[int, int]:
+    """The raw frames one step needs, (received, sent): a STEP request with one input, and its answer with
+    the output, the cycle count and the state after the step and after the last; refused past what HELLO's
+    32-bit fields can announce (docs/protocol.md)."""
+    from edgernn.link.protocol import HELLO_SIZE_LIMIT, model_step_frames
 
-
-def link_model_frame(input_bytes: int, output_bytes: int, state_bytes: int) -> int:
-    """The raw frame one step needs: a STEP request with one input, or its answer with the output, the
-    cycle count and the state after the step and after the last; refused past the protocol's limit."""
-    need = _LINK_MIN_FRAME + max(_STEP_REQUEST_FIXED + input_bytes,
-                                 _STEP_ANSWER_FIXED + output_bytes + _CYCLES + 2 * state_bytes)
-    if need > LINK_FRAME_LIMIT:
-        raise EdgeRNNError(f"one step needs link frames of {need} bytes ({input_bytes} bytes of input, "
+    frames = model_step_frames(input_bytes, output_bytes, state_bytes)
+    if max(frames) > HELLO_SIZE_LIMIT:
+        raise EdgeRNNError(f"one step needs link frames of {max(frames)} bytes ({input_bytes} bytes of input, "
                            f"{output_bytes} of output, {state_bytes} of state), more than the serial protocol's "
-                           f"{LINK_FRAME_LIMIT}; use a smaller frame or fewer state bytes")
-    return need
-
-
-def _set_model_frame(header: Path, frame_bytes: int) -> None:
-    text = header.read_text()
-    line = "#define EDGERNN_LINK_MODEL_FRAME 0\n"
-    if line not in text:
-        raise EdgeRNNError(f"{header}: no EDGERNN_LINK_MODEL_FRAME line to set")
-    header.write_text(text.replace(line, f"#define EDGERNN_LINK_MODEL_FRAME {frame_bytes}\n", 1))
+                           f"{HELLO_SIZE_LIMIT}; use a smaller frame or fewer state bytes")
+    return frames
 
 
 def write_project(board, dest: Path, context: dict) -> list[str]:
@@ -463,8 +451,10 @@ def write_project(board, dest: Path, context: dict) -> list[str]:
     for name in FIRMWARE_TEMPLATE_FILES:
         shutil.copyfile(templates_dir() / "firmware" / name, dest / name)
         written.append(name)
-    if context.get("link_model_frame"):   # absent for a bare model.c (test fixtures): the board's limit
-        _set_model_frame(dest / "protocol.h", context["link_model_frame"])
+    if context.get("link_model_frames"):   # absent for a bare model.c (test fixtures): the board's limit
+        from edgernn.link.header import render_protocol_h
+
+        (dest / "protocol.h").write_text(render_protocol_h(tuple(context["link_model_frames"])))
     team = team_template(board)
     for path in sorted(hal_dir.iterdir()):
         if path.suffix in (".c", ".h") and path != team:

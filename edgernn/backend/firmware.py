@@ -17,7 +17,7 @@ from edgernn.backend.codegen import (
     copy_kernels,
     kernel_headers,
     fast_weights,
-    link_model_frame,
+    link_model_frames,
     write_project,
     lower_graph,
     render,
@@ -62,6 +62,30 @@ def _state_keys(graph, states: list | dict | None, input_key: str) -> list:
             return list(states)
     keys = sorted(k for k in graph.inputs if k != input_key)
     return keys + [(t.name, t.index) for t in graph.tensors if t.is_variable]
+
+
+def link_buffer_growth(board, frames: tuple[int, int], input_bytes: int, input_itemsize: int) -> tuple[str, int] | None:
+    """(memory, bytes) the server's link buffers take past the board's frames, which the memory that holds
+    "link buffers" keeps in its ``reserved``: where one step's frames (received, sent) are larger, the
+    receive buffer, the kept answer and its COBS copy grow (templates/firmware/protocol.h), and a wider-than-
+    byte input gets its aligned copy of one step. None when no memory holds link buffers, or the board keeps
+    its frames (EDGERNN_LINK_FIXED_FRAME=1)."""
+    from edgernn.link.framing import DEFAULT_MAX_FRAME
+
+    home = next((m["name"] for m in board.memories if "link buffers" in m.get("holds", [])), None)
+    defines = dict(d.split("=", 1) if "=" in d else (d, "1") for d in board.toolchain.defines)
+    if home is None or defines.get("EDGERNN_LINK_FIXED_FRAME", "0") != "0":
+        return None
+    board_frame = int(defines.get("EDGERNN_LINK_MAX_FRAME", DEFAULT_MAX_FRAME), 0)
+    rx, tx = (max(board_frame, f) for f in frames)
+
+    def encoded(n: int) -> int:
+        return n + n // 254 + 2
+
+    growth = (rx - board_frame) + (tx - board_frame) + (encoded(tx) - encoded(board_frame))
+    if rx > board_frame and input_itemsize > 1:
+        growth += input_bytes
+    return home, growth
 
 
 def _weight_bytes(arrays, structs) -> int:
@@ -125,10 +149,12 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
     bound = max(step.plan.liveness_bound_bytes, head.plan.liveness_bound_bytes if head else 0)
     weight_bytes = _weight_bytes(arrays, structs)
     state_storage = sum(align(s.nbytes) for s in states)
+    link_frames = link_model_frames(x_t.nbytes, max(y_t.nbytes, head_ctx["output_bytes"] if head_ctx else 0), packed)
     placement = None
     if board is not None:
         placement = place(board, weight_bytes=weight_bytes, state_bytes=state_storage, arena_bytes=arena_bytes,
-                          weight_copy_bytes=_weight_copy_bytes(arrays, structs))
+                          weight_copy_bytes=_weight_copy_bytes(arrays, structs),
+                          link=link_buffer_growth(board, link_frames, x_t.nbytes, x_t.nbytes // max(x_t.size, 1)))
     fast = fast_weights(arrays, structs) if placement and placement.weights_in_team_memory else []
     for g in (step, head):
         if g is not None:
@@ -159,8 +185,7 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
         "output_zero_point": yz,
         "state_bytes": packed,
         "state_storage_bytes": state_storage,
-        "link_model_frame": link_model_frame(x_t.nbytes, max(y_t.nbytes, head_ctx["output_bytes"] if head_ctx else 0),
-                                             packed),
+        "link_model_frames": link_frames,
         "states": state_ctx,
         "arena_bytes": arena_bytes,
         "liveness_bound_bytes": bound,

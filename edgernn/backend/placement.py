@@ -102,9 +102,11 @@ def _place_weights_copy(board, placement: Placement, choices: list[str], weight_
 
 
 def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int,
-          weight_copy_bytes: int | None = None) -> Placement:
+          weight_copy_bytes: int | None = None, link: tuple[str, int] | None = None) -> Placement:
     """Put weights, state and arena in the board's memories; raise MemoryBudgetError when over budget.
-    ``weight_copy_bytes``: the size of the weights' copy in a team memory (default: ``weight_bytes``)."""
+    ``weight_copy_bytes``: the size of the weights' copy in a team memory (default: ``weight_bytes``).
+    ``link``: (memory, bytes) of the link's buffers beyond what the memory's ``reserved`` keeps for them
+    (a frame model's receive buffer, edgernn.backend.firmware.link_buffer_growth), charged as item ``link``."""
     budgets = _budgets(board)
     first = board.memories[0]["name"]
     rules = board.get("placement", {}) or {}
@@ -112,6 +114,8 @@ def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int,
     state_choices = _checked_choices(board, budgets, rules, "state_memory", first)
     arena_choices = _checked_choices(board, budgets, rules, "arena_memory", first)
     items = {"weights": (weights_choices[-1], int(weight_bytes)), "state": (state_choices[-1], int(state_bytes))}
+    if link and link[1] > 0:
+        items["link"] = (link[0], int(link[1]))
     fixed = Placement(board.name, dict(items), budgets)
 
     arena_mem = arena_choices[-1]

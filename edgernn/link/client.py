@@ -20,6 +20,7 @@ from edgernn.link.framing import (NO_SEQ, VERSION, FrameError, FrameReader, Fram
 
 DEFAULT_TIMEOUT = 2.0
 DEFAULT_RETRIES = 6
+WRITE_PIECE = 4096   # bytes per port write
 
 
 @dataclass
@@ -119,8 +120,11 @@ class LinkClient:
             return 1
 
     def _write(self, data: bytes) -> None:
+        # In pieces: the port's write timeout then bounds a stall (no byte taken for that long), not the
+        # time a whole frame takes, which a camera frame's 79 KB into an emulated UART can exceed.
         try:
-            self.port.write(data)
+            for at in range(0, len(data), WRITE_PIECE):
+                self.port.write(data[at : at + WRITE_PIECE])
             self.port.flush()
         except Exception as exc:  # noqa: BLE001
             raise LinkError(f"writing to {self.url} failed: {exc}") from None
@@ -211,14 +215,16 @@ class LinkClient:
 
     def hello(self) -> P.DeviceInfo:
         payload = self.request(P.HELLO, what="HELLO (handshake)")
+        # Every version's HELLO answer starts with its version; the rest of the layout is the version's own.
+        device_version = P.hello_version(payload)
+        if device_version is not None and device_version != self.version:
+            raise LinkError(f"protocol version mismatch: the device on {self.url} speaks version "
+                            f"{device_version}, this host speaks version {self.version}")
         try:
             self.info = P.parse_hello(payload)
         except ValueError as exc:
             raise LinkError(f"device on {self.url} gave a malformed handshake: {exc}") from None
-        if self.info.protocol_version != self.version:
-            raise LinkError(f"protocol version mismatch: the device on {self.url} speaks version "
-                            f"{self.info.protocol_version}, this host speaks version {self.version}")
-        self._reader.max_frame = self.info.max_frame
+        self._reader.max_frame = self.info.answer_limit
         return self.info
 
     def wait_ready(self, timeout: float, probe_after: float = READY_PROBE_AFTER_S) -> None:
@@ -280,20 +286,21 @@ class LinkClient:
         return want in seen
 
     def max_steps_per_frame(self, flags: int) -> int:
+        """Steps per STEP frame: as many as the device's frames hold, its requests' (max_frame) and its
+        answers' (answer_limit), at most STEP's 16-bit count."""
         info = self._require_info()
-        limit = info.max_frame - MIN_FRAME
-        n = 1
         per_in = info.input_size * info.input_dtype.itemsize
         per_out = info.output_size * info.output_dtype.itemsize + 4 + (4 if flags & P.TEAM_CYCLES else 0) + (
             info.state_bytes if flags & P.STATE_EVERY else 0)
-        fixed_out = P.step_reply_size(0, info, flags)
-        n = min((limit - 3) // max(per_in, 1), (limit - fixed_out) // per_out, 0xFFFF)
+        request_room = info.max_frame - MIN_FRAME - P.step_request_size(0, info)
+        answer_room = info.answer_limit - MIN_FRAME - P.step_reply_size(0, info, flags)
+        n = min(request_room // max(per_in, 1), answer_room // per_out, P.MAX_STEPS_PER_FRAME)
         if n < 1:
             # a frame model's step input (H*W*C elements) can be the part that does not fit
-            if limit - 3 < per_in:
+            if request_room < per_in:
                 raise LinkError(f"one step does not fit in the device's {info.max_frame}-byte frames "
                                 f"({per_in} bytes of input per step); build it with a larger EDGERNN_LINK_MAX_FRAME")
-            raise LinkError(f"one step does not fit in the device's {info.max_frame}-byte frames "
+            raise LinkError(f"one step does not fit in the device's {info.answer_limit}-byte frames "
                             f"({per_out} bytes of answer per step); build it with a larger "
                             "EDGERNN_LINK_MAX_FRAME or ask for fewer states")
         return n

@@ -14,7 +14,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-VERSION = 1
+VERSION = 2          # 2: HELLO's sizes and frame limits are 32-bit (docs/protocol.md, "Versions")
 DELIMITER = b"\x00"
 HEADER = struct.Struct("<BBH")  # version, type, seq
 CRC = struct.Struct("<I")

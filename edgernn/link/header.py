@@ -21,12 +21,15 @@ _MESSAGES = ("HELLO", "RESET", "STEP", "BYE", "REPLY", "ERROR")
 _NOTES = {"REPLY": "reply type = request type | 0x80"}
 
 
-def header_context(model_frame: int = 0) -> dict:
+def header_context(model_frames: tuple[int, int] = (0, 0)) -> dict:
     """The values protocol.h.j2 prints: frame layout, message types, error codes, STEP flags."""
     return {
         "version": framing.VERSION,
         "max_frame": framing.DEFAULT_MAX_FRAME,
-        "model_frame": model_frame,
+        "model_rx_frame": model_frames[0],
+        "model_tx_frame": model_frames[1],
+        "size_limit": protocol.HELLO_SIZE_LIMIT,
+        "max_steps": protocol.MAX_STEPS_PER_FRAME,
         "header": framing.HEADER.size,
         "crc": framing.CRC.size,
         "no_seq": framing.NO_SEQ,
@@ -39,14 +42,15 @@ def header_context(model_frame: int = 0) -> dict:
     }
 
 
-def render_protocol_h(model_frame: int = 0) -> str:
-    """protocol.h's text; ``model_frame``: the raw frame one step of the model needs (0: no model)."""
+def render_protocol_h(model_frames: tuple[int, int] = (0, 0)) -> str:
+    """protocol.h's text; ``model_frames``: the raw frames one step of the model needs, received and sent
+    (:func:`edgernn.link.protocol.model_step_frames`; 0: no model)."""
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir() / "firmware")),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              trim_blocks=True, lstrip_blocks=True)
-    return env.get_template(TEMPLATE).render(**header_context(model_frame))
+    return env.get_template(TEMPLATE).render(**header_context(model_frames))
 
 
 def main(argv: list[str] | None = None) -> int:

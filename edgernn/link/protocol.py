@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edgernn.link.framing import VERSION
+from edgernn.link.framing import MIN_FRAME, VERSION
 
 HELLO = 0x01
 RESET = 0x02
@@ -46,14 +46,27 @@ TRANSIENT_ERRORS = {ERR_BAD_CRC, ERR_BAD_COBS, ERR_BAD_LENGTH, ERR_TOO_LONG}
 
 ELEMENT_DTYPES = {1: np.dtype("<i1"), 2: np.dtype("<i2"), 4: np.dtype("<f4")}
 
-_HELLO_FIXED = struct.Struct("<BBBBHHIHB")
-_HELLO_TARGET = struct.Struct("<BBH")   # workers, flags, reserved; absent from older firmware
+# version, element bytes in/out, reserved, input and output elements, state bytes, the largest raw frame the
+# device receives and the largest it sends, board name length (version 1 had 16-bit sizes and one frame limit)
+_HELLO_FIXED = struct.Struct("<BBBBIIIIIB")
+_HELLO_TARGET = struct.Struct("<BBH")   # workers, flags, reserved
 TARGET_SIMD_DOT = 0x01                  # the int8 dot products use SIMD instructions (GAP8 Xpulp)
 TARGET_OFFLOADED = 0x02                 # the step runs on a cluster apart from the link's core
 TARGET_TEAM_CYCLES = 0x04               # the device also counts the team's own cycles of a step (STEP flag TEAM_CYCLES)
 _ERROR = struct.Struct("<BBH")
-_STEP_REQUEST = struct.Struct("<BH")
-_STEP_REPLY = struct.Struct("<IHB")
+_STEP_REQUEST = struct.Struct("<BH")   # flags, steps in the frame
+_STEP_REPLY = struct.Struct("<IHB")     # steps run before, steps in the frame, flags
+_CYCLES = 4                             # the uint32 cycle count of each step
+MAX_STEPS_PER_FRAME = 0xFFFF            # STEP's 16-bit count
+HELLO_SIZE_LIMIT = 0xFFFFFFFF           # HELLO's 32-bit sizes and frame limits (version 1: 0xFFFF)
+
+
+def model_step_frames(input_bytes: int, output_bytes: int, state_bytes: int) -> tuple[int, int]:
+    """The raw frames one step of a model needs, (received, sent): a STEP request with one input, and its
+    answer with the output, the cycle count and the state bytes twice (after every step and after the last)."""
+    request = MIN_FRAME + _STEP_REQUEST.size + input_bytes
+    answer = MIN_FRAME + _STEP_REPLY.size + output_bytes + _CYCLES + 2 * state_bytes
+    return request, answer
 
 
 @dataclass(frozen=True)
@@ -71,6 +84,12 @@ class DeviceInfo:
     model_sha256: str
     workers: int = 0          # the team's workers that run the step; 0 = not reported
     target_flags: int = 0     # TARGET_* bits
+    max_answer_frame: int = 0  # the largest raw frame the device sends; 0: max_frame, as it receives
+
+    @property
+    def answer_limit(self) -> int:
+        """The largest raw frame the device sends (its answers): what the host's reader accepts."""
+        return self.max_answer_frame or self.max_frame
 
     def describe_target(self) -> dict:
         """What ran the step, as report.json says it."""
@@ -102,24 +121,27 @@ class StepBatch:
     team_cycles: np.ndarray | None = None  # (n,) uint32: the team's own count of each step, when asked
 
 
+def hello_version(payload: bytes) -> int | None:
+    """The protocol version a HELLO answer states (its first byte, in every version), None when empty."""
+    return payload[0] if payload else None
+
+
 def parse_hello(payload: bytes) -> DeviceInfo:
+    """A version-2 HELLO answer; check :func:`hello_version` first, the layout of another version differs."""
     if len(payload) < _HELLO_FIXED.size:
         raise ValueError(f"HELLO answer of {len(payload)} bytes is too short")
-    version, in_bytes, out_bytes, _reserved, n_in, n_out, n_state, max_frame, board_len = (
-        _HELLO_FIXED.unpack_from(payload))
+    (version, in_bytes, out_bytes, _reserved, n_in, n_out, n_state, max_frame, max_answer,
+     board_len) = _HELLO_FIXED.unpack_from(payload)
     at = _HELLO_FIXED.size
-    tail = len(payload) - (at + board_len + 64)
-    if tail not in (0, _HELLO_TARGET.size):
+    if len(payload) != at + board_len + 64 + _HELLO_TARGET.size:
         raise ValueError(f"HELLO answer of {len(payload)} bytes has the wrong length")
     if in_bytes not in ELEMENT_DTYPES or out_bytes not in ELEMENT_DTYPES:
         raise ValueError(f"HELLO answer gives element sizes {in_bytes}/{out_bytes} bytes")
     board = payload[at : at + board_len].decode("ascii", "replace")
     sha = payload[at + board_len : at + board_len + 64].decode("ascii", "replace")
-    workers, flags = 0, 0
-    if tail:
-        workers, flags, _reserved = _HELLO_TARGET.unpack_from(payload, at + board_len + 64)
+    workers, flags, _reserved = _HELLO_TARGET.unpack_from(payload, at + board_len + 64)
     return DeviceInfo(version, ELEMENT_DTYPES[in_bytes], ELEMENT_DTYPES[out_bytes], n_in, n_out,
-                      n_state, max_frame, board, sha, workers, flags)
+                      n_state, max_frame, board, sha, workers, flags, max_answer)
 
 
 def build_hello(info: DeviceInfo) -> bytes:
@@ -127,7 +149,7 @@ def build_hello(info: DeviceInfo) -> bytes:
     board = info.board.encode("ascii")
     return (_HELLO_FIXED.pack(info.protocol_version, info.input_dtype.itemsize,
                               info.output_dtype.itemsize, 0, info.input_size, info.output_size,
-                              info.state_bytes, info.max_frame, len(board))
+                              info.state_bytes, info.max_frame, info.answer_limit, len(board))
             + board + info.model_sha256.encode("ascii")
             + _HELLO_TARGET.pack(info.workers, info.target_flags, 0))
 

@@ -668,6 +668,8 @@ def _report(manifest: dict, test: TestSequences, tally: _Tally, floats: _FloatSi
             "seconds": round(elapsed, 3),
             "steps_per_second": round(n_seq * n_steps / elapsed, 1) if elapsed else None,
             "protocol_version": run.info.protocol_version,
+            # the largest raw frames the device's HELLO announced: its STEP requests', its answers'
+            "device_frames": {"receives": run.info.max_frame, "sends": run.info.answer_limit},
         },
         "notes": notes,
     }

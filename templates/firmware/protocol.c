@@ -26,7 +26,7 @@ void edgernn_parser_init(edgernn_parser_t *parser)
 
 static void parser_append(edgernn_parser_t *parser, uint8_t byte)
 {
-    if (parser->len < EDGERNN_LINK_MAX_FRAME) {
+    if (parser->len < EDGERNN_LINK_RX_FRAME) {
         parser->frame[parser->len++] = byte;
     } else {
         parser->overflow = 1;

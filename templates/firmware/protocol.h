@@ -6,31 +6,51 @@
 #include <stdint.h>
 
 #ifndef EDGERNN_LINK_VERSION
-#define EDGERNN_LINK_VERSION 1
+#define EDGERNN_LINK_VERSION 2
 #endif
 
-/* Largest raw frame (header + payload + CRC) either side may send. The device announces it in HELLO
- * and the host sizes its STEP batches to fit. */
+/* The board's raw frame (header + payload + CRC) in both directions; the frames of a model whose step
+ * needs more grow to it (below). The device announces its limits in HELLO and the host sizes its STEP
+ * batches to fit. */
 #ifndef EDGERNN_LINK_MAX_FRAME
 #define EDGERNN_LINK_MAX_FRAME 4096
 #endif
 
-/* The raw frame one step of the model needs: a STEP request with one input, or its answer with the
- * output, the cycle count and the state bytes twice (after every step and after the last). edgernn's
- * generator writes it into the firmware folder's copy of this file (0 here: no model); where it is more
- * than the board's limit, it is the limit, so a frame model's input always fits one frame. */
-#define EDGERNN_LINK_MODEL_FRAME 0
-#if EDGERNN_LINK_MODEL_FRAME > EDGERNN_LINK_MAX_FRAME
-#undef EDGERNN_LINK_MAX_FRAME
-#define EDGERNN_LINK_MAX_FRAME EDGERNN_LINK_MODEL_FRAME
+/* The raw frames one step of the model needs: the STEP request with one input (received), and its answer
+ * with the output, the cycle count and the state bytes twice (sent). edgernn's generator writes them into
+ * the firmware folder's copy of this file (0 here: no model). Where one is more than the board's frame it
+ * is that direction's limit, so a frame model's input always fits one frame, and only the receive buffer
+ * grows for a camera frame. */
+#define EDGERNN_LINK_MODEL_RX_FRAME 0
+#define EDGERNN_LINK_MODEL_TX_FRAME 0
+
+/* EDGERNN_LINK_FIXED_FRAME=1 (a board with little RAM) keeps both limits at EDGERNN_LINK_MAX_FRAME whatever
+ * the model needs: a step that does not fit is then refused by the host in one line. */
+#ifndef EDGERNN_LINK_FIXED_FRAME
+#define EDGERNN_LINK_FIXED_FRAME 0
+#endif
+#if EDGERNN_LINK_MODEL_RX_FRAME > EDGERNN_LINK_MAX_FRAME && !EDGERNN_LINK_FIXED_FRAME
+#define EDGERNN_LINK_RX_FRAME EDGERNN_LINK_MODEL_RX_FRAME
+#else
+#define EDGERNN_LINK_RX_FRAME EDGERNN_LINK_MAX_FRAME
+#endif
+#if EDGERNN_LINK_MODEL_TX_FRAME > EDGERNN_LINK_MAX_FRAME && !EDGERNN_LINK_FIXED_FRAME
+#define EDGERNN_LINK_TX_FRAME EDGERNN_LINK_MODEL_TX_FRAME
+#else
+#define EDGERNN_LINK_TX_FRAME EDGERNN_LINK_MAX_FRAME
+#endif
+#if EDGERNN_LINK_RX_FRAME > 0xFFFFFFFF || EDGERNN_LINK_TX_FRAME > 0xFFFFFFFF
+#error "a link frame past the 32-bit limit of HELLO's fields"
 #endif
 
 #define EDGERNN_LINK_HEADER 4u      /* version, type, seq (u16 LE) */
 #define EDGERNN_LINK_CRC 4u         /* CRC-32 (IEEE 802.3, as zlib.crc32), LE */
 #define EDGERNN_LINK_MIN_FRAME (EDGERNN_LINK_HEADER + EDGERNN_LINK_CRC)
-#define EDGERNN_LINK_MAX_PAYLOAD (EDGERNN_LINK_MAX_FRAME - EDGERNN_LINK_MIN_FRAME)
-/* COBS adds one byte per 254 plus the leading code byte; +1 for the 0x00 delimiter. */
-#define EDGERNN_LINK_MAX_ENCODED (EDGERNN_LINK_MAX_FRAME + EDGERNN_LINK_MAX_FRAME / 254u + 2u)
+#define EDGERNN_LINK_MAX_TX_PAYLOAD (EDGERNN_LINK_TX_FRAME - EDGERNN_LINK_MIN_FRAME)
+/* A sent frame COBS-encoded: one byte more per 254 plus the leading code byte; +1 for the 0x00 delimiter. */
+#define EDGERNN_LINK_MAX_TX_ENCODED (EDGERNN_LINK_TX_FRAME + EDGERNN_LINK_TX_FRAME / 254u + 2u)
+/* STEP's step count is 16-bit */
+#define EDGERNN_LINK_MAX_STEPS 0xFFFFu
 #define EDGERNN_LINK_NO_SEQ 0xFFFFu
 
 enum edgernn_msg_type {
@@ -67,7 +87,7 @@ typedef enum {
 } edgernn_parse_result_t;
 
 typedef struct {
-    uint8_t frame[EDGERNN_LINK_MAX_FRAME]; /* decoded bytes of the frame being received */
+    uint8_t frame[EDGERNN_LINK_RX_FRAME];  /* decoded bytes of the frame being received */
     size_t len;                            /* decoded length so far / of the finished frame */
     uint8_t remaining;                     /* data bytes left in the current COBS block */
     uint8_t prev_code;                     /* code byte of the current block, 0 before the first */

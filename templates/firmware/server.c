@@ -18,10 +18,12 @@
 #define OUT_BYTES ((uint32_t)EDGERNN_OUTPUT_SIZE * (uint32_t)sizeof(edgernn_out_t))
 
 static edgernn_parser_t rx;
-static uint8_t tx[EDGERNN_LINK_MAX_FRAME];   /* last answer, kept for repeats */
+/* Received frames (rx) may be larger than sent ones (tx): a camera frame's STEP request against its answer
+ * of a few outputs. Each buffer has its own direction's size (protocol.h). */
+static uint8_t tx[EDGERNN_LINK_TX_FRAME];   /* last answer, kept for repeats */
 static size_t tx_len;
 static uint8_t err_frame[EDGERNN_LINK_MIN_FRAME + 4];
-static uint8_t encoded[EDGERNN_LINK_MAX_ENCODED];
+static uint8_t encoded[EDGERNN_LINK_MAX_TX_ENCODED];
 
 static uint16_t cached_seq;
 static uint8_t cached_type;
@@ -29,8 +31,10 @@ static uint8_t have_cache;
 static uint8_t session_ready;  /* a RESET has run since boot */
 static uint32_t steps_done;    /* steps since the last RESET */
 
-/* Aligned copies: inputs inside a frame may sit at any address. */
-static edgernn_in_t x_step[EDGERNN_INPUT_SIZE];
+/* Aligned copies: inputs inside a frame may sit at any address. Byte-sized inputs (int8) are read in place,
+ * so a camera frame is held once, in the receive buffer, not twice. */
+#define X_IN_PLACE (sizeof(edgernn_in_t) == 1u)
+static edgernn_in_t x_step[X_IN_PLACE ? 1 : EDGERNN_INPUT_SIZE];
 static edgernn_out_t y_step[EDGERNN_OUTPUT_SIZE];
 static uint8_t state_buf[EDGERNN_STATE_BYTES + 1];
 
@@ -64,14 +68,16 @@ static void answer_hello(uint16_t seq)
     p[n++] = (uint8_t)sizeof(edgernn_in_t);
     p[n++] = (uint8_t)sizeof(edgernn_out_t);
     p[n++] = 0; /* reserved */
-    edgernn_put_u16(p + n, (uint16_t)EDGERNN_INPUT_SIZE);
-    n += 2;
-    edgernn_put_u16(p + n, (uint16_t)EDGERNN_OUTPUT_SIZE);
-    n += 2;
+    edgernn_put_u32(p + n, (uint32_t)EDGERNN_INPUT_SIZE);
+    n += 4;
+    edgernn_put_u32(p + n, (uint32_t)EDGERNN_OUTPUT_SIZE);
+    n += 4;
     edgernn_put_u32(p + n, (uint32_t)EDGERNN_STATE_BYTES);
     n += 4;
-    edgernn_put_u16(p + n, (uint16_t)EDGERNN_LINK_MAX_FRAME);
-    n += 2;
+    edgernn_put_u32(p + n, (uint32_t)EDGERNN_LINK_RX_FRAME); /* the largest frame it receives */
+    n += 4;
+    edgernn_put_u32(p + n, (uint32_t)EDGERNN_LINK_TX_FRAME); /* the largest frame it sends */
+    n += 4;
     p[n++] = (uint8_t)board_len;
     memcpy(p + n, board, board_len);
     n += board_len;
@@ -104,7 +110,8 @@ static uint8_t run_steps(uint16_t seq, const uint8_t *req, size_t req_len, uint1
     uint8_t flags;
     uint32_t n_steps;
     uint32_t per_step;
-    uint32_t reply_len;
+    uint32_t last_bytes;
+    uint32_t room;
     uint8_t *p = tx + EDGERNN_LINK_HEADER;
     size_t at;
 
@@ -113,7 +120,8 @@ static uint8_t run_steps(uint16_t seq, const uint8_t *req, size_t req_len, uint1
     }
     flags = req[0];
     n_steps = edgernn_get_u16(req + 1);
-    if (n_steps == 0u || req_len != 3u + n_steps * IN_BYTES) {
+    /* Divided, not multiplied: n_steps * IN_BYTES of a corrupt count can pass 32 bits with a camera frame. */
+    if (n_steps == 0u || (req_len - 3u) % IN_BYTES != 0u || (req_len - 3u) / IN_BYTES != n_steps) {
         return EDGERNN_ERR_BAD_LENGTH;
     }
 #if !EDGERNN_HAL_TEAM_CYCLES
@@ -121,9 +129,11 @@ static uint8_t run_steps(uint16_t seq, const uint8_t *req, size_t req_len, uint1
 #endif
     per_step = OUT_BYTES + 4u + ((flags & EDGERNN_STEP_TEAM_CYCLES) ? 4u : 0u) +
                ((flags & EDGERNN_STEP_STATE_EVERY) ? (uint32_t)EDGERNN_STATE_BYTES : 0u);
-    reply_len = 7u + n_steps * per_step + ((flags & EDGERNN_STEP_STATE_LAST) ? (uint32_t)EDGERNN_STATE_BYTES : 0u);
-    if (reply_len > EDGERNN_LINK_MAX_PAYLOAD) {
-        *detail = (uint16_t)(EDGERNN_LINK_MAX_PAYLOAD / per_step);
+    last_bytes = (flags & EDGERNN_STEP_STATE_LAST) ? (uint32_t)EDGERNN_STATE_BYTES : 0u;
+    room = EDGERNN_LINK_MAX_TX_PAYLOAD >= 7u + last_bytes ? (uint32_t)EDGERNN_LINK_MAX_TX_PAYLOAD - 7u - last_bytes : 0u;
+    if (n_steps > room / per_step) {
+        uint32_t fit = room / per_step;
+        *detail = (uint16_t)(fit > EDGERNN_LINK_MAX_STEPS ? EDGERNN_LINK_MAX_STEPS : fit);
         return EDGERNN_ERR_TOO_LONG;
     }
     if (!session_ready) {
@@ -142,9 +152,16 @@ static uint8_t run_steps(uint16_t seq, const uint8_t *req, size_t req_len, uint1
         const uint64_t team_start = edgernn_hal_team_cycles();
 #endif
 
-        memcpy(x_step, req + 3u + i * IN_BYTES, IN_BYTES);
+        const uint8_t *x_bytes = req + 3u + (size_t)i * IN_BYTES;
+        const edgernn_in_t *x = x_step;
+
+        if (X_IN_PLACE) {
+            x = (const edgernn_in_t *)(const void *)x_bytes;
+        } else {
+            memcpy(x_step, x_bytes, IN_BYTES);
+        }
         start = edgernn_hal_cycles();
-        status = edgernn_step(x_step, y_step);
+        status = edgernn_step(x, y_step);
         stop = edgernn_hal_cycles();
         if (status != EDGERNN_OK) {
             *detail = (uint16_t)i;

@@ -142,19 +142,52 @@ def test_int16_tables_interpolate_the_function():
 
 
 
-@pytest.mark.parametrize("input_bytes,output_bytes,state_bytes,frame", [
-    (6, 1, 80, 8 + 7 + 1 + 4 + 160),          # a vector model: the answer with its state twice is the larger
-    (4096, 2, 16, 8 + 3 + 4096),               # a 64x64 int8 frame: the request with one input is
-    (65_524, 2, 0, 65_535),                    # the largest frame HELLO's 16-bit field can announce
+@pytest.mark.parametrize("input_bytes,output_bytes,state_bytes,frames", [
+    (6, 1, 80, (8 + 3 + 6, 8 + 7 + 1 + 4 + 160)),      # a vector model: its answer, with the state twice
+    (4096, 2, 16, (8 + 3 + 4096, 8 + 7 + 2 + 4 + 32)),  # a 64x64 int8 frame: its request with one input
+    (65_524, 2, 0, (65_535, 21)),                        # the largest frame protocol version 1 could announce
+    (65_525, 2, 0, (65_536, 21)),                        # one more: version 2's 32-bit fields say it
+    (324 * 244, 2, 0, (79_067, 21)),                     # a full AI-deck camera frame, int8
 ])
-def test_link_frames_fit_one_step_of_the_model(input_bytes, output_bytes, state_bytes, frame):
-    from edgernn.backend.codegen import link_model_frame
+def test_link_frames_fit_one_step_of_the_model(input_bytes, output_bytes, state_bytes, frames):
+    from edgernn.backend.codegen import link_model_frames
 
-    assert link_model_frame(input_bytes, output_bytes, state_bytes) == frame
+    assert link_model_frames(input_bytes, output_bytes, state_bytes) == frames
 
 
 def test_a_step_too_large_for_the_serial_protocol_is_refused_at_generation():
-    from edgernn.backend.codegen import link_model_frame
+    from edgernn.backend.codegen import link_model_frames
 
-    with pytest.raises(EdgeRNNError, match=r"one step needs link frames of 79067 bytes \(79056 bytes of input"):
-        link_model_frame(324 * 244, 2, 0)      # a full AI-deck camera frame, int8
+    with pytest.raises(EdgeRNNError, match=r"one step needs link frames of 4294967307 bytes \(4294967296 bytes of input"):
+        link_model_frames(1 << 32, 2, 0)
+
+
+@pytest.mark.parametrize("board, frames, input_bytes, itemsize, growth", [
+    ("ai_deck", (17, 180), 6, 1, ("l2", 0)),                                # the board's frames: in reserved
+    ("ai_deck", (79_067, 21), 324 * 244, 1, ("l2", 79_067 - 4096)),        # a camera frame, read in place
+    ("ai_deck", (8 + 3 + 2 * 324 * 244, 21), 2 * 324 * 244, 2,             # int16: and its aligned copy
+     ("l2", 8 + 3 + 2 * 324 * 244 - 4096 + 2 * 324 * 244)),
+    ("ai_deck", (40, 8_000), 6, 1, ("l2", 2 * (8_000 - 4096) + 8_000 // 254 - 4096 // 254)),  # answer + COBS copy
+    ("host", (79_067, 21), 324 * 244, 1, None),                             # no memory holds link buffers
+])
+def test_link_buffers_past_the_board_frames_are_charged_to_their_memory(board, frames, input_bytes, itemsize, growth):
+    from edgernn.backend.firmware import link_buffer_growth
+    from edgernn.targets.board import load_board
+
+    assert link_buffer_growth(load_board(board), frames, input_bytes, itemsize) == growth
+
+
+def test_a_board_that_keeps_its_frames_charges_no_link_growth(tmp_path):
+    from edgernn.backend.firmware import link_buffer_growth
+    from edgernn.backend.placement import place
+    from edgernn.targets.board import load_board
+
+    path = tmp_path / "deck_small_frames.toml"
+    path.write_text('extends = "ai_deck"\nname = "deck_small_frames"\n\n[toolchain]\n'
+                    'defines = ["EDGERNN_LINK_MAX_FRAME=4096", "EDGERNN_LINK_FIXED_FRAME=1"]\n')
+    assert link_buffer_growth(load_board(path), (79_067, 21), 324 * 244, 1) is None
+    deck = load_board("ai_deck")
+    placed = place(deck, weight_bytes=1000, state_bytes=64, arena_bytes=1000, link=("l2", 74_971))
+    assert placed.items["link"] == ("l2", 74_971) and "link" in "\n".join(placed.table())
+    with pytest.raises(EdgeRNNError, match="over budget in l2"):
+        place(deck, weight_bytes=300_000, state_bytes=64, arena_bytes=1000, link=("l2", 74_971))

@@ -12,11 +12,12 @@
 
 static edgernn_parser_t parser;
 static edgernn_parser_t again;
-static uint8_t encoded[EDGERNN_LINK_MAX_ENCODED];
+/* both directions are the same size here (no model): EDGERNN_LINK_RX_FRAME == EDGERNN_LINK_TX_FRAME */
+static uint8_t encoded[EDGERNN_LINK_MAX_TX_ENCODED];
 
 static void check_frame(const edgernn_parser_t *p)
 {
-    if (p->len < EDGERNN_LINK_MIN_FRAME || p->len > EDGERNN_LINK_MAX_FRAME) {
+    if (p->len < EDGERNN_LINK_MIN_FRAME || p->len > EDGERNN_LINK_RX_FRAME) {
         abort();
     }
     if (edgernn_crc32(0, p->frame, p->len - EDGERNN_LINK_CRC) != edgernn_get_u32(p->frame + p->len - EDGERNN_LINK_CRC)) {
@@ -49,8 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     /* Sealing a frame from fuzz bytes must also parse back. */
-    if (size >= 1 && size <= EDGERNN_LINK_MAX_PAYLOAD) {
-        static uint8_t frame[EDGERNN_LINK_MAX_FRAME];
+    if (size >= 1 && size <= EDGERNN_LINK_MAX_TX_PAYLOAD) {
+        static uint8_t frame[EDGERNN_LINK_TX_FRAME];
         size_t len;
         size_t n;
         int seen = 0;

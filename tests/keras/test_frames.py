@@ -347,10 +347,10 @@ def test_a_frame_too_big_for_the_link_names_its_input_bytes():
     from edgernn.link import protocol as P
 
     client = LinkClient(None, url="test")
-    client.info = P.DeviceInfo(1, np.dtype("<f4"), np.dtype("<f4"), 32 * 32 * 3, 2, 8, 4096, "host", "a" * 64)
+    client.info = P.DeviceInfo(2, np.dtype("<f4"), np.dtype("<f4"), 32 * 32 * 3, 2, 8, 4096, "host", "a" * 64)
     with pytest.raises(LinkError, match=r"4096-byte frames \(12288 bytes of input per step\)"):
         client.max_steps_per_frame(0)
-    client.info = P.DeviceInfo(1, np.dtype("<i1"), np.dtype("<i1"), 32 * 32 * 3, 2, 8, 4096, "host", "a" * 64)
+    client.info = P.DeviceInfo(2, np.dtype("<i1"), np.dtype("<i1"), 32 * 32 * 3, 2, 8, 4096, "host", "a" * 64)
     assert client.max_steps_per_frame(0) == 1
 
 
@@ -377,9 +377,10 @@ def test_a_frame_model_built_for_host_validates_byte_exact(tmp_path, frame, quan
     build_model(model, out, board="host", quant=quant, calib=frames(4, 16, frame, seed=1))
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["inputs"][0]["shape"] == [1, *frame]
-    model_frame = int((out / "firmware" / "protocol.h").read_text().split("#define EDGERNN_LINK_MODEL_FRAME ")[1].split()[0])
+    protocol_h = (out / "firmware" / "protocol.h").read_text()
+    rx, tx = (int(protocol_h.split(f"#define EDGERNN_LINK_MODEL_{d}_FRAME ")[1].split()[0]) for d in ("RX", "TX"))
     x_bytes = int(np.prod(frame)) * (4 if quant == "float32" else 1)
-    assert model_frame == 8 + max(3 + x_bytes, 7 + 2 * (4 if quant == "float32" else 1) + 4 + 2 * manifest_state_bytes(manifest))
+    assert (rx, tx) == (8 + 3 + x_bytes, 8 + 7 + 2 * (4 if quant == "float32" else 1) + 4 + 2 * manifest_state_bytes(manifest))
     report = validate(out, data=frames(2, 30, frame, seed=3), json_path=tmp_path / "r.json")
     assert report["pass"] and (report["steps"], report["sequences"]) == (30, 2)
     wrong = (frame[0], frame[1], 3)

@@ -8,6 +8,7 @@ import subprocess
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from edgernn.link import framing
@@ -18,16 +19,15 @@ pytestmark = pytest.mark.toolchain
 MAX_FRAME = 600  # small, so the tests reach the limit cheaply
 
 
-@pytest.fixture(scope="module")
-def codec(tmp_path_factory):
+def build_codec(directory: Path, max_frame: int):
     from conftest import require_tools
 
     require_tools("gcc")
-    lib = tmp_path_factory.mktemp("codec") / "codec.so"
+    lib = directory / f"codec{max_frame}.so"
     fw = templates_dir() / "firmware"
     shim = Path(__file__).resolve().parents[1] / "fixtures" / "codec_shim.c"
     subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
-                    f"-DEDGERNN_LINK_MAX_FRAME={MAX_FRAME}", f"-I{fw}", str(fw / "protocol.c"), str(shim),
+                    f"-DEDGERNN_LINK_MAX_FRAME={max_frame}", f"-I{fw}", str(fw / "protocol.c"), str(shim),
                     "-o", str(lib)], check=True)
     c = ctypes.CDLL(str(lib))
     c.shim_feed.restype = ctypes.c_size_t
@@ -41,15 +41,31 @@ def codec(tmp_path_factory):
     return c
 
 
+@pytest.fixture(scope="module")
+def codec(tmp_path_factory):
+    return build_codec(tmp_path_factory.mktemp("codec"), MAX_FRAME)
+
+
+# A receive buffer for a full 324x244x1 int8 camera frame in one STEP request (8 + 3 + 79,056 bytes), and
+# one byte more, so the frames on either side of 65,535 and 65,536 bytes and the camera frame all fit
+CAMERA_FRAME = 324 * 244
+BIG_FRAME = framing.MIN_FRAME + 3 + CAMERA_FRAME + 1
+
+
+@pytest.fixture(scope="module")
+def big_codec(tmp_path_factory):
+    return build_codec(tmp_path_factory.mktemp("big_codec"), BIG_FRAME)
+
+
 def c_feed(codec, data: bytes):
     """Events from the C parser: ("frame", bytes) or ("bad", error code)."""
     out = ctypes.create_string_buffer(len(data) * 4 + 64)
     n = codec.shim_feed(data, len(data), out, len(out))
     raw, events, at = out.raw[:n], [], 0
     while at < n:
-        kind, err, length = raw[at], raw[at + 1], int.from_bytes(raw[at + 2 : at + 4], "little")
-        events.append(("frame", raw[at + 4 : at + 4 + length]) if kind == 1 else ("bad", err))
-        at += 4 + length
+        kind, err, length = raw[at], raw[at + 1], int.from_bytes(raw[at + 2 : at + 6], "little")
+        events.append(("frame", raw[at + 6 : at + 6 + length]) if kind == 1 else ("bad", err))
+        at += 6 + length
     return events
 
 
@@ -131,3 +147,39 @@ def test_python_reader_rejects_over_long_frames():
     with pytest.raises(framing.FrameError, match="exceeds"):
         reader.read_frame()
     assert reader.read_frame().seq == 2
+
+
+@pytest.mark.parametrize("raw_bytes", [65_535, 65_536, 65_537, framing.MIN_FRAME + 3 + CAMERA_FRAME, BIG_FRAME],
+                         ids=["65535", "65536", "65537", "camera-step", "limit"])
+def test_frames_past_16_bits_pass_both_codecs_alike(big_codec, raw_bytes):
+    """Protocol version 2: a frame's length is bounded by the buffers alone, never by a 16-bit field, so
+    the C parser and the Python reader take frames on both sides of 65,535/65,536 bytes the same way."""
+    rng = np.random.default_rng(raw_bytes)
+    payload = rng.integers(0, 4, raw_bytes - framing.MIN_FRAME, dtype=np.uint8).tobytes()   # many zeros
+    wire = framing.encode_frame(3, 0x1234, payload)
+    big_codec.shim_init()
+    assert c_feed(big_codec, wire) == [("frame", framing.seal(3, 0x1234, payload))]
+    out = ctypes.create_string_buffer(len(wire))
+    raw = framing.seal(3, 0x1234, payload)
+    n = big_codec.shim_encode(raw, len(raw), out)
+    assert out.raw[:n] == wire
+    reader = framing.FrameReader(_chunks(wire), max_frame=BIG_FRAME)
+    frame = reader.read_frame()
+    assert (frame.type, frame.seq, frame.payload) == (3, 0x1234, payload)
+
+
+def test_a_frame_one_byte_past_the_big_limit_is_dropped_by_both_codecs(big_codec):
+    payload = bytes(BIG_FRAME - framing.MIN_FRAME + 1)
+    wire = framing.encode_frame(3, 7, payload) + framing.encode_frame(1, 8, b"next")
+    big_codec.shim_init()
+    assert c_feed(big_codec, wire) == [("bad", 5), ("frame", framing.seal(1, 8, b"next"))]
+    reader = framing.FrameReader(_chunks(wire), max_frame=BIG_FRAME)
+    with pytest.raises(framing.FrameError, match="exceeds"):
+        reader.read_frame()
+    assert reader.read_frame().seq == 8
+
+
+def _chunks(data: bytes, size: int = 4096):
+    """A port's read: the bytes in chunks of ``size``, then nothing."""
+    parts = iter([data[i : i + size] for i in range(0, len(data), size)])
+    return lambda n: next(parts, b"")

@@ -30,8 +30,8 @@ def test_handshake_reports_the_model_and_layout(host_device):
         info = link.hello()
     assert info.model_sha256 == MODEL_SHA256
     assert (info.input_size, info.output_size, info.state_bytes) == (3, 2, 8)
-    assert info.board == "host" and info.protocol_version == 1
-    assert info.input_dtype == np.int8 and info.max_frame == 4096
+    assert info.board == "host" and info.protocol_version == 2
+    assert info.input_dtype == np.int8 and (info.max_frame, info.answer_limit) == (4096, 4096)
     # The toy model has no edgernn_target(): its target block says "not reported".
     assert (info.workers, info.target_flags) == (0, 0)
     assert info.describe_target() == {"workers": None, "simd_dot": None, "offloaded": None}
@@ -43,14 +43,71 @@ def test_handshake_reports_the_model_and_layout(host_device):
     (0, 0, {"workers": None, "simd_dot": None, "offloaded": None}),
 ])
 def test_hello_target_block_round_trips(workers, flags, target):
-    info = P.DeviceInfo(1, np.dtype("<i1"), np.dtype("<i1"), 3, 2, 8, 4096, "gvsoc_gap8", "a" * 64, workers, flags)
+    info = P.DeviceInfo(2, np.dtype("<i1"), np.dtype("<i1"), 3, 2, 8, 4096, "gvsoc_gap8", "a" * 64, workers, flags,
+                        4096)
     payload = P.build_hello(info)
     assert P.parse_hello(payload) == info and P.parse_hello(payload).describe_target() == target
-    # Firmware older than the target block ends after the SHA-256; one byte more or less is refused.
-    assert P.parse_hello(payload[:-4]).describe_target()["workers"] is None
-    for bad in (payload[:-1], payload + b"\0"):
+    # Version 2 always carries the target block: an answer cut before it, or a byte more or less, is refused.
+    for bad in (payload[:-4], payload[:-1], payload + b"\0"):
         with pytest.raises(ValueError, match="wrong length"):
             P.parse_hello(bad)
+
+
+CAMERA = 324 * 244   # a full AI-deck camera frame, 324x244x1
+
+
+@pytest.mark.parametrize("in_dtype, n_in, n_out, state_bytes, max_frame, answer", [
+    ("<i1", 3, 2, 8, 4096, 4096),                         # a small vector model: the board's frames
+    ("<i1", 65_535, 2, 0, 65_546, 4096),                  # the most inputs version 1 could say
+    ("<i1", 65_536, 2, 0, 65_547, 4096),                  # one more: past 16 bits
+    ("<i1", CAMERA, 10, 64, 8 + 3 + CAMERA, 4096),        # a 324x244x1 int8 camera frame, 79,056 bytes
+    ("<i2", CAMERA, 10, 64, 8 + 3 + 2 * CAMERA, 4096),    # the same frame in int16
+    ("<f4", 4, 70_000, 1 << 20, 4096, 8 + 11 + 280_000 + (2 << 20)),  # a large answer: only the sent frame grows
+    ("<i1", 0xFFFF_FFFF, 0xFFFF_FFFF, 0xFFFF_FFFF, 0xFFFF_FFFF, 0xFFFF_FFFF),  # every 32-bit field at its top
+])
+def test_hello_sizes_and_frame_limits_are_32_bit(in_dtype, n_in, n_out, state_bytes, max_frame, answer):
+    """Protocol version 2: HELLO's input and output sizes and both frame limits are uint32 at fixed offsets."""
+    import struct
+
+    info = P.DeviceInfo(2, np.dtype(in_dtype), np.dtype("<i1"), n_in, n_out, state_bytes, max_frame, "host",
+                        "b" * 64, 1, 0, answer)
+    payload = P.build_hello(info)
+    assert len(payload) == 4 + 5 * 4 + 1 + len("host") + 64 + 4
+    assert struct.unpack_from("<BBBBIIIII", payload) == (2, np.dtype(in_dtype).itemsize, 1, 0, n_in, n_out,
+                                                          state_bytes, max_frame, answer)
+    assert P.parse_hello(payload) == info and P.hello_version(payload) == 2
+
+
+@pytest.mark.parametrize("n_in, answer, flags, steps", [
+    (CAMERA, 4096, 0, 1),                          # a camera frame: one step per frame, exactly
+    (CAMERA, 4096, P.STATE_EVERY, 1),
+    (3, 4096, P.STATE_EVERY, (4096 - 8 - 7) // (2 + 4 + 8)),
+    (3, 1 << 24, 0, 0xFFFF),                       # frames that would hold more: STEP's 16-bit count
+])
+def test_steps_per_frame_fit_the_device_frames_both_ways(n_in, answer, flags, steps):
+    info = P.DeviceInfo(2, np.dtype("<i1"), np.dtype("<i1"), n_in, 2, 8, max(4096, 8 + 3 + n_in) if n_in > 3
+                        else 1 << 24, "host", "a" * 64, 1, 0, answer)
+    client = LinkClient(None, url="test")
+    client.info = info
+    n = client.max_steps_per_frame(flags)
+    assert n == steps
+    assert P.step_request_size(n, info) <= info.max_frame - 8 and P.step_reply_size(n, info, flags) <= answer - 8
+
+
+@pytest.mark.parametrize("max_frame, answer, flags, needle", [
+    (4096, 4096, 0, r"device's 4096-byte frames \(79056 bytes of input per step\)"),
+    (8 + 3 + CAMERA - 1, 4096, 0, r"device's 79066-byte frames \(79056 bytes of input per step\)"),
+    (8 + 3 + CAMERA, 28, P.STATE_EVERY, r"device's 28-byte frames \(14 bytes of answer per step\)"),
+])
+def test_a_step_that_does_not_fit_the_device_frames_is_one_line(max_frame, answer, flags, needle):
+    """A device built with frames smaller than one step (EDGERNN_LINK_FIXED_FRAME=1) is refused before any
+    step is sent, in one line that says which direction does not fit."""
+    client = LinkClient(None, url="test")
+    client.info = P.DeviceInfo(2, np.dtype("<i1"), np.dtype("<i1"), CAMERA, 2, 8, max_frame, "ai_deck", "a" * 64,
+                               8, 0, answer)
+    with pytest.raises(LinkError, match=needle) as err:
+        client.max_steps_per_frame(flags)
+    assert "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("flags", [P.TEAM_CYCLES, P.TEAM_CYCLES | P.STATE_EVERY, P.TEAM_CYCLES | P.STATE_LAST,
@@ -59,7 +116,7 @@ def test_a_step_answer_carries_the_team_cycles_when_asked(flags):
     """STEP flag TEAM_CYCLES: each step's record holds the team's own count right after the step's count."""
     import struct
 
-    info = P.DeviceInfo(1, np.dtype("<i1"), np.dtype("<i1"), 3, 2, 8, 4096, "gvsoc_gap8", "a" * 64, 8,
+    info = P.DeviceInfo(2, np.dtype("<i1"), np.dtype("<i1"), 3, 2, 8, 4096, "gvsoc_gap8", "a" * 64, 8,
                         P.TARGET_TEAM_CYCLES)
     n, team = 3, bool(flags & P.TEAM_CYCLES)
     payload = struct.pack("<IHB", 10, n, flags)
@@ -164,15 +221,18 @@ def test_a_device_that_does_not_answer():
 
 
 def test_a_protocol_version_mismatch_host_side(host_device):
-    with LinkClient.open(host_device.url, version=2) as link:
-        with pytest.raises(LinkError, match="protocol version mismatch: .* speaks version 1, this host speaks version 2"):
+    with LinkClient.open(host_device.url, version=3) as link:
+        with pytest.raises(LinkError, match="protocol version mismatch: .* speaks version 2, this host speaks version 3"):
             link.hello()
 
 
-def test_a_protocol_version_mismatch_device_side(toy_firmware):
-    elf = toy_firmware("host", extra_cflags=["-DEDGERNN_LINK_VERSION=7"])
+@pytest.mark.parametrize("device_version", [1, 7], ids=["version-1-firmware", "unknown"])
+def test_a_protocol_version_mismatch_device_side(toy_firmware, device_version):
+    """Firmware of version 1 (16-bit HELLO sizes) or of any other version is refused in one line."""
+    elf = toy_firmware("host", extra_cflags=[f"-DEDGERNN_LINK_VERSION={device_version}"])
     with devices.start(elf, "host") as device, LinkClient.open(device.url) as link:
-        with pytest.raises(LinkError, match="protocol version mismatch: .* speaks version 7, this host speaks version 1"):
+        with pytest.raises(LinkError, match=f"protocol version mismatch: .* speaks version {device_version}, "
+                                            "this host speaks version 2$"):
             link.hello()
 
 
@@ -181,6 +241,37 @@ def test_inputs_of_the_wrong_width(host_device):
         link.hello()
         with pytest.raises(LinkError, match=r"inputs of shape \(4, 5\) do not match the device's 3 inputs"):
             link.run(np.zeros((4, 5), np.int8))
+
+
+def test_a_step_count_whose_input_bytes_wrap_32_bits_is_a_bad_length(tmp_path):
+    """With 131,072-byte inputs (a 512x256 int8 frame), a STEP request that says 32,769 steps but carries
+    one input would pass a multiplied length check (32,769 x 131,072 = 2^32 + 131,072 wraps to one input),
+    leaving only the answer's size to stop 32,769 steps read past the frame. The device divides instead: a bad
+    length, nothing run; a good request then runs."""
+    import shutil
+
+    from conftest import TOY_MODEL
+    from edgernn.targets.board import load_board
+
+    model = tmp_path / "wide_toy"
+    shutil.copytree(TOY_MODEL, model)
+    header = model / "model.h"
+    header.write_text(header.read_text().replace("#define EDGERNN_INPUT_SIZE 3\n", "#define EDGERNN_INPUT_SIZE 131072\n"))
+    board = tmp_path / "host_wide_frames.toml"
+    board.write_text('extends = "host"\nname = "host"\n\n[toolchain]\ndefines = ["EDGERNN_LINK_MAX_FRAME=131100"]\n')
+    elf = devices.build_elf(model, load_board(board), tmp_path / "build").elf
+    x = np.zeros((1, 131072), np.int8)
+    x[0, :3] = (5, -7, 9)
+    with devices.start(elf, "host") as device, LinkClient.open(device.url, retries=0) as link:
+        info = link.hello()
+        assert (info.input_size, info.max_frame) == (131072, 131100)
+        link.reset()
+        wrapped = bytes([0]) + (32769).to_bytes(2, "little") + x.tobytes()
+        with pytest.raises(LinkError, match="bad payload length"):
+            link.request(P.STEP, wrapped)
+        result = link.run(x, states="every")
+    ys, st = run_toy(x[:, :3])
+    assert np.array_equal(result.outputs, ys) and result.states[0].tobytes() == st[0]
 
 
 def _pty():

@@ -54,6 +54,28 @@ def frame_cfc(h: int = 12, w: int = 12, c: int = 1, seed: int = 0):
     return model
 
 
+CAMERA = (244, 324, 1)   # height, width, channels: a full AI-deck camera frame (HM01B0), 79,056 int8 bytes
+
+
+def camera_gru(seed: int = 0):
+    """A full camera frame into a tiny front end that keeps runs quick: a strided 3x3 convolution and a 4x4
+    pooling bring it to 15x20x2, then Dense(8), GRU(6) and Dense(2)."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    L = keras.layers
+    TD = L.TimeDistributed
+    return keras.Sequential([
+        keras.Input((None, *CAMERA)),
+        TD(L.Conv2D(2, 3, strides=4, padding="same", activation="relu")),
+        TD(L.MaxPooling2D(4)),
+        TD(L.Flatten()),
+        L.Dense(8, activation="tanh"),
+        L.GRU(6, return_sequences=True),
+        L.Dense(2),
+    ], name="camera_gru")
+
+
 def tcn_gru(features: int = 3, seed: int = 0):
     """Two causal Conv1D (kernel 3, dilation 1; kernel 2, dilation 2) before a GRU and a per-step Dense."""
     import keras

@@ -124,10 +124,11 @@ def test_project_files(deck_build):
     for name in ("server.c", "protocol.c", "server.h", "hal.h"):
         assert (fw / name).read_text() == (templates / name).read_text()
     protocol = (fw / "protocol.h").read_text()
-    model_frame = re.search(r"^#define EDGERNN_LINK_MODEL_FRAME (\d+)$", protocol, re.M)
-    assert model_frame and int(model_frame.group(1)) > 0
-    assert protocol.replace(model_frame.group(0), "#define EDGERNN_LINK_MODEL_FRAME 0") == \
-        (templates / "protocol.h").read_text()
+    for direction in ("RX", "TX"):
+        model_frame = re.search(rf"^#define EDGERNN_LINK_MODEL_{direction}_FRAME (\d+)$", protocol, re.M)
+        assert model_frame and int(model_frame.group(1)) > 0
+        protocol = protocol.replace(model_frame.group(0), f"#define EDGERNN_LINK_MODEL_{direction}_FRAME 0")
+    assert protocol == (templates / "protocol.h").read_text()
     # weights in L2 through PMSIS's own placement macro, copied into L1 at init; arena in L1, from the
     # cluster's allocator
     weights = (fw / "weights.c").read_text()

@@ -1,0 +1,66 @@
+"""A full AI-deck camera frame (324x244x1 int8, 79,056 bytes a step) through the validation link: what the
+device's HELLO announces (the largest frame it receives and the largest it sends), the link's bytes per
+second of host time, the cycles per step on the board's counter, and parity. Prints figures; asserts nothing.
+
+    python bench/bench_camera_link.py [--boards host,qemu_riscv32,gvsoc_gap8] [--steps 3] [--keep DIR]
+
+The model is tests/support/frames_zoo.camera_gru (a strided 3x3 convolution, a 4x4 pooling, Dense(8), GRU(6),
+Dense(2)); frames are moving_blobs at the camera's size. Each board's figures are valid only beside its parity
+PASS with 0 mismatching bytes. gvsoc_gap8 needs GAP_SDK_HOME; its cycles are GVSOC's timing model (the whole
+step as the FC sees it, in cluster cycles), not a measurement of a GAP8 chip.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+
+from frames_zoo import CAMERA, camera_gru, moving_blobs  # noqa: E402
+
+
+def run_board(board: str, work: Path, steps: int) -> None:
+    from edgernn.pipeline.build import build_model
+    from edgernn.validate.run import validate
+
+    out = work / board
+    started = time.monotonic()
+    build_model(camera_gru(), out, board=board, quant="int8", calib=moving_blobs(2, 4, *CAMERA, seed=1))
+    built = time.monotonic() - started
+    report = validate(out, data=moving_blobs(1, steps, *CAMERA, seed=3), json_path=work / f"{board}.json")
+    link, device, ref = report["link"], report["device"], report["reference"]
+    print(f"{board}: parity {'PASS' if report['pass'] else 'FAIL'}, {ref['mismatches']} mismatching output bytes, "
+          f"{ref['state_mismatches']} state, over {report['steps']} steps")
+    print(f"  protocol version {link['protocol_version']}; device frames (HELLO): receives {link['device_frames']['receives']} B, "
+          f"sends {link['device_frames']['sends']} B")
+    print(f"  link: {link['payload_bytes']} payload bytes in {link['seconds']:.1f} s of host time "
+          f"({link['payload_bytes'] / link['seconds'] / 1000:.1f} KB/s), {link['seconds'] / report['steps']:.1f} s a step")
+    print(f"  cycles per step {device['cycles_per_step']:.0f} ({device.get('cycle_counter')}); build {built:.0f} s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--boards", default="host,qemu_riscv32")
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="build folders here (kept) instead of a temporary folder")
+    args = parser.parse_args(argv)
+    work = args.keep or Path(tempfile.mkdtemp(prefix="edgernn-camera-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        for board in args.boards.split(","):
+            run_board(board, work, args.steps)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
