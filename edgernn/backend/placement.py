@@ -16,7 +16,7 @@ kernels read the copy (item ``weights``), while the home keeps the source (item 
 When the weights do not fit their home and the board names a memory for streamed weights
 (``weights_stream_memory``, the AI-deck's HyperRAM, L3), the constant arrays that a kernel can read in
 chunks from there (``streamable``: name -> bytes, the largest first) move to it one by one until the
-home fits; each is an item of its own (``l3:<array>``), so the table shows each one's home. The arena
+home fits; each is an item of its own (``<memory>:<array>``, ``l3:...`` on the AI-deck), so the table shows each one's home. The arena
 and the state never go there. Only a model that fits neither is refused.
 """
 
@@ -116,21 +116,22 @@ def _place_weights_copy(board, placement: Placement, choices: list[str], weight_
         placement.notes.append(f"weights ({weight_bytes} B) do not fit {choices[0]}: read from {home}")
 
 
-STREAM_ITEM = "l3:"      # the prefix of a streamed array's item in the table
-
-
-def _stream_weights(board, placement: Placement, rules: dict, streamable: dict[str, int]) -> None:
+def _stream_weights(board, placement: Placement, rules: dict, streamable: dict[str, int], tile_bytes: int) -> None:
     """Move streamable arrays, the largest first, from the weights' home to the stream memory until the
-    home fits its budget (nothing moves when it fits already)."""
+    home fits its budget (nothing moves when it fits already), with room kept for the double buffer
+    (``tile_bytes``, item ``stream_tiles`` in the board's stream_tiles_memory)."""
     memory = rules.get("weights_stream_memory")
     if not memory or not streamable:
         return
-    if memory not in placement.budgets:
-        raise EdgeRNNError(f"board file {board.path}: placement.weights_stream_memory names no memory {memory!r}")
+    tiles = rules.get("stream_tiles_memory") or memory
+    for name in (memory, tiles):
+        if name not in placement.budgets:
+            raise EdgeRNNError(f"board file {board.path}: placement names no memory {name!r} to stream weights")
     home, weight_bytes = placement.items["weights"]
-    over = placement.used(home) - placement.budgets[home]
-    if over <= 0:
+    if placement.used(home) <= placement.budgets[home]:
         return
+    placement.items["stream_tiles"] = (tiles, int(tile_bytes))
+    over = placement.used(home) - placement.budgets[home]
     moved: dict[str, int] = {}
     for name, n in sorted(streamable.items(), key=lambda kv: (-kv[1], kv[0])):
         if over <= 0:
@@ -139,17 +140,19 @@ def _stream_weights(board, placement: Placement, rules: dict, streamable: dict[s
         over -= int(n)
     placement.items["weights"] = (home, weight_bytes - sum(moved.values()))
     for name, n in moved.items():
-        placement.items[STREAM_ITEM + name] = (memory, n)
+        placement.items[f"{memory}:{name}"] = (memory, n)
     placement.streamed, placement.stream_memory = moved, str(memory)
     placement.notes.append(f"weights ({weight_bytes} B) do not fit {home}: {len(moved)} array(s), "
                            f"{sum(moved.values())} B, read in chunks from {memory}")
 
 
 def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int,
-          weight_copy_bytes: int | None = None, streamable: dict[str, int] | None = None) -> Placement:
+          weight_copy_bytes: int | None = None, streamable: dict[str, int] | None = None,
+          stream_tile_bytes: int = 0) -> Placement:
     """Put weights, state and arena in the board's memories; raise MemoryBudgetError when over budget.
     ``weight_copy_bytes``: the size of the weights' copy in a team memory (default: ``weight_bytes``);
-    ``streamable``: the weight arrays a kernel can read in chunks from the board's stream memory."""
+    ``streamable``: the weight arrays a kernel can read in chunks from the board's stream memory, through
+    double buffers of ``stream_tile_bytes`` (edgernn/backend/streaming.py)."""
     budgets = _budgets(board)
     first = board.memories[0]["name"]
     rules = board.get("placement", {}) or {}
@@ -176,7 +179,7 @@ def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int,
     copy_bytes = int(weight_bytes if weight_copy_bytes is None else weight_copy_bytes)
     _place_weights_copy(board, placement, weights_choices, int(weight_bytes), copy_bytes)
     if not placement.weights_in_team_memory:
-        _stream_weights(board, placement, rules, dict(streamable or {}))
+        _stream_weights(board, placement, rules, dict(streamable or {}), stream_tile_bytes)
     over = [(mem, placement.used(mem) - budget) for mem, budget in budgets.items()
             if placement.used(mem) > budget]
     if over:
