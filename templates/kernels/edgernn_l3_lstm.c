@@ -13,6 +13,12 @@
 
 #include "edgernn_l3_lstm.h"
 
+/* Only for bench/bench_l3.py, never in a build that validates: 1 the transfers alone (no chunk computed),
+ * 2 the chunks alone (no transfer: computed on whatever the tiles hold); the step's two bounds. */
+#ifndef EDGERNN_L3_BENCH
+#define EDGERNN_L3_BENCH 0
+#endif
+
 static const edgernn_l3_lstm_t *l3_pending;     /* whose first chunk is in flight in l3_slot */
 static int l3_slot;
 
@@ -24,6 +30,9 @@ static void l3_fetch(const edgernn_l3_lstm_t *s, int slot, int first_unit)
     const uint32_t left = n_cell - (uint32_t)first_unit;
     const uint32_t units = left < (uint32_t)s->chunk_units ? left : (uint32_t)s->chunk_units;
     uint8_t *dst = s->tiles + (size_t)slot * (size_t)s->slot_bytes;
+    if (EDGERNN_L3_BENCH == 2) {
+        return;
+    }
     if (s->w_in_l3 >= 0) {
         edgernn_l3_read(slot, 0, dst, (uint32_t)s->w_in_l3 + 4u * (uint32_t)first_unit * n_in, 4u * units * n_in);
         dst += 4u * (uint32_t)s->chunk_units * n_in;
@@ -71,7 +80,9 @@ void edgernn_l3_lstm_s8(const edgernn_l3_lstm_t *s, const edgernn_lstm_s8_params
             a.h = h;
             a.c = c + u0;
             a.scratch = scratch + u0;
-            if (team) {
+            if (EDGERNN_L3_BENCH == 1) {
+                (void)a;
+            } else if (team) {
                 edgernn_team_split(lstm_s8_units, &a, units, LSTM_GRAIN);
             } else {
                 lstm_s8_units(&a, 0, units);

@@ -11,6 +11,11 @@
 #include "bsp/ram/hyperram.h"
 
 #include "edgernn_l3_lstm.h"
+#include "hal.h"
+
+#ifndef EDGERNN_L3_BENCH
+#define EDGERNN_L3_BENCH 0
+#endif
 
 #define L3_FILE "edgernn_l3.bin"
 #define L3_COPY_BYTES 4096u       /* the boot copy's L2 bounce buffer */
@@ -78,6 +83,55 @@ static int l3_find_file(struct pi_device *flash, uint8_t *buf, uint32_t *offset,
     return -1;
 }
 
+#if EDGERNN_L3_BENCH == 3
+/* bench/bench_l3.py: the fabric controller's cycles to read `bytes` from the HyperFlash and from the HyperRAM,
+ * in 4 KiB transfers to L2 (pi_flash_read, pi_ram_read), printed as one line; init then fails on purpose. */
+static void l3_put_number(char *line, int *at, uint32_t v)
+{
+    char digits[10];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10u);
+        v /= 10u;
+    } while (v != 0u);
+    while (n > 0) {
+        line[(*at)++] = digits[--n];
+    }
+}
+
+static void l3_print_bandwidths(struct pi_device *flash, uint32_t offset, uint8_t *bounce, uint32_t bytes)
+{
+    static const char *const names[] = {"~~~EDGERNN L3 BENCH bytes=", " flash_fc_cycles=", " ram_fc_cycles=", "~~~\n"};
+    uint32_t cycles[2], done;
+    char line[160];
+    int at = 0, k, w;
+    for (k = 0; k < 2; ++k) {
+        pi_perf_conf(1 << PI_PERF_CYCLES);
+        pi_perf_reset();
+        pi_perf_start();
+        for (done = 0; done < bytes; done += L3_COPY_BYTES) {
+            const uint32_t n = bytes - done < L3_COPY_BYTES ? bytes - done : L3_COPY_BYTES;
+            if (k == 0) {
+                pi_flash_read(flash, offset + done, bounce, n);
+            } else {
+                pi_ram_read(&l3_ram, l3_base + done, bounce, n);
+            }
+        }
+        pi_perf_stop();
+        cycles[k] = (uint32_t)pi_perf_read(PI_PERF_CYCLES);
+    }
+    for (k = 0; k < 4; ++k) {
+        for (w = 0; names[k][w] != 0; ++w) {
+            line[at++] = names[k][w];
+        }
+        if (k < 3) {
+            l3_put_number(line, &at, k == 0 ? bytes : cycles[k - 1]);
+        }
+    }
+    edgernn_hal_uart_write((const uint8_t *)line, at);
+}
+#endif
+
 int edgernn_l3_open(uint32_t bytes)
 {
     struct pi_device flash;
@@ -108,6 +162,10 @@ int edgernn_l3_open(uint32_t bytes)
                     done += n;
                 }
                 status = 0;
+#if EDGERNN_L3_BENCH == 3
+                l3_print_bandwidths(&flash, offset, bounce, bytes);
+                status = -5;
+#endif
             } else {
                 pi_ram_close(&l3_ram);
             }
