@@ -6,7 +6,8 @@
  * matrix: the same function on the same bytes, hence the same result. This file includes edgernn_lstm.c
  * (and replaces it in a build that streams) to call its unit code. While the team computes chunk k from
  * one slot, the stream memory fills the other with chunk k + 1; after the last chunk it fills it with the
- * first chunk of the next streamed call, so the transfer runs on through the unstreamed ops. */
+ * first chunk of the next time step, or after the call's last step of the next streamed call, so the
+ * transfer runs on through the unstreamed ops. */
 #include "edgernn_lstm.c"
 
 #include <stddef.h>
@@ -54,6 +55,11 @@ void edgernn_l3_lstm_s8(const edgernn_l3_lstm_t *s, const edgernn_lstm_s8_params
         const int8_t *xt = x + (size_t)t * (size_t)n_in;
         int u0;
         if (l3_pending != s) {
+            if (l3_pending != NULL) {
+                /* another call's first chunk is in flight in this slot (a schedule that skipped it): let it
+                 * land before the slot is filled again */
+                edgernn_l3_wait(l3_slot);
+            }
             l3_fetch(s, l3_slot, 0);
         }
         l3_pending = NULL;
@@ -65,9 +71,13 @@ void edgernn_l3_lstm_s8(const edgernn_l3_lstm_t *s, const edgernn_lstm_s8_params
             edgernn_l3_wait(slot);
             if (u0 + s->chunk_units < n_cell) {
                 l3_fetch(s, slot ^ 1, u0 + s->chunk_units);
-            } else if (s->next != NULL) {
-                l3_fetch(s->next, slot ^ 1, 0);
-                l3_pending = s->next;
+            } else {
+                /* the first chunk of what streams next: this call's next time step, else the next call */
+                const edgernn_l3_lstm_t *next = t + 1 < steps ? s : s->next;
+                if (next != NULL) {
+                    l3_fetch(next, slot ^ 1, 0);
+                    l3_pending = next;
+                }
             }
             a.p = p;
             a.w_in = s->w_in_l3 >= 0 ? (const int8_t *)tile : w_in + 4 * (size_t)u0 * (size_t)n_in;
