@@ -17,9 +17,8 @@ from edgernn.backend.ir import Graph
 from edgernn.backend.lowering import Call, ConstArray, ConstStruct, Lowering
 from edgernn.backend.layout import ALIGN, align
 from edgernn.backend.memplan import ArenaPlan, plan_arena
-from edgernn.backend.values import (ARENA, CONST, FAST, INPUT, STATE, ConstArg, Function, NULL, Place, ScratchArg,
-                                    StructArg,
-                                    TensorArg)
+from edgernn.backend.values import (ARENA, CONST, FAST, INPUT, STATE, NULL, ConstArg, Function, Place, ScratchArg,
+                                    StructArg, TensorArg)
 from edgernn.errors import EdgeRNNError
 
 TEAM_PREFIX = "edgernn_team_"
