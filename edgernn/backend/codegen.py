@@ -17,8 +17,8 @@ from edgernn.backend.ir import Graph
 from edgernn.backend.lowering import Call, ConstArray, ConstStruct, Lowering
 from edgernn.backend.layout import ALIGN, align
 from edgernn.backend.memplan import ArenaPlan, plan_arena
-from edgernn.backend.values import (ARENA, CONST, FAST, INPUT, STATE, ConstArg, Function, Place, ScratchArg, StructArg,
-                                    TensorArg)
+from edgernn.backend.values import (ARENA, CONST, FAST, INPUT, STATE, NULL, ConstArg, Function, Place, ScratchArg,
+                                    StructArg, TensorArg)
 from edgernn.errors import EdgeRNNError
 
 TEAM_PREFIX = "edgernn_team_"
@@ -61,6 +61,9 @@ class RenderedGraph:
     fast: dict[str, Place] = field(default_factory=dict)
     # op index -> (its banded kernel, the arguments before the team kernel's): CONV_2D through DMA tiles
     dma: dict[int, tuple[str, list]] = field(default_factory=dict)
+    # op index -> (its streamed kernel, arguments before, constants passed as NULL, arguments after): an LSTM
+    # whose gate matrices are read in chunks from the stream memory (edgernn/backend/streaming.py)
+    streams: dict[int, tuple[str, list, set, list]] = field(default_factory=dict)
 
     @property
     def fused(self) -> list[fusion_loop.Loop]:
@@ -110,6 +113,10 @@ class RenderedGraph:
                 if c is call and c.op_index in self.dma:
                     fn, before = self.dma[c.op_index]
                     args = before + args
+                if c is call and c.op_index in self.streams:
+                    fn, before, streamed, after = self.streams[c.op_index]
+                    args = before + [NULL if isinstance(a, ConstArg) and a.name in streamed else r
+                                     for a, r in zip(c.args, args)] + after
                 out.append({"op": f"{c.op_index}: {c.op}", "index": c.op_index, "fn": fn, "args": args,
                             "traced": traced})
         return out
@@ -380,6 +387,11 @@ def hal_files(board) -> set[str]:
     source = _dma_source(board)
     if source is not None:
         names |= {source.name, source.with_suffix(".h").name}
+    from edgernn.backend.streaming import stream_rules
+
+    rules = stream_rules(board)
+    if rules is not None:
+        names.add(Path(rules[2]).name)
     return names
 
 
@@ -411,6 +423,31 @@ def copy_dma_source(board, dest: Path, used: bool) -> list[str]:
     shutil.copyfile(source, dest / source.name)
     shutil.copyfile(header, dest / header.name)
     return [source.name]
+
+
+def copy_stream_sources(board, dest: Path, sources: list[str], used: bool) -> list[str]:
+    """For a build that streams weights (edgernn/backend/streaming.py): copy the streamed LSTM (which
+    includes edgernn_lstm.c and takes its place among the sources) and the board's stream_source with its
+    header; else remove stale copies. Returns the sources."""
+    from edgernn.backend import streaming
+    from edgernn.resources import templates_dir
+
+    rules = streaming.stream_rules(board) if board is not None else None
+    board_source = templates_dir() / rules[2] if rules else None
+    if board_source is not None and not board_source.is_file():
+        raise EdgeRNNError(f"board file {board.path}: placement.stream_source {rules[2]!r} is not a template file")
+    kernel_dir = templates_dir() / "kernels"
+    copies = [kernel_dir / streaming.KERNEL_SOURCE, kernel_dir / streaming.KERNEL_HEADER]
+    if board_source is not None:
+        copies.append(board_source)
+    if not used:
+        for path in copies:
+            (dest / path.name).unlink(missing_ok=True)
+        return sources
+    for path in copies:
+        shutil.copyfile(path, dest / path.name)
+    out = [streaming.KERNEL_SOURCE if name == "edgernn_lstm.c" else name for name in sources]
+    return out + [board_source.name]
 
 
 def project_files(board) -> list[str]:

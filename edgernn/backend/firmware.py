@@ -14,6 +14,7 @@ from pathlib import Path
 from edgernn.backend.codegen import (
     KERNEL_HEADERS,
     copy_dma_source,
+    copy_stream_sources,
     copy_kernels,
     kernel_headers,
     fast_weights,
@@ -28,6 +29,7 @@ from edgernn.backend.layout import align
 from edgernn.backend.parallel import share_calls, share_rule
 from edgernn.backend.placement import place
 from edgernn.backend.reader import read_tflite
+from edgernn.backend import streaming
 from edgernn.backend.tiling import band_args, plan_bands
 from edgernn.errors import EdgeRNNError
 from edgernn.outdir import MANIFEST, read_manifest
@@ -154,7 +156,9 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
     if board is not None:
         placement = place(board, weight_bytes=weight_bytes, state_bytes=state_storage, arena_bytes=arena_bytes,
                           weight_copy_bytes=_weight_copy_bytes(arrays, structs),
-                          link=link_buffer_growth(board, link_frames, x_t.nbytes, x_t.nbytes // max(x_t.size, 1)))
+                          link=link_buffer_growth(board, link_frames, x_t.nbytes, x_t.nbytes // max(x_t.size, 1)),
+                          streamable=streaming.streamable(board, [step, head], arrays),
+                          stream_tile_bytes=streaming.slot_bound(board, [step, head]) * 2)
     fast = fast_weights(arrays, structs) if placement and placement.weights_in_team_memory else []
     for g in (step, head):
         if g is not None:
@@ -166,6 +170,12 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
     for g in (step, head):
         if g is not None:
             g.dma = band_args(dma, g.prefix)
+    # the LSTMs whose gate matrices placement put in the stream memory: read in chunks, double-buffered
+    streams = streaming.plan_streams(board, placement, [step, head], arrays)
+    for g in (step, head):
+        if g is not None:
+            g.streams = streaming.stream_args(streams, g.prefix)
+    on_chip = [a for a in arrays if not (streams and a.name in placement.streamed)]
     quant = manifest.quant if manifest and manifest.quant else x_t.dtype
     functions = {c.fn for g in (step, head) if g for call in g.calls for c in [call, *call.more]}
     (xs, xz), (ys, yz) = x_t.qparams(), y_t.qparams()
@@ -206,14 +216,21 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
         "weights_home": placement.items.get("weights_src", placement.items["weights"])[0] if placement else "ram",
         "step": step,
         "head": head_ctx,
-        "arrays": arrays,
+        "arrays": on_chip,
         "structs": structs,
+        "l3": ({"header": streaming.KERNEL_HEADER,
+                "calls": [c.fields for c in streams.calls], "tiles_var": streaming.TILES_VAR,
+                "tile_bytes": streams.tile_bytes, "slot_bytes": streams.slot_bytes, "blob": streaming.BLOB,
+                "blob_bytes": streams.blob_bytes, "memory": streams.memory, "step_bytes": streams.step_bytes}
+               if streams else None),
         "kernel_headers": kernel_headers(functions),
     }
     fw = out_dir / "firmware"
     fw.mkdir(parents=True, exist_ok=True)
     sources = copy_kernels(fw, board, functions)
     sources += copy_dma_source(board, fw, dma is not None)
+    sources = copy_stream_sources(board, fw, sources, streams is not None)
+    streaming.write_blob(streams, arrays, fw)
     render(context, fw)
     project_files = []
     if board is not None:
@@ -230,11 +247,13 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
         sources=sources + ["model.c", "weights.c"],
         headers=list(KERNEL_HEADERS) + kernel_headers(functions) + ["model.h", "weights.h"],
         ops=sorted(set(graph.op_names) | (set(head.graph.op_names) if head else set())),
-        placement=placement.as_dict() if placement else None,
+        placement=({**placement.as_dict(), **({"streaming": streams.as_dict()} if streams else {})}
+                   if placement else None),
         placement_table=placement.table() if placement else [],
         placement_notes=placement.notes if placement else [],
         team_ops=sorted(shared),
         project_files=project_files,
+        streaming=streams.as_dict() if streams else None,
     )
 
 
@@ -256,6 +275,7 @@ class FirmwareFacts:
     placement_notes: list[str]
     team_ops: list[int]               # operator indices the team shares
     project_files: list[str]          # the server, protocol and HAL files written beside the model
+    streaming: dict | None = None     # the weights read from the stream memory (streaming.StreamPlan.as_dict)
 
     def __getitem__(self, key: str):
         if key not in self.keys():

@@ -12,6 +12,12 @@ fabric controller reaches the cluster's L1 through its global address). The weig
 firmware image puts the const arrays of weights.c in. An earlier choice must be a team memory: when the
 weights fit there, with the arena, the firmware copies them once at init from their home into it and the
 kernels read the copy (item ``weights``), while the home keeps the source (item ``weights_src``).
+
+When the weights do not fit their home and the board names a memory for streamed weights
+(``weights_stream_memory``, the AI-deck's HyperRAM, L3), the constant arrays that a kernel can read in
+chunks from there (``streamable``: name -> bytes, the largest first) move to it one by one until the
+home fits; each is an item of its own (``<memory>:<array>``, ``l3:...`` on the AI-deck), so the table shows each one's home. The arena
+and the state never go there. Only a model that fits neither is refused.
 """
 
 from __future__ import annotations
@@ -39,14 +45,21 @@ class Placement:
     state_in_team_memory: bool = False
     notes: list[str] = field(default_factory=list)
     dma: list[dict] = field(default_factory=list)     # the banded convolutions' plans (edgernn/backend/tiling.py)
+    streamed: dict[str, int] = field(default_factory=dict)   # weight arrays read in chunks from the stream memory
+    stream_memory: str = ""                           # where they are (the board's weights_stream_memory)
+
+    @property
+    def streamed_bytes(self) -> int:
+        return sum(self.streamed.values())
 
     def used(self, memory: str) -> int:
         return sum(n for mem, n in self.items.values() if mem == memory)
 
     def table(self) -> list[str]:
-        rows = [f"{'item':<11} {'memory':<8} {'bytes':>10}"]
+        width = max([11] + [len(item) for item in self.items])
+        rows = [f"{'item':<{width}} {'memory':<8} {'bytes':>10}"]
         for item, (mem, n) in self.items.items():
-            rows.append(f"{item:<11} {mem:<8} {n:>10}")
+            rows.append(f"{item:<{width}} {mem:<8} {n:>10}")
         rows.append(f"{'memory':<8} {'used':>10} {'budget':>10} {'overflow':>10}")
         for mem, budget in self.budgets.items():
             used = self.used(mem)
@@ -60,7 +73,9 @@ class Placement:
         return {"items": {k: {"memory": m, "bytes": n} for k, (m, n) in self.items.items()},
                 "budgets": dict(self.budgets), "arena_in_team_memory": self.arena_in_team_memory,
                 "weights_in_team_memory": self.weights_in_team_memory,
-                "state_in_team_memory": self.state_in_team_memory, **({"dma": list(self.dma)} if self.dma else {})}
+                "state_in_team_memory": self.state_in_team_memory, **({"dma": list(self.dma)} if self.dma else {}),
+                **({"streamed": {"memory": self.stream_memory, "arrays": dict(self.streamed),
+                                 "bytes": self.streamed_bytes}} if self.streamed else {})}
 
 
 def _budgets(board) -> dict[str, int]:
@@ -101,12 +116,45 @@ def _place_weights_copy(board, placement: Placement, choices: list[str], weight_
         placement.notes.append(f"weights ({weight_bytes} B) do not fit {choices[0]}: read from {home}")
 
 
+def _stream_weights(board, placement: Placement, rules: dict, streamable: dict[str, int], tile_bytes: int) -> None:
+    """Move streamable arrays, the largest first, from the weights' home to the stream memory until the
+    home fits its budget (nothing moves when it fits already), with room kept for the double buffer
+    (``tile_bytes``, item ``stream_tiles`` in the board's stream_tiles_memory)."""
+    memory = rules.get("weights_stream_memory")
+    if not memory or not streamable:
+        return
+    tiles = rules.get("stream_tiles_memory") or memory
+    for name in (memory, tiles):
+        if name not in placement.budgets:
+            raise EdgeRNNError(f"board file {board.path}: placement names no memory {name!r} to stream weights")
+    home, weight_bytes = placement.items["weights"]
+    if placement.used(home) <= placement.budgets[home]:
+        return
+    placement.items["stream_tiles"] = (tiles, int(tile_bytes))
+    over = placement.used(home) - placement.budgets[home]
+    moved: dict[str, int] = {}
+    for name, n in sorted(streamable.items(), key=lambda kv: (-kv[1], kv[0])):
+        if over <= 0:
+            break
+        moved[name] = int(n)
+        over -= int(n)
+    placement.items["weights"] = (home, weight_bytes - sum(moved.values()))
+    for name, n in moved.items():
+        placement.items[f"{memory}:{name}"] = (memory, n)
+    placement.streamed, placement.stream_memory = moved, str(memory)
+    placement.notes.append(f"weights ({weight_bytes} B) do not fit {home}: {len(moved)} array(s), "
+                           f"{sum(moved.values())} B, read in chunks from {memory}")
+
+
 def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int,
-          weight_copy_bytes: int | None = None, link: tuple[str, int] | None = None) -> Placement:
+          weight_copy_bytes: int | None = None, link: tuple[str, int] | None = None,
+          streamable: dict[str, int] | None = None, stream_tile_bytes: int = 0) -> Placement:
     """Put weights, state and arena in the board's memories; raise MemoryBudgetError when over budget.
     ``weight_copy_bytes``: the size of the weights' copy in a team memory (default: ``weight_bytes``).
     ``link``: (memory, bytes) of the link's buffers beyond what the memory's ``reserved`` keeps for them
-    (a frame model's receive buffer, edgernn.backend.firmware.link_buffer_growth), charged as item ``link``."""
+    (a frame model's receive buffer, edgernn.backend.firmware.link_buffer_growth), charged as item ``link``.
+    ``streamable``: the weight arrays a kernel can read in chunks from the board's stream memory, through
+    double buffers of ``stream_tile_bytes`` (edgernn/backend/streaming.py)."""
     budgets = _budgets(board)
     first = board.memories[0]["name"]
     rules = board.get("placement", {}) or {}
@@ -134,6 +182,8 @@ def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int,
             break
     copy_bytes = int(weight_bytes if weight_copy_bytes is None else weight_copy_bytes)
     _place_weights_copy(board, placement, weights_choices, int(weight_bytes), copy_bytes)
+    if not placement.weights_in_team_memory:
+        _stream_weights(board, placement, rules, dict(streamable or {}), stream_tile_bytes)
     over = [(mem, placement.used(mem) - budget) for mem, budget in budgets.items()
             if placement.used(mem) > budget]
     if over:

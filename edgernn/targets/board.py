@@ -82,6 +82,10 @@ class Placement:
     weights_attribute_header: str = _key("", "the header that defines weights_attribute")
     dma_tiles_memory: Optional[str] = _key(None, "the memory of the banded convolutions' DMA tiles")
     dma_source: Optional[str] = _key(None, "the banded convolutions' C source under templates/")
+    weights_stream_memory: Optional[str] = _key(None, "where weight arrays that do not fit their home are read "
+                                                      "from in chunks (the AI-deck's HyperRAM); none: refused")
+    stream_tiles_memory: Optional[str] = _key(None, "the memory of the streamed chunks' double buffers")
+    stream_source: Optional[str] = _key(None, "the streamed kernels' C source under templates/")
 
 
 @dataclass(frozen=True, kw_only=True)

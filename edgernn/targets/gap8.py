@@ -36,10 +36,15 @@ class Gap8Adapter(Adapter):
             gap_sdk_config(board)
 
     def write_extras(self, out_dir: Path, manifest, calibration=None) -> None:
-        """GreenWaves' NNTool flow's files (OUT/nntool/), with calibration steps for its aquant."""
-        from edgernn.targets.nntool import write_nntool
+        """GreenWaves' NNTool flow's files (OUT/nntool/), with calibration steps for its aquant; none for a
+        model its script cannot describe (more than one fused LSTM), which the firmware still runs."""
+        from edgernn.targets.nntool import NntoolUnsupported, write_nntool
 
-        write_nntool(out_dir, manifest, calibration())
+        try:
+            write_nntool(out_dir, manifest, calibration())
+        except NntoolUnsupported as why:
+            shutil.rmtree(Path(out_dir) / "nntool", ignore_errors=True)
+            self.nntool_skipped = str(why)
 
     def build(self, out_dir: Path, *, scratch: Path, final_out: Path, log: Log, verbose: bool) -> FirmwareBuild:
         """Check the portable sources with the board's check compiler, then build with the GAP SDK when it
@@ -80,7 +85,10 @@ class Gap8Adapter(Adapter):
         placement = _placement_line(facts)
         if placement:
             lines.append(placement)
-        lines.append(f"for GreenWaves' NNTool flow: {out / 'nntool'}/nntool_script, host_loop.c (see docs/boards/ai_deck.md)")
+        if getattr(self, "nntool_skipped", ""):
+            lines.append(f"no NNTool flow: {self.nntool_skipped}")
+        else:
+            lines.append(f"for GreenWaves' NNTool flow: {out / 'nntool'}/nntool_script, host_loop.c (see docs/boards/ai_deck.md)")
         lines.append(self._next_line(out, manifest, build))
         return lines
 

@@ -55,13 +55,18 @@ def _sdk_of(install: Path) -> Path:
 
 
 def gapy_prepare_command(elf: str | os.PathLike, work_dir: str | os.PathLike,
-                         install: str | os.PathLike) -> list[str]:
+                         install: str | os.PathLike, readfs_files: list | tuple = ()) -> list[str]:
     """gapy, run by this Python (it needs pyelftools, argcomplete and six), making the flash image and
-    the simulator configuration for an ELF in work_dir without running it."""
+    the simulator configuration for an ELF in work_dir without running it; ``readfs_files`` go into the
+    image's readfs partition, as the SDK's rules put a Makefile's READFS_FILES (pmsis_rules.mk)."""
     gapy = _sdk_of(Path(install)) / "utils" / "gapy" / "gapy"
     return [sys.executable, str(gapy), f"--target={GVSOC_TARGET}", "--platform=gvsoc",
-            f"--work-dir={Path(work_dir).resolve()}", "run", "--image", "--flash", "--exec-prepare",
-            f"--binary={Path(elf).resolve()}"]
+            f"--work-dir={Path(work_dir).resolve()}",
+            *[f"--config-opt=**/flash/content/partitions/readfs/files={Path(f).resolve()}" for f in readfs_files],
+            # the partition table lists the readfs partition only when it is enabled (gapy's
+            # gen_flash_image.py), which the SDK's rules leave to the flash's JSON (false)
+            *(["--config-opt=**/flash/content/partitions/readfs/enabled=true"] if readfs_files else []),
+            "run", "--image", "--flash", "--exec-prepare", f"--binary={Path(elf).resolve()}"]
 
 
 def _file_sha256(path: Path) -> str:
@@ -73,10 +78,11 @@ def run_config_path(work_dir: str | os.PathLike, uart_port: int) -> Path:
 
 
 def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int,
-                      install: str | os.PathLike, log: Log = None, baud: int | None = None) -> Path:
+                      install: str | os.PathLike, log: Log = None, baud: int | None = None,
+                      readfs_files: list | tuple = ()) -> Path:
     """Make work_dir ready to run elf with the UART on 127.0.0.1:uart_port (its testbench at ``baud``,
-    when given); returns the launcher's configuration. gapy runs only when work_dir was prepared for
-    other bytes (or never)."""
+    when given) and ``readfs_files`` in the flash image; returns the launcher's configuration. gapy runs
+    only when work_dir was prepared for other bytes (or never)."""
     install = Path(install)
     elf, work_dir = Path(elf).resolve(), Path(work_dir).resolve()
     if not elf.is_file():
@@ -84,20 +90,23 @@ def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_
     work_dir.mkdir(parents=True, exist_ok=True)
     state_path, config_path = work_dir / RUN_STATE, work_dir / "gvsoc_config.json"
     elf_sha = _file_sha256(elf)
+    files = {str(Path(f).resolve()): _file_sha256(Path(f)) for f in readfs_files}
     try:
         state = json.loads(state_path.read_text())
     except (OSError, ValueError):
         state = {}
-    if state.get("elf_sha256") != elf_sha or state.get("install") != str(install) or not config_path.is_file():
+    if (state.get("elf_sha256") != elf_sha or state.get("install") != str(install) or not config_path.is_file()
+            or state.get("readfs", {}) != files):
         state_path.unlink(missing_ok=True)
-        command = gapy_prepare_command(elf, work_dir, install)
+        command = gapy_prepare_command(elf, work_dir, install, list(files))
         say(log, f"gapy: {shlex.join(command)}")
         proc = procs.run(command, cwd=work_dir, env=gvsoc_env(install))
         if proc.returncode != 0 or not config_path.is_file():
             lines = (proc.stderr or proc.stdout).strip().splitlines() or ["(no output)"]
             raise EdgeRNNError(f"gapy could not prepare {elf.name} for GVSOC: {lines[-1]} "
                                f"(command: {shlex.join(command)})")
-        state_path.write_text(json.dumps({"elf": str(elf), "elf_sha256": elf_sha, "install": str(install)}) + "\n")
+        state = {"elf": str(elf), "elf_sha256": elf_sha, "install": str(install), **({"readfs": files} if files else {})}
+        state_path.write_text(json.dumps(state) + "\n")
     config = json.loads(config_path.read_text())
     uart = config["target"]["system_tree"]["board"]["uart"]
     # TX goes to the TCP client only (not to stdout, not to tx_uart.log); RX comes from it.
@@ -112,11 +121,11 @@ def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_
 
 def gvsoc_run_command(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int,
                       install: str | os.PathLike, log: Log = None,
-                      baud: int | None = None) -> list[str]:
+                      baud: int | None = None, readfs_files: list | tuple = ()) -> list[str]:
     """The command that runs elf in GVSOC with the UART on 127.0.0.1:uart_port (prepared first).
     Run it with ``cwd=work_dir`` and ``env=gvsoc_env(install)``."""
     install = Path(install)
-    config = prepare_gvsoc_run(elf, work_dir, uart_port, install, log, baud)
+    config = prepare_gvsoc_run(elf, work_dir, uart_port, install, log, baud, readfs_files)
     return [str(Path(install) / "bin" / "gvsoc_launcher"), f"--config={config}"]
 
 
@@ -199,14 +208,14 @@ class GvsocProcess:
 
 def start_gvsoc(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int | None = None, *,
                 install: str | os.PathLike, log: Log = None,
-                timeout: float = 20.0, baud: int | None = None) -> GvsocProcess:
+                timeout: float = 20.0, baud: int | None = None, readfs_files: list | tuple = ()) -> GvsocProcess:
     """Run elf in GVSOC in the background and return once the UART's TCP port listens. The simulator
     runs in its own process group (``stop()`` ends it); its stdout and stderr go to
     ``work_dir/gvsoc.log``."""
     install = Path(install)
     work_dir = Path(work_dir).resolve()
     port = uart_port if uart_port is not None else free_port()
-    command = gvsoc_run_command(elf, work_dir, port, install, log, baud)
+    command = gvsoc_run_command(elf, work_dir, port, install, log, baud, readfs_files)
     log_path = work_dir / "gvsoc.log"
     with open(log_path, "wb") as out:
         proc = procs.spawn(command, cwd=work_dir, env=gvsoc_env(install), stdin=subprocess.DEVNULL,

@@ -35,7 +35,8 @@ class GvsocGap8Adapter(Gap8Adapter):
         if not elf.is_file():
             raise EdgeRNNError(f"no firmware at {elf}: build it first")
         sim = gvsoc.start_gvsoc(elf, elf.parent / "gvsoc", uart_port=port, install=build_gvsoc(),
-                                timeout=self.board.emulator.start_timeout_s, baud=self.board.serial.baud)
+                                timeout=self.board.emulator.start_timeout_s, baud=self.board.serial.baud,
+                                readfs_files=_readfs_files(elf))
         return Device(self.board, sim.url, elf, sim.process, [], sim.command, simulator=sim,
                       restarter=self._restart)
 
@@ -46,3 +47,16 @@ class GvsocGap8Adapter(Gap8Adapter):
         device.simulator.stop()
         restarted = self.start(device.elf, port)
         device.simulator, device.process, device.url = restarted.simulator, restarted.process, restarted.url
+
+
+def _readfs_files(elf: Path) -> list[Path]:
+    """The files the project's Makefile puts in the flash image's readfs (READFS_FILES): the streamed
+    weights' blob of a model beyond L2 (edgernn/backend/streaming.py), found in the project folder that
+    holds the ELF's BUILD/ tree."""
+    from edgernn.backend.streaming import BLOB
+
+    for folder in Path(elf).resolve().parents:
+        if (folder / "Makefile").is_file():
+            blob = folder / BLOB
+            return [blob] if blob.is_file() else []
+    return []

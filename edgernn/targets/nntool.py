@@ -30,6 +30,10 @@ CALIBRATION_SEQUENCES, CALIBRATION_STEPS = 4, 16
 LSTM_OP = "UNIDIRECTIONAL_SEQUENCE_LSTM"
 
 
+class NntoolUnsupported(EdgeRNNError):
+    """A model the NNTool script cannot describe (it names one fused LSTM node): no NNTool flow is written."""
+
+
 def nntool_node_name(graph: bytes, op: str) -> str:
     """The name NNTool 4.1's TFLite importer gives the (only) ``op`` of ``graph``: <OP>_<subgraph>_<op index>."""
     from edgernn.tflite import model as tfl
@@ -37,7 +41,7 @@ def nntool_node_name(graph: bytes, op: str) -> str:
     model = tfl.read(graph)
     found = [i for i, o in enumerate(model.subgraphs[0].operators) if tfl.op_name(model, o.opcodeIndex) == op]
     if len(found) != 1:
-        raise EdgeRNNError(f"step_nntool.tflite has {len(found)} {op} ops; the NNTool script needs exactly one")
+        raise NntoolUnsupported(f"step_nntool.tflite has {len(found)} {op} ops; the NNTool script needs exactly one")
     return f"{op}_0_{found[0]}"
 
 
@@ -77,7 +81,7 @@ def fused_state_tensors(graph: bytes) -> list[int]:
     model = tfl.read(graph)
     lstm = [o for o in model.subgraphs[0].operators if tfl.op_name(model, o.opcodeIndex) == LSTM_OP]
     if len(lstm) != 1:
-        raise EdgeRNNError(f"step_nntool.tflite has {len(lstm)} {LSTM_OP} ops; the NNTool script needs exactly one")
+        raise NntoolUnsupported(f"step_nntool.tflite has {len(lstm)} {LSTM_OP} ops; the NNTool script needs exactly one")
     return [int(lstm[0].inputs[18]), int(lstm[0].inputs[19])]
 
 

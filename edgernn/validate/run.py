@@ -659,6 +659,9 @@ def _report(manifest: dict, test: TestSequences, tally: _Tally, floats: _FloatSi
             "arena_bytes": manifest.get("arena_bytes"),
             "weight_bytes": manifest.get("weight_bytes"),
             "code_bytes": run.code_bytes,
+            # what each step reads from the board's stream memory (weights beyond L2 on GAP8; 0: none)
+            "l3_bytes_per_step": int(((manifest.get("placement") or {}).get("streaming") or {})
+                                     .get("l3_bytes_per_step", 0)),
         },
         "link": {
             "port": run.port,

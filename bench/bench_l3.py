@@ -1,0 +1,141 @@
+"""A model beyond L2 on GAP8 in GVSOC: the step's cycles against its two bounds, and the HyperFlash and HyperRAM
+read bandwidths, as GVSOC's timing model has them (not a chip). Prints figures; asserts nothing.
+
+    GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_l3.py [--steps 12]
+
+The model is tests/targets/test_gvsoc_l3.py's: LSTM(256) -> LSTM(128) -> Dense(4), int8, fused, 8 inputs (keras
+seed 0), built for gvsoc_gap8; its LSTM(256)'s recurrent matrix (262,144 B) is in L3 (HyperRAM) and streamed each
+step in chunks of 16 units (16 KiB) into two L2 slots (edgernn/backend/streaming.py). The same project is built
+four times with make's EDGERNN_L3_BENCH (templates/kernels/edgernn_l3_lstm.c, templates/hal/ai_deck/l3/):
+0 the firmware as built (its bytes are held to the interpreter by the test), 1 the streamed LSTM's transfers
+alone (every chunk fetched and waited for, none computed; the rest of the step still runs), 2 the compute alone
+(every chunk computed on what the slots hold, none fetched: the weights read from the L2 slots, as in the real
+step, and the other LSTM's from L2; not from L1, which the model does not fit), 3 the bandwidths: at init the fabric
+controller reads the blob once from the HyperFlash (pi_flash_read) and once from the HyperRAM (pi_ram_read), in
+4 KiB transfers to L2, counting its own cycles (pi_perf), and prints them. Cycles per step: the firmware's
+count of the whole step (the FC's timer, the dispatch to the cluster included, in cluster cycles at 175 MHz),
+the median from the third step on. The two bounds of the step: the compute alone (2), and the L3 transfer
+time, the streamed bytes at the HyperRAM bandwidth that 3 measures (the FC's own 4 KiB reads: a conservative
+figure, since the cluster's 16 KiB chunks stream faster, as 1 shows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+
+from edgernn.link import LinkClient  # noqa: E402
+from edgernn.targets import device as devices  # noqa: E402
+from edgernn.tflite.oracle import quantize  # noqa: E402
+
+BOARD = "gvsoc_gap8"
+MODES = {0: "the step as built", 1: "transfers alone", 2: "compute alone"}   # EDGERNN_L3_BENCH
+
+
+def build(work: Path) -> Path:
+    import keras
+    from zoo import trajectories
+
+    from edgernn.pipeline.build import build_model as build_folder
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((None, 8)), keras.layers.LSTM(256, return_sequences=True),
+                              keras.layers.LSTM(128, return_sequences=True), keras.layers.Dense(4)], name="l3lstm")
+    path = work / "l3lstm.keras"
+    model.save(path)
+    out = work / "out"
+    build_folder(str(path), out, board=BOARD, quant="int8", mode="fused", calib=trajectories(4, 40, 8, 1))
+    return out
+
+
+def run_mode(out: Path, mode: int, xs: np.ndarray, work: Path):
+    board = devices.load_board(BOARD)
+    elf = devices.build_elf(out / "firmware", board, work / f"mode{mode}", make_vars={"EDGERNN_L3_BENCH": mode}).elf
+    with devices.start(elf, board) as device:
+        if mode == 3:
+            return _bench_line(device.url)
+        with LinkClient.open(device.url, baud=board["serial"]["baud"], timeout=board["serial"]["timeout_s"]) as link:
+            link.wait_ready(board["emulator"]["start_timeout_s"])
+            link.hello()
+            return link.run(xs, states="every")
+
+
+def _bench_line(url: str, timeout: float = 300.0) -> dict[str, int]:
+    host, port = url.split("//", 1)[1].rsplit(":", 1)
+    text = b""
+    with socket.create_connection((host, int(port))) as s:
+        s.settimeout(1.0)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and b"~~~\n" not in text.split(b"L3 BENCH", 1)[-1]:
+            try:
+                chunk = s.recv(4096)
+            except socket.timeout:
+                continue
+            if not chunk:
+                break
+            text += chunk
+    found = re.search(rb"L3 BENCH bytes=(\d+) flash_fc_cycles=(\d+) ram_fc_cycles=(\d+)", text)
+    if not found:
+        raise SystemExit(f"no bandwidth line from the firmware: {text[-200:]!r}")
+    return dict(zip(("bytes", "flash", "ram"), (int(v) for v in found.groups())))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=12)
+    args = parser.parse_args()
+    board = devices.load_board(BOARD)
+    fc_hz, cl_hz = board["cpu"]["fc_hz"], board["cpu"]["cluster_hz"]
+    with tempfile.TemporaryDirectory(prefix="bench_l3_") as tmp:
+        work = Path(tmp)
+        out = build(work)
+        manifest = json.loads((out / "manifest.json").read_text())
+        streamed = manifest["placement"]["streaming"]["l3_bytes_per_step"]
+        x_entry = manifest["inputs"][0]
+        xs = quantize(np.random.default_rng(0).normal(0, 0.5, (args.steps, x_entry["shape"][-1])).astype(np.float32),
+                      x_entry)
+        cycles, results = {}, {}
+        for mode in MODES:
+            results[mode] = run_mode(out, mode, xs, work)
+            cycles[mode] = float(np.median(results[mode].cycles[2:]))
+            print(f"{MODES[mode]:20s} {cycles[mode]:12,.0f} cycles/step", file=sys.stderr)
+        bw = run_mode(out, 3, xs, work)
+    ram_per_fc_cycle = bw["bytes"] / bw["ram"]
+    transfer = streamed / ram_per_fc_cycle * cl_hz / fc_hz      # the L3 transfer time, in cluster cycles
+    bound = max(cycles[2], transfer)
+    print(f"model: LSTM(256)/LSTM(128)/Dense(4) int8, {manifest['macs_per_step']:,} MACs a step, weights "
+          f"{manifest['weight_bytes']:,} B, {streamed:,} B of them read from L3 (HyperRAM) each step\n")
+    print("| what | cycles/step | µs/step at 175 MHz |")
+    print("|---|---|---|")
+    rows = [(MODES[0], cycles[0]), ("bound: the compute alone (EDGERNN_L3_BENCH=2; weights read from L2)", cycles[2]),
+            (f"bound: {streamed:,} B at the HyperRAM's bandwidth below", transfer),
+            ("the step without the streamed LSTM's compute (EDGERNN_L3_BENCH=1)", cycles[1])]
+    for label, n in rows:
+        print(f"| {label} | {n:,.0f} | {n / cl_hz * 1e6:,.1f} |")
+    print(f"\nthe step against the larger bound: {cycles[0] / bound:.3f}x (goal <= 1.25x); against the compute "
+          f"alone: {cycles[0] / cycles[2]:.3f}x; against the sum of the bounds: {cycles[0] / (cycles[2] + transfer):.3f}x")
+    print(f"the cluster's stream (pi_cl_ram_read, 16 KiB chunks), from EDGERNN_L3_BENCH=1: at least "
+          f"{streamed / cycles[1]:.3f} B per cluster cycle = {streamed / cycles[1] * cl_hz / 1e6:,.1f} MB/s (that step also "
+          "computes the other LSTM)")
+    for key, label in (("flash", "HyperFlash (pi_flash_read)"), ("ram", "HyperRAM (pi_ram_read)")):
+        per_cycle = bw["bytes"] / bw[key]
+        print(f"{label}, FC, 4 KiB transfers to L2: {bw['bytes']:,} B in {bw[key]:,} FC cycles = {per_cycle:.3f} B per "
+              f"FC cycle = {per_cycle * fc_hz / 1e6:,.1f} MB/s at {fc_hz / 1e6:.0f} MHz")
+    print("\nGVSOC's timing model of GAP8, not a chip.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+/* The AI-deck's stream memory (edgernn_l3_lstm.h's board side): the weights that do not fit L2 are the file
+ * edgernn_l3.bin of the flash image's readfs partition (the SDK's gapy writes it: READFS_FILES in the
+ * Makefile), so they survive a power cycle. At init the fabric controller copies that file from the
+ * HyperFlash (cs 1) into the HyperRAM (cs 0), once; each step the cluster's master core reads its chunks
+ * from the HyperRAM into L2 with pi_cl_ram_read, which the fabric controller serves by uDMA while the
+ * cluster computes. Why HyperRAM and not the HyperFlash directly: docs/boards/ai_deck.md, "Models beyond L2". */
+#include "pmsis.h"
+#include "bsp/bsp.h"
+#include "bsp/flash/hyperflash.h"
+#include "bsp/ram.h"
+#include "bsp/ram/hyperram.h"
+
+#include "edgernn_l3_lstm.h"
+#include "hal.h"
+
+#ifndef EDGERNN_L3_BENCH
+#define EDGERNN_L3_BENCH 0
+#endif
+
+#define L3_FILE "edgernn_l3.bin"
+#define L3_COPY_BYTES 4096u       /* the boot copy's L2 bounce buffer */
+
+static struct pi_device l3_ram;
+static uint32_t l3_base;
+static int l3_opened;
+static pi_cl_ram_req_t l3_req[2][2];
+static uint8_t l3_busy[2][2];
+
+/* The file is found by reading gapy's layout with pi_flash_read: flash word 0 is the partition table's offset
+ * (gen_flash_image.py); the table is a 32-byte header (magic 0x02ba, version, count) and 32-byte entries
+ * (magic 0x01ba, type, subtype, offset, size; readfs: data 0x01 / 0x81, bsp/partition.h); the readfs
+ * partition begins with its header's size (8 bytes), then the file count and each file's offset in the
+ * partition, size, name length and name (gen_readfs.py). Why not pi_fs_mount: with the readfs of this
+ * very image it failed in GVSOC (the firmware built by Debian's gcc through edgernn's wrapper), while
+ * pi_flash_read of the same bytes gave them right; the cause was not found. */
+#define L3_TABLE_MAGIC 0x02bau
+#define L3_ENTRY_MAGIC 0x01bau
+#define L3_HEADER_MAX 256u
+
+static uint32_t l3_word(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* The flash offset and size of the readfs file L3_FILE, or -1. buf: L3_HEADER_MAX bytes of L2. */
+static int l3_find_file(struct pi_device *flash, uint8_t *buf, uint32_t *offset, uint32_t *size)
+{
+    uint32_t table, n, i, part = 0, found = 0, nb, at, k;
+    const uint32_t name_len = (uint32_t)sizeof(L3_FILE) - 1u;
+    pi_flash_read(flash, 0, buf, 8);
+    table = l3_word(buf);
+    pi_flash_read(flash, table, buf, 32);
+    if ((l3_word(buf) & 0xffffu) != L3_TABLE_MAGIC) {
+        return -1;
+    }
+    n = buf[3];
+    for (i = 0; i < n && !found; ++i) {
+        pi_flash_read(flash, table + 32u * (i + 1u), buf, 32);
+        if ((l3_word(buf) & 0xffffu) == L3_ENTRY_MAGIC && buf[2] == 0x01u && buf[3] == 0x81u) {
+            part = l3_word(buf + 4);
+            found = 1;
+        }
+    }
+    if (!found) {
+        return -1;
+    }
+    pi_flash_read(flash, part, buf, L3_HEADER_MAX);
+    nb = l3_word(buf + 8);
+    at = 12;
+    for (i = 0; i < nb && at + 12u <= L3_HEADER_MAX; ++i) {
+        const uint32_t file_at = l3_word(buf + at), file_size = l3_word(buf + at + 4), len = l3_word(buf + at + 8);
+        int same = len >= name_len && at + 12u + len <= L3_HEADER_MAX;
+        for (k = 0; same && k < name_len; ++k) {
+            same = buf[at + 12u + k] == (uint8_t)L3_FILE[k];
+        }
+        if (same && (len == name_len || buf[at + 12u + name_len] == 0)) {
+            *offset = part + file_at;
+            *size = file_size;
+            return 0;
+        }
+        at += 12u + len;
+    }
+    return -1;
+}
+
+#if EDGERNN_L3_BENCH == 3
+/* bench/bench_l3.py: the fabric controller's cycles to read `bytes` from the HyperFlash and from the HyperRAM,
+ * in 4 KiB transfers to L2 (pi_flash_read, pi_ram_read), printed as one line; init then fails on purpose. */
+static void l3_put_number(char *line, int *at, uint32_t v)
+{
+    char digits[10];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10u);
+        v /= 10u;
+    } while (v != 0u);
+    while (n > 0) {
+        line[(*at)++] = digits[--n];
+    }
+}
+
+static void l3_print_bandwidths(struct pi_device *flash, uint32_t offset, uint8_t *bounce, uint32_t bytes)
+{
+    static const char *const names[] = {"~~~EDGERNN L3 BENCH bytes=", " flash_fc_cycles=", " ram_fc_cycles=", "~~~\n"};
+    uint32_t cycles[2], done;
+    char line[160];
+    int at = 0, k, w;
+    for (k = 0; k < 2; ++k) {
+        pi_perf_conf(1 << PI_PERF_CYCLES);
+        pi_perf_reset();
+        pi_perf_start();
+        for (done = 0; done < bytes; done += L3_COPY_BYTES) {
+            const uint32_t n = bytes - done < L3_COPY_BYTES ? bytes - done : L3_COPY_BYTES;
+            if (k == 0) {
+                pi_flash_read(flash, offset + done, bounce, n);
+            } else {
+                pi_ram_read(&l3_ram, l3_base + done, bounce, n);
+            }
+        }
+        pi_perf_stop();
+        cycles[k] = (uint32_t)pi_perf_read(PI_PERF_CYCLES);
+    }
+    for (k = 0; k < 4; ++k) {
+        for (w = 0; names[k][w] != 0; ++w) {
+            line[at++] = names[k][w];
+        }
+        if (k < 3) {
+            l3_put_number(line, &at, k == 0 ? bytes : cycles[k - 1]);
+        }
+    }
+    edgernn_hal_uart_write((const uint8_t *)line, at);
+}
+#endif
+
+int edgernn_l3_open(uint32_t bytes)
+{
+    struct pi_device flash;
+    struct pi_hyperflash_conf flash_conf;
+    struct pi_hyperram_conf ram_conf;
+    uint8_t *bounce;
+    uint32_t offset = 0, size = 0, done = 0;
+    int status = -1;
+
+    if (l3_opened) {
+        return 0;
+    }
+    pi_hyperflash_conf_init(&flash_conf);
+    pi_open_from_conf(&flash, &flash_conf);
+    if (pi_flash_open(&flash) != 0) {
+        return -1;
+    }
+    bounce = (uint8_t *)pi_l2_malloc(L3_COPY_BYTES);
+    if (bounce != NULL && l3_find_file(&flash, bounce, &offset, &size) == 0 && size == bytes) {
+        pi_hyperram_conf_init(&ram_conf);
+        pi_open_from_conf(&l3_ram, &ram_conf);
+        if (pi_ram_open(&l3_ram) == 0) {
+            if (pi_ram_alloc(&l3_ram, &l3_base, bytes) == 0) {
+                while (done < bytes) {
+                    const uint32_t n = bytes - done < L3_COPY_BYTES ? bytes - done : L3_COPY_BYTES;
+                    pi_flash_read(&flash, offset + done, bounce, n);
+                    pi_ram_write(&l3_ram, l3_base + done, bounce, n);
+                    done += n;
+                }
+                status = 0;
+#if EDGERNN_L3_BENCH == 3
+                l3_print_bandwidths(&flash, offset, bounce, bytes);
+                status = -5;
+#endif
+            } else {
+                pi_ram_close(&l3_ram);
+            }
+        }
+    }
+    if (bounce != NULL) {
+        pi_l2_free(bounce, L3_COPY_BYTES);
+    }
+    pi_flash_close(&flash);
+    l3_opened = status == 0;
+    return status;
+}
+
+void edgernn_l3_read(int slot, int part, void *dst, uint32_t offset, uint32_t bytes)
+{
+    pi_cl_ram_read(&l3_ram, l3_base + offset, dst, bytes, &l3_req[slot][part]);
+    l3_busy[slot][part] = 1;
+}
+
+void edgernn_l3_wait(int slot)
+{
+    int part;
+    for (part = 0; part < 2; ++part) {
+        if (l3_busy[slot][part]) {
+            pi_cl_ram_read_wait(&l3_req[slot][part]);
+            l3_busy[slot][part] = 0;
+        }
+    }
+}

@@ -1,0 +1,74 @@
+"""Placement's L3 tier: which weight arrays go to the stream memory, and when a model is refused."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from edgernn.backend.placement import MemoryBudgetError, place
+from edgernn.targets.board import Board, load_board
+
+KIB = 1024
+L2_BUDGET = 320 * KIB                     # ai_deck: 512 KiB less 192 KiB reserved
+
+
+def _deck(l3_bytes: int | None = None, stream: bool = True) -> Board:
+    deck = load_board("ai_deck")
+    data = copy.deepcopy(deck.data)
+    for mem in data["memory"]:
+        if mem["name"] == "l3" and l3_bytes is not None:
+            mem["size"] = l3_bytes
+    if not stream:
+        data["placement"].pop("weights_stream_memory")
+    return Board(deck.name, deck.description, deck.path, data)
+
+
+# (case, weights outside the arrays, streamable arrays, L3 size, expected L3 arrays or the memory refused)
+CASES = [
+    ("fits L2: nothing moves", 100 * KIB, {"a": 100 * KIB, "b": 50 * KIB}, None, []),
+    ("one array is enough: the largest", 100 * KIB, {"a": 150 * KIB, "b": 200 * KIB}, None, ["b"]),
+    ("two arrays, the largest first", 250 * KIB, {"a": 40 * KIB, "b": 60 * KIB, "c": 50 * KIB}, None, ["b", "c"]),
+    ("ties broken by name", 250 * KIB, {"y": 64 * KIB, "x": 64 * KIB}, None, ["x"]),
+    ("the rest alone is over L2", 330 * KIB, {"a": 100 * KIB}, None, "l2"),
+    ("streamed arrays beyond L3", 100 * KIB, {"a": 300 * KIB}, 256 * KIB, "l3"),
+]
+
+
+@pytest.mark.parametrize("case,rest,arrays,l3,expected", CASES, ids=[c[0] for c in CASES])
+def test_the_largest_streamable_arrays_go_to_l3(case, rest, arrays, l3, expected):
+    board = _deck(l3)
+    total = rest + sum(arrays.values())
+    if isinstance(expected, str):
+        with pytest.raises(MemoryBudgetError, match=rf"over budget in {expected} by \d+ B") as err:
+            place(board, weight_bytes=total, state_bytes=64, arena_bytes=2048, streamable=arrays)
+        table = "\n".join(err.value.details)
+        assert "overflow" in table
+        return
+    p = place(board, weight_bytes=total, state_bytes=64, arena_bytes=2048, streamable=arrays)
+    assert sorted(p.streamed) == sorted(expected)
+    assert p.items["weights"] == ("l2", total - sum(arrays[n] for n in expected))
+    for name in expected:
+        assert p.items[f"l3:{name}"] == ("l3", arrays[name])
+    assert p.used("l2") <= L2_BUDGET and p.items["arena"][0] == "l1" and p.items["state"][0] == "l1"
+    table = "\n".join(p.table())
+    for name in expected:
+        assert f"l3:{name}" in table
+    described = p.as_dict()
+    if expected:
+        assert described["streamed"] == {"memory": "l3", "arrays": {n: arrays[n] for n in p.streamed},
+                                         "bytes": sum(arrays[n] for n in expected)}
+    else:
+        assert "streamed" not in described and not p.stream_memory
+
+
+def test_without_a_stream_memory_a_model_over_l2_is_refused():
+    with pytest.raises(MemoryBudgetError, match=r"over budget in l2"):
+        place(_deck(stream=False), weight_bytes=400 * KIB, state_bytes=64, arena_bytes=2048,
+              streamable={"a": 300 * KIB})
+
+
+def test_boards_without_a_stream_memory_place_as_before():
+    host = load_board("host")
+    p = place(host, weight_bytes=1000, state_bytes=64, arena_bytes=256, streamable={"a": 600})
+    assert not p.streamed and "l3:a" not in p.items

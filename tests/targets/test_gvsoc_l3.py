@@ -1,0 +1,104 @@
+"""A model beyond L2 on GAP8: a two-layer LSTM(256)/LSTM(128) (~466k int8 weights against the AI-deck's
+320 KiB L2 budget) builds for gvsoc_gap8 with its largest gate matrix in L3, a readfs file of the flash
+image that the firmware copies into HyperRAM at init and streams in chunks each step, and validates in
+GVSOC with every output and state byte equal to the interpreter's."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+
+from conftest import require_gap_sdk, require_tools
+
+pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
+
+BOARD = "gvsoc_gap8"
+STEPS = 100
+N_IN = 8
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    require_gap_sdk()
+    require_tools("make", "riscv64-unknown-elf-gcc")
+    import keras
+    from zoo import trajectories
+
+    from edgernn.pipeline.build import build_model as build_folder
+    from edgernn.targets import gap_sdk
+
+    gap_sdk.build_gvsoc()
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((None, N_IN)), keras.layers.LSTM(256, return_sequences=True),
+                              keras.layers.LSTM(128, return_sequences=True), keras.layers.Dense(4)], name="l3lstm")
+    folder = tmp_path_factory.mktemp("l3")
+    path = folder / "l3lstm.keras"
+    model.save(path)
+    result = build_folder(str(path), folder / "out", board=BOARD, quant="int8", mode="fused",
+                          calib=trajectories(4, 40, N_IN, 1))
+    return folder / "out", result
+
+
+def _readfs_file(image: bytes, name: str) -> bytes:
+    """A file of a flash image's readfs partition, read as the firmware reads it (edgernn_l3.c)."""
+    table = struct.unpack_from("<I", image, 0)[0]
+    magic, _, count = struct.unpack_from("<HBB", image, table)
+    assert magic == 0x02BA
+    for i in range(count):
+        magic, kind, subtype, offset = struct.unpack_from("<HBBI", image, table + 32 * (i + 1))
+        if magic == 0x01BA and (kind, subtype) == (0x01, 0x81):
+            break
+    else:
+        raise AssertionError("no readfs partition in the image's partition table")
+    files = struct.unpack_from("<I", image, offset + 8)[0]
+    at = offset + 12
+    for _ in range(files):
+        file_at, size, length = struct.unpack_from("<III", image, at)
+        if image[at + 12:at + 12 + length].rstrip(b"\0").decode() == name:
+            return image[offset + file_at:offset + file_at + size]
+        at += 12 + length
+    raise AssertionError(f"no {name} in the readfs partition")
+
+
+def test_the_largest_gate_matrix_goes_to_l3_and_the_flash_image_holds_it(built):
+    out, result = built
+    manifest = json.loads((out / "manifest.json").read_text())
+    placement = manifest["placement"]
+    l3 = {k: v for k, v in placement["items"].items() if v["memory"] == "l3"}
+    assert list(l3) == ["l3:edgernn_step_op1_w_rec"] and l3["l3:edgernn_step_op1_w_rec"]["bytes"] == 4 * 256 * 256
+    assert placement["items"]["weights"]["memory"] == "l2"
+    assert placement["items"]["state"]["memory"] == "l1" and placement["items"]["arena"]["memory"] == "l1"
+    used_l2 = sum(v["bytes"] for v in placement["items"].values() if v["memory"] == "l2")
+    assert used_l2 <= placement["budgets"]["l2"] < manifest["weight_bytes"]
+    streaming = placement["streaming"]
+    assert streaming["l3_bytes_per_step"] == 4 * 256 * 256 and streaming["blob_bytes"] == 4 * 256 * 256
+    assert [c["arrays"] for c in streaming["calls"]] == [["edgernn_step_op1_w_rec"]]
+    fw = out / "firmware"
+    blob = (fw / "edgernn_l3.bin").read_bytes()
+    assert len(blob) == 4 * 256 * 256
+    # weights.c no longer holds the streamed matrix; the call streams it
+    assert "edgernn_step_op1_w_rec[" not in (fw / "weights.c").read_text()
+    model_c = (fw / "model.c").read_text()
+    assert "edgernn_l3_lstm_s8(&edgernn_step_op1_l3," in model_c and "edgernn_l3_open(262144u)" in model_c
+    assert "READFS_FILES += $(CURDIR)/edgernn_l3.bin" in (fw / "Makefile").read_text()
+    # the flash image the SDK's gapy made holds the blob in its readfs partition (it survives a power cycle)
+    image = (out / manifest["firmware"]["image"]).read_bytes()
+    assert _readfs_file(image, "edgernn_l3.bin") == blob
+    assert any("l3:edgernn_step_op1_w_rec 262144 B in l3" in m for m in result["messages"])
+    # NNTool's script names one fused LSTM: for two, the build says so and writes no NNTool flow
+    assert any(m.startswith("no NNTool flow: ") for m in result["messages"]) and not (out / "nntool").exists()
+
+
+def test_validates_in_gvsoc_with_weights_streamed_from_l3(built):
+    from zoo import trajectories
+
+    from edgernn.validate.run import validate
+
+    out, _ = built
+    report = validate(out, data=trajectories(1, STEPS, N_IN, 5))
+    assert report["pass"], report
+    assert report["steps"] == STEPS and report["reference"]["mismatches"] == 0
+    assert report["device"]["l3_bytes_per_step"] == 4 * 256 * 256
+    assert report["device"]["cycles_per_step"] > 0
