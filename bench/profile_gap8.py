@@ -160,6 +160,8 @@ def main() -> None:
     parser.add_argument("--simd", type=int, default=1)
     parser.add_argument("--var", action="append", default=[], help="another make variable, NAME=VALUE")
     parser.add_argument("--work", help="a folder kept between runs (the model is built once)")
+    parser.add_argument("--out", help="an OUT folder already generated for gvsoc_gap8 (a frame model of "
+                                      "bench_conv.py --keep or bench_frames.py --keep) instead of --model")
     parser.add_argument("--steps", type=int, default=5, help="steps to run")
     parser.add_argument("--step", type=int, default=3, help="the step profiled (0-based; the first warm caches)")
     parser.add_argument("--pcs", type=int, default=30)
@@ -170,7 +172,8 @@ def main() -> None:
 
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="profile_gap8_"))
     work.mkdir(parents=True, exist_ok=True)
-    out = work / args.model
+    out = Path(args.out) if args.out else work / args.model
+    name = out.name if args.out else args.model
     if not (out / "manifest.json").is_file():
         out = bench_gap8.build(args.model, work)
     manifest = json.loads((out / "manifest.json").read_text())
@@ -181,11 +184,11 @@ def main() -> None:
     make_vars.update(dict(v.split("=", 1) for v in args.var))
     tag = "_".join(f"{k}{v}" for k, v in sorted(make_vars.items()))
     board = devices.load_board(BOARD)
-    elf = devices.build_elf(out / "firmware", board, work / f"{args.model}_{tag}", make_vars=make_vars).elf
-    trace = Path(args.trace) if args.trace else work / f"{args.model}_{tag}.trace"
+    elf = devices.build_elf(out / "firmware", board, work / f"{name}_{tag}", make_vars=make_vars).elf
+    trace = Path(args.trace) if args.trace else work / f"{name}_{tag}.trace"
     if not args.trace:
         run_traced(Path(elf), xs, trace)
-    print(f"model {args.model}, {manifest['macs_per_step']:,} MACs/step, make variables {make_vars}")
+    print(f"model {name}, {manifest['macs_per_step']:,} MACs/step, make variables {make_vars}")
     profile(trace, Path(elf), args.step, args.pcs, args.annotate)
 
 
