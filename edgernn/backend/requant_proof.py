@@ -17,7 +17,7 @@ linear constraints on c for a given (m', s); `reduced_rescale` looks for a solut
 the exact scale and the largest s that keeps acc * m' + c in int32 over the range.
 
 Nothing here is used by the generated code yet: `bench/requant_coverage.py` measures how many rows of
-the test models the proof covers (docs/ops.md, "Requantization on GAP8").
+the test models the proof covers (docs/ops.md, "GAP8: the requantization").
 """
 
 from __future__ import annotations

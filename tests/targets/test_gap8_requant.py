@@ -1,5 +1,7 @@
 """The int8 FULLY_CONNECTED requantization of GAP8 builds (edgernn_fully_connected.c: the Xpulp block of 8 and
-4 outputs, and the C it falls back to), byte for byte against Python's reference, in GVSOC.
+4 outputs, and the C it falls back to), byte for byte against Python's reference, in GVSOC; and
+edgernn_mbqm_hi_tight (edgernn_fixedpoint.h: the depthwise convolution's requantization) on the same cases,
+against MultiplyByQuantizedMultiplier.
 
 A firmware (tests/fixtures/gap8_requant/main.c) runs edgernn_fully_connected_s8 on an input of zeros, so that
 each output row's accumulator is its bias: the table below gives (multiplier, shift, accumulator) cases
@@ -37,8 +39,9 @@ def xpulp_cases() -> list[tuple[int, int, int]]:
         for shift in (-2, -3, -7, -10, -20, -31):
             e = -shift
             accs = [0, 1, -1, INT32_MIN, INT32_MAX, INT32_MIN + 1]
-            if m == 1 << 30:
-                # acc * m / 2^(31+e) = acc / 2^(1+e): a tie of the one rounding at odd multiples of 2^e, and
+            if m in (1 << 30, (1 << 30) + 1):
+                # acc * m / 2^(31+e) = acc / 2^(1+e) (plus acc / 2^(62+e) for 2^30 + 1): a tie of the one rounding
+                # (m = 2^30) and of the second of the two (both) at odd multiples of 2^e, and
                 # of the first rounding of the two at odd accumulators
                 accs += [(1 << e), -(1 << e), 3 * (1 << e), -3 * (1 << e), (1 << e) + 1, -(1 << e) - 1,
                          (1 << e) - 1, -(1 << e) + 1, 1 << (e + 1), -(1 << (e + 1)) - 1]
@@ -144,6 +147,8 @@ def run_firmware(elf: Path, board, timeout: float = 300.0) -> bytes:
     pytest.param({"EDGERNN_CLUSTER_CORES": 0, "EDGERNN_XPULP": 0}, id="portable-c"),
 ])
 def test_fc_requantization_bytes_in_gvsoc(tmp_path, variant):
+    from edgernn.backend import quantparams as qp
+
     require_gap_sdk()
     require_tools("make", "riscv64-unknown-elf-gcc")
     from edgernn.targets import device as devices
@@ -163,3 +168,11 @@ def test_fc_requantization_bytes_in_gvsoc(tmp_path, variant):
         want = expected(rows, config)
         bad = [(rows[k], got[k], want[k]) for k in range(len(rows)) if got[k] != want[k]]
         assert not bad, f"{config}: {len(bad)} of {len(rows)} bytes differ, e.g. {bad[:5]}"
+    tight = re.search(rb"TIGHT ([0-9a-f]+)", data)
+    assert tight is not None, data[-300:]
+    words = tight.group(1).decode()
+    got = [int(words[8 * k: 8 * k + 8], 16) for k in range(len(rows))]
+    taken = [k for k, (m, s, _) in enumerate(rows) if m > 1 << 30 and s <= -2]
+    assert len(taken) > 100
+    bad = [(rows[k], got[k]) for k in taken if got[k] != qp.mbqm(rows[k][2], rows[k][0], rows[k][1]) & 0xFFFFFFFF]
+    assert not bad, f"edgernn_mbqm_hi_tight: {len(bad)} of {len(taken)} differ, e.g. {bad[:5]}"
