@@ -34,6 +34,7 @@ output (edgernn_mbqm_hi, ~25 cycles with its mulh) nor the patch or plane copies
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 from pathlib import Path
@@ -116,12 +117,13 @@ def main_gap8(args) -> None:
     cases = gap8_cases()
     names = [n for n in cases if not args.only or n.startswith("without") or any(o in n for o in args.only.split(","))]
     cycles, places, bad, macs_of = {}, {}, {}, {}
-    with tempfile.TemporaryDirectory(prefix="bench_conv_gap8_") as tmp:
-        work = Path(tmp)
+    with contextlib.ExitStack() as stack:
+        work = Path(args.keep) if args.keep else Path(stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="bench_conv_gap8_")))
         for i, name in enumerate(names):
             body, _ = cases[name]
             folder = work / f"m{i}"
-            folder.mkdir()
+            folder.mkdir(parents=True, exist_ok=True)
             (folder / "step.tflite").write_bytes(convert_case(_model(GAP8_FRAME, body), GAP8_FRAME, "int8"))
             facts = generate_firmware(folder, board)
             xq = frames(folder, GAP8_FRAME, steps=args.steps)
@@ -207,6 +209,8 @@ def main() -> None:
     ap.add_argument("--only", default="")
     ap.add_argument("--board", default="qemu_riscv32", choices=["qemu_riscv32", "gvsoc_gap8"])
     ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--keep", help="gvsoc_gap8: build the models in this folder and keep them (m0, m1, ...: "
+                                   "bench/profile_gap8.py --out traces one)")
     args = ap.parse_args()
     if args.board == "gvsoc_gap8" and args.only == "l2":
         main_gap8_l2(args)

@@ -153,6 +153,32 @@ def profile(trace: Path, elf: Path, step: int, n_pcs: int, annotate: list[str] =
             print(f"{pc:08x} {per_pc[pc]:7,d} {count_pc[pc]:6,d}  {dis[pc]}")
 
 
+def step_facts(out: Path) -> dict:
+    """The manifest's input entry and MACs of an OUT folder: its manifest.json, or for a folder of
+    bench_conv.py --keep (step.tflite and firmware/ only) the step model's input "x" and its
+    CONV_2D/DEPTHWISE_CONV_2D/FULLY_CONNECTED MACs."""
+    if (out / "manifest.json").is_file():
+        return json.loads((out / "manifest.json").read_text())
+    if not (out / "step.tflite").is_file() or not (out / "firmware").is_dir():
+        raise SystemExit(f"{out}: neither manifest.json nor step.tflite with firmware/")
+    from edgernn.backend.reader import read_tflite
+
+    g = read_tflite(out / "step.tflite")
+    x = g.tensor(g.inputs["x"])
+    scale, zp = x.qparams()
+    macs = 0
+    for op in g.operators:
+        o, w = g.tensor(op.outputs[0]).shape, g.tensor(op.inputs[1]).shape if len(op.inputs) > 1 else ()
+        if op.op == "CONV_2D":
+            macs += int(np.prod(o[1:])) * w[1] * w[2] * w[3]
+        elif op.op == "DEPTHWISE_CONV_2D":
+            macs += int(np.prod(o[1:])) * w[1] * w[2]
+        elif op.op == "FULLY_CONNECTED":
+            macs += int(np.prod(w))
+    return {"inputs": [{"shape": list(x.shape), "dtype": x.dtype, "scale": scale, "zero_point": zp}],
+            "macs_per_step": macs}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="lstm64", help="bench_gap8.py's model names")
@@ -160,6 +186,8 @@ def main() -> None:
     parser.add_argument("--simd", type=int, default=1)
     parser.add_argument("--var", action="append", default=[], help="another make variable, NAME=VALUE")
     parser.add_argument("--work", help="a folder kept between runs (the model is built once)")
+    parser.add_argument("--out", help="an OUT folder already generated for gvsoc_gap8 (a frame model of "
+                                      "bench_conv.py --keep or bench_frames.py --keep) instead of --model")
     parser.add_argument("--steps", type=int, default=5, help="steps to run")
     parser.add_argument("--step", type=int, default=3, help="the step profiled (0-based; the first warm caches)")
     parser.add_argument("--pcs", type=int, default=30)
@@ -170,10 +198,14 @@ def main() -> None:
 
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="profile_gap8_"))
     work.mkdir(parents=True, exist_ok=True)
-    out = work / args.model
-    if not (out / "manifest.json").is_file():
-        out = bench_gap8.build(args.model, work)
-    manifest = json.loads((out / "manifest.json").read_text())
+    out = Path(args.out) if args.out else work / args.model
+    name = out.name if args.out else args.model
+    if args.out:
+        manifest = step_facts(out)
+    else:
+        if not (out / "manifest.json").is_file():
+            out = bench_gap8.build(args.model, work)
+        manifest = json.loads((out / "manifest.json").read_text())
     x_entry = manifest["inputs"][0]
     width = int(np.prod(x_entry["shape"][1:]))  # a vector's features or a frame's H*W*C
     xs = quantize(np.random.default_rng(0).normal(0, 0.5, (args.steps, width)).astype(np.float32), x_entry)
@@ -181,11 +213,11 @@ def main() -> None:
     make_vars.update(dict(v.split("=", 1) for v in args.var))
     tag = "_".join(f"{k}{v}" for k, v in sorted(make_vars.items()))
     board = devices.load_board(BOARD)
-    elf = devices.build_elf(out / "firmware", board, work / f"{args.model}_{tag}", make_vars=make_vars).elf
-    trace = Path(args.trace) if args.trace else work / f"{args.model}_{tag}.trace"
+    elf = devices.build_elf(out / "firmware", board, work / f"{name}_{tag}", make_vars=make_vars).elf
+    trace = Path(args.trace) if args.trace else work / f"{name}_{tag}.trace"
     if not args.trace:
         run_traced(Path(elf), xs, trace)
-    print(f"model {args.model}, {manifest['macs_per_step']:,} MACs/step, make variables {make_vars}")
+    print(f"model {name}, {manifest['macs_per_step']:,} MACs/step, make variables {make_vars}")
     profile(trace, Path(elf), args.step, args.pcs, args.annotate)
 
 

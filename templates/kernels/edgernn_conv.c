@@ -915,11 +915,17 @@ static void dw_fill_planes(const dw_planes_t *a, const edgernn_conv_geom_t *g, i
 /* off, lo, hi: the output offset and the activation's bounds, as locals (an int8 store may alias any object,
  * so the compiler would reload them through a pointer after each output byte) */
 #define DW_PLANE_OUT(y, sum) (y) = (int8_t)edgernn_clamp(edgernn_mbqm_hi((sum), m, sh) + off, lo, hi)
+/* The same where the channel's multiplier and shift take edgernn_mbqm_hi_tight (tight, a constant once
+ * inlined; e1 = -sh - 1): GAP8's 9-instruction form of the same value */
+#define DW_PLANE_OUT_K3(y, sum)                                                                     \
+    (y) = (int8_t)edgernn_clamp((tight ? edgernn_mbqm_hi_tight((sum), m, e1) : edgernn_mbqm_hi((sum), m, sh)) + off, \
+                                lo, hi)
 
 /* A 3-row filter's pixel pairs of output row oy, its 6 packed filter words in registers. */
-static void dw_plane_row_k3(const uint8_t *base, size_t tap_y, int out_w, int out_c, int32_t b, int32_t m, int32_t sh,
-                            edgernn_v4s v0, edgernn_v4s v1, edgernn_v4s v2, edgernn_v4s u0, edgernn_v4s u1,
-                            edgernn_v4s u2, const dw_planes_t *a, int8_t *y)
+static EDGERNN_DOT_INLINE void dw_plane_row_k3(const uint8_t *base, size_t tap_y, int out_w, int out_c, int32_t b,
+                                               int32_t m, int32_t sh, int tight, int32_t e1, edgernn_v4s v0,
+                                               edgernn_v4s v1, edgernn_v4s v2, edgernn_v4s u0, edgernn_v4s u1,
+                                               edgernn_v4s u2, const dw_planes_t *a, int8_t *y)
 {
     const int32_t off = a->output_offset, lo = a->act_min, hi = a->act_max;
     const uint8_t *p0 = base, *p1 = base + tap_y, *p2 = base + 2 * tap_y;
@@ -931,14 +937,14 @@ static void dw_plane_row_k3(const uint8_t *base, size_t tap_y, int out_w, int ou
         s1 = EDGERNN_SDOTSP4(r1, u1, s1);
         s0 = EDGERNN_SDOTSP4(r2, v2, s0);
         s1 = EDGERNN_SDOTSP4(r2, u2, s1);
-        DW_PLANE_OUT(y[0], s0);
-        DW_PLANE_OUT(y[out_c], s1);
+        DW_PLANE_OUT_K3(y[0], s0);
+        DW_PLANE_OUT_K3(y[out_c], s1);
     }
     if (ox < out_w) {
         int32_t s0 = EDGERNN_SDOTSP4(dw_load4(p0 + ox), v0, b);
         s0 = EDGERNN_SDOTSP4(dw_load4(p1 + ox), v1, s0);
         s0 = EDGERNN_SDOTSP4(dw_load4(p2 + ox), v2, s0);
-        DW_PLANE_OUT(y[0], s0);
+        DW_PLANE_OUT_K3(y[0], s0);
     }
 }
 
@@ -960,9 +966,17 @@ static void dw_plane_channel(const dw_planes_t *a, const edgernn_conv_geom_t *g,
     }
     if (k_h == 3) {
         const edgernn_v4s v0 = wv[0], v1 = wv[1], v2 = wv[2], u0 = ws[0], u1 = ws[1], u2 = ws[2];
-        for (oy = 0; oy < g->out_h; ++oy) {
-            dw_plane_row_k3(plane + (size_t)oy * step_y, tap_y, g->out_w, out_c, b, m, sh, v0, v1, v2, u0, u1, u2, a,
-                            a->out + (size_t)oy * g->out_w * out_c + c);
+        const int32_t e1 = -sh - 1;
+        if (edgernn_mbqm_hi_tight_applies(m, sh)) {
+            for (oy = 0; oy < g->out_h; ++oy) {
+                dw_plane_row_k3(plane + (size_t)oy * step_y, tap_y, g->out_w, out_c, b, m, sh, 1, e1, v0, v1, v2, u0,
+                                u1, u2, a, a->out + (size_t)oy * g->out_w * out_c + c);
+            }
+        } else {
+            for (oy = 0; oy < g->out_h; ++oy) {
+                dw_plane_row_k3(plane + (size_t)oy * step_y, tap_y, g->out_w, out_c, b, m, sh, 0, e1, v0, v1, v2, u0,
+                                u1, u2, a, a->out + (size_t)oy * g->out_w * out_c + c);
+            }
         }
         return;
     }

@@ -106,6 +106,55 @@ static inline int32_t edgernn_mbqm_hi(int32_t x, int32_t multiplier, int shift)
     return edgernn_mbqm(x, multiplier, shift);
 }
 
+/* edgernn_mbqm_hi in 9 instructions, for a multiplier m with 2^30 < m < 2^31 and a right shift e >= 2 (the
+ * caller checks both once per channel or row: edgernn_mbqm_hi_tight_applies), e1 = e - 1. Its carry
+ * hi' = hi + (x < 0 ? -(lo < 2^30) : (lo >= 2^32 - 2^30)) without a branch: with K = 2^30 + [x < 0] 2^31
+ * (the sign bit of x put on 2^30), the unsigned add lo + K carries exactly when lo >= 2^32 - 2^30 for
+ * x >= 0 and when lo >= 2^30 for x < 0, and the borrow of the negative case is that carry less 1: the -1
+ * is the sign word s = x >> 31, which Xpulp's p.addRN adds with the rounding constant before its shift:
+ * p.addRN hi, s, e1 = (hi + s + 2^(e1-1)) >> e1, the 32-bit sum in range (|hi| <= 2^30). For m > 2^30,
+ * SaturatingRoundingDoublingHighMul(x, m) < 0 exactly when x < 0 (x = -1 gives a product below -2^30),
+ * which is the sign edgernn_mbqm_hi takes. On GAP8 (Xpulp by .insn encodings) the sequence as asm, the
+ * C twin everywhere else (tests/c/fixedpoint_check.c holds the twin against edgernn_mbqm_hi; the asm is
+ * held in GVSOC by the depthwise convolution's bytes, tests/targets/test_gap8_requant.py). */
+static inline int edgernn_mbqm_hi_tight_applies(int32_t multiplier, int32_t shift)
+{
+    return multiplier > ((int32_t)1 << 30) && shift <= -2;
+}
+
+#if defined(EDGERNN_DOT_XPULP) && !defined(EDGERNN_XPULP_EMULATE) && EDGERNN_XPULP_INSN
+#define EDGERNN_MBQM_HI_TIGHT_ASM 1
+static inline __attribute__((always_inline)) int32_t edgernn_mbqm_hi_tight(int32_t x, int32_t multiplier, int32_t e1)
+{
+    int32_t lo, hi, s, t;
+    const int32_t sign_bit = (int32_t)0x80000000u, quarter = 0x40000000;
+    /* mulh's 5 cycles are a stall in GVSOC's model whatever follows; lo is used 5 instructions after its mul */
+    __asm__("mul %[lo], %[x], %[m]\n\t"
+            "mulh %[hi], %[x], %[m]\n\t"
+            "and %[t], %[x], %[sb]\n\t"
+            "srai %[s], %[x], 31\n\t"
+            "xor %[t], %[t], %[q]\n\t"
+            "add %[t], %[lo], %[t]\n\t"
+            "sltu %[t], %[t], %[lo]\n\t"
+            "add %[hi], %[hi], %[t]\n\t"
+            ".insn r 0x5b, 6, 0x20, %[hi], %[s], %[e1]" /* p.addRN hi, s, e1 */
+            : [lo] "=&r"(lo), [hi] "=&r"(hi), [s] "=&r"(s), [t] "=&r"(t)
+            : [x] "r"(x), [m] "r"(multiplier), [e1] "r"(e1), [sb] "r"(sign_bit), [q] "r"(quarter));
+    return hi;
+}
+#else
+static inline int32_t edgernn_mbqm_hi_tight(int32_t x, int32_t multiplier, int32_t e1)
+{
+    const int64_t p = (int64_t)x * (int64_t)multiplier;
+    const uint32_t lo = (uint32_t)p;
+    const uint32_t k = ((uint32_t)x & 0x80000000u) ^ 0x40000000u;
+    const int32_t carry = (uint32_t)(lo + k) < lo;
+    const int32_t s = x < 0 ? -1 : 0;
+    const int32_t hi = (int32_t)(p >> 32) + carry;
+    return (int32_t)((uint32_t)hi + (uint32_t)s + ((uint32_t)1 << (e1 - 1))) >> e1;
+}
+#endif
+
 /* The same product with one rounding, halves toward +infinity: what LiteRT's reference 8-bit
  * FULLY_CONNECTED kernel gives (the BUILTIN_REF oracle; measured, docs/ops.md). */
 static inline int32_t edgernn_mbqm_single(int32_t x, int32_t multiplier, int shift)

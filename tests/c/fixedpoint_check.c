@@ -133,6 +133,38 @@ int main(void)
         bad += edgernn_mbqm_double_up(x, m, sh) != ref_ruy_rescale(x, m, sh);
         ++checked;
     }
+    /* edgernn_mbqm_hi_tight (the C twin of GAP8's 9 instructions) against MultiplyByQuantizedMultiplier
+     * written out, for the multipliers and right shifts it takes: 2^30 < m < 2^31, e >= 2; ties of the
+     * second rounding (odd multiples of 2^(e-1) as the high product) at both signs, edges, random */
+    for (i = 0; i < 3000000; ++i) {
+        const int32_t m = (int32_t)((next() >> 1) | (1u << 30)) | (i % 5 == 0 ? 1 : 0);
+        const int e = 2 + (int)(next() % 30);
+        int32_t x = (int32_t)next();
+        if (i % 4 == 1) {
+            x = (int32_t)(next() % 2000001) - 1000000;
+        } else if (i % 4 == 2) {
+            x = edges[next() % (uint32_t)n_edges];
+        }
+        if (!edgernn_mbqm_hi_tight_applies(m, -e)) {
+            continue;
+        }
+        bad += edgernn_mbqm_hi_tight(x, m, e - 1) != ref_rdbpot(ref_srdhm(x, m), e);
+        bad += edgernn_mbqm_hi_tight(x, m, e - 1) != edgernn_mbqm_hi(x, m, -e);
+        checked += 2;
+    }
+    for (e = 2; e < 32; ++e) {
+        for (i = 0; i < 64; ++i) {
+            /* m = 2^30 + 1: x * m / 2^31 is within 2^-31 |x| of x / 2; x = +-(2k + 1) 2^e lands on ties */
+            const int32_t m = (1 << 30) + 1;
+            const int64_t t = (int64_t)(2 * i + 1) << e;
+            if (t > INT32_MAX) {
+                break;
+            }
+            bad += edgernn_mbqm_hi_tight((int32_t)t, m, e - 1) != ref_rdbpot(ref_srdhm((int32_t)t, m), e);
+            bad += edgernn_mbqm_hi_tight((int32_t)-t, m, e - 1) != ref_rdbpot(ref_srdhm((int32_t)-t, m), e);
+            checked += 2;
+        }
+    }
     printf("checked %ld mismatches %ld\n", checked, bad);
     return bad != 0;
 }
