@@ -230,7 +230,9 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
     sources = copy_kernels(fw, board, functions)
     sources += copy_dma_source(board, fw, dma is not None)
     sources = copy_stream_sources(board, fw, sources, streams is not None)
-    streaming.write_blob(streams, arrays, fw)
+    checksum = streaming.write_blob(streams, arrays, fw)
+    if context["l3"] is not None:
+        context["l3"]["checksum"] = checksum
     render(context, fw)
     project_files = []
     if board is not None:

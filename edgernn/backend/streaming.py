@@ -189,15 +189,10 @@ def stream_args(plan: StreamPlan | None, prefix: str) -> dict[int, tuple[str, li
             for c in plan.calls if c.graph == prefix}
 
 
-def write_blob(plan: StreamPlan | None, arrays, dest: Path) -> None:
-    """The stream memory's blob, OUT/firmware/edgernn_l3.bin (the arrays' little-endian bytes at their
-    offsets), or a stale one removed."""
+def blob_bytes(plan: StreamPlan, arrays) -> bytes:
+    """The stream memory's blob: the arrays' little-endian bytes at their offsets, zeros between."""
     import numpy as np
 
-    path = Path(dest) / BLOB
-    if plan is None:
-        path.unlink(missing_ok=True)
-        return
     by_name = {a.name: a for a in arrays}
     blob = bytearray(plan.blob_bytes)
     for name, offset, n in plan.blob:
@@ -205,4 +200,28 @@ def write_blob(plan: StreamPlan | None, arrays, dest: Path) -> None:
         data = np.asarray(a.values, dtype={"int8_t": "<i1", "int16_t": "<i2", "int32_t": "<i4"}[a.ctype]).tobytes()
         assert len(data) == n
         blob[offset:offset + n] = data
-    path.write_bytes(bytes(blob))
+    return bytes(blob)
+
+
+def blob_checksum(blob: bytes) -> int:
+    """FNV-1a over the blob's little-endian 32-bit words (its size is a multiple of ALIGN): what the
+    firmware computes while it copies the blob at boot, so that it takes no other bytes for the weights
+    (another image's file, a flash written by another tool)."""
+    import numpy as np
+
+    h = 0x811C9DC5
+    for w in np.frombuffer(blob, dtype="<u4").tolist():
+        h = ((h ^ w) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def write_blob(plan: StreamPlan | None, arrays, dest: Path) -> int | None:
+    """The stream memory's blob, OUT/firmware/edgernn_l3.bin, or a stale one removed; returns the blob's
+    checksum (blob_checksum), None without a blob."""
+    path = Path(dest) / BLOB
+    if plan is None:
+        path.unlink(missing_ok=True)
+        return None
+    blob = blob_bytes(plan, arrays)
+    path.write_bytes(blob)
+    return blob_checksum(blob)

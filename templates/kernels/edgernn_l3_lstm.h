@@ -28,8 +28,9 @@ void edgernn_l3_lstm_s8(const edgernn_l3_lstm_t *s, const edgernn_lstm_s8_params
 
 /* The board's side (boards/<board>.toml: placement.stream_source). */
 /* Before the first step, on the core that calls edgernn_init: the stream memory ready with its blob of
- * `bytes` bytes (the AI-deck: edgernn_l3.bin from the flash image's readfs copied into HyperRAM). 0: done. */
-int edgernn_l3_open(uint32_t bytes);
+ * `bytes` bytes whose checksum is `checksum` (FNV-1a over its 32-bit words, edgernn/backend/streaming.py;
+ * the AI-deck: edgernn_l3.bin from the flash image's readfs copied into HyperRAM). 0: done. */
+int edgernn_l3_open(uint32_t bytes, uint32_t checksum);
 /* Start copying `bytes` from the blob at `offset` to dst, as part `part` (0 or 1) of slot `slot` (0 or 1). */
 void edgernn_l3_read(int slot, int part, void *dst, uint32_t offset, uint32_t bytes);
 /* Wait until every part started on `slot` has arrived. */

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import struct
 
+import numpy as np
 import pytest
 
 from conftest import require_gap_sdk, require_tools
@@ -81,7 +82,11 @@ def test_the_largest_gate_matrix_goes_to_l3_and_the_flash_image_holds_it(built):
     # weights.c no longer holds the streamed matrix; the call streams it
     assert "edgernn_step_op1_w_rec[" not in (fw / "weights.c").read_text()
     model_c = (fw / "model.c").read_text()
-    assert "edgernn_l3_lstm_s8(&edgernn_step_op1_l3," in model_c and "edgernn_l3_open(262144u)" in model_c
+    from edgernn.backend.streaming import blob_checksum
+
+    assert "edgernn_l3_lstm_s8(&edgernn_step_op1_l3," in model_c
+    # the firmware takes the file only with the blob's size and checksum
+    assert f"edgernn_l3_open(262144u, 0x{blob_checksum(blob):08x}u)" in model_c
     assert "READFS_FILES += $(CURDIR)/edgernn_l3.bin" in (fw / "Makefile").read_text()
     # the flash image the SDK's gapy made holds the blob in its readfs partition (it survives a power cycle)
     image = (out / manifest["firmware"]["image"]).read_bytes()
@@ -102,3 +107,57 @@ def test_validates_in_gvsoc_with_weights_streamed_from_l3(built):
     assert report["steps"] == STEPS and report["reference"]["mismatches"] == 0
     assert report["device"]["l3_bytes_per_step"] == 4 * 256 * 256
     assert report["device"]["cycles_per_step"] > 0
+
+
+def _run(elf, board, xs):
+    """One session with a firmware in GVSOC: its outputs and states, or the LinkError it ends with."""
+    from edgernn.link import LinkClient
+    from edgernn.targets import device as devices
+
+    with devices.start(elf, board) as device:
+        with LinkClient.open(device.url, baud=board["serial"]["baud"], timeout=board["serial"]["timeout_s"],
+                             device_gone=lambda: None if device.running() else "it exited") as link:
+            link.wait_ready(board["emulator"]["start_timeout_s"])
+            link.hello()
+            return link.run(xs, states="every")
+
+
+def test_the_weights_are_found_where_a_radio_flash_puts_the_image_and_stale_ones_are_refused(built, tmp_path):
+    """The AI-deck bootloader writes a radio-flashed image at 0x40000, behind its own image, whose partition
+    table is at 0; JTAG writes it at 0. The firmware tries each base of EDGERNN_L3_IMAGE_BASES and takes the
+    file only with the blob's size and checksum. This model's boot code ends past 0x40000, so the stand-in
+    uses a build whose second base is 0x80000: a flash whose first 0x80000 bytes are the image's own start
+    (it boots; its table at 0 points at a readfs that is not there, since the second copy's header lies
+    there) and the whole image again at 0x80000. The run gives the same bytes as the plain image's. With one
+    byte of that copy's blob changed, init fails and says so, rather than running on wrong weights."""
+    from zoo import trajectories
+
+    from edgernn.targets import device as devices
+    from edgernn.tflite.oracle import quantize
+
+    base = 0x80000
+    out, _ = built
+    board = devices.load_board(BOARD)
+    manifest = json.loads((out / "manifest.json").read_text())
+    xs = quantize(trajectories(1, 12, N_IN, 6)[0], manifest["inputs"][0])
+    plain = _run(devices.find_firmware(out, board), board, xs)
+    elf = devices.build_elf(out / "firmware", board, tmp_path / "radio",
+                            make_vars={"EDGERNN_L3_IMAGE_BASES": f"0x0u,0x{base:x}u"}).elf
+    with devices.start(elf, board):
+        pass                                   # gapy prepares this build's flash image for GVSOC
+    path = elf.parent / "gvsoc" / "target.board.devices.flash.img"
+    image = path.read_bytes()
+    table = struct.unpack_from("<I", image, 0)[0]
+    at = image.index((out / "firmware" / "edgernn_l3.bin").read_bytes())
+    assert table + 32 * 4 < base <= at          # boot code and table below the second copy, readfs above
+    radio = image[:base] + image                # the image file is gapy's size; GVSOC's flash model pads it
+    path.write_bytes(radio)
+    moved = _run(elf, board, xs)
+    assert np.array_equal(moved.outputs, plain.outputs) and np.array_equal(moved.states, plain.states)
+    stale = bytearray(radio)
+    stale[base + at + 7] ^= 0x01
+    path.write_bytes(bytes(stale))
+    # edgernn_init fails and the firmware exits with its code 2 (templates/hal/ai_deck/main.c), by itself:
+    # nothing is sent to it
+    with devices.start(elf, board) as device:
+        assert device.process.wait(board["emulator"]["start_timeout_s"]) == 2

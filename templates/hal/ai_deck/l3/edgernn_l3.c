@@ -26,13 +26,26 @@ static int l3_opened;
 static pi_cl_ram_req_t l3_req[2][2];
 static uint8_t l3_busy[2][2];
 
-/* The file is found by reading gapy's layout with pi_flash_read: flash word 0 is the partition table's offset
- * (gen_flash_image.py); the table is a 32-byte header (magic 0x02ba, version, count) and 32-byte entries
- * (magic 0x01ba, type, subtype, offset, size; readfs: data 0x01 / 0x81, bsp/partition.h); the readfs
- * partition begins with its header's size (8 bytes), then the file count and each file's offset in the
- * partition, size, name length and name (gen_readfs.py). Why not pi_fs_mount: with the readfs of this
- * very image it failed in GVSOC (the firmware built by Debian's gcc through edgernn's wrapper), while
- * pi_flash_read of the same bytes gave them right; the cause was not found. */
+/* The file is found by reading gapy's layout with pi_flash_read: the image's word 0 is its partition table's
+ * offset in the image (gen_flash_image.py); the table is a 32-byte header (magic 0x02ba, version, count) and
+ * 32-byte entries (magic 0x01ba, type, subtype, offset, size; readfs: data 0x01 / 0x81, bsp/partition.h); the
+ * readfs partition begins with its header's size (8 bytes), then the file count and each file's offset in the
+ * partition, size, name length and name (gen_readfs.py). Every offset is from the image's start. Why not
+ * pi_fs_mount: with the readfs of this very image it failed in GVSOC (the firmware built by Debian's gcc
+ * through edgernn's wrapper), while pi_flash_read of the same bytes gave them right; the cause was not found.
+ *
+ * Where the image starts: JTAG (`make flash`) writes it at flash address 0, over the AI-deck's bootloader; the
+ * bootloader (`cfloader ... deck-bcAI:gap8-fw`) writes the whole image at 0x40000, behind its own image,
+ * whose table is at 0. The SDK's flash partition code reads the table at address 0 only, which is why a
+ * readfs mount finds nothing after a radio flash (Bitcraze's docker image patches that file with an offset
+ * fixed at build time). Here each base of L3_IMAGE_BASES is tried in turn, and a file is taken only with
+ * the blob's size and checksum, both compiled into the model: a table at 0 that is the bootloader's, or an
+ * older image left behind the new one, is passed over. */
+#ifndef EDGERNN_L3_IMAGE_BASES
+#define EDGERNN_L3_IMAGE_BASES 0x0u, 0x40000u
+#endif
+static const uint32_t l3_image_bases[] = {EDGERNN_L3_IMAGE_BASES};
+
 #define L3_TABLE_MAGIC 0x02bau
 #define L3_ENTRY_MAGIC 0x01bau
 #define L3_HEADER_MAX 256u
@@ -42,13 +55,14 @@ static uint32_t l3_word(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* The flash offset and size of the readfs file L3_FILE, or -1. buf: L3_HEADER_MAX bytes of L2. */
-static int l3_find_file(struct pi_device *flash, uint8_t *buf, uint32_t *offset, uint32_t *size)
+/* The flash offset and size of the readfs file L3_FILE of the image at flash address `base`, or -1.
+ * buf: L3_HEADER_MAX bytes of L2. */
+static int l3_find_file(struct pi_device *flash, uint32_t base, uint8_t *buf, uint32_t *offset, uint32_t *size)
 {
     uint32_t table, n, i, part = 0, found = 0, nb, at, k;
     const uint32_t name_len = (uint32_t)sizeof(L3_FILE) - 1u;
-    pi_flash_read(flash, 0, buf, 8);
-    table = l3_word(buf);
+    pi_flash_read(flash, base, buf, 8);
+    table = base + l3_word(buf);
     pi_flash_read(flash, table, buf, 32);
     if ((l3_word(buf) & 0xffffu) != L3_TABLE_MAGIC) {
         return -1;
@@ -57,7 +71,7 @@ static int l3_find_file(struct pi_device *flash, uint8_t *buf, uint32_t *offset,
     for (i = 0; i < n && !found; ++i) {
         pi_flash_read(flash, table + 32u * (i + 1u), buf, 32);
         if ((l3_word(buf) & 0xffffu) == L3_ENTRY_MAGIC && buf[2] == 0x01u && buf[3] == 0x81u) {
-            part = l3_word(buf + 4);
+            part = base + l3_word(buf + 4);
             found = 1;
         }
     }
@@ -132,14 +146,38 @@ static void l3_print_bandwidths(struct pi_device *flash, uint32_t offset, uint8_
 }
 #endif
 
-int edgernn_l3_open(uint32_t bytes)
+/* FNV-1a over 32-bit little-endian words (edgernn/backend/streaming.py: blob_checksum). */
+static uint32_t l3_checksum(uint32_t h, const uint8_t *p, uint32_t n)
+{
+    uint32_t i;
+    for (i = 0; i + 4u <= n; i += 4u) {
+        h = (h ^ l3_word(p + i)) * 0x01000193u;
+    }
+    return h;
+}
+
+/* Copy the blob at flash `offset` into the HyperRAM at l3_base; whether its checksum is `checksum`. */
+static int l3_copy(struct pi_device *flash, uint8_t *bounce, uint32_t offset, uint32_t bytes, uint32_t checksum)
+{
+    uint32_t done = 0, h = 0x811c9dc5u;
+    while (done < bytes) {
+        const uint32_t n = bytes - done < L3_COPY_BYTES ? bytes - done : L3_COPY_BYTES;
+        pi_flash_read(flash, offset + done, bounce, n);
+        h = l3_checksum(h, bounce, n);
+        pi_ram_write(&l3_ram, l3_base + done, bounce, n);
+        done += n;
+    }
+    return h == checksum;
+}
+
+int edgernn_l3_open(uint32_t bytes, uint32_t checksum)
 {
     struct pi_device flash;
     struct pi_hyperflash_conf flash_conf;
     struct pi_hyperram_conf ram_conf;
     uint8_t *bounce;
-    uint32_t offset = 0, size = 0, done = 0;
-    int status = -1;
+    uint32_t offset = 0, size = 0, b;
+    int status = -1, ram = 0;
 
     if (l3_opened) {
         return 0;
@@ -150,26 +188,31 @@ int edgernn_l3_open(uint32_t bytes)
         return -1;
     }
     bounce = (uint8_t *)pi_l2_malloc(L3_COPY_BYTES);
-    if (bounce != NULL && l3_find_file(&flash, bounce, &offset, &size) == 0 && size == bytes) {
+    if (bounce != NULL) {
         pi_hyperram_conf_init(&ram_conf);
         pi_open_from_conf(&l3_ram, &ram_conf);
         if (pi_ram_open(&l3_ram) == 0) {
-            if (pi_ram_alloc(&l3_ram, &l3_base, bytes) == 0) {
-                while (done < bytes) {
-                    const uint32_t n = bytes - done < L3_COPY_BYTES ? bytes - done : L3_COPY_BYTES;
-                    pi_flash_read(&flash, offset + done, bounce, n);
-                    pi_ram_write(&l3_ram, l3_base + done, bounce, n);
-                    done += n;
-                }
-                status = 0;
-#if EDGERNN_L3_BENCH == 3
-                l3_print_bandwidths(&flash, offset, bounce, bytes);
-                status = -5;
-#endif
-            } else {
-                pi_ram_close(&l3_ram);
+            ram = 1;
+            if (pi_ram_alloc(&l3_ram, &l3_base, bytes) != 0) {
+                status = -2;
             }
         }
+    }
+    for (b = 0; ram && status == -1 && b < sizeof(l3_image_bases) / sizeof(l3_image_bases[0]); ++b) {
+        if (l3_find_file(&flash, l3_image_bases[b], bounce, &offset, &size) == 0 && size == bytes &&
+            l3_copy(&flash, bounce, offset, bytes, checksum)) {
+            status = 0;
+#if EDGERNN_L3_BENCH == 3
+            l3_print_bandwidths(&flash, offset, bounce, bytes);
+            status = -5;
+#endif
+        }
+    }
+    if (ram && status != 0) {
+        if (status != -2) {
+            pi_ram_free(&l3_ram, l3_base, bytes);
+        }
+        pi_ram_close(&l3_ram);
     }
     if (bounce != NULL) {
         pi_l2_free(bounce, L3_COPY_BYTES);
