@@ -71,9 +71,7 @@ def expected_sums() -> tuple[int, int]:
 
 def stage(work: Path, board) -> Path:
     """The GAP SDK project: the bench's main.c, the kernels, the GAP8 team and HAL, and the board's Makefile."""
-    import jinja2
-
-    from edgernn.backend.codegen import copy_kernels
+    from edgernn.backend.codegen import copy_kernels, render_hal_templates
 
     project = work / "project"
     if project.exists():
@@ -83,14 +81,8 @@ def stage(work: Path, board) -> Path:
     shutil.copyfile(templates_dir() / "bench" / "gap8_matvec" / "main.c", project / "main.c")
     shutil.copyfile(templates_dir() / "hal" / "ai_deck" / "hal.c", project / "hal.c")
     shutil.copyfile(templates_dir() / "firmware" / "hal.h", project / "hal.h")
-    hal_dir = templates_dir() / board["hal"]["template"]
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(hal_dir)), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
-    c_sources = sorted([s for s in sources if not s.endswith(".S")] + ["main.c", "hal.c"])
-    asm_sources = [s for s in sources if s.endswith(".S")]
-    text = env.get_template("Makefile.j2").render(version=__version__, sha256="(kernel bench, no model)", board=board,
-                                                  all_sources=c_sources, asm_sources=asm_sources)
-    (project / "Makefile").write_text(text)
+    render_hal_templates(board, project, {"version": __version__, "sha256": "(kernel bench, no model)"},
+                         [*sources, "main.c", "hal.c"])
     return project
 
 

@@ -481,8 +481,6 @@ def write_project(board, dest: Path, context: dict) -> list[str]:
     """Make a firmware folder stand alone: copy the server, protocol and HAL next to the model, the
     HAL's files replacing the generic ones of the same name, and render the HAL folder's ``*.j2``
     templates (a Makefile) with the board's facts. A compile then needs only the folder."""
-    import jinja2
-
     from edgernn.resources import templates_dir
 
     hal_dir = _hal_dir(board)
@@ -500,11 +498,23 @@ def write_project(board, dest: Path, context: dict) -> list[str]:
             shutil.copyfile(path, dest / path.name)
             if path.name not in written:
                 written.append(path.name)
+    sources = set(context["sources"]) | {n for n in written if n.endswith(".c")}
+    return written + render_hal_templates(board, dest, context, sources)
+
+
+def render_hal_templates(board, dest: Path, context: dict, sources) -> list[str]:
+    """Render the board's HAL folder's ``*.j2`` templates (a Makefile) into dest with the board's facts and
+    the project's sources, the C apart from the assembly; returns the files written. write_project's last
+    step, and the whole project of a kernel alone (bench/, tests/ with a main.c of their own)."""
+    import jinja2
+
+    hal_dir = _hal_dir(board)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(hal_dir)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
-    sources = sorted(set(context["sources"]) | {n for n in written if n.endswith(".c")})
+    sources = sorted(set(sources))
     asm_sources = [n for n in sources if n.endswith(".S")]
     c_sources = [n for n in sources if not n.endswith(".S")]
+    written = []
     for path in sorted(hal_dir.glob("*.j2")):
         text = env.get_template(path.name).render(**context, board=board, all_sources=c_sources,
                                                   asm_sources=asm_sources)

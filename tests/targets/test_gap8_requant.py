@@ -100,7 +100,7 @@ def stage(work: Path, board, rows) -> Path:
     import jinja2
 
     from edgernn._version import __version__
-    from edgernn.backend.codegen import copy_kernels
+    from edgernn.backend.codegen import copy_kernels, render_hal_templates
     from edgernn.resources import templates_dir
 
     project = work / "project"
@@ -115,14 +115,8 @@ def stage(work: Path, board, rows) -> Path:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(FIXTURE)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
     (project / "cases.h").write_text(env.get_template("cases.h.j2").render(cases=cases, configs=configs))
-    hal_dir = templates_dir() / board["hal"]["template"]
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(hal_dir)), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
-    c_sources = sorted([s for s in sources if not s.endswith(".S")] + ["main.c", "hal.c"])
-    asm_sources = [s for s in sources if s.endswith(".S")]
-    text = env.get_template("Makefile.j2").render(version=__version__, sha256="(requant test, no model)", board=board,
-                                                  all_sources=c_sources, asm_sources=asm_sources)
-    (project / "Makefile").write_text(text)
+    render_hal_templates(board, project, {"version": __version__, "sha256": "(requant test, no model)"},
+                         [*sources, "main.c", "hal.c"])
     return project
 
 
