@@ -134,15 +134,18 @@ class LinkClient:
         return n_bytes * 10.0 / self.baud if self.baud else 0.0
 
     def request(self, msg_type: int, payload: bytes = b"", expect_bytes: int = 0,
-                what: str | None = None) -> bytes:
-        """Send one request and return its answer's payload, retrying with the same sequence number."""
+                what: str | None = None, *, timeout: float | None = None, retries: int | None = None) -> bytes:
+        """Send one request and return its answer's payload, retrying with the same sequence number
+        (``timeout`` and ``retries``: this request's own, instead of the session's)."""
         what = what or P.MESSAGE_NAMES.get(msg_type, hex(msg_type))
         seq = self._seq
         self._seq = (self._seq + 1) % NO_SEQ
         wire = encode_frame(msg_type, seq, payload, self.version)
-        timeout = self.timeout + self._line_seconds(len(wire) + expect_bytes + MIN_FRAME)
+        timeout = self.timeout if timeout is None else timeout
+        timeout += self._line_seconds(len(wire) + expect_bytes + MIN_FRAME)
+        retries = self.retries if retries is None else retries
         last_fault = "no answer"
-        for attempt in range(self.retries + 1):
+        for attempt in range(retries + 1):
             if attempt:
                 self.retry_count += 1
             self._write(wire)
@@ -177,7 +180,7 @@ class LinkClient:
                                     f"0x{frame.type:02x}")
                 return frame.payload
         raise NoAnswerError(f"device on {self.url} gave no valid answer to {what} after "
-                        f"{self.retries + 1} attempts (last: {last_fault})")
+                            f"{retries + 1} attempts (last: {last_fault})")
 
     def _read_frame_watching(self, deadline: float, what: str):
         """The next frame before deadline; a device that is gone raises LinkError within 0.2 s."""
@@ -249,16 +252,14 @@ class LinkClient:
                 if self._probe(min(probe_after, max(deadline - time.monotonic(), 0.1))):
                     return
                 probe_at = time.monotonic() + probe_after
-        raise LinkError(f"the device on {self.url} sent nothing and answered no HELLO within {timeout:.0f} s of starting "
-                        "(it did not boot, or its firmware does not send the ready byte)")
+        raise LinkError(f"the device on {self.url} sent nothing and answered no HELLO within {timeout:.0f} s of "
+                        "starting (it did not boot, or its firmware does not send the ready byte)")
 
     def _probe(self, timeout: float) -> bool:
         """One HELLO, one attempt: whether the device answered. Any answer counts (an error, another
         protocol version): the HELLO that follows reports it."""
-        saved = self.timeout, self.retries
-        self.timeout, self.retries = timeout, 0
         try:
-            self.request(P.HELLO, what="HELLO (is the device there?)")
+            self.request(P.HELLO, what="HELLO (is the device there?)", timeout=timeout, retries=0)
             return True
         except NoAnswerError:
             return False
@@ -266,8 +267,6 @@ class LinkClient:
             if self.device_gone and self.device_gone():
                 raise
             return True
-        finally:
-            self.timeout, self.retries = saved
 
     def reset(self) -> None:
         self.request(P.RESET)
