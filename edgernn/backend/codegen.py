@@ -427,10 +427,10 @@ def copy_dma_source(board, dest: Path, used: bool) -> list[str]:
     return [source.name]
 
 
-def copy_stream_sources(board, dest: Path, sources: list[str], used: bool) -> list[str]:
-    """For a build that streams weights (edgernn/backend/streaming.py): copy the streamed LSTM (which
-    includes edgernn_lstm.c and takes its place among the sources) and the board's stream_source with its
-    header; else remove stale copies. Returns the sources."""
+def copy_stream_sources(board, dest: Path, sources: list[str], plan) -> list[str]:
+    """For a build that streams weights (``plan``, edgernn/backend/streaming.py): copy the streamed kernels
+    (a streamed LSTM includes edgernn_lstm.c and takes its place among the sources) and the board's
+    stream_source; else (plan None) remove stale copies. Returns the sources."""
     from edgernn.backend import streaming
     from edgernn.resources import templates_dir
 
@@ -439,17 +439,20 @@ def copy_stream_sources(board, dest: Path, sources: list[str], used: bool) -> li
     if board_source is not None and not board_source.is_file():
         raise EdgeRNNError(f"board file {board.path}: placement.stream_source {rules[2]!r} is not a template file")
     kernel_dir = templates_dir() / "kernels"
-    copies = [kernel_dir / streaming.KERNEL_SOURCE, kernel_dir / streaming.KERNEL_HEADER]
-    if board_source is not None:
-        copies.append(board_source)
-    if not used:
-        for path in copies:
-            (dest / path.name).unlink(missing_ok=True)
+    every = {streaming.KERNEL_HEADER, streaming.KERNEL_SOURCE, *(how.source for how in streaming.STREAMED.values())}
+    used = set() if plan is None else {streaming.KERNEL_HEADER, *streaming.sources(plan)}
+    for name in sorted(every - used):
+        (dest / name).unlink(missing_ok=True)
+    if plan is None:
+        if board_source is not None:
+            (dest / board_source.name).unlink(missing_ok=True)
         return sources
-    for path in copies:
-        shutil.copyfile(path, dest / path.name)
-    out = [streaming.KERNEL_SOURCE if name == "edgernn_lstm.c" else name for name in sources]
-    return out + [board_source.name]
+    for name in sorted(used):
+        shutil.copyfile(kernel_dir / name, dest / name)
+    shutil.copyfile(board_source, dest / board_source.name)
+    replaced = {old: new for old, new in streaming.replaced_sources().items() if new in used}
+    out = [replaced.get(name, name) for name in sources]
+    return out + [name for name in streaming.sources(plan) if name not in out] + [board_source.name]
 
 
 def project_files(board) -> list[str]:

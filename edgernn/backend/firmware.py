@@ -229,7 +229,7 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
     fw.mkdir(parents=True, exist_ok=True)
     sources = copy_kernels(fw, board, functions)
     sources += copy_dma_source(board, fw, dma is not None)
-    sources = copy_stream_sources(board, fw, sources, streams is not None)
+    sources = copy_stream_sources(board, fw, sources, streams)
     checksum = streaming.write_blob(streams, arrays, fw)
     if context["l3"] is not None:
         context["l3"]["checksum"] = checksum

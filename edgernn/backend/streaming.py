@@ -1,13 +1,14 @@
 """Weights read in chunks from the board's stream memory (the AI-deck's L3) while the team computes.
 
 Placement (placement.py) decides which arrays go there, from the candidates this module names
-(``streamable``: the int8 fused LSTM's gate matrices ``w_in`` and ``w_rec``). This module then plans the
-rest, the one place it is computed: the blob the firmware image carries (the streamed arrays, each on
-``ALIGN`` bytes), each streamed call's chunks (units per chunk, a multiple of the LSTM's grain of 4 units,
-the chunk's rows of both matrices within ``CHUNK_BYTES``), the two slots of the double buffer in the
-tiles' memory, and the bytes a step reads from the stream memory (the report's ``l3_bytes_per_step``).
-The C is templates/kernels/edgernn_l3_lstm.c (the chunk loop over edgernn_lstm.c's own unit code) and the
-board's ``stream_source`` (the transfers).
+(``streamable``: the weight matrices of the int8 fused LSTM, ``w_in`` and ``w_rec``, and of the int8
+FULLY_CONNECTED and its groups, ``w``). This module then plans the rest, the one place it is computed:
+the blob the firmware image carries (the streamed arrays, each on ``ALIGN`` bytes), each streamed call's
+chunks (units per chunk, a multiple of the kernel's grain, the chunk's rows of its streamed matrices within
+``CHUNK_BYTES`` unless one grain is more), the two slots of the double buffer in the tiles' memory, and the
+bytes a step reads from the stream memory (the report's ``l3_bytes_per_step``). ``STREAMED`` is the table of
+the kernels that stream. The C is templates/kernels/edgernn_l3_*.c (edgernn_l3_stream.h) and the board's
+``stream_source`` (the transfers).
 """
 
 from __future__ import annotations
@@ -20,15 +21,47 @@ from edgernn.backend.values import ConstArg, StructArg
 from edgernn.errors import EdgeRNNError
 
 BLOB = "edgernn_l3.bin"              # the file of the flash image's readfs that holds the streamed arrays
-KERNEL_SOURCE = "edgernn_l3_lstm.c"  # templates/kernels/: includes edgernn_lstm.c and replaces it in the build
-KERNEL_HEADER = "edgernn_l3_lstm.h"
-STREAMED_FN = "edgernn_l3_lstm_s8"
+KERNEL_HEADER = "edgernn_l3_stream.h"
+KERNEL_SOURCE = "edgernn_l3_stream.c"  # the chunks' transfers, in every build that streams
 TILES_VAR = "edgernn_l3_tiles"
 ALIGN = 8
-GRAIN = 4                            # edgernn_lstm.c's LSTM_GRAIN: a chunk starts at a multiple of 4 units
 CHUNK_BYTES = 16384                  # a chunk's streamed rows at most (unless one grain is more)
-_LSTM_S8 = ("edgernn_lstm_s8", "edgernn_team_lstm_s8")
-_STREAMED_ARGS = ("w_in", "w_rec")
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """A kernel whose weight matrices can be read in chunks of units (an LSTM's cells, a FULLY_CONNECTED's
+    rows) by its streamed twin ``fn`` (templates/kernels/<source>), which takes the call's descriptor
+    first, the call's own arguments (the streamed matrices NULL), and whether the team splits each chunk."""
+    fn: str
+    source: str
+    matrices: tuple[str, ...]        # the arguments it can stream, matrix 0 then 1 of the descriptor
+    grain: int                       # a chunk starts at a multiple of it (units)
+    replaces: str = ""               # the source it includes and replaces in the build
+
+    def dims(self, g, call) -> tuple[int, tuple[int, ...]]:
+        """(units, the bytes of one unit in each matrix) of a call."""
+        args = _args(call)
+        if self.fn == "edgernn_l3_lstm_s8":
+            params = args["p"]
+            struct = next(s for s in [*g.structs, *call.structs] if s.name == params.name)
+            n_in, n_cell = int(struct.fields[0]), int(struct.fields[1])
+            return n_cell, (4 * n_in, 4 * n_cell)
+        return int(args["n_out"]), (int(args["n_in"]),)
+
+
+_LSTM = Streamed("edgernn_l3_lstm_s8", "edgernn_l3_lstm.c", ("w_in", "w_rec"), 4, replaces="edgernn_lstm.c")
+_FC = Streamed("edgernn_l3_fully_connected_s8", "edgernn_l3_fc.c", ("w",), 8)
+_GROUP = Streamed("edgernn_l3_fully_connected_group_s8", "edgernn_l3_fc.c", ("w",), 8)
+# kernel (and its team version) -> how it streams; the team version's arguments are its kernel's
+STREAMED: dict[str, Streamed] = {
+    "edgernn_lstm_s8": _LSTM, "edgernn_team_lstm_s8": _LSTM,
+    "edgernn_fully_connected_s8": _FC, "edgernn_team_fully_connected_s8": _FC,
+    "edgernn_fully_connected_group_s8": _GROUP, "edgernn_team_fully_connected_group_s8": _GROUP,
+}
+_TEAM_OF = {"edgernn_team_lstm_s8": "edgernn_lstm_s8",
+            "edgernn_team_fully_connected_s8": "edgernn_fully_connected_s8",
+            "edgernn_team_fully_connected_group_s8": "edgernn_fully_connected_group_s8"}
 
 
 def stream_rules(board) -> tuple[str, str, str] | None:
@@ -43,33 +76,29 @@ def stream_rules(board) -> tuple[str, str, str] | None:
     return str(memory), str(tiles), str(source)
 
 
-def _lstm_calls(graphs):
+def _streamed_calls(graphs):
+    """(graph, call, how it streams) of each call of ``graphs`` whose kernel can stream, in schedule order."""
     for g in graphs:
         if g is None:
             continue
         for call in g.calls:
-            if getattr(call, "fn", None) in _LSTM_S8:
-                yield g, call
+            how = STREAMED.get(getattr(call, "fn", None))
+            if how is not None:
+                yield g, call, how
 
 
 def _args(call) -> dict:
-    """An LSTM call's arguments by name (the team kernel has its kernel's)."""
-    return dict(zip(kernels.kernel(_LSTM_S8[0]).arg_names, call.args))
+    """A call's arguments by name (the team kernel has its kernel's)."""
+    return dict(zip(kernels.kernel(_TEAM_OF.get(call.fn, call.fn)).arg_names, call.args))
 
 
-def _lstm_dims(g, call) -> tuple[int, int]:
-    """(n_input, n_cell) of an int8 fused LSTM call, from its parameter struct's first two fields."""
-    params = _args(call)["p"]
-    struct = next(s for s in [*g.structs, *call.structs] if s.name == params.name)
-    return int(struct.fields[0]), int(struct.fields[1])
-
-
-def chunk_units(n_in: int, n_cell: int, in_streamed: bool = True, rec_streamed: bool = True) -> int:
-    """Units per chunk: the most multiples of GRAIN whose streamed rows fit CHUNK_BYTES, GRAIN at least,
-    and no more than the layer's units (rounded up to GRAIN)."""
-    per_unit = 4 * ((n_in if in_streamed else 0) + (n_cell if rec_streamed else 0))
-    units = max(GRAIN, CHUNK_BYTES // per_unit // GRAIN * GRAIN)
-    return min(units, -(-n_cell // GRAIN) * GRAIN)
+def chunk_units(how: Streamed, units: int, unit_bytes: tuple[int, ...], streamed: tuple[bool, ...] | None = None) -> int:
+    """Units per chunk: the most multiples of the grain whose streamed rows fit CHUNK_BYTES, one grain at
+    least, and no more than the call's units (rounded up to the grain)."""
+    streamed = streamed or (True,) * len(unit_bytes)
+    per_unit = sum(b for b, on in zip(unit_bytes, streamed) if on)
+    n = max(how.grain, CHUNK_BYTES // per_unit // how.grain * how.grain)
+    return min(n, -(-units // how.grain) * how.grain)
 
 
 def streamable(board, graphs, arrays) -> dict[str, int]:
@@ -78,9 +107,9 @@ def streamable(board, graphs, arrays) -> dict[str, int]:
         return {}
     sizes = {a.name: kernels.SIZES[a.ctype] * len(a.values) for a in arrays}
     out = {}
-    for _, call in _lstm_calls(graphs):
+    for _, call, how in _streamed_calls(graphs):
         args = _args(call)
-        for name in _STREAMED_ARGS:
+        for name in how.matrices:
             if isinstance(args[name], ConstArg) and args[name].name in sizes:
                 out[args[name].name] = sizes[args[name].name]
     return out
@@ -91,9 +120,9 @@ def slot_bound(board, graphs) -> int:
     if stream_rules(board) is None:
         return 0
     best = 0
-    for g, call in _lstm_calls(graphs):
-        n_in, n_cell = _lstm_dims(g, call)
-        best = max(best, chunk_units(n_in, n_cell) * 4 * (n_in + n_cell))
+    for g, call, how in _streamed_calls(graphs):
+        units, unit_bytes = how.dims(g, call)
+        best = max(best, chunk_units(how, units, unit_bytes) * sum(unit_bytes))
     return best
 
 
@@ -102,18 +131,20 @@ class StreamedCall:
     graph: str                   # the RenderedGraph's prefix
     op_index: int
     name: str                    # its descriptor in model.c
-    params: str                  # its parameter struct
-    w_in_l3: int                 # byte offset in the blob, -1: on chip
-    w_rec_l3: int
+    fn: str                      # its streamed kernel
+    source: str                  # that kernel's C file
+    units: int
     chunk_units: int
+    l3: tuple[int, int]          # each matrix's byte offset in the blob, -1: on chip (or none)
+    unit_bytes: tuple[int, int]
     streamed: list[str]          # the arrays it reads from the stream memory
     team: bool
     next: str = ""
 
     @property
     def fields(self) -> dict:
-        return {"name": self.name, "params": self.params, "w_in_l3": self.w_in_l3, "w_rec_l3": self.w_rec_l3,
-                "chunk_units": self.chunk_units, "next": self.next}
+        return {"name": self.name, "units": self.units, "chunk_units": self.chunk_units, "l3": list(self.l3),
+                "unit_bytes": list(self.unit_bytes), "next": self.next}
 
 
 @dataclass
@@ -137,7 +168,8 @@ class StreamPlan:
     def as_dict(self) -> dict:
         return {"memory": self.memory, "blob": BLOB, "blob_bytes": self.blob_bytes, "tile_bytes": self.tile_bytes,
                 "l3_bytes_per_step": self.step_bytes,
-                "calls": [{"graph": c.graph, "op": c.op_index, "chunk_units": c.chunk_units, "arrays": c.streamed}
+                "calls": [{"graph": c.graph, "op": c.op_index, "kernel": c.fn, "chunk_units": c.chunk_units,
+                           "arrays": c.streamed}
                           for c in self.calls]}
 
 
@@ -155,27 +187,28 @@ def plan_streams(board, placement, graphs, arrays) -> StreamPlan | None:
         offsets[name] = at
         plan.blob.append((name, at, sizes[name]))
         at += -(-sizes[name] // ALIGN) * ALIGN
-    for g, call in _lstm_calls(graphs):
+    for g, call, how in _streamed_calls(graphs):
         args = _args(call)
-        mine = {k: args[k].name for k in _STREAMED_ARGS if isinstance(args[k], ConstArg) and args[k].name in offsets}
-        if not mine:
+        on = tuple(isinstance(args[k], ConstArg) and args[k].name in offsets for k in how.matrices)
+        if not any(on):
             continue
-        n_in, n_cell = _lstm_dims(g, call)
-        units = chunk_units(n_in, n_cell, "w_in" in mine, "w_rec" in mine)
-        plan.slot_bytes = max(plan.slot_bytes, units * 4 * ((n_in if "w_in" in mine else 0) +
-                                                            (n_cell if "w_rec" in mine else 0)))
-        plan.calls.append(StreamedCall(g.prefix, call.op_index, f"{g.prefix}_op{call.op_index}_l3", args["p"].name,
-                                       offsets.get(mine.get("w_in"), -1), offsets.get(mine.get("w_rec"), -1), units,
-                                       list(mine.values()), call.fn.startswith("edgernn_team_")))
+        units, unit_bytes = how.dims(g, call)
+        n = chunk_units(how, units, unit_bytes, on)
+        plan.slot_bytes = max(plan.slot_bytes, n * sum(b for b, o in zip(unit_bytes, on) if o))
+        mine = [args[k].name for k, o in zip(how.matrices, on) if o]
+        l3 = [offsets[args[k].name] if o else -1 for k, o in zip(how.matrices, on)]
+        plan.calls.append(StreamedCall(g.prefix, call.op_index, f"{g.prefix}_op{call.op_index}_l3", how.fn,
+                                       how.source, units, n, (*l3, -1)[:2], (*unit_bytes, 0)[:2], mine,
+                                       call.fn.startswith("edgernn_team_")))
         if g.prefix == "edgernn_step":
-            plan.step_bytes += sum(sizes[n] for n in mine.values())
+            plan.step_bytes += sum(sizes[m] for m in mine)
     for k, c in enumerate(plan.calls):
         c.next = plan.calls[(k + 1) % len(plan.calls)].name
     missing = set(offsets) - {n for c in plan.calls for n in c.streamed}
     if missing:
         raise EdgeRNNError(f"internal: streamed arrays without a streamed call: {sorted(missing)}")
     placement.items["stream_tiles"] = (tiles, plan.tile_bytes)
-    placement.notes.append(f"{len(plan.calls)} LSTM call(s) stream {plan.step_bytes} B a step from {memory} in chunks, "
+    placement.notes.append(f"{len(plan.calls)} call(s) stream {plan.step_bytes} B a step from {memory} in chunks, "
                            f"double-buffered in {tiles} ({plan.tile_bytes} B)")
     return plan
 
@@ -185,8 +218,18 @@ def stream_args(plan: StreamPlan | None, prefix: str) -> dict[int, tuple[str, li
     arguments after it) for one graph."""
     if plan is None:
         return {}
-    return {c.op_index: (STREAMED_FN, [StructArg(c.name)], set(c.streamed), [1 if c.team else 0])
+    return {c.op_index: (c.fn, [StructArg(c.name)], set(c.streamed), [1 if c.team else 0])
             for c in plan.calls if c.graph == prefix}
+
+
+def sources(plan: StreamPlan) -> list[str]:
+    """The streamed kernels' C files a build with this plan compiles (edgernn_l3_stream.c first)."""
+    return [KERNEL_SOURCE, *sorted({c.source for c in plan.calls})]
+
+
+def replaced_sources() -> dict[str, str]:
+    """Kernel source -> the streamed one that includes it and takes its place in a build that streams it."""
+    return {how.replaces: how.source for how in STREAMED.values() if how.replaces}
 
 
 def blob_bytes(plan: StreamPlan, arrays) -> bytes:

@@ -38,14 +38,14 @@ def checker(tmp_path_factory):
     weights = (fw / "weights.h").read_text()
     prefix = re.search(r"extern const int8_t (edgernn_step_op\d+)_w_rec\[", weights).group(1)
     kernels = templates_dir() / "kernels"
-    for name in ("edgernn_l3_lstm.c", "edgernn_l3_lstm.h"):
+    for name in ("edgernn_l3_lstm.c", "edgernn_l3_stream.c", "edgernn_l3_stream.h"):
         shutil.copyfile(kernels / name, fw / name)
     exe = folder / "l3_lstm_check"
     defines = {"LSTM_P": f"{prefix}_p", "LSTM_W_IN": f"{prefix}_w_in", "LSTM_W_REC": f"{prefix}_w_rec",
                "LSTM_BIAS_IN": f"{prefix}_bias_in", "LSTM_BIAS_REC": f"{prefix}_bias_rec"}
     command = ["gcc", "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-DEDGERNN_THREADS=3", "-pthread",
                *[f"-D{k}={v}" for k, v in defines.items()], "-I", str(fw), str(TESTS / "c" / "l3_lstm_check.c"),
-               str(fw / "edgernn_l3_lstm.c"), str(fw / "weights.c"), str(fw / "edgernn_team.c"), "-lm",
+               str(fw / "edgernn_l3_lstm.c"), str(fw / "edgernn_l3_stream.c"), str(fw / "weights.c"), str(fw / "edgernn_team.c"), "-lm",
                "-o", str(exe)]
     subprocess.run(command, check=True)
     return exe

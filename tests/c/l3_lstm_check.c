@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "edgernn_l3_lstm.h"
+#include "edgernn_l3_stream.h"
 #include "edgernn_team.h"
 #include "weights.h"
 
@@ -63,7 +63,7 @@ int main(int argc, char **argv)
     const int32_t rec_at = (int32_t)((in_bytes + 7u) & ~(size_t)7u);
     int8_t h[2][2][MAX_UNITS], y[2][2][8 * MAX_UNITS], x[8 * MAX_IN];
     int16_t c[2][2][MAX_UNITS], scratch[MAX_UNITS];
-    edgernn_l3_lstm_t desc[2];
+    edgernn_l3_stream_t desc[2];
     long mismatches = 0;
     int r, k, i;
     unsigned seed = 12345u;
@@ -78,9 +78,11 @@ int main(int argc, char **argv)
     memcpy(stream_memory + rec_at, LSTM_W_REC, rec_bytes);
     memset(tiles, 0x5a, sizeof tiles);
     for (k = 0; k < 2; ++k) {
-        desc[k].p = p;
-        desc[k].w_in_l3 = (streamed & 1) ? 0 : -1;
-        desc[k].w_rec_l3 = (streamed & 2) ? rec_at : -1;
+        desc[k].units = n_cell;
+        desc[k].l3[0] = (streamed & 1) ? 0 : -1;
+        desc[k].l3[1] = (streamed & 2) ? rec_at : -1;
+        desc[k].unit_bytes[0] = 4 * n_in;
+        desc[k].unit_bytes[1] = 4 * n_cell;
         desc[k].chunk_units = chunk;
         desc[k].tiles = tiles;
         desc[k].slot_bytes = chunk * 4 * (((streamed & 1) ? n_in : 0) + ((streamed & 2) ? n_cell : 0));

@@ -1,4 +1,4 @@
-/* The AI-deck's stream memory (edgernn_l3_lstm.h's board side): the weights that do not fit L2 are the file
+/* The AI-deck's stream memory (edgernn_l3_stream.h's board side): the weights that do not fit L2 are the file
  * edgernn_l3.bin of the flash image's readfs partition (the SDK's gapy writes it: READFS_FILES in the
  * Makefile), so they survive a power cycle. At init the fabric controller copies that file from the
  * HyperFlash (cs 1) into the HyperRAM (cs 0), once; each step the cluster's master core reads its chunks
@@ -10,7 +10,7 @@
 #include "bsp/ram.h"
 #include "bsp/ram/hyperram.h"
 
-#include "edgernn_l3_lstm.h"
+#include "edgernn_l3_stream.h"
 #include "hal.h"
 
 #ifndef EDGERNN_L3_BENCH

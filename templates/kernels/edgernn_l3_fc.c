@@ -1,0 +1,123 @@
+/* The int8 FULLY_CONNECTED (and its groups) with w in the stream memory (edgernn_l3_stream.h).
+ *
+ * In edgernn_dot.h's blocked layout, output rows [r0, r1) with r0 a multiple of 8 are bytes
+ * [r0 * n_in, r1 * n_in) of w, laid out as a w of r1 - r0 rows: the team's split of a FULLY_CONNECTED
+ * already computes such a range as the same call with w, bias, multiplier and shift advanced by r0 rows
+ * (edgernn_fully_connected.c). A chunk of rows is that range with w read from the chunk's slot, so its
+ * bytes are the unstreamed call's. The chunks' transfers are edgernn_l3_stream.c's; after a call's last
+ * chunk comes the first of the next streamed call. */
+#include <stddef.h>
+
+#include "edgernn_kernels.h"
+#include "edgernn_l3_stream.h"
+#include "edgernn_team.h"
+
+#define L3_FC_GRAIN 8   /* rows: a block of edgernn_dot.h's layout */
+
+typedef struct {
+    const int8_t *in, *w;
+    const int32_t *bias, *multiplier, *rnd, *shift, *ends;
+    int rounding, rows, n_in, n_out;
+    int row0;               /* the chunk's first row in the call */
+    int group_row0;         /* a group's row of the call's first row (the group kernel's row0) */
+    int32_t output_offset, act_min, act_max;
+    int8_t *out[4];
+} l3_fc_args_t;
+
+/* Rows [begin, end) of the chunk whose first row is a->row0 of the call (a->w: the chunk's slot). */
+static void l3_fc_rows(const void *args, int begin, int end)
+{
+    const l3_fc_args_t *a = (const l3_fc_args_t *)args;
+    const int o = a->row0 + begin;
+    int r;
+    for (r = 0; r < a->rows; ++r) {
+        edgernn_fully_connected_s8(a->in + (size_t)r * (size_t)a->n_in, a->w + (size_t)begin * (size_t)a->n_in,
+                                   a->bias + o, a->multiplier + o, a->shift + o, a->rounding, a->output_offset,
+                                   a->act_min, a->act_max, 1, a->n_in, end - begin,
+                                   a->out[0] + (size_t)r * (size_t)a->n_out + o);
+    }
+}
+
+static void l3_fc_group_rows(const void *args, int begin, int end)
+{
+    const l3_fc_args_t *a = (const l3_fc_args_t *)args;
+    const int o = a->row0 + begin;
+    edgernn_fully_connected_group_s8(a->in, a->w + (size_t)begin * (size_t)a->n_in, a->bias + o, a->multiplier + o,
+                                     a->rnd + o, a->shift + o, a->rounding, a->ends, a->group_row0 + o, a->act_min,
+                                     a->act_max, a->n_in, end - begin, a->out[0], a->out[1], a->out[2], a->out[3]);
+}
+
+/* Each chunk of a's call: fn over its rows, on the team or on this core. */
+static void l3_fc_chunks(const edgernn_l3_stream_t *s, l3_fc_args_t *a, edgernn_range_fn fn, int team)
+{
+    int o0;
+    edgernn_l3_begin(s);
+    for (o0 = 0; o0 < a->n_out; o0 += s->chunk_units) {
+        const int n = a->n_out - o0 < s->chunk_units ? a->n_out - o0 : s->chunk_units;
+        a->w = (const int8_t *)edgernn_l3_chunk(s, o0, s->next);
+        a->row0 = o0;
+        if (EDGERNN_L3_BENCH == 1) {
+            continue;
+        }
+        if (team) {
+            edgernn_team_split(fn, a, n, L3_FC_GRAIN);
+        } else {
+            fn(a, 0, n);
+        }
+    }
+}
+
+void edgernn_l3_fully_connected_s8(const edgernn_l3_stream_t *s, const int8_t *in, const int8_t *w,
+                                   const int32_t *bias, const int32_t *multiplier, const int32_t *shift, int rounding,
+                                   int32_t output_offset, int32_t act_min, int32_t act_max, int rows, int n_in,
+                                   int n_out, int8_t *out, int team)
+{
+    l3_fc_args_t a;
+    (void)w;
+    a.in = in;
+    a.bias = bias;
+    a.multiplier = multiplier;
+    a.rnd = NULL;
+    a.shift = shift;
+    a.ends = NULL;
+    a.rounding = rounding;
+    a.rows = rows;
+    a.group_row0 = 0;
+    a.n_in = n_in;
+    a.n_out = n_out;
+    a.output_offset = output_offset;
+    a.act_min = act_min;
+    a.act_max = act_max;
+    a.out[0] = out;
+    a.out[1] = a.out[2] = a.out[3] = NULL;
+    l3_fc_chunks(s, &a, l3_fc_rows, team);
+}
+
+void edgernn_l3_fully_connected_group_s8(const edgernn_l3_stream_t *s, const int8_t *in, const int8_t *w,
+                                         const int32_t *bias, const int32_t *multiplier, const int32_t *rnd,
+                                         const int32_t *shift, int rounding, const int32_t *ends, int row0,
+                                         int32_t act_min, int32_t act_max, int n_in, int n_out, int8_t *out0,
+                                         int8_t *out1, int8_t *out2, int8_t *out3, int team)
+{
+    l3_fc_args_t a;
+    (void)w;
+    a.in = in;
+    a.bias = bias;
+    a.multiplier = multiplier;
+    a.rnd = rnd;
+    a.shift = shift;
+    a.ends = ends;
+    a.rounding = rounding;
+    a.rows = 1;
+    a.group_row0 = row0;
+    a.n_in = n_in;
+    a.n_out = n_out;
+    a.output_offset = 0;
+    a.act_min = act_min;
+    a.act_max = act_max;
+    a.out[0] = out0;
+    a.out[1] = out1;
+    a.out[2] = out2;
+    a.out[3] = out3;
+    l3_fc_chunks(s, &a, l3_fc_group_rows, team);
+}
