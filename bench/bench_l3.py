@@ -1,16 +1,19 @@
 """A model beyond L2 on GAP8 in GVSOC: the step's cycles against its two bounds, and the HyperFlash and HyperRAM
 read bandwidths, as GVSOC's timing model has them (not a chip). Prints figures; asserts nothing.
 
-    GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_l3.py [--steps 12]
+    GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_l3.py [--model lstm|camera] [--steps 12]
 
-The model is tests/targets/test_gvsoc_l3.py's: LSTM(256) -> LSTM(128) -> Dense(4), int8, fused, 8 inputs (keras
-seed 0), built for gvsoc_gap8; its LSTM(256)'s recurrent matrix (262,144 B) is in L3 (HyperRAM) and streamed each
-step in chunks of 16 units (16 KiB) into two L2 slots (edgernn/backend/streaming.py). The same project is built
-four times with make's EDGERNN_L3_BENCH (templates/kernels/edgernn_l3_lstm.c, templates/hal/ai_deck/l3/):
-0 the firmware as built (its bytes are held to the interpreter by the test), 1 the streamed LSTM's transfers
-alone (every chunk fetched and waited for, none computed; the rest of the step still runs), 2 the compute alone
-(every chunk computed on what the slots hold, none fetched: the weights read from the L2 slots, as in the real
-step, and the other LSTM's from L2; not from L1, which the model does not fit), 3 the bandwidths: at init the fabric
+The models are tests/targets/test_gvsoc_l3.py's, built for gvsoc_gap8 (edgernn/backend/streaming.py plans what
+streams):
+- lstm: LSTM(256) -> LSTM(128) -> Dense(4), int8, fused, 8 inputs (keras seed 0); its LSTM(256)'s recurrent
+  matrix (262,144 B) is in L3 (HyperRAM), streamed each step in chunks of 16 units (16 KiB) into two L2 slots;
+- camera: tests/support/frames_zoo.py's camera_gru_l3, 24x32 frames, a CNN whose flatten feeds a Dense(128),
+  then GRU(256), int8, step; the Dense's matrix (393,216 B) and the GRU's recurrent one (196,608 B) are in L3.
+The same project is built four times with make's EDGERNN_L3_BENCH (templates/kernels/edgernn_l3_stream.h,
+templates/hal/ai_deck/l3/): 0 the firmware as built (its bytes are held to the interpreter by the test), 1 the
+streamed calls' transfers alone (every chunk fetched and waited for, none computed; the rest of the step still
+runs), 2 the compute alone (every chunk computed on what the slots hold, none fetched: the weights read from the
+L2 slots, as in the real step, the others from L2; not from L1, which the model does not fit), 3 the bandwidths: at init the fabric
 controller reads the blob once from the HyperFlash (pi_flash_read) and once from the HyperRAM (pi_ram_read), in
 4 KiB transfers to L2, counting its own cycles (pi_perf), and prints them. Cycles per step: the firmware's
 count of the whole step (the FC's timer, the dispatch to the cluster included, in cluster cycles at 175 MHz),
@@ -45,20 +48,34 @@ BOARD = "gvsoc_gap8"
 MODES = {0: "the step as built", 1: "transfers alone", 2: "compute alone"}   # EDGERNN_L3_BENCH
 
 
-def build(work: Path) -> Path:
+def build(work: Path, which: str) -> Path:
     import keras
+    from frames_zoo import camera_gru_l3, moving_blobs
     from zoo import trajectories
 
     from edgernn.pipeline.build import build_model as build_folder
 
+    out = work / "out"
+    if which == "camera":
+        path = work / "camera_gru_l3.keras"
+        camera_gru_l3().save(path)
+        build_folder(str(path), out, board=BOARD, quant="int8", calib=moving_blobs(4, 20, 24, 32, seed=1))
+        return out
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((None, 8)), keras.layers.LSTM(256, return_sequences=True),
                               keras.layers.LSTM(128, return_sequences=True), keras.layers.Dense(4)], name="l3lstm")
     path = work / "l3lstm.keras"
     model.save(path)
-    out = work / "out"
     build_folder(str(path), out, board=BOARD, quant="int8", mode="fused", calib=trajectories(4, 40, 8, 1))
     return out
+
+
+def inputs(which: str, steps: int, entry: dict) -> np.ndarray:
+    from frames_zoo import moving_blobs
+
+    if which == "camera":
+        return quantize(moving_blobs(1, steps, 24, 32, seed=5)[0].reshape(steps, -1), entry)
+    return quantize(np.random.default_rng(0).normal(0, 0.5, (steps, entry["shape"][-1])).astype(np.float32), entry)
 
 
 def run_mode(out: Path, mode: int, xs: np.ndarray, work: Path):
@@ -95,18 +112,18 @@ def _bench_line(url: str, timeout: float = 300.0) -> dict[str, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=("lstm", "camera"), default="lstm")
     parser.add_argument("--steps", type=int, default=12)
     args = parser.parse_args()
     board = devices.load_board(BOARD)
     fc_hz, cl_hz = board["cpu"]["fc_hz"], board["cpu"]["cluster_hz"]
     with tempfile.TemporaryDirectory(prefix="bench_l3_") as tmp:
         work = Path(tmp)
-        out = build(work)
+        out = build(work, args.model)
         manifest = json.loads((out / "manifest.json").read_text())
         streamed = manifest["placement"]["streaming"]["l3_bytes_per_step"]
         x_entry = manifest["inputs"][0]
-        xs = quantize(np.random.default_rng(0).normal(0, 0.5, (args.steps, x_entry["shape"][-1])).astype(np.float32),
-                      x_entry)
+        xs = inputs(args.model, args.steps, x_entry)
         cycles, results = {}, {}
         for mode in MODES:
             results[mode] = run_mode(out, mode, xs, work)
@@ -116,20 +133,21 @@ def main() -> None:
     ram_per_fc_cycle = bw["bytes"] / bw["ram"]
     transfer = streamed / ram_per_fc_cycle * cl_hz / fc_hz      # the L3 transfer time, in cluster cycles
     bound = max(cycles[2], transfer)
-    print(f"model: LSTM(256)/LSTM(128)/Dense(4) int8, {manifest['macs_per_step']:,} MACs a step, weights "
+    name = "LSTM(256)/LSTM(128)/Dense(4)" if args.model == "lstm" else "camera CNN/Dense(128)/GRU(256)/Dense(4)"
+    print(f"model: {name} int8, {manifest['macs_per_step']:,} MACs a step, weights "
           f"{manifest['weight_bytes']:,} B, {streamed:,} B of them read from L3 (HyperRAM) each step\n")
     print("| what | cycles/step | µs/step at 175 MHz |")
     print("|---|---|---|")
     rows = [(MODES[0], cycles[0]), ("bound: the compute alone (EDGERNN_L3_BENCH=2; weights read from L2)", cycles[2]),
             (f"bound: {streamed:,} B at the HyperRAM's bandwidth below", transfer),
-            ("the step without the streamed LSTM's compute (EDGERNN_L3_BENCH=1)", cycles[1])]
+            ("the step without the streamed calls' compute (EDGERNN_L3_BENCH=1)", cycles[1])]
     for label, n in rows:
         print(f"| {label} | {n:,.0f} | {n / cl_hz * 1e6:,.1f} |")
     print(f"\nthe step against the larger bound: {cycles[0] / bound:.3f}x (goal <= 1.25x); against the compute "
           f"alone: {cycles[0] / cycles[2]:.3f}x; against the sum of the bounds: {cycles[0] / (cycles[2] + transfer):.3f}x")
     print(f"the cluster's stream (pi_cl_ram_read, 16 KiB chunks), from EDGERNN_L3_BENCH=1: at least "
           f"{streamed / cycles[1]:.3f} B per cluster cycle = {streamed / cycles[1] * cl_hz / 1e6:,.1f} MB/s (that step also "
-          "computes the other LSTM)")
+          "computes the unstreamed ops)")
     for key, label in (("flash", "HyperFlash (pi_flash_read)"), ("ram", "HyperRAM (pi_ram_read)")):
         per_cycle = bw["bytes"] / bw[key]
         print(f"{label}, FC, 4 KiB transfers to L2: {bw['bytes']:,} B in {bw[key]:,} FC cycles = {per_cycle:.3f} B per "

@@ -51,8 +51,9 @@ class Streamed:
 
 
 _LSTM = Streamed("edgernn_l3_lstm_s8", "edgernn_l3_lstm.c", ("w_in", "w_rec"), 4, replaces="edgernn_lstm.c")
-_FC = Streamed("edgernn_l3_fully_connected_s8", "edgernn_l3_fc.c", ("w",), 8)
-_GROUP = Streamed("edgernn_l3_fully_connected_group_s8", "edgernn_l3_fc.c", ("w",), 8)
+_FC = Streamed("edgernn_l3_fully_connected_s8", "edgernn_l3_fc.c", ("w",), 8, replaces="edgernn_fully_connected.c")
+_GROUP = Streamed("edgernn_l3_fully_connected_group_s8", "edgernn_l3_fc.c", ("w",), 8,
+                  replaces="edgernn_fully_connected.c")
 # kernel (and its team version) -> how it streams; the team version's arguments are its kernel's
 STREAMED: dict[str, Streamed] = {
     "edgernn_lstm_s8": _LSTM, "edgernn_team_lstm_s8": _LSTM,

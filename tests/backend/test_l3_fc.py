@@ -41,18 +41,23 @@ def checker(tmp_path_factory):
     exe = folder / "l3_fc_check"
     command = ["gcc", "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-DEDGERNN_THREADS=3", "-pthread",
                "-I", str(fw), str(TESTS / "c" / "l3_fc_check.c"), str(fw / "edgernn_l3_fc.c"),
-               str(fw / "edgernn_l3_stream.c"), str(fw / "edgernn_fully_connected.c"), str(fw / "edgernn_team.c"),
+               str(fw / "edgernn_l3_stream.c"), str(fw / "edgernn_team.c"),
                "-lm", "-o", str(exe)]
     subprocess.run(command, check=True)
     return exe
 
 
-# (n_in, n_out, chunk rows, team, rows, group ops (0: a FULLY_CONNECTED), rounds)
+# (n_in, n_out, chunk rows, team, rows, group ops (0: a FULLY_CONNECTED), rounds); the checker's team has 3
+# workers, so a team's chunk of 8 or 16 rows is split by inputs, one of 24 or more by rows
 CASES = [
     (21, 44, 8, 0, 1, 0, 3),        # 44 rows: chunks of 8, the last of 4 (a 4-row block) after 5 whole ones
     (21, 44, 16, 1, 1, 0, 3),
     (64, 37, 24, 1, 1, 0, 2),       # a last chunk of 13: a 8-row block, a 4-row one and a single row
+    (64, 37, 16, 1, 1, 0, 2),       # the same split by inputs
     (3, 17, 8, 0, 3, 0, 2),         # three rows share each chunk
+    (3, 17, 8, 1, 3, 0, 2),         # by inputs: 3 inputs, so every slice but the last is empty
+    (251, 29, 8, 1, 1, 0, 3),       # by inputs: 62 groups of 4 in 8 slices of 7 or 8, and 3 inputs after
+    (256, 64, 8, 1, 1, 0, 2),
     (128, 192, 64, 1, 2, 0, 2),
     (50, 40, 48, 1, 1, 0, 4),       # one chunk holds every row: each call prefetches the other's only chunk
     (33, 40, 8, 1, 1, 2, 3),        # a group of 2 ops: an op boundary inside a chunk (row 20)

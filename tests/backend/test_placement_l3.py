@@ -72,3 +72,27 @@ def test_boards_without_a_stream_memory_place_as_before():
     host = load_board("host")
     p = place(host, weight_bytes=1000, state_bytes=64, arena_bytes=256, streamable={"a": 600})
     assert not p.streamed and "l3:a" not in p.items
+
+
+# (kernel, units, bytes of a unit per matrix, matrices streamed, units per chunk): the most multiples of the
+# grain (LSTM 4 units, FULLY_CONNECTED 8 rows) within 16 KiB of streamed rows, one grain at least, no more
+# than the call's units rounded up to the grain
+CHUNKS = [
+    ("edgernn_lstm_s8", 256, (4 * 8, 4 * 256), (False, True), 16),
+    ("edgernn_lstm_s8", 256, (4 * 8, 4 * 256), (True, True), 12),
+    ("edgernn_lstm_s8", 6, (4 * 5, 4 * 6), (True, True), 8),
+    ("edgernn_fully_connected_s8", 128, (3072,), (True,), 8),      # one 8-row block is 24 KiB: a grain anyway
+    ("edgernn_fully_connected_s8", 768, (256,), (True,), 64),
+    ("edgernn_fully_connected_s8", 192, (128,), (True,), 128),
+    ("edgernn_fully_connected_s8", 20, (64,), (True,), 24),
+    ("edgernn_team_fully_connected_group_s8", 40, (33,), (True,), 40),
+]
+
+
+@pytest.mark.parametrize("kernel,units,unit_bytes,streamed,expected", CHUNKS)
+def test_chunks_are_whole_grains_within_the_chunk_bytes(kernel, units, unit_bytes, streamed, expected):
+    from edgernn.backend import streaming
+
+    how = streaming.STREAMED[kernel]
+    assert streaming.chunk_units(how, units, unit_bytes, streamed) == expected
+    assert expected % how.grain == 0

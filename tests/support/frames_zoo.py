@@ -76,6 +76,27 @@ def camera_gru(seed: int = 0):
     ], name="camera_gru")
 
 
+def camera_gru_l3(h: int = 24, w: int = 32, units: int = 256, seed: int = 0):
+    """A camera CNN + GRU over the AI-deck's 320 KiB L2 budget (~700k int8 weights): a 3x3 convolution of 16
+    channels and a 2x2 pooling, whose flatten (3,072 values at 24x32) feeds a Dense(128) (393k weights), then
+    GRU(256) (295k: its recurrent matrix, 197k, is the second largest) and Dense(4). Small frames keep a run
+    over the simulator's UART short; the weights are those of a real frame's flatten."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    L = keras.layers
+    TD = L.TimeDistributed
+    return keras.Sequential([
+        keras.Input((None, h, w, 1)),
+        TD(L.Conv2D(16, 3, padding="same", activation="relu")),
+        TD(L.MaxPooling2D(2)),
+        TD(L.Flatten()),
+        L.Dense(128, activation="relu"),
+        L.GRU(units, return_sequences=True),
+        L.Dense(4),
+    ], name="camera_gru_l3")
+
+
 def tcn_gru(features: int = 3, seed: int = 0):
     """Two causal Conv1D (kernel 3, dilation 1; kernel 2, dilation 2) before a GRU and a per-step Dense."""
     import keras

@@ -350,12 +350,14 @@ def test_float32_builds_with_a_warning(tmp_path):
 
 
 def test_model_too_big_for_l2_is_refused(tmp_path):
-    # a per-step Dense(2048) of 409,600 int8 weights, which no kernel streams from L3: even with the
-    # LSTM's input matrix (65,536 B) moved to L3, L2 is over budget (a model whose LSTMs stream builds:
-    # tests/targets/test_gvsoc_l3.py; the L3 decision itself: tests/backend/test_placement_l3.py)
+    # a per-frame 3x3 convolution of 128 -> 320 channels, 368,640 int8 weights, which no kernel streams from
+    # L3 (filters stay on chip): even with the LSTM's input matrix (163,840 B) moved to L3, L2 is over budget
+    # (models whose LSTMs and FULLY_CONNECTED stream build: tests/targets/test_gvsoc_l3.py; the L3 decision
+    # itself: tests/backend/test_placement_l3.py)
     keras = zoo._keras(0)
-    wide = keras.Sequential([keras.Input((None, 200)), keras.layers.Dense(2048), keras.layers.LSTM(8),
-                             keras.layers.Dense(2)], name="wide")
+    L = keras.layers
+    wide = keras.Sequential([keras.Input((None, 6, 6, 128)), L.TimeDistributed(L.Conv2D(320, 3)),
+                             L.TimeDistributed(L.Flatten()), L.LSTM(8), L.Dense(2)], name="wide")
     model = tmp_path / "wide.keras"
     wide.save(model)
     out = tmp_path / "out"

@@ -1,7 +1,10 @@
-"""A model beyond L2 on GAP8: a two-layer LSTM(256)/LSTM(128) (~466k int8 weights against the AI-deck's
-320 KiB L2 budget) builds for gvsoc_gap8 with its largest gate matrix in L3, a readfs file of the flash
-image that the firmware copies into HyperRAM at init and streams in chunks each step, and validates in
-GVSOC with every output and state byte equal to the interpreter's."""
+"""Models beyond L2 on GAP8, each over the AI-deck's 320 KiB L2 budget, build for gvsoc_gap8 with their largest
+weight matrices in L3, a readfs file of the flash image that the firmware copies into HyperRAM at init and
+streams in chunks each step, and validate in GVSOC over 100 steps with every output and state byte equal to
+the interpreter's:
+- a two-layer LSTM(256)/LSTM(128) (~466k int8 weights), fused: the LSTM(256)'s recurrent matrix streams;
+- a camera CNN + GRU (~690k, frames_zoo.camera_gru_l3), step: the Dense(128) behind the CNN's flatten and the
+  GRU(256)'s recurrent FULLY_CONNECTED stream, the first in chunks split across the cluster by inputs."""
 
 from __future__ import annotations
 
@@ -40,6 +43,23 @@ def built(tmp_path_factory):
     result = build_folder(str(path), folder / "out", board=BOARD, quant="int8", mode="fused",
                           calib=trajectories(4, 40, N_IN, 1))
     return folder / "out", result
+
+
+@pytest.fixture(scope="module")
+def camera_built(tmp_path_factory):
+    require_gap_sdk()
+    require_tools("make", "riscv64-unknown-elf-gcc")
+    from frames_zoo import camera_gru_l3, moving_blobs
+
+    from edgernn.pipeline.build import build_model as build_folder
+    from edgernn.targets import gap_sdk
+
+    gap_sdk.build_gvsoc()
+    folder = tmp_path_factory.mktemp("l3camera")
+    path = folder / "camera_gru_l3.keras"
+    camera_gru_l3().save(path)
+    build_folder(str(path), folder / "out", board=BOARD, quant="int8", calib=moving_blobs(4, 20, 24, 32, seed=1))
+    return folder / "out"
 
 
 def _readfs_file(image: bytes, name: str) -> bytes:
@@ -161,3 +181,36 @@ def test_the_weights_are_found_where_a_radio_flash_puts_the_image_and_stale_ones
     # nothing is sent to it
     with devices.start(elf, board) as device:
         assert device.process.wait(board["emulator"]["start_timeout_s"]) == 2
+
+
+def test_a_camera_cnn_and_gru_over_l2_streams_two_fully_connected_and_validates(camera_built):
+    """The Dense behind the flatten (3,072 x 128) and the GRU's recurrent matrix (256 x 768) go to L3, the
+    largest first, until L2 fits; both stream each step, one chunk of each in flight while the other's
+    computes."""
+    from frames_zoo import moving_blobs
+
+    from edgernn.backend.streaming import blob_checksum
+    from edgernn.validate.run import validate
+
+    out = camera_built
+    manifest = json.loads((out / "manifest.json").read_text())
+    placement = manifest["placement"]
+    l3 = {k: v["bytes"] for k, v in placement["items"].items() if v["memory"] == "l3"}
+    assert sorted(l3.values()) == [256 * 768, 3072 * 128]
+    used_l2 = sum(v["bytes"] for v in placement["items"].values() if v["memory"] == "l2")
+    assert used_l2 <= placement["budgets"]["l2"] < manifest["weight_bytes"]
+    streaming = placement["streaming"]
+    assert streaming["l3_bytes_per_step"] == sum(l3.values())
+    assert [c["kernel"] for c in streaming["calls"]] == ["edgernn_l3_fully_connected_s8"] * 2
+    fw = out / "firmware"
+    blob = (fw / "edgernn_l3.bin").read_bytes()
+    model_c = (fw / "model.c").read_text()
+    assert model_c.count("edgernn_l3_fully_connected_s8(&edgernn_step_op") == 2
+    assert f"edgernn_l3_open({len(blob)}u, 0x{blob_checksum(blob):08x}u)" in model_c
+    image = (out / manifest["firmware"]["image"]).read_bytes()
+    assert _readfs_file(image, "edgernn_l3.bin") == blob
+    report = validate(out, data=moving_blobs(1, STEPS, 24, 32, seed=5))
+    assert report["pass"], report
+    assert report["steps"] == STEPS and report["reference"]["mismatches"] == 0
+    assert report["reference"]["state_mismatches"] == 0
+    assert report["device"]["l3_bytes_per_step"] == sum(l3.values())
