@@ -24,7 +24,8 @@
 #include "edgernn_team.h"
 
 #define L3_FC_GRAIN 8       /* rows: a block of edgernn_dot.h's layout */
-#define L3_FC_SLICES 8      /* the input slices of a chunk split by inputs: GAP8's cluster has 8 cores */
+/* the input slices of a chunk split by inputs, one a worker: layout.TEAM_SLOTS (GAP8's cluster has 8 cores) */
+#define L3_FC_SLICES 8
 #define L3_FC_SLICE_ROWS 64 /* the most rows of a chunk split by inputs (fewer blocks of 8 than workers) */
 
 /* each slice's sums of each row of the chunk being computed */
