@@ -55,9 +55,14 @@ void edgernn_l3_begin(const edgernn_l3_stream_t *s);
 const uint8_t *edgernn_l3_chunk(const edgernn_l3_stream_t *s, int first_unit, const edgernn_l3_stream_t *then);
 
 /* Only for bench/bench_l3.py, never in a build that validates: 1 the transfers alone (no chunk computed),
- * 2 the chunks alone (no transfer: computed on whatever the tiles hold); the step's two bounds. */
+ * 2 the chunks alone (no transfer: computed on whatever the tiles hold), 4 the same with the chunks read
+ * from a buffer in the team's fast memory (L1) instead of the slots; the step's bounds. */
 #ifndef EDGERNN_L3_BENCH
 #define EDGERNN_L3_BENCH 0
+#endif
+#if EDGERNN_L3_BENCH == 4
+/* EDGERNN_L3_BENCH 4: the buffer every chunk is read from, given by edgernn_init (NULL: the slots). */
+void edgernn_l3_bench_fast_tiles(uint8_t *tiles);
 #endif
 
 /* The board's side (boards/<board>.toml: placement.stream_source). */
