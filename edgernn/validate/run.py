@@ -25,6 +25,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from edgernn.errors import EdgeRNNError, LinkError
+from edgernn.link.protocol import INIT_FAILED_STATUS
 from edgernn.tflite.oracle import dequantize, quantize
 from edgernn.targets.adapter import LinkSettings
 from edgernn.targets.board import Serial
@@ -771,6 +772,8 @@ def _gone_check(device):
         if code is None:
             return None
         how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        if code == INIT_FAILED_STATUS:
+            how += ", the status of a firmware whose edgernn_init() failed"
         return f"its {device.board.name} firmware process ended ({how})"
 
     return gone
