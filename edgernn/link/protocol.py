@@ -67,7 +67,10 @@ HELLO_SIZE_LIMIT = 0xFFFFFFFF           # HELLO's 32-bit sizes and frame limits 
 # ``~~~EDGERNN INIT FAILED: stale L3 weights: ...~~~``). docs/protocol.md, "When init fails".
 INIT_FAILED = "~~~EDGERNN INIT FAILED"
 INIT_FAILED_STATUS = 2
-_INIT_FAILED_LINE = re.compile(re.escape(INIT_FAILED.encode()) + rb"(?:: ([^~\r\n]*))?~~~")
+# Matched from "INIT FAILED" on: the line's first bytes, the first the UART sends after a quiet spell, can
+# arrive damaged (in GVSOC, the missing-blob case's "\n~~~E" came shifted by a bit), and its reason is worth
+# keeping then.
+_INIT_FAILED_LINE = re.compile(rb"INIT FAILED(?:: ([^~\r\n]*))?~~~")
 
 
 def init_failure(text: bytes) -> str | None:

@@ -25,6 +25,8 @@ PLAIN = b"~~~EDGERNN INIT FAILED~~~"
     (b"~~~EDGERNN INIT FAILED: ~~~\n" + PLAIN, ""),                           # an empty reason is none
     (b"~~~EDGERNN INIT FAILED: no room~~~\r\n", "no room"),
     (b"~~~EDGERNN INIT FAILED: cut off", None),                               # a line cut before its end
+    # the line's first bytes damaged on the way (seen in GVSOC after a quiet spell): its reason is kept
+    (b"\x00\x14\xfe\xfe\xfe\x85DGERNN INIT FAILED: no L3 weights~~~\n\n" + PLAIN + b"\n", "no L3 weights"),
 ])
 def test_the_init_failure_line_and_its_reason(text, reason):
     assert P.init_failure(text) == reason
