@@ -91,7 +91,10 @@ def _streamable(lstms) -> tuple[dict[str, int], int]:
     for name, n_input, n_cell in lstms:
         arrays[f"{name}.w_in"] = 4 * n_cell * n_input
         arrays[f"{name}.w_rec"] = 4 * n_cell * n_cell
-        slot = max(slot, chunk_units(n_input, n_cell) * 4 * (n_input + n_cell))
+        # a slot holds a chunk's rows of the streamed matrices, whichever of the two stream
+        for w_in, w_rec in ((True, True), (True, False), (False, True)):
+            rows = 4 * ((n_input if w_in else 0) + (n_cell if w_rec else 0))
+            slot = max(slot, chunk_units(n_input, n_cell, w_in, w_rec) * rows)
     return arrays, 2 * slot
 
 
