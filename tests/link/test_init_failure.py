@@ -113,3 +113,20 @@ def test_a_silent_device_whose_init_failure_was_heard_is_reported_so():
     link.wait_ready(5.0)
     with pytest.raises(DeviceInitError, match=r"ttyUSB0 failed at init .*gave no valid answer to HELLO"):
         link.hello()
+
+
+@pytest.mark.parametrize("status, says", [
+    (None, None),
+    (0, "its gvsoc_gap8 firmware process ended (exit status 0)"),
+    (2, "its gvsoc_gap8 firmware process ended (exit status 2, the status of a firmware whose edgernn_init() failed)"),
+    (-11, "its gvsoc_gap8 firmware process ended (killed by signal 11)"),
+])
+def test_a_started_board_that_ended_says_how(status, says):
+    """What validate says of a board it started whose process ended: exit status 2 is a failed init's
+    (the line itself may not have reached the host, when the firmware ended before the port opened)."""
+    from types import SimpleNamespace
+
+    from edgernn.validate.run import _gone_check
+
+    device = SimpleNamespace(process=SimpleNamespace(poll=lambda: status), board=SimpleNamespace(name="gvsoc_gap8"))
+    assert _gone_check(device)() == says
