@@ -215,6 +215,7 @@ class LinkClient:
                 if frame.type != msg_type | P.REPLY:
                     raise LinkError(f"device on {self.url} answered {what} with message type "
                                     f"0x{frame.type:02x}")
+                self._heard.clear()     # the device answers: what it printed before is not why it stops later
                 return frame.payload
         silent = f"device on {self.url} gave no valid answer to {what} after {retries + 1} attempts (last: {last_fault})"
         raise self._init_failed(silent, listen=False) or NoAnswerError(silent)

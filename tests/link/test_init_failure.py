@@ -130,3 +130,20 @@ def test_a_started_board_that_ended_says_how(status, says):
 
     device = SimpleNamespace(process=SimpleNamespace(poll=lambda: status), board=SimpleNamespace(name="gvsoc_gap8"))
     assert _gone_check(device)() == says
+
+
+def test_an_init_failure_line_before_an_answer_is_not_the_reason_of_a_later_fault():
+    """A board that printed the line, then was reset and answered: a later lost link is a plain one."""
+    from edgernn.link.framing import encode_frame
+
+    import numpy as np
+
+    hello = P.build_hello(P.DeviceInfo(2, np.dtype("<i1"), np.dtype("<i1"), 3, 2, 8, 4096, "host", "a" * 64, 0, 0, 4096))
+    link = LinkClient(PlaybackPort([]), url="sim", timeout=0.5, retries=1)   # the line reads as a corrupt frame
+    seq = link._seq
+    # the line, the reset board's ready byte, its answer
+    link.port.chunks = [b"\n" + PLAIN + b"\n", b"\x00", encode_frame(P.HELLO | P.REPLY, seq, hello)]
+    link.hello()
+    with pytest.raises(LinkError, match="^reading from sim failed") as caught:
+        link.reset()
+    assert type(caught.value) is LinkError
