@@ -23,3 +23,8 @@ class LinkError(EdgeRNNError):
 class NoAnswerError(LinkError):
     """The device gave no valid answer to a request, every attempt included (silent, or every answer
     corrupt); a LinkError like any other to the user."""
+
+
+class DeviceInitError(LinkError):
+    """The firmware's edgernn_init() failed: it said so on the link (protocol.INIT_FAILED) before it stopped.
+    A device fault, exit code 3, like every LinkError."""

@@ -116,6 +116,19 @@ def streamable(board, graphs, arrays) -> dict[str, int]:
     return out
 
 
+def slot_bytes(how: Streamed, units: int, unit_bytes: tuple[int, ...]) -> int:
+    """The most bytes a chunk of a call can hold, whichever of its matrices stream: one matrix alone gets
+    more units per chunk than both together, so its chunk may be the larger."""
+    from itertools import product
+
+    best = 0
+    for on in product((False, True), repeat=len(unit_bytes)):
+        if any(on):
+            n = chunk_units(how, units, unit_bytes, on)
+            best = max(best, n * sum(b for b, o in zip(unit_bytes, on) if o))
+    return best
+
+
 def slot_bound(board, graphs) -> int:
     """The most bytes a slot can need, whichever arrays are streamed: the tiles placement keeps room for."""
     if stream_rules(board) is None:
@@ -123,7 +136,7 @@ def slot_bound(board, graphs) -> int:
     best = 0
     for g, call, how in _streamed_calls(graphs):
         units, unit_bytes = how.dims(g, call)
-        best = max(best, chunk_units(how, units, unit_bytes) * sum(unit_bytes))
+        best = max(best, slot_bytes(how, units, unit_bytes))
     return best
 
 

@@ -47,16 +47,29 @@ def print_inspection(console, result) -> None:
         f"({_bytes(result.activation_peak_elements * act)} at {result.quant}; build plans the real arena)"
     )
     if result.boards:
-        fit = _table("memory for weights + state + activation peak, by quantization (against the memory that holds "
-                     "the weights)",
+        fit = _table("memory for weights + state + activation peak, by quantization: an estimate before conversion, "
+                     "placed by the board's rule (a board with a stream memory streams the int8 fused LSTMs' gate "
+                     "matrices that do not fit; build plans the real arrays)",
                      "board", "memory", "float32", "int8", "int16")
         for entry in result.boards:
             cells = []
             for quant in ("float32", "int8", "int16"):
-                need = entry[quant]
-                mark = "" if need <= entry["memory_bytes"] else " [red](too big)[/red]"
-                cells.append(_bytes(need) + mark)
-            fit.add_row(entry["board"], _bytes(entry["memory_bytes"]), *cells)
+                verdict = entry.get("fit", {}).get(quant)
+                if verdict is None:
+                    fits, streamed = entry[quant] <= entry["memory_bytes"], 0
+                else:
+                    fits, streamed = verdict["fits"], verdict["streamed_bytes"]
+                if not fits:
+                    mark = " [red](too big)[/red]"
+                elif streamed:
+                    mark = f" (fits, {_bytes(streamed)} streamed from {entry['stream_memory']})"
+                else:
+                    mark = ""
+                cells.append(_bytes(entry[quant]) + mark)
+            memory = _bytes(entry["memory_bytes"])
+            if entry.get("stream_memory"):
+                memory += f" + {entry['stream_memory']} {_bytes(entry['stream_memory_bytes'])}"
+            fit.add_row(entry["board"], memory, *cells)
         console.print(fit)
 
 

@@ -13,7 +13,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from edgernn.errors import LinkError, NoAnswerError
+from edgernn.errors import DeviceInitError, LinkError, NoAnswerError
 from edgernn.link import protocol as P
 from edgernn.link.framing import (NO_SEQ, VERSION, FrameError, FrameReader, FrameTimeout,
                                   encode_frame, MIN_FRAME)
@@ -63,6 +63,10 @@ def open_port(url: str, baud: int = 115200, **kwargs):
 
 # With no ready byte for this long, wait_ready asks the device with HELLO.
 READY_PROBE_AFTER_S = 5.0
+# The last bytes read are kept, so that a device that stops can be asked what it said last (its init-failure
+# line, protocol.INIT_FAILED); and for how long the bytes still on their way are read once it has stopped.
+HEARD_BYTES = 512
+LAST_WORDS_S = 0.5
 
 
 class LinkClient:
@@ -87,6 +91,7 @@ class LinkClient:
         self.retry_count = 0
         self.frames_sent = 0
         self.payload_bytes = 0
+        self._heard = bytearray()
         self._reader = FrameReader(self._read, in_waiting=self._in_waiting)
 
     @classmethod
@@ -109,9 +114,41 @@ class LinkClient:
 
     def _read(self, n: int) -> bytes:
         try:
-            return self.port.read(n)
+            data = self.port.read(n)
         except Exception as exc:  # noqa: BLE001 - pyserial raises several types for a lost port
-            raise LinkError(f"reading from {self.url} failed: {exc}") from None
+            raise self._init_failed(f"reading from {self.url} failed: {exc}", listen=False) or \
+                LinkError(f"reading from {self.url} failed: {exc}") from None
+        self._hear(data)
+        return data
+
+    def _hear(self, data: bytes) -> None:
+        if data:
+            self._heard += data
+            del self._heard[:-HEARD_BYTES]
+
+    def _init_failed(self, stopped: str, listen: bool = True) -> DeviceInitError | None:
+        """The device's own word that its edgernn_init() failed, when what it sent last says so (with
+        ``listen``, what is still on its way is read first, for LAST_WORDS_S at most); ``stopped`` says how
+        the session ended."""
+        if listen:
+            deadline = time.monotonic() + LAST_WORDS_S
+            while time.monotonic() < deadline:
+                try:
+                    data = self.port.read(4096)
+                except Exception:  # noqa: BLE001 - the port closed: everything it had has been read
+                    break
+                self._hear(data)
+        reason = P.init_failure(bytes(self._heard))
+        if reason is None:
+            return None
+        if self.device_gone is not None:
+            # a closed socket is seen before the process behind it is reaped: say how it ended, if soon known
+            deadline = time.monotonic() + LAST_WORDS_S
+            while not (gone := self.device_gone()) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            stopped = gone or stopped
+        said = reason or f"it printed {P.INIT_FAILED}~~~ and no reason"
+        return DeviceInitError(f"the firmware on {self.url} failed at init (edgernn_init()): {said}; {stopped}")
 
     def _in_waiting(self) -> int:
         try:
@@ -178,9 +215,10 @@ class LinkClient:
                 if frame.type != msg_type | P.REPLY:
                     raise LinkError(f"device on {self.url} answered {what} with message type "
                                     f"0x{frame.type:02x}")
+                self._heard.clear()     # the device answers: what it printed before is not why it stops later
                 return frame.payload
-        raise NoAnswerError(f"device on {self.url} gave no valid answer to {what} after "
-                            f"{retries + 1} attempts (last: {last_fault})")
+        silent = f"device on {self.url} gave no valid answer to {what} after {retries + 1} attempts (last: {last_fault})"
+        raise self._init_failed(silent, listen=False) or NoAnswerError(silent)
 
     def _read_frame_watching(self, deadline: float, what: str):
         """The next frame before deadline; a device that is gone raises LinkError within 0.2 s."""
@@ -189,7 +227,8 @@ class LinkClient:
         while True:
             gone = self.device_gone()
             if gone:
-                raise LinkError(f"the device on {self.url} stopped while edgernn waited for its answer to {what}: {gone}")
+                stopped = f"the device on {self.url} stopped while edgernn waited for its answer to {what}: {gone}"
+                raise self._init_failed(gone) or LinkError(stopped)
             try:
                 return self._reader.read_frame(min(deadline, time.monotonic() + 0.2))
             except FrameTimeout:
@@ -245,15 +284,16 @@ class LinkClient:
         while time.monotonic() < deadline:
             gone = self.device_gone() if self.device_gone else None
             if gone:
-                raise LinkError(f"the device on {self.url} stopped before it was ready: {gone}")
+                raise self._init_failed(gone) or LinkError(f"the device on {self.url} stopped before it was ready: {gone}")
             if self._read(1):
                 return
             if time.monotonic() >= probe_at:
                 if self._probe(min(probe_after, max(deadline - time.monotonic(), 0.1))):
                     return
                 probe_at = time.monotonic() + probe_after
-        raise LinkError(f"the device on {self.url} sent nothing and answered no HELLO within {timeout:.0f} s of "
-                        "starting (it did not boot, or its firmware does not send the ready byte)")
+        silent = (f"the device on {self.url} sent nothing and answered no HELLO within {timeout:.0f} s of "
+                  "starting (it did not boot, or its firmware does not send the ready byte)")
+        raise self._init_failed(silent, listen=False) or LinkError(silent)
 
     def _probe(self, timeout: float) -> bool:
         """One HELLO, one attempt: whether the device answered. Any answer counts (an error, another
@@ -263,6 +303,8 @@ class LinkClient:
             return True
         except NoAnswerError:
             return False
+        except DeviceInitError:
+            raise
         except LinkError:
             if self.device_gone and self.device_gone():
                 raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
 
@@ -59,6 +60,27 @@ _STEP_REPLY = struct.Struct("<IHB")     # steps run before, steps in the frame, 
 _CYCLES = 4                             # the uint32 cycle count of each step
 MAX_STEPS_PER_FRAME = 0xFFFF            # STEP's 16-bit count
 HELLO_SIZE_LIMIT = 0xFFFFFFFF           # HELLO's 32-bit sizes and frame limits (version 1: 0xFFFF)
+
+# The text line a firmware prints, outside any frame, when edgernn_init() fails, just before it exits with
+# status 2 (templates/firmware/main.c, templates/hal/ai_deck/main.c): ``~~~EDGERNN INIT FAILED~~~``. A part of
+# the firmware that knows why prints it first with ``: <reason>`` (the AI-deck's L3 loader:
+# ``~~~EDGERNN INIT FAILED: stale L3 weights: ...~~~``). docs/protocol.md, "When init fails".
+INIT_FAILED = "~~~EDGERNN INIT FAILED"
+INIT_FAILED_STATUS = 2
+# Matched from "INIT FAILED" on: the line's first bytes, the first the UART sends after a quiet spell, can
+# arrive damaged (in GVSOC, the missing-blob case's "\n~~~E" came shifted by a bit), and its reason is worth
+# keeping then.
+_INIT_FAILED_LINE = re.compile(rb"INIT FAILED(?:: ([^~\r\n]*))?~~~")
+
+
+def init_failure(text: bytes) -> str | None:
+    """Why the firmware's init failed, from bytes it sent: the first reason an init-failure line gives, ""
+    when its lines give none, None when ``text`` has no such line."""
+    reasons = [m.group(1) for m in _INIT_FAILED_LINE.finditer(bytes(text))]
+    if not reasons:
+        return None
+    given = [r.decode("ascii", "replace").strip() for r in reasons if r and r.strip()]
+    return given[0] if given else ""
 
 
 def model_step_frames(input_bytes: int, output_bytes: int, state_bytes: int) -> tuple[int, int]:

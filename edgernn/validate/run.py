@@ -25,6 +25,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from edgernn.errors import EdgeRNNError, LinkError
+from edgernn.link.protocol import INIT_FAILED_STATUS
 from edgernn.tflite.oracle import dequantize, quantize
 from edgernn.targets.adapter import LinkSettings
 from edgernn.targets.board import Serial
@@ -565,8 +566,16 @@ def _run_on_device(out: Path, manifest: dict, board, port: str | None, test: Tes
             settings = adapter.link_settings(started=device is not None, baud=baud, timeout=timeout)
         else:
             settings = LinkSettings(baud or Serial().baud, timeout or Serial().timeout_s)
-        link = LinkClient.open(port, baud=settings.baud, timeout=settings.timeout_s,
-                               device_gone=_gone_check(device) if device is not None else None)
+        try:
+            link = LinkClient.open(port, baud=settings.baud, timeout=settings.timeout_s,
+                                   device_gone=_gone_check(device) if device is not None else None)
+        except LinkError as exc:
+            # a board edgernn started that ended before its port could be opened (an init that failed
+            # at once): its status says more than the refused connection
+            gone = _gone_check(device)() if device is not None else None
+            if gone:
+                raise LinkError(f"{exc}; {gone}") from None
+            raise
         try:
             if settings.ready_timeout_s is not None:
                 link.wait_ready(settings.ready_timeout_s)
@@ -771,6 +780,8 @@ def _gone_check(device):
         if code is None:
             return None
         how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        if code == INIT_FAILED_STATUS:
+            how += ", the status of a firmware whose edgernn_init() failed"
         return f"its {device.board.name} firmware process ended ({how})"
 
     return gone

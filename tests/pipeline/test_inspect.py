@@ -40,6 +40,12 @@ def test_inspect_reports_path_reason_params_macs_and_states(lstm_file):
     assert rows[dropout.name]["path"] == "dropped"
     assert report["params"] == model.count_params()
     assert report["sequence_output"] == "every step"
+    # the board fit: the totals as before, and placement's verdict (a small model streams nothing)
+    boards = {b["board"]: b for b in report["boards"]}
+    deck = boards["ai_deck"]
+    assert deck["int8"] > 0 and deck["memory_bytes"] == 327680 and deck["stream_memory"] == "l3"
+    assert deck["fit"]["int8"]["fits"] and deck["fit"]["int8"]["streamed_bytes"] == 0
+    assert deck["fit"]["int8"]["verdict"].startswith("fits (")
 
 
 def test_inspect_table_runs_without_a_board(lstm_file):

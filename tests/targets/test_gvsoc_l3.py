@@ -62,17 +62,21 @@ def camera_built(tmp_path_factory):
     return folder / "out"
 
 
-def _readfs_file(image: bytes, name: str) -> bytes:
-    """A file of a flash image's readfs partition, read as the firmware reads it (edgernn_l3.c)."""
+def _readfs_partition(image: bytes) -> int:
+    """The offset of a flash image's readfs partition, from its partition table (as edgernn_l3.c finds it)."""
     table = struct.unpack_from("<I", image, 0)[0]
     magic, _, count = struct.unpack_from("<HBB", image, table)
     assert magic == 0x02BA
     for i in range(count):
         magic, kind, subtype, offset = struct.unpack_from("<HBBI", image, table + 32 * (i + 1))
         if magic == 0x01BA and (kind, subtype) == (0x01, 0x81):
-            break
-    else:
-        raise AssertionError("no readfs partition in the image's partition table")
+            return offset
+    raise AssertionError("no readfs partition in the image's partition table")
+
+
+def _readfs_file(image: bytes, name: str) -> bytes:
+    """A file of a flash image's readfs partition, read as the firmware reads it (edgernn_l3.c)."""
+    offset = _readfs_partition(image)
     files = struct.unpack_from("<I", image, offset + 8)[0]
     at = offset + 12
     for _ in range(files):
@@ -181,6 +185,45 @@ def test_the_weights_are_found_where_a_radio_flash_puts_the_image_and_stale_ones
     # nothing is sent to it
     with devices.start(elf, board) as device:
         assert device.process.wait(board["emulator"]["start_timeout_s"]) == 2
+
+
+@pytest.mark.parametrize("case", ["stale", "missing"])
+def test_a_failed_init_reaches_the_host_as_its_reason(built, case):
+    """The plain image, its blob changed (stale) or its readfs file renamed (missing): the loader says why
+    in one line before the firmware exits 2, and validate raises a DeviceInitError (exit code 3) with that
+    reason, not a lost link. At base 0x40000, where no image starts after this JTAG-like layout, the
+    loader reads the image's own bytes as offsets: it must pass over them (GVSOC's flash model crashed
+    the simulator with SIGSEGV on an address beyond the flash, and the line was never sent)."""
+    from zoo import trajectories
+
+    from edgernn.errors import DeviceInitError
+    from edgernn.targets import device as devices
+    from edgernn.validate.run import validate
+
+    out, _ = built
+    board = devices.load_board(BOARD)
+    elf = devices.find_firmware(out, board)
+    with devices.start(elf, board):
+        pass                                   # gapy prepares the flash image beside the ELF
+    path = elf.parent / "gvsoc" / "target.board.devices.flash.img"
+    plain = path.read_bytes()
+    image = bytearray(plain)
+    if case == "stale":
+        image[image.index((out / "firmware" / "edgernn_l3.bin").read_bytes()) + 7] ^= 0x01
+        want = r"stale L3 weights: the flash's edgernn_l3\.bin does not match this firmware's checksum"
+    else:
+        at = image.index(b"edgernn_l3.bin", _readfs_partition(plain))       # its name in the readfs header
+        image[at:at + 14] = b"edgernn_l4.bin"
+        want = r"no L3 weights: no edgernn_l3\.bin of this firmware's size in the flash image's readfs"
+    try:
+        path.write_bytes(bytes(image))
+        with devices.start(elf, board) as device:
+            assert device.process.wait(board["emulator"]["start_timeout_s"]) == 2      # not killed by a signal
+        with pytest.raises(DeviceInitError, match=r"failed at init \(edgernn_init\(\)\): " + want) as caught:
+            validate(out, data=trajectories(1, 4, N_IN, 5))
+        assert caught.value.exit_code == 3 and "\n" not in str(caught.value)
+    finally:
+        path.write_bytes(plain)
 
 
 def test_a_camera_cnn_and_gru_over_l2_streams_two_fully_connected_and_validates(camera_built):

@@ -50,6 +50,21 @@ static const uint32_t l3_image_bases[] = {EDGERNN_L3_IMAGE_BASES};
 #define L3_ENTRY_MAGIC 0x01bau
 #define L3_HEADER_MAX 256u
 
+/* The HyperFlash's size (the AI-deck's: 64 MiB). Every offset read from the flash is checked against it before
+ * it is followed: at a base where no image starts (after a JTAG flash, 0x40000 holds the middle of the image)
+ * the words are the image's other bytes, and an address built from them lies anywhere in 4 GiB. Silicon would
+ * return some bytes for it; GVSOC's flash model crashes the simulator (SIGSEGV) before init can say why it
+ * failed. pi_flash_ioctl's PI_FLASH_IOCTL_INFO leaves the size unset for the HyperFlash. */
+#ifndef EDGERNN_L3_FLASH_BYTES
+#define EDGERNN_L3_FLASH_BYTES 0x4000000u
+#endif
+
+/* Whether [at, at + bytes) lies in the flash, without overflow. */
+static int l3_in_flash(uint32_t at, uint32_t bytes)
+{
+    return at <= EDGERNN_L3_FLASH_BYTES && bytes <= EDGERNN_L3_FLASH_BYTES - at;
+}
+
 static uint32_t l3_word(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -61,18 +76,30 @@ static int l3_find_file(struct pi_device *flash, uint32_t base, uint8_t *buf, ui
 {
     uint32_t table, n, i, part = 0, found = 0, nb, at, k;
     const uint32_t name_len = (uint32_t)sizeof(L3_FILE) - 1u;
+    if (!l3_in_flash(base, 8)) {
+        return -1;
+    }
     pi_flash_read(flash, base, buf, 8);
+    if (!l3_in_flash(base, l3_word(buf)) || !l3_in_flash(base + l3_word(buf), 32)) {
+        return -1;
+    }
     table = base + l3_word(buf);
     pi_flash_read(flash, table, buf, 32);
     if ((l3_word(buf) & 0xffffu) != L3_TABLE_MAGIC) {
         return -1;
     }
     n = buf[3];
+    if (!l3_in_flash(table, 32u * (n + 1u))) {
+        return -1;
+    }
     for (i = 0; i < n && !found; ++i) {
         pi_flash_read(flash, table + 32u * (i + 1u), buf, 32);
         if ((l3_word(buf) & 0xffffu) == L3_ENTRY_MAGIC && buf[2] == 0x01u && buf[3] == 0x81u) {
             part = base + l3_word(buf + 4);
-            found = 1;
+            found = l3_in_flash(base, l3_word(buf + 4)) && l3_in_flash(part, L3_HEADER_MAX);
+            if (!found) {
+                return -1;
+            }
         }
     }
     if (!found) {
@@ -88,6 +115,9 @@ static int l3_find_file(struct pi_device *flash, uint32_t base, uint8_t *buf, ui
             same = buf[at + 12u + k] == (uint8_t)L3_FILE[k];
         }
         if (same && (len == name_len || buf[at + 12u + name_len] == 0)) {
+            if (!l3_in_flash(part, file_at) || !l3_in_flash(part + file_at, file_size)) {
+                return -1;
+            }
             *offset = part + file_at;
             *size = file_size;
             return 0;
@@ -170,6 +200,21 @@ static int l3_copy(struct pi_device *flash, uint8_t *bounce, uint32_t offset, ui
     return h == checksum;
 }
 
+/* Why the open failed, as one line the host reports (edgernn/link/protocol.py: INIT_FAILED_LINE, followed by
+ * ": " and the reason; the main task prints the plain line after it). */
+static void l3_say_why(const char *why)
+{
+    static const char head[] = "\n~~~EDGERNN INIT FAILED: ";
+    static const char tail[] = "~~~\n";
+    int n = 0;
+    while (why[n] != '\0') {
+        ++n;
+    }
+    edgernn_hal_uart_write((const uint8_t *)head, (int)sizeof(head) - 1);
+    edgernn_hal_uart_write((const uint8_t *)why, n);
+    edgernn_hal_uart_write((const uint8_t *)tail, (int)sizeof(tail) - 1);
+}
+
 int edgernn_l3_open(uint32_t bytes, uint32_t checksum)
 {
     struct pi_device flash;
@@ -177,7 +222,7 @@ int edgernn_l3_open(uint32_t bytes, uint32_t checksum)
     struct pi_hyperram_conf ram_conf;
     uint8_t *bounce;
     uint32_t offset = 0, size = 0, b;
-    int status = -1, ram = 0;
+    int status = -1, ram = 0, sized = 0;
 
     if (l3_opened) {
         return 0;
@@ -185,6 +230,7 @@ int edgernn_l3_open(uint32_t bytes, uint32_t checksum)
     pi_hyperflash_conf_init(&flash_conf);
     pi_open_from_conf(&flash, &flash_conf);
     if (pi_flash_open(&flash) != 0) {
+        l3_say_why("the HyperFlash did not open (L3 weights)");
         return -1;
     }
     bounce = (uint8_t *)pi_l2_malloc(L3_COPY_BYTES);
@@ -199,14 +245,28 @@ int edgernn_l3_open(uint32_t bytes, uint32_t checksum)
         }
     }
     for (b = 0; ram && status == -1 && b < sizeof(l3_image_bases) / sizeof(l3_image_bases[0]); ++b) {
-        if (l3_find_file(&flash, l3_image_bases[b], bounce, &offset, &size) == 0 && size == bytes &&
-            l3_copy(&flash, bounce, offset, bytes, checksum)) {
-            status = 0;
+        if (l3_find_file(&flash, l3_image_bases[b], bounce, &offset, &size) == 0 && size == bytes) {
+            sized = 1;
+            if (l3_copy(&flash, bounce, offset, bytes, checksum)) {
+                status = 0;
 #if EDGERNN_L3_BENCH == 3
-            l3_print_bandwidths(&flash, offset, bounce, bytes);
-            status = -5;
+                l3_print_bandwidths(&flash, offset, bounce, bytes);
+                status = -5;
 #endif
+            }
         }
+    }
+    if (bounce == NULL) {
+        l3_say_why("no L2 for the L3 weights' copy buffer");
+    } else if (!ram) {
+        l3_say_why("the HyperRAM did not open (L3 weights)");
+    } else if (status == -2) {
+        l3_say_why("no room in the HyperRAM for the L3 weights");
+    } else if (status == -1) {
+        l3_say_why(sized ? "stale L3 weights: the flash's " L3_FILE " does not match this firmware's checksum "
+                           "(flash the image again)"
+                         : "no L3 weights: no " L3_FILE " of this firmware's size in the flash image's readfs "
+                           "(flash the image again)");
     }
     if (ram && status != 0) {
         if (status != -2) {
