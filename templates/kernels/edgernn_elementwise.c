@@ -284,6 +284,27 @@ void edgernn_requantize_s16(const edgernn_mul_params_t *p, edgernn_requantize_t 
     }
 }
 
+/* QUANTIZE between the two integer types: LiteRT's Requantize, out = clamp(MultiplyByQuantizedMultiplier(
+ * in - input_zero_point, s_in / s_out) + output_zero_point) to the output type. For int8 -> int16 the
+ * effective scale is usually above 1 (a left shift before the high multiply); that is the same formula. */
+void edgernn_requantize_s8_s16(const edgernn_mul_params_t *p, const int8_t *in, int n, int16_t *out)
+{
+    int i;
+    for (i = 0; i < n; ++i) {
+        const int32_t r = edgernn_mbqm((int32_t)in[i] + p->input1_offset, p->output_multiplier, p->output_shift);
+        out[i] = (int16_t)edgernn_clamp(r + p->output_offset, p->act_min, p->act_max);
+    }
+}
+
+void edgernn_requantize_s16_s8(const edgernn_mul_params_t *p, const int16_t *in, int n, int8_t *out)
+{
+    int i;
+    for (i = 0; i < n; ++i) {
+        const int32_t r = edgernn_mbqm((int32_t)in[i] + p->input1_offset, p->output_multiplier, p->output_shift);
+        out[i] = (int8_t)edgernn_clamp(r + p->output_offset, p->act_min, p->act_max);
+    }
+}
+
 static int32_t round_half_away(float x)
 {
     return (int32_t)(x >= 0.0f ? floorf(x + 0.5f) : -floorf(-x + 0.5f));
