@@ -158,3 +158,48 @@ def tanh16(step_int8: bytes) -> bytes:
         ops.append(_quantize(model, b, dst))
     graph.operators = ops
     return M.write(model)
+
+
+def io16(step_int8: bytes, x_scale: float, y_scale: float) -> bytes:
+    """The int8 step model behind an int16 input and output (zero points 0): x int16 -> int8 before the
+    first op, y int8 -> int16 after the last; the states stay int8."""
+    model = M.read(step_int8)
+    graph = model.subgraphs[0]
+    sx, sy = _signature_index(model, False, "x"), _signature_index(model, True, "y")
+    old_x, old_y = int(sx.tensorIndex), int(sy.tensorIndex)
+    new_x = _tensor(model, "x.in16", "int16", list(graph.tensors[old_x].shape), x_scale, 0)
+    new_y = _tensor(model, "y.out16", "int16", list(graph.tensors[old_y].shape), y_scale, 0)
+    graph.operators.insert(0, _quantize(model, new_x, old_x))
+    graph.operators.append(_quantize(model, old_y, new_y))
+    graph.inputs = np.array([new_x if int(i) == old_x else int(i) for i in graph.inputs], dtype=np.int32)
+    y_is_state = any(M._text(o.name) != "y" and int(o.tensorIndex) == old_y for o in model.signatureDefs[0].outputs)
+    outs = [int(i) for i in graph.outputs if int(i) != old_y or y_is_state]
+    graph.outputs = np.array(list(dict.fromkeys(outs + [new_y])), dtype=np.int32)
+    sx.tensorIndex, sy.tensorIndex = new_x, new_y
+    return M.write(model)
+
+
+def write_folder(folder, step: bytes, manifest: dict | None = None):
+    """A build folder holding ``step`` as step.tflite and, from ``manifest`` (the int8 model's), a
+    manifest.json whose inputs, outputs and states carry the mixed model's own dtypes and quantization."""
+    import json
+    from pathlib import Path
+
+    from edgernn.tflite.interpreter import load_interpreter
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "step.tflite").write_bytes(step)
+    if manifest is None:
+        return folder
+    runner = load_interpreter(step).get_signature_runner("serving_default")
+    details = {**runner.get_input_details(), **{("out", k): v for k, v in runner.get_output_details().items()}}
+    manifest = json.loads(json.dumps(manifest))
+    for key, entries in (("x", manifest["inputs"]), (("out", "y"), manifest["outputs"]), (None, manifest["states"])):
+        for e in entries:
+            d = details[key if key is not None else e["name"]]
+            q = d["quantization_parameters"]
+            e.update(dtype=np.dtype(d["dtype"]).name, scale=float(q["scales"][0]), zero_point=int(q["zero_points"][0]))
+    manifest["quant"] = "mixed"
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return folder
