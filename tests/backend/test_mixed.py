@@ -163,3 +163,28 @@ def _activation_types(folder) -> set[str]:
     from edgernn.backend.reader import read_tflite
 
     return {t.dtype for t in read_tflite(folder / "step.tflite").tensors if t.data is None}
+
+
+def test_step_cost_counts_the_seams_and_each_states_width(int8_base, tmp_path):
+    """estimate_step_cost: the bytes generate_firmware reports, the int16 state at 2 bytes an element,
+    and each QUANTIZE seam's elements in the cycles."""
+    from edgernn.backend import generate_firmware
+    from edgernn.backend.cost import estimate_step_cost
+    from edgernn.backend.parallel import CYCLES_PER_ELEMENT
+
+    step, manifest = int8_base("simplernn")
+    plain = MM.write_folder(tmp_path / "int8", step, manifest)
+    mixed = MM.write_folder(tmp_path / "mixed", _states16(step, manifest, 256.0), manifest)
+    costs = {}
+    for label, folder in (("int8", plain), ("mixed", mixed)):
+        states = json.loads((folder / "manifest.json").read_text())["states"]
+        cost = estimate_step_cost(folder / "step.tflite", states)
+        facts = generate_firmware(folder, None)
+        assert (cost.weight_bytes, cost.arena_bytes, cost.state_bytes) == \
+            (facts.weight_bytes, facts.arena_bytes, facts.state_bytes)
+        assert cost.unestimated == [] and cost.cycles_per_step > 0
+        costs[label] = cost
+    size = sum(int(np.prod(s["shape"])) for s in manifest["states"])
+    assert costs["mixed"].state_bytes == 2 * costs["int8"].state_bytes == 2 * size
+    assert costs["mixed"].calls == costs["int8"].calls + 2
+    assert costs["mixed"].cycles_per_step == costs["int8"].cycles_per_step + 2 * size * CYCLES_PER_ELEMENT

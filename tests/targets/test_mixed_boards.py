@@ -1,0 +1,88 @@
+"""A mixed int8/int16 model validated on host, qemu_riscv32 and gvsoc_gap8 like any other build folder.
+
+The folder is an int8 SimpleRNN built for the board, its step model then replaced by a mixed one
+(tests/support/mixed_models.py): the state held in int16 at a scale that is no power of two of the int8
+one, and the cell's TANH in int16 between two QUANTIZE seams, while x and y stay int8. The firmware is
+generated and built again, and ``validate`` runs it over the link: every output byte and every state
+byte equal to LiteRT's, the int16 state packed in the link's STATE frames at its own width.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+
+import mixed_models as MM
+import zoo
+from conftest import require_gap_sdk, require_tools
+
+STEPS = 200
+
+
+def simplernn(seed: int = 0):
+    keras = zoo._keras(seed)
+    return keras.Sequential([keras.Input((None, 3)), keras.layers.SimpleRNN(9, return_sequences=True)],
+                            name="mixed_simplernn")
+
+
+def build_mixed(tmp_path, board: str):
+    """OUT for ``board``: the int8 build, its step model made mixed, the firmware generated and built again."""
+    from edgernn.pipeline.build import build_model
+    from edgernn.targets.device import adapter_for
+
+    path = tmp_path / "m.keras"
+    simplernn().save(path)
+    out = tmp_path / "out"
+    with contextlib.redirect_stdout(io.StringIO()):
+        build_model(str(path), out, board=board, quant="int8", mode="step", calib=zoo.trajectories(4, 60, 3, 1))
+    manifest = json.loads((out / "manifest.json").read_text())
+    state = manifest["states"][0]
+    mixed = MM.tanh16(MM.state16((out / "step.tflite").read_bytes(), state["name"], state["scale"] / 130))
+    MM.write_folder(out, mixed, manifest)
+    adapter = adapter_for(board)
+    facts = adapter.generate(out)
+    adapter.build(out, scratch=tmp_path / "scratch", final_out=out, log=lambda _: None, verbose=False)
+    return out, facts
+
+
+def _validates(out, facts, board: str) -> dict:
+    from edgernn.validate.run import validate
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [s["dtype"] for s in manifest["states"]] == ["int16"]
+    assert (manifest["inputs"][0]["dtype"], manifest["outputs"][0]["dtype"]) == ("int8", "int8")
+    assert facts["state_bytes"] == 2 * 9
+    report = validate(out, data=zoo.trajectories(1, STEPS, 3, 5))
+    ref = report["reference"]
+    assert report["board"] == board and report["steps"] >= STEPS
+    assert ref["mismatches"] == 0 and ref["state_mismatches"] == 0, ref
+    assert report["pass"]
+    return report
+
+
+@pytest.mark.toolchain
+def test_mixed_model_validates_on_host(tmp_path):
+    out, facts = build_mixed(tmp_path, "host")
+    _validates(out, facts, "host")
+
+
+@pytest.mark.qemu
+def test_mixed_model_validates_on_qemu_riscv32(tmp_path):
+    out, facts = build_mixed(tmp_path, "qemu_riscv32")
+    _validates(out, facts, "qemu_riscv32")
+
+
+@pytest.mark.slow
+@pytest.mark.toolchain
+def test_mixed_model_validates_on_gvsoc_gap8(tmp_path):
+    require_gap_sdk()
+    require_tools("make", "riscv64-unknown-elf-gcc")
+    from edgernn.targets import gap_sdk
+
+    gap_sdk.build_gvsoc()
+    out, facts = build_mixed(tmp_path, "gvsoc_gap8")
+    report = _validates(out, facts, "gvsoc_gap8")
+    assert report["device"]["cycles_per_step"] > 0
