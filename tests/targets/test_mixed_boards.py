@@ -4,7 +4,8 @@ The folder is an int8 SimpleRNN built for the board, its step model then replace
 (tests/support/mixed_models.py): the state held in int16 at a scale that is no power of two of the int8
 one, and the cell's TANH in int16 between two QUANTIZE seams, while x and y stay int8. The firmware is
 generated and built again, and ``validate`` runs it over the link: every output byte and every state
-byte equal to LiteRT's, the int16 state packed in the link's STATE frames at its own width.
+byte equal to LiteRT's, the int16 state packed in the link's STATE frames at its own width. On gvsoc_gap8
+one cluster core with scalar dot products and the fabric controller alone give the 8-core SIMD build's bytes.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import contextlib
 import io
 import json
 
+import numpy as np
 import pytest
 
 import mixed_models as MM
@@ -86,3 +88,29 @@ def test_mixed_model_validates_on_gvsoc_gap8(tmp_path):
     out, facts = build_mixed(tmp_path, "gvsoc_gap8")
     report = _validates(out, facts, "gvsoc_gap8")
     assert report["device"]["cycles_per_step"] > 0
+    assert (report["device"]["workers"], report["device"]["simd_dot"]) == (8, True)
+    # one cluster core without the SIMD dot products, and the fabric controller alone: the same bytes
+    from edgernn.tflite.oracle import quantize
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    xs = quantize(zoo.trajectories(1, 60, 3, 7)[0], manifest["inputs"][0])
+    runs = {cores: _run_variant(out, {"EDGERNN_CLUSTER_CORES": cores, "EDGERNN_XPULP": simd}, xs,
+                                tmp_path / f"c{cores}s{simd}")
+            for cores, simd in ((8, 1), (1, 0), (0, 1))}
+    for cores, result in runs.items():
+        assert np.array_equal(result.outputs, runs[8].outputs), cores
+        assert np.array_equal(result.states, runs[8].states), cores
+
+
+def _run_variant(out, make_vars: dict, xs, build_dir):
+    """The gvsoc_gap8 project built with other make variables and run in GVSOC over the link."""
+    from edgernn.link import LinkClient
+    from edgernn.targets import device as devices
+
+    board = devices.load_board("gvsoc_gap8")
+    built = devices.build_elf(out / "firmware", board, build_dir, make_vars=make_vars)
+    with devices.start(built.elf, board) as device:
+        with LinkClient.open(device.url, baud=board["serial"]["baud"], timeout=board["serial"]["timeout_s"]) as link:
+            link.wait_ready(board["emulator"]["start_timeout_s"])
+            link.hello()
+            return link.run(xs, states="every")
