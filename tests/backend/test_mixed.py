@@ -7,8 +7,8 @@ mixed precision:
 
 - the QUANTIZE seams alone, over every int8 value and every int16 value, at scales up and down, zero
   points at both ends and both saturations (``SEAMS``);
-- int8 step models with their states in int16, an int16 TANH in the cell, an int16 input and output
-  around int8 states, and the lot together (``MIXED``).
+- int8 step models with their states in int16, an int16 TANH in the cell, FULLY_CONNECTEDs in 16x8, an
+  int16 input and output around int8 states, and the lot together (``MIXED``).
 """
 
 from __future__ import annotations
@@ -130,9 +130,11 @@ MIXED = [
     ("states16_odd", "lstm", lambda m, man: _states16(m, man, 97.3)),
     ("tanh16", "simplernn", lambda m, man: MM.tanh16(m)),
     ("tanh16_lstm", "lstm", lambda m, man: MM.tanh16(m)),
+    ("fc16", "simplernn", lambda m, man: MM.fc16(m, count=2)),     # both gate FULLY_CONNECTEDs in 16x8
+    ("fc16_lstm", "lstm", lambda m, man: MM.fc16(m, count=3)),      # the Dense's and the LSTM's first two
     ("io16", "lstm", lambda m, man: MM.io16(m, man["inputs"][0]["scale"] / 200, man["outputs"][0]["scale"] / 150)),
-    ("all", "lstm", lambda m, man: MM.io16(MM.tanh16(_states16(m, man, 130.0)), man["inputs"][0]["scale"] / 64,
-                                            man["outputs"][0]["scale"] / 64)),
+    ("all", "lstm", lambda m, man: MM.io16(MM.fc16(MM.tanh16(_states16(m, man, 130.0)), count=2),
+                                            man["inputs"][0]["scale"] / 64, man["outputs"][0]["scale"] / 64)),
 ]
 
 
@@ -145,6 +147,13 @@ def test_mixed_step_models_match_interpreter(int8_base, tmp_path, name, base, sp
     assert {"int8", "int16"} <= _activation_types(folder), "the model is not mixed"
     b = H.build(folder)
     model_h = (folder / "firmware" / "model.h").read_text()
+    model_c = (folder / "firmware" / "model.c").read_text()
+    # the int16 ops the splice made are generated as int16 kernels, beside the int8 ones
+    for part, kernel in (("fc16", "fully_connected_s16("), ("tanh16", "tanh_s16("), ("all", "fully_connected_s16("),
+                         ("all", "tanh_s16(")):
+        if part in name:
+            assert kernel in model_c, f"{name}: no {kernel}"
+    assert "fully_connected_s8(" in model_c or "fully_connected_group_s8(" in model_c or name.startswith("fc16")
     # each state keeps its own dtype in the packed state: the sum of its own bytes
     packed = sum(int(np.prod(s["shape"])) * np.dtype(s["dtype"]).itemsize for s in mixed["states"])
     assert b.facts["state_bytes"] == packed

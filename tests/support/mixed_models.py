@@ -7,6 +7,8 @@ valid TFLite model that LiteRT runs, with int8 and int16 ops and QUANTIZE ops wh
   and no state; the table of edge cases for the int8 <-> int16 requantize kernels.
 - ``state16``: an int8 step model whose recurrent state is held in int16: the state input goes
   int16 -> int8 before the cell, the cell's output int8 -> int16 back into the state output.
+- ``fc16``: a FULLY_CONNECTED in 16x8 (int16 activations, the same int8 weights, an int64 bias).
+- ``io16``: an int16 x and y around the int8 model.
 - ``tanh16``: the cell's int8 TANH replaced by QUANTIZE int8 -> int16, an int16 TANH and QUANTIZE
   int16 -> int8, so one op of the graph runs in 16x8.
 """
@@ -18,7 +20,8 @@ import numpy as np
 from edgernn.tflite import model as M
 
 S = M.schema
-_TYPES = {"int8": S.TensorType.INT8, "int16": S.TensorType.INT16, "float32": S.TensorType.FLOAT32}
+_TYPES = {"int8": S.TensorType.INT8, "int16": S.TensorType.INT16, "int64": S.TensorType.INT64,
+          "float32": S.TensorType.FLOAT32}
 
 
 def _opcode(model, builtin: int, version: int = 1) -> int:
@@ -203,3 +206,44 @@ def write_folder(folder, step: bytes, manifest: dict | None = None):
     manifest["quant"] = "mixed"
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return folder
+
+
+def fc16(step_int8: bytes, count: int = 1) -> bytes:
+    """The int8 step model with its first ``count`` FULLY_CONNECTEDs in 16x8: QUANTIZE int8 -> int16 of
+    the input (its scale over 256, zero point 0), the same int8 weights, the int32 bias as int64 at the
+    int16 input's scale (times 256, exactly), an int16 output (its scale over 256) and QUANTIZE
+    int16 -> int8 into the original output tensor."""
+    model = M.read(step_int8)
+    graph = model.subgraphs[0]
+    ops, done = [], 0
+    for op in graph.operators:
+        if done >= count or M.op_name(model, op.opcodeIndex) != "FULLY_CONNECTED":
+            ops.append(op)
+            continue
+        src, w, bias, dst = int(op.inputs[0]), int(op.inputs[1]), int(op.inputs[2]), int(op.outputs[0])
+        s_in, _ = _qparams(model, src)
+        s_out, _ = _qparams(model, dst)
+        a = _tensor(model, f"fc{done}.in16", "int16", list(graph.tensors[src].shape), s_in / 256.0, 0)
+        b = _tensor(model, f"fc{done}.out16", "int16", list(graph.tensors[dst].shape), s_out / 256.0, 0)
+        inputs = [a, w, -1]
+        if bias >= 0:
+            old = graph.tensors[bias]
+            values = np.frombuffer(bytes(bytearray(model.buffers[old.buffer].data)), dtype=np.int32).astype(np.int64)
+            q = old.quantization
+            scale = [float(v) / 256.0 for v in q.scale]
+            t = _tensor(model, f"fc{done}.bias64", "int64", list(old.shape), None, None)
+            nb = graph.tensors[t]
+            model.buffers[nb.buffer].data = np.frombuffer((values * 256).astype("<i8").tobytes(), dtype=np.uint8)
+            bq = S.QuantizationParametersT()
+            bq.scale = np.array(scale, dtype=np.float32)
+            bq.zeroPoint = np.zeros(len(scale), dtype=np.int64)
+            bq.quantizedDimension = int(q.quantizedDimension)
+            nb.quantization = bq
+            inputs[2] = t
+        fc = _op(model, S.BuiltinOperator.FULLY_CONNECTED, inputs, [b], version=7,  # 16x8 FULLY_CONNECTED
+                
+                 options_type=op.builtinOptionsType, options=op.builtinOptions)
+        ops += [_quantize(model, src, a), fc, _quantize(model, b, dst)]
+        done += 1
+    graph.operators = ops
+    return M.write(model)
