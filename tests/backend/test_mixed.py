@@ -200,3 +200,19 @@ def test_step_cost_counts_the_seams_and_each_states_width(int8_base, tmp_path):
     assert costs["mixed"].state_bytes == 2 * costs["int8"].state_bytes == 2 * size
     assert costs["mixed"].calls == costs["int8"].calls + 2
     assert costs["mixed"].cycles_per_step == costs["int8"].cycles_per_step + 2 * size * CYCLES_PER_ELEMENT
+
+
+@pytest.mark.toolchain
+def test_sanitizers_report_nothing_on_the_seams(tmp_path):
+    """ASan and UBSan over both seam kernels on both paths (the one-multiply one and edgernn_mbqm's),
+    every int16 input value: no shift or overflow out of range, and still the interpreter's bytes."""
+    hops = [("int16", 0.002, -700), ("int8", 0.1, 0), ("int16", 0.1 / 3000000, 0), ("int8", 0.02, 9),
+            ("int16", 1.0, 0), ("int8", 1.0 / 12288, 0)]
+    folder = MM.write_folder(tmp_path / "asan", MM.requantize_chain(hops, size=256))
+    b = H.build(folder, cflags=["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"],
+                name="driver_asan")
+    xq = _all_values("int16")
+    ref, _ = step_records(folder / "step.tflite", xq, [])
+    got, stderr = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
+    assert "runtime error" not in stderr and "AddressSanitizer" not in stderr, stderr
+    assert np.array_equal(got, ref)
