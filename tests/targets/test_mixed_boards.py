@@ -1,8 +1,10 @@
 """A mixed int8/int16 model validated on host, qemu_riscv32 and gvsoc_gap8 like any other build folder.
 
-The folder is an int8 SimpleRNN built for the board, its step model then replaced by a mixed one
-(tests/support/mixed_models.py): the state held in int16 at a scale that is no power of two of the int8
-one, and the cell's TANH in int16 between two QUANTIZE seams, while x and y stay int8. The firmware is
+The folder is an int8 model built for the board, its step model then replaced by a mixed one
+(tests/support/mixed_models.py): a SimpleRNN with its state held in int16 at a scale that is no power of two
+of the int8 one and the cell's TANH in int16 between two QUANTIZE seams, x and y int8 (every board); a
+Dense-LSTM-Dense with both states in int16, every TANH and two FULLY_CONNECTEDs in 16x8 and x and y in int16
+(host and qemu_riscv32). The firmware is
 generated and built again, and ``validate`` runs it over the link: every output byte and every state
 byte equal to LiteRT's, the int16 state packed in the link's STATE frames at its own width. On gvsoc_gap8
 one cluster core with scalar dot products and the fabric controller alone give the 8-core SIMD build's bytes.
@@ -30,33 +32,49 @@ def simplernn(seed: int = 0):
                             name="mixed_simplernn")
 
 
-def build_mixed(tmp_path, board: str):
+def _simplernn_state_and_tanh(step: bytes, manifest: dict) -> bytes:
+    state = manifest["states"][0]
+    return MM.tanh16(MM.state16(step, state["name"], state["scale"] / 130))
+
+
+def _lstm_everything(step: bytes, manifest: dict) -> bytes:
+    """Both states in int16, every TANH and the first two FULLY_CONNECTEDs in 16x8, x and y in int16."""
+    for state in manifest["states"]:
+        step = MM.state16(step, state["name"], state["scale"] / 130)
+    step = MM.fc16(MM.tanh16(step), count=2)
+    return MM.io16(step, manifest["inputs"][0]["scale"] / 64, manifest["outputs"][0]["scale"] / 64)
+
+
+# kind: (Keras model, splice)
+KINDS = {"simplernn": (simplernn, _simplernn_state_and_tanh), "lstm": (zoo.functional_lstm, _lstm_everything)}
+
+
+def build_mixed(tmp_path, board: str, kind: str = "simplernn"):
     """OUT for ``board``: the int8 build, its step model made mixed, the firmware generated and built again."""
     from edgernn.pipeline.build import build_model
     from edgernn.targets.device import adapter_for
 
+    make, splice = KINDS[kind]
     path = tmp_path / "m.keras"
-    simplernn().save(path)
+    make().save(path)
     out = tmp_path / "out"
     with contextlib.redirect_stdout(io.StringIO()):
         build_model(str(path), out, board=board, quant="int8", mode="step", calib=zoo.trajectories(4, 60, 3, 1))
     manifest = json.loads((out / "manifest.json").read_text())
-    state = manifest["states"][0]
-    mixed = MM.tanh16(MM.state16((out / "step.tflite").read_bytes(), state["name"], state["scale"] / 130))
-    MM.write_folder(out, mixed, manifest)
+    MM.write_folder(out, splice((out / "step.tflite").read_bytes(), manifest), manifest)
     adapter = adapter_for(board)
     facts = adapter.generate(out)
     adapter.build(out, scratch=tmp_path / "scratch", final_out=out, log=lambda _: None, verbose=False)
     return out, facts
 
 
-def _validates(out, facts, board: str) -> dict:
+def _validates(out, facts, board: str, io_dtype: str = "int8") -> dict:
     from edgernn.validate.run import validate
 
     manifest = json.loads((out / "manifest.json").read_text())
-    assert [s["dtype"] for s in manifest["states"]] == ["int16"]
-    assert (manifest["inputs"][0]["dtype"], manifest["outputs"][0]["dtype"]) == ("int8", "int8")
-    assert facts["state_bytes"] == 2 * 9
+    assert {s["dtype"] for s in manifest["states"]} == {"int16"}
+    assert (manifest["inputs"][0]["dtype"], manifest["outputs"][0]["dtype"]) == (io_dtype, io_dtype)
+    assert facts["state_bytes"] == sum(2 * s["size"] for s in manifest["states"])
     report = validate(out, data=zoo.trajectories(1, STEPS, 3, 5))
     ref = report["reference"]
     assert report["board"] == board and report["steps"] >= STEPS
@@ -65,16 +83,21 @@ def _validates(out, facts, board: str) -> dict:
     return report
 
 
+IO = {"simplernn": "int8", "lstm": "int16"}
+
+
 @pytest.mark.toolchain
-def test_mixed_model_validates_on_host(tmp_path):
-    out, facts = build_mixed(tmp_path, "host")
-    _validates(out, facts, "host")
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_mixed_model_validates_on_host(tmp_path, kind):
+    out, facts = build_mixed(tmp_path, "host", kind)
+    _validates(out, facts, "host", IO[kind])
 
 
 @pytest.mark.qemu
-def test_mixed_model_validates_on_qemu_riscv32(tmp_path):
-    out, facts = build_mixed(tmp_path, "qemu_riscv32")
-    _validates(out, facts, "qemu_riscv32")
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_mixed_model_validates_on_qemu_riscv32(tmp_path, kind):
+    out, facts = build_mixed(tmp_path, "qemu_riscv32", kind)
+    _validates(out, facts, "qemu_riscv32", IO[kind])
 
 
 @pytest.mark.slow
