@@ -284,6 +284,65 @@ void edgernn_requantize_s16(const edgernn_mul_params_t *p, edgernn_requantize_t 
     }
 }
 
+/* QUANTIZE between the two integer types: LiteRT's Requantize, out = clamp(MultiplyByQuantizedMultiplier(
+ * in - input_zero_point, s_in / s_out) + output_zero_point) to the output type. For int8 -> int16 the
+ * effective scale is usually above 1 (a left shift before the high multiply); that is the same formula.
+ *
+ * MultiplyByQuantizedMultiplier with a left shift L and a right shift e is edgernn_rescale_narrow of
+ * x * 2^L with up = 2 wherever its bounds hold for every input of the call: |x| * 2^(L + 2) <= INT32_MAX
+ * (|x| is at most 2^15 + |zero point| for int16, 2^7 + |zero point| for int8), e <= 29 and a multiplier
+ * of at least 2^30 (QuantizeMultiplier's). That is one 32-bit high multiply an element instead of the
+ * 64-bit products of edgernn_mbqm; the choice is made once per call, and the parameters are read into
+ * locals because the int8 output may alias them. tests/backend/test_mixed.py holds both seams over every
+ * input value against LiteRT. */
+static int requantize_narrow_applies(int32_t multiplier, int32_t shift, int32_t x_max)
+{
+    const int left = shift > 0 ? shift : 0;
+    const int e = shift > 0 ? 0 : -shift;
+    return multiplier >= ((int32_t)1 << 30) && e <= 29 && left <= 28 &&
+           ((int64_t)x_max << (left + 2)) <= (int64_t)INT32_MAX;
+}
+
+void edgernn_requantize_s8_s16(const edgernn_mul_params_t *p, const int8_t *in, int n, int16_t *out)
+{
+    const int32_t off = p->input1_offset, zo = p->output_offset, m = p->output_multiplier;
+    const int32_t shift = p->output_shift, lo = p->act_min, hi = p->act_max;
+    int i;
+    if (requantize_narrow_applies(m, shift, 128 + (off < 0 ? -off : off))) {
+        const int left = shift > 0 ? shift : 0;
+        const int e = shift > 0 ? 0 : -shift;
+        for (i = 0; i < n; ++i) {
+            const int32_t r = edgernn_rescale_narrow(((int32_t)in[i] + off) * ((int32_t)1 << left), m, 2, e);
+            out[i] = (int16_t)edgernn_clamp(r + zo, lo, hi);
+        }
+        return;
+    }
+    for (i = 0; i < n; ++i) {
+        const int32_t r = edgernn_mbqm((int32_t)in[i] + off, m, shift);
+        out[i] = (int16_t)edgernn_clamp(r + zo, lo, hi);
+    }
+}
+
+void edgernn_requantize_s16_s8(const edgernn_mul_params_t *p, const int16_t *in, int n, int8_t *out)
+{
+    const int32_t off = p->input1_offset, zo = p->output_offset, m = p->output_multiplier;
+    const int32_t shift = p->output_shift, lo = p->act_min, hi = p->act_max;
+    int i;
+    if (requantize_narrow_applies(m, shift, 32768 + (off < 0 ? -off : off))) {
+        const int left = shift > 0 ? shift : 0;
+        const int e = shift > 0 ? 0 : -shift;
+        for (i = 0; i < n; ++i) {
+            const int32_t r = edgernn_rescale_narrow(((int32_t)in[i] + off) * ((int32_t)1 << left), m, 2, e);
+            out[i] = (int8_t)edgernn_clamp(r + zo, lo, hi);
+        }
+        return;
+    }
+    for (i = 0; i < n; ++i) {
+        const int32_t r = edgernn_mbqm((int32_t)in[i] + off, m, shift);
+        out[i] = (int8_t)edgernn_clamp(r + zo, lo, hi);
+    }
+}
+
 static int32_t round_half_away(float x)
 {
     return (int32_t)(x >= 0.0f ? floorf(x + 0.5f) : -floorf(-x + 0.5f));

@@ -128,3 +128,21 @@ def compare_float_per_tensor(got: np.ndarray, ref: np.ndarray, sizes: list[int])
         worst = max(worst, float(rel.max(initial=0.0)))
         start += n
     return {"values": int(a.size), "not_close": not_close, "max_rel": worst}
+
+
+def compare_tensors(got: np.ndarray, ref: np.ndarray, folder: Path) -> dict:
+    """Mismatches of two integer record arrays whose tensors (y, then each state of the manifest) may
+    each have their own dtype, as a mixed int8/int16 model's do: {tensor: (mismatching values, max LSB)}."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    entries = [("y", manifest["outputs"][0])] + [(s["name"], s) for s in manifest["states"]]
+    stats, start = {}, 0
+    for name, e in entries:
+        dt = np.dtype(e["dtype"])
+        n = int(np.prod(e["shape"])) * dt.itemsize
+        a = got[:, start:start + n].copy().view(dt).astype(np.int64)
+        b = ref[:, start:start + n].copy().view(dt).astype(np.int64)
+        diff = np.abs(a - b)
+        stats[name] = (int((diff != 0).sum()), int(diff.max(initial=0)))
+        start += n
+    assert start == ref.shape[1], "the manifest's tensors do not cover the record"
+    return stats

@@ -154,6 +154,15 @@ class ActivationsOps(LoweringBase):
             m, s = qp.quantize_multiplier(float(np.float32(si)) / float(np.float32(so)))
             params = ConstStruct(self.cname(op, "q"), "edgernn_mul_params_t", [-zi, 0, zo, m, s, -32768, 32767])
             return self._requantize_s16(op, params, REQUANTIZE_IDENTITY)
+        if {x.dtype, dtype} == {"int8", "int16"}:
+            # a mixed model's seam: LiteRT's Prepare takes s_in / s_out in double, its Eval Requantize
+            (si, zi), (so, zo) = x.qparams(), out.qparams()
+            m, s = qp.quantize_multiplier(float(np.float32(si)) / float(np.float32(so)))
+            lo, hi = (-128, 127) if dtype == "int8" else (-32768, 32767)
+            params = ConstStruct(self.cname(op, "q"), "edgernn_mul_params_t", [-zi, 0, zo, m, s, lo, hi])
+            fn = "edgernn_requantize_s8_s16" if dtype == "int16" else "edgernn_requantize_s16_s8"
+            return self.call(op, fn, {"p": StructArg(params.name), "in": TensorArg(op.inputs[0]), "n": n,
+                                      "out": TensorArg(op.outputs[0])}, structs=[params])
         return None
 
     def op_dequantize(self, op, dtype):
