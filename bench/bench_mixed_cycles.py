@@ -7,7 +7,7 @@ QUANTIZE seams (tests/support/mixed_models.py). Both are validated over the link
 (every output and state byte equal to the interpreter's) before a figure is printed. On gvsoc_gap8 the
 cycles are GVSOC's timing model of GAP8, not measurements on a chip.
 
-    GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_mixed.py --board gvsoc_gap8
+    GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_mixed_cycles.py --board gvsoc_gap8
 """
 
 from __future__ import annotations
