@@ -1,0 +1,487 @@
+"""Mixed int8/int16 step models: some ops in 16x8, the rest in int8, QUANTIZE ops where the types meet.
+
+One calibrated float step model is quantized twice, to int8 (TF's MLIR quantizer, as ``--quant int8``)
+and to 16x8 (TF's calibrator quantizer, as ``--quant int16``), each with its states tied. Both quantizers
+keep the float model's ops and tensor names, so the two graphs align op for op (checked: same op, same
+output tensor names). A mixed model takes each op, with its constants and its output tensors, from the
+model of the op's chosen precision; where a tensor is needed in the other type, a QUANTIZE op (int8 to
+int16 or int16 to int8, a requantization LiteRT runs) gives it that model's quantization of the tensor.
+
+States: each state keeps one dtype, at input and output. It is int16 when the op that produces it is
+int16 (or when that op has no 16x8 form and an op that reads the state is int16), else int8; its input
+and output then carry the tied quantization of that dtype's model, so the device copies state bytes
+back unchanged. The x input is int16 when an op that reads it is int16, else int8; the y output keeps
+the dtype of the op that produces it. A plan of all int8 is therefore the int8 model, and a plan of all
+int16 the int16 model.
+
+Ops with no 16x8 kernel in TF (DIV, for LTC) stay int8: the 16x8 model is then made with float
+fallback, and the op is taken from the int8 model, between QUANTIZE ops from and to its int16
+neighbours.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from edgernn.errors import EdgeRNNError
+from edgernn.tflite import model as tfl
+from edgernn.tflite.interpreter import load_interpreter
+from edgernn.tflite.quantize import (FIXED_OUTPUT_OPS, _represented_range, quantize_calibrated,
+                                     quantize_with_tied_states, tie_state_quantization)
+
+schema = tfl.schema
+INT8, INT16, FLOAT32 = schema.TensorType.INT8, schema.TensorType.INT16, schema.TensorType.FLOAT32
+DTYPES = {INT8: "int8", INT16: "int16"}
+_CONVERT_OPS = ("QUANTIZE", "DEQUANTIZE")
+
+
+def logical_name(name: bytes | str) -> str:
+    """The float model's name of a tensor: TF's 16x8 quantizer names the int16 copy of an input
+    tensor ``<name>_int16`` and the float copy it gives a float op ``<name>_float``."""
+    text = tfl._text(name)
+    for suffix in ("_int16", "_float"):
+        if text.endswith(suffix):
+            return text[: -len(suffix)]
+    return text
+
+
+def quantize_16x8(tied: bytes, allow_float: bool) -> bytes:
+    """16x8 as ``quantize_calibrated(tied, "int16")``; with ``allow_float``, ops TF cannot quantize in
+    16x8 stay float between DEQUANTIZE and QUANTIZE, and the model's inputs and outputs stay float."""
+    if not allow_float:
+        return quantize_calibrated(tied, "int16")
+    from edgernn import tfenv
+
+    tfenv.tensorflow()
+    from tensorflow.lite.python.optimize import calibrator
+
+    with warnings.catch_warnings(), tfenv.native_stderr_captured():
+        warnings.simplefilter("ignore")
+        wrapper = calibrator.Calibrator(tied)
+        wrapper._calibrator.Prepare()
+        f32, i16 = np.dtype(np.float32).num, np.dtype(np.int16).num
+        return bytes(wrapper._calibrator.QuantizeModel(f32, f32, True, i16, np.dtype(np.int64).num, False, False))
+
+
+def _is_constant(model, index: int) -> bool:
+    tensor = model.subgraphs[0].tensors[index]
+    buf = model.buffers[tensor.buffer]
+    return buf.data is not None and len(buf.data) > 0
+
+
+def _int_tensors(model) -> dict[str, int]:
+    """Logical name -> index of the int8/int16 activation tensor of that name."""
+    found = {}
+    for index, tensor in enumerate(model.subgraphs[0].tensors):
+        if tensor.type in DTYPES and not _is_constant(model, index):
+            found.setdefault(logical_name(tensor.name), index)
+    return found
+
+
+def _untied_logical(quantized: bytes, names: list[tuple[str, str]]) -> dict[str, tuple[str, tuple[float, float]]]:
+    """As quantize._untied, on the int tensors of the logical names (the model's I/O may be float)."""
+    model = tfl.read(quantized)
+    ints = _int_tensors(model)
+    graph = model.subgraphs[0]
+    producer = {int(o): tfl.op_name(model, op.opcodeIndex) for op in graph.operators for o in op.outputs}
+    found = {}
+    for in_name, out_name in names:
+        a_index, b_index = ints[in_name], ints[out_name]
+        a, b = tfl.tensor_quant(model, a_index), tfl.tensor_quant(model, b_index)
+        if (a["scale"], a["zero_point"]) != (b["scale"], b["zero_point"]):
+            ra, rb = _represented_range(a), _represented_range(b)
+            if producer.get(b_index) in FIXED_OUTPUT_OPS:
+                found[in_name] = ("exact", rb)
+            else:
+                found[in_name] = ("union", (min(ra[0], rb[0]), max(ra[1], rb[1])))
+    return found
+
+
+def _tied_16x8_with_fallback(calibrated: bytes, ties: list[tuple[str, str]]) -> bytes:
+    """quantize_with_tied_states(.., "int16") for a model with ops TF has no 16x8 form of."""
+    model = tfl.read(calibrated)
+    inputs, outputs = tfl.signature(model)
+    tensors = model.subgraphs[0].tensors
+    names = [(logical_name(tensors[inputs[i]].name), logical_name(tensors[outputs[o]].name)) for i, o in ties]
+    key_of = {names[k][0]: ties[k][0] for k in range(len(ties))}
+    widen: dict[str, tuple[float, float]] = {}
+    exact: dict[str, tuple[float, float]] = {}
+    for _ in range(6):
+        tied = tie_state_quantization(calibrated, ties, widen, exact)
+        quantized = quantize_16x8(tied, allow_float=True)
+        untied = _untied_logical(quantized, names)
+        if not untied:
+            return quantized
+        for name, (how, (lo, hi)) in untied.items():
+            key = key_of[name]
+            if how == "exact":
+                exact[key] = (lo, hi)
+                continue
+            old = widen.get(key, (0.0, 0.0))
+            widen[key] = (min(old[0], lo), max(old[1], hi))
+    raise EdgeRNNError("could not give the states one 16x8 quantization at input and output")
+
+
+@dataclass
+class Pair:
+    """The int8 and the 16x8 model of one calibrated float step model, aligned op for op."""
+
+    int8: bytes
+    int16: bytes
+    float_fallback: bool  # the 16x8 model keeps some ops in float
+    ties: list[tuple[str, str]]
+    x_key: str
+    y_key: str
+    int16_op: list[int | None] = field(default_factory=list)  # per int8 op: its 16x8 twin's index, or None
+
+    def __post_init__(self):
+        self.m8, self.m16 = tfl.read(self.int8), tfl.read(self.int16)
+        self.ints16 = _int_tensors(self.m16)
+        self.int16_op = _align(self.m8, self.m16, self.ints16)
+
+    @property
+    def ops(self) -> list[str]:
+        return [tfl.op_name(self.m8, op.opcodeIndex) for op in self.m8.subgraphs[0].operators]
+
+    def can_int16(self) -> list[int]:
+        return [i for i, j in enumerate(self.int16_op) if j is not None]
+
+
+def _align(m8, m16, ints16: dict[str, int]) -> list[int | None]:
+    """For each op of the int8 model, the index of the 16x8 op with the same op and the same output
+    tensors (by logical name), or None when the 16x8 model has none (an op it left in float)."""
+    g8, g16 = m8.subgraphs[0], m16.subgraphs[0]
+    by_output: dict[str, int] = {}
+    for j, op in enumerate(g16.operators):
+        if tfl.op_name(m16, op.opcodeIndex) in _CONVERT_OPS:
+            continue
+        for o in op.outputs:
+            if g16.tensors[o].type in DTYPES:
+                by_output.setdefault(logical_name(g16.tensors[o].name), j)
+    found = []
+    for op in g8.operators:
+        name = tfl.op_name(m8, op.opcodeIndex)
+        if name in _CONVERT_OPS:
+            raise EdgeRNNError(f"the int8 step model holds a {name} op; a mixed model cannot be made from it")
+        outs = [logical_name(g8.tensors[o].name) for o in op.outputs]
+        twins = {by_output.get(n) for n in outs}
+        j = twins.pop() if len(twins) == 1 else None
+        ok = j is not None and tfl.op_name(m16, g16.operators[j].opcodeIndex) == name and len(
+            g16.operators[j].inputs) == len(op.inputs) and all(
+            logical_name(g16.tensors[o].name) == n for o, n in zip(g16.operators[j].outputs, outs))
+        # every activation it reads must exist in int16
+        if ok:
+            for i in op.inputs:
+                if i >= 0 and not _is_constant(m8, int(i)) and logical_name(g8.tensors[i].name) not in ints16:
+                    ok = False
+        found.append(j if ok else None)
+    return found
+
+
+def quantize_pair(calibrated: bytes, ties: list[tuple[str, str]], x_key: str, y_key: str) -> Pair:
+    """The int8 model and the 16x8 model of ``calibrated``, each with its states tied."""
+    q8, _ = quantize_with_tied_states(calibrated, ties, "int8")
+    try:
+        q16, _ = quantize_with_tied_states(calibrated, ties, "int16")
+        fallback = False
+    except EdgeRNNError:
+        raise
+    except Exception:  # an op TF has no 16x8 form of (DIV): quantize with float fallback
+        q16, fallback = _tied_16x8_with_fallback(calibrated, ties), True
+    pair = Pair(q8, q16, fallback, ties, x_key, y_key)
+    g8 = pair.m8.subgraphs[0]
+    if not fallback and any(j is None for j in pair.int16_op):
+        missing = sorted({pair.ops[i] for i, j in enumerate(pair.int16_op) if j is None})
+        raise EdgeRNNError(f"the int8 and 16x8 step models do not align (ops {', '.join(missing)}); "
+                           f"a mixed model cannot be made ({len(g8.operators)} int8 ops)")
+    return pair
+
+
+# ---------------------------------------------------------------- the splice
+
+class _Splice:
+    def __init__(self, pair: Pair, int16_ops: set[int]):
+        self.pair = pair
+        self.model = tfl.read(pair.int8)
+        self.graph = self.model.subgraphs[0]
+        self.m8, self.m16 = pair.m8, pair.m16
+        self.g8, self.g16 = pair.m8.subgraphs[0], pair.m16.subgraphs[0]
+        self.index8 = {logical_name(t.name): i for i, t in enumerate(self.g8.tensors)
+                       if not _is_constant(self.m8, i)}
+        self.version: dict[tuple[str, int], int] = {}
+        self.constants16: dict[int, int] = {}
+        self.ops: list = []
+        self.int16_ops = {i for i in int16_ops if pair.int16_op[i] is not None}
+
+    def opcode(self, source, index: int) -> int:
+        code = source.operatorCodes[index]
+        key = (int(code.builtinCode), int(code.deprecatedBuiltinCode), code.customCode, int(code.version))
+        for k, have in enumerate(self.model.operatorCodes):
+            if (int(have.builtinCode), int(have.deprecatedBuiltinCode), have.customCode, int(have.version)) == key:
+                return k
+        self.model.operatorCodes.append(copy.deepcopy(code))
+        return len(self.model.operatorCodes) - 1
+
+    def quantize_opcode(self) -> int:
+        code = schema.OperatorCodeT()
+        code.builtinCode = code.deprecatedBuiltinCode = schema.BuiltinOperator.QUANTIZE
+        code.version = 2
+        return self.opcode(type("M", (), {"operatorCodes": [code]}), 0)
+
+    def empty_buffer(self) -> int:
+        self.model.buffers.append(schema.BufferT())
+        return len(self.model.buffers) - 1
+
+    def template(self, name: str, dtype: int):
+        source = self.g8.tensors[self.index8[name]] if dtype == INT8 else self.g16.tensors[self.pair.ints16[name]]
+        return copy.deepcopy(source)
+
+    def place(self, name: str, dtype: int) -> int:
+        """Make the int8 model's tensor ``name`` the ``dtype`` version, in place (same index)."""
+        index = self.index8[name]
+        if dtype == INT16:
+            tensor = self.template(name, INT16)
+            tensor.name = self.g8.tensors[index].name
+            tensor.buffer = self.g8.tensors[index].buffer
+            self.graph.tensors[index] = tensor
+        self.version[(name, dtype)] = index
+        return index
+
+    def get(self, name: str, dtype: int) -> int:
+        """The ``dtype`` version of activation ``name``, with a QUANTIZE op from the other when needed."""
+        if (name, dtype) in self.version:
+            return self.version[(name, dtype)]
+        other = INT16 if dtype == INT8 else INT8
+        if (name, other) not in self.version:
+            raise EdgeRNNError(f"mixed model: tensor {name} is read before it is written")
+        tensor = self.template(name, dtype)
+        tensor.name = f"{name}_{DTYPES[dtype]}".encode()
+        tensor.buffer = self.empty_buffer()
+        self.graph.tensors.append(tensor)
+        new = len(self.graph.tensors) - 1
+        op = schema.OperatorT()
+        op.opcodeIndex = self.quantize_opcode()
+        op.inputs, op.outputs = [self.version[(name, other)]], [new]
+        self.ops.append(op)
+        self.version[(name, dtype)] = new
+        return new
+
+    def constant16(self, index: int) -> int:
+        if index not in self.constants16:
+            tensor = copy.deepcopy(self.g16.tensors[index])
+            buffer = copy.deepcopy(self.m16.buffers[tensor.buffer])
+            self.model.buffers.append(buffer)
+            tensor.buffer = len(self.model.buffers) - 1
+            self.graph.tensors.append(tensor)
+            self.constants16[index] = len(self.graph.tensors) - 1
+        return self.constants16[index]
+
+    def add_op(self, i: int) -> None:
+        if i in self.int16_ops:
+            source = self.g16.operators[self.pair.int16_op[i]]
+            op = copy.deepcopy(source)
+            op.opcodeIndex = self.opcode(self.m16, source.opcodeIndex)
+            inputs = []
+            for k in source.inputs:
+                k = int(k)
+                if k < 0:
+                    inputs.append(k)
+                elif _is_constant(self.m16, k):
+                    inputs.append(self.constant16(k))
+                else:
+                    inputs.append(self.get(logical_name(self.g16.tensors[k].name), INT16))
+            op.inputs = inputs
+            op.outputs = [self.place(logical_name(self.g16.tensors[k].name), INT16) for k in source.outputs]
+        else:
+            source = self.g8.operators[i]
+            op = copy.deepcopy(source)
+            op.inputs = [int(k) if k < 0 or _is_constant(self.m8, int(k))
+                         else self.get(logical_name(self.g8.tensors[k].name), INT8) for k in source.inputs]
+            op.outputs = [self.place(logical_name(self.g8.tensors[k].name), INT8) for k in source.outputs]
+        self.ops.append(op)
+
+    def readers(self, name: str) -> list[int]:
+        return [i for i, op in enumerate(self.g8.operators)
+                if any(k >= 0 and logical_name(self.g8.tensors[k].name) == name for k in op.inputs)]
+
+    def producer(self, name: str) -> int | None:
+        for i, op in enumerate(self.g8.operators):
+            if any(logical_name(self.g8.tensors[k].name) == name for k in op.outputs):
+                return i
+        return None
+
+    def build(self) -> tuple[bytes, dict[str, str]]:
+        inputs, outputs = tfl.signature(self.m8)
+        name_of = {key: logical_name(self.g8.tensors[index].name) for key, index in {**inputs}.items()}
+        out_name = {key: logical_name(self.g8.tensors[index].name) for key, index in outputs.items()}
+        dtypes: dict[str, int] = {}
+        x = name_of[self.pair.x_key]
+        dtypes[self.pair.x_key] = INT16 if any(r in self.int16_ops for r in self.readers(x)) else INT8
+        for in_key, out_key in self.pair.ties:
+            made_by = self.producer(out_name[out_key])
+            if made_by is not None and self.pair.int16_op[made_by] is not None:
+                wide = made_by in self.int16_ops
+            else:
+                wide = any(r in self.int16_ops for r in self.readers(name_of[in_key]))
+            dtypes[in_key] = INT16 if wide else INT8
+        new_in = {key: self.place(name_of[key], dtypes[key]) for key in inputs}
+        for i in range(len(self.g8.operators)):
+            self.add_op(i)
+        new_out = {}
+        state_of = {out_key: in_key for in_key, out_key in self.pair.ties}
+        for key, index in outputs.items():
+            name = out_name[key]
+            if key in state_of:
+                new_out[key] = self.get(name, dtypes[state_of[key]])
+            else:
+                made_by = self.producer(name)
+                new_out[key] = self.get(name, INT16 if made_by in self.int16_ops else INT8)
+        self.graph.operators = self.ops
+        self.graph.inputs = [new_in[k] for k in inputs]
+        self.graph.outputs = [new_out[k] for k in outputs]
+        sig = self.model.signatureDefs[0]
+        for item in sig.inputs:
+            item.tensorIndex = new_in[tfl._text(item.name)]
+        for item in sig.outputs:
+            item.tensorIndex = new_out[tfl._text(item.name)]
+        _compact(self.model)
+        return tfl.write(self.model), {k: DTYPES[v] for k, v in dtypes.items()}
+
+
+def _compact(model) -> None:
+    """Drop the tensors no op, input or output uses, and the data of buffers no tensor uses."""
+    graph = model.subgraphs[0]
+    used = sorted({int(k) for op in graph.operators for k in [*op.inputs, *op.outputs] if k >= 0}
+                  | {int(k) for k in graph.inputs} | {int(k) for k in graph.outputs})
+    remap = {old: new for new, old in enumerate(used)}
+    graph.tensors = [graph.tensors[i] for i in used]
+    for op in graph.operators:
+        op.inputs = [remap[int(k)] if k >= 0 else int(k) for k in op.inputs]
+        op.outputs = [remap[int(k)] for k in op.outputs]
+        if op.intermediates is not None and len(op.intermediates):
+            op.intermediates = [remap[int(k)] for k in op.intermediates if int(k) in remap]
+    graph.inputs = [remap[int(k)] for k in graph.inputs]
+    graph.outputs = [remap[int(k)] for k in graph.outputs]
+    for sig in model.signatureDefs or []:
+        for item in [*sig.inputs, *sig.outputs]:
+            item.tensorIndex = remap[int(item.tensorIndex)]
+    kept = {t.buffer for t in graph.tensors} | {m.buffer for m in (model.metadata or [])} | {0}
+    for index, buffer in enumerate(model.buffers):
+        if index not in kept:
+            buffer.data = None
+
+
+def splice(pair: Pair, int16_ops: set[int] | list[int]) -> bytes:
+    """The mixed model with the int8 model's ops ``int16_ops`` (indices) in 16x8, the rest in int8.
+
+    Ops with no 16x8 form stay int8 whatever the set says."""
+    return _Splice(pair, set(int16_ops)).build()[0]
+
+
+def splice_with_dtypes(pair: Pair, int16_ops: set[int] | list[int]) -> tuple[bytes, dict[str, str]]:
+    """``splice`` and the dtype of x and of each state (by signature input key)."""
+    return _Splice(pair, set(int16_ops)).build()
+
+
+# ---------------------------------------------------------------- error against the float model
+
+def run_quantized(data: bytes, sequences: np.ndarray, ties: list[tuple[str, str]], x_key: str = "x",
+                  y_key: str = "y") -> np.ndarray:
+    """Run a quantized step model over float sequences, states fed back, from zero states: the
+    dequantized outputs (sequences, steps, outputs). ``ties``: (input key, output key) of each state."""
+    from edgernn.tflite.oracle import dequantize, quantize
+
+    model = tfl.read(data)
+    inputs, outputs = tfl.signature(model)
+    entries = {key: tfl.tensor_quant(model, index) for key, index in inputs.items()}
+    y_entry = tfl.tensor_quant(model, outputs[y_key])
+    runner = load_interpreter(data).get_signature_runner()
+    details = runner.get_input_details()
+    result = []
+    for sequence in sequences:
+        state = {key: quantize(np.zeros(details[key]["shape"], np.float32), entries[key]) for key, _ in ties}
+        ys = []
+        for x in sequence:
+            out = runner(**{x_key: quantize(x.reshape(details[x_key]["shape"]), entries[x_key]), **state})
+            ys.append(dequantize(np.asarray(out[y_key]), y_entry).reshape(-1))
+            state = {key: np.asarray(out[out_key]) for key, out_key in ties}
+        result.append(ys)
+    return np.asarray(result, np.float32)
+
+
+def l2r(got: np.ndarray, want: np.ndarray) -> float:
+    """||got - want|| / ||want||, by validate's running sums."""
+    from edgernn.validate.compare import ErrorSums
+
+    sums = ErrorSums()
+    sums.update(got, want)
+    return float(sums.result()["l2r"])
+
+
+# ---------------------------------------------------------------- the plan
+
+@dataclass
+class Plan:
+    int16_ops: list[int]
+    error: float
+    int8_error: float
+    int16_error: float
+    sensitivity: dict[int, float]
+    met: bool
+    note: str | None = None
+
+
+def plan_precision(pair: Pair, sequences: np.ndarray, want: np.ndarray, max_error: float,
+                   log=lambda _: None) -> tuple[Plan, bytes]:
+    """The smallest set of ops in int16 (greedy by sensitivity) whose mixed model meets ``max_error``.
+
+    Sensitivity of an op: the error of the model with that op alone in int8 and every other op in
+    int16, less the all-int16 error. Ops are taken into int16 from the most sensitive down; the
+    shortest prefix that meets the budget is found by bisection (checked at the end), then ops whose
+    return to int8 keeps the budget are dropped again, least sensitive first.
+    """
+    candidates = pair.can_int16()
+
+    def error(int16_ops) -> tuple[float, bytes]:
+        data = splice(pair, int16_ops)
+        return l2r(run_quantized(data, sequences, pair.ties, pair.x_key, pair.y_key), want), data
+
+    e8, data8 = error([])
+    if e8 <= max_error:
+        return Plan([], e8, e8, e8, {}, True, "int8 meets the budget"), data8
+    e16, data16 = error(candidates)
+    if e16 > max_error:
+        return Plan(list(candidates), e16, e8, e16, {}, False,
+                    f"even int16 ({e16:.4f}) misses the budget {max_error:g}"), data16
+    log(f"measuring the sensitivity of {len(candidates)} ops")
+    every = set(candidates)
+    sensitivity = {i: error(every - {i})[0] - e16 for i in candidates}
+    order = sorted(candidates, key=lambda i: -sensitivity[i])
+    lo, hi = 0, len(order)  # order[:hi] meets the budget
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if error(order[:mid])[0] <= max_error:
+            hi = mid
+        else:
+            lo = mid + 1
+    chosen = list(order[:hi])
+    got, data = error(chosen)
+    if got > max_error:  # not monotone: take the whole order, which is all-int16
+        chosen, got, data = list(order), e16, data16
+    for i in sorted(chosen, key=lambda i: sensitivity[i]):
+        trial = [k for k in chosen if k != i]
+        e, d = error(trial)
+        if e <= max_error:
+            chosen, got, data = trial, e, d
+    return Plan(sorted(chosen), got, e8, e16, sensitivity, True), data
+
+
+def op_label(pair: Pair, i: int) -> str:
+    """An op of the int8 model by its name and its first output's name."""
+    graph = pair.m8.subgraphs[0]
+    op = graph.operators[i]
+    return f"{pair.ops[i]} {tfl._text(graph.tensors[op.outputs[0]].name)}"
