@@ -37,6 +37,18 @@ schema = tfl.schema
 INT8, INT16, FLOAT32 = schema.TensorType.INT8, schema.TensorType.INT16, schema.TensorType.FLOAT32
 DTYPES = {INT8: "int8", INT16: "int16"}
 _CONVERT_OPS = ("QUANTIZE", "DEQUANTIZE")
+DEFAULT_MAX_ERROR = 0.02  # --max-error: l2r against the float model on the calibration sequences
+
+
+def check_max_error(value) -> float:
+    """--max-error as a float in (0, 1], or a one-line error."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise EdgeRNNError(f"--max-error must be a number (an l2r such as 0.02), not {value!r}") from None
+    if not np.isfinite(number) or number <= 0 or number > 1:
+        raise EdgeRNNError(f"--max-error {value} is out of range: give an l2r above 0 and at most 1 (such as 0.02)")
+    return number
 
 
 def logical_name(name: bytes | str) -> str:
@@ -101,7 +113,7 @@ def _untied_logical(quantized: bytes, names: list[tuple[str, str]]) -> dict[str,
     return found
 
 
-def _tied_16x8_with_fallback(calibrated: bytes, ties: list[tuple[str, str]]) -> bytes:
+def _tied_16x8_with_fallback(calibrated: bytes, ties: list[tuple[str, str]]) -> tuple[bytes, bytes]:
     """quantize_with_tied_states(.., "int16") for a model with ops TF has no 16x8 form of."""
     model = tfl.read(calibrated)
     inputs, outputs = tfl.signature(model)
@@ -115,7 +127,7 @@ def _tied_16x8_with_fallback(calibrated: bytes, ties: list[tuple[str, str]]) -> 
         quantized = quantize_16x8(tied, allow_float=True)
         untied = _untied_logical(quantized, names)
         if not untied:
-            return quantized
+            return quantized, tied
         for name, (how, (lo, hi)) in untied.items():
             key = key_of[name]
             if how == "exact":
@@ -136,6 +148,7 @@ class Pair:
     ties: list[tuple[str, str]]
     x_key: str
     y_key: str
+    tied: dict[str, bytes] = field(default_factory=dict)  # dtype -> the calibrated model with its tied ranges
     int16_op: list[int | None] = field(default_factory=list)  # per int8 op: its 16x8 twin's index, or None
 
     def __post_init__(self):
@@ -182,17 +195,24 @@ def _align(m8, m16, ints16: dict[str, int]) -> list[int | None]:
     return found
 
 
-def quantize_pair(calibrated: bytes, ties: list[tuple[str, str]], x_key: str, y_key: str) -> Pair:
-    """The int8 model and the 16x8 model of ``calibrated``, each with its states tied."""
-    q8, _ = quantize_with_tied_states(calibrated, ties, "int8")
+def quantize_pair(calibrated: bytes, ties: list[tuple[str, str]], x_key: str, y_key: str, rename=None,
+                  public: tuple[list[tuple[str, str]], str, str] | None = None) -> Pair:
+    """The int8 model and the 16x8 model of ``calibrated``, each with its states tied.
+
+    ``rename`` (bytes -> bytes) renames both models' signature keys; ``public`` is then (ties, x key, y key)
+    by the new names."""
+    q8, tied8 = quantize_with_tied_states(calibrated, ties, "int8")
     try:
-        q16, _ = quantize_with_tied_states(calibrated, ties, "int16")
+        q16, tied16 = quantize_with_tied_states(calibrated, ties, "int16")
         fallback = False
     except EdgeRNNError:
         raise
     except Exception:  # an op TF has no 16x8 form of (DIV): quantize with float fallback
-        q16, fallback = _tied_16x8_with_fallback(calibrated, ties), True
-    pair = Pair(q8, q16, fallback, ties, x_key, y_key)
+        (q16, tied16), fallback = _tied_16x8_with_fallback(calibrated, ties), True
+    if rename is not None:
+        q8, q16 = rename(q8), rename(q16)
+        ties, x_key, y_key = public
+    pair = Pair(q8, q16, fallback, ties, x_key, y_key, {"int8": tied8, "int16": tied16})
     g8 = pair.m8.subgraphs[0]
     if not fallback and any(j is None for j in pair.int16_op):
         missing = sorted({pair.ops[i] for i, j in enumerate(pair.int16_op) if j is None})
@@ -435,6 +455,9 @@ class Plan:
     note: str | None = None
 
 
+PRUNE_TRIES = 16  # after the bisection, how many of the least sensitive chosen ops are tried back in int8
+
+
 def plan_precision(pair: Pair, sequences: np.ndarray, want: np.ndarray, max_error: float,
                    log=lambda _: None) -> tuple[Plan, bytes]:
     """The smallest set of ops in int16 (greedy by sensitivity) whose mixed model meets ``max_error``.
@@ -442,7 +465,7 @@ def plan_precision(pair: Pair, sequences: np.ndarray, want: np.ndarray, max_erro
     Sensitivity of an op: the error of the model with that op alone in int8 and every other op in
     int16, less the all-int16 error. Ops are taken into int16 from the most sensitive down; the
     shortest prefix that meets the budget is found by bisection (checked at the end), then ops whose
-    return to int8 keeps the budget are dropped again, least sensitive first.
+    return to int8 keeps the budget are dropped again, least sensitive first (at most PRUNE_TRIES tried).
     """
     candidates = pair.can_int16()
 
@@ -472,7 +495,7 @@ def plan_precision(pair: Pair, sequences: np.ndarray, want: np.ndarray, max_erro
     got, data = error(chosen)
     if got > max_error:  # not monotone: take the whole order, which is all-int16
         chosen, got, data = list(order), e16, data16
-    for i in sorted(chosen, key=lambda i: sensitivity[i]):
+    for i in sorted(chosen, key=lambda i: sensitivity[i])[:PRUNE_TRIES]:
         trial = [k for k in chosen if k != i]
         e, d = error(trial)
         if e <= max_error:
@@ -485,3 +508,61 @@ def op_label(pair: Pair, i: int) -> str:
     graph = pair.m8.subgraphs[0]
     op = graph.operators[i]
     return f"{pair.ops[i]} {tfl._text(graph.tensors[op.outputs[0]].name)}"
+
+
+def _layer_of(tensor_name: str) -> str:
+    """The Keras layer (name scope) a tensor name comes from, or "" when TF left none."""
+    parts = tensor_name.split(";")[0].split("/")
+    return "/".join(parts[1:-1]) if len(parts) > 2 else ""
+
+
+def precision_entry(pair: Pair, plan: Plan, mixed_model: bytes, max_error: float, probe: np.ndarray) -> dict:
+    """manifest ``precision``: the budget, the errors, the cost and the dtype of every op."""
+    model = tfl.read(mixed_model)
+    inputs, outputs = tfl.signature(model)
+    graph = pair.m8.subgraphs[0]
+    chosen = set(plan.int16_ops)
+    rows = []
+    for i, name in enumerate(pair.ops):
+        output = tfl._text(graph.tensors[graph.operators[i].outputs[0]].name)
+        row = {"op": i, "name": name, "output": output, "layer": _layer_of(output),
+               "dtype": "int16" if i in chosen else "int8"}
+        if pair.int16_op[i] is None:
+            row["why"] = "TFLite has no 16x8 form of this op"
+        if i in plan.sensitivity:
+            row["sensitivity"] = plan.sensitivity[i]
+        rows.append(row)
+    names = tfl.op_names(model)
+    return {
+        "max_error": max_error,
+        "error": plan.error,
+        "int8_error": plan.int8_error,
+        "int16_error": plan.int16_error,
+        "met": plan.met,
+        "note": plan.note,
+        "on": f"{len(probe)} calibration sequences of {probe.shape[1]} steps, per-step output y, states fed back",
+        "int16_ops": len(chosen),
+        "int8_ops": len(pair.ops) - len(chosen),
+        "quantize_ops": names.count("QUANTIZE"),
+        "x": tfl.tensor_quant(model, inputs["x"])["dtype"] if "x" in inputs else None,
+        "y": tfl.tensor_quant(model, outputs["y"])["dtype"] if "y" in outputs else None,
+        "states": {key: tfl.tensor_quant(model, inputs[key])["dtype"] for key, _ in pair.ties},
+        "weight_bytes": {"int8": tfl.constant_bytes(pair.m8), "int16": tfl.constant_bytes(pair.m16),
+                         "auto": tfl.constant_bytes(model)},
+        "float_fallback_ops": sorted({pair.ops[i] for i, j in enumerate(pair.int16_op) if j is None}),
+        "plan": rows,
+    }
+
+
+def plan_lines(pair: Pair, plan: Plan) -> list[str]:
+    """The plan in a few lines: errors, then the int16 ops by layer."""
+    lines = [f"l2r {plan.error:.4f} (int8 {plan.int8_error:.4f}, int16 {plan.int16_error:.4f}); "
+             f"{len(plan.int16_ops)} of {len(pair.ops)} ops in int16" + (f"; {plan.note}" if plan.note else "")]
+    graph = pair.m8.subgraphs[0]
+    by_layer: dict[str, list[str]] = {}
+    for i in plan.int16_ops:
+        layer = _layer_of(tfl._text(graph.tensors[graph.operators[i].outputs[0]].name)) or "(graph)"
+        by_layer.setdefault(layer, []).append(pair.ops[i])
+    for layer, ops in by_layer.items():
+        lines.append(f"int16 in {layer}: {len(ops)} ops ({', '.join(sorted(set(ops)))})")
+    return lines
