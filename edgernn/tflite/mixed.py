@@ -474,9 +474,9 @@ def plan_precision(pair: Pair, sequences: np.ndarray, want: np.ndarray, max_erro
         return l2r(run_quantized(data, sequences, pair.ties, pair.x_key, pair.y_key), want), data
 
     e8, data8 = error([])
-    if e8 <= max_error:
-        return Plan([], e8, e8, e8, {}, True, "int8 meets the budget"), data8
     e16, data16 = error(candidates)
+    if e8 <= max_error:
+        return Plan([], e8, e8, e16, {}, True, "int8 meets the budget"), data8
     if e16 > max_error:
         return Plan(list(candidates), e16, e8, e16, {}, False,
                     f"even int16 ({e16:.4f}) misses the budget {max_error:g}"), data16
