@@ -2,9 +2,12 @@
 
 One calibrated float step model is quantized twice, to int8 (TF's MLIR quantizer, as ``--quant int8``)
 and to 16x8 (TF's calibrator quantizer, as ``--quant int16``), each with its states tied. Both quantizers
-keep the float model's ops and tensor names, so the two graphs align op for op (checked: same op, same
-output tensor names). A mixed model takes each op, with its constants and its output tensors, from the
-model of the op's chosen precision; where a tensor is needed in the other type, a QUANTIZE op (int8 to
+keep the float model's ops in its order (the 16x8 one adds QUANTIZE and DEQUANTIZE around an op it leaves
+in float); tensor names can differ (the MLIR quantizer renames a SPLIT's outputs), so the two graphs are
+aligned by position, op for op, and each int8 activation is paired with its int16 form by the ops that
+write and read it (checked: the same op names in the same order, inputs that correspond). A mixed
+model takes each op, with its constants and its output tensors, from the model of the op's chosen
+precision; where a tensor is needed in the other type, a QUANTIZE op (int8 to
 int16 or int16 to int8, a requantization LiteRT runs) gives it that model's quantization of the tensor.
 
 States: each state keeps one dtype, at input and output. It is int16 when the op that produces it is
@@ -51,16 +54,6 @@ def check_max_error(value) -> float:
     return number
 
 
-def logical_name(name: bytes | str) -> str:
-    """The float model's name of a tensor: TF's 16x8 quantizer names the int16 copy of an input
-    tensor ``<name>_int16`` and the float copy it gives a float op ``<name>_float``."""
-    text = tfl._text(name)
-    for suffix in ("_int16", "_float"):
-        if text.endswith(suffix):
-            return text[: -len(suffix)]
-    return text
-
-
 def quantize_16x8(tied: bytes, allow_float: bool) -> bytes:
     """16x8 as ``quantize_calibrated(tied, "int16")``; with ``allow_float``, ops TF cannot quantize in
     16x8 stay float between DEQUANTIZE and QUANTIZE, and the model's inputs and outputs stay float."""
@@ -85,51 +78,39 @@ def _is_constant(model, index: int) -> bool:
     return buf.data is not None and len(buf.data) > 0
 
 
-def _int_tensors(model) -> dict[str, int]:
-    """Logical name -> index of the int8/int16 activation tensor of that name."""
-    found = {}
-    for index, tensor in enumerate(model.subgraphs[0].tensors):
-        if tensor.type in DTYPES and not _is_constant(model, index):
-            found.setdefault(logical_name(tensor.name), index)
-    return found
-
-
-def _untied_logical(quantized: bytes, names: list[tuple[str, str]]) -> dict[str, tuple[str, tuple[float, float]]]:
-    """As quantize._untied, on the int tensors of the logical names (the model's I/O may be float)."""
+def _untied_16(quantized: bytes, ties: list[tuple[str, str]]) -> dict[str, tuple[str, tuple[float, float]]]:
+    """As quantize._untied, on the int16 form of each state (a model with float fallback has float I/O)."""
     model = tfl.read(quantized)
-    ints = _int_tensors(model)
+    canon = _Canon(model)
+    inputs, outputs = tfl.signature(model)
     graph = model.subgraphs[0]
     producer = {int(o): tfl.op_name(model, op.opcodeIndex) for op in graph.operators for o in op.outputs}
     found = {}
-    for in_name, out_name in names:
-        a_index, b_index = ints[in_name], ints[out_name]
+    for in_key, out_key in ties:
+        a_index, b_index = canon(inputs[in_key]), canon(outputs[out_key])
+        if a_index is None or b_index is None:
+            raise EdgeRNNError(f"the 16x8 model has no int16 form of state {in_key}")
         a, b = tfl.tensor_quant(model, a_index), tfl.tensor_quant(model, b_index)
         if (a["scale"], a["zero_point"]) != (b["scale"], b["zero_point"]):
             ra, rb = _represented_range(a), _represented_range(b)
             if producer.get(b_index) in FIXED_OUTPUT_OPS:
-                found[in_name] = ("exact", rb)
+                found[in_key] = ("exact", rb)
             else:
-                found[in_name] = ("union", (min(ra[0], rb[0]), max(ra[1], rb[1])))
+                found[in_key] = ("union", (min(ra[0], rb[0]), max(ra[1], rb[1])))
     return found
 
 
 def _tied_16x8_with_fallback(calibrated: bytes, ties: list[tuple[str, str]]) -> tuple[bytes, bytes]:
     """quantize_with_tied_states(.., "int16") for a model with ops TF has no 16x8 form of."""
-    model = tfl.read(calibrated)
-    inputs, outputs = tfl.signature(model)
-    tensors = model.subgraphs[0].tensors
-    names = [(logical_name(tensors[inputs[i]].name), logical_name(tensors[outputs[o]].name)) for i, o in ties]
-    key_of = {names[k][0]: ties[k][0] for k in range(len(ties))}
     widen: dict[str, tuple[float, float]] = {}
     exact: dict[str, tuple[float, float]] = {}
     for _ in range(6):
         tied = tie_state_quantization(calibrated, ties, widen, exact)
         quantized = quantize_16x8(tied, allow_float=True)
-        untied = _untied_logical(quantized, names)
+        untied = _untied_16(quantized, ties)
         if not untied:
             return quantized, tied
-        for name, (how, (lo, hi)) in untied.items():
-            key = key_of[name]
+        for key, (how, (lo, hi)) in untied.items():
             if how == "exact":
                 exact[key] = (lo, hi)
                 continue
@@ -153,8 +134,9 @@ class Pair:
 
     def __post_init__(self):
         self.m8, self.m16 = tfl.read(self.int8), tfl.read(self.int16)
-        self.ints16 = _int_tensors(self.m16)
-        self.int16_op = _align(self.m8, self.m16, self.ints16)
+        self.int16_op, self.map16 = _align(self.m8, self.m16)
+        self.rev16 = {k16: k8 for k8, k16 in self.map16.items() if k16 is not None}
+        self.canon16 = _Canon(self.m16)
 
     @property
     def ops(self) -> list[str]:
@@ -163,36 +145,75 @@ class Pair:
     def can_int16(self) -> list[int]:
         return [i for i, j in enumerate(self.int16_op) if j is not None]
 
+    def q8_tensor(self, k16: int) -> int:
+        """The int8 model's tensor that the 16x8 model's activation ``k16`` is the int16 form of."""
+        return self.rev16[self.canon16(k16)]
 
-def _align(m8, m16, ints16: dict[str, int]) -> list[int | None]:
-    """For each op of the int8 model, the index of the 16x8 op with the same op and the same output
-    tensors (by logical name), or None when the 16x8 model has none (an op it left in float)."""
+
+class _Canon:
+    """The int16 form of a 16x8 model's activation: itself when int16; for a float tensor (around an op
+    left in float), the output of the first QUANTIZE that reads it, or the input of the DEQUANTIZE that
+    wrote it; a QUANTIZE's int16 output, the first QUANTIZE's of the same float tensor."""
+
+    def __init__(self, model):
+        self.model = model
+        graph = model.subgraphs[0]
+        self.first_quantize: dict[int, int] = {}
+        self.dequantized_from: dict[int, int] = {}
+        self.quantize_input: dict[int, int] = {}
+        for op in graph.operators:
+            name = tfl.op_name(model, op.opcodeIndex)
+            if name == "QUANTIZE" and graph.tensors[op.inputs[0]].type == FLOAT32:
+                self.first_quantize.setdefault(int(op.inputs[0]), int(op.outputs[0]))
+                self.quantize_input[int(op.outputs[0])] = int(op.inputs[0])
+            elif name == "DEQUANTIZE":
+                self.dequantized_from[int(op.outputs[0])] = int(op.inputs[0])
+
+    def __call__(self, k: int) -> int | None:
+        tensor = self.model.subgraphs[0].tensors[k]
+        if tensor.type == FLOAT32:
+            if k in self.dequantized_from:
+                return self(self.dequantized_from[k])
+            return self.first_quantize.get(k)
+        if k in self.quantize_input:
+            return self.first_quantize[self.quantize_input[k]]
+        return k
+
+
+def _align(m8, m16) -> tuple[list[int | None], dict[int, int | None]]:
+    """Pair the two models op for op, by position: the 16x8 model without its QUANTIZE and DEQUANTIZE ops
+    (which TF adds around ops it leaves in float) must hold the int8 model's ops in the same order.
+
+    Returns, per int8 op, the index of its 16x8 twin or None (the 16x8 model left it in float, or its
+    inputs do not correspond), and the map from the int8 model's activations to their int16 form."""
     g8, g16 = m8.subgraphs[0], m16.subgraphs[0]
-    by_output: dict[str, int] = {}
-    for j, op in enumerate(g16.operators):
-        if tfl.op_name(m16, op.opcodeIndex) in _CONVERT_OPS:
-            continue
-        for o in op.outputs:
-            if g16.tensors[o].type in DTYPES:
-                by_output.setdefault(logical_name(g16.tensors[o].name), j)
-    found = []
-    for op in g8.operators:
-        name = tfl.op_name(m8, op.opcodeIndex)
-        if name in _CONVERT_OPS:
-            raise EdgeRNNError(f"the int8 step model holds a {name} op; a mixed model cannot be made from it")
-        outs = [logical_name(g8.tensors[o].name) for o in op.outputs]
-        twins = {by_output.get(n) for n in outs}
-        j = twins.pop() if len(twins) == 1 else None
-        ok = j is not None and tfl.op_name(m16, g16.operators[j].opcodeIndex) == name and len(
-            g16.operators[j].inputs) == len(op.inputs) and all(
-            logical_name(g16.tensors[o].name) == n for o, n in zip(g16.operators[j].outputs, outs))
-        # every activation it reads must exist in int16
+    canon = _Canon(m16)
+    ops16 = [(j, op) for j, op in enumerate(g16.operators) if tfl.op_name(m16, op.opcodeIndex) not in _CONVERT_OPS]
+    names8 = [tfl.op_name(m8, op.opcodeIndex) for op in g8.operators]
+    names16 = [tfl.op_name(m16, op.opcodeIndex) for _, op in ops16]
+    if any(n in _CONVERT_OPS for n in names8):
+        raise EdgeRNNError("the int8 step model holds a QUANTIZE or DEQUANTIZE op; a mixed model cannot be made")
+    if names8 != names16:
+        differ = next(i for i, (a, b) in enumerate(zip([*names8, None], [*names16, None])) if a != b)
+        raise EdgeRNNError(f"the int8 and 16x8 step models do not align: op {differ} is "
+                           f"{(names8 + ['nothing'])[differ]} in int8 and {(names16 + ['nothing'])[differ]} in 16x8")
+    in8, out8 = tfl.signature(m8)
+    in16, out16 = tfl.signature(m16)
+    map16: dict[int, int | None] = {int(in8[k]): canon(int(in16[k])) for k in in8}
+    twins: list[int | None] = []
+    for op8, (j, op16) in zip(g8.operators, ops16):
+        ok = len(op8.inputs) == len(op16.inputs) and len(op8.outputs) == len(op16.outputs)
+        for a, b in zip(op8.outputs, op16.outputs):
+            map16[int(a)] = canon(int(b))
+            ok = ok and g16.tensors[b].type in DTYPES
         if ok:
-            for i in op.inputs:
-                if i >= 0 and not _is_constant(m8, int(i)) and logical_name(g8.tensors[i].name) not in ints16:
-                    ok = False
-        found.append(j if ok else None)
-    return found
+            for a, b in zip(op8.inputs, op16.inputs):
+                if a < 0 or _is_constant(m8, int(a)):
+                    ok = ok and (b < 0) == (a < 0)
+                    continue
+                ok = ok and g16.tensors[b].type in DTYPES and map16.get(int(a)) == canon(int(b))
+        twins.append(j if ok else None)
+    return twins, map16
 
 
 def quantize_pair(calibrated: bytes, ties: list[tuple[str, str]], x_key: str, y_key: str, rename=None,
@@ -209,36 +230,39 @@ def quantize_pair(calibrated: bytes, ties: list[tuple[str, str]], x_key: str, y_
         raise
     except Exception:  # an op TF has no 16x8 form of (DIV): quantize with float fallback
         (q16, tied16), fallback = _tied_16x8_with_fallback(calibrated, ties), True
+    for data in (q8, q16):
+        inputs, outputs = tfl.signature(tfl.read(data))
+        if x_key not in inputs or y_key not in outputs:
+            raise EdgeRNNError(f"the quantized step model has no input {x_key} or output {y_key}")
     if rename is not None:
         q8, q16 = rename(q8), rename(q16)
         ties, x_key, y_key = public
     pair = Pair(q8, q16, fallback, ties, x_key, y_key, {"int8": tied8, "int16": tied16})
-    g8 = pair.m8.subgraphs[0]
     if not fallback and any(j is None for j in pair.int16_op):
         missing = sorted({pair.ops[i] for i, j in enumerate(pair.int16_op) if j is None})
-        raise EdgeRNNError(f"the int8 and 16x8 step models do not align (ops {', '.join(missing)}); "
-                           f"a mixed model cannot be made ({len(g8.operators)} int8 ops)")
+        raise EdgeRNNError(f"the int8 and 16x8 step models do not align (ops {', '.join(missing)} read other "
+                           "tensors); a mixed model cannot be made")
     return pair
 
 
 # ---------------------------------------------------------------- the splice
 
 class _Splice:
+    """One mixed model. Activations are keyed by their index in the int8 model; ``version`` holds, per key and
+    dtype, the index in the mixed model of that form of the tensor."""
+
     def __init__(self, pair: Pair, int16_ops: set[int]):
         self.pair = pair
         self.model = tfl.read(pair.int8)
         self.graph = self.model.subgraphs[0]
         self.m8, self.m16 = pair.m8, pair.m16
         self.g8, self.g16 = pair.m8.subgraphs[0], pair.m16.subgraphs[0]
-        self.index8 = {logical_name(t.name): i for i, t in enumerate(self.g8.tensors)
-                       if not _is_constant(self.m8, i)}
-        self.version: dict[tuple[str, int], int] = {}
+        self.version: dict[tuple[int, int], int] = {}
         self.constants16: dict[int, int] = {}
         self.ops: list = []
         self.int16_ops = {i for i in int16_ops if pair.int16_op[i] is not None}
 
-    def opcode(self, source, index: int) -> int:
-        code = source.operatorCodes[index]
+    def opcode(self, code) -> int:
         key = (int(code.builtinCode), int(code.deprecatedBuiltinCode), code.customCode, int(code.version))
         for k, have in enumerate(self.model.operatorCodes):
             if (int(have.builtinCode), int(have.deprecatedBuiltinCode), have.customCode, int(have.version)) == key:
@@ -250,44 +274,47 @@ class _Splice:
         code = schema.OperatorCodeT()
         code.builtinCode = code.deprecatedBuiltinCode = schema.BuiltinOperator.QUANTIZE
         code.version = 2
-        return self.opcode(type("M", (), {"operatorCodes": [code]}), 0)
+        return self.opcode(code)
 
     def empty_buffer(self) -> int:
         self.model.buffers.append(schema.BufferT())
         return len(self.model.buffers) - 1
 
-    def template(self, name: str, dtype: int):
-        source = self.g8.tensors[self.index8[name]] if dtype == INT8 else self.g16.tensors[self.pair.ints16[name]]
-        return copy.deepcopy(source)
+    def template(self, t: int, dtype: int):
+        if dtype == INT8:
+            return copy.deepcopy(self.g8.tensors[t])
+        k16 = self.pair.map16.get(t)
+        if k16 is None:
+            raise EdgeRNNError(f"mixed model: tensor {tfl._text(self.g8.tensors[t].name)} has no int16 form")
+        return copy.deepcopy(self.g16.tensors[k16])
 
-    def place(self, name: str, dtype: int) -> int:
-        """Make the int8 model's tensor ``name`` the ``dtype`` version, in place (same index)."""
-        index = self.index8[name]
+    def place(self, t: int, dtype: int) -> int:
+        """Make the int8 model's tensor ``t`` its ``dtype`` form, in place (same index, same name)."""
         if dtype == INT16:
-            tensor = self.template(name, INT16)
-            tensor.name = self.g8.tensors[index].name
-            tensor.buffer = self.g8.tensors[index].buffer
-            self.graph.tensors[index] = tensor
-        self.version[(name, dtype)] = index
-        return index
+            tensor = self.template(t, INT16)
+            tensor.name = self.g8.tensors[t].name
+            tensor.buffer = self.g8.tensors[t].buffer
+            self.graph.tensors[t] = tensor
+        self.version[(t, dtype)] = t
+        return t
 
-    def get(self, name: str, dtype: int) -> int:
-        """The ``dtype`` version of activation ``name``, with a QUANTIZE op from the other when needed."""
-        if (name, dtype) in self.version:
-            return self.version[(name, dtype)]
+    def get(self, t: int, dtype: int) -> int:
+        """The ``dtype`` form of activation ``t``, made by a QUANTIZE op from the other form when needed."""
+        if (t, dtype) in self.version:
+            return self.version[(t, dtype)]
         other = INT16 if dtype == INT8 else INT8
-        if (name, other) not in self.version:
-            raise EdgeRNNError(f"mixed model: tensor {name} is read before it is written")
-        tensor = self.template(name, dtype)
-        tensor.name = f"{name}_{DTYPES[dtype]}".encode()
+        if (t, other) not in self.version:
+            raise EdgeRNNError(f"mixed model: tensor {tfl._text(self.g8.tensors[t].name)} is read before it is written")
+        tensor = self.template(t, dtype)
+        tensor.name = f"{tfl._text(self.g8.tensors[t].name)}_{DTYPES[dtype]}".encode()
         tensor.buffer = self.empty_buffer()
         self.graph.tensors.append(tensor)
         new = len(self.graph.tensors) - 1
         op = schema.OperatorT()
         op.opcodeIndex = self.quantize_opcode()
-        op.inputs, op.outputs = [self.version[(name, other)]], [new]
+        op.inputs, op.outputs = [self.version[(t, other)]], [new]
         self.ops.append(op)
-        self.version[(name, dtype)] = new
+        self.version[(t, dtype)] = new
         return new
 
     def constant16(self, index: int) -> int:
@@ -301,65 +328,55 @@ class _Splice:
         return self.constants16[index]
 
     def add_op(self, i: int) -> None:
+        op8 = self.g8.operators[i]
         if i in self.int16_ops:
             source = self.g16.operators[self.pair.int16_op[i]]
             op = copy.deepcopy(source)
-            op.opcodeIndex = self.opcode(self.m16, source.opcodeIndex)
+            op.opcodeIndex = self.opcode(self.m16.operatorCodes[source.opcodeIndex])
             inputs = []
-            for k in source.inputs:
-                k = int(k)
+            for a, k in zip(op8.inputs, source.inputs):
                 if k < 0:
-                    inputs.append(k)
-                elif _is_constant(self.m16, k):
-                    inputs.append(self.constant16(k))
+                    inputs.append(int(k))
+                elif _is_constant(self.m16, int(k)):
+                    inputs.append(self.constant16(int(k)))
                 else:
-                    inputs.append(self.get(logical_name(self.g16.tensors[k].name), INT16))
+                    inputs.append(self.get(int(a), INT16))
             op.inputs = inputs
-            op.outputs = [self.place(logical_name(self.g16.tensors[k].name), INT16) for k in source.outputs]
+            op.outputs = [self.place(int(a), INT16) for a in op8.outputs]
         else:
-            source = self.g8.operators[i]
-            op = copy.deepcopy(source)
-            op.inputs = [int(k) if k < 0 or _is_constant(self.m8, int(k))
-                         else self.get(logical_name(self.g8.tensors[k].name), INT8) for k in source.inputs]
-            op.outputs = [self.place(logical_name(self.g8.tensors[k].name), INT8) for k in source.outputs]
+            op = copy.deepcopy(op8)
+            op.inputs = [int(k) if k < 0 or _is_constant(self.m8, int(k)) else self.get(int(k), INT8)
+                         for k in op8.inputs]
+            op.outputs = [self.place(int(k), INT8) for k in op8.outputs]
         self.ops.append(op)
 
-    def readers(self, name: str) -> list[int]:
-        return [i for i, op in enumerate(self.g8.operators)
-                if any(k >= 0 and logical_name(self.g8.tensors[k].name) == name for k in op.inputs)]
+    def readers(self, t: int) -> list[int]:
+        return [i for i, op in enumerate(self.g8.operators) if t in [int(k) for k in op.inputs]]
 
-    def producer(self, name: str) -> int | None:
-        for i, op in enumerate(self.g8.operators):
-            if any(logical_name(self.g8.tensors[k].name) == name for k in op.outputs):
-                return i
-        return None
+    def producer(self, t: int) -> int | None:
+        return next((i for i, op in enumerate(self.g8.operators) if t in [int(k) for k in op.outputs]), None)
 
     def build(self) -> tuple[bytes, dict[str, str]]:
         inputs, outputs = tfl.signature(self.m8)
-        name_of = {key: logical_name(self.g8.tensors[index].name) for key, index in {**inputs}.items()}
-        out_name = {key: logical_name(self.g8.tensors[index].name) for key, index in outputs.items()}
         dtypes: dict[str, int] = {}
-        x = name_of[self.pair.x_key]
-        dtypes[self.pair.x_key] = INT16 if any(r in self.int16_ops for r in self.readers(x)) else INT8
+        dtypes[self.pair.x_key] = INT16 if any(r in self.int16_ops for r in self.readers(inputs[self.pair.x_key])) else INT8
         for in_key, out_key in self.pair.ties:
-            made_by = self.producer(out_name[out_key])
+            made_by = self.producer(outputs[out_key])
             if made_by is not None and self.pair.int16_op[made_by] is not None:
                 wide = made_by in self.int16_ops
             else:
-                wide = any(r in self.int16_ops for r in self.readers(name_of[in_key]))
+                wide = any(r in self.int16_ops for r in self.readers(inputs[in_key]))
             dtypes[in_key] = INT16 if wide else INT8
-        new_in = {key: self.place(name_of[key], dtypes[key]) for key in inputs}
+        new_in = {key: self.place(t, dtypes[key]) for key, t in inputs.items()}
         for i in range(len(self.g8.operators)):
             self.add_op(i)
         new_out = {}
         state_of = {out_key: in_key for in_key, out_key in self.pair.ties}
-        for key, index in outputs.items():
-            name = out_name[key]
+        for key, t in outputs.items():
             if key in state_of:
-                new_out[key] = self.get(name, dtypes[state_of[key]])
+                new_out[key] = self.get(t, dtypes[state_of[key]])
             else:
-                made_by = self.producer(name)
-                new_out[key] = self.get(name, INT16 if made_by in self.int16_ops else INT8)
+                new_out[key] = self.get(t, INT16 if self.producer(t) in self.int16_ops else INT8)
         self.graph.operators = self.ops
         self.graph.inputs = [new_in[k] for k in inputs]
         self.graph.outputs = [new_out[k] for k in outputs]
@@ -516,6 +533,32 @@ def _layer_of(tensor_name: str) -> str:
     return "/".join(parts[1:-1]) if len(parts) > 2 else ""
 
 
+def arena_estimate(model) -> int:
+    """Bytes of activations live at once, at the worst op: each tensor lives from the op that writes it
+    (the graph's inputs from the start) to the last op that reads it (the outputs to the end). The
+    backend's placement gives the real arena; this compares plans before any C is made."""
+    graph = model.subgraphs[0]
+    ops = graph.operators or []
+    size = {}
+    for index, tensor in enumerate(graph.tensors):
+        if not _is_constant(model, index):
+            width = {INT8: 1, INT16: 2}.get(tensor.type, 4)
+            size[index] = width * int(np.prod([int(d) for d in tensor.shape])) if tensor.shape is not None else 0
+    first = {int(k): -1 for k in graph.inputs}
+    last = {int(k): len(ops) for k in graph.outputs}
+    for t, op in enumerate(ops):
+        for k in op.outputs:
+            first.setdefault(int(k), t)
+        for k in op.inputs:
+            if int(k) in size:
+                last[int(k)] = max(last.get(int(k), t), t)
+    peak = 0
+    for t in range(len(ops)):
+        live = sum(size[k] for k in size if first.get(k, t) <= t <= last.get(k, first.get(k, t)))
+        peak = max(peak, live)
+    return peak
+
+
 def precision_entry(pair: Pair, plan: Plan, mixed_model: bytes, max_error: float, probe: np.ndarray) -> dict:
     """manifest ``precision``: the budget, the errors, the cost and the dtype of every op."""
     model = tfl.read(mixed_model)
@@ -549,6 +592,8 @@ def precision_entry(pair: Pair, plan: Plan, mixed_model: bytes, max_error: float
         "states": {key: tfl.tensor_quant(model, inputs[key])["dtype"] for key, _ in pair.ties},
         "weight_bytes": {"int8": tfl.constant_bytes(pair.m8), "int16": tfl.constant_bytes(pair.m16),
                          "auto": tfl.constant_bytes(model)},
+        "arena_estimate_bytes": {"int8": arena_estimate(pair.m8), "int16": arena_estimate(pair.m16),
+                                 "auto": arena_estimate(model)},
         "float_fallback_ops": sorted({pair.ops[i] for i, j in enumerate(pair.int16_op) if j is None}),
         "plan": rows,
     }
