@@ -193,3 +193,20 @@ def test_bad_max_error_is_one_line(tmp_path, value, says):
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "--max-error" in lines[0] and says in lines[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_fused_lstm_auto_is_int8_with_a_note(tmp_path):
+    """TFLite's fused LSTM has no 16x8 form: --quant auto in fused mode is the int8 model, and says so."""
+    from conftest import require_module
+
+    require_module("tf_keras")
+    model = zoo.lstm_dense(8, 3, 1, "fused_auto")
+    calib = zoo.trajectories(4, 50, 3, 0)
+    manifest = convert_model(model, tmp_path / "auto", quant="auto", calib=calib, mode="fused")
+    int8 = convert_model(model, tmp_path / "int8", quant="int8", calib=calib, mode="fused")
+    assert manifest["mode"] == "fused" and manifest["quant"] == "auto"
+    p = manifest["precision"]
+    assert p["plan"] == "int8" and "fused" in p["note"]
+    assert p["error"] == manifest["quantization_error"]["l2r"] == int8["quantization_error"]["l2r"]
+    for key in ("ops", "inputs", "outputs", "states", "weight_bytes"):
+        assert manifest[key] == int8[key]
