@@ -467,40 +467,73 @@ class Plan:
     error: float
     int8_error: float
     int16_error: float
-    sensitivity: dict[int, float]
+    sensitivity: dict[int, float]  # per op: its group's
     met: bool
     note: str | None = None
+    groups: list[list[int]] | None = None
 
 
 PRUNE_TRIES = 16  # after the bisection, how many of the least sensitive chosen ops are tried back in int8
 
 
+def op_groups(pair: Pair) -> list[list[int]]:
+    """The ops that can be int16, in groups that share a quantized constant: ops reading one weight or
+    constant (an LTC's parameters, read by each of its ODE unfolds) take one precision together, so no
+    constant is held twice, once per dtype. (Shapes and axes, not quantized, are the same in both models
+    and group nothing.) Groups in the order of their first op."""
+    candidates = pair.can_int16()
+    graph = pair.m8.subgraphs[0]
+    parent = {i: i for i in candidates}
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    reader: dict[int, int] = {}
+    for i in candidates:
+        for k in graph.operators[i].inputs:
+            if k >= 0 and _is_constant(pair.m8, int(k)) and tfl.tensor_quant(pair.m8, int(k))["scale"] is not None:
+                buffer = graph.tensors[k].buffer
+                if buffer in reader:
+                    parent[find(i)] = find(reader[buffer])
+                else:
+                    reader[buffer] = i
+    groups: dict[int, list[int]] = {}
+    for i in candidates:
+        groups.setdefault(find(i), []).append(i)
+    return sorted(groups.values(), key=lambda g: g[0])
+
+
 def plan_precision(pair: Pair, sequences: np.ndarray, want: np.ndarray, max_error: float,
                    log=lambda _: None) -> tuple[Plan, bytes]:
-    """The smallest set of ops in int16 (greedy by sensitivity) whose mixed model meets ``max_error``.
+    """The smallest set of op groups (``op_groups``) in int16, greedy by sensitivity, whose mixed model meets
+    ``max_error``.
 
-    Sensitivity of an op: the error of the model with that op alone in int8 and every other op in
-    int16, less the all-int16 error. Ops are taken into int16 from the most sensitive down; the
-    shortest prefix that meets the budget is found by bisection (checked at the end), then ops whose
+    Sensitivity of a group: the error of the model with that group alone in int8 and every other op in
+    int16, less the all-int16 error. Groups are taken into int16 from the most sensitive down; the
+    shortest prefix that meets the budget is found by bisection (checked at the end), then groups whose
     return to int8 keeps the budget are dropped again, least sensitive first (at most PRUNE_TRIES tried).
     """
     candidates = pair.can_int16()
+    groups = op_groups(pair)
 
-    def error(int16_ops) -> tuple[float, bytes]:
-        data = splice(pair, int16_ops)
+    def error(chosen_groups) -> tuple[float, bytes]:
+        data = splice(pair, [i for g in chosen_groups for i in groups[g]])
         return l2r(run_quantized(data, sequences, pair.ties, pair.x_key, pair.y_key), want), data
 
+    every = list(range(len(groups)))
     e8, data8 = error([])
-    e16, data16 = error(candidates)
+    e16, data16 = error(every)
     if e8 <= max_error:
         return Plan([], e8, e8, e16, {}, True, "int8 meets the budget"), data8
     if e16 > max_error:
         return Plan(list(candidates), e16, e8, e16, {}, False,
                     f"even int16 ({e16:.4f}) misses the budget {max_error:g}"), data16
-    log(f"measuring the sensitivity of {len(candidates)} ops")
-    every = set(candidates)
-    sensitivity = {i: error(every - {i})[0] - e16 for i in candidates}
-    order = sorted(candidates, key=lambda i: -sensitivity[i])
+    log(f"measuring the sensitivity of {len(groups)} groups of {len(candidates)} ops")
+    by_group = {g: error([h for h in every if h != g])[0] - e16 for g in every}
+    order = sorted(every, key=lambda g: -by_group[g])
     lo, hi = 0, len(order)  # order[:hi] meets the budget
     while lo < hi:
         mid = (lo + hi) // 2
@@ -512,12 +545,14 @@ def plan_precision(pair: Pair, sequences: np.ndarray, want: np.ndarray, max_erro
     got, data = error(chosen)
     if got > max_error:  # not monotone: take the whole order, which is all-int16
         chosen, got, data = list(order), e16, data16
-    for i in sorted(chosen, key=lambda i: sensitivity[i])[:PRUNE_TRIES]:
-        trial = [k for k in chosen if k != i]
+    for g in sorted(chosen, key=lambda g: by_group[g])[:PRUNE_TRIES]:
+        trial = [h for h in chosen if h != g]
         e, d = error(trial)
         if e <= max_error:
             chosen, got, data = trial, e, d
-    return Plan(sorted(chosen), got, e8, e16, sensitivity, True), data
+    sensitivity = {i: by_group[g] for g in every for i in groups[g]}
+    ops = sorted(i for g in chosen for i in groups[g])
+    return Plan(ops, got, e8, e16, sensitivity, True, groups=groups), data
 
 
 def op_label(pair: Pair, i: int) -> str:
@@ -574,6 +609,8 @@ def precision_entry(pair: Pair, plan: Plan, mixed_model: bytes, max_error: float
             row["why"] = "TFLite has no 16x8 form of this op"
         if i in plan.sensitivity:
             row["sensitivity"] = plan.sensitivity[i]
+        if plan.groups:
+            row["group"] = next((g for g, members in enumerate(plan.groups) if i in members), None)
         rows.append(row)
     names = tfl.op_names(model)
     return {
@@ -585,6 +622,7 @@ def precision_entry(pair: Pair, plan: Plan, mixed_model: bytes, max_error: float
         "note": plan.note,
         "on": f"{len(probe)} calibration sequences of {probe.shape[1]} steps, per-step output y, states fed back",
         "int16_ops": len(chosen),
+        "groups": len(plan.groups) if plan.groups else None,
         "int8_ops": len(pair.ops) - len(chosen),
         "quantize_ops": names.count("QUANTIZE"),
         "x": tfl.tensor_quant(model, inputs["x"])["dtype"] if "x" in inputs else None,
