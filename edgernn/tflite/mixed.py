@@ -317,6 +317,14 @@ class _Splice:
         self.version[(t, dtype)] = new
         return new
 
+    def same_constant(self, k8: int, k16: int) -> bool:
+        """True for a constant both models hold alike (a shape, an axis): the int8 model's is used."""
+        if k8 < 0 or not _is_constant(self.m8, k8):
+            return False
+        t8, t16 = self.g8.tensors[k8], self.g16.tensors[k16]
+        return (t8.type == t16.type and tfl.tensor_quant(self.m8, k8) == tfl.tensor_quant(self.m16, k16)
+                and bytes(self.m8.buffers[t8.buffer].data) == bytes(self.m16.buffers[t16.buffer].data))
+
     def constant16(self, index: int) -> int:
         if index not in self.constants16:
             tensor = copy.deepcopy(self.g16.tensors[index])
@@ -338,7 +346,7 @@ class _Splice:
                 if k < 0:
                     inputs.append(int(k))
                 elif _is_constant(self.m16, int(k)):
-                    inputs.append(self.constant16(int(k)))
+                    inputs.append(int(a) if self.same_constant(int(a), int(k)) else self.constant16(int(k)))
                 else:
                     inputs.append(self.get(int(a), INT16))
             op.inputs = inputs

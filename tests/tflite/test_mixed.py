@@ -210,3 +210,20 @@ def test_fused_lstm_auto_is_int8_with_a_note(tmp_path):
     assert p["error"] == manifest["quantization_error"]["l2r"] == int8["quantization_error"]["l2r"]
     for key in ("ops", "inputs", "outputs", "states", "weight_bytes"):
         assert manifest[key] == int8[key]
+
+
+@pytest.mark.parametrize("name", ["ltc_dense", "cfc_wired_pure", "simplernn_relu"])
+def test_groups_hold_each_constant_once(converted, name):
+    """The plan's groups partition the ops that can be int16, and a plan made of whole groups holds each
+    constant in one dtype only: its constant bytes are at most the larger of the int8 and 16x8 models'."""
+    _, pair, _, _ = converted(name)
+    groups = mixed.op_groups(pair)
+    members = sorted(i for g in groups for i in g)
+    assert members == pair.can_int16()
+    chosen = [i for g in groups[::2] for i in g]
+    data = mixed.splice(pair, chosen)
+    ceiling = max(tfl.constant_bytes(pair.m8), tfl.constant_bytes(pair.m16))
+    assert tfl.constant_bytes(tfl.read(data)) <= ceiling
+    shared = [g for g in groups if len(g) > 1]
+    if name == "ltc_dense":  # its six ODE unfolds read one set of parameters
+        assert shared and max(len(g) for g in shared) >= 6
