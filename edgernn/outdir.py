@@ -115,6 +115,7 @@ class Manifest:
     mode_requested: str | None = None
     rnn_paths: list[dict] | None = None
     quantization_error: dict | None = None
+    precision: dict | None = None
     schema: str | None = None
     written: list[str] | None = None
     build: BuildFacts | None = None
@@ -165,7 +166,7 @@ class Manifest:
         self.absent = self.absent - {"arena_bytes", "weight_bytes", "code_bytes", *BuildFacts.__dataclass_fields__}
 
 
-_WRITTEN_WHEN_SET = {"fused_states_io", "quantization_error", "schema", "written"}
+_WRITTEN_WHEN_SET = {"fused_states_io", "quantization_error", "precision", "schema", "written"}
 
 
 def read_manifest(folder: str | os.PathLike, *, require: tuple[str, ...] = (), rebuild_hint: str = "") -> Manifest:

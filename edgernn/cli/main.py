@@ -16,7 +16,8 @@ import click
 from edgernn._version import __version__
 from edgernn.errors import EdgeRNNError
 
-QUANTS = ("float32", "int8", "int16")
+QUANTS = ("float32", "int8", "int16", "auto")
+INSPECT_QUANTS = ("float32", "int8", "int16")
 MODES = ("auto", "step", "fused")
 
 
@@ -135,15 +136,28 @@ def _model_options(func):
     func = click.option("--mode", type=click.Choice(MODES), default="auto", show_default=True,
                         help="step: single-step cells; fused: one UNIDIRECTIONAL_SEQUENCE_LSTM per LSTM; "
                              "auto: fused when every RNN layer allows it, else step.")(func)
+    func = click.option("--max-error", "max_error", default="0.02", show_default=True, callback=_max_error,
+                        help="--quant auto: the l2r against the float model on the calibration sequences that "
+                             "the int8/int16 plan must meet.")(func)
     func = click.option("--quant", type=click.Choice(QUANTS), default="int8", show_default=True,
-                        help="int16 means int16 activations with int8 weights (TFLite 16x8).")(func)
+                        help="int16 means int16 activations with int8 weights (TFLite 16x8); auto: int8 or "
+                             "int16 per op, the fewest in int16 that meet --max-error.")(func)
     return func
+
+
+def _max_error(ctx, param, value) -> float:
+    from edgernn.tflite.mixed import check_max_error
+
+    try:
+        return check_max_error(value)
+    except EdgeRNNError as err:
+        raise click.BadParameter(str(err).removeprefix("--max-error ")) from None
 
 
 @cli.command()
 @click.argument("model", type=click.Path())
 @click.option("--unsafe", is_flag=True, help="Load models with Lambda layers (runs code stored in the file).")
-@click.option("--quant", type=click.Choice(QUANTS), default="int8", show_default=True,
+@click.option("--quant", type=click.Choice(INSPECT_QUANTS), default="int8", show_default=True,
               help="The quantization the paths are decided for.")
 @click.option("--json", "as_json", is_flag=True, help="Print the inspection as JSON.")
 @click.option("--roll", is_flag=True,
@@ -167,13 +181,13 @@ def inspect(model, unsafe, quant, as_json, roll):
 @click.option("-o", "--out", required=True, type=click.Path(), help="Output folder.")
 @_model_options
 @click.pass_context
-def convert(ctx, model, out, quant, mode, calib, unsafe, roll):
+def convert(ctx, model, out, quant, mode, calib, unsafe, roll, max_error):
     """Convert MODEL into OUT/step.tflite (x_t, states) -> (y_t, states') and OUT/manifest.json."""
     from edgernn.pipeline.convert import convert_model
     from edgernn.cli.render import print_conversion
 
     manifest = convert_model(model, out, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll,
-                             log=_say if ctx.obj["verbose"] else None, warn=_warn)
+                             max_error=max_error, log=_say if ctx.obj["verbose"] else None, warn=_warn)
     print_conversion(_console(), manifest, out)
 
 
@@ -183,12 +197,13 @@ def convert(ctx, model, out, quant, mode, calib, unsafe, roll):
 @click.option("-o", "--out", required=True, type=click.Path(), help="Output folder.")
 @_model_options
 @click.pass_context
-def build(ctx, model, board, out, quant, mode, calib, unsafe, roll):
+def build(ctx, model, board, out, quant, mode, calib, unsafe, roll, max_error):
     """Convert MODEL, generate OUT/firmware/ for BOARD, and compile it where the toolchain is present."""
     from edgernn.pipeline.build import build_model
     from edgernn.cli.render import print_build
 
     result = build_model(model, out, board=board, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll,
+                         max_error=max_error,
                             verbose=ctx.obj["verbose"], log=_say if ctx.obj["verbose"] else None, warn=_warn)
     print_build(_console(), result, out)
 

@@ -104,6 +104,27 @@ def print_conversion(console, manifest: dict, out: Any) -> None:
         f"MACs per step {manifest['macs_per_step']:,}; weights {_bytes(manifest['weight_bytes'])}; "
         f"calibration: {manifest['calibration']['source']} ({manifest['calibration']['samples']} steps){check_text}{extra}"
     )
+    _print_precision(console, manifest.get("precision"))
+
+
+def _print_precision(console, precision: dict | None) -> None:
+    """--quant auto: the error reached against the budget, and which ops are int16."""
+    if not precision:
+        return
+    if not isinstance(precision.get("plan"), list):
+        console.print(f"precision: {precision.get('plan')}; {precision.get('note')}", soft_wrap=True)
+        return
+    note = f"; {precision['note']}" if precision.get("note") else ""
+    console.print(f"precision: l2r {precision['error']:.4f} (budget {precision['max_error']:g}; int8 "
+                  f"{precision['int8_error']:.4f}, int16 {precision['int16_error']:.4f}); {precision['int16_ops']} of "
+                  f"{precision['int16_ops'] + precision['int8_ops']} ops int16, {precision['quantize_ops']} QUANTIZE"
+                  f"{note}", soft_wrap=True)
+    by_layer: dict = {}
+    for row in precision["plan"]:
+        if row["dtype"] == "int16":
+            by_layer.setdefault(row["layer"] or "(graph)", []).append(row["name"])
+    for layer, ops in by_layer.items():
+        console.print(f"  int16 in {layer}: {len(ops)} ops ({', '.join(sorted(set(ops)))})", soft_wrap=True)
 
 
 def print_build(console, result: dict, out: Any) -> None:

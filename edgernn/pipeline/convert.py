@@ -33,8 +33,11 @@ from edgernn.tflite.quantize import (
     load_sequences, quantize_calibrated, quantize_with_tied_states, run_step_sequences, synthetic_calibration,
 )
 from edgernn.keras.stepmodel import StepModel, build_head_model, build_step_model
+from edgernn.tflite.mixed import DEFAULT_MAX_ERROR, check_max_error
 
 MODES = ("step", "fused", "auto")
+# --quant auto: int8 and 16x8 per op, the fewest ops in 16x8 that keep l2r within --max-error
+QUANTS = (*QUANT_MODES, "auto")
 # Ops that TFLite emits for layers, to name the layer when an op cannot be quantized.
 OPS_OF_KIND = {"LTC": ["DIV", "SUM"], "CfC": ["EXP", "DIV"],
                "LayerNormalization": ["NEG", "RSQRT", "MEAN", "SQUARED_DIFFERENCE"]}
@@ -186,6 +189,7 @@ def convert_model(
     unsafe: bool = False,
     roll: bool = False,
     board: str | None = None,
+    max_error: float = DEFAULT_MAX_ERROR,
     log: Log | None = None,
     warn: Log | None = None,
 ) -> dict:
@@ -196,20 +200,24 @@ def convert_model(
     ``mode``: ``step`` (single-step cells), ``fused`` (one UNIDIRECTIONAL_SEQUENCE_LSTM per LSTM, refused
     with the reasons when the model does not allow it) or ``auto`` (fused where every RNN layer allows
     it, else step).
+    ``quant="auto"``: each op of the step model in int8 or 16x8, the fewest in 16x8 that keep the l2r against
+    the float model on the calibration sequences within ``max_error`` (manifest ``precision``).
     Returns the manifest.
     """
-    return convert(model, out, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll, board=board, log=log,
-                   warn=warn).as_dict()
+    return convert(model, out, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll, board=board,
+                   max_error=max_error, log=log, warn=warn).as_dict()
 
 
 def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: Any = None, mode: str = "auto",
-            unsafe: bool = False, roll: bool = False, board: str | None = None, log: Log | None = None,
-            warn: Log | None = None) -> Manifest:
+            unsafe: bool = False, roll: bool = False, board: str | None = None, max_error: float = DEFAULT_MAX_ERROR,
+            log: Log | None = None, warn: Log | None = None) -> Manifest:
     """``convert_model``, returning the typed manifest."""
     log = log or _quiet
     warn = warn or log
-    if quant not in QUANT_MODES:
-        raise EdgeRNNError(f"unknown --quant {quant!r}; choose one of {', '.join(QUANT_MODES)}")
+    if quant not in QUANTS:
+        raise EdgeRNNError(f"unknown --quant {quant!r}; choose one of {', '.join(QUANTS)}")
+    if quant == "auto":
+        max_error = check_max_error(max_error)
     if mode not in MODES:
         raise EdgeRNNError(f"unknown --mode {mode!r}; choose one of {', '.join(MODES)}")
     folder = BuildFolder(out)
@@ -217,19 +225,24 @@ def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: A
         log("loading model")
         loaded = load_any(model, unsafe=unsafe, roll=roll)
         plan = decompose(loaded.model, loaded.flavour)
-        diagnosis = diagnose(plan, quant, mode)
+        diagnosis = diagnose(plan, "int8" if quant == "auto" else quant, mode)
         for line in diagnosis.lines():
             log(f"plan: {line}")
         calibration = _calibration(calib, plan.input_shape, quant, warn)
         strategy = (FusedStrategy if diagnosis.fused else StepStrategy)(loaded, plan, log)
+        strategy.max_error, strategy.warn = max_error, warn
         manifest = _run_pipeline(strategy, loaded, plan, calibration, quant, staging, log)
         manifest.board = board
         manifest.mode_requested = mode
         manifest.rnn_paths = [p.as_dict() for p in diagnosis.paths]
         manifest.layers = layer_rows(plan, diagnosis)
+        manifest.precision = strategy.precision
         if quant != "float32":
             manifest.quantization_error = quantization_error(staging, manifest.as_dict(), calibration.sequences)
             l2r = manifest.quantization_error["l2r"]
+            if manifest.precision is not None and "error" not in manifest.precision:
+                manifest.precision["error"] = l2r
+                manifest.precision["met"] = l2r <= max_error
             if l2r > QUANT_WARN_L2R:
                 warn(f"WARNING: the {quant} step model is far from the float model on the calibration sequences "
                      f"(l2r {l2r:.3f}); check the calibration data, or use a wider --quant")
@@ -319,7 +332,7 @@ def _run_pipeline(strategy: "StepStrategy | FusedStrategy", loaded: LoadedModel,
         step_final, head_ys, y_range = strategy.quantize(step_float, quant, head_float is not None)
         head_final = None
         if head_float is not None:
-            head_final = _quantize_head(head_model, head_ys, y_range, quant, plan)
+            head_final = _quantize_head(head_model, head_ys, y_range, strategy.head_quant or quant, plan)
 
     strategy.check_final(step_final)
     model = tfl.read(step_final)
@@ -327,7 +340,7 @@ def _run_pipeline(strategy: "StepStrategy | FusedStrategy", loaded: LoadedModel,
     states = strategy.states(step_final, model)
     (staging / "step.tflite").write_bytes(step_final)
     files = {"step": "step.tflite", **strategy.extra_files(step_final, states, sequences, staging)}
-    head_entry, head_macs = _head_entry(staging, head_final, model, outputs, quant)
+    head_entry, head_macs = _head_entry(staging, head_final, model, outputs, strategy.head_quant or quant)
     if head_entry:
         files["head"] = "head.tflite"
     return Manifest(
@@ -362,9 +375,13 @@ class StepStrategy:
 
     mode = "step"
     fused_states_io = None
+    precision = None
+    head_quant = None  # the head's quantization when it is not --quant (auto: the step output's dtype)
+    max_error = DEFAULT_MAX_ERROR
 
     def __init__(self, loaded: LoadedModel, plan: Plan, log: Log):
         self.loaded, self.plan, self.log = loaded, plan, log
+        self.warn = log
 
     def build_float(self) -> bytes:
         self.log("building the step model")
@@ -380,6 +397,7 @@ class StepStrategy:
         """Run the float step model over the calibration sequences: the real trajectories."""
         self.log("running the float step model over the calibration sequences")
         self.samples, self.ys = run_step_sequences(step_float, sequences, self.step.state_names)
+        self.samples_sequences = sequences
         return {"samples": len(self.samples)}
 
     def run_float(self, step_float: bytes, probe: np.ndarray) -> np.ndarray:
@@ -402,10 +420,38 @@ class StepStrategy:
             with warnings.catch_warnings(), tfenv.native_stderr_captured():
                 warnings.simplefilter("ignore")
                 calibrated = calibrate(_converter(self.step.keras_model), keyed)
+            if quant == "auto":
+                return self._quantize_auto(step_float, calibrated, list(zip(keras_inputs[1:], state_out_keys)))
             quantized, tied = quantize_with_tied_states(calibrated, list(zip(keras_inputs[1:], state_out_keys)), quant)
         tied_model = tfl.read(tied)
         y_range = tfl.get_min_max(tied_model, tfl.signature(tied_model)[1][y_key])
         return _rename_for_run(quantized, self.step, self.output_keys), self.ys, y_range
+
+    def _quantize_auto(self, step_float: bytes, calibrated: bytes,
+                       ties: list[tuple[str, str]]) -> tuple[bytes, np.ndarray, tuple[float, float] | None]:
+        """The mixed int8/16x8 step model that meets ``max_error`` with the fewest ops in 16x8."""
+        from edgernn.tflite import mixed
+
+        keras_inputs = [k for k, _ in self.step.input_names]
+        states = [name for name in self.step.state_names]
+        pair = mixed.quantize_pair(calibrated, ties, keras_inputs[0], self.output_keys[0],
+                                   rename=lambda data: _rename_for_run(data, self.step, self.output_keys),
+                                   public=([(s, s) for s in states], "x", "y"))
+        probe = self.samples_sequences[:8]
+        want = mixed.run_quantized(step_float, probe, pair.ties)
+        self.log(f"auto: choosing int8 or 16x8 per op for l2r <= {self.max_error:g} on {len(probe)} sequences")
+        plan, mixed_model = mixed.plan_precision(pair, probe, want, self.max_error, self.log)
+        if not plan.met:
+            self.warn(f"WARNING: --quant auto: {plan.note}; the step model is all int16 where TFLite allows it")
+        self.precision = mixed.precision_entry(pair, plan, mixed_model, self.max_error, probe)
+        for line in mixed.plan_lines(pair, plan):
+            self.log(f"auto: {line}")
+        model = tfl.read(mixed_model)
+        y_dtype = tfl.tensor_quant(model, tfl.signature(model)[1]["y"])["dtype"]
+        self.head_quant = y_dtype
+        tied_model = tfl.read(pair.tied[y_dtype])
+        y_range = tfl.get_min_max(tied_model, tfl.signature(tied_model)[1][self.output_keys[0]])
+        return mixed_model, self.ys, y_range
 
     @staticmethod
     def check_final(step_final: bytes) -> None:
@@ -434,10 +480,14 @@ class FusedStrategy:
     """One UNIDIRECTIONAL_SEQUENCE_LSTM per LSTM, one invoke per time step, the states in its variable tensors."""
 
     mode = "fused"
+    head_quant = None
+    max_error = DEFAULT_MAX_ERROR
 
     def __init__(self, loaded: LoadedModel, plan: Plan, log: Log):
         self.loaded, self.plan, self.log = loaded, plan, log
         self.fused_states_io = None
+        self.precision = None
+        self.warn = log
 
     def build_float(self) -> bytes:
         self.log("rebuilding the model in tf_keras for the fused LSTM op")
@@ -466,6 +516,12 @@ class FusedStrategy:
 
     def quantize(self, step_float: bytes, quant: str,
                  with_head: bool) -> tuple[bytes, np.ndarray | None, tuple[float, float] | None]:
+        if quant == "auto":
+            # TFLite's fused LSTM has no 16x8 form: auto is int8 here
+            self.precision = {"max_error": self.max_error, "plan": "int8",
+                              "note": "fused LSTM: TFLite has no 16x8 form of the fused op, so auto is int8; "
+                                      "use --mode step for a per-op int8/int16 plan"}
+            quant = self.head_quant = "int8"
         self.log(f"calibrating on {len(self.picked)} whole sequences and quantizing to {quant}")
         with _quantization_failure(quant, self.plan):
             calibrated = sequence_lstm.calibrate_on_trajectories(_converter(self.fused_keras), self.picked)

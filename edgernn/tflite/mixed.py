@@ -1,0 +1,659 @@
+"""Mixed int8/int16 step models: some ops in 16x8, the rest in int8, QUANTIZE ops where the types meet.
+
+One calibrated float step model is quantized twice, to int8 (TF's MLIR quantizer, as ``--quant int8``)
+and to 16x8 (TF's calibrator quantizer, as ``--quant int16``), each with its states tied. Both quantizers
+keep the float model's ops in its order (the 16x8 one adds QUANTIZE and DEQUANTIZE around an op it leaves
+in float); tensor names can differ (the MLIR quantizer renames a SPLIT's outputs), so the two graphs are
+aligned by position, op for op, and each int8 activation is paired with its int16 form by the ops that
+write and read it (checked: the same op names in the same order, inputs that correspond). A mixed
+model takes each op, with its constants and its output tensors, from the model of the op's chosen
+precision; where a tensor is needed in the other type, a QUANTIZE op (int8 to
+int16 or int16 to int8, a requantization LiteRT runs) gives it that model's quantization of the tensor.
+
+States: each state keeps one dtype, at input and output. It is int16 when the op that produces it is
+int16 (or when that op has no 16x8 form and an op that reads the state is int16), else int8; its input
+and output then carry the tied quantization of that dtype's model, so the device copies state bytes
+back unchanged. The x input is int16 when an op that reads it is int16, else int8; the y output keeps
+the dtype of the op that produces it. A plan of all int8 is therefore the int8 model, and a plan of all
+int16 the int16 model.
+
+Ops with no 16x8 kernel in TF (DIV, for LTC) stay int8: the 16x8 model is then made with float
+fallback, and the op is taken from the int8 model, between QUANTIZE ops from and to its int16
+neighbours.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from edgernn.errors import EdgeRNNError
+from edgernn.tflite import model as tfl
+from edgernn.tflite.interpreter import load_interpreter
+from edgernn.tflite.quantize import (FIXED_OUTPUT_OPS, _represented_range, quantize_calibrated,
+                                     quantize_with_tied_states, tie_state_quantization)
+
+schema = tfl.schema
+INT8, INT16, FLOAT32 = schema.TensorType.INT8, schema.TensorType.INT16, schema.TensorType.FLOAT32
+DTYPES = {INT8: "int8", INT16: "int16"}
+_CONVERT_OPS = ("QUANTIZE", "DEQUANTIZE")
+DEFAULT_MAX_ERROR = 0.02  # --max-error: l2r against the float model on the calibration sequences
+
+
+def check_max_error(value) -> float:
+    """--max-error as a float in (0, 1], or a one-line error."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise EdgeRNNError(f"--max-error must be a number (an l2r such as 0.02), not {value!r}") from None
+    if not np.isfinite(number) or number <= 0 or number > 1:
+        raise EdgeRNNError(f"--max-error {value} is out of range: give an l2r above 0 and at most 1 (such as 0.02)")
+    return number
+
+
+def quantize_16x8(tied: bytes, allow_float: bool) -> bytes:
+    """16x8 as ``quantize_calibrated(tied, "int16")``; with ``allow_float``, ops TF cannot quantize in
+    16x8 stay float between DEQUANTIZE and QUANTIZE, and the model's inputs and outputs stay float."""
+    if not allow_float:
+        return quantize_calibrated(tied, "int16")
+    from edgernn import tfenv
+
+    tfenv.tensorflow()
+    from tensorflow.lite.python.optimize import calibrator
+
+    with warnings.catch_warnings(), tfenv.native_stderr_captured():
+        warnings.simplefilter("ignore")
+        wrapper = calibrator.Calibrator(tied)
+        wrapper._calibrator.Prepare()
+        f32, i16 = np.dtype(np.float32).num, np.dtype(np.int16).num
+        return bytes(wrapper._calibrator.QuantizeModel(f32, f32, True, i16, np.dtype(np.int64).num, False, False))
+
+
+def _is_constant(model, index: int) -> bool:
+    tensor = model.subgraphs[0].tensors[index]
+    buf = model.buffers[tensor.buffer]
+    return buf.data is not None and len(buf.data) > 0
+
+
+def _untied_16(quantized: bytes, ties: list[tuple[str, str]]) -> dict[str, tuple[str, tuple[float, float]]]:
+    """As quantize._untied, on the int16 form of each state (a model with float fallback has float I/O)."""
+    model = tfl.read(quantized)
+    canon = _Canon(model)
+    inputs, outputs = tfl.signature(model)
+    graph = model.subgraphs[0]
+    producer = {int(o): tfl.op_name(model, op.opcodeIndex) for op in graph.operators for o in op.outputs}
+    found = {}
+    for in_key, out_key in ties:
+        a_index, b_index = canon(inputs[in_key]), canon(outputs[out_key])
+        if a_index is None or b_index is None:
+            raise EdgeRNNError(f"the 16x8 model has no int16 form of state {in_key}")
+        a, b = tfl.tensor_quant(model, a_index), tfl.tensor_quant(model, b_index)
+        if (a["scale"], a["zero_point"]) != (b["scale"], b["zero_point"]):
+            ra, rb = _represented_range(a), _represented_range(b)
+            if producer.get(b_index) in FIXED_OUTPUT_OPS:
+                found[in_key] = ("exact", rb)
+            else:
+                found[in_key] = ("union", (min(ra[0], rb[0]), max(ra[1], rb[1])))
+    return found
+
+
+def _tied_16x8_with_fallback(calibrated: bytes, ties: list[tuple[str, str]]) -> tuple[bytes, bytes]:
+    """quantize_with_tied_states(.., "int16") for a model with ops TF has no 16x8 form of."""
+    widen: dict[str, tuple[float, float]] = {}
+    exact: dict[str, tuple[float, float]] = {}
+    for _ in range(6):
+        tied = tie_state_quantization(calibrated, ties, widen, exact)
+        quantized = quantize_16x8(tied, allow_float=True)
+        untied = _untied_16(quantized, ties)
+        if not untied:
+            return quantized, tied
+        for key, (how, (lo, hi)) in untied.items():
+            if how == "exact":
+                exact[key] = (lo, hi)
+                continue
+            old = widen.get(key, (0.0, 0.0))
+            widen[key] = (min(old[0], lo), max(old[1], hi))
+    raise EdgeRNNError("could not give the states one 16x8 quantization at input and output")
+
+
+@dataclass
+class Pair:
+    """The int8 and the 16x8 model of one calibrated float step model, aligned op for op."""
+
+    int8: bytes
+    int16: bytes
+    float_fallback: bool  # the 16x8 model keeps some ops in float
+    ties: list[tuple[str, str]]
+    x_key: str
+    y_key: str
+    tied: dict[str, bytes] = field(default_factory=dict)  # dtype -> the calibrated model with its tied ranges
+    int16_op: list[int | None] = field(default_factory=list)  # per int8 op: its 16x8 twin's index, or None
+
+    def __post_init__(self):
+        self.m8, self.m16 = tfl.read(self.int8), tfl.read(self.int16)
+        self.int16_op, self.map16 = _align(self.m8, self.m16)
+        self.rev16 = {k16: k8 for k8, k16 in self.map16.items() if k16 is not None}
+        self.canon16 = _Canon(self.m16)
+
+    @property
+    def ops(self) -> list[str]:
+        return [tfl.op_name(self.m8, op.opcodeIndex) for op in self.m8.subgraphs[0].operators]
+
+    def can_int16(self) -> list[int]:
+        return [i for i, j in enumerate(self.int16_op) if j is not None]
+
+    def q8_tensor(self, k16: int) -> int:
+        """The int8 model's tensor that the 16x8 model's activation ``k16`` is the int16 form of."""
+        return self.rev16[self.canon16(k16)]
+
+
+class _Canon:
+    """The int16 form of a 16x8 model's activation: itself when int16; for a float tensor (around an op
+    left in float), the output of the first QUANTIZE that reads it, or the input of the DEQUANTIZE that
+    wrote it; a QUANTIZE's int16 output, the first QUANTIZE's of the same float tensor."""
+
+    def __init__(self, model):
+        self.model = model
+        graph = model.subgraphs[0]
+        self.first_quantize: dict[int, int] = {}
+        self.dequantized_from: dict[int, int] = {}
+        self.quantize_input: dict[int, int] = {}
+        for op in graph.operators:
+            name = tfl.op_name(model, op.opcodeIndex)
+            if name == "QUANTIZE" and graph.tensors[op.inputs[0]].type == FLOAT32:
+                self.first_quantize.setdefault(int(op.inputs[0]), int(op.outputs[0]))
+                self.quantize_input[int(op.outputs[0])] = int(op.inputs[0])
+            elif name == "DEQUANTIZE":
+                self.dequantized_from[int(op.outputs[0])] = int(op.inputs[0])
+
+    def __call__(self, k: int) -> int | None:
+        tensor = self.model.subgraphs[0].tensors[k]
+        if tensor.type == FLOAT32:
+            if k in self.dequantized_from:
+                return self(self.dequantized_from[k])
+            return self.first_quantize.get(k)
+        if k in self.quantize_input:
+            return self.first_quantize[self.quantize_input[k]]
+        return k
+
+
+def _align(m8, m16) -> tuple[list[int | None], dict[int, int | None]]:
+    """Pair the two models op for op, by position: the 16x8 model without its QUANTIZE and DEQUANTIZE ops
+    (which TF adds around ops it leaves in float) must hold the int8 model's ops in the same order.
+
+    Returns, per int8 op, the index of its 16x8 twin or None (the 16x8 model left it in float, or its
+    inputs do not correspond), and the map from the int8 model's activations to their int16 form."""
+    g8, g16 = m8.subgraphs[0], m16.subgraphs[0]
+    canon = _Canon(m16)
+    ops16 = [(j, op) for j, op in enumerate(g16.operators) if tfl.op_name(m16, op.opcodeIndex) not in _CONVERT_OPS]
+    names8 = [tfl.op_name(m8, op.opcodeIndex) for op in g8.operators]
+    names16 = [tfl.op_name(m16, op.opcodeIndex) for _, op in ops16]
+    if any(n in _CONVERT_OPS for n in names8):
+        raise EdgeRNNError("the int8 step model holds a QUANTIZE or DEQUANTIZE op; a mixed model cannot be made")
+    if names8 != names16:
+        differ = next(i for i, (a, b) in enumerate(zip([*names8, None], [*names16, None])) if a != b)
+        raise EdgeRNNError(f"the int8 and 16x8 step models do not align: op {differ} is "
+                           f"{(names8 + ['nothing'])[differ]} in int8 and {(names16 + ['nothing'])[differ]} in 16x8")
+    in8, out8 = tfl.signature(m8)
+    in16, out16 = tfl.signature(m16)
+    map16: dict[int, int | None] = {int(in8[k]): canon(int(in16[k])) for k in in8}
+    twins: list[int | None] = []
+    for op8, (j, op16) in zip(g8.operators, ops16):
+        ok = len(op8.inputs) == len(op16.inputs) and len(op8.outputs) == len(op16.outputs)
+        for a, b in zip(op8.outputs, op16.outputs):
+            map16[int(a)] = canon(int(b))
+            ok = ok and g16.tensors[b].type in DTYPES
+        if ok:
+            for a, b in zip(op8.inputs, op16.inputs):
+                if a < 0 or _is_constant(m8, int(a)):
+                    ok = ok and (b < 0) == (a < 0)
+                    continue
+                ok = ok and g16.tensors[b].type in DTYPES and map16.get(int(a)) == canon(int(b))
+        twins.append(j if ok else None)
+    return twins, map16
+
+
+def quantize_pair(calibrated: bytes, ties: list[tuple[str, str]], x_key: str, y_key: str, rename=None,
+                  public: tuple[list[tuple[str, str]], str, str] | None = None) -> Pair:
+    """The int8 model and the 16x8 model of ``calibrated``, each with its states tied.
+
+    ``rename`` (bytes -> bytes) renames both models' signature keys; ``public`` is then (ties, x key, y key)
+    by the new names."""
+    q8, tied8 = quantize_with_tied_states(calibrated, ties, "int8")
+    try:
+        q16, tied16 = quantize_with_tied_states(calibrated, ties, "int16")
+        fallback = False
+    except EdgeRNNError:
+        raise
+    except Exception:  # an op TF has no 16x8 form of (DIV): quantize with float fallback
+        (q16, tied16), fallback = _tied_16x8_with_fallback(calibrated, ties), True
+    for data in (q8, q16):
+        inputs, outputs = tfl.signature(tfl.read(data))
+        if x_key not in inputs or y_key not in outputs:
+            raise EdgeRNNError(f"the quantized step model has no input {x_key} or output {y_key}")
+    if rename is not None:
+        q8, q16 = rename(q8), rename(q16)
+        ties, x_key, y_key = public
+    pair = Pair(q8, q16, fallback, ties, x_key, y_key, {"int8": tied8, "int16": tied16})
+    if not fallback and any(j is None for j in pair.int16_op):
+        missing = sorted({pair.ops[i] for i, j in enumerate(pair.int16_op) if j is None})
+        raise EdgeRNNError(f"the int8 and 16x8 step models do not align (ops {', '.join(missing)} read other "
+                           "tensors); a mixed model cannot be made")
+    return pair
+
+
+# ---------------------------------------------------------------- the splice
+
+class _Splice:
+    """One mixed model. Activations are keyed by their index in the int8 model; ``version`` holds, per key and
+    dtype, the index in the mixed model of that form of the tensor."""
+
+    def __init__(self, pair: Pair, int16_ops: set[int]):
+        self.pair = pair
+        self.model = tfl.read(pair.int8)
+        self.graph = self.model.subgraphs[0]
+        self.m8, self.m16 = pair.m8, pair.m16
+        self.g8, self.g16 = pair.m8.subgraphs[0], pair.m16.subgraphs[0]
+        self.version: dict[tuple[int, int], int] = {}
+        self.constants16: dict[int, int] = {}
+        self.ops: list = []
+        self.int16_ops = {i for i in int16_ops if pair.int16_op[i] is not None}
+
+    def opcode(self, code) -> int:
+        key = (int(code.builtinCode), int(code.deprecatedBuiltinCode), code.customCode, int(code.version))
+        for k, have in enumerate(self.model.operatorCodes):
+            if (int(have.builtinCode), int(have.deprecatedBuiltinCode), have.customCode, int(have.version)) == key:
+                return k
+        self.model.operatorCodes.append(copy.deepcopy(code))
+        return len(self.model.operatorCodes) - 1
+
+    def quantize_opcode(self) -> int:
+        code = schema.OperatorCodeT()
+        code.builtinCode = code.deprecatedBuiltinCode = schema.BuiltinOperator.QUANTIZE
+        code.version = 2
+        return self.opcode(code)
+
+    def empty_buffer(self) -> int:
+        self.model.buffers.append(schema.BufferT())
+        return len(self.model.buffers) - 1
+
+    def template(self, t: int, dtype: int):
+        if dtype == INT8:
+            return copy.deepcopy(self.g8.tensors[t])
+        k16 = self.pair.map16.get(t)
+        if k16 is None:
+            raise EdgeRNNError(f"mixed model: tensor {tfl._text(self.g8.tensors[t].name)} has no int16 form")
+        return copy.deepcopy(self.g16.tensors[k16])
+
+    def place(self, t: int, dtype: int) -> int:
+        """Make the int8 model's tensor ``t`` its ``dtype`` form, in place (same index, same name)."""
+        if dtype == INT16:
+            tensor = self.template(t, INT16)
+            tensor.name = self.g8.tensors[t].name
+            tensor.buffer = self.g8.tensors[t].buffer
+            self.graph.tensors[t] = tensor
+        self.version[(t, dtype)] = t
+        return t
+
+    def get(self, t: int, dtype: int) -> int:
+        """The ``dtype`` form of activation ``t``, made by a QUANTIZE op from the other form when needed."""
+        if (t, dtype) in self.version:
+            return self.version[(t, dtype)]
+        other = INT16 if dtype == INT8 else INT8
+        if (t, other) not in self.version:
+            raise EdgeRNNError(f"mixed model: tensor {tfl._text(self.g8.tensors[t].name)} is read before it is written")
+        tensor = self.template(t, dtype)
+        tensor.name = f"{tfl._text(self.g8.tensors[t].name)}_{DTYPES[dtype]}".encode()
+        tensor.buffer = self.empty_buffer()
+        self.graph.tensors.append(tensor)
+        new = len(self.graph.tensors) - 1
+        op = schema.OperatorT()
+        op.opcodeIndex = self.quantize_opcode()
+        op.inputs, op.outputs = [self.version[(t, other)]], [new]
+        self.ops.append(op)
+        self.version[(t, dtype)] = new
+        return new
+
+    def same_constant(self, k8: int, k16: int) -> bool:
+        """True for a constant both models hold alike (a shape, an axis): the int8 model's is used."""
+        if k8 < 0 or not _is_constant(self.m8, k8):
+            return False
+        t8, t16 = self.g8.tensors[k8], self.g16.tensors[k16]
+        return (t8.type == t16.type and tfl.tensor_quant(self.m8, k8) == tfl.tensor_quant(self.m16, k16)
+                and bytes(self.m8.buffers[t8.buffer].data) == bytes(self.m16.buffers[t16.buffer].data))
+
+    def constant16(self, index: int) -> int:
+        if index not in self.constants16:
+            tensor = copy.deepcopy(self.g16.tensors[index])
+            buffer = copy.deepcopy(self.m16.buffers[tensor.buffer])
+            self.model.buffers.append(buffer)
+            tensor.buffer = len(self.model.buffers) - 1
+            self.graph.tensors.append(tensor)
+            self.constants16[index] = len(self.graph.tensors) - 1
+        return self.constants16[index]
+
+    def add_op(self, i: int) -> None:
+        op8 = self.g8.operators[i]
+        if i in self.int16_ops:
+            source = self.g16.operators[self.pair.int16_op[i]]
+            op = copy.deepcopy(source)
+            op.opcodeIndex = self.opcode(self.m16.operatorCodes[source.opcodeIndex])
+            inputs = []
+            for a, k in zip(op8.inputs, source.inputs):
+                if k < 0:
+                    inputs.append(int(k))
+                elif _is_constant(self.m16, int(k)):
+                    inputs.append(int(a) if self.same_constant(int(a), int(k)) else self.constant16(int(k)))
+                else:
+                    inputs.append(self.get(int(a), INT16))
+            op.inputs = inputs
+            op.outputs = [self.place(int(a), INT16) for a in op8.outputs]
+        else:
+            op = copy.deepcopy(op8)
+            op.inputs = [int(k) if k < 0 or _is_constant(self.m8, int(k)) else self.get(int(k), INT8)
+                         for k in op8.inputs]
+            op.outputs = [self.place(int(k), INT8) for k in op8.outputs]
+        self.ops.append(op)
+
+    def readers(self, t: int) -> list[int]:
+        return [i for i, op in enumerate(self.g8.operators) if t in [int(k) for k in op.inputs]]
+
+    def producer(self, t: int) -> int | None:
+        return next((i for i, op in enumerate(self.g8.operators) if t in [int(k) for k in op.outputs]), None)
+
+    def build(self) -> tuple[bytes, dict[str, str]]:
+        inputs, outputs = tfl.signature(self.m8)
+        dtypes: dict[str, int] = {}
+        dtypes[self.pair.x_key] = INT16 if any(r in self.int16_ops for r in self.readers(inputs[self.pair.x_key])) else INT8
+        for in_key, out_key in self.pair.ties:
+            made_by = self.producer(outputs[out_key])
+            if made_by is not None and self.pair.int16_op[made_by] is not None:
+                wide = made_by in self.int16_ops
+            else:
+                wide = any(r in self.int16_ops for r in self.readers(inputs[in_key]))
+            dtypes[in_key] = INT16 if wide else INT8
+        new_in = {key: self.place(t, dtypes[key]) for key, t in inputs.items()}
+        for i in range(len(self.g8.operators)):
+            self.add_op(i)
+        new_out = {}
+        state_of = {out_key: in_key for in_key, out_key in self.pair.ties}
+        for key, t in outputs.items():
+            if key in state_of:
+                new_out[key] = self.get(t, dtypes[state_of[key]])
+            else:
+                new_out[key] = self.get(t, INT16 if self.producer(t) in self.int16_ops else INT8)
+        self.graph.operators = self.ops
+        self.graph.inputs = [new_in[k] for k in inputs]
+        self.graph.outputs = [new_out[k] for k in outputs]
+        sig = self.model.signatureDefs[0]
+        for item in sig.inputs:
+            item.tensorIndex = new_in[tfl._text(item.name)]
+        for item in sig.outputs:
+            item.tensorIndex = new_out[tfl._text(item.name)]
+        _compact(self.model)
+        return tfl.write(self.model), {k: DTYPES[v] for k, v in dtypes.items()}
+
+
+def _compact(model) -> None:
+    """Drop the tensors no op, input or output uses, and the data of buffers no tensor uses."""
+    graph = model.subgraphs[0]
+    used = sorted({int(k) for op in graph.operators for k in [*op.inputs, *op.outputs] if k >= 0}
+                  | {int(k) for k in graph.inputs} | {int(k) for k in graph.outputs})
+    remap = {old: new for new, old in enumerate(used)}
+    graph.tensors = [graph.tensors[i] for i in used]
+    for op in graph.operators:
+        op.inputs = [remap[int(k)] if k >= 0 else int(k) for k in op.inputs]
+        op.outputs = [remap[int(k)] for k in op.outputs]
+        if op.intermediates is not None and len(op.intermediates):
+            op.intermediates = [remap[int(k)] for k in op.intermediates if int(k) in remap]
+    graph.inputs = [remap[int(k)] for k in graph.inputs]
+    graph.outputs = [remap[int(k)] for k in graph.outputs]
+    for sig in model.signatureDefs or []:
+        for item in [*sig.inputs, *sig.outputs]:
+            item.tensorIndex = remap[int(item.tensorIndex)]
+    kept = {t.buffer for t in graph.tensors} | {m.buffer for m in (model.metadata or [])} | {0}
+    for index, buffer in enumerate(model.buffers):
+        if index not in kept:
+            buffer.data = None
+
+
+def splice(pair: Pair, int16_ops: set[int] | list[int]) -> bytes:
+    """The mixed model with the int8 model's ops ``int16_ops`` (indices) in 16x8, the rest in int8.
+
+    Ops with no 16x8 form stay int8 whatever the set says."""
+    return _Splice(pair, set(int16_ops)).build()[0]
+
+
+def splice_with_dtypes(pair: Pair, int16_ops: set[int] | list[int]) -> tuple[bytes, dict[str, str]]:
+    """``splice`` and the dtype of x and of each state (by signature input key)."""
+    return _Splice(pair, set(int16_ops)).build()
+
+
+# ---------------------------------------------------------------- error against the float model
+
+def run_quantized(data: bytes, sequences: np.ndarray, ties: list[tuple[str, str]], x_key: str = "x",
+                  y_key: str = "y") -> np.ndarray:
+    """Run a quantized step model over float sequences, states fed back, from zero states: the
+    dequantized outputs (sequences, steps, outputs). ``ties``: (input key, output key) of each state."""
+    from edgernn.tflite.oracle import dequantize, quantize
+
+    model = tfl.read(data)
+    inputs, outputs = tfl.signature(model)
+    entries = {key: tfl.tensor_quant(model, index) for key, index in inputs.items()}
+    y_entry = tfl.tensor_quant(model, outputs[y_key])
+    runner = load_interpreter(data).get_signature_runner()
+    details = runner.get_input_details()
+    result = []
+    for sequence in sequences:
+        state = {key: quantize(np.zeros(details[key]["shape"], np.float32), entries[key]) for key, _ in ties}
+        ys = []
+        for x in sequence:
+            out = runner(**{x_key: quantize(x.reshape(details[x_key]["shape"]), entries[x_key]), **state})
+            ys.append(dequantize(np.asarray(out[y_key]), y_entry).reshape(-1))
+            state = {key: np.asarray(out[out_key]) for key, out_key in ties}
+        result.append(ys)
+    return np.asarray(result, np.float32)
+
+
+def l2r(got: np.ndarray, want: np.ndarray) -> float:
+    """||got - want|| / ||want||, by validate's running sums."""
+    from edgernn.validate.compare import ErrorSums
+
+    sums = ErrorSums()
+    sums.update(got, want)
+    return float(sums.result()["l2r"])
+
+
+# ---------------------------------------------------------------- the plan
+
+@dataclass
+class Plan:
+    int16_ops: list[int]
+    error: float
+    int8_error: float
+    int16_error: float
+    sensitivity: dict[int, float]  # per op: its group's
+    met: bool
+    note: str | None = None
+    groups: list[list[int]] | None = None
+
+
+PRUNE_TRIES = 16  # after the bisection, how many of the least sensitive chosen ops are tried back in int8
+
+
+def op_groups(pair: Pair) -> list[list[int]]:
+    """The ops that can be int16, in groups that share a quantized constant: ops reading one weight or
+    constant (an LTC's parameters, read by each of its ODE unfolds) take one precision together, so no
+    constant is held twice, once per dtype. (Shapes and axes, not quantized, are the same in both models
+    and group nothing.) Groups in the order of their first op."""
+    candidates = pair.can_int16()
+    graph = pair.m8.subgraphs[0]
+    parent = {i: i for i in candidates}
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    reader: dict[int, int] = {}
+    for i in candidates:
+        for k in graph.operators[i].inputs:
+            if k >= 0 and _is_constant(pair.m8, int(k)) and tfl.tensor_quant(pair.m8, int(k))["scale"] is not None:
+                buffer = graph.tensors[k].buffer
+                if buffer in reader:
+                    parent[find(i)] = find(reader[buffer])
+                else:
+                    reader[buffer] = i
+    groups: dict[int, list[int]] = {}
+    for i in candidates:
+        groups.setdefault(find(i), []).append(i)
+    return sorted(groups.values(), key=lambda g: g[0])
+
+
+def plan_precision(pair: Pair, sequences: np.ndarray, want: np.ndarray, max_error: float,
+                   log=lambda _: None) -> tuple[Plan, bytes]:
+    """The smallest set of op groups (``op_groups``) in int16, greedy by sensitivity, whose mixed model meets
+    ``max_error``.
+
+    Sensitivity of a group: the error of the model with that group alone in int8 and every other op in
+    int16, less the all-int16 error. Groups are taken into int16 from the most sensitive down; the
+    shortest prefix that meets the budget is found by bisection (checked at the end), then groups whose
+    return to int8 keeps the budget are dropped again, least sensitive first (at most PRUNE_TRIES tried).
+    """
+    candidates = pair.can_int16()
+    groups = op_groups(pair)
+
+    def error(chosen_groups) -> tuple[float, bytes]:
+        data = splice(pair, [i for g in chosen_groups for i in groups[g]])
+        return l2r(run_quantized(data, sequences, pair.ties, pair.x_key, pair.y_key), want), data
+
+    every = list(range(len(groups)))
+    e8, data8 = error([])
+    e16, data16 = error(every)
+    if e8 <= max_error:
+        return Plan([], e8, e8, e16, {}, True, "int8 meets the budget"), data8
+    if e16 > max_error:
+        return Plan(list(candidates), e16, e8, e16, {}, False,
+                    f"even int16 ({e16:.4f}) misses the budget {max_error:g}"), data16
+    log(f"measuring the sensitivity of {len(groups)} groups of {len(candidates)} ops")
+    by_group = {g: error([h for h in every if h != g])[0] - e16 for g in every}
+    order = sorted(every, key=lambda g: -by_group[g])
+    lo, hi = 0, len(order)  # order[:hi] meets the budget
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if error(order[:mid])[0] <= max_error:
+            hi = mid
+        else:
+            lo = mid + 1
+    chosen = list(order[:hi])
+    got, data = error(chosen)
+    if got > max_error:  # not monotone: take the whole order, which is all-int16
+        chosen, got, data = list(order), e16, data16
+    for g in sorted(chosen, key=lambda g: by_group[g])[:PRUNE_TRIES]:
+        trial = [h for h in chosen if h != g]
+        e, d = error(trial)
+        if e <= max_error:
+            chosen, got, data = trial, e, d
+    sensitivity = {i: by_group[g] for g in every for i in groups[g]}
+    ops = sorted(i for g in chosen for i in groups[g])
+    return Plan(ops, got, e8, e16, sensitivity, True, groups=groups), data
+
+
+def op_label(pair: Pair, i: int) -> str:
+    """An op of the int8 model by its name and its first output's name."""
+    graph = pair.m8.subgraphs[0]
+    op = graph.operators[i]
+    return f"{pair.ops[i]} {tfl._text(graph.tensors[op.outputs[0]].name)}"
+
+
+def _layer_of(tensor_name: str) -> str:
+    """The Keras layer (name scope) a tensor name comes from, or "" when TF left none."""
+    parts = tensor_name.split(";")[0].split("/")
+    return "/".join(parts[1:-1]) if len(parts) > 2 else ""
+
+
+def arena_estimate(model) -> int:
+    """Bytes of activations live at once, at the worst op: each tensor lives from the op that writes it
+    (the graph's inputs from the start) to the last op that reads it (the outputs to the end). The
+    backend's placement gives the real arena; this compares plans before any C is made."""
+    graph = model.subgraphs[0]
+    ops = graph.operators or []
+    size = {}
+    for index, tensor in enumerate(graph.tensors):
+        if not _is_constant(model, index):
+            width = {INT8: 1, INT16: 2}.get(tensor.type, 4)
+            size[index] = width * int(np.prod([int(d) for d in tensor.shape])) if tensor.shape is not None else 0
+    first = {int(k): -1 for k in graph.inputs}
+    last = {int(k): len(ops) for k in graph.outputs}
+    for t, op in enumerate(ops):
+        for k in op.outputs:
+            first.setdefault(int(k), t)
+        for k in op.inputs:
+            if int(k) in size:
+                last[int(k)] = max(last.get(int(k), t), t)
+    peak = 0
+    for t in range(len(ops)):
+        live = sum(size[k] for k in size if first.get(k, t) <= t <= last.get(k, first.get(k, t)))
+        peak = max(peak, live)
+    return peak
+
+
+def precision_entry(pair: Pair, plan: Plan, mixed_model: bytes, max_error: float, probe: np.ndarray) -> dict:
+    """manifest ``precision``: the budget, the errors, the cost and the dtype of every op."""
+    model = tfl.read(mixed_model)
+    inputs, outputs = tfl.signature(model)
+    graph = pair.m8.subgraphs[0]
+    chosen = set(plan.int16_ops)
+    rows = []
+    for i, name in enumerate(pair.ops):
+        output = tfl._text(graph.tensors[graph.operators[i].outputs[0]].name)
+        row = {"op": i, "name": name, "output": output, "layer": _layer_of(output),
+               "dtype": "int16" if i in chosen else "int8"}
+        if pair.int16_op[i] is None:
+            row["why"] = "TFLite has no 16x8 form of this op"
+        if i in plan.sensitivity:
+            row["sensitivity"] = plan.sensitivity[i]
+        if plan.groups:
+            row["group"] = next((g for g, members in enumerate(plan.groups) if i in members), None)
+        rows.append(row)
+    names = tfl.op_names(model)
+    return {
+        "max_error": max_error,
+        "error": plan.error,
+        "int8_error": plan.int8_error,
+        "int16_error": plan.int16_error,
+        "met": plan.met,
+        "note": plan.note,
+        "on": f"{len(probe)} calibration sequences of {probe.shape[1]} steps, per-step output y, states fed back",
+        "int16_ops": len(chosen),
+        "groups": len(plan.groups) if plan.groups else None,
+        "int8_ops": len(pair.ops) - len(chosen),
+        "quantize_ops": names.count("QUANTIZE"),
+        "x": tfl.tensor_quant(model, inputs["x"])["dtype"] if "x" in inputs else None,
+        "y": tfl.tensor_quant(model, outputs["y"])["dtype"] if "y" in outputs else None,
+        "states": {key: tfl.tensor_quant(model, inputs[key])["dtype"] for key, _ in pair.ties},
+        "weight_bytes": {"int8": tfl.constant_bytes(pair.m8), "int16": tfl.constant_bytes(pair.m16),
+                         "auto": tfl.constant_bytes(model)},
+        "arena_estimate_bytes": {"int8": arena_estimate(pair.m8), "int16": arena_estimate(pair.m16),
+                                 "auto": arena_estimate(model)},
+        "float_fallback_ops": sorted({pair.ops[i] for i, j in enumerate(pair.int16_op) if j is None}),
+        "plan": rows,
+    }
+
+
+def plan_lines(pair: Pair, plan: Plan) -> list[str]:
+    """The plan in a few lines: errors, then the int16 ops by layer."""
+    lines = [f"l2r {plan.error:.4f} (int8 {plan.int8_error:.4f}, int16 {plan.int16_error:.4f}); "
+             f"{len(plan.int16_ops)} of {len(pair.ops)} ops in int16" + (f"; {plan.note}" if plan.note else "")]
+    graph = pair.m8.subgraphs[0]
+    by_layer: dict[str, list[str]] = {}
+    for i in plan.int16_ops:
+        layer = _layer_of(tfl._text(graph.tensors[graph.operators[i].outputs[0]].name)) or "(graph)"
+        by_layer.setdefault(layer, []).append(pair.ops[i])
+    for layer, ops in by_layer.items():
+        lines.append(f"int16 in {layer}: {len(ops)} ops ({', '.join(sorted(set(ops)))})")
+    return lines

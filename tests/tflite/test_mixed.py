@@ -1,0 +1,229 @@
+"""--quant auto: mixed int8/16x8 step models that LiteRT runs, and the plan that meets the error budget."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import zoo
+from edgernn.cli.main import cli
+from edgernn.pipeline.convert import convert_model
+from edgernn.tflite import mixed
+from edgernn.tflite import model as tfl
+from edgernn.tflite.interpreter import load_interpreter
+
+pytestmark = pytest.mark.slow
+
+MODELS = {"simplernn_relu": zoo.simplernn_relu, "ltc_dense": zoo.ltc_dense, "cfc_wired_pure": zoo.cfc_wired_pure,
+          "rnn_lstmcell_bn": zoo.rnn_lstmcell_bn}  # the last: a sigmoid LSTMCell, whose SPLIT MLIR renames
+
+
+def _convert(name, folder, max_error):
+    """Convert with --quant auto, keeping the int8/16x8 pair the plan was made from."""
+    pairs = []
+    real = mixed.quantize_pair
+
+    def keep(*args, **kwargs):
+        pairs.append(real(*args, **kwargs))
+        return pairs[-1]
+
+    model = MODELS[name]()
+    calib = zoo.trajectories(8, 200, zoo.features_of(model), 0)
+    mixed.quantize_pair = keep
+    try:
+        manifest = convert_model(model, folder, quant="auto", calib=calib, mode="step", max_error=max_error)
+    finally:
+        mixed.quantize_pair = real
+    return manifest, pairs[0], calib, folder
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    cache = {}
+
+    def get(name, max_error=0.02):
+        if (name, max_error) not in cache:
+            cache[(name, max_error)] = _convert(name, tmp_path_factory.mktemp(name), max_error)
+        return cache[(name, max_error)]
+    return get
+
+
+def raw_run(data, sequences, ties):
+    """Every step's raw y and state bytes, from zero states, x quantized by the model's own x entry."""
+    from edgernn.tflite.oracle import quantize
+
+    model = tfl.read(data)
+    inputs, _ = tfl.signature(model)
+    entries = {k: tfl.tensor_quant(model, i) for k, i in inputs.items()}
+    runner = load_interpreter(data).get_signature_runner()
+    shapes = {k: v["shape"] for k, v in runner.get_input_details().items()}
+    trace = []
+    for seq in sequences:
+        state = {k: quantize(np.zeros(shapes[k], np.float32), entries[k]) for k, _ in ties}
+        for x in seq:
+            out = runner(x=quantize(x.reshape(shapes["x"]), entries["x"]), **state)
+            state = {k: np.asarray(out[o]) for k, o in ties}
+            trace.append((np.asarray(out["y"]).copy(), {k: v.copy() for k, v in state.items()}))
+    return trace
+
+
+def same_trace(a, b):
+    return len(a) == len(b) and all(
+        ya.dtype == yb.dtype and np.array_equal(ya, yb) and all(np.array_equal(sa[k], sb[k]) for k in sa)
+        for (ya, sa), (yb, sb) in zip(a, b))
+
+
+@pytest.mark.parametrize("name, plan, reference", [
+    ("simplernn_relu", "int8", "int8"),
+    ("simplernn_relu", "int16", "int16"),
+    ("cfc_wired_pure", "int8", "int8"),
+    ("cfc_wired_pure", "int16", "int16"),
+    ("ltc_dense", "int8", "int8"),
+    ("rnn_lstmcell_bn", "int8", "int8"),
+    ("rnn_lstmcell_bn", "int16", "int16"),
+])
+def test_uniform_plan_is_the_uniform_model(converted, name, plan, reference):
+    """A plan of all int8 gives the int8 model's bytes at every step; all int16 the 16x8 model's."""
+    _, pair, calib, _ = converted(name)
+    ops = [] if plan == "int8" else pair.can_int16()
+    data = mixed.splice(pair, ops)
+    want = raw_run(pair.int8 if reference == "int8" else pair.int16, calib[:2, :50], pair.ties)
+    got = raw_run(data, calib[:2, :50], pair.ties)
+    assert same_trace(got, want)
+    assert "QUANTIZE" not in tfl.op_names(tfl.read(data))
+
+
+def _tensor(model, index):
+    return model.subgraphs[0].tensors[index]
+
+
+@pytest.mark.parametrize("name, pick", [("simplernn_relu", "even"), ("cfc_wired_pure", "even"),
+                                        ("cfc_wired_pure", "odd"), ("ltc_dense", "all"),
+                                        ("rnn_lstmcell_bn", "odd")])
+def test_mixed_model_takes_each_op_from_its_precision(converted, name, pick):
+    """Each op of a mixed model is its precision's op: the same op, constants and output quantization as in
+    that model; every QUANTIZE gives its output the quantization the reading op's model has; LiteRT runs it."""
+    _, pair, calib, _ = converted(name)
+    can = pair.can_int16()
+    chosen = {"even": can[::2], "odd": can[1::2], "all": can}[pick]
+    data = mixed.splice(pair, chosen)
+    m = tfl.read(data)
+    g = m.subgraphs[0]
+    made = [op for op in g.operators if tfl.op_name(m, op.opcodeIndex) != "QUANTIZE"]
+    assert [tfl.op_name(m, op.opcodeIndex) for op in made] == pair.ops
+    for i, op in enumerate(made):
+        source_model = pair.m16 if i in chosen else pair.m8
+        source = source_model.subgraphs[0].operators[pair.int16_op[i] if i in chosen else i]
+        for k_got, k_want in zip([*op.inputs, *op.outputs], [*source.inputs, *source.outputs]):
+            if k_want < 0:
+                assert k_got == k_want
+                continue
+            got_q, want_q = tfl.tensor_quant(m, k_got), tfl.tensor_quant(source_model, k_want)
+            assert got_q == want_q, (i, pair.ops[i])
+            if mixed._is_constant(source_model, k_want):
+                assert bytes(m.buffers[_tensor(m, k_got).buffer].data) == bytes(
+                    source_model.buffers[_tensor(source_model, k_want).buffer].data)
+    quantizes = [op for op in g.operators if tfl.op_name(m, op.opcodeIndex) == "QUANTIZE"]
+    for op in quantizes:
+        a, b = tfl.tensor_quant(m, op.inputs[0]), tfl.tensor_quant(m, op.outputs[0])
+        assert {a["dtype"], b["dtype"]} == {"int8", "int16"}
+        name_of = _tensor(m, op.outputs[0]).name.decode().removesuffix(f"_{b['dtype']}")
+        t8 = next(t for t, tensor in enumerate(pair.m8.subgraphs[0].tensors) if tensor.name.decode() == name_of)
+        want = tfl.tensor_quant(pair.m16, pair.map16[t8]) if b["dtype"] == "int16" else tfl.tensor_quant(pair.m8, t8)
+        assert (b["scale"], b["zero_point"]) == (want["scale"], want["zero_point"])
+    inputs, outputs = tfl.signature(m)
+    for key, out_key in pair.ties:
+        assert tfl.tensor_quant(m, inputs[key]) == tfl.tensor_quant(m, outputs[out_key])
+    trace = raw_run(data, calib[:1, :20], pair.ties)
+    assert len(trace) == 20 and all(np.all(np.isfinite(y)) for y, _ in trace)
+
+
+def test_plan_meets_the_budget_with_a_mix(converted):
+    """A budget between int8's and int16's error: some ops int16, some int8, the error within the budget,
+    both as the plan measured it and as convert's own check of step.tflite measures it."""
+    manifest, pair, _, _ = converted("simplernn_relu", 0.01)
+    p = manifest["precision"]
+    assert manifest["quant"] == "auto"
+    assert p["int16_error"] < 0.01 < p["int8_error"]
+    assert p["met"] and p["error"] <= 0.01
+    assert abs(manifest["quantization_error"]["l2r"] - p["error"]) < 1e-6
+    assert 0 < p["int16_ops"] < len(pair.ops)
+    assert [r["dtype"] for r in p["plan"]].count("int16") == p["int16_ops"]
+    for state in manifest["states"]:
+        assert state["dtype"] == p["states"][state["name"]]
+
+
+@pytest.mark.parametrize("budget, int16_ops", [(0.5, "none"), (0.001, "all")])
+def test_plan_at_the_ends(converted, budget, int16_ops):
+    """A budget int8 meets: the int8 model; one even int16 misses: all int16 and met False."""
+    manifest, pair, _, _ = converted("simplernn_relu", budget)
+    p = manifest["precision"]
+    if int16_ops == "none":
+        assert p["int16_ops"] == 0 and p["met"] and p["error"] == p["int8_error"]
+    else:
+        assert p["int16_ops"] == len(pair.can_int16()) and not p["met"] and p["error"] == p["int16_error"]
+
+
+def test_ltc_mixed_model_keeps_div_int8(converted):
+    """LTC: TF has no 16x8 DIV; in the mixed model each DIV is int8 between QUANTIZE ops, the rest int16,
+    and the error is below int8's."""
+    manifest, pair, _, folder = converted("ltc_dense", 0.001)
+    p = manifest["precision"]
+    assert pair.float_fallback and p["float_fallback_ops"] == ["DIV"]
+    assert p["error"] < p["int8_error"]
+    assert list(p["states"].values()) == ["int16"]  # its one state, v, keeps 16 bits
+    m = tfl.read((folder / "step.tflite").read_bytes())
+    g = m.subgraphs[0]
+    divs = [op for op in g.operators if tfl.op_name(m, op.opcodeIndex) == "DIV"]
+    assert divs and all(tfl.tensor_quant(m, k)["dtype"] == "int8" for op in divs for k in [*op.inputs, *op.outputs])
+    assert not [t for t in g.tensors if t.type == mixed.FLOAT32]
+
+
+@pytest.mark.parametrize("value, says", [
+    ("abc", "must be a number"), ("0", "out of range"), ("-0.1", "out of range"), ("nan", "out of range"),
+    ("1.5", "out of range"),
+])
+def test_bad_max_error_is_one_line(tmp_path, value, says):
+    result = CliRunner().invoke(cli, ["convert", str(tmp_path / "m.keras"), "-o", str(tmp_path / "out"),
+                                      "--quant", "auto", "--max-error", value])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "--max-error" in lines[0] and says in lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_fused_lstm_auto_is_int8_with_a_note(tmp_path):
+    """TFLite's fused LSTM has no 16x8 form: --quant auto in fused mode is the int8 model, and says so."""
+    from conftest import require_module
+
+    require_module("tf_keras")
+    model = zoo.lstm_dense(8, 3, 1, "fused_auto")
+    calib = zoo.trajectories(4, 50, 3, 0)
+    manifest = convert_model(model, tmp_path / "auto", quant="auto", calib=calib, mode="fused")
+    int8 = convert_model(model, tmp_path / "int8", quant="int8", calib=calib, mode="fused")
+    assert manifest["mode"] == "fused" and manifest["quant"] == "auto"
+    p = manifest["precision"]
+    assert p["plan"] == "int8" and "fused" in p["note"]
+    assert p["error"] == manifest["quantization_error"]["l2r"] == int8["quantization_error"]["l2r"]
+    for key in ("ops", "inputs", "outputs", "states", "weight_bytes"):
+        assert manifest[key] == int8[key]
+
+
+@pytest.mark.parametrize("name", ["ltc_dense", "cfc_wired_pure", "simplernn_relu"])
+def test_groups_hold_each_constant_once(converted, name):
+    """The plan's groups partition the ops that can be int16, and a plan made of whole groups holds each
+    constant in one dtype only: its constant bytes are at most the larger of the int8 and 16x8 models'."""
+    _, pair, _, _ = converted(name)
+    groups = mixed.op_groups(pair)
+    members = sorted(i for g in groups for i in g)
+    assert members == pair.can_int16()
+    chosen = [i for g in groups[::2] for i in g]
+    data = mixed.splice(pair, chosen)
+    ceiling = max(tfl.constant_bytes(pair.m8), tfl.constant_bytes(pair.m16))
+    assert tfl.constant_bytes(tfl.read(data)) <= ceiling
+    shared = [g for g in groups if len(g) > 1]
+    if name == "ltc_dense":  # its six ODE unfolds read one set of parameters
+        assert shared and max(len(g) for g in shared) >= 6
