@@ -97,6 +97,23 @@ void edgernn_mean_s16(const int16_t *in, int outer, int reduced, int inner, int3
     }
 }
 
+/* SUM at 16 bits with the input's quantization kept (zero points 0): LiteRT sums the raw values and
+ * saturates the total to int16 (measured with LiteRT 2.3.0: tests/backend/test_mixed.py). */
+void edgernn_sum_s16(const int16_t *in, int outer, int reduced, int inner, int16_t *out)
+{
+    int o, r, i;
+    for (o = 0; o < outer; ++o) {
+        for (i = 0; i < inner; ++i) {
+            const int16_t *p = in + (size_t)o * reduced * inner + i;
+            int32_t sum = 0;
+            for (r = 0; r < reduced; ++r) {
+                sum += p[(size_t)r * inner];
+            }
+            out[(size_t)o * inner + i] = (int16_t)edgernn_clamp(sum, -32768, 32767);
+        }
+    }
+}
+
 /* REDUCE_MAX: the largest value of each reduced run. The integer ops keep their input's quantization
  * (generation checks it), so the raw values compare as the real ones do. */
 #define REDUCE_MAX(T)                                                                               \

@@ -77,6 +77,27 @@ def test_quantize_seams_match_interpreter(tmp_path, name, hops):
 
 
 @pytest.mark.toolchain
+def test_int16_sum_saturates_as_the_interpreter_does(tmp_path):
+    """SUM at 16 bits, its input's quantization kept (an LTC's synapse sums under --quant auto): LiteRT
+    sums the raw values and saturates the total. Every int16 value once, runs of +-32767 that saturate
+    both ways, and sums that cross int16 only part way along the run."""
+    folder = MM.write_folder(tmp_path / "sum16", MM.sum16(16, 16, 2.9e-5))
+    b = H.build(folder)
+    assert "sum_s16(" in (folder / "firmware" / "model.c").read_text()
+    every = np.arange(-32768, 32768, dtype=np.int32).astype(np.int16).reshape(256, 256)
+    rng = np.random.default_rng(1)
+    runs = np.stack([np.full(256, 32767, np.int16), np.full(256, -32768, np.int16),
+                     np.tile(np.array([32767, 32767, -32768, -32768], np.int16), 64),
+                     rng.integers(-4000, 4000, 256).astype(np.int16)])
+    xq = np.concatenate([every, runs])
+    ref, _ = step_records(folder / "step.tflite", xq, [])
+    got, _ = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
+    assert np.array_equal(got, ref), f"{int((got != ref).sum())} bytes differ"
+    y = ref.copy().view(np.int16).reshape(-1)
+    assert y.min() == -32768 and y.max() == 32767      # the case saturates both ways
+
+
+@pytest.mark.toolchain
 def test_quantize_seams_split_across_the_team(tmp_path):
     """1 and 8 workers give the interpreter's bytes for both seam kernels."""
     hops = [("int16", 1e-3, 0), ("int8", 0.011, 3), ("int16", 2e-4, 0)]

@@ -112,6 +112,43 @@ def requantize_chain(hops: list[tuple[str, float, int]], size: int = 16) -> byte
     return M.write(model)
 
 
+def sum16(reduced: int, inner: int, scale: float) -> bytes:
+    """A step model of one int16 SUM over axis 1 of x (1, reduced, inner) into y (1, inner), both at
+    ``scale``, zero points 0: what TF's 16x8 quantizer makes of an LTC's synapse sums."""
+    model = S.ModelT()
+    model.version = 3
+    model.description = b"edgernn test: int16 sum"
+    model.buffers = [S.BufferT()]
+    model.operatorCodes = []
+    graph = S.SubGraphT()
+    graph.tensors, graph.operators = [], []
+    model.subgraphs = [graph]
+    x = _tensor(model, "x", "int16", (1, reduced, inner), scale, 0)
+    y = _tensor(model, "y", "int16", (1, inner), scale, 0)
+    axis = S.TensorT()
+    axis.name, axis.type, axis.shape = b"axis", S.TensorType.INT32, np.array([1], dtype=np.int32)
+    buf = S.BufferT()
+    buf.data = np.frombuffer(np.array([1], dtype="<i4").tobytes(), dtype=np.uint8)
+    model.buffers.append(buf)
+    axis.buffer = len(model.buffers) - 1
+    graph.tensors.append(axis)
+    options = S.ReducerOptionsT()
+    options.keepDims = False
+    graph.operators.append(_op(model, S.BuiltinOperator.SUM, [x, len(graph.tensors) - 1], [y], version=1,
+                               options_type=S.BuiltinOptions.ReducerOptions, options=options))
+    graph.inputs = np.array([x], dtype=np.int32)
+    graph.outputs = np.array([y], dtype=np.int32)
+    sig = S.SignatureDefT()
+    sig.signatureKey = b"serving_default"
+    sig.subgraphIndex = 0
+    for key, index, side in (("x", x, "inputs"), ("y", y, "outputs")):
+        item = S.TensorMapT()
+        item.name, item.tensorIndex = key.encode(), index
+        setattr(sig, side, [item])
+    model.signatureDefs = [sig]
+    return M.write(model)
+
+
 def state16(step_int8: bytes, state: str, scale: float) -> bytes:
     """The int8 step model with its state ``state`` kept in int16 at ``scale`` (zero point 0).
 

@@ -30,9 +30,20 @@ class ReduceOps(LoweringBase):
                              {"in": TensorArg(op.inputs[0]), "outer": int(outer), "reduced": int(reduced),
                               "inner": int(inner), "out": TensorArg(op.outputs[0])})
         if dtype == "int16":
+            (si, zi), (so, zo) = x.qparams(), out.qparams()
+            if fn == "edgernn_sum_f32":
+                # TF's 16x8 quantizer gives SUM its input's quantization (an LTC's synapse sums): LiteRT then
+                # sums the raw values, the total saturated to int16 (no rescale)
+                if (si, zi) != (so, zo) or zi != 0:
+                    raise _refuse(op, "int16 SUM whose output is quantized unlike its input (no converted model "
+                                      "makes one, so no kernel is verified)")
+                if reduced > 1 << 16:
+                    raise _refuse(op, f"the int32 sum of {reduced} int16 values may overflow")
+                return self.call(op, "edgernn_sum_s16",
+                                 {"in": TensorArg(op.inputs[0]), "outer": int(outer), "reduced": int(reduced),
+                                  "inner": int(inner), "out": TensorArg(op.outputs[0])})
             if fn != "edgernn_mean_f32":
                 raise _refuse(op, "no int16 kernel (no converted model uses one, so none is verified)")
-            (si, zi), (so, zo) = x.qparams(), out.qparams()
             if zi != 0 or zo != 0:
                 raise _refuse(op, "int16 activations with a nonzero zero point")
             if reduced > 1 << 16:
