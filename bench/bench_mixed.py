@@ -7,7 +7,12 @@ convert's own check (manifest quantization_error: the step model against the flo
 calibration sequences, states fed back). Weights: constant bytes of step.tflite. Arena: the liveness
 peak of the step model's activations (mixed.arena_estimate), not the backend's placement.
 
-    PYTHONPATH=$PWD python bench/bench_mixed.py [--max-error 0.02]
+    PYTHONPATH=$PWD python bench/bench_mixed.py [--max-error 0.02] [--board gvsoc_gap8]
+
+With --board, each model is also built for that board (edgernn build) and validated there on its
+calibration sequences (2 of them): the table then adds the device's mismatching bytes, the l2r it
+reached, the build's own weight and arena bytes and the cycles per step (the report's median; on
+gvsoc_gap8 GVSOC's timing model, not a chip).
 
 The weights are random (seeded), not trained: the errors are these models', not the issue's table's.
 Prints a table; asserts nothing.
@@ -62,8 +67,9 @@ def main() -> None:
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--max-error", type=float, default=0.02)
+    parser.add_argument("--board", default=None)
     args = parser.parse_args()
-    rows = []
+    rows, device = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for label, build in MODELS.items():
             model = build()
@@ -85,12 +91,45 @@ def main() -> None:
                              + (f"; {p['note']}" if p.get("note") else ""))
                 rows.append((label, quant, m["quantization_error"]["l2r"], m["weight_bytes"],
                              mixed.arena_estimate(step), time.time() - start, extra))
+                if args.board:
+                    device.append((label, quant, *on_board(model, quant, calib, args, Path(tmp))))
     print(f"{'model':24} {'quant':6} {'l2r':>8} {'weights B':>10} {'arena est B':>12} {'convert s':>10}  plan")
     for label, quant, l2r, weights, arena, seconds, extra in rows:
         if l2r is None:
             print(f"{label:24} {quant:6} {'-':>8} {'-':>10} {'-':>12} {'-':>10}  refused: {extra}")
             continue
         print(f"{label:24} {quant:6} {l2r:8.4f} {weights:10d} {arena:12d} {seconds:10.1f}  {extra}")
+    if device:
+        print(f"\non {args.board} (validated on 2 calibration sequences):")
+        print("| model | quant | mismatching bytes | l2r | weight B | arena B | cycles/step (median) |")
+        print("|---|---|---|---|---|---|---|")
+        for row in device:
+            print("| " + " | ".join(str(v) for v in row) + " |")
+
+
+def on_board(model, quant, calib, args, tmp: Path):
+    """(mismatching bytes, l2r, weight bytes, arena bytes, cycles per step) of the model built for the board
+    and validated there, or the refusal."""
+    import contextlib
+    import io
+    import json
+
+    from edgernn.errors import EdgeRNNError
+    from edgernn.pipeline.build import build_model
+    from edgernn.validate.run import validate
+
+    out = tmp / f"{model.name}_{quant}_{args.board}"
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            build_model(model, out, board=args.board, quant=quant, mode="step", calib=calib,
+                        max_error=args.max_error)
+            report = validate(out, data=calib[:2])
+    except EdgeRNNError as err:
+        return ("refused: " + str(err)[:50], "-", "-", "-", "-")
+    manifest = json.loads((out / "manifest.json").read_text())
+    ref, dev = report["reference"], report["device"]
+    return (ref["mismatches"] + ref.get("state_mismatches", 0), f"{report['float']['l2r']:.4f}",
+            manifest["weight_bytes"], manifest["arena_bytes"], f"{dev['cycles_per_step_median']:,.0f}")
 
 
 if __name__ == "__main__":

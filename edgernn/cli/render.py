@@ -164,6 +164,15 @@ def print_validation(console, report: dict) -> None:
                       f"  l2r {flt['l2r']:.4g}  cos {flt['cos']:.5f}")
     else:
         table.add_row("vs the float model", f"skipped: {flt.get('skipped')}")
+    plan = report.get("precision")
+    if plan:
+        layers = ", ".join(f"{n} in {layer}" for layer, n in plan["int16_ops_by_layer"].items()) or "none"
+        reached = f"{plan['l2r_reached']:.4g} here, " if plan.get("l2r_reached") is not None else ""
+        table.add_row("precision (--quant auto)",
+                      f"{plan['int16_ops']} of {plan['int16_ops'] + plan['int8_ops']} ops int16 ({layers}); "
+                      f"l2r {reached}{plan['calibration_l2r']:.4g} on calibration (budget {plan['max_error']:g}; "
+                      f"int8 {plan['int8_l2r']:.4g}, int16 {plan['int16_l2r']:.4g}); x {plan['x']}, y {plan['y']}, "
+                      f"states {', '.join(f'{k} {v}' for k, v in (plan['states'] or {}).items()) or 'none'}")
     for row in report.get("drift") or []:
         if row.get("rmse") is not None:
             table.add_row(f"drift, steps {row['label']}", f"rmse {row['rmse']:.4g}  max {row['max_abs']:.4g}")

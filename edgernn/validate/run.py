@@ -685,6 +685,10 @@ def _report(manifest: dict, test: TestSequences, tally: _Tally, floats: _FloatSi
         },
         "notes": notes,
     }
+    plan = precision_summary(manifest.get("precision"))
+    if plan is not None:
+        # --quant auto: the precision plan beside the error this run reached (docs/report.md)
+        report["precision"] = {**plan, "l2r_reached": float_cmp.get("l2r")}
     report["device"].update(run.info.describe_target())
     if tally.team_cycles.n:
         # the cluster's work alone, without the dispatch and wake-up that cycles_per_step includes
@@ -801,6 +805,25 @@ def _manifest_board(board_name: str | None):
         return load_board(board_name)
     except EdgeRNNError:
         return None
+
+
+def precision_summary(precision: dict | None) -> dict | None:
+    """The manifest's ``--quant auto`` plan in brief: the budget, the error it reached on the calibration
+    data against int8's and int16's, how many ops are int16, the dtypes of x, y and the states, and the int16
+    ops per layer; None for a model of one quantization."""
+    if not precision or not isinstance(precision.get("plan"), list):
+        return None
+    by_layer: dict[str, int] = {}
+    for row in precision["plan"]:
+        if row.get("dtype") == "int16":
+            layer = (row.get("layer") or "(graph)").split("/")[0]     # the op's top-level layer
+            by_layer[layer] = by_layer.get(layer, 0) + 1
+    return {"max_error": precision.get("max_error"), "calibration_l2r": precision.get("error"),
+            "int8_l2r": precision.get("int8_error"), "int16_l2r": precision.get("int16_error"),
+            "met": precision.get("met"), "int16_ops": precision.get("int16_ops"),
+            "int8_ops": precision.get("int8_ops"), "quantize_ops": precision.get("quantize_ops"),
+            "x": precision.get("x"), "y": precision.get("y"), "states": precision.get("states"),
+            "int16_ops_by_layer": by_layer}
 
 
 def _cycle_counter(board_name: str | None, field: str = "cycle_counter") -> str | None:

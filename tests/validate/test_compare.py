@@ -185,3 +185,23 @@ def test_device_save_discard_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
     (tmp_path / "other.npz").write_bytes(b"not a zip")
     assert not compare.is_edgernn_save(tmp_path / "other.npz")
+
+
+@pytest.mark.parametrize("precision, expected", [
+    (None, None),
+    ({"plan": "int8", "note": "fused mode: auto is int8"}, None),
+    ({"max_error": 0.02, "error": 0.019, "int8_error": 0.07, "int16_error": 0.009, "met": True, "int16_ops": 3,
+      "int8_ops": 2, "quantize_ops": 2, "x": "int8", "y": "int16", "states": {"cell.h": "int16"},
+      "plan": [{"name": "FULLY_CONNECTED", "layer": "cell/fc", "dtype": "int16"},
+               {"name": "TANH", "layer": "cell/tanh", "dtype": "int16"},
+               {"name": "ADD", "layer": None, "dtype": "int16"},
+               {"name": "MUL", "layer": "head", "dtype": "int8"},
+               {"name": "QUANTIZE", "layer": "cell", "dtype": "int8"}]},
+     {"max_error": 0.02, "calibration_l2r": 0.019, "int8_l2r": 0.07, "int16_l2r": 0.009, "met": True,
+      "int16_ops": 3, "int8_ops": 2, "quantize_ops": 2, "x": "int8", "y": "int16", "states": {"cell.h": "int16"},
+      "int16_ops_by_layer": {"cell": 2, "(graph)": 1}}),
+])
+def test_the_precision_plan_in_brief(precision, expected):
+    from edgernn.validate.run import precision_summary
+
+    assert precision_summary(precision) == expected

@@ -1,0 +1,61 @@
+"""--quant auto end to end: a CfC on an AutoNCP wiring (int8 is ~4x its budget on these weights) built with the
+default budget is a mixed int8/16x8 model whose plan meets the budget on the calibration data, and it validates
+like any build on host, qemu_riscv32 and gvsoc_gap8: every output and state byte equal to LiteRT's, the error
+against the float model the one the plan reached, and the plan in the report."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+
+import zoo
+from conftest import require_gap_sdk, require_tools
+
+pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
+
+STEPS = 200
+
+
+def cfc_ncp():
+    keras = zoo._keras(0)
+    import ncps.keras
+    from ncps.wirings import AutoNCP
+
+    return keras.Sequential([keras.Input((None, 4)), ncps.keras.CfC(AutoNCP(16, 2, seed=0), return_sequences=True)],
+                            name="cfc_ncp")
+
+
+@pytest.mark.parametrize("board", ["host", pytest.param("qemu_riscv32", marks=pytest.mark.qemu), "gvsoc_gap8"])
+def test_quant_auto_meets_its_budget_and_validates_byte_exact(tmp_path, board):
+    from edgernn.pipeline.build import build_model
+    from edgernn.validate.run import validate
+
+    if board == "qemu_riscv32":
+        require_tools("qemu-system-riscv32", "riscv64-unknown-elf-gcc")
+    if board == "gvsoc_gap8":
+        require_gap_sdk()
+        from edgernn.targets import gap_sdk
+
+        gap_sdk.build_gvsoc()
+    path = tmp_path / "cfc.keras"
+    cfc_ncp().save(path)
+    calib = zoo.trajectories(8, STEPS, 4, 0)
+    out = tmp_path / "out"
+    with contextlib.redirect_stdout(io.StringIO()):
+        build_model(str(path), out, board=board, quant="auto", mode="step", calib=calib)
+    manifest = json.loads((out / "manifest.json").read_text())
+    plan = manifest["precision"]
+    assert manifest["quant"] == "auto" and plan["met"]
+    assert plan["error"] <= plan["max_error"] == 0.02 < plan["int8_error"]
+    assert 0 < plan["int16_ops"] and 0 < plan["int8_ops"] and plan["quantize_ops"] > 0   # a real mix
+    report = validate(out, data=calib[:2] if board == "gvsoc_gap8" else calib)
+    ref = report["reference"]
+    assert report["pass"] and ref["mismatches"] == 0 and ref["state_mismatches"] == 0, ref
+    assert report["precision"]["int16_ops"] == plan["int16_ops"]
+    if board != "gvsoc_gap8":
+        # the device, run on the very sequences the plan was measured on, reaches the plan's error
+        assert report["float"]["l2r"] == pytest.approx(plan["error"], rel=1e-3)
+        assert report["float"]["l2r"] <= 0.03
