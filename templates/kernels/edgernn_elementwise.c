@@ -293,7 +293,7 @@ void edgernn_requantize_s16(const edgernn_mul_params_t *p, edgernn_requantize_t 
  * (|x| is at most 2^15 + |zero point| for int16, 2^7 + |zero point| for int8), e <= 29 and a multiplier
  * of at least 2^30 (QuantizeMultiplier's). That is one 32-bit high multiply an element instead of the
  * 64-bit products of edgernn_mbqm; the choice is made once per call, and the parameters are read into
- * locals because the int8 output may alias them. tests/backend/test_mixed.py holds both seams over every
+ * locals because the int8 output may alias them. tests/backend/test_mixed_seams.py holds both seams over every
  * input value against LiteRT. */
 static int requantize_narrow_applies(int32_t multiplier, int32_t shift, int32_t x_max)
 {

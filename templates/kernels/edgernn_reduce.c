@@ -98,7 +98,7 @@ void edgernn_mean_s16(const int16_t *in, int outer, int reduced, int inner, int3
 }
 
 /* SUM at 16 bits with the input's quantization kept (zero points 0): LiteRT sums the raw values and
- * saturates the total to int16 (measured with LiteRT 2.3.0: tests/backend/test_mixed.py). */
+ * saturates the total to int16 (measured with LiteRT 2.3.0: tests/backend/test_mixed_seams.py). */
 void edgernn_sum_s16(const int16_t *in, int outer, int reduced, int inner, int16_t *out)
 {
     int o, r, i;
