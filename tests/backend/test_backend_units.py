@@ -105,7 +105,31 @@ def test_unsupported_op_is_refused_with_its_name_and_index():
         Lowering(g, "t").lower()
 
 
-def test_quantized_reduction_without_a_verified_kernel_is_refused_with_name_index_and_reason():
+# (case, output scale, output zero point, op, refusal): an int16 SUM is lowered only with its input's quantization
+# (what TF's 16x8 quantizer makes, edgernn_sum_s16)
+INT16_REDUCTIONS = [
+    ("SUM rescaled", 0.02, 0, "SUM", r"op 0 \(SUM\) is not supported by the C backend: int16 SUM whose output is "
+                                     r"quantized unlike its input"),
+    ("SUM, zero point moved", 0.01, 5, "SUM", r"op 0 \(SUM\) is not supported by the C backend: int16 SUM whose"),
+]
+
+
+@pytest.mark.parametrize("case, scale, zero_point, name, refusal", INT16_REDUCTIONS, ids=[c[0] for c in INT16_REDUCTIONS])
+def test_quantized_reduction_without_a_verified_kernel_is_refused_with_name_index_and_reason(case, scale, zero_point,
+                                                                                            name, refusal):
+    from edgernn.backend.ir import Graph, Operator, Tensor
+    from edgernn.backend.lowering import Lowering
+
+    q = {"scale": np.array([0.01], np.float32), "zero_point": np.array([0])}
+    out_q = {"scale": np.array([scale], np.float32), "zero_point": np.array([zero_point])}
+    t = [Tensor(0, "x", "int16", (1, 4, 3), **q), Tensor(1, "axis", "int32", (1,), data=np.array([1], np.int32)),
+         Tensor(2, "y", "int16", (1, 3), **out_q)]
+    g = Graph(t, [Operator(0, name, [0, 1], [2], {"keepDims": False})], {"x": 0}, {"y": 2}, "0" * 64)
+    with pytest.raises(EdgeRNNError, match=refusal):
+        Lowering(g, "t").lower()
+
+
+def test_an_int16_sum_with_its_inputs_quantization_is_lowered():
     from edgernn.backend.ir import Graph, Operator, Tensor
     from edgernn.backend.lowering import Lowering
 
@@ -113,8 +137,7 @@ def test_quantized_reduction_without_a_verified_kernel_is_refused_with_name_inde
     t = [Tensor(0, "x", "int16", (1, 4, 3), **q), Tensor(1, "axis", "int32", (1,), data=np.array([1], np.int32)),
          Tensor(2, "y", "int16", (1, 3), **q)]
     g = Graph(t, [Operator(0, "SUM", [0, 1], [2], {"keepDims": False})], {"x": 0}, {"y": 2}, "0" * 64)
-    with pytest.raises(EdgeRNNError, match=r"op 0 \(SUM\) is not supported by the C backend: no int16 kernel"):
-        Lowering(g, "t").lower()
+    assert [c.fn for c in Lowering(g, "t").lower()] == ["edgernn_sum_s16"]
 
 
 def test_inverse_square_root_multiplier_is_tflites_fixed_point_result():
