@@ -33,8 +33,7 @@ import numpy as np
 from edgernn.errors import EdgeRNNError
 from edgernn.tflite import model as tfl
 from edgernn.tflite.interpreter import load_interpreter
-from edgernn.tflite.quantize import (FIXED_OUTPUT_OPS, _represented_range, quantize_calibrated,
-                                     quantize_with_tied_states, tie_state_quantization)
+from edgernn.tflite.quantize import quantize_calibrated, quantize_with_tied_states
 
 schema = tfl.schema
 INT8, INT16, FLOAT32 = schema.TensorType.INT8, schema.TensorType.INT16, schema.TensorType.FLOAT32
@@ -76,47 +75,6 @@ def _is_constant(model, index: int) -> bool:
     tensor = model.subgraphs[0].tensors[index]
     buf = model.buffers[tensor.buffer]
     return buf.data is not None and len(buf.data) > 0
-
-
-def _untied_16(quantized: bytes, ties: list[tuple[str, str]]) -> dict[str, tuple[str, tuple[float, float]]]:
-    """As quantize._untied, on the int16 form of each state (a model with float fallback has float I/O)."""
-    model = tfl.read(quantized)
-    canon = _Canon(model)
-    inputs, outputs = tfl.signature(model)
-    graph = model.subgraphs[0]
-    producer = {int(o): tfl.op_name(model, op.opcodeIndex) for op in graph.operators for o in op.outputs}
-    found = {}
-    for in_key, out_key in ties:
-        a_index, b_index = canon(inputs[in_key]), canon(outputs[out_key])
-        if a_index is None or b_index is None:
-            raise EdgeRNNError(f"the 16x8 model has no int16 form of state {in_key}")
-        a, b = tfl.tensor_quant(model, a_index), tfl.tensor_quant(model, b_index)
-        if (a["scale"], a["zero_point"]) != (b["scale"], b["zero_point"]):
-            ra, rb = _represented_range(a), _represented_range(b)
-            if producer.get(b_index) in FIXED_OUTPUT_OPS:
-                found[in_key] = ("exact", rb)
-            else:
-                found[in_key] = ("union", (min(ra[0], rb[0]), max(ra[1], rb[1])))
-    return found
-
-
-def _tied_16x8_with_fallback(calibrated: bytes, ties: list[tuple[str, str]]) -> tuple[bytes, bytes]:
-    """quantize_with_tied_states(.., "int16") for a model with ops TF has no 16x8 form of."""
-    widen: dict[str, tuple[float, float]] = {}
-    exact: dict[str, tuple[float, float]] = {}
-    for _ in range(6):
-        tied = tie_state_quantization(calibrated, ties, widen, exact)
-        quantized = quantize_16x8(tied, allow_float=True)
-        untied = _untied_16(quantized, ties)
-        if not untied:
-            return quantized, tied
-        for key, (how, (lo, hi)) in untied.items():
-            if how == "exact":
-                exact[key] = (lo, hi)
-                continue
-            old = widen.get(key, (0.0, 0.0))
-            widen[key] = (min(old[0], lo), max(old[1], hi))
-    raise EdgeRNNError("could not give the states one 16x8 quantization at input and output")
 
 
 @dataclass
@@ -229,7 +187,8 @@ def quantize_pair(calibrated: bytes, ties: list[tuple[str, str]], x_key: str, y_
     except EdgeRNNError:
         raise
     except Exception:  # an op TF has no 16x8 form of (DIV): quantize with float fallback
-        (q16, tied16), fallback = _tied_16x8_with_fallback(calibrated, ties), True
+        (q16, tied16), fallback = quantize_with_tied_states(
+            calibrated, ties, "int16", quantize=lambda tied: quantize_16x8(tied, allow_float=True), form=_Canon), True
     for data in (q8, q16):
         inputs, outputs = tfl.signature(tfl.read(data))
         if x_key not in inputs or y_key not in outputs:

@@ -237,37 +237,46 @@ def _represented_range(entry: dict) -> tuple[float, float]:
     return (bits[0] - entry["zero_point"]) * entry["scale"], (bits[1] - entry["zero_point"]) * entry["scale"]
 
 
-def _untied(quantized: bytes, ties: list[tuple[str, str]]) -> dict[str, tuple[str, tuple[float, float]]]:
+def _untied(quantized: bytes, ties: list[tuple[str, str]], form=None) -> dict[str, tuple[str, tuple[float, float]]]:
     """States whose input and output quantization differ: ("exact", the fixed output's range) when the
-    output comes from an op with fixed output quantization, else ("union", what both cover)."""
+    output comes from an op with fixed output quantization, else ("union", what both cover). ``form(model)``,
+    when given, maps each signature tensor to the tensor whose quantization counts (None: there is none)."""
     model = tfl.read(quantized)
     inputs, outputs = tfl.signature(model)
+    pick = form(model) if form is not None else (lambda index: index)
     found = {}
     for in_key, out_key in ties:
-        a, b = tfl.tensor_quant(model, inputs[in_key]), tfl.tensor_quant(model, outputs[out_key])
+        a_index, b_index = pick(inputs[in_key]), pick(outputs[out_key])
+        if a_index is None or b_index is None:
+            raise EdgeRNNError(f"the quantized model has no integer form of state {in_key}")
+        a, b = tfl.tensor_quant(model, a_index), tfl.tensor_quant(model, b_index)
         if (a["scale"], a["zero_point"]) != (b["scale"], b["zero_point"]):
             ra, rb = _represented_range(a), _represented_range(b)
-            if _producer(model, outputs[out_key]) in FIXED_OUTPUT_OPS:
+            if _producer(model, b_index) in FIXED_OUTPUT_OPS:
                 found[in_key] = ("exact", rb)
             else:
                 found[in_key] = ("union", (min(ra[0], rb[0]), max(ra[1], rb[1])))
     return found
 
 
-def quantize_with_tied_states(calibrated: bytes, ties: list[tuple[str, str]], quant: str) -> tuple[bytes, bytes]:
+def quantize_with_tied_states(calibrated: bytes, ties: list[tuple[str, str]], quant: str,
+                              quantize=None, form=None) -> tuple[bytes, bytes]:
     """Quantize so that every state output has its input's exact scale and zero point.
 
     Ops such as CONCATENATION make the quantizer give all their operands one scale, so a state that
     enters a concatenation takes the concatenation's range. The loop widens the tied range to what
     the quantizer imposed and quantizes again, until input and output agree (two rounds in practice).
+    ``quantize(tied)`` replaces ``quantize_calibrated(tied, quant)`` and ``form`` is _untied's (a 16x8
+    model with float fallback: edgernn/tflite/mixed.py).
     Returns (quantized model, calibrated model with the final ranges).
     """
+    quantize = quantize or (lambda tied: quantize_calibrated(tied, quant))
     widen: dict[str, tuple[float, float]] = {}
     exact: dict[str, tuple[float, float]] = {}
     for _ in range(6):
         tied = tie_state_quantization(calibrated, ties, widen, exact)
-        quantized = quantize_calibrated(tied, quant)
-        untied = _untied(quantized, ties)
+        quantized = quantize(tied)
+        untied = _untied(quantized, ties, form)
         if not untied:
             return quantized, tied
         for key, (how, (lo, hi)) in untied.items():
