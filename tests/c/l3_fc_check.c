@@ -23,40 +23,7 @@
 
 static uint8_t stream_memory[2 * MAX_IN * MAX_OUT];
 static uint8_t tiles[2 * MAX_IN * MAX_OUT];
-static struct {
-    void *dst;
-    const uint8_t *src;
-    uint32_t n;
-} pending[2][2];
-
-int edgernn_l3_open(uint32_t bytes, uint32_t checksum)
-{
-    (void)bytes;
-    (void)checksum;
-    return 0;
-}
-
-void edgernn_l3_read(int slot, int part, void *dst, uint32_t offset, uint32_t bytes)
-{
-    if (pending[slot][part].n != 0) {
-        fprintf(stderr, "slot %d part %d read again before its wait\n", slot, part);
-        exit(2);
-    }
-    pending[slot][part].dst = dst;
-    pending[slot][part].src = stream_memory + offset;
-    pending[slot][part].n = bytes;
-}
-
-void edgernn_l3_wait(int slot)
-{
-    int part;
-    for (part = 0; part < 2; ++part) {
-        if (pending[slot][part].n != 0) {
-            memcpy(pending[slot][part].dst, pending[slot][part].src, pending[slot][part].n);
-            pending[slot][part].n = 0;
-        }
-    }
-}
+#include "l3_stream_host.h"
 
 static unsigned seed = 12345u;
 
