@@ -4,10 +4,13 @@ edgernn's code left the generated firmware byte-identical.
 
 For each model of tests/support/zoo.py (plus ltc_dense and a fused LSTM), each quantization and each
 board of --boards, the model is built through the ``edgernn`` command's main function (in this
-process, so TensorFlow loads once) from a model file in --models-dir (saved there by the first run
-and reused: a model rebuilt in another process, or after other models, need not have the same
-weights, and the manifest records the model file's path and hash). Keras's global state is reset before each
-build, so a build's bytes do not depend on the builds run before it. The digest lists, per build, the sha256 of
+process, so TensorFlow loads once) from a model file in --models-dir, saved there once and reused: a
+model rebuilt in another process, or after other models, need not have the same weights, and the
+manifest records the model file's path and hash. The files are saved by a process of their own, so a
+run that saves them builds in the same state as one that finds them (a model created in the building
+process left TF's float kernels on another path: the manifest's float self-check differed in its
+last digits). Keras's global state is reset before each build, so a build's bytes do not depend on
+the builds run before it. The digest lists, per build, the sha256 of
 every file edgernn generated in OUT (step models, manifest.json, firmware/ and nntool/ sources),
 leaving out compiled outputs (build folders, ELFs, objects). A refused build is recorded with its
 one-line reason, so a change of refusal shows too.
@@ -30,6 +33,7 @@ import hashlib
 import io
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -100,6 +104,15 @@ def _fresh_keras() -> None:
             module.backend.clear_session()
 
 
+def _saved_models(models_dir: Path, only: list[str] | None) -> dict[str, Path]:
+    """The model files, saved first by a process of this script's own where any is missing."""
+    names = [name for name in _models() if not only or name in only]
+    if any(not any(models_dir.glob(f"{name}.*")) for name in names):
+        subprocess.run([sys.executable, str(Path(__file__).resolve()), "--save-models", "--models", ",".join(names),
+                        "--models-dir", str(models_dir)], check=True, stdout=subprocess.DEVNULL)
+    return save_models(models_dir, only)
+
+
 def run(boards: list[str], quants: list[str], only: list[str] | None, models_dir: Path) -> dict:
     os.environ.pop("GAP_SDK_HOME", None)
     try:
@@ -109,7 +122,7 @@ def run(boards: list[str], quants: list[str], only: list[str] | None, models_dir
     digest = {}
     with tempfile.TemporaryDirectory(prefix="edgernn-digest-") as tmp:
         tmp = Path(tmp)
-        for name, path in save_models(models_dir, only).items():
+        for name, path in _saved_models(models_dir, only).items():
             modes = ["auto", "fused"] if name == "fused_lstm" else ["auto"]
             for mode in modes:
                 for quant in quants:
