@@ -7,13 +7,14 @@ calls run back up the pipeline.
 
 The stages, in pipeline order, with the shared leaves first (every stage may import a leaf):
 
-    0 leaves     errors, resources, procs, tfenv, _version, outdir
+    0 leaves     errors, resources, procs, tfenv, _version, outdir, metrics
     1 keras      load, decompose, step model, fused model, float reference
     2 pytorch    ONNX files and torch modules mapped onto Keras models; the loader of every format
     3 tflite     flatbuffer, interpreter, quantize, oracle
-    4 backend    reader, IR, lowering, codegen
-    5 targets    boards, compile, devices, GAP SDK, GVSOC
-    6 link       framing, protocol, client
+    4 link       framing, protocol, client: the wire format, defined once, which the backend renders into
+                 the firmware's protocol.h and the host's client speaks
+    5 backend    reader, IR, lowering, codegen
+    6 targets    boards, compile, devices, GAP SDK, GVSOC
     7 pipeline   the stages joined: convert, build, inspect
     8 validate   run, compare, report
     9 cli        the command line (and python -m edgernn)
@@ -40,8 +41,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 ROOT = Path(os.environ.get("EDGERNN_ROOT", Path(__file__).resolve().parent.parent))
-LAYERS = ["leaves", "keras", "pytorch", "tflite", "backend", "targets", "link", "pipeline", "validate", "cli", "edgernn"]
-LEAVES = {"errors", "resources", "procs", "tfenv", "_version", "outdir"}
+LAYERS = ["leaves", "keras", "pytorch", "tflite", "link", "backend", "targets", "pipeline", "validate", "cli", "edgernn"]
+LEAVES = {"errors", "resources", "procs", "tfenv", "_version", "outdir", "metrics"}
 OLD_LAYOUT = {
     "buildfolder": "leaves", "loading": "keras", "decompose": "keras", "stepmodel": "keras", "fused": "keras",
     "interop": "keras", "tflite_model": "tflite", "interpreter": "tflite", "quantize": "tflite",
@@ -69,10 +70,10 @@ def layer_of(module: str) -> str:
     raise ValueError(f"no layer for {module}")
 
 
-def modules() -> dict[str, Path]:
+def modules(root: Path = ROOT) -> dict[str, Path]:
     found = {}
-    for path in sorted((ROOT / "edgernn").rglob("*.py")):
-        rel = path.relative_to(ROOT).with_suffix("")
+    for path in sorted((root / "edgernn").rglob("*.py")):
+        rel = path.relative_to(root).with_suffix("")
         parts = list(rel.parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -100,8 +101,10 @@ def imports(name: str, path: Path, known: set[str]) -> list[tuple[str, int]]:
     return out
 
 
-def static_report() -> int:
-    mods = modules()
+def layer_imports(root: Path = ROOT) -> tuple[dict[str, list[str]], Counter, list[str]]:
+    """The modules of each layer, the count of imports between each pair of layers, and every import that
+    runs back up a layer (as "file:line: module (layer) imports module (layer)")."""
+    mods = modules(root)
     known = set(mods)
     per_layer = defaultdict(list)
     edges = Counter()
@@ -115,8 +118,14 @@ def static_report() -> int:
             if a != b:
                 edges[(layer_of(name), layer_of(target))] += 1
             if b > a:
-                up.append(f"{path.relative_to(ROOT)}:{line}: {name} ({layer_of(name)}) imports {target} "
+                up.append(f"{path.relative_to(root)}:{line}: {name} ({layer_of(name)}) imports {target} "
                           f"({layer_of(target)})")
+    return per_layer, edges, up
+
+
+def static_report() -> int:
+    per_layer, edges, up = layer_imports()
+    mods = [m for names in per_layer.values() for m in names]
     print(f"{len(mods)} modules in {sum(1 for l in LAYERS if per_layer[l])} layers")
     for layer in LAYERS:
         if per_layer[layer]:

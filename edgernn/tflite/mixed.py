@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from edgernn.errors import EdgeRNNError
+from edgernn.metrics import ErrorSums
 from edgernn.tflite import model as tfl
 from edgernn.tflite.interpreter import load_interpreter
 from edgernn.tflite.quantize import quantize_calibrated, quantize_with_tied_states
@@ -418,9 +419,7 @@ def run_quantized(data: bytes, sequences: np.ndarray, ties: list[tuple[str, str]
 
 
 def l2r(got: np.ndarray, want: np.ndarray) -> float:
-    """||got - want|| / ||want||, by validate's running sums."""
-    from edgernn.validate.compare import ErrorSums
-
+    """||got - want|| / ||want||, by validate's running sums (edgernn.metrics)."""
     sums = ErrorSums()
     sums.update(got, want)
     return float(sums.result()["l2r"])

@@ -1,0 +1,39 @@
+"""The package's layering (scripts/layers.py): no module imports one of a later stage, counting the imports made
+inside functions, and the check finds such an import where there is one."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _layers():
+    spec = importlib.util.spec_from_file_location("edgernn_layers", ROOT / "scripts" / "layers.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_module_imports_a_later_stage():
+    _, _, up = _layers().layer_imports(ROOT)
+    assert up == []
+
+
+@pytest.mark.parametrize("module, line, back_up", [
+    ("tflite/planted.py", "    from edgernn.validate.compare import ErrorSums\n", True),
+    ("backend/planted.py", "from edgernn.pipeline import convert\n", True),
+    ("keras/planted.py", "import edgernn.cli.main\n", True),
+    ("backend/planted.py", "from edgernn.link import protocol\n", False),
+    ("validate/planted.py", "from edgernn.metrics import ErrorSums\n", False),
+    ("targets/planted.py", "from edgernn.backend import firmware\n", False),
+])
+def test_an_import_back_up_is_found(tmp_path, module, line, back_up):
+    shutil.copytree(ROOT / "edgernn", tmp_path / "edgernn", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "edgernn" / module).write_text(f"def f():\n{line}" if line.startswith(" ") else line)
+    _, _, up = _layers().layer_imports(tmp_path)
+    assert [u.split(":")[0] for u in up] == ([f"edgernn/{module}"] if back_up else [])
