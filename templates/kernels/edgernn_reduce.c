@@ -3,20 +3,32 @@
 #include "edgernn_fixedpoint.h"
 #include "edgernn_kernels.h"
 
+/* The int32 sum of one reduced run: `reduced` values, `stride` apart. It holds 2^16 values of int16 (or
+ * 2^24 of int8) without overflow. */
+#define REDUCE_SUM(T)                                                                               \
+    static int32_t reduce_sum_##T(const T *p, int reduced, int stride)                              \
+    {                                                                                               \
+        int32_t sum = 0;                                                                            \
+        int r;                                                                                      \
+        for (r = 0; r < reduced; ++r) {                                                             \
+            sum += p[(size_t)r * stride];                                                           \
+        }                                                                                           \
+        return sum;                                                                                 \
+    }
+
+REDUCE_SUM(int8_t)
+REDUCE_SUM(int16_t)
+
 /* MEAN, 8-bit: reference_ops::QuantizedMeanOrSum. The int32 sum of each reduced run, less
  * count * zero point, requantized once; the multiplier already holds 1 / count. */
 void edgernn_mean_s8(const int8_t *in, int outer, int reduced, int inner, int32_t input_zero_point,
                      int32_t multiplier, int shift, int32_t output_zero_point, int8_t *out)
 {
-    int o, r, i;
+    int o, i;
     for (o = 0; o < outer; ++o) {
         for (i = 0; i < inner; ++i) {
-            const int8_t *p = in + (size_t)o * reduced * inner + i;
-            int32_t sum = 0;
-            for (r = 0; r < reduced; ++r) {
-                sum += p[(size_t)r * inner];
-            }
-            sum -= input_zero_point * reduced;
+            const int32_t sum = reduce_sum_int8_t(in + (size_t)o * reduced * inner + i, reduced, inner) -
+                                input_zero_point * reduced;
             out[(size_t)o * inner + i] =
                 (int8_t)edgernn_clamp(edgernn_mbqm(sum, multiplier, shift) + output_zero_point, -128, 127);
         }
@@ -30,16 +42,12 @@ void edgernn_mean_s8(const int8_t *in, int outer, int reduced, int inner, int32_
 void edgernn_sum_s8(const int8_t *in, int outer, int reduced, int inner, float scale, float bias,
                     int32_t output_zero_point, int8_t *out)
 {
-    int o, r, i;
+    int o, i;
     for (o = 0; o < outer; ++o) {
         for (i = 0; i < inner; ++i) {
-            const int8_t *p = in + (size_t)o * reduced * inner + i;
-            int32_t sum = 0;
+            const int32_t sum = reduce_sum_int8_t(in + (size_t)o * reduced * inner + i, reduced, inner);
             volatile float scaled;
             float shifted;
-            for (r = 0; r < reduced; ++r) {
-                sum += p[(size_t)r * inner];
-            }
             scaled = (float)sum * scale;
             shifted = scaled + bias;
             out[(size_t)o * inner + i] =
@@ -55,16 +63,12 @@ void edgernn_sum_s8(const int8_t *in, int outer, int reduced, int inner, float s
 void edgernn_sum_thresholds_s8(const int8_t *in, int outer, int reduced, int inner, int stride,
                                const int32_t *thresholds, int n_thresholds, int32_t first, int8_t *out)
 {
-    int o, r, i;
+    int o, i;
     for (o = 0; o < outer; ++o) {
         for (i = 0; i < inner; ++i) {
-            const int8_t *p = in + (size_t)o * reduced * stride + i;
+            const int32_t sum = reduce_sum_int8_t(in + (size_t)o * reduced * stride + i, reduced, stride);
             const int32_t *t = thresholds;
             int n = n_thresholds;
-            int32_t sum = 0;
-            for (r = 0; r < reduced; ++r) {
-                sum += p[(size_t)r * stride];
-            }
             while (n > 0) {
                 const int half = n / 2;
                 if (t[half] <= sum) {
@@ -79,19 +83,14 @@ void edgernn_sum_thresholds_s8(const int8_t *in, int outer, int reduced, int inn
     }
 }
 
-/* MEAN, 16-bit: the same QuantizedMeanOrSum with zero points 0 (16x8 activations are symmetric). The
- * int32 sum holds 2^16 values of int16 without overflow. */
+/* MEAN, 16-bit: the same QuantizedMeanOrSum with zero points 0 (16x8 activations are symmetric). */
 void edgernn_mean_s16(const int16_t *in, int outer, int reduced, int inner, int32_t multiplier, int shift,
                       int16_t *out)
 {
-    int o, r, i;
+    int o, i;
     for (o = 0; o < outer; ++o) {
         for (i = 0; i < inner; ++i) {
-            const int16_t *p = in + (size_t)o * reduced * inner + i;
-            int32_t sum = 0;
-            for (r = 0; r < reduced; ++r) {
-                sum += p[(size_t)r * inner];
-            }
+            const int32_t sum = reduce_sum_int16_t(in + (size_t)o * reduced * inner + i, reduced, inner);
             out[(size_t)o * inner + i] = (int16_t)edgernn_clamp(edgernn_mbqm(sum, multiplier, shift), -32768, 32767);
         }
     }
@@ -101,14 +100,10 @@ void edgernn_mean_s16(const int16_t *in, int outer, int reduced, int inner, int3
  * saturates the total to int16 (measured with LiteRT 2.3.0: tests/backend/test_mixed_seams.py). */
 void edgernn_sum_s16(const int16_t *in, int outer, int reduced, int inner, int16_t *out)
 {
-    int o, r, i;
+    int o, i;
     for (o = 0; o < outer; ++o) {
         for (i = 0; i < inner; ++i) {
-            const int16_t *p = in + (size_t)o * reduced * inner + i;
-            int32_t sum = 0;
-            for (r = 0; r < reduced; ++r) {
-                sum += p[(size_t)r * inner];
-            }
+            const int32_t sum = reduce_sum_int16_t(in + (size_t)o * reduced * inner + i, reduced, inner);
             out[(size_t)o * inner + i] = (int16_t)edgernn_clamp(sum, -32768, 32767);
         }
     }
