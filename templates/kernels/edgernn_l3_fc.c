@@ -151,24 +151,10 @@ void edgernn_l3_fully_connected_s8(const edgernn_l3_stream_t *s, const int8_t *i
                                    int32_t output_offset, int32_t act_min, int32_t act_max, int rows, int n_in,
                                    int n_out, int8_t *out, int team)
 {
-    l3_fc_args_t a;
+    l3_fc_args_t a = {.in = in, .bias = bias, .multiplier = multiplier, .shift = shift, .rounding = rounding,
+                      .rows = rows, .n_in = n_in, .n_out = n_out, .output_offset = output_offset,
+                      .act_min = act_min, .act_max = act_max, .out = {out}};
     (void)w;
-    a.in = in;
-    a.bias = bias;
-    a.multiplier = multiplier;
-    a.rnd = NULL;
-    a.shift = shift;
-    a.ends = NULL;
-    a.rounding = rounding;
-    a.rows = rows;
-    a.group_row0 = 0;
-    a.n_in = n_in;
-    a.n_out = n_out;
-    a.output_offset = output_offset;
-    a.act_min = act_min;
-    a.act_max = act_max;
-    a.out[0] = out;
-    a.out[1] = a.out[2] = a.out[3] = NULL;
     l3_fc_chunks(s, &a, l3_fc_rows, team);
 }
 
@@ -178,25 +164,9 @@ void edgernn_l3_fully_connected_group_s8(const edgernn_l3_stream_t *s, const int
                                          int32_t act_min, int32_t act_max, int n_in, int n_out, int8_t *out0,
                                          int8_t *out1, int8_t *out2, int8_t *out3, int team)
 {
-    l3_fc_args_t a;
+    l3_fc_args_t a = {.in = in, .bias = bias, .multiplier = multiplier, .rnd = rnd, .shift = shift, .ends = ends,
+                      .rounding = rounding, .rows = 1, .group_row0 = row0, .n_in = n_in, .n_out = n_out,
+                      .act_min = act_min, .act_max = act_max, .out = {out0, out1, out2, out3}};
     (void)w;
-    a.in = in;
-    a.bias = bias;
-    a.multiplier = multiplier;
-    a.rnd = rnd;
-    a.shift = shift;
-    a.ends = ends;
-    a.rounding = rounding;
-    a.rows = 1;
-    a.group_row0 = row0;
-    a.n_in = n_in;
-    a.n_out = n_out;
-    a.output_offset = 0;
-    a.act_min = act_min;
-    a.act_max = act_max;
-    a.out[0] = out0;
-    a.out[1] = out1;
-    a.out[2] = out2;
-    a.out[3] = out3;
     l3_fc_chunks(s, &a, l3_fc_group_rows, team);
 }
