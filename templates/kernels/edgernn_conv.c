@@ -1181,17 +1181,22 @@ static void pool_s8_split(edgernn_range_fn rows, const edgernn_conv_geom_t *g, c
     }
 }
 
-void edgernn_max_pool_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, int32_t act_min, int32_t act_max,
-                         int8_t *out)
-{
-    pool_s8_split(max_pool_s8_rows, geom_in, in, act_min, act_max, out, 0);
-}
+/* An int8 pool kernel and its team twin, NAME##_s8_rows over the output rows on this core or on the team's:
+ * POOL_S8_KERNELS(max_pool) defines edgernn_max_pool_s8 and edgernn_team_max_pool_s8. */
+#define POOL_S8_KERNELS(NAME)                                                                       \
+    void edgernn_##NAME##_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, int32_t act_min,    \
+                             int32_t act_max, int8_t *out)                                          \
+    {                                                                                               \
+        pool_s8_split(NAME##_s8_rows, geom_in, in, act_min, act_max, out, 0);                       \
+    }                                                                                               \
+                                                                                                    \
+    void edgernn_team_##NAME##_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, int32_t act_min, \
+                                  int32_t act_max, int8_t *out)                                     \
+    {                                                                                               \
+        pool_s8_split(NAME##_s8_rows, geom_in, in, act_min, act_max, out, 1);                       \
+    }
 
-void edgernn_team_max_pool_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, int32_t act_min, int32_t act_max,
-                              int8_t *out)
-{
-    pool_s8_split(max_pool_s8_rows, geom_in, in, act_min, act_max, out, 1);
-}
+POOL_S8_KERNELS(max_pool)
 
 void edgernn_max_pool_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, int32_t act_min, int32_t act_max,
                           int16_t *out)
@@ -1220,17 +1225,7 @@ static void avg_pool_s8_rows(const void *args, int oy_begin, int oy_end)
               { const int32_t a_ = POOL_ROUND_MEAN(acc, count); y_[c_] = (int8_t)POOL_CLAMP(a_); }, oy_begin, oy_end);
 }
 
-void edgernn_avg_pool_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, int32_t act_min, int32_t act_max,
-                         int8_t *out)
-{
-    pool_s8_split(avg_pool_s8_rows, geom_in, in, act_min, act_max, out, 0);
-}
-
-void edgernn_team_avg_pool_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, int32_t act_min, int32_t act_max,
-                              int8_t *out)
-{
-    pool_s8_split(avg_pool_s8_rows, geom_in, in, act_min, act_max, out, 1);
-}
+POOL_S8_KERNELS(avg_pool)
 
 void edgernn_avg_pool_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, int32_t act_min, int32_t act_max,
                           int16_t *out)
