@@ -207,5 +207,11 @@ class ValidationView:
 
         return bar()
 
+    def note(self, line: str) -> None:
+        """A line about what the run does next (stderr: stdout holds the verdict)."""
+        from rich.console import Console
+
+        Console(stderr=True).print(line, highlight=False, soft_wrap=True)
+
     def summary(self, report: dict) -> None:
         print_validation(self.console, report)

@@ -13,6 +13,7 @@ put on the board, started and reached. ``edgernn build`` and ``edgernn validate`
     start(elf)               run a firmware on an emulated board
     link_settings()          how validate opens and waits on the board's serial link
     code_bytes(elf)          the firmware's code size
+    profile(out_dir, xq, k)  where step k's cycles go, op by op and core by core (a family that can trace)
 """
 
 from __future__ import annotations
@@ -180,6 +181,17 @@ class Adapter:
             return None
         sizes = elf_sizes(elf, self.board)
         return sizes[0] if sizes else None
+
+    # ---- profile ----
+
+    profiler = ""       # what profiles a step on this family's boards, for people; "" when nothing can
+
+    def profile(self, out_dir: Path, xq, step: int) -> dict:
+        """Run OUT's firmware on the quantized inputs ``xq`` (steps, features) with its instructions traced
+        and return step ``step``'s profile (edgernn.targets.profile.StepProfiler.result, with ``counted``:
+        the firmware's own counts of that step, and ``source``)."""
+        raise EdgeRNNError(f"board {self.board.name} cannot profile a step: --profile needs a board whose "
+                           "instructions edgernn can trace (gvsoc_gap8)")
 
 
 def _newest(fw: Path, candidates: list[Path]) -> Path | None:
