@@ -11,7 +11,7 @@ def _table(title: str, *columns: str, **kwargs):
     table = Table(title=title, title_justify="left", **kwargs)
     for column in columns:
         justify = "right" if column in ("params", "MACs/step", "bytes", "act bytes", "scale", "zero point",
-                                        "size") else "left"
+                                        "size", "cycles", "share", "MAC/cycle") or column.startswith("core ") else "left"
         table.add_column(column, justify=justify)
     return table
 
@@ -181,8 +181,27 @@ def print_validation(console, report: dict) -> None:
     table.add_row("link", f"{link['frames']} frames, {link['retries']} retries, {link['steps_per_second']} steps/s")
     table.add_row("report", report["files"]["html"])
     console.print(table)
+    if report.get("profile"):
+        print_profile(console, report["profile"])
     for note in report.get("notes") or []:
         console.print(f"note: {note}", highlight=False, soft_wrap=True)
+
+
+def print_profile(console, profile: dict) -> None:
+    """validate --profile: each op's cycles, share and MAC/cycle, and each core's cycles at work in it."""
+    cores = profile["cores"]
+    table = _table(f"where step {profile['step'] + 1}'s cycles go, by op and core: {profile['source']}", "op", "cycles", "share",
+                   "MAC/cycle", *(f"core {c}" for c in cores))
+    for row in profile["ops"]:
+        mpc = f"{row['macs_per_cycle']:.3g}" if row.get("macs_per_cycle") else "-"
+        table.add_row(row["label"], f"{row['cycles']:,}", f"{100 * row['share']:.1f} %", mpc,
+                      *(f"{w:,}" if w else "-" for w in row["work"]))
+    table.add_row("waiting", "", "", "", *(f"{w:,}" for w in profile["wait"]))
+    console.print(table)
+    counted = profile.get("counted_cycles")
+    if counted:
+        console.print(f"the ops add up to {profile['cycles']:,} cycles; the firmware counted {counted:,} for that step "
+                      f"({100 * (profile['cycles'] - counted) / counted:+.2f} %)", highlight=False, soft_wrap=True)
 
 
 class ValidationView:

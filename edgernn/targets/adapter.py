@@ -13,7 +13,7 @@ put on the board, started and reached. ``edgernn build`` and ``edgernn validate`
     start(elf)               run a firmware on an emulated board
     link_settings()          how validate opens and waits on the board's serial link
     code_bytes(elf)          the firmware's code size
-    profile(out_dir, xq, k)  where step k's cycles go, op by op and core by core (a family that can trace)
+    start_profiled(out, k)   run OUT's firmware with its instructions traced: where step k's cycles go
 """
 
 from __future__ import annotations
@@ -186,10 +186,10 @@ class Adapter:
 
     profiler = ""       # what profiles a step on this family's boards, for people; "" when nothing can
 
-    def profile(self, out_dir: Path, xq, step: int) -> dict:
-        """Run OUT's firmware on the quantized inputs ``xq`` (steps, features) with its instructions traced
-        and return step ``step``'s profile (edgernn.targets.profile.StepProfiler.result, with ``counted``:
-        the firmware's own counts of that step, and ``source``)."""
+    def start_profiled(self, out_dir: Path, step: int):
+        """Start OUT's firmware with its instructions traced, to profile step ``step`` (0-based). The run
+        has ``url`` (its link: drive it, then BYE), ``result()`` (edgernn.targets.profile.StepProfiler's
+        result, with ``source``) and ``stop()``."""
         raise EdgeRNNError(f"board {self.board.name} cannot profile a step: --profile needs a board whose "
                            "instructions edgernn can trace (gvsoc_gap8)")
 

@@ -41,17 +41,17 @@ class GvsocGap8Adapter(Gap8Adapter):
         return Device(self.board, sim.url, elf, sim.process, [], sim.command, simulator=sim,
                       restarter=self._restart)
 
-    def profile(self, out_dir: Path, xq, step: int) -> dict:
-        """Step ``step`` of OUT's firmware in GVSOC's debug build, every cluster core's instructions traced
-        (edgernn.targets.gvsoc_trace)."""
+    def start_profiled(self, out_dir: Path, step: int):
+        """OUT's firmware in GVSOC's debug build, every cluster core's instructions traced
+        (edgernn.targets.gvsoc_trace.TracedRun)."""
         from edgernn.targets.gap_sdk import build_gvsoc
-        from edgernn.targets.gvsoc_trace import profile_step
+        from edgernn.targets.gvsoc_trace import TracedRun
 
         out_dir = Path(out_dir)
         self._require_project(out_dir)
-        elf = self.find_firmware(out_dir) or self.build_elf(out_dir / "firmware").elf
-        return profile_step(Path(elf), out_dir / "firmware" / "model.c", self.board, xq, step,
-                            install=build_gvsoc(), readfs_files=_readfs_files(Path(elf)))
+        elf = Path(self.find_firmware(out_dir) or self.build_elf(out_dir / "firmware").elf)
+        return TracedRun(elf, out_dir / "firmware" / "model.c", self.board, step, install=build_gvsoc(),
+                         readfs_files=_readfs_files(elf))
 
     def _restart(self, device: Device) -> None:
         """A new simulator listens on the same TCP port (the host reconnects, as a USB-UART adapter stays

@@ -5,12 +5,15 @@ the instruction trace of every cluster core on. The trace goes into a named pipe
 written, so it never fills a disk: a thread hands each line to a ``StepProfiler``
 (edgernn.targets.profile) and, once the profiled step's window has closed, drains the rest. The host
 feeds the firmware a few steps over the UART, the first ones warming the instruction cache, then ends it
-(BYE), so that GVSOC exits and writes out the trace it still buffers.
+(BYE), so that GVSOC exits and writes out the trace it still buffers (``TracedRun``).
 
 A line of the trace: ``<time ps>: <cycles>: [<component>] <mode> <pc> <mnemonic> <operands and values>``;
 the cycles are the cluster's clock, shared by its cores. A call shows the return address it writes
 (``ra=1c00554e``); ``p.elw`` is the load that puts a core to sleep in the event unit until an event (a
-barrier, the FC's call).
+barrier, the FC's call), and GVSOC traces it when the core wakes.
+
+Whoever drives the run over the link (validate --profile, bench/profile_gap8.py: the link is a later stage)
+adds the firmware's own count of the profiled step, which the trace's window should match.
 
 These figures are GVSOC's timing model, not measured on a GAP8.
 """
@@ -25,9 +28,6 @@ import tempfile
 import threading
 from pathlib import Path
 
-import numpy as np
-
-from edgernn.errors import EdgeRNNError, LinkError
 from edgernn.targets.profile import StepMap, StepProfiler
 
 CLUSTER_CORES = ".*/cluster/pe[0-9]/insn"   # GVSOC reads no "+" here
@@ -55,65 +55,68 @@ def read_trace(lines, profiler: StepProfiler) -> None:
         profiler.finish()
 
 
-def profile_step(elf: Path, model_c: Path, board, xq: np.ndarray, step: int, *, install,
-                 readfs_files: list | tuple = ()) -> dict:
-    """Run ``elf`` in GVSOC's debug build with the cluster's cores traced, feed it the quantized inputs
-    ``xq`` (steps, features), and profile step ``step`` (0-based; ``xq`` holds at least one step more).
-    Returns ``StepProfiler.result()`` with ``counted``: the firmware's own counts of that step
-    (``cycles``, and ``team_cycles`` where the HAL has them)."""
-    from edgernn import procs
-    from edgernn.link import LinkClient
-    from edgernn.targets import gvsoc
+class TracedRun:
+    """A firmware running in GVSOC's debug build with the cluster's cores traced into a named pipe that a
+    thread reads as GVSOC writes it. Drive the firmware over its UART (``url``), end it with BYE, then
+    ``result()``; ``stop()`` (always) ends GVSOC and the reader."""
 
-    if len(xq) < step + 2:
-        raise EdgeRNNError(f"profiling step {step} needs {step + 2} steps of input, not {len(xq)}")
-    profiler = StepProfiler(StepMap.read(elf, model_c, board), step)
-    folder = Path(tempfile.mkdtemp(prefix="edgernn_trace_"))
-    pipe = folder / "insn.trace"
-    os.mkfifo(pipe)
-    failure: list[BaseException] = []
+    def __init__(self, elf: Path, model_c: Path, board, step: int, *, install, readfs_files: list | tuple = ()):
+        from edgernn.targets import gvsoc
 
-    def reader() -> None:
+        self.board = board
+        self.profiler = StepProfiler(StepMap.read(elf, model_c, board), step)
+        self.folder = Path(tempfile.mkdtemp(prefix="edgernn_trace_"))
+        self.pipe = self.folder / "insn.trace"
+        os.mkfifo(self.pipe)
+        self.failure: list[BaseException] = []
+        self.thread = threading.Thread(target=self._read, name="gvsoc-trace", daemon=True)
+        self.thread.start()
+        self.sim = None
         try:
-            with open(pipe, errors="replace") as lines:
-                read_trace(lines, profiler)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller
-            failure.append(exc)
+            self.sim = gvsoc.start_gvsoc(elf, Path(elf).parent / "gvsoc", install=install,
+                                         timeout=board.emulator.start_timeout_s, baud=board.serial.baud,
+                                         readfs_files=readfs_files, trace=gvsoc.Trace(CLUSTER_CORES, self.pipe))
+        except BaseException:
+            self.stop()
+            raise
+        self.url = self.sim.url
 
-    thread = threading.Thread(target=reader, name="gvsoc-trace", daemon=True)
-    thread.start()
-    sim = None
-    try:
-        sim = gvsoc.start_gvsoc(elf, Path(elf).parent / "gvsoc", install=install,
-                                timeout=board.emulator.start_timeout_s, baud=board.serial.baud,
-                                readfs_files=readfs_files, trace=gvsoc.Trace(CLUSTER_CORES, pipe))
-        with LinkClient.open(sim.url, baud=board.serial.baud, timeout=board.serial.timeout_s * 10) as link:
-            if board.hal.ready_byte:
-                link.wait_ready(board.emulator.start_timeout_s * 10)
-            link.hello()
-            run = link.run(xq, states="every")
-            with contextlib.suppress(LinkError):
-                link.bye()
+    def _read(self) -> None:
+        try:
+            with open(self.pipe, errors="replace") as lines:
+                read_trace(lines, self.profiler)
+        except BaseException as exc:  # noqa: BLE001 - handed to result()
+            self.failure.append(exc)
+
+    def result(self) -> dict:
+        """The profile, once the firmware has ended (GVSOC writes out the trace it buffers as it exits)."""
         with contextlib.suppress(subprocess.TimeoutExpired):
-            sim.wait(board.serial.timeout_s)      # GVSOC writes out its trace as it exits
-    finally:
-        if sim is not None:
-            sim.stop()
+            self.sim.wait(self.board.serial.timeout_s)
+        self.stop()
+        if self.failure:
+            raise self.failure[0]
+        result = self.profiler.result()
+        result["source"] = SOURCE
+        return result
+
+    def stop(self) -> None:
+        if self.sim is not None:
+            self.sim.stop()
         for _ in range(600):
-            _unblock(pipe, thread)
-            thread.join(timeout=0.1)
-            if not thread.is_alive():
+            _unblock(self.pipe, self.thread)
+            self.thread.join(timeout=0.1)
+            if not self.thread.is_alive():
                 break
         with contextlib.suppress(OSError):
-            pipe.unlink()
-            folder.rmdir()
-    if failure:
-        raise failure[0]
-    result = profiler.result()
-    result["counted"] = {"cycles": int(run.cycles[step]),
-                         **({"team_cycles": int(run.team_cycles[step])} if run.team_cycles is not None else {})}
-    result["source"] = SOURCE
-    return result
+            self.pipe.unlink()
+        with contextlib.suppress(OSError):
+            self.folder.rmdir()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
 
 
 def _unblock(pipe: Path, thread: threading.Thread) -> None:

@@ -890,13 +890,15 @@ def _profiler(out: Path, board):
 
     adapter = adapter_for(board if board is not None else out_board(out))
     if not adapter.profiler:
-        adapter.profile(out, None, PROFILE_STEP)        # says why not
+        adapter.start_profiled(out, PROFILE_STEP)        # says why not
     return adapter
 
 
 def _profile(out: Path, manifest: dict, adapter, test: TestSequences, view) -> dict:
     """One step of the first sequence profiled on the board (docs/report.md, ``profile``): each statement of
-    the step's body with its ops, cycles, share, MACs and MAC/cycle, and its work and wait on each core."""
+    the step's body with its ops, cycles, share, MACs and MAC/cycle, and its work and wait on each core,
+    beside the firmware's own count of that step."""
+    from edgernn.link import LinkClient
     from edgernn.tflite import model as tfl
 
     want = PROFILE_STEP + 2
@@ -906,7 +908,20 @@ def _profile(out: Path, manifest: dict, adapter, test: TestSequences, view) -> d
     step = min(PROFILE_STEP, test.steps - 1)
     if view is not None and hasattr(view, "note"):
         view.note(f"profiling step {step + 1} on {adapter.board.name} ({adapter.profiler})")
-    raw = adapter.profile(out, quantize(x, manifest["inputs"][0]), step)
+    settings = adapter.link_settings(started=True)
+    traced = adapter.start_profiled(out, step)
+    try:
+        # a traced simulation runs many times slower than a plain one
+        with LinkClient.open(traced.url, baud=settings.baud, timeout=settings.timeout_s * 10) as link:
+            if settings.ready_timeout_s is not None:
+                link.wait_ready(settings.ready_timeout_s * 10)
+            link.hello()
+            counted = link.run(quantize(x, manifest["inputs"][0]), states="none")
+            with contextlib.suppress(LinkError):
+                link.bye()
+        raw = traced.result()
+    finally:
+        traced.stop()
     step_file = out / (manifest.get("files") or {}).get("step", "step.tflite")
     macs = tfl.op_macs(tfl.read(step_file.read_bytes())) if step_file.is_file() else []
     total = raw["cycles"]
@@ -917,11 +932,11 @@ def _profile(out: Path, manifest: dict, adapter, test: TestSequences, view) -> d
                     "share": row["cycles"] / total if total else 0.0, "macs": op_macs,
                     "macs_per_cycle": op_macs / row["cycles"] if row["cycles"] and op_macs else None,
                     "work": row["work"], "wait": row["wait"]})
-    counted = raw.get("counted") or {}
-    return {"source": raw.get("source", adapter.profiler), "step": raw["step"], "cycles": total,
-            "counted_cycles": counted.get("team_cycles", counted.get("cycles")),
-            "whole_step_cycles": counted.get("cycles"), "cores": raw["cores"], "ops": ops,
-            "work": raw["work"], "wait": raw["wait"]}
+    whole = int(counted.cycles[step])
+    team = int(counted.team_cycles[step]) if counted.team_cycles is not None else None
+    return {"source": raw["source"], "step": raw["step"], "cycles": total,
+            "counted_cycles": team if team is not None else whole, "whole_step_cycles": whole,
+            "cores": raw["cores"], "ops": ops, "work": raw["work"], "wait": raw["wait"]}
 
 
 def _cycle_counter(board_name: str | None, field: str = "cycle_counter") -> str | None:
