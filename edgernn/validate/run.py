@@ -865,6 +865,12 @@ def memory_use(manifest: dict, board, code_bytes: int | None, info=None) -> list
     items = placement.get("items") or {}
     budgets = placement.get("budgets") or {}
     code_memory = next((m.name for m in board.memories_typed if "code" in m.holds), None)
+    if not items and code_memory:
+        # a folder without placement (firmware generated, not built by `edgernn build`): its sizes, in the
+        # board's main memory
+        sizes = {"weights": "weight_bytes", "state": "state_bytes", "arena": "arena_bytes"}
+        items = {item: {"memory": code_memory, "bytes": manifest[key]} for item, key in sizes.items()
+                 if manifest.get(key) is not None}
     link = None
     if info is not None and getattr(info, "max_frame", 0):
         sends = info.answer_limit

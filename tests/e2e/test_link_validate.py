@@ -34,7 +34,18 @@ def test_validate_on_the_host_board_passes_and_writes_reports(toy_out):
     saved = json.loads((toy_out / "report.json").read_text())
     assert saved["pass"] is True and saved["reference"] == report["reference"]
     page = (toy_out / "report.html").read_text()
-    assert page.count("data:image/png;base64,") == 2 and "PASS" in page
+    # no float model and no difference from the reference: the outputs are the one plot, and the page says
+    # why the others are not there
+    assert page.count("data:image/png;base64,") == 1 and '<span class="badge">PASS</span>' in page
+    assert "No float model to compare with" in page and "so it is not drawn again" in page
+    assert "No drift windows: the float model was not compared step by step." in page
+
+
+def test_profile_is_refused_before_the_run_on_a_board_that_cannot_trace(toy_out):
+    with pytest.raises(EdgeRNNError, match="board host cannot profile a step: --profile needs a board whose "
+                                           r"instructions edgernn can trace \(gvsoc_gap8\)"):
+        validate(toy_out, steps=10, reference=toy_reference, profile=True)
+    assert not (toy_out / "report.json").exists()
 
 
 def test_validate_fails_when_the_device_differs_from_the_reference(toy_out):
