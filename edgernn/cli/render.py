@@ -11,7 +11,7 @@ def _table(title: str, *columns: str, **kwargs):
     table = Table(title=title, title_justify="left", **kwargs)
     for column in columns:
         justify = "right" if column in ("params", "MACs/step", "bytes", "act bytes", "scale", "zero point",
-                                        "size", "cycles", "share", "MAC/cycle") or column.startswith("core ") else "left"
+                                        "size", "cycles", "share", "MAC/cycle") else "left"
         table.add_column(column, justify=justify)
     return table
 
@@ -188,16 +188,20 @@ def print_validation(console, report: dict) -> None:
 
 
 def print_profile(console, profile: dict) -> None:
-    """validate --profile: each op's cycles, share and MAC/cycle, and each core's cycles at work in it."""
+    """validate --profile: each op's cycles, share and MAC/cycle, and the cores at work in it (the fewest and
+    the most cycles one of them worked); then each core's cycles waiting."""
     cores = profile["cores"]
-    table = _table(f"where step {profile['step'] + 1}'s cycles go, by op and core: {profile['source']}", "op", "cycles", "share",
-                   "MAC/cycle", *(f"core {c}" for c in cores))
+    table = _table(f"where step {profile['step'] + 1}'s cycles go: {profile['source']}", "op", "cycles", "share",
+                   "MAC/cycle", "cores at work")
     for row in profile["ops"]:
         mpc = f"{row['macs_per_cycle']:.3g}" if row.get("macs_per_cycle") else "-"
+        busy = [w for w in row["work"] if w]
+        spread = f" ({min(busy):,}-{max(busy):,})" if len(busy) > 1 else ""
         table.add_row(row["label"], f"{row['cycles']:,}", f"{100 * row['share']:.1f} %", mpc,
-                      *(f"{w:,}" if w else "-" for w in row["work"]))
-    table.add_row("waiting", "", "", "", *(f"{w:,}" for w in profile["wait"]))
+                      f"{len(busy)} of {len(cores)}{spread}")
     console.print(table)
+    console.print(f"waiting, core by core: {', '.join(f'{w:,}' for w in profile['wait'])}", highlight=False,
+                  soft_wrap=True)
     counted = profile.get("counted_cycles")
     if counted:
         console.print(f"the ops add up to {profile['cycles']:,} cycles; the firmware counted {counted:,} for that step "

@@ -113,10 +113,10 @@ class Chromium:
             raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
 
-    def screenshot(self, path: Path, width: int | None = None, height: int | None = None) -> Path:
-        """A PNG of the page from its top, ``width`` x ``height`` CSS pixels (default: the whole page)."""
+    def screenshot(self, path: Path, width: int | None = None, height: int | None = None, top: float = 0) -> Path:
+        """A PNG of the page from ``top``, ``width`` x ``height`` CSS pixels (default: all of it)."""
         size = self.evaluate("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
-        clip = {"x": 0, "y": 0, "width": width or size[0], "height": height or size[1], "scale": 1}
+        clip = {"x": 0, "y": top, "width": width or size[0], "height": height or size[1] - top, "scale": 1}
         shot = self._call("Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": True})
         Path(path).write_bytes(base64.b64decode(shot["data"]))
         return Path(path)
