@@ -200,8 +200,9 @@ def print_profile(console, profile: dict) -> None:
         table.add_row(row["label"], f"{row['cycles']:,}", f"{100 * row['share']:.1f} %", mpc,
                       f"{len(busy)} of {len(cores)}{spread}")
     console.print(table)
-    console.print(f"waiting, core by core: {', '.join(f'{w:,}' for w in profile['wait'])}", highlight=False,
-                  soft_wrap=True)
+    if len(cores) > 1:
+        console.print(f"waiting, core by core: {', '.join(f'{w:,}' for w in profile['wait'])}", highlight=False,
+                      soft_wrap=True)
     counted = profile.get("counted_cycles")
     if counted:
         console.print(f"the ops add up to {profile['cycles']:,} cycles; the firmware counted {counted:,} for that step "

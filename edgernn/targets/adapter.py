@@ -191,7 +191,7 @@ class Adapter:
         has ``url`` (its link: drive it, then BYE), ``result()`` (edgernn.targets.profile.StepProfiler's
         result, with ``source``) and ``stop()``."""
         raise EdgeRNNError(f"board {self.board.name} cannot profile a step: --profile needs a board whose "
-                           "instructions edgernn can trace (gvsoc_gap8)")
+                           "instructions edgernn can trace (gvsoc_gap8, qemu_riscv32)")
 
 
 def _newest(fw: Path, candidates: list[Path]) -> Path | None:

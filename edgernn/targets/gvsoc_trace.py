@@ -21,14 +21,11 @@ These figures are GVSOC's timing model, not measured on a GAP8.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import subprocess
-import tempfile
-import threading
 from pathlib import Path
 
-from edgernn.targets.profile import StepMap, StepProfiler
+from edgernn.targets.profile import StepMap, StepProfiler, TracePipe
 
 CLUSTER_CORES = ".*/cluster/pe[0-9]/insn"   # GVSOC reads no "+" here
 LINE = re.compile(r"^\s*\d+:\s+(\d+):\s+\[[^\]]*?/pe(\d+)/insn[^\]]*\]\s+\S+\s+([0-9a-fA-F]+)\s+(\S+)(.*)$")
@@ -65,64 +62,32 @@ class TracedRun:
 
         self.board = board
         self.profiler = StepProfiler(StepMap.read(elf, model_c, board), step)
-        self.folder = Path(tempfile.mkdtemp(prefix="edgernn_trace_"))
-        self.pipe = self.folder / "insn.trace"
-        os.mkfifo(self.pipe)
-        self.failure: list[BaseException] = []
-        self.thread = threading.Thread(target=self._read, name="gvsoc-trace", daemon=True)
-        self.thread.start()
+        self.pipe = TracePipe(lambda lines: read_trace(lines, self.profiler))
         self.sim = None
         try:
             self.sim = gvsoc.start_gvsoc(elf, Path(elf).parent / "gvsoc", install=install,
                                          timeout=board.emulator.start_timeout_s, baud=board.serial.baud,
-                                         readfs_files=readfs_files, trace=gvsoc.Trace(CLUSTER_CORES, self.pipe))
+                                         readfs_files=readfs_files, trace=gvsoc.Trace(CLUSTER_CORES, self.pipe.path))
         except BaseException:
             self.stop()
             raise
         self.url = self.sim.url
-
-    def _read(self) -> None:
-        try:
-            with open(self.pipe, errors="replace") as lines:
-                read_trace(lines, self.profiler)
-        except BaseException as exc:  # noqa: BLE001 - handed to result()
-            self.failure.append(exc)
 
     def result(self) -> dict:
         """The profile, once the firmware has ended (GVSOC writes out the trace it buffers as it exits)."""
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.sim.wait(self.board.serial.timeout_s)
         self.stop()
-        if self.failure:
-            raise self.failure[0]
-        result = self.profiler.result()
-        result["source"] = SOURCE
-        return result
+        self.pipe.check()
+        return {**self.profiler.result(), "source": SOURCE}
 
     def stop(self) -> None:
         if self.sim is not None:
             self.sim.stop()
-        for _ in range(600):
-            _unblock(self.pipe, self.thread)
-            self.thread.join(timeout=0.1)
-            if not self.thread.is_alive():
-                break
-        with contextlib.suppress(OSError):
-            self.pipe.unlink()
-        with contextlib.suppress(OSError):
-            self.folder.rmdir()
+        self.pipe.close()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.stop()
-
-
-def _unblock(pipe: Path, thread: threading.Thread) -> None:
-    """A reader still waiting for GVSOC to open the pipe (GVSOC never started) gets its end of file."""
-    if not thread.is_alive():
-        return
-    with contextlib.suppress(OSError):
-        fd = os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)
-        os.close(fd)

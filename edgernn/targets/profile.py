@@ -19,9 +19,13 @@ A core asleep in its event unit is waiting; every other cycle is work.
 from __future__ import annotations
 
 import bisect
+import contextlib
+import os
 import re
 import shutil
 import subprocess
+import tempfile
+import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -326,3 +330,54 @@ class StepProfiler:
                 found[pc][0] += cycles
                 found[pc][1] += n
         return dict(found)
+
+
+class TracePipe:
+    """A named pipe an emulator writes its instruction trace into, read by a thread as it is written, so a
+    trace never fills a disk: ``read(lines)`` gets the pipe's lines and must read them to the end."""
+
+    def __init__(self, read):
+        self.folder = Path(tempfile.mkdtemp(prefix="edgernn_trace_"))
+        self.path = self.folder / "insn.trace"
+        os.mkfifo(self.path)
+        self.failure: list[BaseException] = []
+
+        def reader() -> None:
+            try:
+                with open(self.path, errors="replace") as lines:
+                    read(lines)
+            except BaseException as exc:  # noqa: BLE001 - raised by check()
+                self.failure.append(exc)
+
+        self.thread = threading.Thread(target=reader, name="trace-pipe", daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        """Once the emulator has ended: the reader has its end of file (also when the emulator never opened
+        the pipe), and the pipe is gone."""
+        for _ in range(600):
+            if not self.thread.is_alive():
+                break
+            with contextlib.suppress(OSError):      # a reader still waiting for a writer gets its end of file
+                os.close(os.open(self.path, os.O_WRONLY | os.O_NONBLOCK))
+            self.thread.join(timeout=0.1)
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        with contextlib.suppress(OSError):
+            self.folder.rmdir()
+
+    def check(self) -> None:
+        if self.failure:
+            raise self.failure[0]
+
+
+def call_returns(elf: Path, objdump: str) -> dict[int, int]:
+    """The ELF's calls (jal, jalr: they write ra): address -> the return address (the next instruction's)."""
+    out = subprocess.run([objdump, "-d", str(elf)], capture_output=True, text=True).stdout
+    found = {}
+    for line in out.splitlines():
+        m = re.match(r"^\s*([0-9a-f]+):\s+((?:[0-9a-f]{2,8} )+)\s*(\S+)", line)
+        if m and m.group(3) in ("jal", "jalr"):
+            size = sum(len(word) for word in m.group(2).split()) // 2
+            found[int(m.group(1), 16)] = int(m.group(1), 16) + size
+    return found

@@ -97,6 +97,34 @@ def test_int8_model_on_qemu_riscv32(converted, kind):
 
 
 @pytest.mark.qemu
+def test_validate_profile_on_qemu_riscv32_counts_each_ops_instructions(converted, tmp_path):
+    """validate --profile on qemu_riscv32: QEMU logs every instruction of a build with -g (the same code,
+    with its line table); each statement of model.c's step gets its instructions, which add up to the
+    firmware's own minstret count of that step within 2 %, and each op its MACs from the step model."""
+    import json
+
+    from zoo import trajectories
+
+    from edgernn.validate.run import validate
+
+    out = converted("gru", "qemu_riscv32")
+    manifest = json.loads((out / "manifest.json").read_text())
+    report = validate(out, data=trajectories(1, 20, 2, 5), profile=True, json_path=tmp_path / "r.json")
+    prof = report["profile"]
+    assert report["pass"] and prof["cores"] == [0] and "QEMU" in prof["source"]
+    assert abs(prof["cycles"] - prof["counted_cycles"]) <= 0.02 * prof["counted_cycles"], prof
+    labels = [op["label"] for op in prof["ops"]]
+    assert labels[0] == "step entry" and labels[-1] == "output and new state"
+    assert [label.split(": ")[1] for label in labels if ": " in label] == \
+        ["FULLY_CONNECTED", "FULLY_CONNECTED", "ADD+LOGISTIC+MUL+SUB+ADD+LOGISTIC+MUL+ADD+TANH+MUL+ADD", "FULLY_CONNECTED"]
+    assert sum(op["macs"] for op in prof["ops"]) == manifest["macs_per_step"]
+    assert all(op["cycles"] > 0 and op["wait"] == [0] for op in prof["ops"])
+    # the recurrent FC (16 -> 48) does more than the input's (2 -> 48)
+    fcs = [op for op in prof["ops"] if op["label"].endswith("FULLY_CONNECTED")]
+    assert fcs[0]["macs"] == 16 * 48 and fcs[0]["cycles"] > fcs[1]["cycles"]
+
+
+@pytest.mark.qemu
 @pytest.mark.parametrize("optimize", ["-O2", "-Os"])
 def test_generated_firmware_builds_warning_free_for_rv32imc(converted, optimize, tmp_path):
     from edgernn.targets import device as devices
