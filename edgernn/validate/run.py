@@ -435,7 +435,11 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
                          baud=baud, timeout=timeout, states=states, chunk_steps=chunk_steps)
     report = _report(manifest, test, tally, floats, run, files)
     if profiler is not None:
-        report["profile"] = _profile(out, manifest, profiler, test, view)
+        try:
+            report["profile"] = _profile(out, manifest, profiler, test, view)
+        except EdgeRNNError as exc:
+            # the verdict stands without the profile: say why it is missing rather than lose the run
+            report["notes"].append(f"--profile: no profile, {exc}")
     # The verdict first: a report that cannot be written must not lose it.
     if view is not None:
         view.summary(report)
