@@ -181,6 +181,8 @@ class StepMap:
         stop = next((a for a in addrs[k + 1:] if a > entry), entry + 0x10000)
         pcs = sorted(disassembly(elf, binutil(board, "objdump"), entry, stop))
         lines = source_lines(elf, binutil(board, "addr2line"), pcs, Path(model_c).name)
+        if not lines:
+            raise EdgeRNNError(f"{elf} has no line table for {Path(model_c).name}: build it with -g to profile it")
         starts = [s.lines[0] for s in statements]
         at_pc = {}
         for pc, line in lines.items():
