@@ -1,36 +1,29 @@
-"""Where a GAP8 step's cycles go in GVSOC: a profile of cluster core 0 by function, from GVSOC's
-instruction trace.
+"""Where a GAP8 step's cycles go in GVSOC: a profile by op and core, and of cluster core 0 by function and
+instruction, from GVSOC's instruction trace.
 
 The model (int8 LSTM(64) step model by default, as bench_gap8.py builds it) is built once, its ai_deck
-firmware built with the given make variables, and run in GVSOC's debug build (gvsoc_launcher_debug: the
-only one with traces compiled in) with the instruction trace of cluster core 0 on
-(`gvsoc/traces/include_regex` in the launcher's configuration). Each traced instruction carries the
-core's cycle count; an instruction is charged the cycles until the core's next traced instruction, so a
-multi-cycle instruction (mulh, div), a taken branch or a stall lands on one instruction, and an
-instruction-cache miss on the first instruction of a 16-byte line. The window is one step: from the N-th
-entry into the step's body (edgernn_step_body) to the next entry, so it holds the cluster's own side of
-the dispatch and its wait for the next task (cl_master_sleep), not the FC's. Functions come from the
-ELF's symbols (nm); `--pcs K` lists the K costliest instructions with their disassembly, `--annotate F`
-every instruction of function F.
+firmware built with the given make variables, and run in GVSOC's debug build with every cluster core's
+instructions traced: edgernn.targets.gvsoc_trace.TracedRun, the machinery of `edgernn validate --profile`
+(the trace is read from a named pipe as GVSOC writes it). Each traced instruction is charged the cycles
+until its core's next one, so a multi-cycle instruction (mulh, div), a taken branch or a stall lands on one
+instruction, and an instruction-cache miss on the first instruction of a 16-byte line; a core's sleep in
+the event unit lands on the instruction before its wake-up. The window is one step: from the N-th entry of
+the cluster's master core into the step's body (edgernn_step_body) to its return, the very span the
+firmware's own counter (cluster cycles) times. Functions come from the ELF's symbols (nm); `--pcs K` lists
+core 0's K costliest instructions with their disassembly, `--annotate F` every instruction of function F.
 
 It prints figures and asserts nothing.
 
     GAP_SDK_HOME=/path/to/gap_sdk python bench/profile_gap8.py [--cores 1] [--simd 1] [--model lstm64]
-        [--work DIR] [--steps 5] [--step 3] [--pcs 30] [--annotate FUNCTION] [--trace FILE] [--var NAME=VALUE ...]
+        [--work DIR] [--steps 5] [--step 3] [--pcs 30] [--annotate FUNCTION] [--var NAME=VALUE ...]
 """
 
 from __future__ import annotations
 
 import argparse
-import bisect
-import collections
 import json
-import re
-import shutil
-import subprocess
 import tempfile
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -39,118 +32,68 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from edgernn import procs  # noqa: E402
 from edgernn.link import LinkClient  # noqa: E402
 from edgernn.targets import device as devices  # noqa: E402
-from edgernn.targets import gvsoc  # noqa: E402
 from edgernn.targets.gap_sdk import build_gvsoc  # noqa: E402
+from edgernn.targets.gvsoc_trace import TracedRun  # noqa: E402
+from edgernn.targets.profile import binutil, disassembly  # noqa: E402
+from edgernn.tflite import model as tfl  # noqa: E402
 from edgernn.tflite.oracle import quantize  # noqa: E402
 
 BOARD = "gvsoc_gap8"
-TRACE_RE = re.compile(r"^\s*(\d+):\s+(\d+):\s+\[[^\]]*\]\s+\S+\s+M?\s*([0-9a-fA-F]+)\s")
-STEP_BODY = "edgernn_step_body"
 
 
-def symbols(elf: Path) -> tuple[list[int], list[str]]:
-    """Function symbols of the ELF, sorted by address."""
-    nm = shutil.which("riscv64-unknown-elf-nm") or "nm"
-    out = subprocess.run([nm, "-n", "--defined-only", str(elf)], capture_output=True, text=True, check=True).stdout
-    addrs, names = [], []
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[1] in "tTwW":
-            addrs.append(int(parts[0], 16))
-            names.append(parts[2])
-    return addrs, names
-
-
-def disassembly(elf: Path) -> dict[int, str]:
-    objdump = shutil.which("riscv64-unknown-elf-objdump") or "objdump"
-    out = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(elf)], capture_output=True, text=True).stdout
-    lines = {}
-    for line in out.splitlines():
-        m = re.match(r"^\s*([0-9a-f]+):\s+(.*)$", line)
-        if m:
-            lines[int(m.group(1), 16)] = m.group(2).strip()
-    return lines
-
-
-def run_traced(elf: Path, xs: np.ndarray, trace: Path) -> None:
-    """Run elf in GVSOC with core 0 of the cluster traced into trace, feeding it xs over the UART."""
-    install = build_gvsoc()
-    work = elf.parent / "gvsoc_trace"
-    port = gvsoc.free_port()
-    config_path = gvsoc.prepare_gvsoc_run(elf, work, port, install)
-    config = json.loads(config_path.read_text())
-    traces = config["gvsoc"]["traces"]
-    traces.update({"enabled": True, "level": "debug", "include_regex": [f".*/cluster/pe0/insn:{trace}"]})
-    config["gvsoc"]["debug-mode"] = True   # traces are compiled only into the debug models
-    config_path.write_text(json.dumps(config))
-    command = [str(Path(install) / "bin" / "gvsoc_launcher_debug"), f"--config={config_path}"]
+def run_traced(elf: Path, model_c: Path, xs: np.ndarray, step: int) -> TracedRun:
+    """Run elf in GVSOC with every cluster core traced, feeding it xs over the UART; the run, finished."""
     board = devices.load_board(BOARD)
-    with open(work / "gvsoc.log", "wb") as log:
-        proc = procs.spawn(command, cwd=work, env=gvsoc.gvsoc_env(install), stdin=subprocess.DEVNULL,
-                           stdout=log, stderr=subprocess.STDOUT)
+    traced = TracedRun(elf, model_c, board, step, install=build_gvsoc())
     try:
-        deadline = time.monotonic() + 120
-        while not gvsoc._listens(proc.pid, port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"GVSOC did not start: see {work / 'gvsoc.log'}")
-            time.sleep(0.05)
-        with LinkClient.open(f"socket://127.0.0.1:{port}", baud=board["serial"]["baud"],
-                             timeout=board["serial"]["timeout_s"] * 10) as link:
-            link.wait_ready(board["emulator"]["start_timeout_s"] * 10)
+        with LinkClient.open(traced.url, baud=board.serial.baud, timeout=board.serial.timeout_s * 10) as link:
+            link.wait_ready(board.emulator.start_timeout_s * 10)
             link.hello()
-            result = link.run(xs, states="every")
-            print(f"cycles per step (the firmware's own count): {[int(c) for c in result.cycles]}", file=sys.stderr)
+            result = link.run(xs, states="none")
+            link.bye()
+        traced.counted = result
+        traced.profile = traced.result()
     finally:
-        procs.stop(proc, timeout=2.0)
+        traced.stop()
+    return traced
 
 
-def profile(trace: Path, elf: Path, step: int, n_pcs: int, annotate: list[str] = ()) -> None:
-    addrs, names = symbols(elf)
-    entry = addrs[names.index(STEP_BODY)]
-    pcs, cycles = [], []
-    with open(trace, errors="replace") as f:
-        for line in f:
-            m = TRACE_RE.match(line)
-            if m:
-                cycles.append(int(m.group(2)))
-                pcs.append(int(m.group(3), 16))
-    starts = [i for i, pc in enumerate(pcs) if pc == entry]
-    if len(starts) < step + 2:
-        raise SystemExit(f"the trace holds {len(starts)} entries into {STEP_BODY}; need {step + 2}")
-    lo, hi = starts[step], starts[step + 1]
-    per_pc: collections.Counter[int] = collections.Counter()
-    count_pc: collections.Counter[int] = collections.Counter()
-    for i in range(lo, hi):
-        per_pc[pcs[i]] += cycles[i + 1] - cycles[i]
-        count_pc[pcs[i]] += 1
-    total = cycles[hi] - cycles[lo]
-    per_fn: collections.Counter[str] = collections.Counter()
-    insn_fn: collections.Counter[str] = collections.Counter()
-    for pc, c in per_pc.items():
-        k = bisect.bisect_right(addrs, pc) - 1
-        per_fn[names[k] if k >= 0 else "?"] += c
-        insn_fn[names[k] if k >= 0 else "?"] += count_pc[pc]
-    print(f"one step on cluster core 0 (entry {step} to {step + 1} of {STEP_BODY}): {total:,} cycles, "
-          f"{hi - lo:,} instructions")
-    print(f"{'function':44s} {'cycles':>9s} {'share':>6s} {'insns':>8s} {'cyc/insn':>8s}")
-    for fn, c in per_fn.most_common():
-        print(f"{fn:44s} {c:9,d} {100 * c / total:5.1f}% {insn_fn[fn]:8,d} {c / max(insn_fn[fn], 1):8.2f}")
+def report(traced: TracedRun, elf: Path, out: Path, n_pcs: int, annotate: list[str] = ()) -> None:
+    prof, profiler, step = traced.profile, traced.profiler, traced.profile["step"]
+    team = traced.counted.team_cycles
+    counted = int(team[step]) if team is not None else int(traced.counted.cycles[step])
+    total = prof["cycles"]
+    print(f"step {step} on the cluster: {total:,} cycles traced, {counted:,} counted by the firmware "
+          f"({100 * (total - counted) / counted:+.2f} %); the whole step {int(traced.counted.cycles[step]):,}")
+    macs = tfl.op_macs(tfl.read((out / "step.tflite").read_bytes())) if (out / "step.tflite").is_file() else []
+    print(f"{'op':48s} {'cycles':>8s} {'share':>6s} {'MACs':>8s} {'MAC/cyc':>8s}  work per core")
+    for row in prof["statements"]:
+        m = sum(macs[i] for i in row["ops"] if i < len(macs))
+        print(f"{row['label'][:48]:48s} {row['cycles']:8,d} {100 * row['cycles'] / total:5.1f}% {m:8,d} "
+              f"{m / row['cycles'] if row['cycles'] and m else 0:8.3f}  {row['work']}")
+    print(f"{'cores':48s} work {prof['work']}, wait {prof['wait']}")
+    per_fn = profiler.by_function(0)
+    print(f"\ncluster core 0 by function:\n{'function':44s} {'cycles':>9s} {'share':>6s} {'insns':>8s} {'cyc/insn':>8s}")
+    for fn, (c, n) in sorted(per_fn.items(), key=lambda kv: -kv[1][0]):
+        print(f"{fn:44s} {c:9,d} {100 * c / total:5.1f}% {n:8,d} {c / max(n, 1):8.2f}")
+    board = devices.load_board(BOARD)
+    per_pc = profiler.by_pc(0)
+    addrs, names = profiler.map.addrs, profiler.map.names
+    if n_pcs or annotate:
+        dis = disassembly(elf, binutil(board, "objdump"))
     if n_pcs:
-        dis = disassembly(elf)
-        print(f"\nthe {n_pcs} costliest instructions (cycles, times run, function, disassembly):")
-        for pc, c in per_pc.most_common(n_pcs):
-            k = bisect.bisect_right(addrs, pc) - 1
-            print(f"{pc:08x} {c:7,d} {count_pc[pc]:6,d}  {names[k]:32s} {dis.get(pc, '?')}")
+        print(f"\nthe {n_pcs} costliest instructions of core 0 (cycles, times run, function, disassembly):")
+        for pc, (c, n) in sorted(per_pc.items(), key=lambda kv: -kv[1][0])[:n_pcs]:
+            print(f"{pc:08x} {c:7,d} {n:6,d}  {profiler.map.function(pc):32s} {dis.get(pc, '?')}")
     for fn in annotate:
-        dis = disassembly(elf)
         k = names.index(fn)
         end = addrs[k + 1] if k + 1 < len(addrs) else max(dis) + 1
-        print(f"\n{fn}, instruction by instruction (cycles, times run, disassembly):")
+        print(f"\n{fn}, instruction by instruction on core 0 (cycles, times run, disassembly):")
         for pc in sorted(a for a in dis if addrs[k] <= a < end):
-            print(f"{pc:08x} {per_pc[pc]:7,d} {count_pc[pc]:6,d}  {dis[pc]}")
+            c, n = per_pc.get(pc, (0, 0))
+            print(f"{pc:08x} {c:7,d} {n:6,d}  {dis[pc]}")
 
 
 def step_facts(out: Path) -> dict:
@@ -192,7 +135,6 @@ def main() -> None:
     parser.add_argument("--step", type=int, default=3, help="the step profiled (0-based; the first warm caches)")
     parser.add_argument("--pcs", type=int, default=30)
     parser.add_argument("--annotate", action="append", default=[], help="a function to list instruction by instruction")
-    parser.add_argument("--trace", help="profile this trace of an earlier run instead of running")
     args = parser.parse_args()
     import bench_gap8
 
@@ -208,17 +150,16 @@ def main() -> None:
         manifest = json.loads((out / "manifest.json").read_text())
     x_entry = manifest["inputs"][0]
     width = int(np.prod(x_entry["shape"][1:]))  # a vector's features or a frame's H*W*C
-    xs = quantize(np.random.default_rng(0).normal(0, 0.5, (args.steps, width)).astype(np.float32), x_entry)
+    steps = max(args.steps, args.step + 2)
+    xs = quantize(np.random.default_rng(0).normal(0, 0.5, (steps, width)).astype(np.float32), x_entry)
     make_vars = {"EDGERNN_CLUSTER_CORES": args.cores, "EDGERNN_XPULP": args.simd}
     make_vars.update(dict(v.split("=", 1) for v in args.var))
     tag = "_".join(f"{k}{v}" for k, v in sorted(make_vars.items()))
     board = devices.load_board(BOARD)
-    elf = devices.build_elf(out / "firmware", board, work / f"{name}_{tag}", make_vars=make_vars).elf
-    trace = Path(args.trace) if args.trace else work / f"{name}_{tag}.trace"
-    if not args.trace:
-        run_traced(Path(elf), xs, trace)
+    elf = Path(devices.build_elf(out / "firmware", board, work / f"{name}_{tag}", make_vars=make_vars).elf)
+    traced = run_traced(elf, out / "firmware" / "model.c", xs, args.step)
     print(f"model {name}, {manifest['macs_per_step']:,} MACs/step, make variables {make_vars}")
-    profile(trace, Path(elf), args.step, args.pcs, args.annotate)
+    report(traced, elf, out, args.pcs, args.annotate)
 
 
 if __name__ == "__main__":

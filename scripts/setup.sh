@@ -16,6 +16,7 @@ packages=(
     rsync scons cmake zlib1g-dev      # building GVSOC, the GAP8 simulator, from the GAP SDK
     git                               # edgernn setup gvsoc --fetch: upstream gap_sdk, sparse and shallow
     ccache                            # GAP8 builds: every project compiles the same PMSIS/FreeRTOS sources
+    chromium                          # the test that renders validate's report.html headless
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -248,8 +248,11 @@ def flash(ctx, out, port, radio):
               help="Write the report here instead of OUT/report.json (the folder must exist).")
 @click.option("--save", type=click.Path(dir_okay=False), default=None,
               help="Also write the device outputs (y, y_float, cycles) to this .npz, as they arrive.")
+@click.option("--profile", is_flag=True,
+              help="Also trace one step's instructions on the board (gvsoc_gap8) and report where its cycles go, "
+                   "op by op and core by core.")
 @click.pass_context
-def validate(ctx, out, port, baud, data, steps, sequences, json_path, save):
+def validate(ctx, out, port, baud, data, steps, sequences, json_path, save, profile):
     """Run OUT's firmware on the device and compare it, step by step, with the interpreter and the float model.
 
     Exit status: 0 parity PASS, 1 parity FAIL, 2 bad input, 3 device or link fault, 4 internal error."""
@@ -259,7 +262,7 @@ def validate(ctx, out, port, baud, data, steps, sequences, json_path, save):
     from edgernn.validate.run import exit_code, validate as run_validation
 
     report = run_validation(Path(out), port=port, baud=baud, data=data, steps=steps, sequences=sequences,
-                            json_path=json_path, save=save, view=ValidationView(Console()))
+                            json_path=json_path, save=save, view=ValidationView(Console()), profile=profile)
     sys.exit(exit_code(report))
 
 

@@ -11,7 +11,7 @@ def _table(title: str, *columns: str, **kwargs):
     table = Table(title=title, title_justify="left", **kwargs)
     for column in columns:
         justify = "right" if column in ("params", "MACs/step", "bytes", "act bytes", "scale", "zero point",
-                                        "size") else "left"
+                                        "size", "cycles", "share", "MAC/cycle") else "left"
         table.add_column(column, justify=justify)
     return table
 
@@ -181,8 +181,32 @@ def print_validation(console, report: dict) -> None:
     table.add_row("link", f"{link['frames']} frames, {link['retries']} retries, {link['steps_per_second']} steps/s")
     table.add_row("report", report["files"]["html"])
     console.print(table)
+    if report.get("profile"):
+        print_profile(console, report["profile"])
     for note in report.get("notes") or []:
         console.print(f"note: {note}", highlight=False, soft_wrap=True)
+
+
+def print_profile(console, profile: dict) -> None:
+    """validate --profile: each op's cycles, share and MAC/cycle, and the cores at work in it (the fewest and
+    the most cycles one of them worked); then each core's cycles waiting."""
+    cores = profile["cores"]
+    table = _table(f"where step {profile['step'] + 1}'s cycles go: {profile['source']}", "op", "cycles", "share",
+                   "MAC/cycle", "cores at work")
+    for row in profile["ops"]:
+        mpc = f"{row['macs_per_cycle']:.3g}" if row.get("macs_per_cycle") else "-"
+        busy = [w for w in row["work"] if w]
+        spread = f" ({min(busy):,}-{max(busy):,})" if len(busy) > 1 else ""
+        table.add_row(row["label"], f"{row['cycles']:,}", f"{100 * row['share']:.1f} %", mpc,
+                      f"{len(busy)} of {len(cores)}{spread}")
+    console.print(table)
+    if len(cores) > 1:
+        console.print(f"waiting, core by core: {', '.join(f'{w:,}' for w in profile['wait'])}", highlight=False,
+                      soft_wrap=True)
+    counted = profile.get("counted_cycles")
+    if counted:
+        console.print(f"the ops add up to {profile['cycles']:,} cycles; the firmware counted {counted:,} for that step "
+                      f"({100 * (profile['cycles'] - counted) / counted:+.2f} %)", highlight=False, soft_wrap=True)
 
 
 class ValidationView:
@@ -206,6 +230,12 @@ class ValidationView:
                 yield lambda n: progress.advance(task, n)
 
         return bar()
+
+    def note(self, line: str) -> None:
+        """A line about what the run does next (stderr: stdout holds the verdict)."""
+        from rich.console import Console
+
+        Console(stderr=True).print(line, highlight=False, soft_wrap=True)
 
     def summary(self, report: dict) -> None:
         print_validation(self.console, report)

@@ -13,6 +13,7 @@ put on the board, started and reached. ``edgernn build`` and ``edgernn validate`
     start(elf)               run a firmware on an emulated board
     link_settings()          how validate opens and waits on the board's serial link
     code_bytes(elf)          the firmware's code size
+    start_profiled(out, k)   run OUT's firmware with its instructions traced: where step k's cycles go
 """
 
 from __future__ import annotations
@@ -180,6 +181,17 @@ class Adapter:
             return None
         sizes = elf_sizes(elf, self.board)
         return sizes[0] if sizes else None
+
+    # ---- profile ----
+
+    profiler = ""       # what profiles a step on this family's boards, for people; "" when nothing can
+
+    def start_profiled(self, out_dir: Path, step: int):
+        """Start OUT's firmware with its instructions traced, to profile step ``step`` (0-based). The run
+        has ``url`` (its link: drive it, then BYE), ``result()`` (edgernn.targets.profile.StepProfiler's
+        result, with ``source``) and ``stop()``."""
+        raise EdgeRNNError(f"board {self.board.name} cannot profile a step: --profile needs a board whose "
+                           "instructions edgernn can trace (gvsoc_gap8, qemu_riscv32)")
 
 
 def _newest(fw: Path, candidates: list[Path]) -> Path | None:

@@ -47,6 +47,16 @@ def gvsoc_env(install: str | os.PathLike) -> dict[str, str]:
 
 # ---- running an ELF ----
 
+@dataclass(frozen=True)
+class Trace:
+    """GVSOC's traces of the components whose path matches ``components`` (a regular expression, such as
+    ``.*/cluster/pe[0-9]+/insn``: the instructions of the cluster's cores), written to ``path`` (a file or
+    a named pipe) in the order the simulation runs them."""
+
+    components: str
+    path: Path
+
+
 RUN_STATE = "edgernn_gvsoc.json"       # in the work folder: which ELF gapy prepared it for
 
 
@@ -79,10 +89,11 @@ def run_config_path(work_dir: str | os.PathLike, uart_port: int) -> Path:
 
 def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int,
                       install: str | os.PathLike, log: Log = None, baud: int | None = None,
-                      readfs_files: list | tuple = ()) -> Path:
+                      readfs_files: list | tuple = (), trace: Trace | None = None) -> Path:
     """Make work_dir ready to run elf with the UART on 127.0.0.1:uart_port (its testbench at ``baud``,
-    when given) and ``readfs_files`` in the flash image; returns the launcher's configuration. gapy runs
-    only when work_dir was prepared for other bytes (or never)."""
+    when given), ``readfs_files`` in the flash image and, with ``trace``, GVSOC's traces of the components
+    it names written to its file; returns the launcher's configuration. gapy runs only when work_dir was
+    prepared for other bytes (or never)."""
     install = Path(install)
     elf, work_dir = Path(elf).resolve(), Path(work_dir).resolve()
     if not elf.is_file():
@@ -114,6 +125,11 @@ def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_
                  "tx_file": "", "loopback": False})
     if baud is not None:
         uart["baudrate"] = int(baud)
+    if trace is not None:
+        # traces are compiled into GVSOC's debug models only (gvsoc_launcher_debug)
+        config["gvsoc"]["traces"].update({"enabled": True, "level": "debug",
+                                          "include_regex": [f"{trace.components}:{trace.path}"]})
+        config["gvsoc"]["debug-mode"] = True
     run_config = run_config_path(work_dir, uart_port)
     run_config.write_text(json.dumps(config))
     return run_config
@@ -121,12 +137,14 @@ def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_
 
 def gvsoc_run_command(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int,
                       install: str | os.PathLike, log: Log = None,
-                      baud: int | None = None, readfs_files: list | tuple = ()) -> list[str]:
+                      baud: int | None = None, readfs_files: list | tuple = (),
+                      trace: Trace | None = None) -> list[str]:
     """The command that runs elf in GVSOC with the UART on 127.0.0.1:uart_port (prepared first).
     Run it with ``cwd=work_dir`` and ``env=gvsoc_env(install)``."""
     install = Path(install)
-    config = prepare_gvsoc_run(elf, work_dir, uart_port, install, log, baud, readfs_files)
-    return [str(Path(install) / "bin" / "gvsoc_launcher"), f"--config={config}"]
+    config = prepare_gvsoc_run(elf, work_dir, uart_port, install, log, baud, readfs_files, trace)
+    launcher = "gvsoc_launcher_debug" if trace is not None else "gvsoc_launcher"
+    return [str(Path(install) / "bin" / launcher), f"--config={config}"]
 
 
 def free_port() -> int:
@@ -208,14 +226,15 @@ class GvsocProcess:
 
 def start_gvsoc(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int | None = None, *,
                 install: str | os.PathLike, log: Log = None,
-                timeout: float = 20.0, baud: int | None = None, readfs_files: list | tuple = ()) -> GvsocProcess:
+                timeout: float = 20.0, baud: int | None = None, readfs_files: list | tuple = (),
+                trace: Trace | None = None) -> GvsocProcess:
     """Run elf in GVSOC in the background and return once the UART's TCP port listens. The simulator
     runs in its own process group (``stop()`` ends it); its stdout and stderr go to
-    ``work_dir/gvsoc.log``."""
+    ``work_dir/gvsoc.log``. With ``trace``, GVSOC's debug build runs, writing that trace."""
     install = Path(install)
     work_dir = Path(work_dir).resolve()
     port = uart_port if uart_port is not None else free_port()
-    command = gvsoc_run_command(elf, work_dir, port, install, log, baud, readfs_files)
+    command = gvsoc_run_command(elf, work_dir, port, install, log, baud, readfs_files, trace)
     log_path = work_dir / "gvsoc.log"
     with open(log_path, "wb") as out:
         proc = procs.spawn(command, cwd=work_dir, env=gvsoc_env(install), stdin=subprocess.DEVNULL,

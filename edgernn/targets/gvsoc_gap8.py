@@ -12,6 +12,7 @@ from edgernn.targets.gap8 import Gap8Adapter
 
 class GvsocGap8Adapter(Gap8Adapter):
     family = "gvsoc_gap8"
+    profiler = "GVSOC's instruction trace of the cluster's cores"
 
     def _next_line(self, out: Path, manifest, build: FirmwareBuild) -> str:
         return (f"built with the GAP SDK ({manifest.build.firmware['compilers'][0]}, code "
@@ -39,6 +40,18 @@ class GvsocGap8Adapter(Gap8Adapter):
                                 readfs_files=_readfs_files(elf))
         return Device(self.board, sim.url, elf, sim.process, [], sim.command, simulator=sim,
                       restarter=self._restart)
+
+    def start_profiled(self, out_dir: Path, step: int):
+        """OUT's firmware in GVSOC's debug build, every cluster core's instructions traced
+        (edgernn.targets.gvsoc_trace.TracedRun)."""
+        from edgernn.targets.gap_sdk import build_gvsoc
+        from edgernn.targets.gvsoc_trace import TracedRun
+
+        out_dir = Path(out_dir)
+        self._require_project(out_dir)
+        elf = Path(self.find_firmware(out_dir) or self.build_elf(out_dir / "firmware").elf)
+        return TracedRun(elf, out_dir / "firmware" / "model.c", self.board, step, install=build_gvsoc(),
+                         readfs_files=_readfs_files(elf))
 
     def _restart(self, device: Device) -> None:
         """A new simulator listens on the same TCP port (the host reconnects, as a USB-UART adapter stays

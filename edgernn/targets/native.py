@@ -4,6 +4,7 @@ its UART (``"announce"``: QEMU)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -89,9 +90,9 @@ class NativeAdapter(Adapter):
         return Device(self.board, os.ttyname(slave), elf, process, [master, slave], command, master,
                       restarter=_respawn_on_pty)
 
-    def _start_announced(self, elf: Path) -> Device:
+    def _start_announced(self, elf: Path, extra_args: list[str] = ()) -> Device:
         emulator = self.board.emulator
-        command = _format(emulator.command, elf=elf) + list(emulator.serial_args)
+        command = _format(emulator.command, elf=elf) + list(emulator.serial_args) + list(extra_args)
         process = procs.spawn(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, bufsize=1)
         device = Device(self.board, "", elf, process, [], command)
@@ -114,6 +115,88 @@ class NativeAdapter(Adapter):
             tail = " / ".join(device.output[-3:]) or "no output"
             raise EdgeRNNError(f"{command[0]} did not expose the board's UART ({tail}); command: {shlex.join(command)}")
         return device
+
+
+    @property
+    def profiler(self) -> str:
+        """QEMU logs the instructions it runs; a native process on the host has no such log."""
+        emulator = self.board.emulator
+        qemu = emulator is not None and emulator.kind == "announce" and Path(emulator.command[0]).name.startswith("qemu")
+        return QEMU_SOURCE if qemu else ""
+
+    def start_profiled(self, out_dir: Path, step: int):
+        """OUT's firmware compiled again with -g (the same code, with its line table) and run in QEMU logging
+        every instruction it runs, one instruction a block (QemuTracedRun)."""
+        if not self.profiler:
+            return super().start_profiled(out_dir, step)
+        firmware = Path(out_dir) / "firmware"
+        built = self.build_elf(firmware, firmware / "build" / f"{self.board.name}-profile", extra_cflags=["-g"])
+        return QemuTracedRun(self, built.elf, firmware / "model.c", step)
+
+
+QEMU_SOURCE = "QEMU's log of every instruction it runs (instructions, as minstret counts them)"
+_QEMU_LINE = re.compile(r"^Trace \d+: 0x[0-9a-f]+ \[[0-9a-f]+/([0-9a-f]+)/")
+
+
+def read_qemu_log(lines, profiler, returns: dict[int, int]) -> None:
+    """QEMU's ``-d exec`` lines, one instruction each (``-singlestep``), handed to ``profiler``: one core, each
+    instruction one count, as minstret counts them."""
+    n = 0
+    for line in lines:
+        if profiler.done:
+            continue
+        m = _QEMU_LINE.match(line)
+        if m is None:
+            continue
+        pc = int(m.group(1), 16)
+        profiler.instruction(0, n, pc, False, returns.get(pc))
+        n += 1
+    if profiler.end is not None:
+        profiler.finish()
+
+
+class QemuTracedRun:
+    """A firmware in QEMU with every instruction it runs logged into a named pipe (edgernn.targets.profile.
+    TracePipe), but for the HAL's UART loops, which poll while the firmware waits for the host (-dfilter).
+    Drive it over its UART (``url``), end it with BYE, then ``result()``; ``stop()`` always."""
+
+    def __init__(self, adapter: NativeAdapter, elf: Path, model_c: Path, step: int):
+        from edgernn.targets.profile import StepMap, StepProfiler, TracePipe, binutil, call_returns
+
+        self.board = adapter.board
+        step_map = StepMap.read(elf, model_c, self.board)
+        self.profiler = StepProfiler(step_map, step)
+        returns = call_returns(elf, binutil(self.board, "objdump"))
+        self.pipe = TracePipe(lambda lines: read_qemu_log(lines, self.profiler, returns))
+        logged = []
+        start = step_map.addrs[0]
+        for address, following, name in zip(step_map.addrs, step_map.addrs[1:] + [None], step_map.names):
+            if name.startswith("edgernn_hal_uart_"):
+                if address > start:
+                    logged.append(f"{start:#x}..{address - 1:#x}")
+                start = following if following is not None else address
+        logged.append(f"{start:#x}..{step_map.addrs[-1] + 0xFFFF:#x}")
+        self.device = None
+        try:
+            self.device = adapter._start_announced(elf, ["-singlestep", "-d", "exec,nochain", "-dfilter",
+                                                         ",".join(logged), "-D", str(self.pipe.path)])
+        except BaseException:
+            self.stop()
+            raise
+        self.url = self.device.url
+
+    def result(self) -> dict:
+        """The profile, once the firmware has ended and QEMU has written out its log."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.device.process.wait(self.board.serial.timeout_s)
+        self.stop()
+        self.pipe.check()
+        return {**self.profiler.result(), "source": QEMU_SOURCE}
+
+    def stop(self) -> None:
+        if self.device is not None:
+            self.device.stop()
+        self.pipe.close()
 
 
 def _respawn_on_pty(device: Device) -> None:

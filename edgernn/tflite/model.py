@@ -120,10 +120,16 @@ def _elements(tensor) -> int:
 def macs(model: "schema.ModelT") -> int:
     """Multiply-accumulates of one invoke: matrix products and convolutions (every output element times its
     window), plus one per element of MUL."""
+    return sum(op_macs(model))
+
+
+def op_macs(model: "schema.ModelT") -> list[int]:
+    """The multiply-accumulates of each operator of the graph, in its order (``macs`` is their sum)."""
     graph = model.subgraphs[0]
-    total = 0
+    found = []
     for op in graph.operators or []:
         name = op_name(model, op.opcodeIndex)
+        total = 0
         if name in ("FULLY_CONNECTED", "BATCH_MATMUL"):
             weights = graph.tensors[op.inputs[1]].shape
             out = graph.tensors[op.outputs[0]].shape
@@ -131,17 +137,17 @@ def macs(model: "schema.ModelT") -> int:
             for dim in out[:-1]:
                 rows *= int(dim)
             inner = int(weights[-1]) if name == "FULLY_CONNECTED" else int(weights[-2])
-            total += rows * int(out[-1]) * inner
+            total = rows * int(out[-1]) * inner
         elif name == "UNIDIRECTIONAL_SEQUENCE_LSTM":
-            x = graph.tensors[op.inputs[0]].shape
             w = graph.tensors[op.inputs[4]].shape  # input-to-cell weights: (units, features)
             units, features = int(w[0]), int(w[1])
-            total += 4 * units * (features + units) + 3 * units
+            total = 4 * units * (features + units) + 3 * units
         elif name in ("CONV_2D", "DEPTHWISE_CONV_2D"):
             # weights (out channels, kh, kw, in channels) and (1, kh, kw, channels): a window per output
             w = [int(d) for d in graph.tensors[op.inputs[1]].shape]
             window = w[1] * w[2] * (w[3] if name == "CONV_2D" else 1)
-            total += _elements(graph.tensors[op.outputs[0]]) * window
+            total = _elements(graph.tensors[op.outputs[0]]) * window
         elif name == "MUL":
-            total += _elements(graph.tensors[op.outputs[0]])
-    return total
+            total = _elements(graph.tensors[op.outputs[0]])
+        found.append(total)
+    return found

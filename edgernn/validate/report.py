@@ -1,9 +1,13 @@
-"""report.json and report.html of ``edgernn validate``: the numbers, and plots that show drift."""
+"""report.json and report.html of ``edgernn validate``.
+
+report.html is one file that reads offline (its plots inline, no script, nothing fetched): a header that says
+what ran (the model, the board, edgernn's version, the date), a summary that reads at a glance (the verdict,
+exactness, the error against the float model and its drift, the speed, the memory), then a section for each
+(docs/report.md). The numbers are computed and worded here; templates/report/report.html.j2 lays them out."""
 
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 from pathlib import Path
@@ -50,86 +54,407 @@ def _plain(value):
     raise TypeError(type(value).__name__)
 
 
+# ---- report.html ----
+
+OP_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
+             "#bab0ac", "#86bcb6", "#d4a6c8")
+WAIT_COLOR = "#c9ced4"
+OUTPUT_POINTS = 400     # the output plot shows the first steps, where a line can be followed
+PLACED_COLORS = {"weights": "#4e79a7", "weights_src": "#a0cbe8", "state": "#f28e2b", "arena": "#59a14f",
+                 "dma_tiles": "#b07aa1", "stream_tiles": "#ff9da7"}
+STREAMED_COLOR = "#9c755f"
+CODE_COLOR, LINK_COLOR, RESERVE_COLOR = "#76b7b2", "#edc948", "#d5d9de"
+PLACED_NAMES = {"weights": "weights", "weights_src": "weights (the source of the fast copy)", "state": "state",
+                "arena": "arena", "dma_tiles": "DMA tiles", "stream_tiles": "stream tiles"}
+
+
+def _g(value, digits: int = 4) -> str:
+    return "–" if value is None else f"{value:.{digits}g}"
+
+
+def _count(value) -> str:
+    return "–" if value is None else f"{round(value):,}"
+
+
+def _bytes(n) -> str:
+    if n is None:
+        return "–"
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.1f} MiB"
+    if n >= 1 << 10:
+        return f"{n / (1 << 10):.1f} KiB"
+    return f"{n} B"
+
+
+def _hz(hz: int) -> str:
+    return f"{hz / 1e9:g} GHz" if hz >= 1e9 else f"{hz / 1e6:g} MHz"
+
+
 def _png(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def plots(plot, every_step: bool) -> list[tuple[str, str]]:
-    """(title, base64 PNG) pairs from ``compare.PlotBins``: the first sequence's outputs over time,
-    and the error per bin of steps (at most PLOT_POINTS points, whatever the run's length)."""
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def plots(report: dict, plot, every_step: bool) -> list[dict]:
+    """The figures of the float-model and drift sections, each ``{section, title, caption, png}``:
+    the first sequence's outputs (at most PLOT_POINTS points, whatever the run's length), the error per
+    step, and the drift windows."""
+    plt = _pyplot()
     figures = []
     steps = plot.x
-    have_float = bool(plot.float_n.any())
-    every = f" (every {plot.bin} steps)" if plot.bin > 1 else ""
+    exact = report["reference"]["mismatches"] == 0
+    have_float = bool(plot.float_n.any()) and every_step
+    last = int(steps[min(len(steps), OUTPUT_POINTS) - 1]) if len(steps) else 0
+    every = (f", steps 0–{last:,}" if len(steps) > OUTPUT_POINTS else "") + \
+        (f" (the first step of every {plot.bin})" if plot.bin > 1 else "")
+    shown = slice(0, min(len(steps), OUTPUT_POINTS))
     fig, ax = plt.subplots(figsize=(9, 3.2))
     for c in range(plot.channels):
-        ax.plot(steps, plot.device[:, c], label=f"device y[{c}]", lw=1.2)
-        if have_float and every_step:
-            ax.plot(steps, plot.float[:, c], "--", label=f"float model y[{c}]", lw=1)
-        else:
-            ax.plot(steps, plot.reference[:, c], ":", label=f"interpreter y[{c}]", lw=1)
+        color = OP_COLORS[c % len(OP_COLORS)]
+        if have_float:
+            ax.plot(steps[shown], plot.float[shown, c], color=color, alpha=0.35, lw=4, label=f"float model y[{c}]")
+        ax.plot(steps[shown], plot.device[shown, c], color=color, lw=1.1, label=f"device y[{c}]")
+        if not exact:
+            ax.plot(steps[shown], plot.reference[shown, c], ":", color="black", label=f"interpreter y[{c}]", lw=1)
     ax.set_xlabel("step")
     ax.set_ylabel("output")
     ax.legend(loc="upper right", fontsize=7, ncol=2)
-    figures.append((f"Device output vs the float model over time (sequence 0{every})", _png(fig)))
+    same = ("The TFLite interpreter's output equals the device's at every step, byte for byte, so it is not drawn "
+            "again." if exact else f"The interpreter's output is drawn dotted: {report['reference']['mismatches']:,} "
+            "output values differ from the device's.")
+    if have_float:
+        title, why = f"Device output against the float model, sequence 0{every}", \
+            "Thin: the device; broad and light: the float model it was quantized from."
+    elif every_step:
+        title, why = f"Device output, sequence 0{every}", \
+            f"No float model to compare with ({report['float'].get('skipped') or 'none'})."
+    else:
+        title, why = f"Device output at each step, sequence 0{every}", \
+            "The float model is compared once per sequence, on the head's output after the last step (numbers above)."
+    figures.append({"section": "float", "title": title, "caption": f"{why} {same}", "png": _png(fig)})
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(9, 3.2))
-    ax.plot(steps, plot.ref_err, label="|device − interpreter| (max over sequences, outputs"
-                                       + (", steps of the bin)" if plot.bin > 1 else ")"))
-    if have_float:
-        rms = np.sqrt(plot.float_sq / np.maximum(plot.float_n, 1))
-        ax.plot(steps, rms, label="RMS(device − float model)")
-    ax.set_xlabel("step")
-    ax.set_ylabel("error")
-    ax.legend(loc="upper left", fontsize=7)
-    figures.append(("Error per step (a rising curve is drift)", _png(fig)))
-    plt.close(fig)
+    have_any_float = bool(plot.float_n.any())
+    if have_any_float or not exact:
+        fig, ax = plt.subplots(figsize=(9, 3.2))
+        if have_any_float:
+            rms = np.sqrt(plot.float_sq / np.maximum(plot.float_n, 1))
+            ax.plot(steps, rms, label="RMS(device − float model), over sequences and outputs")
+        if not exact:
+            ax.plot(steps, plot.ref_err, label="|device − interpreter|, the largest over sequences and outputs")
+        ax.set_xlabel("step")
+        ax.set_ylabel("error")
+        ax.legend(loc="upper left", fontsize=7)
+        binned = f" Each point is a bin of {plot.bin} steps (the RMS over the bin, the largest difference in it)." \
+            if plot.bin > 1 else ""
+        caption = ("The device never differs from the interpreter: this is the quantization's error alone. "
+                   if exact else "") + "A curve that rises with the steps is drift." + binned
+        figures.append({"section": "float", "title": "Error per step", "caption": caption, "png": _png(fig)})
+        plt.close(fig)
+
+    rows = [r for r in report.get("drift") or [] if r.get("rmse") is not None]
+    if rows:
+        fig, ax = plt.subplots(figsize=(9, 2.8))
+        labels = [r["label"] for r in rows]
+        ax.bar(range(len(rows)), [r["rmse"] for r in rows], color="#4e79a7", label="rmse")
+        ax.plot(range(len(rows)), [r["max_abs"] for r in rows], "o", color="#e15759", label="max abs")
+        ax.set_xticks(range(len(rows)), labels, fontsize=8)
+        ax.set_xlabel("window of steps")
+        ax.set_ylabel("error against the float model")
+        ax.legend(loc="upper left", fontsize=7)
+        figures.append({"section": "drift", "title": "Error against the float model per window of steps",
+                        "caption": "Over all sequences. Bars of one height: the error does not grow with the steps.",
+                        "png": _png(fig)})
+        plt.close(fig)
     return figures
 
 
-def _drift_table(report: dict) -> str:
+def _head(report: dict) -> dict:
+    from edgernn.targets.board import load_board
+    from edgernn.errors import EdgeRNNError
+
+    about = ""
+    try:
+        about = load_board(report["board"]).description if report.get("board") else ""
+    except EdgeRNNError:
+        pass
+    date = report.get("date") or ""
+    return {"model": report.get("model") or f"model {report['model_sha256'][:12]}",
+            "board": str(report.get("board")), "board_about": about, "quant": report["quant"],
+            "run": f"{report['steps']:,} steps × {report['sequences']:,} sequence{'s' if report['sequences'] > 1 else ''}",
+            "version": report.get("edgernn_version") or "?", "date": date.replace("T", " "),
+            "sha": report["model_sha256"]}
+
+
+def _exact(report: dict) -> tuple[dict, dict]:
+    ref = report["reference"]
+    floaty = report["quant"] == "float32"
+    states = ref.get("state_mismatches")
+    first = ref.get("first_mismatch")
+    if report["pass"]:
+        say = ("Every output and state the device gave is within 1e-5 (relative) of the TFLite interpreter's."
+               if floaty else "Every output and state byte the device gave equals the TFLite interpreter's, "
+               "the reference its C was generated to match.")
+    else:
+        where = (f" The first differs at sequence {first['sequence']}, step {first['step']:,}, output "
+                 f"{first['output']}: device {_g(first['device'])}, interpreter {_g(first['reference'])}."
+                 if first else "")
+        say = (f"{ref['mismatches']:,} of {ref['compared_values']:,} output values"
+               + (f" and {states:,} state bytes" if states else "") + " differ from the TFLite interpreter's." + where)
+    worst = _g(ref["max_abs"]) if floaty else f"{ref['max_abs_lsb']} LSB" + (f" ({_g(ref['max_abs'])})" if ref["max_abs"] else "")
+    card = {"id": "verdict", "title": "verdict", "big": "PASS" if report["pass"] else "FAIL",
+            "tone": "good" if report["pass"] else "bad", "lines": [say], "bars": []}
+    exact = {"id": "exactness", "title": "exactness", "tone": "good" if report["pass"] else "bad",
+             "big": f"{ref['mismatches']:,} of {ref['compared_values']:,} outputs differ", "bars": [],
+             "lines": [f"worst: {worst}"] + ([f"state bytes differing: {states:,}"] if states is not None else [])}
+    rows = [("output values compared", f"{ref['compared_values']:,}"),
+            ("output values that differ", f"{ref['mismatches']:,}"),
+            ("largest difference", worst)]
+    if states is not None:
+        rows.append(("state bytes that differ", f"{states:,}"))
+        if ref.get("first_state_mismatch_step") is not None:
+            rows.append(("first state difference", f"step {ref['first_state_mismatch_step']:,}"))
+    if first:
+        rows.append(("first output difference", f"sequence {first['sequence']}, step {first['step']:,}, output "
+                     f"{first['output']}: device {_g(first['device'])}, interpreter {_g(first['reference'])}"))
+    return {"say": say, "rows": rows}, {"verdict": card, "exactness": exact}
+
+
+def _float_model(report: dict) -> tuple[dict, dict]:
+    flt = report["float"]
+    drift = [r for r in report.get("drift") or [] if r.get("rmse") is not None]
+    if flt.get("rmse") is None:
+        why = flt.get("skipped") or "no float model"
+        card = {"id": "float", "title": "error vs the float model", "big": "not compared", "tone": "plain",
+                "lines": [why], "bars": []}
+        return {"say": f"Not compared: {why}.", "rows": []}, card
+    lines = [f"rmse {_g(flt['rmse'])} · max {_g(flt['max_abs'])} · cos {_g(flt['cos'], 6)}"]
+    if len(drift) > 1:
+        first, last = drift[0], drift[-1]
+        lines.append(f"drift: rmse {_g(first['rmse'], 3)} in steps {first['label']} → {_g(last['rmse'], 3)} in "
+                     f"{last['label']}")
+    elif drift:
+        lines.append(f"drift: one window ({drift[0]['label']}), rmse {_g(drift[0]['rmse'], 3)}")
+    card = {"id": "float", "title": "error vs the float model", "big": f"l2r {100 * flt['l2r']:.3g} %",
+            "tone": "plain", "lines": lines, "bars": []}
+    rows = [("compared with", flt.get("against") or "–"),
+            ("l2r (‖device − float‖ / ‖float‖)", _g(flt["l2r"])), ("rmse", _g(flt["rmse"])),
+            ("mae", _g(flt["mae"])), ("max abs", _g(flt["max_abs"])), ("cosine", _g(flt["cos"], 6))]
+    say = ("What quantization costs: the device's dequantized outputs against the float model's on the same "
+           "inputs, over every step and sequence (for a model with a head, its output after each sequence).")
+    return {"say": say, "rows": rows}, card
+
+
+def _drift(report: dict) -> dict:
     rows = report.get("drift") or []
-    if not rows:
-        return ""
-    cells = []
-    for row in rows:
-        values = [row["label"]] + [f"{row[k]:.4g}" if row.get(k) is not None else "–"
-                                   for k in ("rmse", "mae", "max_abs")] + [str(row.get("reference_mismatches", 0))]
-        cells.append("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in values) + "</tr>")
-    return ("<h2>Drift: error against the float model per window of steps</h2><table><tr><th>steps</th><th>rmse</th>"
-            "<th>mae</th><th>max abs</th><th>mismatches vs interpreter</th></tr>" + "".join(cells) + "</table>")
+    table = [(r["label"], _g(r.get("rmse")), _g(r.get("mae")), _g(r.get("max_abs")),
+              f"{r.get('reference_mismatches', 0):,}") for r in rows]
+    if not any(r.get("rmse") is not None for r in rows):
+        return {"say": "No drift windows: the float model was not compared step by step.", "table": table}
+    return {"say": "The error against the float model in windows of steps, over all sequences: a recurrent model "
+                   "whose state drifts away from the float model's shows a growing error in the later windows.",
+            "table": table}
+
+
+def _speed(report: dict) -> tuple[dict, dict]:
+    dev = report["device"]
+    cycles = dev.get("cycles_per_step") or 0
+    clock = dev.get("clock_hz")
+    lines = []
+    if clock and dev.get("us_per_step") is not None:
+        lines.append(f"{_g(dev['us_per_step'], 4)} µs/step at {_hz(clock)} · {_count(dev['steps_per_second'])} steps/s")
+    else:
+        lines.append(f"no clock: counted as {dev.get('cycle_counter') or 'the board counts'}")
+    if dev.get("macs_per_cycle"):
+        lines.append(f"{_g(dev['macs_per_cycle'], 3)} MAC/cycle ({_count(dev.get('macs_per_step'))} MACs/step)")
+    if dev.get("cluster_cycles_per_step"):
+        lines.append(f"the cluster's work alone: {_count(dev['cluster_cycles_per_step'])} cycles")
+    card = {"id": "speed", "title": "speed", "big": f"{_count(cycles)} cycles/step", "tone": "plain",
+            "lines": lines, "bars": []}
+    say = [f"cycles_per_step counts {dev.get('cycle_counter') or 'what the board counts'}."]
+    if dev.get("cluster_cycle_counter"):
+        say.append(f"cluster_cycles_per_step counts {dev['cluster_cycle_counter']}.")
+    if report.get("board") in ("gvsoc_gap8",):
+        say.append("These are GVSOC's timing model, not cycles measured on a GAP8.")
+    rows = [("cycles per step (mean)", _count(cycles)), ("median", _count(dev.get("cycles_per_step_median"))),
+            ("largest", _count(dev.get("cycles_per_step_max")))]
+    if dev.get("cluster_cycles_per_step"):
+        rows += [("the cluster's work alone (mean)", _count(dev["cluster_cycles_per_step"])),
+                 ("the cluster's work alone (median)", _count(dev.get("cluster_cycles_per_step_median")))]
+    if clock:
+        rows += [("clock", _hz(clock)), ("µs per step", _g(dev.get("us_per_step"))),
+                 ("steps per second", _count(dev.get("steps_per_second")))]
+    rows += [("MACs per step", _count(dev.get("macs_per_step"))), ("MAC per cycle", _g(dev.get("macs_per_cycle"), 3)),
+             ("cycles per MAC", _g(dev.get("cycles_per_mac"), 3))]
+    if dev.get("workers"):
+        rows.append(("what ran the step", f"{dev['workers']} core{'s' if dev['workers'] > 1 else ''}"
+                     + (", SIMD dot products" if dev.get("simd_dot") else "")
+                     + (", offloaded from the main core" if dev.get("offloaded") else "")))
+    if dev.get("l3_bytes_per_step"):
+        rows.append(("weights read from the stream memory per step", _bytes(dev["l3_bytes_per_step"])))
+    rows.append(("code", _bytes(dev.get("code_bytes"))))
+    return {"say": say, "rows": rows}, card
+
+
+def _profile(report: dict) -> dict | None:
+    prof = report.get("profile")
+    if not prof:
+        return None
+    total = prof["cycles"] or 1
+    colors = {}
+    ops = []
+    for i, r in enumerate(prof["ops"]):
+        colors[r["label"]] = OP_COLORS[i % len(OP_COLORS)]
+        mpc = f" · {_g(r['macs_per_cycle'], 3)} MAC/cycle" if r.get("macs_per_cycle") else ""
+        ops.append({"label": r["label"], "color": colors[r["label"]], "pct": round(100 * r["cycles"] / total, 2),
+                    "value": f"{r['cycles']:,} · {100 * r['share']:.1f} %{mpc}"})
+    cores = []
+    for k, core in enumerate(prof["cores"]):
+        segments = [{"name": r["label"], "color": colors[r["label"]], "pct": round(100 * r["work"][k] / total, 2),
+                     "cycles": f"{r['work'][k]:,}"} for r in prof["ops"] if r["work"][k]]
+        waited = prof["wait"][k]
+        segments.append({"name": "waiting", "color": WAIT_COLOR, "pct": round(100 * waited / total, 2),
+                         "cycles": f"{waited:,}"})
+        cores.append({"label": f"core {core}" + (" (master)" if k == 0 else ""), "segments": segments,
+                      "value": f"{prof['work'][k]:,} at work, {waited:,} waiting"})
+    table = [(r["label"], f"{r['cycles']:,}", f"{100 * r['share']:.1f} %", _count(r.get("macs")) if r.get("macs") else "–",
+              _g(r.get("macs_per_cycle"), 3), f"{sum(1 for w in r['work'] if w):d} of {len(prof['cores'])}")
+             for r in prof["ops"]]
+    counted = prof.get("counted_cycles")
+    check = f"The ops add up to {prof['cycles']:,} cycles, the traced step's body on the master core"
+    if counted:
+        check += (f"; the firmware's own counter gave {counted:,} cycles for that step "
+                  f"({100 * (prof['cycles'] - counted) / counted:+.2f} %).")
+    whole = prof.get("whole_step_cycles")
+    if whole and counted and whole != counted:
+        check += (f" The whole step as the application sees it took {whole:,} cycles: the other "
+                  f"{whole - counted:,} are the hand-over to the cluster and back.")
+    say = (f"Step {prof['step'] + 1} of the first sequence, from {prof['source']}. An op lasts from the master "
+           "core's first instruction of it to its first of the next; every core's cycles in that time are the "
+           "op's, at work or waiting (asleep at a barrier, or idle while the op runs on fewer cores).")
+    legend = [(r["label"], colors[r["label"]]) for r in prof["ops"]] + [("waiting", WAIT_COLOR)]
+    return {"say": say, "ops": ops, "cores": cores, "table": table, "check": check, "legend": legend}
+
+
+def _memory(report: dict) -> tuple[dict, dict]:
+    memories, table, bars = [], [], []
+    for m in report.get("memory") or []:
+        size = m["size"] or 1
+        parts = []
+        for name, n in m["items"].items():
+            streamed = name.startswith("l3:")
+            label = f"streamed weights {name[3:]}" if streamed else PLACED_NAMES.get(name, name)
+            parts.append((label, n, STREAMED_COLOR if streamed else PLACED_COLORS.get(name, "#8cd17d")))
+        code, link = m.get("code_bytes"), m.get("link_bytes")
+        if code:
+            parts.append(("code", code, CODE_COLOR))
+        if link:
+            parts.append(("link frames", link, LINK_COLOR))
+        inside = (code or 0) + (link or 0)
+        rest = m["reserved"] - inside if m["reserved"] else 0
+        if rest > 0:
+            parts.append(("the rest of the reserve (runtime, stacks, heap)", rest, RESERVE_COLOR))
+        segments = [{"name": label, "size": _bytes(n), "color": color, "pct": round(100 * n / size, 3)}
+                    for label, n, color in parts]
+        if m["reserved"]:
+            # the reserve is the end of the memory, beyond the budget: the free part of the budget before it
+            free = max(m["budget"] - m["placed_bytes"], 0)
+            segments.insert(len(m["items"]), {"name": "free", "size": _bytes(free), "color": "transparent",
+                                              "pct": round(100 * free / size, 3)})
+        budget_pct = round(100 * m["budget"] / size, 3) if m["budget"] < size else None
+        placed, budget = m["placed_bytes"], m["budget"]
+        headline = (f"{_bytes(placed)} placed of its {_bytes(budget)} budget ({100 * placed / budget:.1f} %)"
+                    if budget else f"{_bytes(placed)} placed") + f"; {_bytes(m['size'])} in all"
+        if m["reserved"]:
+            headline += f", {_bytes(m['reserved'])} kept out of the budget"
+        memories.append({"name": m["memory"], "headline": headline, "segments": segments, "budget_pct": budget_pct,
+                         "legend": [(f"{label} {_bytes(n)}", color) for label, n, color in parts]})
+        table += [(m["memory"], label, f"{n:,}") for label, n, _ in parts]
+        if not placed:
+            continue
+        bars.append({"label": f"{m['memory']}: {_bytes(placed)} of {_bytes(budget)}"
+                              + (f" ({100 * placed / budget:.0f} %)" if budget else ""),
+                     "segments": [{"name": label, "color": color, "pct": round(min(100.0, 100 * n / (budget or 1)), 2)}
+                                  for label, n, color in parts[:len(m["items"])]],
+                     "budget_pct": None})
+    say = ("Each memory of the board, at its scale: what the build placed there (the manifest's placement), "
+           "the code and the link's frame buffers where they live, and the reserve the budget keeps free for what "
+           "edgernn does not size (runtime, stacks). The dashed line is the budget placement must fit.")
+    used = [f"{m['memory']} {100 * m['placed_bytes'] / m['budget']:.2g} %" for m in report.get("memory") or []
+            if m["placed_bytes"] and m["budget"]]
+    card = {"id": "memory", "title": "memory placed, of its budget", "tone": "plain",
+            "big": " · ".join(used) or "–", "lines": [], "bars": bars}
+    if not bars:
+        card["lines"] = ["the board's memories are not known"]
+    return {"say": say, "memories": memories, "table": table}, card
+
+
+def _precision(report: dict) -> dict | None:
+    plan = report.get("precision")
+    if not plan:
+        return None
+    layers = ", ".join(f"{n} in {layer}" for layer, n in (plan.get("int16_ops_by_layer") or {}).items()) or "none"
+    rows = [("budget (l2r)", _g(plan.get("max_error"))), ("reached on the calibration data", _g(plan.get("calibration_l2r"))),
+            ("reached in this run", _g(plan.get("l2r_reached"))), ("all int8", _g(plan.get("int8_l2r"))),
+            ("all int16", _g(plan.get("int16_l2r"))), ("met", str(plan.get("met"))),
+            ("ops in int16", f"{plan.get('int16_ops')} of {(plan.get('int16_ops') or 0) + (plan.get('int8_ops') or 0)} "
+                             f"({layers})"),
+            ("QUANTIZE ops where the types meet", str(plan.get("quantize_ops"))),
+            ("x, y", f"{plan.get('x')}, {plan.get('y')}"),
+            ("states", ", ".join(f"{k} {v}" for k, v in (plan.get("states") or {}).items()) or "none")]
+    return {"say": "A --quant auto model: int8 where the error allows, int16 where it does not, to meet the budget.",
+            "rows": rows}
+
+
+def _plain_rows(section: dict) -> list[tuple[str, str]]:
+    return [(key.replace("_", " "), f"{value:.6g}" if isinstance(value, float) else str(value))
+            for key, value in (section or {}).items()]
+
+
+def page(report: dict, plot, every_step: bool) -> dict:
+    """What report.html says, computed and worded: the template only lays it out."""
+    exact, cards = _exact(report)
+    float_model, float_card = _float_model(report)
+    speed, speed_card = _speed(report)
+    memory, memory_card = _memory(report)
+    figures = plots(report, plot, every_step)
+    float_model["figures"] = [f for f in figures if f["section"] == "float"]
+    drift = _drift(report)
+    drift["figures"] = [f for f in figures if f["section"] == "drift"]
+    link = report.get("link") or {}
+    return {"verdict": "PASS" if report["pass"] else "FAIL", "head": _head(report),
+            "cards": [cards["verdict"], cards["exactness"], float_card, speed_card, memory_card],
+            "notes": report.get("notes") or [], "exact": exact, "float_model": float_model, "drift": drift,
+            "speed": speed, "profile": _profile(report), "memory": memory, "precision": _precision(report),
+            "no_profile": "Not profiled: `edgernn validate OUT --profile` traces one step on a board that can "
+                          "(gvsoc_gap8) and shows here the cycles of each op and core.",
+            "inputs": _plain_rows(report.get("inputs")),
+            "link": _plain_rows({k: v for k, v in link.items() if k != "device_frames"})
+                    + [("device frames", f"receives {(link.get('device_frames') or {}).get('receives')} B, sends "
+                                         f"{(link.get('device_frames') or {}).get('sends')} B")]}
+
+
+def render_html(report: dict, plot, every_step: bool) -> str:
+    import jinja2
+
+    from edgernn.resources import templates_dir
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir() / "report")),
+                             autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    return env.get_template("report.html.j2").render(**page(report, plot, every_step))
 
 
 def write_html(report: dict, path: str | Path, *, plot, every_step: bool) -> Path:
     path = Path(path)
-    verdict = "PASS" if report["pass"] else "FAIL"
-    rows = []
-    for section in ("reference", "float", "inputs", "device", "link"):
-        for key, value in (report.get(section) or {}).items():
-            shown = f"{value:.6g}" if isinstance(value, float) else str(value)
-            rows.append(f"<tr><td>{section}</td><td>{html.escape(key)}</td><td>{html.escape(shown)}</td></tr>")
-    images = "".join(f"<h2>{html.escape(title)}</h2><img alt='{html.escape(title)}' src='data:image/png;base64,{data}'>"
-                     for title, data in plots(plot, every_step))
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in report.get("notes", []))
-    _write_whole(path, f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>edgernn validate: {verdict}</title>
-<style>body{{font-family:sans-serif;max-width:960px;margin:2em auto}}td,th{{padding:2px 8px}}
-.pass{{color:#070}}.fail{{color:#b00}}</style></head><body>
-<h1 class="{verdict.lower()}">{verdict}: {html.escape(str(report['board']))}, {html.escape(report['quant'])},
-{report['steps']} steps × {report['sequences']} sequences</h1>
-<p>model SHA-256 {html.escape(report['model_sha256'])}</p>
-<ul>{notes}</ul>
-{_drift_table(report)}
-<table>{''.join(rows)}</table>
-{images}
-</body></html>
-""")
+    _write_whole(path, render_html(report, plot, every_step))
     return path

@@ -401,7 +401,7 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
              json_path: str | os.PathLike | None = None, html_path: str | os.PathLike | None = None,
              states: str = "every", timeout: float | None = None, view=None,
              reference=None, seed: int = 0, save: str | os.PathLike | None = None,
-             chunk_steps: int = CHUNK_STEPS) -> dict:
+             chunk_steps: int = CHUNK_STEPS, profile: bool = False) -> dict:
     """Validate the firmware of ``out_dir`` on its board; returns the report (``report["pass"]``).
 
     ``port``: a pyserial URL; without one an emulated board is started and stopped here.
@@ -409,7 +409,9 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
     frames, in the model's input units; else
     ``steps`` x ``sequences`` synthetic steps. ``save``: write the device's outputs to this .npz.
     ``reference`` replaces the interpreter (tests only): an object with ``start()`` and
-    ``advance(xq_chunk) -> ReferenceRun``. ``view`` shows the run (the command line's is
+    ``advance(xq_chunk) -> ReferenceRun``. ``profile``: also run a few steps of the first sequence with the
+    board's instructions traced, and say where one step's cycles go, op by op and core by core (report
+    ``profile``; a board that cannot trace is refused before the run). ``view`` shows the run (the command line's is
     ``edgernn.cli.render.ValidationView``): ``progress(total)`` is a context giving ``advance(n)`` or
     None, ``summary(report)`` shows the verdict. Without one, nothing is printed.
 
@@ -423,6 +425,7 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
         raise EdgeRNNError(f"board {board.name} is hardware: flash it (`edgernn flash {out}`), then pass its "
                            "serial port, e.g. `--port /dev/ttyUSB0`")
     test = TestSequences(data, manifest, steps, sequences, seed)
+    profiler = _profiler(out, board) if profile else None
     files = _ReportFiles.checked(out, json_path, html_path, save)
     if reference is None:
         reference = InterpreterReference(out, manifest)
@@ -431,6 +434,12 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
     run = _run_on_device(out, manifest, board, port, test, reference, floats, tally, files, view,
                          baud=baud, timeout=timeout, states=states, chunk_steps=chunk_steps)
     report = _report(manifest, test, tally, floats, run, files)
+    if profiler is not None:
+        try:
+            report["profile"] = _profile(out, manifest, profiler, test, view)
+        except EdgeRNNError as exc:
+            # the verdict stands without the profile: say why it is missing rather than lose the run
+            report["notes"].append(f"--profile: no profile, {exc}")
     # The verdict first: a report that cannot be written must not lose it.
     if view is not None:
         view.summary(report)
@@ -701,6 +710,9 @@ def _report(manifest: dict, test: TestSequences, tally: _Tally, floats: _FloatSi
         report["device"]["cycles_per_mac"] = report["device"]["cycles_per_step"] / macs
         if report["device"]["cycles_per_step"]:
             report["device"]["macs_per_cycle"] = macs / report["device"]["cycles_per_step"]
+    report["device"].update(_speed(report["device"]["cycles_per_step"], _manifest_board(run.board_name)))
+    report.update(_what_ran(manifest))
+    report["memory"] = memory_use(manifest, _manifest_board(run.board_name), run.code_bytes, run.info)
     report["files"] = {"json": str(files.json), "html": str(files.html),
                        **({"save": str(files.save)} if files.save else {})}
     return report
@@ -824,6 +836,117 @@ def precision_summary(precision: dict | None) -> dict | None:
             "int8_ops": precision.get("int8_ops"), "quantize_ops": precision.get("quantize_ops"),
             "x": precision.get("x"), "y": precision.get("y"), "states": precision.get("states"),
             "int16_ops_by_layer": by_layer}
+
+
+def _speed(cycles: float, board) -> dict:
+    """The step's speed at the clock the board's counter counts in (``cpu.clock_hz``; none: unknown)."""
+    clock = board.cpu.clock_hz if board is not None and board.cpu.clock_hz else None
+    if not clock or not cycles:
+        return {"clock_hz": clock, "us_per_step": None, "steps_per_second": None}
+    return {"clock_hz": clock, "us_per_step": cycles / clock * 1e6, "steps_per_second": clock / cycles}
+
+
+def _what_ran(manifest: dict) -> dict:
+    """The model's name, this edgernn's version and the time the report was made."""
+    from datetime import datetime
+
+    from edgernn._version import __version__
+
+    source = manifest.get("source") or {}
+    name = source.get("name") or (Path(manifest["model_file"]).name if manifest.get("model_file") else None)
+    return {"model": name, "edgernn_version": __version__,
+            "date": datetime.now().astimezone().isoformat(timespec="seconds")}
+
+
+def memory_use(manifest: dict, board, code_bytes: int | None, info=None) -> list[dict]:
+    """Each memory of the board: its size, the reserve its budget leaves out, and what is placed there (the
+    manifest's placement items); the memory that holds the code also shows the code's bytes and the link's
+    frame buffers (the frame being received, the last answer and its encoded copy, from the sizes HELLO
+    announced)."""
+    if board is None:
+        return []
+    placement = manifest.get("placement") or {}
+    items = placement.get("items") or {}
+    budgets = placement.get("budgets") or {}
+    code_memory = next((m.name for m in board.memories_typed if "code" in m.holds), None)
+    if not items and code_memory:
+        # a folder without placement (firmware generated, not built by `edgernn build`): its sizes, in the
+        # board's main memory
+        sizes = {"weights": "weight_bytes", "state": "state_bytes", "arena": "arena_bytes"}
+        items = {item: {"memory": code_memory, "bytes": manifest[key]} for item, key in sizes.items()
+                 if manifest.get(key) is not None}
+    link = None
+    if info is not None and getattr(info, "max_frame", 0):
+        sends = info.answer_limit
+        link = info.max_frame + sends + sends + sends // 254 + 2
+    rows = []
+    for mem in board.memories_typed:
+        placed = {name: int(item["bytes"]) for name, item in items.items() if item.get("memory") == mem.name}
+        row = {"memory": mem.name, "size": mem.size, "reserved": mem.reserved,
+               "budget": int(budgets.get(mem.name, mem.budget)), "items": placed,
+               "placed_bytes": sum(placed.values())}
+        if mem.name == code_memory:
+            row["code_bytes"], row["link_bytes"] = code_bytes, link
+        rows.append(row)
+    return rows
+
+
+PROFILE_STEP = 2       # the step profiled: the third of the first sequence, the first two warm the caches
+
+
+def _profiler(out: Path, board):
+    """The adapter that profiles OUT's board; a board that cannot is refused in one line, before the run."""
+    from edgernn.targets.device import adapter_for, out_board
+
+    adapter = adapter_for(board if board is not None else out_board(out))
+    if not adapter.profiler:
+        adapter.start_profiled(out, PROFILE_STEP)        # says why not
+    return adapter
+
+
+def _profile(out: Path, manifest: dict, adapter, test: TestSequences, view) -> dict:
+    """One step of the first sequence profiled on the board (docs/report.md, ``profile``): each statement of
+    the step's body with its ops, cycles, share, MACs and MAC/cycle, and its work and wait on each core,
+    beside the firmware's own count of that step."""
+    from edgernn.link import LinkClient
+    from edgernn.tflite import model as tfl
+
+    want = PROFILE_STEP + 2
+    x = test.chunk(0, 0, min(want, test.steps))
+    if len(x) < want:     # a short run: the profile steps on with the last input
+        x = np.concatenate([x, np.repeat(x[-1:], want - len(x), axis=0)])
+    step = min(PROFILE_STEP, test.steps - 1)
+    if view is not None and hasattr(view, "note"):
+        view.note(f"profiling step {step + 1} on {adapter.board.name} ({adapter.profiler})")
+    settings = adapter.link_settings(started=True)
+    traced = adapter.start_profiled(out, step)
+    try:
+        # a traced simulation runs many times slower than a plain one
+        with LinkClient.open(traced.url, baud=settings.baud, timeout=settings.timeout_s * 10) as link:
+            if settings.ready_timeout_s is not None:
+                link.wait_ready(settings.ready_timeout_s * 10)
+            link.hello()
+            counted = link.run(quantize(x, manifest["inputs"][0]), states="none")
+            with contextlib.suppress(LinkError):
+                link.bye()
+        raw = traced.result()
+    finally:
+        traced.stop()
+    step_file = out / (manifest.get("files") or {}).get("step", "step.tflite")
+    macs = tfl.op_macs(tfl.read(step_file.read_bytes())) if step_file.is_file() else []
+    total = raw["cycles"]
+    ops = []
+    for row in raw["statements"]:
+        op_macs = sum(macs[i] for i in row["ops"] if i < len(macs))
+        ops.append({"label": row["label"], "ops": row["ops"], "cycles": row["cycles"],
+                    "share": row["cycles"] / total if total else 0.0, "macs": op_macs,
+                    "macs_per_cycle": op_macs / row["cycles"] if row["cycles"] and op_macs else None,
+                    "work": row["work"], "wait": row["wait"]})
+    whole = int(counted.cycles[step])
+    team = int(counted.team_cycles[step]) if counted.team_cycles is not None else None
+    return {"source": raw["source"], "step": raw["step"], "cycles": total,
+            "counted_cycles": team if team is not None else whole, "whole_step_cycles": whole,
+            "cores": raw["cores"], "ops": ops, "work": raw["work"], "wait": raw["wait"]}
 
 
 def _cycle_counter(board_name: str | None, field: str = "cycle_counter") -> str | None:

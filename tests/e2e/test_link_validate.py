@@ -23,8 +23,19 @@ def toy_out(tmp_path):
     return make_toy_out(tmp_path / "out")
 
 
-def test_validate_on_the_host_board_passes_and_writes_reports(toy_out):
-    report = validate(toy_out, steps=1200, sequences=2, reference=toy_reference)
+def test_validate_on_the_host_board_passes_and_writes_reports(toy_out, monkeypatch):
+    """... also when the profile asked for fails after the run: the verdict and the report stand, and a note
+    says why there is no profile."""
+    from edgernn.targets.native import NativeAdapter
+
+    def no_trace(self, out_dir, step):
+        raise EdgeRNNError("the emulator's trace could not be read")
+
+    monkeypatch.setattr(NativeAdapter, "profiler", "a tracer")
+    monkeypatch.setattr(NativeAdapter, "start_profiled", no_trace)
+    report = validate(toy_out, steps=1200, sequences=2, reference=toy_reference, profile=True)
+    assert "profile" not in report
+    assert report["notes"][-1] == "--profile: no profile, the emulator's trace could not be read"
     assert REPORT_KEYS <= set(report)
     assert report["pass"] and exit_code(report) == 0
     assert report["reference"]["mismatches"] == 0 and report["reference"]["state_mismatches"] == 0
@@ -34,7 +45,19 @@ def test_validate_on_the_host_board_passes_and_writes_reports(toy_out):
     saved = json.loads((toy_out / "report.json").read_text())
     assert saved["pass"] is True and saved["reference"] == report["reference"]
     page = (toy_out / "report.html").read_text()
-    assert page.count("data:image/png;base64,") == 2 and "PASS" in page
+    # no float model and no difference from the reference: the outputs are the one plot, and the page says
+    # why the others are not there
+    assert page.count("data:image/png;base64,") == 1 and '<span class="badge">PASS</span>' in page
+    assert "No float model to compare with" in page and "so it is not drawn again" in page
+    assert "No drift windows: the float model was not compared step by step." in page
+    assert "no profile, the emulator&#39;s trace could not be read" in page
+
+
+def test_profile_is_refused_before_the_run_on_a_board_that_cannot_trace(toy_out):
+    with pytest.raises(EdgeRNNError, match="board host cannot profile a step: --profile needs a board whose "
+                                           r"instructions edgernn can trace \(gvsoc_gap8, qemu_riscv32\)"):
+        validate(toy_out, steps=10, reference=toy_reference, profile=True)
+    assert not (toy_out / "report.json").exists()
 
 
 def test_validate_fails_when_the_device_differs_from_the_reference(toy_out):

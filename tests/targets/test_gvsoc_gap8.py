@@ -104,6 +104,42 @@ def test_validates_on_gvsoc_gap8(built, kind):
     assert 0 < dev["cluster_cycles_per_step_median"] < dev["cycles_per_step_median"]
 
 
+def test_validate_profile_says_where_a_steps_cycles_go_per_op_and_core(built, tmp_path):
+    """validate --profile traces one step of the cluster's 8 cores in GVSOC: each op of model.c's step gets its
+    cycles, the ops add up to the firmware's own count of that step within 2 %, the ops the team shares keep
+    all 8 cores at work while the others run on the master alone, and each op's MACs are the step model's."""
+    import json
+
+    from zoo import trajectories
+
+    from edgernn.validate.run import validate
+
+    out, n_in = built("lstm64")
+    manifest = json.loads((out / "manifest.json").read_text())
+    report = validate(out, data=trajectories(1, 20, n_in, 5), profile=True, json_path=tmp_path / "r.json")
+    assert report["pass"]
+    prof = report["profile"]
+    assert prof["step"] == 2 and prof["cores"] == list(range(8)) and "GVSOC" in prof["source"]
+    total = sum(op["cycles"] for op in prof["ops"])
+    assert total == prof["cycles"]
+    # the trace's window against the firmware's own count (PI_PERF_CYCLES around the step's body)
+    assert abs(total - prof["counted_cycles"]) <= 0.02 * prof["counted_cycles"], prof
+    assert prof["counted_cycles"] < prof["whole_step_cycles"]
+    for k in range(8):
+        assert sum(op["work"][k] + op["wait"][k] for op in prof["ops"]) == total
+    ops = {op["label"]: op for op in prof["ops"] if op["ops"]}
+    assert [label.split(": ")[1] for label in ops][:2] == ["FULLY_CONNECTED", "FULLY_CONNECTED"]
+    for label, op in ops.items():
+        shared = bool(set(op["ops"]) & set(manifest["team_ops"]))
+        at_work = [w > 0 for w in op["work"]]
+        assert at_work == ([True] * 8 if shared else [True] + [False] * 7), (label, op["work"])
+    assert sum(op["macs"] for op in prof["ops"]) == manifest["macs_per_step"]
+    recurrent = ops["0: FULLY_CONNECTED"]
+    assert recurrent["macs"] == 64 * 256 and recurrent["macs_per_cycle"] == recurrent["macs"] / recurrent["cycles"]
+    page = (tmp_path / "r.html").read_text()
+    assert 'id="cycles-by-op"' in page and 'id="cycles-by-core"' in page and "core 7" in page
+
+
 def run_variant(out, make_vars: dict, xs: np.ndarray, tmp_path):
     """The same project built with other make variables, run in GVSOC: outputs, states, what ran."""
     from edgernn.targets import device as devices
