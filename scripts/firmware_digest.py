@@ -2,7 +2,8 @@
 """Print a digest of what ``edgernn build`` generates for every test model, to show that a change of
 edgernn's code left the generated firmware byte-identical.
 
-For each model of tests/support/zoo.py (plus ltc_dense and a fused LSTM), each quantization and each
+For each model of tests/support/zoo.py (plus ltc_dense, a fused LSTM, and three of frames_zoo.py: a
+CNN + CfC, a causal Conv1D + GRU and a camera CNN + GRU over L2), each quantization and each
 board of --boards, the model is built through the ``edgernn`` command's main function (in this
 process, so TensorFlow loads once) from a model file in --models-dir, saved there once and reused: a
 model rebuilt in another process, or after other models, need not have the same weights, and the
@@ -67,8 +68,13 @@ def _models():
     sys.path[:0] = [str(ROOT / "tests" / "support"), str(ROOT / "tests")]   # this layout, and the one before
     import zoo
 
+    import frames_zoo
+
     models = dict(zoo.ZOO)
     models["ltc_dense"] = zoo.ltc_dense
+    models["frame_cfc"] = frames_zoo.frame_cfc          # CNN front end: convolutions, pools, the fused loop
+    models["tcn_gru"] = frames_zoo.tcn_gru              # causal Conv1D states
+    models["camera_gru_l3"] = frames_zoo.camera_gru_l3  # over the AI-deck's L2: weights streamed from L3
     models["fused_lstm"] = lambda seed=0: zoo.fused_lstm(time=8, units=12, sequences=True, dense_before=True,
                                                          dense_after=True, seed=seed)
     return models
