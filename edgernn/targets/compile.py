@@ -111,8 +111,26 @@ def select_sources(firmware_dir: Path, board: Board, part: Part) -> list[Path]:
     return model + [firmware_dir / n for n in project]
 
 
-def _run(cmd: list[str], board: Board, what: str) -> None:
-    proc = procs.run(cmd)
+def compiler_cache(flags: list[str]) -> list[str]:
+    """``["ccache"]`` where ccache is installed, else ``[]``: the launcher of every compile of a source.
+
+    Every firmware folder holds its own copy of the same kernel sources, compiled with the same flags, so
+    their objects come from ccache after the first build. Each compile runs in the firmware folder, which
+    is ccache's base directory (CCACHE_BASEDIR, CCACHE_NOHASHDIR), so the folder's path is not hashed.
+    None with debug information (-g), whose objects would then name the folder that first compiled them,
+    nor with EDGERNN_CCACHE=0."""
+    if os.environ.get("EDGERNN_CCACHE", "1") == "0" or shutil.which("ccache") is None:
+        return []
+    if any(f.startswith("-g") and f != "-g0" for f in flags):
+        return []
+    return ["ccache"]
+
+
+def _run(cmd: list[str], board: Board, what: str, cwd: Path | None = None) -> None:
+    env = None
+    if cwd is not None and cmd[0] == "ccache":
+        env = {**os.environ, "CCACHE_BASEDIR": str(cwd), "CCACHE_NOHASHDIR": "1"}
+    proc = procs.run(cmd, cwd=cwd, env=env)
     if proc.returncode != 0:
         lines = ((proc.stderr or "") + "\n" + (proc.stdout or "")).strip().splitlines() or ["(no output)"]
         errors = [line for line in lines if "error" in line] or lines
@@ -179,6 +197,7 @@ def compile_firmware(firmware_dir: str | os.PathLike, board: str | Board, *, par
     output_name = output_name or board.elf_name
     flags = board_cflags(board, part, cflags)
     defines = board_defines(board)
+    launcher = compiler_cache(flags)
     results = []
     for k, cc in enumerate(compilers):
         out_dir = build_dir if k == 0 else build_dir.with_name(f"{build_dir.name}-{Path(cc).name}")
@@ -188,8 +207,9 @@ def compile_firmware(firmware_dir: str | os.PathLike, board: str | Board, *, par
         for src, suffix, into in [*((s, ".o", objects) for s in sources),
                                   *((Path(s), ".extra.o", extra_objects) for s in extra_sources)]:
             obj = obj_dir / (src.stem + suffix)
-            cmd = [cc, *flags, *defines, f"-I{firmware_dir}", "-c", str(src), "-o", str(obj)]
-            _run(cmd, board, src.name)
+            cmd = [*launcher, cc, *flags, *defines, f"-I{firmware_dir.resolve()}", "-c", str(Path(src).resolve()),
+                   "-o", str(obj.resolve())]
+            _run(cmd, board, src.name, cwd=firmware_dir.resolve())
             commands.append(cmd)
             into.append(obj)
         if check:
