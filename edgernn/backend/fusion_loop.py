@@ -131,11 +131,13 @@ class Constant:
 
 @dataclass
 class Step:
-    """One member's element: its value, and the pointer it is stored through (None: registers only)."""
+    """One member's element: its value, and the pointer it is stored through (None: registers only) as
+    that pointer's type."""
     op: int
     op_name: str
     value: object
     store: str | None = None
+    ctype: str = "int8_t"
 
 
 @dataclass
@@ -264,6 +266,37 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
             v = (Call("edgernn_mul_out_narrow", (AddressOf(k), Call("edgernn_mul_prod", (AddressOf(k), x1, x2)),
                                                  *map(Int, nw))) if nw else
                  Call("edgernn_mul_elem", (AddressOf(k), x1, x2)))
+        elif m.fn in ("edgernn_mul_n_s16", "edgernn_mul_s16"):
+            q = structs[a["p"].name]
+            constants.append(Constant("edgernn_mul_k_t", k.name, Call("edgernn_mul_k", (
+                Params("edgernn_mul_params_t", _ints(q.fields)),)), m.op_index))
+            v = Call("edgernn_mul_elem", (AddressOf(k), operand(a["in1"].index, s1), operand(a["in2"].index, s2)))
+        elif m.fn in ("edgernn_addsub_n_s16", "edgernn_addsub_s16"):
+            q = structs[a["p"].name]
+            constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
+                Params("edgernn_addsub_params_t", _ints(q.fields)), Int(a["subtract"]))), m.op_index))
+            v = Call("edgernn_addsub_elem", (AddressOf(k), operand(a["in1"].index, s1), operand(a["in2"].index, s2)))
+        elif m.fn == "edgernn_addsub_const_s16":
+            q = structs[a["p"].name]
+            karr = next(arr for arr in m.arrays if arr.name == a["k"].name)
+            constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
+                Params("edgernn_addsub_params_t", _ints(q.fields)), Int(a["negate"]))), m.op_index))
+            v = Call("edgernn_addsub_const_elem", (AddressOf(k), operand(a["in"].index), Element(Name(karr.name), INDEX)))
+        elif m.fn in ("edgernn_logistic_s16", "edgernn_tanh_s16"):
+            mult, left = int(a["input_multiplier"]), int(a["input_left_shift"])
+            if mult == 0:       # the kernel's own substitution (edgernn_elementwise.c)
+                mult, left = 3 << left, 0
+            v = Call(f"{m.fn}_elem", (operand(a["in"].index), Int(mult), Int(left),
+                                      Int(1 << (left - 1) if left > 0 else 0)))
+        elif m.fn in ("edgernn_requantize_s8_s16", "edgernn_requantize_s16_s8"):
+            off, _, zo, mult, shift, lo, hi = _ints(structs[a["p"].name].fields)
+            x = operand(a["in"].index)
+            bound = (128 if m.fn.endswith("s8_s16") else 32768) + abs(off)
+            left, e = max(shift, 0), max(-shift, 0)
+            v = (Call("edgernn_requantize_narrow_elem", (x, Int(off), Int(left), Int(mult), Int(e), Int(zo), Int(lo),
+                                                         Int(hi)))
+                 if fusion.requantize_narrow(mult, shift, bound) else
+                 Call("edgernn_requantize_elem", (x, Int(off), Int(mult), Int(shift), Int(zo), Int(lo), Int(hi))))
         elif m.fn == "edgernn_div_s8":
             q = structs[a["p"].name]
             constants.append(Constant("edgernn_mul_params_t", k.name, Braces(_ints(q.fields)), m.op_index))
@@ -302,18 +335,18 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
         else:
             raise ValueError(f"{m.fn} is not fusable")
         out_t = a["out"].index
-        store = None
+        store, ctype = None, "int8_t"
         if out_t in call.stored:
             # through a pointer taken before the loop: the int8 store could alias the arena's base pointer,
             # which the compiler would otherwise load again in every iteration
-            store = f"out{len(stores)}"
-            stores.append(Pointer(store, "int8_t", place(out_t), writes=True))
-        steps.append(Step(m.op_index, m.op, v, store))
+            store, ctype = f"out{len(stores)}", _ctype(place(out_t))
+            stores.append(Pointer(store, ctype, place(out_t), writes=True))
+        steps.append(Step(m.op_index, m.op, v, store, ctype))
         value[out_t] = Value(m.op_index)
     steps = _drop_unread(steps)
     constants = [c for c in constants if any(s.op == c.op for s in steps)]
     read = {n.name for s in steps for n in _walk(s.value) if isinstance(n, Load)}
-    pointers = [Pointer(name, "int8_t", place(t)) for (t, _), name in loads.items() if name in read]
+    pointers = [Pointer(name, _ctype(place(t)), place(t)) for (t, _), name in loads.items() if name in read]
     reads_input = any(root(t) == input_tensor for (t, _), name in loads.items() if name in read)
     loop = Loop(call.fn, ", ".join(f"{m.op_index} ({m.op})" for m in call.members),
                 place(input_tensor) if reads_input else None, pointers, stores, [], constants, [], steps)
@@ -324,6 +357,11 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
             loop.counters.append(Counter(d, inner, dims[d]))
             inner *= dims[d]
     return loop
+
+
+def _ctype(place) -> str:
+    """The element type a tensor is loaded and stored as (int8_t for a loop built without places)."""
+    return place.ctype if place is not None else "int8_t"
 
 
 def _addsub_scaled(k: Name, w: int, x):
