@@ -227,3 +227,28 @@ def test_groups_hold_each_constant_once(converted, name):
     shared = [g for g in groups if len(g) > 1]
     if name == "ltc_dense":  # its six ODE unfolds read one set of parameters
         assert shared and max(len(g) for g in shared) >= 6
+
+
+@pytest.mark.toolchain
+def test_ltc_mixed_model_c_matches_interpreter(converted, tmp_path):
+    """The LTC's mixed model through the C backend: int16 broadcasting loops around int8 divisions, the
+    seams inside the loops, every output and state byte the interpreter's over a trajectory and inputs
+    wider than calibration."""
+    import shutil
+
+    import backend_harness as H
+
+    _, _, _, folder = converted("ltc_dense", 0.001)
+    out = tmp_path / "ltc"
+    shutil.copytree(folder, out)
+    b = H.build(out)
+    model_c = (out / "firmware" / "model.c").read_text()
+    assert "int16_t *const out0" in model_c and "edgernn_div_elem(" in model_c
+    assert "edgernn_requantize_narrow_elem(" in model_c and "int d2 = " in model_c
+    n = int(H.load_interpreter(out / "step.tflite").get_signature_runner().get_input_details()["x"]["shape"][-1])
+    for xs in (zoo.trajectories(1, 100, n, seed=4)[0],
+               np.random.default_rng(9).normal(0.0, 2.0, size=(60, n)).astype(np.float32)):
+        xq = H.quantize_x(out, xs)
+        ref, _ = H.reference_bytes(out, xq)
+        got, _ = H.run_driver(b.exe, xq, ref.shape[1], out)
+        assert all(bad == 0 for bad, _ in H.compare_tensors(got, ref, out).values())
