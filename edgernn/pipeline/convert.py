@@ -230,7 +230,7 @@ def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: A
             log(f"plan: {line}")
         calibration = _calibration(calib, plan.input_shape, quant, warn)
         strategy = (FusedStrategy if diagnosis.fused else StepStrategy)(loaded, plan, log)
-        strategy.max_error, strategy.warn = max_error, warn
+        strategy.max_error, strategy.warn, strategy.board = max_error, warn, board
         manifest = _run_pipeline(strategy, loaded, plan, calibration, quant, staging, log)
         manifest.board = board
         manifest.mode_requested = mode
@@ -378,6 +378,7 @@ class StepStrategy:
     precision = None
     head_quant = None  # the head's quantization when it is not --quant (auto: the step output's dtype)
     max_error = DEFAULT_MAX_ERROR
+    board: str | None = None     # the board a build is for: the cost --quant auto weighs plans by
 
     def __init__(self, loaded: LoadedModel, plan: Plan, log: Log):
         self.loaded, self.plan, self.log = loaded, plan, log
@@ -440,7 +441,8 @@ class StepStrategy:
         probe = self.samples_sequences[:8]
         want = mixed.run_quantized(step_float, probe, pair.ties)
         self.log(f"auto: choosing int8 or 16x8 per op for l2r <= {self.max_error:g} on {len(probe)} sequences")
-        plan, mixed_model = mixed.plan_precision(pair, probe, want, self.max_error, self.log)
+        plan, mixed_model = mixed.plan_precision(pair, probe, want, self.max_error, self.log,
+                                                 cost=_plan_cost(self.board))
         if not plan.met:
             self.warn(f"WARNING: --quant auto: {plan.note}; the step model is all int16 where TFLite allows it")
         self.precision = mixed.precision_entry(pair, plan, mixed_model, self.max_error, probe)
@@ -476,12 +478,34 @@ class StepStrategy:
         return {}
 
 
+def _plan_cost(board_name: str | None):
+    """What --quant auto weighs a plan by: a mixed step model's estimated (cycles per step, weight and arena
+    bytes), from the C backend's lowering (edgernn/backend/cost.py) with the team of ``board_name``'s board
+    (one core without a board); None for a model the backend cannot lower."""
+    from edgernn.backend.cost import estimate_step_cost
+
+    board = None
+    if board_name is not None:
+        from edgernn.targets.board import load_board
+
+        board = load_board(board_name)
+
+    def cost(step: bytes) -> tuple[int, int] | None:
+        try:
+            c = estimate_step_cost(step, board=board)
+        except EdgeRNNError:
+            return None
+        return c.cycles_per_step, c.bytes
+    return cost
+
+
 class FusedStrategy:
     """One UNIDIRECTIONAL_SEQUENCE_LSTM per LSTM, one invoke per time step, the states in its variable tensors."""
 
     mode = "fused"
     head_quant = None
     max_error = DEFAULT_MAX_ERROR
+    board: str | None = None     # the board a build is for: the cost --quant auto weighs plans by
 
     def __init__(self, loaded: LoadedModel, plan: Plan, log: Log):
         self.loaded, self.plan, self.log = loaded, plan, log
