@@ -216,13 +216,14 @@ def _ints(values) -> tuple[int, ...]:
 
 
 def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int = -1, root=lambda t: t,
-               fast: dict[str, Place] | None = None) -> Loop:
+               fast: dict[str, Place] | None = None, same: dict[str, str] | None = None) -> Loop:
     """The loop of a fused call as an edgernn_range_fn over its output elements [begin, end).
     ``place(t)``: where tensor t lives; ``structs``: name -> ConstStruct of the members' parameters; the
     graph's input (``input_tensor``, int8; ``root(t)``: the tensor a slice t lies in) comes as the range
     function's args; ``fast``: constant name -> its copy in the team's fast memory, which the loop then
     reads instead of the constant itself. A broadcasting group walks its 4-D shape with one counter per
-    dimension longer than 1 (the loop's index itself when there is one such dimension)."""
+    dimension longer than 1 (the loop's index itself when there is one such dimension). ``same``: a table held
+    once (codegen.held_once) -> the one the loop reads instead."""
     fast = fast or {}
     dims = call.dims
     walked = [d for d in range(4) if dims is not None and dims[d] > 1]
@@ -344,13 +345,15 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
         steps.append(Step(m.op_index, m.op, v, store, ctype))
         value[out_t] = Value(m.op_index)
     steps = _drop_unread(steps)
+    for s in steps if same else []:
+        s.value = _replace(s.value, lambda n: Name(same[n.name]) if isinstance(n, Name) and n.name in same else None)
     constants = [c for c in constants if any(s.op == c.op for s in steps)]
     read = {n.name for s in steps for n in _walk(s.value) if isinstance(n, Load)}
     pointers = [Pointer(name, _ctype(place(t)), place(t)) for (t, _), name in loads.items() if name in read]
     reads_input = any(root(t) == input_tensor for (t, _), name in loads.items() if name in read)
     loop = Loop(call.fn, ", ".join(f"{m.op_index} ({m.op})" for m in call.members),
                 place(input_tensor) if reads_input else None, pointers, stores, [], constants, [], steps)
-    _read_fast_copies(loop, call, structs, fast)
+    _read_fast_copies(loop, call, structs, fast, same or {})
     if len(walked) > 1:
         inner = 1
         for d in reversed(walked):
@@ -380,18 +383,20 @@ def _drop_unread(steps: list[Step]) -> list[Step]:
     return kept[::-1]
 
 
-def _read_fast_copies(loop: Loop, call: fusion.FusedCall, structs: dict, fast: dict[str, Place]) -> None:
+def _read_fast_copies(loop: Loop, call: fusion.FusedCall, structs: dict, fast: dict[str, Place],
+                      same: dict[str, str]) -> None:
     """The loop's constants that have a copy in the team's fast memory, read there through a local
     pointer taken once before the loop (on GAP8 the constants themselves stay in L2, several cycles a
     load away, and a pointer re-read from the copy's base in the loop could not stay in a register: the
     loop's int8 stores may alias it)."""
     for arr in call.arrays + made_arrays(call, structs):
-        if arr.name not in fast or arr.name not in loop.arrays_read():
+        name = same.get(arr.name, arr.name)      # a table held once is read where it is held
+        if name not in fast or name not in loop.arrays_read():
             continue
         local = Name(f"c{len(loop.fast)}")
-        loop.fast.append(Pointer(local.name, arr.ctype, fast[arr.name]))
+        loop.fast.append(Pointer(local.name, arr.ctype, fast[name]))
         for s in loop.steps:
-            s.value = _replace(s.value, lambda n, name=arr.name: local if n == Name(name) else None)
+            s.value = _replace(s.value, lambda n, name=name: local if n == Name(name) else None)
 
 
 def made_arrays(call: fusion.FusedCall, structs: dict) -> list[ConstArray]:
