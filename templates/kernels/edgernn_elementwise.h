@@ -145,38 +145,39 @@ EDGERNN_EW_INLINE int32_t edgernn_requantize_narrow_elem(int32_t x, int32_t off,
  * the values after that substitution. */
 extern const uint16_t edgernn_sigmoid_table_uint16[256];
 
-EDGERNN_EW_INLINE int32_t edgernn_logistic_s16_elem(int32_t x, int32_t multiplier, int32_t left_shift, int32_t round)
+/* The rescaled input, and its magnitude through the table: entry |x| >> frac, the next one weighted by the
+ * frac low bits, or sat past the table's end. */
+EDGERNN_EW_INLINE int32_t edgernn_sigmoid16_input(int32_t x, int32_t multiplier, int32_t left_shift, int32_t round)
 {
-    const int32_t input_data = (x * multiplier + round) >> left_shift;
+    return (x * multiplier + round) >> left_shift;
+}
+
+EDGERNN_EW_INLINE uint32_t edgernn_sigmoid16_lookup(int32_t input_data, int frac, uint32_t sat)
+{
     const uint32_t abs_input = (uint32_t)(input_data < 0 ? -input_data : input_data);
-    const uint32_t uh = abs_input >> 9;
-    uint32_t result;
+    const uint32_t uh = abs_input >> frac;
     if (uh >= 255) {
-        result = 0x7FFFu << 10;
-    } else {
+        return sat;
+    }
+    {
         const uint32_t ua = edgernn_sigmoid_table_uint16[uh];
         const uint32_t ub = edgernn_sigmoid_table_uint16[uh + 1];
-        const uint32_t ut = abs_input & 0x1ff;
-        result = (ua << 9) + ut * (ub - ua);
+        return (ua << frac) + (abs_input & ((1u << frac) - 1u)) * (ub - ua);
     }
+}
+
+EDGERNN_EW_INLINE int32_t edgernn_logistic_s16_elem(int32_t x, int32_t multiplier, int32_t left_shift, int32_t round)
+{
+    const int32_t input_data = edgernn_sigmoid16_input(x, multiplier, left_shift, round);
+    uint32_t result = edgernn_sigmoid16_lookup(input_data, 9, 0x7FFFu << 10);
     result = input_data >= 0 ? (result + (1u << 9)) : ((1u << (16 + 9)) - result + (1u << 9) - 1);
     return (int16_t)(result >> 10);
 }
 
 EDGERNN_EW_INLINE int32_t edgernn_tanh_s16_elem(int32_t x, int32_t multiplier, int32_t left_shift, int32_t round)
 {
-    const int32_t input_data = (x * multiplier + round) >> left_shift;
-    const uint32_t abs_input = (uint32_t)(input_data < 0 ? -input_data : input_data);
-    const uint32_t uh = abs_input >> 8;
-    int32_t result;
-    if (uh >= 255) {
-        result = 0xFFFF << 8;
-    } else {
-        const uint32_t ua = edgernn_sigmoid_table_uint16[uh];
-        const uint32_t ub = edgernn_sigmoid_table_uint16[uh + 1];
-        const uint8_t ut = (uint8_t)(abs_input & 0xFF);
-        result = (int32_t)((ua << 8) + ut * (ub - ua));
-    }
+    const int32_t input_data = edgernn_sigmoid16_input(x, multiplier, left_shift, round);
+    int32_t result = (int32_t)edgernn_sigmoid16_lookup(input_data, 8, 0xFFFFu << 8);
     result = input_data >= 0 ? (result - (1 << (14 + 9)) + (1 << (9 - 2)))
                              : (-result + (1 << (14 + 9)) + (1 << (9 - 2)) - 1);
     return (int16_t)(result >> (9 - 1));
