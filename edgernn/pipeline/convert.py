@@ -36,7 +36,7 @@ from edgernn.keras.stepmodel import StepModel, build_head_model, build_step_mode
 from edgernn.tflite.mixed import DEFAULT_MAX_ERROR, check_max_error
 
 MODES = ("step", "fused", "auto")
-# --quant auto: int8 and 16x8 per op, the fewest ops in 16x8 that keep l2r within --max-error
+# --quant auto: int8 and 16x8 per op, the plan of least estimated cost that keeps l2r within --max-error
 QUANTS = (*QUANT_MODES, "auto")
 # Ops that TFLite emits for layers, to name the layer when an op cannot be quantized.
 OPS_OF_KIND = {"LTC": ["DIV", "SUM"], "CfC": ["EXP", "DIV"],
@@ -200,8 +200,9 @@ def convert_model(
     ``mode``: ``step`` (single-step cells), ``fused`` (one UNIDIRECTIONAL_SEQUENCE_LSTM per LSTM, refused
     with the reasons when the model does not allow it) or ``auto`` (fused where every RNN layer allows
     it, else step).
-    ``quant="auto"``: each op of the step model in int8 or 16x8, the fewest in 16x8 that keep the l2r against
-    the float model on the calibration sequences within ``max_error`` (manifest ``precision``).
+    ``quant="auto"``: each op of the step model in int8 or 16x8, the plan of least estimated cost (for ``board``,
+    else one core) that keeps the l2r against the float model on the calibration sequences within ``max_error``
+    (manifest ``precision``).
     Returns the manifest.
     """
     return convert(model, out, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll, board=board,
@@ -430,7 +431,7 @@ class StepStrategy:
 
     def _quantize_auto(self, step_float: bytes, calibrated: bytes,
                        ties: list[tuple[str, str]]) -> tuple[bytes, np.ndarray, tuple[float, float] | None]:
-        """The mixed int8/16x8 step model that meets ``max_error`` with the fewest ops in 16x8."""
+        """The mixed int8/16x8 step model that meets ``max_error`` at the least estimated cost."""
         from edgernn.tflite import mixed
 
         keras_inputs = [k for k, _ in self.step.input_names]
