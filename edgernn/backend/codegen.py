@@ -64,6 +64,8 @@ class RenderedGraph:
     # op index -> (its streamed kernel, arguments before, constants passed as NULL, arguments after): an LSTM
     # whose gate matrices are read in chunks from the stream memory (edgernn/backend/streaming.py)
     streams: dict[int, tuple[str, list, set, list]] = field(default_factory=dict)
+    # a table held once: the name of each table identical to an earlier one -> that one's (held_once)
+    same: dict[str, str] = field(default_factory=dict)
 
     @property
     def fused(self) -> list[fusion_loop.Loop]:
@@ -72,7 +74,8 @@ class RenderedGraph:
         # memory where it has one (self.place): on GAP8 the constant itself is in L2, about 10 cycles a load
         # in GVSOC (LTC's six 256-element loops read five such operands an element)
         return [fusion_loop.build_loop(c, self.place, {s.name: s for m in c.members for s in m.structs},
-                                       self.input_tensor, lambda t: self.aliases.get(t, (t, 0))[0], self.fast)
+                                       self.input_tensor, lambda t: self.aliases.get(t, (t, 0))[0], self.fast,
+                                       self.same)
                 for c in self.calls if isinstance(c, fusion.FusedCall)]
 
     def place(self, tensor: int) -> Place:
@@ -127,6 +130,8 @@ class RenderedGraph:
         """A call's argument resolved to what the template prints: memory references become places."""
         if isinstance(a, TensorArg):
             return self.place(a.index)
+        if isinstance(a, ConstArg) and a.name in self.same:
+            a = ConstArg(self.same[a.name])
         if isinstance(a, (ConstArg, StructArg)):
             return self.fast.get(a.name, a)
         if isinstance(a, ScratchArg):
@@ -240,12 +245,49 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
         arrays.extend(fusion_loop.used_arrays(c) if isinstance(c, fusion.FusedCall) else
                       [a for a in c.arrays if a.name not in inlined])
         structs.extend(c.structs)
+    arrays, same = held_once(arrays, calls)
     for call in calls:
         for c in [call, *call.more]:
             for a in c.args:
                 if isinstance(a, TensorArg) and a.index not in places:
                     raise EdgeRNNError(f"op {c.op_index} ({c.op}) reads tensor {a.index} that nothing provides")
-    return RenderedGraph(prefix, graph, calls, plan, places, arrays, structs, x_t, graph.outputs[output_key], aliases)
+    return RenderedGraph(prefix, graph, calls, plan, places, arrays, structs, x_t, graph.outputs[output_key], aliases,
+                         same=same)
+
+
+# the kernels whose constant arrays are tables of the quantization alone: two ops of the same quantization (an
+# LSTM's gates' LOGISTIC, an LTC's unfolds) make the same table
+TABLE_KERNELS = frozenset({"edgernn_lut_s8", "edgernn_lut_s16", "edgernn_addsub_const_s8", "edgernn_addsub_const_s16",
+                           "edgernn_sum_thresholds_s8"})
+
+
+def _frozen(values):
+    return tuple(_frozen(v) if isinstance(v, (list, tuple)) else v for v in values)
+
+
+def held_once(arrays: list[ConstArray], calls: list[Call]) -> tuple[list[ConstArray], dict[str, str]]:
+    """The constant arrays with each table identical to an earlier one (same type, values and section) left
+    out, and the name of each left out -> the one kept. Only tables: a fused loop's, and those of the
+    kernels of ``TABLE_KERNELS``; a weight matrix, a bias or an array a kernel streams keeps its own."""
+    tables = set()
+    for call in calls:
+        if isinstance(call, fusion.FusedCall):
+            tables |= {a.name for a in fusion_loop.used_arrays(call)}
+        for c in [call, *getattr(call, "members", []), *call.more]:
+            if c.fn in TABLE_KERNELS:
+                tables |= {a.name for a in c.arrays}
+    first: dict[tuple, str] = {}
+    same: dict[str, str] = {}
+    kept = []
+    for a in arrays:
+        key = (a.ctype, a.weights, _frozen(a.values))
+        if a.name in tables and key in first and first[key] != a.name:
+            same[a.name] = first[key]
+            continue
+        if a.name in tables:
+            first.setdefault(key, a.name)
+        kept.append(a)
+    return kept, same
 
 
 def state_layout(graph: Graph, state_keys: list) -> list[StateSlot]:

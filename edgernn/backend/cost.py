@@ -1,58 +1,180 @@
 """A step model's estimated cost from its lowered calls, without writing firmware: what ``--quant auto``
-can set beside the error of each precision plan (issue 28).
+weighs each precision plan by (docs/quantization.md, "The plan").
 
-The cycles are ``parallel.estimate_cycles``'s, one GAP8 cluster core's from the call's shape: constants
-rounded from GVSOC's timing model of the int8 kernels (not measured on GAP8). They count every call once
-on one core; a call with no estimate (a fused LSTM, a convolution) is named in ``unestimated`` rather
-than guessed. The bytes are the backend's own: the constants as weights.c holds them and the arena's plan.
+The cycles are one GAP8 cluster core's per call, by kernel and by element type, with constants rounded
+from GVSOC's timing model of the generated kernels (``bench/profile_gap8.py --cores 1``; not measured on
+GAP8): a call's own overhead, a FULLY_CONNECTED's rows and MACs (the int8 kernels' SIMD dot products over
+8-row blocks, the 16x8 kernel's scalar MACs and its 64-bit requantization), a fused loop's elements per
+member by the member's kernel, a QUANTIZE between int8 and int16 (a seam), an element-wise kernel's
+elements. With a board whose team shares calls, a call the team shares (``parallel.share_calls``, the very
+rule of the build) costs its busiest worker's share plus what a split costs in GVSOC (``SPLIT``), which is
+more than the board's ``split_cycles`` assumes for small calls.
+
+These constants are this module's own: ``parallel.estimate_cycles``, which decides which calls the team
+shares, is not changed by them. The bytes are the backend's own: the constants as weights.c holds them and
+the arena's plan.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgernn.backend.fusion import FusedCall
-from edgernn.backend.parallel import estimate_cycles
+from edgernn.backend.kernels import BY_NAME, call_args
+from edgernn.backend.splits import split_count
+
+# ---- one cluster core's cycles (GVSOC's timing model, rounded) ----
+CALL = 60                  # a call from the step's body: the arguments, the jump, the return
+SPLIT = 150                # a call the team shares: publishing it, two barriers (the board's split_cycles)
+COPY = 50                  # a data-movement call (a memcpy of a run)
+# FULLY_CONNECTED: per call, per row (the int8 kernels' rows in blocks of 8), per MAC (int8: over inputs
+# in groups of 4)
+FC = {
+    "edgernn_fully_connected_s8": (100, 30, 0.5),
+    "edgernn_fully_connected_group_s8": (100, 45, 0.5),
+    "edgernn_fully_connected_s16": (200, 70, 4),
+}
+# the instruction cache: the cluster's holds one FULLY_CONNECTED kernel's code, not both the int8 one
+# (unrolled, with the SIMD dot products) and the 16x8 one; each move from one to the other along the
+# step's calls reloads it (GVSOC: a mixed step's int8 FULLY_CONNECTED ran at 2.5-2.7 cycles an instruction
+# against 1.6 in an int8 step)
+SWITCH = 500
+ENTRY = 1000               # a step's entry into the team and back (the cluster's side of the dispatch)
+LOOP = 300                 # a fused loop's own cost: its constants, pointers and loop
+# an element of a member of a fused loop, by the member's kernel
+FUSED_ELEMENT = {
+    "edgernn_lut_s8": 4, "edgernn_mul_n_s8": 13, "edgernn_mul_s8": 13, "edgernn_addsub_n_s8": 21,
+    "edgernn_addsub_s8": 21, "edgernn_addsub_const_s8": 21, "edgernn_div_s8": 60,
+    "edgernn_addsub_n_s16": 35, "edgernn_addsub_s16": 35, "edgernn_addsub_const_s16": 40,
+    "edgernn_mul_n_s16": 35, "edgernn_mul_s16": 35, "edgernn_logistic_s16": 40, "edgernn_tanh_s16": 40,
+    "edgernn_requantize_s8_s16": 10, "edgernn_requantize_s16_s8": 10,
+}
+KERNEL = 300               # an element-wise or other kernel's own cost, called alone
+# an element of an element-wise kernel called alone (its constants not folded, no tables)
+ELEMENT = {"edgernn_addsub_n_s8": 67, "edgernn_addsub_s8": 67, "edgernn_addsub_const_s8": 50,
+           "edgernn_addsub_n_s16": 67, "edgernn_addsub_s16": 67, "edgernn_addsub_const_s16": 50,
+           "edgernn_mul_n_s8": 45, "edgernn_mul_s8": 45, "edgernn_mul_n_s16": 45, "edgernn_mul_s16": 45,
+           "edgernn_lut_s8": 5, "edgernn_logistic_s16": 45, "edgernn_tanh_s16": 45, "edgernn_div_s8": 80,
+           "edgernn_requantize_s8_s16": 10, "edgernn_requantize_s16_s8": 10, "edgernn_sum_s16": 17}
+OTHER_ELEMENT = 20         # an output element of any other kernel
 
 
 @dataclass
 class StepCost:
-    cycles_per_step: int                    # the estimated calls' sum, one core
+    cycles_per_step: int                    # the estimated calls' sum (GAP8 cluster, GVSOC's timing model)
     weight_bytes: int                       # constants: arrays and parameter structs
     arena_bytes: int                        # the planned arena
     state_bytes: int                        # the packed state, each state at its own width
     calls: int
-    unestimated: list[str] = field(default_factory=list)   # kernels of the calls without an estimate
+    shared: int = 0                         # calls the board's team shares
+    by_kernel: dict = field(default_factory=dict)   # kernel (or "fused loop") -> estimated cycles
+
+    @property
+    def bytes(self) -> int:
+        """Weights and arena: what a plan is held to beside its cycles."""
+        return self.weight_bytes + self.arena_bytes
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
 
 
-def _kernel_names(call) -> list[str]:
+def _padded(n: int, block: int) -> int:
+    return -(-n // block) * block
+
+
+def _fc_cycles(call) -> int | None:
+    per_call, per_row, per_mac = FC[call.fn]
+    a = call_args(call)
+    rows, n_in, n_out = a.get("rows", 1), a.get("n_in"), a.get("n_out")
+    if not all(isinstance(v, int) for v in (rows, n_in, n_out)):
+        return None
+    if call.fn.endswith("_s8"):
+        n_out, n_in = _padded(n_out, 8), _padded(n_in, 4)
+    return round(per_call + rows * n_out * (per_row + per_mac * n_in))
+
+
+def _elements(call) -> int | None:
+    n = split_count(call)
+    if n is None:
+        a = call_args(call) if call.fn in BY_NAME else {}
+        n = a.get("n") if isinstance(a.get("n"), int) else None
+    return n
+
+
+def call_cycles(call) -> int:
+    """One core's estimated cycles for ``call`` (a lowered call, a fused loop or a grouped call)."""
     if isinstance(call, FusedCall):
-        return ["fused loop"]
-    return [c.fn for c in [call, *call.more]]
+        return LOOP + call.n * sum(FUSED_ELEMENT.get(m.fn, OTHER_ELEMENT) for m in call.members)
+    if call.fn in FC:
+        fc = _fc_cycles(call)
+        if fc is not None:
+            return fc
+    if all(c.fn == "edgernn_copy_runs" for c in [call, *call.more]):
+        return COPY * (1 + len(call.more))
+    if call.fn == "edgernn_sum_s16":
+        a = call_args(call)
+        return KERNEL + ELEMENT[call.fn] * a["outer"] * a["reduced"] * a["inner"]
+    n = _elements(call)
+    return KERNEL + (n or 1) * ELEMENT.get(call.fn, OTHER_ELEMENT)
 
 
-def estimate_step_cost(step_file: str | Path, states: list | None = None) -> StepCost:
-    """The cost of one step of ``step_file`` (a step.tflite). ``states``: the manifest's states entries
-    (else the step model's inputs other than x, as ``generate_firmware`` reads a folder without one)."""
+def _share(call) -> tuple[int, int] | None:
+    """(output range, grain) of a call as the team splits it, or None when it cannot."""
+    from edgernn.backend.parallel import _grain
+
+    count = call.n if isinstance(call, FusedCall) else split_count(call)
+    return (count, _grain(call)) if count else None
+
+
+def _team_cycles(one_core: int, share: tuple[int, int] | None, workers: int) -> int:
+    """A shared call: its busiest worker's share of ``one_core``, plus the split."""
+    if share is None or not workers:
+        return one_core + SPLIT
+    count, grain = share
+    busiest = min(math.ceil(math.ceil(count / grain) / workers) * grain, count)
+    return round(one_core * busiest / count) + SPLIT
+
+
+def estimate_step_cost(step_file: str | Path | bytes, states: list | None = None, board=None) -> StepCost:
+    """The cost of one step of ``step_file`` (a step.tflite, or its bytes). ``states``: the manifest's states entries
+    (else the step model's inputs other than x, as ``generate_firmware`` reads a folder without one).
+    ``board`` (a loaded board, edgernn.targets.board): the calls its team shares are counted as shared;
+    without one, every call runs on one core."""
     from edgernn.backend.codegen import state_layout
     from edgernn.backend.firmware import _lower_named, _state_keys, _weight_bytes
+    from edgernn.backend.kernels import TEAM_KERNELS
+    from edgernn.backend.parallel import share_calls, share_rule
     from edgernn.backend.reader import read_tflite
 
-    step_file = Path(step_file)
+    name = "step.tflite" if isinstance(step_file, bytes) else Path(step_file).name
     graph = read_tflite(step_file)
     slots = state_layout(graph, _state_keys(graph, states, "x"))
-    step = _lower_named(step_file.name, graph, "edgernn_step", "x", "y", slots)
-    cycles, missing = 0, []
+    step = _lower_named(name, graph, "edgernn_step", "x", "y", slots)
+    # before the team renames its kernels
+    own = {id(call): (call_cycles(call), _share(call)) for call in step.calls}
+    names = {id(call): "fused loop" if isinstance(call, FusedCall) else call.fn for call in step.calls}
+    rule = None
+    if board is not None:
+        rule = share_rule(board)
+        share_calls(step.calls, rule)
+    team = set(TEAM_KERNELS.values())
+    cycles, shared, by_kernel, last_fc = 0, 0, {}, None
     for call in step.calls:
-        estimate = estimate_cycles(call)
-        if estimate is None:
-            missing += _kernel_names(call)
-        else:
-            cycles += estimate
+        c, share = own[id(call)]
+        if rule is not None and (getattr(call, "team", False) or call.fn in team):
+            c, shared = _team_cycles(c, share, rule.workers), shared + 1
+        c += CALL
+        fc = names[id(call)] in FC and names[id(call)].endswith("_s16")
+        if names[id(call)] in FC:
+            if last_fc is not None and fc != last_fc:
+                c += SWITCH
+            last_fc = fc
+        cycles += c
+        by_kernel[names[id(call)]] = by_kernel.get(names[id(call)], 0) + c
+    if rule is not None and rule.workers > 1:
+        cycles += ENTRY
     return StepCost(cycles_per_step=cycles, weight_bytes=_weight_bytes(step.arrays, step.structs),
                     arena_bytes=step.plan.arena_bytes, state_bytes=sum(s.nbytes for s in slots),
-                    calls=len(step.calls), unestimated=sorted(set(missing)))
+                    calls=len(step.calls), shared=shared, by_kernel=by_kernel)

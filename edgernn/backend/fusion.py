@@ -1,4 +1,4 @@
-"""Fuse chains and trees of 8-bit element-wise kernel calls over the same element count into one loop.
+"""Fuse chains and trees of integer element-wise kernel calls over the same element count into one loop.
 
 Each op's arithmetic stays exactly its kernel's: the loop calls the same per-element functions
 (templates/kernels/edgernn_elementwise.h) with the op's constants written as literals, so the compiler
@@ -24,10 +24,14 @@ from edgernn.backend.values import TensorArg
 # False: every call stays its own kernel (a build to hold the fused one against, tests/backend/test_fusion.py)
 ENABLED = True
 
-# the 8-bit kernels a loop can take in: flat ones (n elements, every operand n elements long) and
-# broadcasting ones (an edgernn_bcast_t: each operand walks the output's 4-D shape with its own strides)
-FLAT = {"edgernn_addsub_n_s8", "edgernn_addsub_const_s8", "edgernn_mul_n_s8", "edgernn_lut_s8"}
-BROADCAST = {"edgernn_addsub_s8", "edgernn_mul_s8", "edgernn_div_s8"}
+# the kernels a loop can take in: flat ones (n elements, every operand n elements long) and broadcasting
+# ones (an edgernn_bcast_t: each operand walks the output's 4-D shape with its own strides). The 8-bit
+# ones, the 16-bit ones of a 16x8 model and the QUANTIZE between the two (a mixed model's seam): a loop
+# may mix them, each value held as an int32 and each load and store in its tensor's own type.
+FLAT = {"edgernn_addsub_n_s8", "edgernn_addsub_const_s8", "edgernn_mul_n_s8", "edgernn_lut_s8",
+        "edgernn_addsub_n_s16", "edgernn_addsub_const_s16", "edgernn_mul_n_s16", "edgernn_logistic_s16",
+        "edgernn_tanh_s16", "edgernn_requantize_s8_s16", "edgernn_requantize_s16_s8"}
+BROADCAST = {"edgernn_addsub_s8", "edgernn_mul_s8", "edgernn_div_s8", "edgernn_addsub_s16", "edgernn_mul_s16"}
 
 
 @dataclass
@@ -344,6 +348,13 @@ def narrow(bound: int, m: int, e: int) -> tuple[int, int, int] | None:
     up = min(((1 << 31) - 1) // bound, 1 << 30).bit_length() - 1
     up = min(up, 31 - e)
     return (m, up, e) if up >= 2 else None
+
+
+def requantize_narrow(m: int, shift: int, bound: int) -> bool:
+    """Whether a QUANTIZE between the integer types of inputs |x + offset| <= bound may take the one
+    high multiply of edgernn_requantize_narrow_elem (edgernn_elementwise.c, requantize_narrow_applies)."""
+    left, e = max(shift, 0), max(-shift, 0)
+    return m >= (1 << 30) and e <= 29 and left <= 28 and (bound << (left + 2)) <= (1 << 31) - 1
 
 
 def mul_narrow(q) -> tuple[int, int, int] | None:

@@ -131,11 +131,13 @@ class Constant:
 
 @dataclass
 class Step:
-    """One member's element: its value, and the pointer it is stored through (None: registers only)."""
+    """One member's element: its value, and the pointer it is stored through (None: registers only) as
+    that pointer's type."""
     op: int
     op_name: str
     value: object
     store: str | None = None
+    ctype: str = "int8_t"
 
 
 @dataclass
@@ -214,13 +216,14 @@ def _ints(values) -> tuple[int, ...]:
 
 
 def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int = -1, root=lambda t: t,
-               fast: dict[str, Place] | None = None) -> Loop:
+               fast: dict[str, Place] | None = None, same: dict[str, str] | None = None) -> Loop:
     """The loop of a fused call as an edgernn_range_fn over its output elements [begin, end).
     ``place(t)``: where tensor t lives; ``structs``: name -> ConstStruct of the members' parameters; the
     graph's input (``input_tensor``, int8; ``root(t)``: the tensor a slice t lies in) comes as the range
     function's args; ``fast``: constant name -> its copy in the team's fast memory, which the loop then
     reads instead of the constant itself. A broadcasting group walks its 4-D shape with one counter per
-    dimension longer than 1 (the loop's index itself when there is one such dimension)."""
+    dimension longer than 1 (the loop's index itself when there is one such dimension). ``same``: a table held
+    once (codegen.held_once) -> the one the loop reads instead."""
     fast = fast or {}
     dims = call.dims
     walked = [d for d in range(4) if dims is not None and dims[d] > 1]
@@ -264,6 +267,37 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
             v = (Call("edgernn_mul_out_narrow", (AddressOf(k), Call("edgernn_mul_prod", (AddressOf(k), x1, x2)),
                                                  *map(Int, nw))) if nw else
                  Call("edgernn_mul_elem", (AddressOf(k), x1, x2)))
+        elif m.fn in ("edgernn_mul_n_s16", "edgernn_mul_s16"):
+            q = structs[a["p"].name]
+            constants.append(Constant("edgernn_mul_k_t", k.name, Call("edgernn_mul_k", (
+                Params("edgernn_mul_params_t", _ints(q.fields)),)), m.op_index))
+            v = Call("edgernn_mul_elem", (AddressOf(k), operand(a["in1"].index, s1), operand(a["in2"].index, s2)))
+        elif m.fn in ("edgernn_addsub_n_s16", "edgernn_addsub_s16"):
+            q = structs[a["p"].name]
+            constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
+                Params("edgernn_addsub_params_t", _ints(q.fields)), Int(a["subtract"]))), m.op_index))
+            v = Call("edgernn_addsub_elem", (AddressOf(k), operand(a["in1"].index, s1), operand(a["in2"].index, s2)))
+        elif m.fn == "edgernn_addsub_const_s16":
+            q = structs[a["p"].name]
+            karr = next(arr for arr in m.arrays if arr.name == a["k"].name)
+            constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
+                Params("edgernn_addsub_params_t", _ints(q.fields)), Int(a["negate"]))), m.op_index))
+            v = Call("edgernn_addsub_const_elem", (AddressOf(k), operand(a["in"].index), Element(Name(karr.name), INDEX)))
+        elif m.fn in ("edgernn_logistic_s16", "edgernn_tanh_s16"):
+            mult, left = int(a["input_multiplier"]), int(a["input_left_shift"])
+            if mult == 0:       # the kernel's own substitution (edgernn_elementwise.c)
+                mult, left = 3 << left, 0
+            v = Call(f"{m.fn}_elem", (operand(a["in"].index), Int(mult), Int(left),
+                                      Int(1 << (left - 1) if left > 0 else 0)))
+        elif m.fn in ("edgernn_requantize_s8_s16", "edgernn_requantize_s16_s8"):
+            off, _, zo, mult, shift, lo, hi = _ints(structs[a["p"].name].fields)
+            x = operand(a["in"].index)
+            bound = (128 if m.fn.endswith("s8_s16") else 32768) + abs(off)
+            left, e = max(shift, 0), max(-shift, 0)
+            v = (Call("edgernn_requantize_narrow_elem", (x, Int(off), Int(left), Int(mult), Int(e), Int(zo), Int(lo),
+                                                         Int(hi)))
+                 if fusion.requantize_narrow(mult, shift, bound) else
+                 Call("edgernn_requantize_elem", (x, Int(off), Int(mult), Int(shift), Int(zo), Int(lo), Int(hi))))
         elif m.fn == "edgernn_div_s8":
             q = structs[a["p"].name]
             constants.append(Constant("edgernn_mul_params_t", k.name, Braces(_ints(q.fields)), m.op_index))
@@ -302,28 +336,35 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
         else:
             raise ValueError(f"{m.fn} is not fusable")
         out_t = a["out"].index
-        store = None
+        store, ctype = None, "int8_t"
         if out_t in call.stored:
             # through a pointer taken before the loop: the int8 store could alias the arena's base pointer,
             # which the compiler would otherwise load again in every iteration
-            store = f"out{len(stores)}"
-            stores.append(Pointer(store, "int8_t", place(out_t), writes=True))
-        steps.append(Step(m.op_index, m.op, v, store))
+            store, ctype = f"out{len(stores)}", _ctype(place(out_t))
+            stores.append(Pointer(store, ctype, place(out_t), writes=True))
+        steps.append(Step(m.op_index, m.op, v, store, ctype))
         value[out_t] = Value(m.op_index)
     steps = _drop_unread(steps)
+    for s in steps if same else []:
+        s.value = _replace(s.value, lambda n: Name(same[n.name]) if isinstance(n, Name) and n.name in same else None)
     constants = [c for c in constants if any(s.op == c.op for s in steps)]
     read = {n.name for s in steps for n in _walk(s.value) if isinstance(n, Load)}
-    pointers = [Pointer(name, "int8_t", place(t)) for (t, _), name in loads.items() if name in read]
+    pointers = [Pointer(name, _ctype(place(t)), place(t)) for (t, _), name in loads.items() if name in read]
     reads_input = any(root(t) == input_tensor for (t, _), name in loads.items() if name in read)
     loop = Loop(call.fn, ", ".join(f"{m.op_index} ({m.op})" for m in call.members),
                 place(input_tensor) if reads_input else None, pointers, stores, [], constants, [], steps)
-    _read_fast_copies(loop, call, structs, fast)
+    _read_fast_copies(loop, call, structs, fast, same or {})
     if len(walked) > 1:
         inner = 1
         for d in reversed(walked):
             loop.counters.append(Counter(d, inner, dims[d]))
             inner *= dims[d]
     return loop
+
+
+def _ctype(place) -> str:
+    """The element type a tensor is loaded and stored as (int8_t for a loop built without places)."""
+    return place.ctype if place is not None else "int8_t"
 
 
 def _addsub_scaled(k: Name, w: int, x):
@@ -342,18 +383,20 @@ def _drop_unread(steps: list[Step]) -> list[Step]:
     return kept[::-1]
 
 
-def _read_fast_copies(loop: Loop, call: fusion.FusedCall, structs: dict, fast: dict[str, Place]) -> None:
+def _read_fast_copies(loop: Loop, call: fusion.FusedCall, structs: dict, fast: dict[str, Place],
+                      same: dict[str, str]) -> None:
     """The loop's constants that have a copy in the team's fast memory, read there through a local
     pointer taken once before the loop (on GAP8 the constants themselves stay in L2, several cycles a
     load away, and a pointer re-read from the copy's base in the loop could not stay in a register: the
     loop's int8 stores may alias it)."""
     for arr in call.arrays + made_arrays(call, structs):
-        if arr.name not in fast or arr.name not in loop.arrays_read():
+        name = same.get(arr.name, arr.name)      # a table held once is read where it is held
+        if name not in fast or name not in loop.arrays_read():
             continue
         local = Name(f"c{len(loop.fast)}")
-        loop.fast.append(Pointer(local.name, arr.ctype, fast[arr.name]))
+        loop.fast.append(Pointer(local.name, arr.ctype, fast[name]))
         for s in loop.steps:
-            s.value = _replace(s.value, lambda n, name=arr.name: local if n == Name(name) else None)
+            s.value = _replace(s.value, lambda n, name=name: local if n == Name(name) else None)
 
 
 def made_arrays(call: fusion.FusedCall, structs: dict) -> list[ConstArray]:

@@ -4,6 +4,7 @@ the ways the team splits a kernel's output range."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ class Arg:
         return f"{self.ctype}{self.name}" if self.ctype.endswith("*") else f"{self.ctype} {self.name}"
 
 
+@functools.lru_cache(maxsize=None)
 def _params(signature: str) -> tuple[Arg, ...]:
     args = []
     for part in signature.split(","):

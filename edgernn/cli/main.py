@@ -141,7 +141,7 @@ def _model_options(func):
                              "the int8/int16 plan must meet.")(func)
     func = click.option("--quant", type=click.Choice(QUANTS), default="int8", show_default=True,
                         help="int16 means int16 activations with int8 weights (TFLite 16x8); auto: int8 or "
-                             "int16 per op, the fewest in int16 that meet --max-error.")(func)
+                             "int16 per op, the plan of least estimated cost that meets --max-error.")(func)
     return func
 
 

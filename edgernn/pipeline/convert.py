@@ -36,7 +36,7 @@ from edgernn.keras.stepmodel import StepModel, build_head_model, build_step_mode
 from edgernn.tflite.mixed import DEFAULT_MAX_ERROR, check_max_error
 
 MODES = ("step", "fused", "auto")
-# --quant auto: int8 and 16x8 per op, the fewest ops in 16x8 that keep l2r within --max-error
+# --quant auto: int8 and 16x8 per op, the plan of least estimated cost that keeps l2r within --max-error
 QUANTS = (*QUANT_MODES, "auto")
 # Ops that TFLite emits for layers, to name the layer when an op cannot be quantized.
 OPS_OF_KIND = {"LTC": ["DIV", "SUM"], "CfC": ["EXP", "DIV"],
@@ -200,8 +200,9 @@ def convert_model(
     ``mode``: ``step`` (single-step cells), ``fused`` (one UNIDIRECTIONAL_SEQUENCE_LSTM per LSTM, refused
     with the reasons when the model does not allow it) or ``auto`` (fused where every RNN layer allows
     it, else step).
-    ``quant="auto"``: each op of the step model in int8 or 16x8, the fewest in 16x8 that keep the l2r against
-    the float model on the calibration sequences within ``max_error`` (manifest ``precision``).
+    ``quant="auto"``: each op of the step model in int8 or 16x8, the plan of least estimated cost (for ``board``,
+    else one core) that keeps the l2r against the float model on the calibration sequences within ``max_error``
+    (manifest ``precision``).
     Returns the manifest.
     """
     return convert(model, out, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll, board=board,
@@ -230,7 +231,7 @@ def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: A
             log(f"plan: {line}")
         calibration = _calibration(calib, plan.input_shape, quant, warn)
         strategy = (FusedStrategy if diagnosis.fused else StepStrategy)(loaded, plan, log)
-        strategy.max_error, strategy.warn = max_error, warn
+        strategy.max_error, strategy.warn, strategy.board = max_error, warn, board
         manifest = _run_pipeline(strategy, loaded, plan, calibration, quant, staging, log)
         manifest.board = board
         manifest.mode_requested = mode
@@ -378,6 +379,7 @@ class StepStrategy:
     precision = None
     head_quant = None  # the head's quantization when it is not --quant (auto: the step output's dtype)
     max_error = DEFAULT_MAX_ERROR
+    board: str | None = None     # the board a build is for: the cost --quant auto weighs plans by
 
     def __init__(self, loaded: LoadedModel, plan: Plan, log: Log):
         self.loaded, self.plan, self.log = loaded, plan, log
@@ -429,7 +431,7 @@ class StepStrategy:
 
     def _quantize_auto(self, step_float: bytes, calibrated: bytes,
                        ties: list[tuple[str, str]]) -> tuple[bytes, np.ndarray, tuple[float, float] | None]:
-        """The mixed int8/16x8 step model that meets ``max_error`` with the fewest ops in 16x8."""
+        """The mixed int8/16x8 step model that meets ``max_error`` at the least estimated cost."""
         from edgernn.tflite import mixed
 
         keras_inputs = [k for k, _ in self.step.input_names]
@@ -440,7 +442,8 @@ class StepStrategy:
         probe = self.samples_sequences[:8]
         want = mixed.run_quantized(step_float, probe, pair.ties)
         self.log(f"auto: choosing int8 or 16x8 per op for l2r <= {self.max_error:g} on {len(probe)} sequences")
-        plan, mixed_model = mixed.plan_precision(pair, probe, want, self.max_error, self.log)
+        plan, mixed_model = mixed.plan_precision(pair, probe, want, self.max_error, self.log,
+                                                 cost=_plan_cost(self.board))
         if not plan.met:
             self.warn(f"WARNING: --quant auto: {plan.note}; the step model is all int16 where TFLite allows it")
         self.precision = mixed.precision_entry(pair, plan, mixed_model, self.max_error, probe)
@@ -476,12 +479,34 @@ class StepStrategy:
         return {}
 
 
+def _plan_cost(board_name: str | None):
+    """What --quant auto weighs a plan by: a mixed step model's estimated (cycles per step, weight and arena
+    bytes), from the C backend's lowering (edgernn/backend/cost.py) with the team of ``board_name``'s board
+    (one core without a board); None for a model the backend cannot lower."""
+    from edgernn.backend.cost import estimate_step_cost
+
+    board = None
+    if board_name is not None:
+        from edgernn.targets.board import load_board
+
+        board = load_board(board_name)
+
+    def cost(step: bytes) -> tuple[int, int] | None:
+        try:
+            c = estimate_step_cost(step, board=board)
+        except EdgeRNNError:
+            return None
+        return c.cycles_per_step, c.bytes
+    return cost
+
+
 class FusedStrategy:
     """One UNIDIRECTIONAL_SEQUENCE_LSTM per LSTM, one invoke per time step, the states in its variable tensors."""
 
     mode = "fused"
     head_quant = None
     max_error = DEFAULT_MAX_ERROR
+    board: str | None = None     # the board a build is for: the cost --quant auto weighs plans by
 
     def __init__(self, loaded: LoadedModel, plan: Plan, log: Log):
         self.loaded, self.plan, self.log = loaded, plan, log

@@ -437,9 +437,14 @@ class Plan:
     met: bool
     note: str | None = None
     groups: list[list[int]] | None = None
+    # estimated (cycles per step, bytes of weights and arena) of the int8, int16 and chosen plans, when a
+    # cost was given; "chosen_by": which search gave the chosen plan
+    estimates: dict[str, tuple[int, int] | None] | None = None
+    chosen_by: str | None = None
 
 
 PRUNE_TRIES = 16  # after the bisection, how many of the least sensitive chosen ops are tried back in int8
+DESCENT_PASSES = 2  # the cost descent's passes over its moves
 
 
 def op_groups(pair: Pair) -> list[list[int]]:
@@ -472,53 +477,154 @@ def op_groups(pair: Pair) -> list[list[int]]:
     return sorted(groups.values(), key=lambda g: g[0])
 
 
-def plan_precision(pair: Pair, sequences: np.ndarray, want: np.ndarray, max_error: float,
-                   log=lambda _: None) -> tuple[Plan, bytes]:
-    """The smallest set of op groups (``op_groups``) in int16, greedy by sensitivity, whose mixed model meets
-    ``max_error``.
+def sibling_moves(pair: Pair, groups: list[list[int]]) -> list[frozenset[int]]:
+    """Sets of groups to move to int8 together: the groups of the ops of one kind that read one activation
+    (a cell's gate FULLY_CONNECTEDs): in int8 they share one QUANTIZE of that input, and the backend can
+    compute them in one call."""
+    graph = pair.m8.subgraphs[0]
+    group_of = {i: g for g, members in enumerate(groups) for i in members}
+    by_input: dict[tuple[str, int], set[int]] = {}
+    for i, g in group_of.items():
+        op = graph.operators[i]
+        first = next((int(k) for k in op.inputs if k >= 0 and not _is_constant(pair.m8, int(k))), None)
+        if first is not None:
+            by_input.setdefault((pair.ops[i], first), set()).add(g)
+    return [frozenset(gs) for gs in by_input.values() if len(gs) > 1]
 
-    Sensitivity of a group: the error of the model with that group alone in int8 and every other op in
-    int16, less the all-int16 error. Groups are taken into int16 from the most sensitive down; the
-    shortest prefix that meets the budget is found by bisection (checked at the end), then groups whose
-    return to int8 keeps the budget are dropped again, least sensitive first (at most PRUNE_TRIES tried).
-    """
-    candidates = pair.can_int16()
-    groups = op_groups(pair)
 
-    def error(chosen_groups) -> tuple[float, bytes]:
-        data = splice(pair, [i for g in chosen_groups for i in groups[g]])
-        return l2r(run_quantized(data, sequences, pair.ties, pair.x_key, pair.y_key), want), data
+class _Search:
+    """The plans tried, by the groups in int16: the error of each (LiteRT on the calibration data) and its
+    estimated cost, each measured once."""
 
-    every = list(range(len(groups)))
-    e8, data8 = error([])
-    e16, data16 = error(every)
-    if e8 <= max_error:
-        return Plan([], e8, e8, e16, {}, True, "int8 meets the budget"), data8
-    if e16 > max_error:
-        return Plan(list(candidates), e16, e8, e16, {}, False,
-                    f"even int16 ({e16:.4f}) misses the budget {max_error:g}"), data16
-    log(f"measuring the sensitivity of {len(groups)} groups of {len(candidates)} ops")
-    by_group = {g: error([h for h in every if h != g])[0] - e16 for g in every}
+    def __init__(self, pair: Pair, groups: list[list[int]], sequences, want, cost):
+        self.pair, self.groups, self.sequences, self.want, self.cost = pair, groups, sequences, want, cost
+        self.errors: dict[frozenset, tuple[float, bytes]] = {}
+        self.costs: dict[frozenset, tuple[int, int] | None] = {}
+
+    def model(self, chosen) -> bytes:
+        key = frozenset(chosen)
+        if key in self.errors:
+            return self.errors[key][1]
+        return splice(self.pair, [i for g in key for i in self.groups[g]])
+
+    def error(self, chosen) -> float:
+        key = frozenset(chosen)
+        if key not in self.errors:
+            data = self.model(key)
+            got = run_quantized(data, self.sequences, self.pair.ties, self.pair.x_key, self.pair.y_key)
+            self.errors[key] = (l2r(got, self.want), data)
+        return self.errors[key][0]
+
+    def estimate(self, chosen) -> tuple[int, int] | None:
+        key = frozenset(chosen)
+        if self.cost is None:
+            return None
+        if key not in self.costs:
+            self.costs[key] = self.cost(self.model(key))
+        return self.costs[key]
+
+
+def _fewest_int16(search: _Search, every: list[int], by_group: dict[int, float], max_error: float,
+                  e16: float) -> list[int]:
+    """The fewest groups in int16, greedy by sensitivity: the shortest prefix of the groups from the most
+    sensitive down that meets the budget (bisection, checked), then groups whose return to int8 keeps the
+    budget dropped again, least sensitive first (at most PRUNE_TRIES tried)."""
     order = sorted(every, key=lambda g: -by_group[g])
     lo, hi = 0, len(order)  # order[:hi] meets the budget
     while lo < hi:
         mid = (lo + hi) // 2
-        if error(order[:mid])[0] <= max_error:
+        if search.error(order[:mid]) <= max_error:
             hi = mid
         else:
             lo = mid + 1
     chosen = list(order[:hi])
-    got, data = error(chosen)
-    if got > max_error:  # not monotone: take the whole order, which is all-int16
-        chosen, got, data = list(order), e16, data16
+    if search.error(chosen) > max_error:  # not monotone: take the whole order, which is all-int16
+        chosen = list(order)
     for g in sorted(chosen, key=lambda g: by_group[g])[:PRUNE_TRIES]:
         trial = [h for h in chosen if h != g]
-        e, d = error(trial)
-        if e <= max_error:
-            chosen, got, data = trial, e, d
+        if search.error(trial) <= max_error:
+            chosen = trial
+    return chosen
+
+
+def _cheapest(search: _Search, every: list[int], by_group: dict[int, float], moves: list[frozenset[int]],
+              max_error: float, limit_bytes: int) -> list[int]:
+    """A descent on the estimated cost from all-int16: moves (one group, or groups that go together) are
+    tried into int8 from the least sensitive; a move is kept when it lowers the estimated cycles, keeps the
+    bytes (weights and arena) within ``limit_bytes`` or what they were, and the plan still meets the budget.
+    A move that only pays once a neighbour has moved is tried again in the next pass."""
+    chosen = set(every)
+    current = search.estimate(chosen)
+    ordered = sorted([frozenset([g]) for g in every] + moves, key=lambda m: sum(by_group[g] for g in m))
+    for _ in range(DESCENT_PASSES):
+        moved = False
+        for move in ordered:
+            if not move <= chosen:
+                continue
+            trial = chosen - move
+            estimate = search.estimate(trial)
+            if estimate is None or current is None or estimate[0] >= current[0] or \
+                    estimate[1] > max(current[1], limit_bytes):
+                continue
+            if search.error(trial) <= max_error:
+                chosen, current, moved = trial, estimate, True
+        if not moved:
+            break
+    return sorted(chosen)
+
+
+def plan_precision(pair: Pair, sequences: np.ndarray, want: np.ndarray, max_error: float,
+                   log=lambda _: None, cost=None) -> tuple[Plan, bytes]:
+    """The plan of op groups (``op_groups``) in int16 whose mixed model meets ``max_error`` at the least
+    estimated cost.
+
+    ``cost`` (mixed model bytes -> (cycles per step, weight and arena bytes), or None where the model
+    cannot be estimated) weighs the plans; without it, the plan is the fewest groups in int16. The
+    sensitivity of a group is the error of the model with that group alone in int8 and every other op in
+    int16, less the all-int16 error. Three plans meet the budget: all-int16, the fewest groups in int16
+    (``_fewest_int16``) and a descent on the estimated cost from all-int16 (``_cheapest``); the chosen one is
+    the cheapest in estimated cycles of those whose bytes are within all-int16's (then fewer bytes, then
+    fewer int16 ops)."""
+    candidates = pair.can_int16()
+    groups = op_groups(pair)
+    search = _Search(pair, groups, sequences, want, cost)
+    every = list(range(len(groups)))
+    e8, e16 = search.error([]), search.error(every)
+
+    def estimates(chosen) -> dict | None:
+        if cost is None:
+            return None
+        return {"int8": search.estimate([]), "int16": search.estimate(every), "auto": search.estimate(chosen)}
+
+    if e8 <= max_error:
+        return Plan([], e8, e8, e16, {}, True, "int8 meets the budget", estimates=estimates([]),
+                    chosen_by="int8"), search.model([])
+    if e16 > max_error:
+        return Plan(list(candidates), e16, e8, e16, {}, False,
+                    f"even int16 ({e16:.4f}) misses the budget {max_error:g}", estimates=estimates(every),
+                    chosen_by="int16"), search.model(every)
+    log(f"measuring the sensitivity of {len(groups)} groups of {len(candidates)} ops")
+    by_group = {g: search.error([h for h in every if h != g]) - e16 for g in every}
+    found = {"fewest int16 ops": _fewest_int16(search, every, by_group, max_error, e16)}
+    chosen, chosen_by = found["fewest int16 ops"], "fewest int16 ops"
+    if cost is not None and search.estimate(every) is not None:
+        limit = search.estimate(every)[1]
+        log("weighing the plans by their estimated cost")
+        found["least estimated cost"] = _cheapest(search, every, by_group, sibling_moves(pair, groups),
+                                                  max_error, limit)
+        found["all int16"] = every
+        ranked = []
+        for how, plan in found.items():
+            estimate = search.estimate(plan)
+            if estimate is not None and estimate[1] <= limit:
+                ranked.append(((estimate[0], estimate[1], len(plan)), how))
+        if ranked:
+            chosen_by = min(ranked)[1]
+            chosen = found[chosen_by]
     sensitivity = {i: by_group[g] for g in every for i in groups[g]}
     ops = sorted(i for g in chosen for i in groups[g])
-    return Plan(ops, got, e8, e16, sensitivity, True, groups=groups), data
+    return Plan(ops, search.error(chosen), e8, e16, sensitivity, True, groups=groups,
+                estimates=estimates(chosen), chosen_by=chosen_by), search.model(chosen)
 
 
 def op_label(pair: Pair, i: int) -> str:
@@ -599,14 +705,30 @@ def precision_entry(pair: Pair, plan: Plan, mixed_model: bytes, max_error: float
         "arena_estimate_bytes": {"int8": arena_estimate(pair.m8), "int16": arena_estimate(pair.m16),
                                  "auto": arena_estimate(model)},
         "float_fallback_ops": sorted({pair.ops[i] for i, j in enumerate(pair.int16_op) if j is None}),
+        "estimate": _estimate_entry(plan),
         "plan": rows,
     }
+
+
+def _estimate_entry(plan: Plan) -> dict | None:
+    """precision ``estimate``: the estimated cost of the int8, int16 and chosen plans, and which search
+    chose it."""
+    if plan.estimates is None:
+        return None
+    out = {"chosen_by": plan.chosen_by}
+    for key, value in plan.estimates.items():
+        out[key] = None if value is None else {"cycles_per_step": value[0], "bytes": value[1]}
+    return out
 
 
 def plan_lines(pair: Pair, plan: Plan) -> list[str]:
     """The plan in a few lines: errors, then the int16 ops by layer."""
     lines = [f"l2r {plan.error:.4f} (int8 {plan.int8_error:.4f}, int16 {plan.int16_error:.4f}); "
              f"{len(plan.int16_ops)} of {len(pair.ops)} ops in int16" + (f"; {plan.note}" if plan.note else "")]
+    e = plan.estimates or {}
+    if all(e.get(k) for k in ("int8", "int16", "auto")):
+        lines.append("estimated cycles per step / weight and arena bytes: " + ", ".join(
+            f"{k} {e[k][0]:,} / {e[k][1]:,}" for k in ("int8", "int16", "auto")) + f" (chosen: {plan.chosen_by})")
     graph = pair.m8.subgraphs[0]
     by_layer: dict[str, list[str]] = {}
     for i in plan.int16_ops:

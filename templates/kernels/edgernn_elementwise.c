@@ -206,66 +206,24 @@ void edgernn_lut_s8(const int8_t *table, const int8_t *in, int n, int8_t *out)
     }
 }
 
-extern const uint16_t edgernn_sigmoid_table_uint16[256];
+/* reference_integer_ops::Logistic and Tanh, int16: the per-element arithmetic is edgernn_elementwise.h's */
+#define EDGERNN_SIGMOID_S16_KERNEL(NAME, ELEM)                                                       \
+    void NAME(int32_t input_multiplier, int32_t input_left_shift, const int16_t *in, int n, int16_t *out) \
+    {                                                                                               \
+        int32_t round;                                                                              \
+        int i;                                                                                      \
+        if (input_multiplier == 0) {                                                                \
+            input_multiplier = 3 << input_left_shift;                                               \
+            input_left_shift = 0;                                                                   \
+        }                                                                                           \
+        round = input_left_shift > 0 ? 1 << (input_left_shift - 1) : 0;                             \
+        for (i = 0; i < n; ++i) {                                                                   \
+            out[i] = (int16_t)ELEM(in[i], input_multiplier, input_left_shift, round);               \
+        }                                                                                           \
+    }
 
-/* reference_integer_ops::Logistic, int16 */
-void edgernn_logistic_s16(int32_t input_multiplier, int32_t input_left_shift, const int16_t *in, int n,
-                          int16_t *out)
-{
-    int32_t round;
-    int i;
-    if (input_multiplier == 0) {
-        input_multiplier = 3 << input_left_shift;
-        input_left_shift = 0;
-    }
-    round = input_left_shift > 0 ? 1 << (input_left_shift - 1) : 0;
-    for (i = 0; i < n; ++i) {
-        const int32_t input_data = ((int32_t)in[i] * input_multiplier + round) >> input_left_shift;
-        const uint32_t abs_input = (uint32_t)(input_data < 0 ? -input_data : input_data);
-        const uint32_t uh = abs_input >> 9;
-        uint32_t result;
-        if (uh >= 255) {
-            result = 0x7FFFu << 10;
-        } else {
-            const uint32_t ua = edgernn_sigmoid_table_uint16[uh];
-            const uint32_t ub = edgernn_sigmoid_table_uint16[uh + 1];
-            const uint32_t ut = abs_input & 0x1ff;
-            result = (ua << 9) + ut * (ub - ua);
-        }
-        result = input_data >= 0 ? (result + (1u << 9)) : ((1u << (16 + 9)) - result + (1u << 9) - 1);
-        out[i] = (int16_t)(result >> 10);
-    }
-}
-
-/* reference_integer_ops::Tanh, int16 */
-void edgernn_tanh_s16(int32_t input_multiplier, int32_t input_left_shift, const int16_t *in, int n,
-                      int16_t *out)
-{
-    int32_t round;
-    int i;
-    if (input_multiplier == 0) {
-        input_multiplier = 3 << input_left_shift;
-        input_left_shift = 0;
-    }
-    round = input_left_shift > 0 ? 1 << (input_left_shift - 1) : 0;
-    for (i = 0; i < n; ++i) {
-        const int32_t input_data = ((int32_t)in[i] * input_multiplier + round) >> input_left_shift;
-        const uint32_t abs_input = (uint32_t)(input_data < 0 ? -input_data : input_data);
-        const uint32_t uh = abs_input >> 8;
-        int32_t result;
-        if (uh >= 255) {
-            result = 0xFFFF << 8;
-        } else {
-            const uint32_t ua = edgernn_sigmoid_table_uint16[uh];
-            const uint32_t ub = edgernn_sigmoid_table_uint16[uh + 1];
-            const uint8_t ut = (uint8_t)(abs_input & 0xFF);
-            result = (int32_t)((ua << 8) + ut * (ub - ua));
-        }
-        result = input_data >= 0 ? (result - (1 << (14 + 9)) + (1 << (9 - 2)))
-                                 : (-result + (1 << (14 + 9)) + (1 << (9 - 2)) - 1);
-        out[i] = (int16_t)(result >> (9 - 1));
-    }
-}
+EDGERNN_SIGMOID_S16_KERNEL(edgernn_logistic_s16, edgernn_logistic_s16_elem)
+EDGERNN_SIGMOID_S16_KERNEL(edgernn_tanh_s16, edgernn_tanh_s16_elem)
 
 void edgernn_requantize_s16(const edgernn_mul_params_t *p, edgernn_requantize_t mode, const int16_t *in,
                             int n, int16_t *out)
@@ -312,14 +270,12 @@ void edgernn_requantize_s8_s16(const edgernn_mul_params_t *p, const int8_t *in, 
         const int left = shift > 0 ? shift : 0;
         const int e = shift > 0 ? 0 : -shift;
         for (i = 0; i < n; ++i) {
-            const int32_t r = edgernn_rescale_narrow(((int32_t)in[i] + off) * ((int32_t)1 << left), m, 2, e);
-            out[i] = (int16_t)edgernn_clamp(r + zo, lo, hi);
+            out[i] = (int16_t)edgernn_requantize_narrow_elem(in[i], off, left, m, e, zo, lo, hi);
         }
         return;
     }
     for (i = 0; i < n; ++i) {
-        const int32_t r = edgernn_mbqm((int32_t)in[i] + off, m, shift);
-        out[i] = (int16_t)edgernn_clamp(r + zo, lo, hi);
+        out[i] = (int16_t)edgernn_requantize_elem(in[i], off, m, shift, zo, lo, hi);
     }
 }
 
@@ -332,14 +288,12 @@ void edgernn_requantize_s16_s8(const edgernn_mul_params_t *p, const int16_t *in,
         const int left = shift > 0 ? shift : 0;
         const int e = shift > 0 ? 0 : -shift;
         for (i = 0; i < n; ++i) {
-            const int32_t r = edgernn_rescale_narrow(((int32_t)in[i] + off) * ((int32_t)1 << left), m, 2, e);
-            out[i] = (int8_t)edgernn_clamp(r + zo, lo, hi);
+            out[i] = (int8_t)edgernn_requantize_narrow_elem(in[i], off, left, m, e, zo, lo, hi);
         }
         return;
     }
     for (i = 0; i < n; ++i) {
-        const int32_t r = edgernn_mbqm((int32_t)in[i] + off, m, shift);
-        out[i] = (int8_t)edgernn_clamp(r + zo, lo, hi);
+        out[i] = (int8_t)edgernn_requantize_elem(in[i], off, m, shift, zo, lo, hi);
     }
 }
 

@@ -123,6 +123,66 @@ EDGERNN_EW_INLINE int32_t edgernn_lut_elem(const int8_t *table, int32_t a)
     return table[(uint8_t)a];
 }
 
+/* QUANTIZE between the integer types (a mixed model's seam), one element: LiteRT's Requantize,
+ * clamp(MultiplyByQuantizedMultiplier(x + off, m, shift) + zo, lo, hi). The _narrow form is the same with
+ * the left shift as a product and one high multiply (edgernn_rescale_narrow with up = 2), where the
+ * caller has checked its bounds for every input (edgernn_elementwise.c, requantize_narrow_applies). */
+EDGERNN_EW_INLINE int32_t edgernn_requantize_elem(int32_t x, int32_t off, int32_t m, int32_t shift, int32_t zo,
+                                                  int32_t lo, int32_t hi)
+{
+    return edgernn_clamp(edgernn_mbqm(x + off, m, shift) + zo, lo, hi);
+}
+
+EDGERNN_EW_INLINE int32_t edgernn_requantize_narrow_elem(int32_t x, int32_t off, int left, int32_t m, int e,
+                                                         int32_t zo, int32_t lo, int32_t hi)
+{
+    return edgernn_clamp(edgernn_rescale_narrow((x + off) * ((int32_t)1 << left), m, 2, e) + zo, lo, hi);
+}
+
+/* LOGISTIC and TANH, int16 (reference_integer_ops::Logistic and Tanh), one element: the input rescaled by
+ * (multiplier, left_shift) with round = 2^(left_shift - 1) (0 for no shift), then the interpolated
+ * 256-entry sigmoid table. A multiplier of 0 stands for 3 << left_shift with no shift: the caller passes
+ * the values after that substitution. */
+extern const uint16_t edgernn_sigmoid_table_uint16[256];
+
+/* The rescaled input, and its magnitude through the table: entry |x| >> frac, the next one weighted by the
+ * frac low bits, or sat past the table's end. */
+EDGERNN_EW_INLINE int32_t edgernn_sigmoid16_input(int32_t x, int32_t multiplier, int32_t left_shift, int32_t round)
+{
+    return (x * multiplier + round) >> left_shift;
+}
+
+EDGERNN_EW_INLINE uint32_t edgernn_sigmoid16_lookup(int32_t input_data, int frac, uint32_t sat)
+{
+    const uint32_t abs_input = (uint32_t)(input_data < 0 ? -input_data : input_data);
+    const uint32_t uh = abs_input >> frac;
+    if (uh >= 255) {
+        return sat;
+    }
+    {
+        const uint32_t ua = edgernn_sigmoid_table_uint16[uh];
+        const uint32_t ub = edgernn_sigmoid_table_uint16[uh + 1];
+        return (ua << frac) + (abs_input & ((1u << frac) - 1u)) * (ub - ua);
+    }
+}
+
+EDGERNN_EW_INLINE int32_t edgernn_logistic_s16_elem(int32_t x, int32_t multiplier, int32_t left_shift, int32_t round)
+{
+    const int32_t input_data = edgernn_sigmoid16_input(x, multiplier, left_shift, round);
+    uint32_t result = edgernn_sigmoid16_lookup(input_data, 9, 0x7FFFu << 10);
+    result = input_data >= 0 ? (result + (1u << 9)) : ((1u << (16 + 9)) - result + (1u << 9) - 1);
+    return (int16_t)(result >> 10);
+}
+
+EDGERNN_EW_INLINE int32_t edgernn_tanh_s16_elem(int32_t x, int32_t multiplier, int32_t left_shift, int32_t round)
+{
+    const int32_t input_data = edgernn_sigmoid16_input(x, multiplier, left_shift, round);
+    int32_t result = (int32_t)edgernn_sigmoid16_lookup(input_data, 8, 0xFFFFu << 8);
+    result = input_data >= 0 ? (result - (1 << (14 + 9)) + (1 << (9 - 2)))
+                             : (-result + (1 << (14 + 9)) + (1 << (9 - 2)) - 1);
+    return (int16_t)(result >> (9 - 1));
+}
+
 /* DIV, 8-bit: reference_ops::DivElementwise with gemmlowp's reciprocal. */
 
 EDGERNN_EW_INLINE int edgernn_count_leading_sign_bits(int32_t x)

@@ -466,3 +466,27 @@ def test_a_kernel_of_its_own_header_reaches_only_the_firmware_that_calls_it(buil
     assert "edgernn_maximum_minimum" not in (without / "model.c").read_text()
     assert not (without / "edgernn_maximum_minimum.c").exists()
     assert "edgernn_maximum_minimum" not in (without / "edgernn_kernels.h").read_text()
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("name", ["ltc", "lstm"])
+def test_identical_tables_are_held_once(built, name):
+    """A table its quantization alone decides (an LSTM's gates' LOGISTIC, an LTC's six unfolds' constants) is
+    in weights.c once however many ops read it; the build is the one test_generated_c_matches_interpreter holds
+    to LiteRT. Weight matrices and biases keep their own arrays."""
+    from edgernn.backend import _state_keys, codegen
+    from edgernn.backend.reader import read_tflite
+    from edgernn.outdir import read_manifest
+
+    b = built(name, "int8")
+    weights = (b.folder / "firmware" / "weights.c").read_text()
+    arrays = re.findall(r"const (\w+) (\w+)\[\d+\] EDGERNN_WEIGHTS_SECTION = (\{.*?\});", weights)
+    tables = [(ctype, values) for ctype, array, values in arrays if array.endswith(("_lut", "_k", "_chain"))
+              or "_fused" in array or array.endswith("_thresholds")]
+    assert tables and len(tables) == len(set(tables))
+    graph = read_tflite(b.folder / "step.tflite")
+    states = codegen.state_layout(graph, _state_keys(graph, read_manifest(b.folder).states, "x"))
+    rendered = codegen.lower_graph(graph, "edgernn_step", "x", "y", states)
+    assert rendered.same, "the model holds no table twice: the case tests nothing"
+    assert set(rendered.same.values()) <= {a.name for a in rendered.arrays}
+    assert not set(rendered.same) & {a.name for a in rendered.arrays}

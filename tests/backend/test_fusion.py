@@ -34,7 +34,9 @@ def gru_reset_before(seed: int = 0):
                              L.Dense(1)], name="gru_reset_before")
 
 
-MODELS = {"gru": gru_reset_before, "cfc": zoo.cfc_default, "ltc": zoo.ltc_wired}
+# name -> (model, quantization); gru16: int16 ADD/SUB, MUL, LOGISTIC and TANH in one loop
+MODELS = {"gru": (gru_reset_before, "int8"), "cfc": (zoo.cfc_default, "int8"), "ltc": (zoo.ltc_wired, "int8"),
+          "gru16": (gru_reset_before, "int16")}
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +48,9 @@ def converted(tmp_path_factory):
     def get(name: str):
         if name not in cache:
             out = tmp_path_factory.mktemp(f"fusion_{name}") / "out"
+            build, quant = MODELS[name]
             with contextlib.redirect_stdout(io.StringIO()):
-                convert_model(MODELS[name](), out, quant="int8", mode="step")
+                convert_model(build(), out, quant=quant, mode="step")
             cache[name] = out
         return cache[name]
 
@@ -125,7 +128,11 @@ def test_fused_build_gives_the_unfused_bytes(converted, tmp_path, monkeypatch, n
     shutil.copytree(converted(name), fused_dir)
     shutil.copytree(converted(name), plain_dir)
     fused_build = H.build(fused_dir)
-    assert "_fused" in (fused_dir / "firmware" / "model.c").read_text()
+    model_c = (fused_dir / "firmware" / "model.c").read_text()
+    assert "_fused" in model_c
+    if MODELS[name][1] == "int16":      # loads and stores of 16 bits, the int16 element functions
+        assert "int16_t *const out0" in model_c
+        assert "edgernn_tanh_s16_elem(" in model_c and "edgernn_logistic_s16_elem(" in model_c
     monkeypatch.setattr(fusion, "ENABLED", False)
     plain_build = H.build(plain_dir)
     assert "_fused" not in (plain_dir / "firmware" / "model.c").read_text()
@@ -138,7 +145,7 @@ def test_fused_build_gives_the_unfused_bytes(converted, tmp_path, monkeypatch, n
         got, _ = H.run_driver(fused_build.exe, xq, ref.shape[1], fused_dir)
         plain, _ = H.run_driver(plain_build.exe, xq, ref.shape[1], plain_dir)
         assert np.array_equal(got, plain)
-        assert H.compare(got, ref, "int8")["mismatches"] == 0
+        assert H.compare(got, ref, MODELS[name][1])["mismatches"] == 0
 
 
 # ---- the grouping rules, on calls made by hand ----

@@ -61,9 +61,10 @@ def test_quantize_seams_match_interpreter(tmp_path, name, hops):
     folder = MM.write_folder(tmp_path / name, MM.requantize_chain(hops, size=256))
     b = H.build(folder)
     model_c = (folder / "firmware" / "model.c").read_text()
-    for (a, _, _), (c, _, _) in zip(hops, hops[1:]):
-        if a != c:
-            assert f"requantize_s{a[3:]}_s{c[3:]}(" in model_c  # edgernn_ or edgernn_team_
+    if len(hops) == 2:      # one seam: its kernel (edgernn_ or edgernn_team_)
+        assert f"requantize_s{hops[0][0][3:]}_s{hops[1][0][3:]}(" in model_c
+    else:                   # a chain of seams: one fused loop, an element function a seam
+        assert "_fused" in model_c and model_c.count("= edgernn_requantize_") == len(hops) - 1
     xq = _all_values(hops[0][0])
     ref, _ = step_records(folder / "step.tflite", xq, [])
     got, _ = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
@@ -98,8 +99,13 @@ def test_int16_sum_saturates_as_the_interpreter_does(tmp_path):
 
 
 @pytest.mark.toolchain
-def test_quantize_seams_split_across_the_team(tmp_path):
-    """1 and 8 workers give the interpreter's bytes for both seam kernels."""
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "kernels"])
+def test_quantize_seams_split_across_the_team(tmp_path, monkeypatch, fused):
+    """1 and 8 workers give the interpreter's bytes for both seams: the two in one fused loop the team splits
+    by element range, and as the two team kernels."""
+    from edgernn.backend import fusion
+
+    monkeypatch.setattr(fusion, "ENABLED", fused)
     hops = [("int16", 1e-3, 0), ("int8", 0.011, 3), ("int16", 2e-4, 0)]
     folder = MM.write_folder(tmp_path / "team", MM.requantize_chain(hops, size=4096))
     xq = np.random.default_rng(7).integers(-32768, 32768, (4, 4096)).astype(np.int16)
@@ -107,7 +113,10 @@ def test_quantize_seams_split_across_the_team(tmp_path):
     for n in (1, 8):
         b = H.build(folder, cflags=["-O2", f"-DEDGERNN_THREADS={n}", "-pthread"], name=f"driver_t{n}")
         model_c = (folder / "firmware" / "model.c").read_text()
-        assert "edgernn_team_requantize_s16_s8(" in model_c and "edgernn_team_requantize_s8_s16(" in model_c
+        if fused:
+            assert "edgernn_team_split(edgernn_step_fused" in model_c
+        else:
+            assert "edgernn_team_requantize_s16_s8(" in model_c and "edgernn_team_requantize_s8_s16(" in model_c
         got, _ = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
         assert np.array_equal(got, ref), f"{n} workers: {int((got != ref).sum())} bytes differ"
 
@@ -169,9 +178,10 @@ def test_mixed_step_models_match_interpreter(int8_base, tmp_path, name, base, sp
     b = H.build(folder)
     model_h = (folder / "firmware" / "model.h").read_text()
     model_c = (folder / "firmware" / "model.c").read_text()
-    # the int16 ops the splice made are generated as int16 kernels, beside the int8 ones
-    for part, kernel in (("fc16", "fully_connected_s16("), ("tanh16", "tanh_s16("), ("all", "fully_connected_s16("),
-                         ("all", "tanh_s16(")):
+    # the int16 ops the splice made are generated as int16 kernels (the TANH, between its seams, in one fused
+    # loop: its element function), beside the int8 ones
+    for part, kernel in (("fc16", "fully_connected_s16("), ("tanh16", "tanh_s16_elem("), ("all", "fully_connected_s16("),
+                         ("all", "tanh_s16_elem(")):
         if part in name:
             assert kernel in model_c, f"{name}: no {kernel}"
     assert "fully_connected_s8(" in model_c or "fully_connected_group_s8(" in model_c or name.startswith("fc16")
@@ -199,15 +209,16 @@ def _activation_types(folder) -> set[str]:
 
 
 def test_step_cost_counts_the_seams_and_each_states_width(int8_base, tmp_path):
-    """estimate_step_cost: the bytes generate_firmware reports, the int16 state at 2 bytes an element,
-    and each QUANTIZE seam's elements in the cycles."""
+    """estimate_step_cost: the bytes generate_firmware reports, the int16 state at 2 bytes an element, the
+    seams in the cycles, and with a board the very calls its team shares."""
     from edgernn.backend import generate_firmware
-    from edgernn.backend.cost import estimate_step_cost
-    from edgernn.backend.parallel import CYCLES_PER_ELEMENT
+    from edgernn.backend.cost import CALL, estimate_step_cost
+    from edgernn.targets.board import load_board
 
     step, manifest = int8_base("simplernn")
     plain = MM.write_folder(tmp_path / "int8", step, manifest)
     mixed = MM.write_folder(tmp_path / "mixed", _states16(step, manifest, 256.0), manifest)
+    gap8 = load_board("gvsoc_gap8")
     costs = {}
     for label, folder in (("int8", plain), ("mixed", mixed)):
         states = json.loads((folder / "manifest.json").read_text())["states"]
@@ -215,23 +226,37 @@ def test_step_cost_counts_the_seams_and_each_states_width(int8_base, tmp_path):
         facts = generate_firmware(folder, None)
         assert (cost.weight_bytes, cost.arena_bytes, cost.state_bytes) == \
             (facts.weight_bytes, facts.arena_bytes, facts.state_bytes)
-        assert cost.unestimated == [] and cost.cycles_per_step > 0
+        assert cost.cycles_per_step == sum(cost.by_kernel.values()) > cost.calls * CALL
+        on_board = estimate_step_cost(folder / "step.tflite", states, board=gap8)
+        assert on_board.shared == len(generate_firmware(folder, gap8).team_ops)
         costs[label] = cost
     size = sum(int(np.prod(s["shape"])) for s in manifest["states"])
     assert costs["mixed"].state_bytes == 2 * costs["int8"].state_bytes == 2 * size
-    assert costs["mixed"].calls == costs["int8"].calls + 2
-    assert costs["mixed"].cycles_per_step == costs["int8"].cycles_per_step + 2 * size * CYCLES_PER_ELEMENT
+    # the seams: the state's QUANTIZE into int8 before its FULLY_CONNECTED is a call of its own; the one
+    # back to int16 after the cell's TANH joins the TANH's loop
+    assert costs["mixed"].by_kernel.get("edgernn_requantize_s16_s8", 0) > 0
+    assert costs["mixed"].cycles_per_step > costs["int8"].cycles_per_step
 
 
 @pytest.mark.toolchain
-def test_sanitizers_report_nothing_on_the_seams(tmp_path):
-    """ASan and UBSan over both seam kernels on both paths (the one-multiply one and edgernn_mbqm's),
-    every int16 input value: no shift or overflow out of range, and still the interpreter's bytes."""
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "kernels"])
+def test_sanitizers_report_nothing_on_the_seams(tmp_path, monkeypatch, fused):
+    """ASan and UBSan over both seams on both paths (the one-multiply one and edgernn_mbqm's), every int16
+    input value, in one fused loop and as the kernels: no shift or overflow out of range, and still the
+    interpreter's bytes."""
+    from edgernn.backend import fusion
+
+    monkeypatch.setattr(fusion, "ENABLED", fused)
     hops = [("int16", 0.002, -700), ("int8", 0.1, 0), ("int16", 0.1 / 3000000, 0), ("int8", 0.02, 9),
             ("int16", 1.0, 0), ("int8", 1.0 / 12288, 0)]
     folder = MM.write_folder(tmp_path / "asan", MM.requantize_chain(hops, size=256))
     b = H.build(folder, cflags=["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"],
                 name="driver_asan")
+    model_c = (folder / "firmware" / "model.c").read_text()
+    if fused:       # both paths in the one loop
+        assert "edgernn_requantize_narrow_elem(" in model_c and "edgernn_requantize_elem(" in model_c
+    else:
+        assert "_fused" not in model_c
     xq = _all_values("int16")
     ref, _ = step_records(folder / "step.tflite", xq, [])
     got, stderr = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)

@@ -141,17 +141,20 @@ def test_mixed_model_takes_each_op_from_its_precision(converted, name, pick):
     assert len(trace) == 20 and all(np.all(np.isfinite(y)) for y, _ in trace)
 
 
-def test_plan_meets_the_budget_with_a_mix(converted):
-    """A budget between int8's and int16's error: some ops int16, some int8, the error within the budget,
-    both as the plan measured it and as convert's own check of step.tflite measures it."""
+def test_plan_meets_the_budget_between_int8_and_int16(converted):
+    """A budget between int8's and int16's error: int16 ops where the plan's estimated cost says so, the error
+    within the budget, both as the plan measured it and as convert's own check of step.tflite measures it,
+    and an estimated cost no dearer than all-int16's."""
     manifest, pair, _, _ = converted("simplernn_relu", 0.01)
     p = manifest["precision"]
     assert manifest["quant"] == "auto"
     assert p["int16_error"] < 0.01 < p["int8_error"]
     assert p["met"] and p["error"] <= 0.01
     assert abs(manifest["quantization_error"]["l2r"] - p["error"]) < 1e-6
-    assert 0 < p["int16_ops"] < len(pair.ops)
+    assert 0 < p["int16_ops"] <= len(pair.can_int16())
     assert [r["dtype"] for r in p["plan"]].count("int16") == p["int16_ops"]
+    e = p["estimate"]
+    assert e["auto"]["cycles_per_step"] <= e["int16"]["cycles_per_step"] and e["auto"]["bytes"] <= e["int16"]["bytes"]
     for state in manifest["states"]:
         assert state["dtype"] == p["states"][state["name"]]
 
@@ -227,3 +230,73 @@ def test_groups_hold_each_constant_once(converted, name):
     shared = [g for g in groups if len(g) > 1]
     if name == "ltc_dense":  # its six ODE unfolds read one set of parameters
         assert shared and max(len(g) for g in shared) >= 6
+
+
+@pytest.mark.toolchain
+def test_ltc_mixed_model_c_matches_interpreter(converted, tmp_path):
+    """The LTC's mixed model through the C backend: int16 broadcasting loops around int8 divisions, the
+    seams inside the loops, every output and state byte the interpreter's over a trajectory and inputs
+    wider than calibration."""
+    import shutil
+
+    import backend_harness as H
+
+    _, _, _, folder = converted("ltc_dense", 0.001)
+    out = tmp_path / "ltc"
+    shutil.copytree(folder, out)
+    b = H.build(out)
+    model_c = (out / "firmware" / "model.c").read_text()
+    assert "int16_t *const out0" in model_c and "edgernn_div_elem(" in model_c
+    assert "edgernn_requantize_narrow_elem(" in model_c and "int d2 = " in model_c
+    n = int(H.load_interpreter(out / "step.tflite").get_signature_runner().get_input_details()["x"]["shape"][-1])
+    for xs in (zoo.trajectories(1, 100, n, seed=4)[0],
+               np.random.default_rng(9).normal(0.0, 2.0, size=(60, n)).astype(np.float32)):
+        xq = H.quantize_x(out, xs)
+        ref, _ = H.reference_bytes(out, xq)
+        got, _ = H.run_driver(b.exe, xq, ref.shape[1], out)
+        assert all(bad == 0 for bad, _ in H.compare_tensors(got, ref, out).values())
+
+
+def _made_up_cost(weigh: str, n_ops: int):
+    """A cost of a mixed model counted from its ops: (cycles, bytes)."""
+    def cost(data):
+        m = tfl.read(data)
+        names = tfl.op_names(m)
+        seams = names.count("QUANTIZE")
+        int16 = sum(1 for op in m.subgraphs[0].operators if tfl.op_name(m, op.opcodeIndex) != "QUANTIZE"
+                    and tfl.tensor_quant(m, op.outputs[0])["dtype"] == "int16")
+        if weigh == "ops":      # every int16 op costs far more than a seam
+            return 1000 + 100 * int16 + seams, 500
+        if weigh == "seams":    # a seam costs more than any op saves in int8
+            return 1000 + 10 * int16 + 100 * seams, 500
+        return 1000 + 10 * int16, 500 + 40 * (n_ops - int16)     # bytes: int8 saves cycles, adds bytes
+    return cost
+
+
+@pytest.mark.parametrize("weigh, chosen", [("ops", "a mix"), ("seams", "all int16"), ("bytes", "all int16")])
+def test_plan_is_the_least_cost_that_meets_the_budget(converted, weigh, chosen):
+    """With a cost, the plan is the cheapest of all-int16, the fewest int16 ops and the cost descent, meets
+    the budget and weighs no more than all-int16. The costs are made up, to hold the search to what it
+    must see: ``ops``, where int16 ops are dear and seams cheap: a mix at least as cheap as the fewest int16
+    ops; ``seams``, where a QUANTIZE costs more than an op saves in int8: no seam is worth it; ``bytes``,
+    where each int8 op saves cycles but adds bytes: nothing may weigh more than all-int16."""
+    _, pair, calib, folder = converted("simplernn_relu", 0.01)
+    probe = calib[:8]
+    want = mixed.run_quantized((folder / "float_step.tflite").read_bytes(), probe, pair.ties)
+    cost = _made_up_cost(weigh, len(pair.ops))
+    plan, data = mixed.plan_precision(pair, probe, want, 0.01, cost=cost)
+    fewest, fewest_data = mixed.plan_precision(pair, probe, want, 0.01)
+    everything = pair.can_int16()
+    assert plan.met and plan.error <= 0.01 and fewest.met
+    e = plan.estimates
+    assert e["auto"] == cost(data) and e["int16"] == cost(mixed.splice(pair, everything))
+    assert e["auto"][1] <= e["int16"][1]
+    assert e["auto"][0] <= e["int16"][0]
+    if cost(fewest_data)[1] <= e["int16"][1]:   # the fewest int16 ops, when within all-int16's bytes
+        assert e["auto"][0] <= cost(fewest_data)[0]
+    if chosen == "a mix":
+        assert 0 < len(plan.int16_ops) < len(everything)
+    else:
+        assert plan.int16_ops == everything and "QUANTIZE" not in tfl.op_names(tfl.read(data))
+    assert mixed.precision_entry(pair, plan, data, 0.01, probe)["estimate"]["auto"] == \
+        {"cycles_per_step": e["auto"][0], "bytes": e["auto"][1]}

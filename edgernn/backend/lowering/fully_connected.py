@@ -47,8 +47,11 @@ class FullyConnectedOps(LoweringBase):
             raise _refuse(op, "asymmetric weights")
         if dtype == "int16" and (in_zp != 0 or out_zp != 0):
             raise _refuse(op, "int16 activations with a nonzero zero point")
-        if w.per_channel:
-            reals = [float(np.float32(in_s)) * float(s) / float(np.float32(out_s)) for s in w.scale]
+        if w.per_channel or dtype == "int16":
+            # 16x8 takes LiteRT's per-channel Prepare (double products) even for one output channel, whose
+            # one scale reads as per-tensor: the float32 product can differ in the multiplier's last bits
+            reals = [float(np.float32(in_s)) * float(s) / float(np.float32(out_s)) for s in w.scale] * \
+                (1 if w.per_channel else n_out)
         else:
             prod = qp.f32(np.float32(in_s) * np.float32(w.scale[0]))
             reals = [prod / float(np.float32(out_s))] * n_out
