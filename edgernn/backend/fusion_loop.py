@@ -284,7 +284,7 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
                 Params("edgernn_addsub_params_t", _ints(q.fields)), Int(a["negate"]))), m.op_index))
             v = Call("edgernn_addsub_const_elem", (AddressOf(k), operand(a["in"].index), Element(Name(karr.name), INDEX)))
         elif m.fn in ("edgernn_logistic_s16", "edgernn_tanh_s16"):
-            mult, left = int(a["input_multiplier"]), int(a["input_left_shift"])
+            mult, left = a["input_multiplier"], a["input_left_shift"]
             if mult == 0:       # the kernel's own substitution (edgernn_elementwise.c)
                 mult, left = 3 << left, 0
             v = Call(f"{m.fn}_elem", (operand(a["in"].index), Int(mult), Int(left),
