@@ -3,7 +3,7 @@ instruction, from GVSOC's instruction trace.
 
 The model (int8 LSTM(64) step model by default, as bench_gap8.py builds it) is built once, its ai_deck
 firmware built with the given make variables, and run in GVSOC's debug build with every cluster core's
-instructions traced: edgernn.targets.gvsoc_trace.TracedRun, the machinery of `edgernn validate --profile`
+instructions traced: edgernn.targets.gvsoc_trace.GvsocTracedRun, the machinery of `edgernn validate --profile`
 (the trace is read from a named pipe as GVSOC writes it). Each traced instruction is charged the cycles
 until its core's next one, so a multi-cycle instruction (mulh, div), a taken branch or a stall lands on one
 instruction, and an instruction-cache miss on the first instruction of a 16-byte line; a core's sleep in
@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from edgernn.link import LinkClient  # noqa: E402
 from edgernn.targets import device as devices  # noqa: E402
 from edgernn.targets.gap_sdk import build_gvsoc  # noqa: E402
-from edgernn.targets.gvsoc_trace import TracedRun  # noqa: E402
+from edgernn.targets.gvsoc_trace import GvsocTracedRun  # noqa: E402
 from edgernn.targets.profile import binutil, disassembly  # noqa: E402
 from edgernn.tflite import model as tfl  # noqa: E402
 from edgernn.tflite.oracle import quantize  # noqa: E402
@@ -43,10 +43,10 @@ from edgernn.tflite.oracle import quantize  # noqa: E402
 BOARD = "gvsoc_gap8"
 
 
-def run_traced(elf: Path, model_c: Path, xs: np.ndarray, step: int) -> TracedRun:
+def run_traced(elf: Path, model_c: Path, xs: np.ndarray, step: int) -> GvsocTracedRun:
     """Run elf in GVSOC with every cluster core traced, feeding it xs over the UART; the run, finished."""
     board = devices.load_board(BOARD)
-    traced = TracedRun(elf, model_c, board, step, install=build_gvsoc())
+    traced = GvsocTracedRun(elf, model_c, board, step, install=build_gvsoc())
     try:
         with LinkClient.open(traced.url, baud=board.serial.baud, timeout=board.serial.timeout_s * 10) as link:
             link.wait_ready(board.emulator.start_timeout_s * 10)
@@ -60,7 +60,7 @@ def run_traced(elf: Path, model_c: Path, xs: np.ndarray, step: int) -> TracedRun
     return traced
 
 
-def report(traced: TracedRun, elf: Path, out: Path, n_pcs: int, annotate: list[str] = ()) -> None:
+def report(traced: GvsocTracedRun, elf: Path, out: Path, n_pcs: int, annotate: list[str] = ()) -> None:
     prof, profiler, step = traced.profile, traced.profiler, traced.profile["step"]
     team = traced.counted.team_cycles
     counted = int(team[step]) if team is not None else int(traced.counted.cycles[step])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgernn.validate.report import bytes_text
+
 
 def _table(title: str, *columns: str, **kwargs):
     from rich.table import Table
@@ -17,13 +19,7 @@ def _table(title: str, *columns: str, **kwargs):
 
 
 def _bytes(n: int | None) -> str:
-    if n is None:
-        return "-"
-    if n >= 1 << 20:
-        return f"{n / (1 << 20):.1f} MiB"
-    if n >= 1 << 10:
-        return f"{n / (1 << 10):.1f} KiB"
-    return f"{n} B"
+    return bytes_text(n, none="-")
 
 
 def print_inspection(console, result) -> None:

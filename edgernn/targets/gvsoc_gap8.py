@@ -43,14 +43,14 @@ class GvsocGap8Adapter(Gap8Adapter):
 
     def start_profiled(self, out_dir: Path, step: int):
         """OUT's firmware in GVSOC's debug build, every cluster core's instructions traced
-        (edgernn.targets.gvsoc_trace.TracedRun)."""
+        (edgernn.targets.gvsoc_trace.GvsocTracedRun)."""
         from edgernn.targets.gap_sdk import build_gvsoc
-        from edgernn.targets.gvsoc_trace import TracedRun
+        from edgernn.targets.gvsoc_trace import GvsocTracedRun
 
         out_dir = Path(out_dir)
         self._require_project(out_dir)
         elf = Path(self.find_firmware(out_dir) or self.build_elf(out_dir / "firmware").elf)
-        return TracedRun(elf, out_dir / "firmware" / "model.c", self.board, step, install=build_gvsoc(),
+        return GvsocTracedRun(elf, out_dir / "firmware" / "model.c", self.board, step, install=build_gvsoc(),
                          readfs_files=_readfs_files(elf))
 
     def _restart(self, device: Device) -> None:

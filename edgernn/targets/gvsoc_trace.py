@@ -5,7 +5,7 @@ the instruction trace of every cluster core on. The trace goes into a named pipe
 written, so it never fills a disk: a thread hands each line to a ``StepProfiler``
 (edgernn.targets.profile) and, once the profiled step's window has closed, drains the rest. The host
 feeds the firmware a few steps over the UART, the first ones warming the instruction cache, then ends it
-(BYE), so that GVSOC exits and writes out the trace it still buffers (``TracedRun``).
+(BYE), so that GVSOC exits and writes out the trace it still buffers (``GvsocTracedRun``).
 
 A line of the trace: ``<time ps>: <cycles>: [<component>] <mode> <pc> <mnemonic> <operands and values>``;
 the cycles are the cluster's clock, shared by its cores. A call shows the return address it writes
@@ -20,12 +20,10 @@ These figures are GVSOC's timing model, not measured on a GAP8.
 
 from __future__ import annotations
 
-import contextlib
 import re
-import subprocess
 from pathlib import Path
 
-from edgernn.targets.profile import StepMap, StepProfiler, TracePipe
+from edgernn.targets.profile import StepMap, StepProfiler, TracedRun
 
 CLUSTER_CORES = ".*/cluster/pe[0-9]/insn"   # GVSOC reads no "+" here
 LINE = re.compile(r"^\s*\d+:\s+(\d+):\s+\[[^\]]*?/pe(\d+)/insn[^\]]*\]\s+\S+\s+([0-9a-fA-F]+)\s+(\S+)(.*)$")
@@ -52,42 +50,20 @@ def read_trace(lines, profiler: StepProfiler) -> None:
         profiler.finish()
 
 
-class TracedRun:
+class GvsocTracedRun(TracedRun):
     """A firmware running in GVSOC's debug build with the cluster's cores traced into a named pipe that a
-    thread reads as GVSOC writes it. Drive the firmware over its UART (``url``), end it with BYE, then
-    ``result()``; ``stop()`` (always) ends GVSOC and the reader."""
+    thread reads as GVSOC writes it (edgernn.targets.profile.TracedRun: ``url``, ``result()``, ``stop()``)."""
+
+    source = SOURCE
 
     def __init__(self, elf: Path, model_c: Path, board, step: int, *, install, readfs_files: list | tuple = ()):
         from edgernn.targets import gvsoc
 
-        self.board = board
-        self.profiler = StepProfiler(StepMap.read(elf, model_c, board), step)
-        self.pipe = TracePipe(lambda lines: read_trace(lines, self.profiler))
-        self.sim = None
-        try:
-            self.sim = gvsoc.start_gvsoc(elf, Path(elf).parent / "gvsoc", install=install,
-                                         timeout=board.emulator.start_timeout_s, baud=board.serial.baud,
-                                         readfs_files=readfs_files, trace=gvsoc.Trace(CLUSTER_CORES, self.pipe.path))
-        except BaseException:
-            self.stop()
-            raise
-        self.url = self.sim.url
+        profiler = StepProfiler(StepMap.read(elf, model_c, board), step)
+        super().__init__(board, profiler, lambda lines: read_trace(lines, profiler))
+        self._launch(lambda: gvsoc.start_gvsoc(
+            elf, Path(elf).parent / "gvsoc", install=install, timeout=board.emulator.start_timeout_s,
+            baud=board.serial.baud, readfs_files=readfs_files, trace=gvsoc.Trace(CLUSTER_CORES, self.pipe.path)))
 
-    def result(self) -> dict:
-        """The profile, once the firmware has ended (GVSOC writes out the trace it buffers as it exits)."""
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.sim.wait(self.board.serial.timeout_s)
-        self.stop()
-        self.pipe.check()
-        return {**self.profiler.result(), "source": SOURCE}
-
-    def stop(self) -> None:
-        if self.sim is not None:
-            self.sim.stop()
-        self.pipe.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
+    def _wait(self, timeout: float) -> None:
+        self.emulator.wait(timeout)

@@ -4,7 +4,6 @@ its UART (``"announce"``: QEMU)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shlex
@@ -19,6 +18,7 @@ from edgernn.errors import EdgeRNNError
 from edgernn.targets.adapter import (Adapter, Device, FirmwareBuild, Log, is_complete, require_firmware_folder,
                                      stage_firmware)
 from edgernn.targets.compile import BuildResult, compile_firmware, find_compiler
+from edgernn.targets.profile import StepMap, StepProfiler, TracedRun, binutil, call_returns
 
 
 def _format(args: list[str], **values) -> list[str]:
@@ -155,19 +155,18 @@ def read_qemu_log(lines, profiler, returns: dict[int, int]) -> None:
         profiler.finish()
 
 
-class QemuTracedRun:
+class QemuTracedRun(TracedRun):
     """A firmware in QEMU with every instruction it runs logged into a named pipe (edgernn.targets.profile.
-    TracePipe), but for the HAL's UART loops, which poll while the firmware waits for the host (-dfilter).
-    Drive it over its UART (``url``), end it with BYE, then ``result()``; ``stop()`` always."""
+    TracedRun: ``url``, ``result()``, ``stop()``), but for the HAL's UART loops, which poll while the firmware
+    waits for the host (-dfilter)."""
+
+    source = QEMU_SOURCE
 
     def __init__(self, adapter: NativeAdapter, elf: Path, model_c: Path, step: int):
-        from edgernn.targets.profile import StepMap, StepProfiler, TracePipe, binutil, call_returns
-
-        self.board = adapter.board
-        step_map = StepMap.read(elf, model_c, self.board)
-        self.profiler = StepProfiler(step_map, step)
-        returns = call_returns(elf, binutil(self.board, "objdump"))
-        self.pipe = TracePipe(lambda lines: read_qemu_log(lines, self.profiler, returns))
+        step_map = StepMap.read(elf, model_c, adapter.board)
+        profiler = StepProfiler(step_map, step)
+        returns = call_returns(elf, binutil(adapter.board, "objdump"))
+        super().__init__(adapter.board, profiler, lambda lines: read_qemu_log(lines, profiler, returns))
         logged = []
         start = step_map.addrs[0]
         for address, following, name in zip(step_map.addrs, step_map.addrs[1:] + [None], step_map.names):
@@ -176,27 +175,11 @@ class QemuTracedRun:
                     logged.append(f"{start:#x}..{address - 1:#x}")
                 start = following if following is not None else address
         logged.append(f"{start:#x}..{step_map.addrs[-1] + 0xFFFF:#x}")
-        self.device = None
-        try:
-            self.device = adapter._start_announced(elf, ["-singlestep", "-d", "exec,nochain", "-dfilter",
-                                                         ",".join(logged), "-D", str(self.pipe.path)])
-        except BaseException:
-            self.stop()
-            raise
-        self.url = self.device.url
+        self._launch(lambda: adapter._start_announced(elf, ["-singlestep", "-d", "exec,nochain", "-dfilter",
+                                                            ",".join(logged), "-D", str(self.pipe.path)]))
 
-    def result(self) -> dict:
-        """The profile, once the firmware has ended and QEMU has written out its log."""
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.device.process.wait(self.board.serial.timeout_s)
-        self.stop()
-        self.pipe.check()
-        return {**self.profiler.result(), "source": QEMU_SOURCE}
-
-    def stop(self) -> None:
-        if self.device is not None:
-            self.device.stop()
-        self.pipe.close()
+    def _wait(self, timeout: float) -> None:
+        self.emulator.process.wait(timeout)
 
 
 def _respawn_on_pty(device: Device) -> None:

@@ -383,3 +383,48 @@ def call_returns(elf: Path, objdump: str) -> dict[int, int]:
             size = sum(len(word) for word in m.group(2).split()) // 2
             found[int(m.group(1), 16)] = int(m.group(1), 16) + size
     return found
+
+
+class TracedRun:
+    """A firmware running in an emulator that traces its instructions into a ``TracePipe``, read as written.
+    A board's subclass starts the emulator (``_launch``) and says how to wait for its end (``_wait``). Drive the
+    firmware over its UART (``url``), end it with BYE, then ``result()``; ``stop()`` (always, or ``with``) ends
+    the emulator and the reader."""
+
+    source = ""
+
+    def __init__(self, board, profiler: StepProfiler, read):
+        self.board = board
+        self.profiler = profiler
+        self.pipe = TracePipe(read)
+        self.emulator = None
+
+    def _launch(self, start) -> None:
+        try:
+            self.emulator = start()
+        except BaseException:
+            self.stop()
+            raise
+        self.url = self.emulator.url
+
+    def _wait(self, timeout: float) -> None:
+        raise NotImplementedError
+
+    def result(self) -> dict:
+        """The profile, once the firmware has ended (an emulator writes out the trace it buffers as it exits)."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._wait(self.board.serial.timeout_s)
+        self.stop()
+        self.pipe.check()
+        return {**self.profiler.result(), "source": self.source}
+
+    def stop(self) -> None:
+        if self.emulator is not None:
+            self.emulator.stop()
+        self.pipe.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()

@@ -76,9 +76,10 @@ def _count(value) -> str:
     return "–" if value is None else f"{round(value):,}"
 
 
-def _bytes(n) -> str:
+def bytes_text(n, none: str = "–") -> str:
+    """A byte count as people read it: B, KiB or MiB; ``none`` for an unknown count."""
     if n is None:
-        return "–"
+        return none
     if n >= 1 << 20:
         return f"{n / (1 << 20):.1f} MiB"
     if n >= 1 << 10:
@@ -301,8 +302,8 @@ def _speed(report: dict) -> tuple[dict, dict]:
                      + (", SIMD dot products" if dev.get("simd_dot") else "")
                      + (", offloaded from the main core" if dev.get("offloaded") else "")))
     if dev.get("l3_bytes_per_step"):
-        rows.append(("weights read from the stream memory per step", _bytes(dev["l3_bytes_per_step"])))
-    rows.append(("code", _bytes(dev.get("code_bytes"))))
+        rows.append(("weights read from the stream memory per step", bytes_text(dev["l3_bytes_per_step"])))
+    rows.append(("code", bytes_text(dev.get("code_bytes"))))
     return {"say": say, "rows": rows}, card
 
 
@@ -364,25 +365,25 @@ def _memory(report: dict) -> tuple[dict, dict]:
         rest = m["reserved"] - inside if m["reserved"] else 0
         if rest > 0:
             parts.append(("the rest of the reserve (runtime, stacks, heap)", rest, RESERVE_COLOR))
-        segments = [{"name": label, "size": _bytes(n), "color": color, "pct": round(100 * n / size, 3)}
+        segments = [{"name": label, "size": bytes_text(n), "color": color, "pct": round(100 * n / size, 3)}
                     for label, n, color in parts]
         if m["reserved"]:
             # the reserve is the end of the memory, beyond the budget: the free part of the budget before it
             free = max(m["budget"] - m["placed_bytes"], 0)
-            segments.insert(len(m["items"]), {"name": "free", "size": _bytes(free), "color": "transparent",
+            segments.insert(len(m["items"]), {"name": "free", "size": bytes_text(free), "color": "transparent",
                                               "pct": round(100 * free / size, 3)})
         budget_pct = round(100 * m["budget"] / size, 3) if m["budget"] < size else None
         placed, budget = m["placed_bytes"], m["budget"]
-        headline = (f"{_bytes(placed)} placed of its {_bytes(budget)} budget ({100 * placed / budget:.1f} %)"
-                    if budget else f"{_bytes(placed)} placed") + f"; {_bytes(m['size'])} in all"
+        headline = (f"{bytes_text(placed)} placed of its {bytes_text(budget)} budget ({100 * placed / budget:.1f} %)"
+                    if budget else f"{bytes_text(placed)} placed") + f"; {bytes_text(m['size'])} in all"
         if m["reserved"]:
-            headline += f", {_bytes(m['reserved'])} kept out of the budget"
+            headline += f", {bytes_text(m['reserved'])} kept out of the budget"
         memories.append({"name": m["memory"], "headline": headline, "segments": segments, "budget_pct": budget_pct,
-                         "legend": [(f"{label} {_bytes(n)}", color) for label, n, color in parts]})
+                         "legend": [(f"{label} {bytes_text(n)}", color) for label, n, color in parts]})
         table += [(m["memory"], label, f"{n:,}") for label, n, _ in parts]
         if not placed:
             continue
-        bars.append({"label": f"{m['memory']}: {_bytes(placed)} of {_bytes(budget)}"
+        bars.append({"label": f"{m['memory']}: {bytes_text(placed)} of {bytes_text(budget)}"
                               + (f" ({100 * placed / budget:.0f} %)" if budget else ""),
                      "segments": [{"name": label, "color": color, "pct": round(min(100.0, 100 * n / (budget or 1)), 2)}
                                   for label, n, color in parts[:len(m["items"])]],
