@@ -33,7 +33,7 @@ import numpy as np
 FEATURES, OUTPUTS = 3, 2
 DT = 0.1
 TRAIN_SEQUENCES, TRAIN_STEPS = 96, 120
-CALIB_SEQUENCES, STEPS = 8, 200
+CALIB_SEQUENCES, STEPS = 32, 200
 
 
 def oscillator(n_seq: int, steps: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -41,7 +41,7 @@ def oscillator(n_seq: int, steps: int, seed: int) -> tuple[np.ndarray, np.ndarra
     integrated semi-implicitly with step DT: inputs (n_seq, steps, 3), targets (n_seq, steps, 2)."""
     rng = np.random.default_rng(seed)
     k = rng.uniform(0.5, 3.0, n_seq)
-    c = rng.uniform(0.1, 0.6, n_seq)
+    c = rng.uniform(0.3, 0.8, n_seq)
     t = np.arange(steps) * DT
     # forcing: a sum of two sines and a step that switches at a random time
     u = np.zeros((n_seq, steps))
@@ -114,8 +114,8 @@ TRAINED = {
 class Trained:
     name: str
     path: Path             # the saved .keras model
-    calib: np.ndarray      # (8, 200, 3) trajectories of the task: what a user calibrates on
-    test: np.ndarray       # (8, 200, 3) other trajectories of the task
+    calib: np.ndarray      # (32, 200, 3) trajectories of the task: what a user calibrates on
+    test: np.ndarray       # (8, 200, 3) other trajectories of the task, within the calibration's ranges
     loss: float            # the training set's mse after the last epoch
 
 
@@ -135,7 +135,7 @@ def train(name: str, folder: Path) -> None:
     model.compile(optimizer=keras.optimizers.Adam(rate, clipnorm=1.0), loss="mse")
     history = model.fit(x, y, epochs=epochs, batch_size=16, verbose=0, shuffle=True)
     calib, _ = oscillator(CALIB_SEQUENCES, STEPS, seed=2)
-    test, _ = oscillator(CALIB_SEQUENCES, STEPS, seed=3)
+    test, _ = oscillator(8, STEPS, seed=3)
     folder.mkdir(parents=True, exist_ok=True)
     pid = os.getpid()
     # written under temporary names, then renamed: a concurrent session never reads half a file
