@@ -132,7 +132,7 @@ def print_build_inspection(console, result: dict) -> None:
     board = f" for {result['board']}" if result.get("board") else ""
     l2r = f"; l2r {result['l2r']:.4f} against the float model" if result.get("l2r") is not None else ""
     console.print(f"{result['folder']}: {result.get('model') or 'model'}{board}, --quant {result['quant']}, mode "
-                  f"{result['mode']}; {result['ops']} ops; weights {_bytes(result.get('weight_bytes'))}, arena "
+                  f"{result['mode']}; {result['ops']} kinds of op; weights {_bytes(result.get('weight_bytes'))}, arena "
                   f"{_bytes(result.get('arena_bytes'))}{l2r}", soft_wrap=True)
     p = result.get("precision")
     if p is None:
@@ -150,7 +150,8 @@ def print_build_inspection(console, result: dict) -> None:
                   soft_wrap=True)
     e = p.get("estimate") or {}
     if all(e.get(k) for k in ("int8", "int16", "auto")):
-        table = _table(f"estimated cost (chosen by: {e.get('chosen_by')})", "plan", "cycles", "bytes")
+        console.print(f"  the plan chosen by: {e.get('chosen_by')}")
+        table = _table("estimated cost", "plan", "cycles", "bytes")
         for k in ("int8", "int16", "auto"):
             table.add_row(k, f"{e[k]['cycles_per_step']:,}", f"{e[k]['bytes']:,}")
         console.print(table)
@@ -161,7 +162,8 @@ def print_build_inspection(console, result: dict) -> None:
     ops = _table("ops", "op", "name", "output", "dtype", "sensitivity", "why")
     for row in p["plan"]:
         sens = row.get("sensitivity")
-        dtype = f"[bold]{row['dtype']}[/bold]" if row["dtype"] == "int16" else row["dtype"]
+        dtype = "float32 (16x8 plan)" if row.get("float32") else row["dtype"]
+        dtype = f"[bold]{dtype}[/bold]" if row["dtype"] == "int16" else dtype
         ops.add_row(str(row["op"]), row["name"], row["output"], dtype, "" if sens is None else f"{sens:+.4f}",
                     row.get("why") or "")
     console.print(ops)
