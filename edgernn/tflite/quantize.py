@@ -366,8 +366,8 @@ def explain_quantization_failure(exc: BaseException, quant: str, layers_by_op: d
         return EdgeRNNError(
             f"--quant {quant} is not available for this model: TensorFlow cannot quantize op {op}{where} "
             f"in {'16x8' if quant == 'int16' else quant} mode; use "
-            + ("--quant int8 or float32, or --quant auto (the op in int8, the rest int16 where the error "
-               "budget needs it)" if quant == "int16" else "--quant float32")
+            + ("--quant int8 or float32, or --quant auto (int16 where the error budget needs it, the op then in "
+               "float32 between int16 tensors)" if quant == "int16" else "--quant float32")
         )
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return EdgeRNNError(f"quantization to {quant} failed: {first}")
