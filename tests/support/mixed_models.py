@@ -347,3 +347,30 @@ def fc16_alone(weights: np.ndarray, w_scales, bias: np.ndarray | None, s_in: flo
         setattr(sig, side, [item])
     model.signatureDefs = [sig]
     return M.write(model)
+
+
+def unary16(builtin: int, size: int, s_in: float, s_out: float, version: int = 1) -> bytes:
+    """A step model of one int16 unary op (``builtin``, a schema.BuiltinOperator): x (1, size) at ``s_in`` ->
+    y (1, size) at ``s_out``, zero points 0."""
+    model = S.ModelT()
+    model.version = 3
+    model.description = b"edgernn test: int16 unary op"
+    model.buffers = [S.BufferT()]
+    model.operatorCodes = []
+    graph = S.SubGraphT()
+    graph.tensors, graph.operators = [], []
+    model.subgraphs = [graph]
+    x = _tensor(model, "x", "int16", (1, size), s_in, 0)
+    y = _tensor(model, "y", "int16", (1, size), s_out, 0)
+    graph.operators.append(_op(model, builtin, [x], [y], version=version))
+    graph.inputs = np.array([x], dtype=np.int32)
+    graph.outputs = np.array([y], dtype=np.int32)
+    sig = S.SignatureDefT()
+    sig.signatureKey = b"serving_default"
+    sig.subgraphIndex = 0
+    for key, index, side in (("x", x, "inputs"), ("y", y, "outputs")):
+        item = S.TensorMapT()
+        item.name, item.tensorIndex = key.encode(), index
+        setattr(sig, side, [item])
+    model.signatureDefs = [sig]
+    return M.write(model)
