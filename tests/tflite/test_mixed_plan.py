@@ -18,7 +18,8 @@ from edgernn.tflite.interpreter import load_interpreter
 pytestmark = pytest.mark.slow
 
 MODELS = {"simplernn_relu": zoo.simplernn_relu, "ltc_dense": zoo.ltc_dense, "cfc_wired_pure": zoo.cfc_wired_pure,
-          "rnn_lstmcell_bn": zoo.rnn_lstmcell_bn}  # the last: a sigmoid LSTMCell, whose SPLIT MLIR renames
+          "rnn_lstmcell_bn": zoo.rnn_lstmcell_bn,   # a sigmoid LSTMCell, whose SPLIT MLIR renames
+          "ltc_dense_div": zoo.ltc_dense}           # the LTC with its divisions kept: DIVs TF has no 16x8 form of
 
 
 def _convert(name, folder, max_error):
@@ -30,13 +31,20 @@ def _convert(name, folder, max_error):
         pairs.append(real(*args, **kwargs))
         return pairs[-1]
 
+    from edgernn.keras.stepmodel import ltc_without_division
+    from edgernn.pipeline import convert
+
     model = MODELS[name]()
     calib = zoo.trajectories(8, 200, zoo.features_of(model), 0)
     mixed.quantize_pair = keep
+    rewrite = convert.StepStrategy.without_division
+    if name.endswith("_div"):
+        convert.StepStrategy.without_division = lambda self: ltc_without_division(self.plan, active=False)
     try:
         manifest = convert_model(model, folder, quant="auto", calib=calib, mode="step", max_error=max_error)
     finally:
         mixed.quantize_pair = real
+        convert.StepStrategy.without_division = rewrite
     return manifest, pairs[0], calib, folder
 
 
@@ -101,7 +109,7 @@ def _tensor(model, index):
 
 
 @pytest.mark.parametrize("name, pick", [("simplernn_relu", "even"), ("cfc_wired_pure", "even"),
-                                        ("cfc_wired_pure", "odd"), ("ltc_dense", "all"),
+                                        ("cfc_wired_pure", "odd"), ("ltc_dense", "all"), ("ltc_dense_div", "all"),
                                         ("rnn_lstmcell_bn", "odd")])
 def test_mixed_model_takes_each_op_from_its_precision(converted, name, pick):
     """Each op of a mixed model is its precision's op: the same op, constants and output quantization as in
@@ -175,7 +183,7 @@ def test_plan_at_the_ends(converted, budget, int16_ops):
 def test_ltc_mixed_model_divides_in_float_between_int16(converted):
     """LTC: TF has no 16x8 DIV; in its 16x8 precision each DIV runs in float32 between int16 tensors (DEQUANTIZE,
     DIV, QUANTIZE, as TF's float fallback made them), in int8 between QUANTIZE seams; the error is below int8's."""
-    manifest, pair, _, folder = converted("ltc_dense", 0.001)
+    manifest, pair, _, folder = converted("ltc_dense_div", 0.001)
     p = manifest["precision"]
     assert pair.float_fallback and p["float_fallback_ops"] == ["DIV"]
     assert p["error"] < p["int8_error"]
@@ -194,6 +202,19 @@ def test_ltc_mixed_model_divides_in_float_between_int16(converted):
     # the only float tensors are the islands' own: a DIV's operands and quotient
     float_tensors = {k for op in divs for k in [*op.inputs, *op.outputs] if g.tensors[k].type == mixed.FLOAT32}
     assert {k for k, t in enumerate(g.tensors) if t.type == mixed.FLOAT32} == float_tensors
+
+
+def test_ltc_under_auto_has_no_division(converted):
+    """At int16 and auto an LTC's step model divides as numerator * rsqrt(d)^2: no DIV, every op has a 16x8
+    form (no float fallback), and the all-int16 plan is the 16x8 model, RSQRT in int16 included."""
+    manifest, pair, _, folder = converted("ltc_dense", 0.001)
+    p = manifest["precision"]
+    assert not pair.float_fallback and p["float_fallback_ops"] == [] and "DIV" not in pair.ops
+    assert pair.can_int16() == list(range(len(pair.ops))) and "RSQRT" in pair.ops
+    assert p["error"] < p["int8_error"]
+    m = tfl.read((folder / "step.tflite").read_bytes())
+    rsqrts = [op for op in m.subgraphs[0].operators if tfl.op_name(m, op.opcodeIndex) == "RSQRT"]
+    assert rsqrts and any(tfl.tensor_quant(m, op.outputs[0])["dtype"] == "int16" for op in rsqrts)
 
 
 @pytest.mark.parametrize("value, says", [
@@ -252,7 +273,7 @@ def test_ltc_mixed_model_c_matches_interpreter(converted, tmp_path):
 
     import backend_harness as H
 
-    _, _, _, folder = converted("ltc_dense", 0.001)
+    _, _, _, folder = converted("ltc_dense_div", 0.001)
     out = tmp_path / "ltc"
     shutil.copytree(folder, out)
     b = H.build(out)
