@@ -57,7 +57,10 @@ ELEMENT = {"edgernn_addsub_n_s8": 67, "edgernn_addsub_s8": 67, "edgernn_addsub_c
            "edgernn_addsub_n_s16": 67, "edgernn_addsub_s16": 67, "edgernn_addsub_const_s16": 50,
            "edgernn_mul_n_s8": 45, "edgernn_mul_s8": 45, "edgernn_mul_n_s16": 45, "edgernn_mul_s16": 45,
            "edgernn_lut_s8": 5, "edgernn_logistic_s16": 45, "edgernn_tanh_s16": 45, "edgernn_div_s8": 80,
-           "edgernn_requantize_s8_s16": 10, "edgernn_requantize_s16_s8": 10, "edgernn_sum_s16": 17}
+           "edgernn_requantize_s8_s16": 10, "edgernn_requantize_s16_s8": 10, "edgernn_sum_s16": 17,
+           # float32 between int16 tensors (an LTC's DIV under --quant auto): soft-float calls on GAP8, which has
+           # no FPU (libgcc's division, the double product of DEQUANTIZE, float-to-int conversions), by estimate
+           "edgernn_div_f32": 200, "edgernn_dequantize_s16_f32": 120, "edgernn_quantize_f32_s16_even": 100}
 OTHER_ELEMENT = 20         # an output element of any other kernel
 
 

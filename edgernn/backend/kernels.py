@@ -98,6 +98,11 @@ _FC_INT = (
           when=("rows", 1), grain=8),
     Split("rows", (("in", "n_in"), ("out", "n_out"))),
 )
+_FC_S16 = (
+    Split("n_out", (("w", "n_in"), ("bias", 1), ("multiplier", 1), ("shift", 1), ("scale", 1), ("out", 1)),
+          when=("rows", 1), grain=8),
+    Split("rows", (("in", "n_in"), ("out", "n_out"))),
+)
 _LSTM = (Split("p.n_cell", weight=4),)
 _BINARY_F32 = "const edgernn_bcast_t *b, const float *in1, const float *in2, float act_min, float act_max, float *out"
 _TEAM_BCAST_DOC = ("Binary element-wise ops whose broadcast is one-dimensional (dims[0..2] == 1); the schedule only\n"
@@ -139,8 +144,13 @@ KERNELS: list[Kernel] = [
            source="edgernn_fully_connected.c"),
     Kernel("edgernn_fully_connected_s16",
            "const int16_t *in, const int8_t *w, const int64_t *bias, const int32_t *multiplier, const int32_t *shift, "
-           "int32_t output_offset, int32_t act_min, int32_t act_max, int rows, int n_in, int n_out, int16_t *out",
-           splits=_FC_INT, source="edgernn_fully_connected.c"),
+           "const int64_t *scale, int rounding, int32_t output_offset, int32_t act_min, int32_t act_max, int rows, "
+           "int n_in, int n_out, int16_t *out",
+           doc="16x8: bias is int64; scale[o] holds the bits of the double s_in * s_w[o] / s_out. rounding: as the kernel\n"
+               "of the graph's oracle rescales the sum (docs/ops.md): EDGERNN_ROUND_DOUBLE, LiteRT's reference kernel\n"
+               "and its builtin one with a bias, round((double)acc * scale[o]), halves away from zero;\n"
+               "EDGERNN_ROUND_TWICE_UP, its builtin kernel without a bias (ruy), the int32 sum rounded twice, halves up.",
+           splits=_FC_S16, source="edgernn_fully_connected.c"),
     # ---- binary element-wise ----
     Kernel("edgernn_add_f32", _BINARY_F32, section="binary element-wise", splits=(_BCAST,),
            team_doc=_TEAM_BCAST_DOC, source="edgernn_elementwise.c"),
@@ -235,6 +245,10 @@ KERNELS: list[Kernel] = [
     Kernel("edgernn_quantize_f32_s8", "float scale, int32_t zero_point, const float *in, int n, int8_t *out",
            source="edgernn_elementwise.c"),
     Kernel("edgernn_quantize_f32_s16", "float scale, int32_t zero_point, const float *in, int n, int16_t *out",
+           source="edgernn_elementwise.c"),
+    Kernel("edgernn_quantize_f32_s16_even",
+           "float inverse_scale, int32_t zero_point, const float *in, int n, int16_t *out",
+           doc="QUANTIZE float32 -> int16 as LiteRT's builtin kernel: x * inverse_scale in float32, halves to even.",
            source="edgernn_elementwise.c"),
     Kernel("edgernn_dequantize_s8_f32", "float scale, int32_t zero_point, const int8_t *in, int n, float *out",
            source="edgernn_elementwise.c"),

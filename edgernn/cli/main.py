@@ -154,6 +154,14 @@ def _max_error(ctx, param, value) -> float:
         raise click.BadParameter(str(err).removeprefix("--max-error ")) from None
 
 
+def _is_build_folder(path: str) -> bool:
+    """A folder holding a manifest.json (an edgernn build's, or one that claims to be: read_manifest says
+    what is wrong with it); a SavedModel folder has none."""
+    from pathlib import Path
+
+    return Path(path).is_dir() and (Path(path) / "manifest.json").is_file()
+
+
 @cli.command()
 @click.argument("model", type=click.Path())
 @click.option("--unsafe", is_flag=True, help="Load models with Lambda layers (runs code stored in the file).")
@@ -164,9 +172,21 @@ def _max_error(ctx, param, value) -> float:
                         help="An .onnx export unrolled over its time steps: take it back to its repeated cell "
                              "(checked against the export) instead of refusing it.")
 def inspect(model, unsafe, quant, as_json, roll):
-    """Show how each layer of MODEL would stream: path and why, parameters, MACs per step, state sizes."""
-    from edgernn.pipeline.inspection import inspect_model
+    """Show how each layer of MODEL would stream: path and why, parameters, MACs per step, state sizes.
 
+    MODEL may be a build folder (OUT of convert or build): then its quantization, sizes and, for --quant auto,
+    the precision plan (which ops and layers are int16, the error reached, the estimated cost)."""
+    from edgernn.pipeline.inspection import inspect_build, inspect_model
+
+    if _is_build_folder(model):
+        found = inspect_build(model)
+        if as_json:
+            click.echo(json.dumps(found, indent=2))
+            return
+        from edgernn.cli.render import print_build_inspection
+
+        print_build_inspection(_console(), found)
+        return
     result = inspect_model(model, unsafe=unsafe, quant=quant, roll=roll)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))

@@ -123,6 +123,48 @@ def _print_precision(console, precision: dict | None) -> None:
         console.print(f"  int16 in {layer}: {len(ops)} ops ({', '.join(sorted(set(ops)))})", soft_wrap=True)
 
 
+def print_build_inspection(console, result: dict) -> None:
+    """``edgernn inspect OUT/``: the build, then its precision plan (--quant auto) op by op."""
+    board = f" for {result['board']}" if result.get("board") else ""
+    l2r = f"; l2r {result['l2r']:.4f} against the float model" if result.get("l2r") is not None else ""
+    console.print(f"{result['folder']}: {result.get('model') or 'model'}{board}, --quant {result['quant']}, mode "
+                  f"{result['mode']}; {result['ops']} kinds of op; weights {_bytes(result.get('weight_bytes'))}, arena "
+                  f"{_bytes(result.get('arena_bytes'))}{l2r}", soft_wrap=True)
+    p = result.get("precision")
+    if p is None:
+        console.print(f"precision: every op {result['quant']} (no plan: built with --quant {result['quant']})")
+        return
+    if "layers" not in p:
+        console.print(f"precision: {p.get('plan')}; {p.get('note')}", soft_wrap=True)
+        return
+    met = "met" if p["met"] else "[red]missed[/red]"
+    console.print(f"precision plan: l2r {p['error']:.4f}, budget {p['max_error']:g} {met} (int8 {p['int8_error']:.4f}, "
+                  f"int16 {p['int16_error']:.4f}; on {p['on']})" + (f"; {p['note']}" if p.get("note") else ""),
+                  soft_wrap=True)
+    console.print(f"  {p['int16_ops']} ops int16, {p['int8_ops']} int8, {p['quantize_ops']} QUANTIZE; x {p['x']}, "
+                  f"y {p['y']}, states " + ", ".join(f"{k} {v}" for k, v in (p.get("states") or {}).items()),
+                  soft_wrap=True)
+    e = p.get("estimate") or {}
+    if all(e.get(k) for k in ("int8", "int16", "auto")):
+        console.print(f"  the plan chosen by: {e.get('chosen_by')}")
+        table = _table("estimated cost", "plan", "cycles", "bytes")
+        for k in ("int8", "int16", "auto"):
+            table.add_row(k, f"{e[k]['cycles_per_step']:,}", f"{e[k]['bytes']:,}")
+        console.print(table)
+    layers = _table("precision by layer", "layer", "int16", "int8", "int16 ops")
+    for row in p["layers"]:
+        layers.add_row(row["layer"], str(row["int16"]), str(row["int8"]), ", ".join(row["int16_ops"]))
+    console.print(layers)
+    ops = _table("ops", "op", "name", "output", "dtype", "sensitivity", "why")
+    for row in p["plan"]:
+        sens = row.get("sensitivity")
+        dtype = "float32 (16x8 plan)" if row.get("float32") else row["dtype"]
+        dtype = f"[bold]{dtype}[/bold]" if row["dtype"] == "int16" else dtype
+        ops.add_row(str(row["op"]), row["name"], row["output"], dtype, "" if sens is None else f"{sens:+.4f}",
+                    row.get("why") or "")
+    console.print(ops)
+
+
 def print_build(console, result: dict, out: Any) -> None:
     manifest = result["manifest"]
     print_conversion(console, manifest, out)

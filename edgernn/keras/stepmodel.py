@@ -110,3 +110,55 @@ def build_head_model(plan: Plan, keras_module: Any) -> Any | None:
     for step in plan.head:
         z = step.apply(K, z)
     return K.Model(inputs=[h_in], outputs=[z], name="edgernn_head")
+
+
+def _ode_solver_without_division(self, inputs, state, elapsed_time):
+    """ncps' LTCCell._ode_solver with its division numerator / (denominator + eps) written as
+    numerator * r * r, r = rsqrt(denominator + eps): the same value (the denominator is positive: cm, gleak
+    and the synapses' weighted sigmoids), in ops TF's 16x8 quantizer quantizes (RSQRT, MUL), where it has no
+    DIV. The rest is ncps' own code, op for op."""
+    import keras
+
+    v_pre = state
+    sensory_w_activation = self._params["sensory_w"] * self._sigmoid(
+        inputs, self._params["sensory_mu"], self._params["sensory_sigma"])
+    sensory_w_activation *= self._params["sensory_sparsity_mask"]
+    sensory_rev_activation = sensory_w_activation * self._params["sensory_erev"]
+    w_numerator_sensory = keras.ops.sum(sensory_rev_activation, axis=1)
+    w_denominator_sensory = keras.ops.sum(sensory_w_activation, axis=1)
+    cm_t = self._params["cm"] / keras.ops.cast(elapsed_time / self._ode_unfolds, dtype="float32")
+    for _ in range(self._ode_unfolds):
+        w_activation = self._params["w"] * self._sigmoid(v_pre, self._params["mu"], self._params["sigma"])
+        w_activation *= self._params["sparsity_mask"]
+        rev_activation = w_activation * self._params["erev"]
+        w_numerator = keras.ops.sum(rev_activation, axis=1) + w_numerator_sensory
+        w_denominator = keras.ops.sum(w_activation, axis=1) + w_denominator_sensory
+        numerator = cm_t * v_pre + self._params["gleak"] * self._params["vleak"] + w_numerator
+        denominator = cm_t + self._params["gleak"] + w_denominator
+        r = keras.ops.rsqrt(denominator + self._epsilon)
+        v_pre = numerator * (r * r)
+    return v_pre
+
+
+class ltc_without_division:
+    """While active, every Keras 3 ncps LTC cell of ``plan`` solves its ODE without a division
+    (``_ode_solver_without_division``), so a step model traced then holds RSQRT and MUL where the cell
+    divides: what makes an LTC quantizable in 16x8. Outside it the cells are ncps' own (the float self-check
+    compares the step model with them)."""
+
+    def __init__(self, plan: Plan, active: bool = True):
+        self.cells = [rnn.cell for rnn in plan.recurrent if active and type(rnn.cell).__name__ == "LTCCell"
+                      and type(rnn.cell).__module__.startswith("ncps.keras")
+                      and hasattr(type(rnn.cell), "_ode_solver")]
+
+    def __enter__(self):
+        import types
+
+        for cell in self.cells:
+            cell._ode_solver = types.MethodType(_ode_solver_without_division, cell)
+        return self
+
+    def __exit__(self, *exc):
+        for cell in self.cells:
+            cell.__dict__.pop("_ode_solver", None)
+        return False

@@ -32,7 +32,7 @@ from edgernn.tflite.quantize import (
     QUANT_MODES, Calibration, calibrate, calibration_subset, check_sequences, explain_quantization_failure,
     load_sequences, quantize_calibrated, quantize_with_tied_states, run_step_sequences, synthetic_calibration,
 )
-from edgernn.keras.stepmodel import StepModel, build_head_model, build_step_model
+from edgernn.keras.stepmodel import StepModel, build_head_model, build_step_model, ltc_without_division
 from edgernn.tflite.mixed import DEFAULT_MAX_ERROR, check_max_error
 
 MODES = ("step", "fused", "auto")
@@ -231,7 +231,7 @@ def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: A
             log(f"plan: {line}")
         calibration = _calibration(calib, plan.input_shape, quant, warn)
         strategy = (FusedStrategy if diagnosis.fused else StepStrategy)(loaded, plan, log)
-        strategy.max_error, strategy.warn, strategy.board = max_error, warn, board
+        strategy.max_error, strategy.warn, strategy.board, strategy.quant = max_error, warn, board, quant
         manifest = _run_pipeline(strategy, loaded, plan, calibration, quant, staging, log)
         manifest.board = board
         manifest.mode_requested = mode
@@ -380,17 +380,24 @@ class StepStrategy:
     head_quant = None  # the head's quantization when it is not --quant (auto: the step output's dtype)
     max_error = DEFAULT_MAX_ERROR
     board: str | None = None     # the board a build is for: the cost --quant auto weighs plans by
+    quant = "int8"
 
     def __init__(self, loaded: LoadedModel, plan: Plan, log: Log):
         self.loaded, self.plan, self.log = loaded, plan, log
         self.warn = log
 
+    def without_division(self):
+        """At int16 and auto, an LTC's step model divides by multiplying with rsqrt(d)^2 (TF's 16x8 has no
+        DIV; docs/quantization.md): active while the step model is traced, converted and calibrated."""
+        return ltc_without_division(self.plan, active=self.quant in ("int16", "auto"))
+
     def build_float(self) -> bytes:
         self.log("building the step model")
-        self.step = build_step_model(self.plan, self.loaded.keras)
-        keras_inputs = [k for k, _ in self.step.input_names]
-        self.log("converting to TFLite (float32)")
-        step_float = _convert_float(self.step.keras_model)
+        with self.without_division():
+            self.step = build_step_model(self.plan, self.loaded.keras)
+            keras_inputs = [k for k, _ in self.step.input_names]
+            self.log("converting to TFLite (float32)")
+            step_float = _convert_float(self.step.keras_model)
         _check_ops(step_float, "the step model")
         self.output_keys = _match_outputs(step_float, self.step.keras_model, keras_inputs)
         return _rename_for_run(step_float, self.step, self.output_keys)
@@ -421,7 +428,8 @@ class StepStrategy:
         with _quantization_failure(quant, self.plan):
             with warnings.catch_warnings(), tfenv.native_stderr_captured():
                 warnings.simplefilter("ignore")
-                calibrated = calibrate(_converter(self.step.keras_model), keyed)
+                with self.without_division():
+                    calibrated = calibrate(_converter(self.step.keras_model), keyed)
             if quant == "auto":
                 return self._quantize_auto(step_float, calibrated, list(zip(keras_inputs[1:], state_out_keys)))
             quantized, tied = quantize_with_tied_states(calibrated, list(zip(keras_inputs[1:], state_out_keys)), quant)

@@ -215,3 +215,47 @@ def inspect_model(model: Any, *, unsafe: bool = False, quant: str = "int8", mode
     except EdgeRNNError:
         result.boards = []
     return result
+
+
+# ---------------------------------------------------------------- a build folder
+
+def inspect_build(folder) -> dict:
+    """``edgernn inspect OUT/``: a build folder's model, quantization and sizes, and for ``--quant auto`` its
+    precision plan (manifest ``precision``): the budget, the error reached against int8's and int16's, the
+    estimated cost of the int8, int16 and chosen plans, and the dtype of every op, by layer."""
+    from pathlib import Path
+
+    from edgernn.outdir import read_manifest
+
+    manifest = read_manifest(folder).as_dict()
+    source = manifest.get("source") or {}
+    precision = manifest.get("precision")
+    error = manifest.get("quantization_error") or {}
+    out = {
+        "folder": str(Path(folder)),
+        "model": source.get("name") or (Path(manifest["model_file"]).name if manifest.get("model_file") else None),
+        "quant": manifest.get("quant"), "mode": manifest.get("mode"), "board": manifest.get("board"),
+        "ops": len(manifest.get("ops") or []), "macs_per_step": manifest.get("macs_per_step"),
+        "weight_bytes": manifest.get("weight_bytes"), "arena_bytes": manifest.get("arena_bytes"),
+        "l2r": error.get("l2r"),
+        "precision": None,
+    }
+    if isinstance(precision, dict) and isinstance(precision.get("plan"), list):
+        by_layer: dict[str, dict[str, list[str]]] = {}
+        for row in precision["plan"]:
+            layer = by_layer.setdefault(row.get("layer") or "(graph)", {"int8": [], "int16": []})
+            layer[row["dtype"]].append(row["name"])
+        out["precision"] = {
+            **{k: precision.get(k) for k in ("max_error", "error", "int8_error", "int16_error", "met", "note",
+                                             "on", "int16_ops", "int8_ops", "quantize_ops", "groups", "x", "y",
+                                             "states", "float_fallback_ops", "weight_bytes",
+                                             "arena_estimate_bytes", "estimate")},
+            "layers": [{"layer": name, "int16": len(d["int16"]), "int8": len(d["int8"]),
+                        "int16_ops": sorted(set(d["int16"])), "int8_ops": sorted(set(d["int8"]))}
+                       for name, d in by_layer.items()],
+            "plan": precision["plan"],
+        }
+    elif isinstance(precision, dict):      # --quant auto with one precision for the whole model (fused mode)
+        out["precision"] = {"plan": precision.get("plan"), "note": precision.get("note"),
+                            "error": precision.get("error")}
+    return out

@@ -90,10 +90,12 @@ class Pair:
     y_key: str
     tied: dict[str, bytes] = field(default_factory=dict)  # dtype -> the calibrated model with its tied ranges
     int16_op: list[int | None] = field(default_factory=list)  # per int8 op: its 16x8 twin's index, or None
+    # per int8 op: its float twin in the 16x8 model (between int16 tensors), or None
+    float_op: list[int | None] = field(default_factory=list)
 
     def __post_init__(self):
         self.m8, self.m16 = tfl.read(self.int8), tfl.read(self.int16)
-        self.int16_op, self.map16 = _align(self.m8, self.m16)
+        self.int16_op, self.float_op, self.map16 = _align(self.m8, self.m16)
         self.rev16 = {k16: k8 for k8, k16 in self.map16.items() if k16 is not None}
         self.canon16 = _Canon(self.m16)
 
@@ -102,7 +104,13 @@ class Pair:
         return [tfl.op_name(self.m8, op.opcodeIndex) for op in self.m8.subgraphs[0].operators]
 
     def can_int16(self) -> list[int]:
-        return [i for i, j in enumerate(self.int16_op) if j is not None]
+        """The ops the plan may take from the 16x8 model: those with a 16x8 twin, and those TF left in float
+        there (in a mixed model: float32 between int16 tensors, DEQUANTIZE before, QUANTIZE after)."""
+        return [i for i, (j, f) in enumerate(zip(self.int16_op, self.float_op)) if j is not None or f is not None]
+
+    def in_float(self, i: int) -> bool:
+        """Whether op ``i``, when the plan takes it from the 16x8 model, runs in float32 there."""
+        return self.int16_op[i] is None and self.float_op[i] is not None
 
     def q8_tensor(self, k16: int) -> int:
         """The int8 model's tensor that the 16x8 model's activation ``k16`` is the int16 form of."""
@@ -144,7 +152,9 @@ def _align(m8, m16) -> tuple[list[int | None], dict[int, int | None]]:
     (which TF adds around ops it leaves in float) must hold the int8 model's ops in the same order.
 
     Returns, per int8 op, the index of its 16x8 twin or None (the 16x8 model left it in float, or its
-    inputs do not correspond), and the map from the int8 model's activations to their int16 form."""
+    inputs do not correspond); per int8 op, the index of its float twin between int16 tensors (an op TF
+    has no 16x8 form of, left in float between DEQUANTIZE and QUANTIZE) or None; and the map from the int8
+    model's activations to their int16 form."""
     g8, g16 = m8.subgraphs[0], m16.subgraphs[0]
     canon = _Canon(m16)
     ops16 = [(j, op) for j, op in enumerate(g16.operators) if tfl.op_name(m16, op.opcodeIndex) not in _CONVERT_OPS]
@@ -160,19 +170,28 @@ def _align(m8, m16) -> tuple[list[int | None], dict[int, int | None]]:
     in16, out16 = tfl.signature(m16)
     map16: dict[int, int | None] = {int(in8[k]): canon(int(in16[k])) for k in in8}
     twins: list[int | None] = []
+    floats: list[int | None] = []
     for op8, (j, op16) in zip(g8.operators, ops16):
         ok = len(op8.inputs) == len(op16.inputs) and len(op8.outputs) == len(op16.outputs)
+        same_shape = ok
+        left_float = ok and all(g16.tensors[b].type == FLOAT32 for b in op16.outputs)
         for a, b in zip(op8.outputs, op16.outputs):
             map16[int(a)] = canon(int(b))
             ok = ok and g16.tensors[b].type in DTYPES
-        if ok:
+        if same_shape:
             for a, b in zip(op8.inputs, op16.inputs):
                 if a < 0 or _is_constant(m8, int(a)):
                     ok = ok and (b < 0) == (a < 0)
+                    left_float = left_float and (b < 0) == (a < 0)
                     continue
                 ok = ok and g16.tensors[b].type in DTYPES and map16.get(int(a)) == canon(int(b))
+                # an op TF left in float reads DEQUANTIZEd int16 tensors and writes one a QUANTIZE takes to int16
+                left_float = left_float and g16.tensors[b].type == FLOAT32 and \
+                    int(b) in canon.dequantized_from and map16.get(int(a)) == canon(int(b))
+            left_float = left_float and all(canon(int(b)) is not None for b in op16.outputs)
         twins.append(j if ok else None)
-    return twins, map16
+        floats.append(j if not ok and left_float else None)
+    return twins, floats, map16
 
 
 def quantize_pair(calibrated: bytes, ties: list[tuple[str, str]], x_key: str, y_key: str, rename=None,
@@ -220,7 +239,7 @@ class _Splice:
         self.version: dict[tuple[int, int], int] = {}
         self.constants16: dict[int, int] = {}
         self.ops: list = []
-        self.int16_ops = {i for i in int16_ops if pair.int16_op[i] is not None}
+        self.int16_ops = {i for i in int16_ops if pair.int16_op[i] is not None or pair.float_op[i] is not None}
 
     def opcode(self, code) -> int:
         key = (int(code.builtinCode), int(code.deprecatedBuiltinCode), code.customCode, int(code.version))
@@ -295,8 +314,54 @@ class _Splice:
             self.constants16[index] = len(self.graph.tensors) - 1
         return self.constants16[index]
 
+    def add_float_op(self, i: int) -> None:
+        """Op ``i`` as the 16x8 model left it, in float32: each int16 input DEQUANTIZEd, the float op, its
+        output QUANTIZEd to the 16x8 model's int16 form of the tensor (the ops and tensors TF's quantizer
+        made, taken over)."""
+        op8 = self.g8.operators[i]
+        source = self.g16.operators[self.pair.float_op[i]]
+        by_output = {int(k): op for op in self.g16.operators for k in op.outputs}
+        readers = {}
+        for op in self.g16.operators:
+            for k in op.inputs:
+                readers.setdefault(int(k), []).append(op)
+        inputs = []
+        for a, k in zip(op8.inputs, source.inputs):
+            if k < 0:
+                inputs.append(int(k))
+            elif _is_constant(self.m16, int(k)):
+                inputs.append(self.constant16(int(k)))
+            else:
+                dequantize = by_output[int(k)]
+                inputs.append(self.float_tensor(int(k)))
+                op = schema.OperatorT()
+                op.opcodeIndex = self.opcode(self.m16.operatorCodes[dequantize.opcodeIndex])
+                op.inputs, op.outputs = [self.get(int(a), INT16)], [inputs[-1]]
+                self.ops.append(op)
+        op = copy.deepcopy(source)
+        op.opcodeIndex = self.opcode(self.m16.operatorCodes[source.opcodeIndex])
+        op.inputs = inputs
+        op.outputs = [self.float_tensor(int(k)) for k in source.outputs]
+        self.ops.append(op)
+        for a, k, f in zip(op8.outputs, source.outputs, op.outputs):
+            quantize = next(r for r in readers[int(k)] if tfl.op_name(self.m16, r.opcodeIndex) == "QUANTIZE")
+            q = schema.OperatorT()
+            q.opcodeIndex = self.opcode(self.m16.operatorCodes[quantize.opcodeIndex])
+            q.inputs, q.outputs = [f], [self.place(int(a), INT16)]
+            self.ops.append(q)
+
+    def float_tensor(self, k16: int) -> int:
+        """A new activation tensor like the 16x8 model's float tensor ``k16``."""
+        tensor = copy.deepcopy(self.g16.tensors[k16])
+        tensor.buffer = self.empty_buffer()
+        self.graph.tensors.append(tensor)
+        return len(self.graph.tensors) - 1
+
     def add_op(self, i: int) -> None:
         op8 = self.g8.operators[i]
+        if i in self.int16_ops and self.pair.in_float(i):
+            self.add_float_op(i)
+            return
         if i in self.int16_ops:
             source = self.g16.operators[self.pair.int16_op[i]]
             op = copy.deepcopy(source)
@@ -330,7 +395,7 @@ class _Splice:
         dtypes[self.pair.x_key] = INT16 if any(r in self.int16_ops for r in self.readers(inputs[self.pair.x_key])) else INT8
         for in_key, out_key in self.pair.ties:
             made_by = self.producer(outputs[out_key])
-            if made_by is not None and self.pair.int16_op[made_by] is not None:
+            if made_by is not None and (self.pair.int16_op[made_by] is not None or self.pair.float_op[made_by] is not None):
                 wide = made_by in self.int16_ops
             else:
                 wide = any(r in self.int16_ops for r in self.readers(inputs[in_key]))
@@ -677,7 +742,11 @@ def precision_entry(pair: Pair, plan: Plan, mixed_model: bytes, max_error: float
         output = tfl._text(graph.tensors[graph.operators[i].outputs[0]].name)
         row = {"op": i, "name": name, "output": output, "layer": _layer_of(output),
                "dtype": "int16" if i in chosen else "int8"}
-        if pair.int16_op[i] is None:
+        if pair.in_float(i):
+            row["why"] = "TFLite has no 16x8 form of this op: in its 16x8 precision it runs in float32 between int16 tensors"
+            if i in chosen:
+                row["float32"] = True
+        elif pair.int16_op[i] is None:
             row["why"] = "TFLite has no 16x8 form of this op"
         if i in plan.sensitivity:
             row["sensitivity"] = plan.sensitivity[i]
@@ -705,6 +774,7 @@ def precision_entry(pair: Pair, plan: Plan, mixed_model: bytes, max_error: float
         "arena_estimate_bytes": {"int8": arena_estimate(pair.m8), "int16": arena_estimate(pair.m16),
                                  "auto": arena_estimate(model)},
         "float_fallback_ops": sorted({pair.ops[i] for i, j in enumerate(pair.int16_op) if j is None}),
+        "float32_ops": sorted(i for i in chosen if pair.in_float(i)),
         "estimate": _estimate_entry(plan),
         "plan": rows,
     }

@@ -220,6 +220,34 @@ def tie_state_quantization(calibrated: bytes, ties: list[tuple[str, str]],
     return tfl.write(model)
 
 
+def fit_int16_sums(calibrated: bytes) -> bytes:
+    """The calibrated model with each SUM's input range widened to hold the SUM's output range too.
+
+    TF's 16x8 quantizer gives a SUM its input's quantization, and LiteRT's int16 SUM adds the raw values
+    and saturates the total to int16, with no rescale. A sum of many terms (an LTC's synapses: 16 of
+    them per neuron) then saturates wherever it leaves the range of one term. With the input's range
+    widened to the recorded range of the sum, the sum fits, at the cost of a coarser input scale. (The
+    int8 quantizer rescales a SUM's output on its own range: this is for 16x8 only.)"""
+    model = tfl.read(calibrated)
+    graph = model.subgraphs[0]
+    groups = same_scale_groups(model)
+    changed = False
+    for op in graph.operators or []:
+        if tfl.op_name(model, op.opcodeIndex) != "SUM":
+            continue
+        source, total = int(op.inputs[0]), int(op.outputs[0])
+        have, want = tfl.get_min_max(model, source), tfl.get_min_max(model, total)
+        if have is None or want is None or (want[0] >= have[0] and want[1] <= have[1]):
+            continue
+        lo, hi = min(have[0], want[0]), max(have[1], want[1])
+        for index in groups.get(source, {source}):
+            r = tfl.get_min_max(model, index)
+            if r is not None:
+                tfl.set_min_max(model, index, min(r[0], lo), max(r[1], hi))
+        changed = True
+    return tfl.write(model) if changed else calibrated
+
+
 # Ops whose integer output quantization TFLite fixes, whatever the calibration says.
 FIXED_OUTPUT_OPS = {"TANH", "LOGISTIC"}
 
@@ -271,6 +299,8 @@ def quantize_with_tied_states(calibrated: bytes, ties: list[tuple[str, str]], qu
     Returns (quantized model, calibrated model with the final ranges).
     """
     quantize = quantize or (lambda tied: quantize_calibrated(tied, quant))
+    if quant == "int16":
+        calibrated = fit_int16_sums(calibrated)
     widen: dict[str, tuple[float, float]] = {}
     exact: dict[str, tuple[float, float]] = {}
     for _ in range(6):
@@ -336,8 +366,8 @@ def explain_quantization_failure(exc: BaseException, quant: str, layers_by_op: d
         return EdgeRNNError(
             f"--quant {quant} is not available for this model: TensorFlow cannot quantize op {op}{where} "
             f"in {'16x8' if quant == 'int16' else quant} mode; use "
-            + ("--quant int8 or float32, or --quant auto (the op in int8, the rest int16 where the error "
-               "budget needs it)" if quant == "int16" else "--quant float32")
+            + ("--quant int8 or float32, or --quant auto (int16 where the error budget needs it, the op then in "
+               "float32 between int16 tensors)" if quant == "int16" else "--quant float32")
         )
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return EdgeRNNError(f"quantization to {quant} failed: {first}")

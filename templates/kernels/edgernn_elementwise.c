@@ -318,6 +318,29 @@ void edgernn_quantize_f32_s16(float scale, int32_t zero_point, const float *in, 
     }
 }
 
+/* LiteRT's builtin QUANTIZE float32 -> int16 (optimized AffineQuantize): x times the float32 inverse of the scale,
+ * rounded to nearest with halves to even (the vector conversion's rounding), measured on an LTC's float DIVs
+ * between int16 tensors (docs/ops.md). t cuts toward zero; x - t is exact below 2^23, where an x of more is
+ * whole already. */
+void edgernn_quantize_f32_s16_even(float inverse_scale, int32_t zero_point, const float *in, int n, int16_t *out)
+{
+    int i;
+    for (i = 0; i < n; ++i) {
+        float x = in[i] * inverse_scale;
+        int32_t t;
+        float f;
+        x = x > 65536.0f ? 65536.0f : (x < -65536.0f ? -65536.0f : x);
+        t = (int32_t)x;
+        f = x - (float)t;
+        if (f > 0.5f || (f == 0.5f && (t & 1))) {
+            ++t;
+        } else if (f < -0.5f || (f == -0.5f && (t & 1))) {
+            --t;
+        }
+        out[i] = (int16_t)edgernn_clamp(t + zero_point, -32768, 32767);
+    }
+}
+
 void edgernn_dequantize_s8_f32(float scale, int32_t zero_point, const int8_t *in, int n, float *out)
 {
     int i;

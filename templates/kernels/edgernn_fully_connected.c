@@ -340,16 +340,61 @@ void edgernn_fully_connected_group_s8(const int8_t *in, const int8_t *w, const i
         s3 += xk * w3[k];                                                                           \
     } while (0)
 
-static inline int16_t requantize_s16(int64_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
-                                     int32_t act_min, int32_t act_max)
+/* round(acc * scale) in double, halves away from zero, as LiteRT's 16x8 FULLY_CONNECTED computes it; scale_bits
+ * holds the double scale's bits (binary64 and int64 share their byte order on every target). (int64_t)y cuts
+ * toward zero and y - t is exact (|y| < 2^52), so no libm round() is needed. */
+static int32_t rescale_s16_double(int64_t acc, int64_t scale_bits)
 {
-    return (int16_t)edgernn_clamp(edgernn_mbqm64(acc, multiplier, shift) + output_offset, act_min, act_max);
+    union {
+        int64_t bits;
+        double value;
+    } scale;
+    double y, f;
+    int64_t t;
+    scale.bits = scale_bits;
+    y = (double)acc * scale.value;
+    t = (int64_t)y;
+    f = y - (double)t;
+    if (f >= 0.5) {
+        ++t;
+    } else if (f <= -0.5) {
+        --t;
+    }
+    return (int32_t)t;
+}
+
+/* rounding EDGERNN_ROUND_DOUBLE: LiteRT's reference 16x8 FULLY_CONNECTED, and its builtin one with a bias,
+ * round((double)acc * (s_in * s_w / s_out)), halves away from zero (docs/ops.md). The Q31 multiplier of that
+ * scale, m / 2^(31 - shift), is within 2^-31 of it (relative), so P = acc * m with one rounding gives the same
+ * integer unless acc * scale lies within |P| / 2^31 (in units of 2^-(31 - shift)) of a half: only there is the
+ * double product computed, about once in 10^5 outputs of a trained layer. The sum stays below 2^32 (the
+ * generation checks it), so P fits in int64. EDGERNN_ROUND_TWICE_UP: its builtin kernel without a bias, which
+ * goes through ruy: the sum in int32 (below 2^31: checked) and ruy's two roundings, halves up, as the 8-bit
+ * kernel's. */
+static inline int16_t requantize_s16(int64_t acc, int32_t multiplier, int32_t shift, int64_t scale_bits,
+                                     int rounding, int32_t output_offset, int32_t act_min, int32_t act_max)
+{
+    int32_t y;
+    if (rounding == EDGERNN_ROUND_TWICE_UP) {
+        y = edgernn_mbqm_double_up((int32_t)acc, multiplier, shift);
+    } else {
+        const int total_shift = 31 - shift;
+        const int64_t p = acc * (int64_t)multiplier;
+        const int64_t half = (int64_t)1 << (total_shift - 1);
+        const int64_t off = (p & ((half << 1) - 1)) - half;
+        const int64_t tol = ((p < 0 ? -p : p) >> 30) + 2;
+        y = (int32_t)((p + half) >> total_shift);
+        if (off <= tol && off >= -tol) {
+            y = rescale_s16_double(acc, scale_bits);
+        }
+    }
+    return (int16_t)edgernn_clamp(y + output_offset, act_min, act_max);
 }
 
 void edgernn_fully_connected_s16(const int16_t *in, const int8_t *w, const int64_t *bias,
-                                 const int32_t *multiplier, const int32_t *shift, int32_t output_offset,
-                                 int32_t act_min, int32_t act_max, int rows, int n_in, int n_out,
-                                 int16_t *out)
+                                 const int32_t *multiplier, const int32_t *shift, const int64_t *scale,
+                                 int rounding, int32_t output_offset, int32_t act_min, int32_t act_max, int rows,
+                                 int n_in, int n_out, int16_t *out)
 {
     int r, o, i, i0;
     for (r = 0; r < rows; ++r) {
@@ -388,10 +433,14 @@ void edgernn_fully_connected_s16(const int16_t *in, const int8_t *w, const int64
                 a2 += s2;
                 a3 += s3;
             }
-            y[o] = requantize_s16(a0, multiplier[o], shift[o], output_offset, act_min, act_max);
-            y[o + 1] = requantize_s16(a1, multiplier[o + 1], shift[o + 1], output_offset, act_min, act_max);
-            y[o + 2] = requantize_s16(a2, multiplier[o + 2], shift[o + 2], output_offset, act_min, act_max);
-            y[o + 3] = requantize_s16(a3, multiplier[o + 3], shift[o + 3], output_offset, act_min, act_max);
+            y[o] = requantize_s16(a0, multiplier[o], shift[o], scale[o], rounding,
+                                  output_offset, act_min, act_max);
+            y[o + 1] = requantize_s16(a1, multiplier[o + 1], shift[o + 1], scale[o + 1], rounding,
+                                  output_offset, act_min, act_max);
+            y[o + 2] = requantize_s16(a2, multiplier[o + 2], shift[o + 2], scale[o + 2], rounding,
+                                  output_offset, act_min, act_max);
+            y[o + 3] = requantize_s16(a3, multiplier[o + 3], shift[o + 3], scale[o + 3], rounding,
+                                  output_offset, act_min, act_max);
         }
         for (; o < n_out; ++o) {
             const int8_t *wo = w + (size_t)o * n_in;
@@ -404,7 +453,8 @@ void edgernn_fully_connected_s16(const int16_t *in, const int8_t *w, const int64
                 }
                 acc += s;
             }
-            y[o] = requantize_s16(acc, multiplier[o], shift[o], output_offset, act_min, act_max);
+            y[o] = requantize_s16(acc, multiplier[o], shift[o], scale[o], rounding,
+                                  output_offset, act_min, act_max);
         }
     }
 }

@@ -99,6 +99,26 @@ def test_int16_sum_saturates_as_the_interpreter_does(tmp_path):
 
 
 @pytest.mark.toolchain
+@pytest.mark.parametrize("s_in, s_out, distinct", [(4e-4, 3.0 / 32767, 200), (3e-3, 0.5 / 32767, 200),
+                                                   (1e-5, 1.0 / 32767, 1)],
+                         ids=["wide", "large_inputs", "saturating"])
+def test_int16_rsqrt_matches_the_interpreter(tmp_path, s_in, s_out, distinct):
+    """RSQRT at 16 bits (a division's denominator d as rsqrt(d)^2, the route to an LTC all in 16x8): LiteRT's
+    interpolating table of 1 / sqrt(x). Every int16 input value from 0 up once (LiteRT refuses a negative one)."""
+    from edgernn.tflite import model as M
+
+    folder = MM.write_folder(tmp_path / "rsqrt16", MM.unary16(M.schema.BuiltinOperator.RSQRT, 256, s_in, s_out, 3))
+    b = H.build(folder)
+    assert "lut_s16(" in (folder / "firmware" / "model.c").read_text()
+    xq = np.arange(0, 32768, dtype=np.int16).reshape(128, 256)
+    ref, _ = step_records(folder / "step.tflite", xq, [])
+    got, _ = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
+    assert np.array_equal(got, ref), f"{int((got != ref).sum())} bytes differ"
+    y = ref.copy().view(np.int16).reshape(-1)
+    assert len(np.unique(y)) >= distinct and y.max() == 32767      # the saturating case: every output at the top
+
+
+@pytest.mark.toolchain
 @pytest.mark.parametrize("fused", [True, False], ids=["fused", "kernels"])
 def test_quantize_seams_split_across_the_team(tmp_path, monkeypatch, fused):
     """1 and 8 workers give the interpreter's bytes for both seams: the two in one fused loop the team splits

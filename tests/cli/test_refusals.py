@@ -13,7 +13,6 @@ from click.testing import CliRunner
 
 from edgernn.cli.main import cli
 
-import zoo
 
 pytestmark = pytest.mark.slow
 
@@ -87,10 +86,6 @@ def _named_lambda(keras):
                              keras.layers.LSTM(4)])
 
 
-def _ltc(keras):
-    return zoo.ltc_wired()
-
-
 def _layer_norm(keras):
     return keras.Sequential([keras.Input((None, 3)), keras.layers.LayerNormalization(name="norm"),
                              keras.layers.GRU(4)])
@@ -110,7 +105,6 @@ REFUSALS = [
     ("lambda names --unsafe", _lambda, ("--quant", "float32"), ("Lambda", "--unsafe"), (), True),
     ("lambda with --unsafe is unstreamable", _named_lambda, ("--quant", "float32", "--unsafe"),
      ("'lam'", "arbitrary Python"), (), True),
-    ("int16 LTC names the op", _ltc, ("--quant", "int16"), ("DIV", "LTC", "--quant int8"), (), False),
     ("int16 LayerNormalization names the layer", _layer_norm, ("--quant", "int16"),
      ("NEG", "LayerNormalization layer 'norm'"), (), False),
 ]

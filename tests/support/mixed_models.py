@@ -20,7 +20,8 @@ import numpy as np
 from edgernn.tflite import model as M
 
 S = M.schema
-_TYPES = {"int8": S.TensorType.INT8, "int16": S.TensorType.INT16, "int64": S.TensorType.INT64,
+_TYPES = {"int8": S.TensorType.INT8, "int16": S.TensorType.INT16, "int32": S.TensorType.INT32,
+          "int64": S.TensorType.INT64,
           "float32": S.TensorType.FLOAT32}
 
 
@@ -283,4 +284,93 @@ def fc16(step_int8: bytes, count: int = 1) -> bytes:
         ops += [_quantize(model, src, a), fc, _quantize(model, b, dst)]
         done += 1
     graph.operators = ops
+    return M.write(model)
+
+
+def fc16_alone(weights: np.ndarray, w_scales, bias: np.ndarray | None, s_in: float, s_out: float,
+               sum_first: bool = False) -> bytes:
+    """A step model of one 16x8 FULLY_CONNECTED: x int16 (1, n_in) at ``s_in`` -> y int16 (1, n_out) at
+    ``s_out``, zero points 0, int8 ``weights`` (n_out, n_in) at ``w_scales`` (one per output channel, or one),
+    an int64 ``bias`` or none, as TF's 16x8 quantizer writes it.
+
+    ``sum_first``: x is (1, 1, n_in) and an int16 SUM over its axis 1 (of size 1: the values pass unchanged)
+    feeds the FULLY_CONNECTED, so LiteRT runs the graph on its builtin kernels (the oracle of a graph with a
+    quantized SUM, edgernn.tflite.interpreter.oracle_kernels)."""
+    model = S.ModelT()
+    model.version = 3
+    model.description = b"edgernn test: 16x8 fully connected"
+    model.buffers = [S.BufferT()]
+    model.operatorCodes = []
+    graph = S.SubGraphT()
+    graph.tensors, graph.operators = [], []
+    model.subgraphs = [graph]
+    n_out, n_in = weights.shape
+    scales = np.atleast_1d(np.asarray(w_scales, np.float32))
+
+    def constant(name, dtype, values, scale=None):
+        t = _tensor(model, name, dtype, values.shape, None, None)
+        tensor = graph.tensors[t]
+        model.buffers[tensor.buffer].data = np.frombuffer(np.ascontiguousarray(values).tobytes(), dtype=np.uint8)
+        if scale is not None:
+            q = S.QuantizationParametersT()
+            q.scale = np.asarray(scale, np.float32)
+            q.zeroPoint = np.zeros(len(q.scale), dtype=np.int64)
+            q.quantizedDimension = 0
+            tensor.quantization = q
+        return t
+
+    x = _tensor(model, "x", "int16", (1, 1, n_in) if sum_first else (1, n_in), s_in, 0)
+    fc_in = x
+    if sum_first:
+        fc_in = _tensor(model, "summed", "int16", (1, n_in), s_in, 0)
+        axis = constant("axis", "int32", np.array([1], "<i4"))
+        options = S.ReducerOptionsT()
+        options.keepDims = False
+        graph.operators.append(_op(model, S.BuiltinOperator.SUM, [x, axis], [fc_in],
+                                   options_type=S.BuiltinOptions.ReducerOptions, options=options))
+    w = constant("w", "int8", weights.astype(np.int8), scales)
+    inputs = [fc_in, w, -1]
+    if bias is not None:
+        inputs[2] = constant("bias", "int64", bias.astype("<i8"), (scales.astype(np.float64) * s_in).astype(np.float32))
+    y = _tensor(model, "y", "int16", (1, n_out), s_out, 0)
+    options = S.FullyConnectedOptionsT()
+    graph.operators.append(_op(model, S.BuiltinOperator.FULLY_CONNECTED, inputs, [y], version=7,
+                               options_type=S.BuiltinOptions.FullyConnectedOptions, options=options))
+    graph.inputs = np.array([x], dtype=np.int32)
+    graph.outputs = np.array([y], dtype=np.int32)
+    sig = S.SignatureDefT()
+    sig.signatureKey = b"serving_default"
+    sig.subgraphIndex = 0
+    for key, index, side in (("x", x, "inputs"), ("y", y, "outputs")):
+        item = S.TensorMapT()
+        item.name, item.tensorIndex = key.encode(), index
+        setattr(sig, side, [item])
+    model.signatureDefs = [sig]
+    return M.write(model)
+
+
+def unary16(builtin: int, size: int, s_in: float, s_out: float, version: int = 1) -> bytes:
+    """A step model of one int16 unary op (``builtin``, a schema.BuiltinOperator): x (1, size) at ``s_in`` ->
+    y (1, size) at ``s_out``, zero points 0."""
+    model = S.ModelT()
+    model.version = 3
+    model.description = b"edgernn test: int16 unary op"
+    model.buffers = [S.BufferT()]
+    model.operatorCodes = []
+    graph = S.SubGraphT()
+    graph.tensors, graph.operators = [], []
+    model.subgraphs = [graph]
+    x = _tensor(model, "x", "int16", (1, size), s_in, 0)
+    y = _tensor(model, "y", "int16", (1, size), s_out, 0)
+    graph.operators.append(_op(model, builtin, [x], [y], version=version))
+    graph.inputs = np.array([x], dtype=np.int32)
+    graph.outputs = np.array([y], dtype=np.int32)
+    sig = S.SignatureDefT()
+    sig.signatureKey = b"serving_default"
+    sig.subgraphIndex = 0
+    for key, index, side in (("x", x, "inputs"), ("y", y, "outputs")):
+        item = S.TensorMapT()
+        item.name, item.tensorIndex = key.encode(), index
+        setattr(sig, side, [item])
+    model.signatureDefs = [sig]
     return M.write(model)

@@ -18,7 +18,8 @@ from edgernn.tflite.interpreter import load_interpreter
 pytestmark = pytest.mark.slow
 
 MODELS = {"simplernn_relu": zoo.simplernn_relu, "ltc_dense": zoo.ltc_dense, "cfc_wired_pure": zoo.cfc_wired_pure,
-          "rnn_lstmcell_bn": zoo.rnn_lstmcell_bn}  # the last: a sigmoid LSTMCell, whose SPLIT MLIR renames
+          "rnn_lstmcell_bn": zoo.rnn_lstmcell_bn,   # a sigmoid LSTMCell, whose SPLIT MLIR renames
+          "ltc_dense_div": zoo.ltc_dense}           # the LTC with its divisions kept: DIVs TF has no 16x8 form of
 
 
 def _convert(name, folder, max_error):
@@ -30,13 +31,20 @@ def _convert(name, folder, max_error):
         pairs.append(real(*args, **kwargs))
         return pairs[-1]
 
+    from edgernn.keras.stepmodel import ltc_without_division
+    from edgernn.pipeline import convert
+
     model = MODELS[name]()
     calib = zoo.trajectories(8, 200, zoo.features_of(model), 0)
     mixed.quantize_pair = keep
+    rewrite = convert.StepStrategy.without_division
+    if name.endswith("_div"):
+        convert.StepStrategy.without_division = lambda self: ltc_without_division(self.plan, active=False)
     try:
         manifest = convert_model(model, folder, quant="auto", calib=calib, mode="step", max_error=max_error)
     finally:
         mixed.quantize_pair = real
+        convert.StepStrategy.without_division = rewrite
     return manifest, pairs[0], calib, folder
 
 
@@ -101,7 +109,7 @@ def _tensor(model, index):
 
 
 @pytest.mark.parametrize("name, pick", [("simplernn_relu", "even"), ("cfc_wired_pure", "even"),
-                                        ("cfc_wired_pure", "odd"), ("ltc_dense", "all"),
+                                        ("cfc_wired_pure", "odd"), ("ltc_dense", "all"), ("ltc_dense_div", "all"),
                                         ("rnn_lstmcell_bn", "odd")])
 def test_mixed_model_takes_each_op_from_its_precision(converted, name, pick):
     """Each op of a mixed model is its precision's op: the same op, constants and output quantization as in
@@ -112,11 +120,12 @@ def test_mixed_model_takes_each_op_from_its_precision(converted, name, pick):
     data = mixed.splice(pair, chosen)
     m = tfl.read(data)
     g = m.subgraphs[0]
-    made = [op for op in g.operators if tfl.op_name(m, op.opcodeIndex) != "QUANTIZE"]
+    made = [op for op in g.operators if tfl.op_name(m, op.opcodeIndex) not in ("QUANTIZE", "DEQUANTIZE")]
     assert [tfl.op_name(m, op.opcodeIndex) for op in made] == pair.ops
     for i, op in enumerate(made):
         source_model = pair.m16 if i in chosen else pair.m8
-        source = source_model.subgraphs[0].operators[pair.int16_op[i] if i in chosen else i]
+        twin = (pair.float_op[i] if pair.in_float(i) else pair.int16_op[i]) if i in chosen else i
+        source = source_model.subgraphs[0].operators[twin]
         for k_got, k_want in zip([*op.inputs, *op.outputs], [*source.inputs, *source.outputs]):
             if k_want < 0:
                 assert k_got == k_want
@@ -126,7 +135,8 @@ def test_mixed_model_takes_each_op_from_its_precision(converted, name, pick):
             if mixed._is_constant(source_model, k_want):
                 assert bytes(m.buffers[_tensor(m, k_got).buffer].data) == bytes(
                     source_model.buffers[_tensor(source_model, k_want).buffer].data)
-    quantizes = [op for op in g.operators if tfl.op_name(m, op.opcodeIndex) == "QUANTIZE"]
+    quantizes = [op for op in g.operators if tfl.op_name(m, op.opcodeIndex) == "QUANTIZE"
+                 and tfl.tensor_quant(m, op.inputs[0])["dtype"] != "float32"]     # not a float island's
     for op in quantizes:
         a, b = tfl.tensor_quant(m, op.inputs[0]), tfl.tensor_quant(m, op.outputs[0])
         assert {a["dtype"], b["dtype"]} == {"int8", "int16"}
@@ -170,10 +180,10 @@ def test_plan_at_the_ends(converted, budget, int16_ops):
         assert p["int16_ops"] == len(pair.can_int16()) and not p["met"] and p["error"] == p["int16_error"]
 
 
-def test_ltc_mixed_model_keeps_div_int8(converted):
-    """LTC: TF has no 16x8 DIV; in the mixed model each DIV is int8 between QUANTIZE ops, the rest int16,
-    and the error is below int8's."""
-    manifest, pair, _, folder = converted("ltc_dense", 0.001)
+def test_ltc_mixed_model_divides_in_float_between_int16(converted):
+    """LTC: TF has no 16x8 DIV; in its 16x8 precision each DIV runs in float32 between int16 tensors (DEQUANTIZE,
+    DIV, QUANTIZE, as TF's float fallback made them), in int8 between QUANTIZE seams; the error is below int8's."""
+    manifest, pair, _, folder = converted("ltc_dense_div", 0.001)
     p = manifest["precision"]
     assert pair.float_fallback and p["float_fallback_ops"] == ["DIV"]
     assert p["error"] < p["int8_error"]
@@ -181,8 +191,30 @@ def test_ltc_mixed_model_keeps_div_int8(converted):
     m = tfl.read((folder / "step.tflite").read_bytes())
     g = m.subgraphs[0]
     divs = [op for op in g.operators if tfl.op_name(m, op.opcodeIndex) == "DIV"]
-    assert divs and all(tfl.tensor_quant(m, k)["dtype"] == "int8" for op in divs for k in [*op.inputs, *op.outputs])
-    assert not [t for t in g.tensors if t.type == mixed.FLOAT32]
+    assert divs
+    floats = 0
+    for op in divs:
+        dtypes = {tfl.tensor_quant(m, k)["dtype"] for k in [*op.inputs, *op.outputs]}
+        assert dtypes in ({"int8"}, {"float32"})
+        floats += dtypes == {"float32"}
+    assert floats == len(p["float32_ops"]) and sorted(p["float32_ops"]) == \
+        sorted(r["op"] for r in p["plan"] if r.get("float32"))
+    # the only float tensors are the islands' own: a DIV's operands and quotient
+    float_tensors = {k for op in divs for k in [*op.inputs, *op.outputs] if g.tensors[k].type == mixed.FLOAT32}
+    assert {k for k, t in enumerate(g.tensors) if t.type == mixed.FLOAT32} == float_tensors
+
+
+def test_ltc_under_auto_has_no_division(converted):
+    """At int16 and auto an LTC's step model divides as numerator * rsqrt(d)^2: no DIV, every op has a 16x8
+    form (no float fallback), and the all-int16 plan is the 16x8 model, RSQRT in int16 included."""
+    manifest, pair, _, folder = converted("ltc_dense", 0.001)
+    p = manifest["precision"]
+    assert not pair.float_fallback and p["float_fallback_ops"] == [] and "DIV" not in pair.ops
+    assert pair.can_int16() == list(range(len(pair.ops))) and "RSQRT" in pair.ops
+    assert p["error"] < p["int8_error"]
+    m = tfl.read((folder / "step.tflite").read_bytes())
+    rsqrts = [op for op in m.subgraphs[0].operators if tfl.op_name(m, op.opcodeIndex) == "RSQRT"]
+    assert rsqrts and any(tfl.tensor_quant(m, op.outputs[0])["dtype"] == "int16" for op in rsqrts)
 
 
 @pytest.mark.parametrize("value, says", [
@@ -234,20 +266,19 @@ def test_groups_hold_each_constant_once(converted, name):
 
 @pytest.mark.toolchain
 def test_ltc_mixed_model_c_matches_interpreter(converted, tmp_path):
-    """The LTC's mixed model through the C backend: int16 broadcasting loops around int8 divisions, the
-    seams inside the loops, every output and state byte the interpreter's over a trajectory and inputs
-    wider than calibration."""
+    """The LTC's mixed model through the C backend: int16 loops around its divisions, in float32 between int16
+    tensors at this budget (DEQUANTIZE, DIV, and LiteRT's builtin QUANTIZE to int16, halves to even), every
+    output and state byte the interpreter's over a trajectory and inputs wider than calibration."""
     import shutil
 
     import backend_harness as H
 
-    _, _, _, folder = converted("ltc_dense", 0.001)
+    _, _, _, folder = converted("ltc_dense_div", 0.001)
     out = tmp_path / "ltc"
     shutil.copytree(folder, out)
     b = H.build(out)
     model_c = (out / "firmware" / "model.c").read_text()
-    assert "int16_t *const out0" in model_c and "edgernn_div_elem(" in model_c
-    assert "edgernn_requantize_narrow_elem(" in model_c and "int d2 = " in model_c
+    assert "edgernn_dequantize_s16_f32(" in model_c and "edgernn_quantize_f32_s16_even(" in model_c
     n = int(H.load_interpreter(out / "step.tflite").get_signature_runner().get_input_details()["x"]["shape"][-1])
     for xs in (zoo.trajectories(1, 100, n, seed=4)[0],
                np.random.default_rng(9).normal(0.0, 2.0, size=(60, n)).astype(np.float32)):

@@ -128,6 +128,19 @@ class ActivationsOps(LoweringBase):
                           "output_zero_point": int(zo), "n": n, "out": TensorArg(op.outputs[0])})
 
     def op_rsqrt(self, op, dtype):
+        if dtype == "int16":
+            # LiteRT's int16 RSQRT: the interpolating 513-entry table of 1.0f / sqrtf(x), whose inputs at or
+            # below 0 give 32767 * s_out (elementwise.cc's Prepare)
+            x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
+            (si, zi), (so, zo) = x.qparams(), out.qparams()
+            if zi != 0 or zo != 0:
+                raise _refuse(op, "int16 activations with a nonzero zero point")
+            top = np.float32(np.float32(32767) * np.float32(so))
+
+            def rsqrt(v):
+                v = np.float32(v)
+                return top if v <= 0 else np.float32(np.float32(1.0) / np.sqrt(v))
+            return self._lut(op, "edgernn_lut_s16", "int16_t", qp.lookup_table_s16(rsqrt, si, zi, so, zo))
         if dtype == "int8":
             x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
             return self._lut(op, "edgernn_lut_s8", "int8_t", qp.rsqrt_table_s8(*x.qparams(), *out.qparams()))
@@ -142,6 +155,13 @@ class ActivationsOps(LoweringBase):
     def op_quantize(self, op, dtype):
         x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
         n = int(out.size)
+        if x.dtype == "float32" and dtype == "int16" and self.g.oracle == "builtin":
+            # an op left in float between int16 tensors (an LTC's DIV under --quant auto), in a graph LiteRT runs
+            # on its builtin kernels: their QUANTIZE multiplies by the float32 inverse and rounds halves to even
+            s, z = out.qparams()
+            return self.call(op, "edgernn_quantize_f32_s16_even",
+                             {"inverse_scale": Float(float(np.float32(1.0) / np.float32(s))), "zero_point": int(z),
+                              "in": TensorArg(op.inputs[0]), "n": n, "out": TensorArg(op.outputs[0])})
         if x.dtype == "float32" and dtype in ("int8", "int16"):
             s, z = out.qparams()
             return self.call(op, f"edgernn_quantize_f32_s{8 if dtype == 'int8' else 16}",

@@ -50,7 +50,7 @@ class FullyConnectedOps(LoweringBase):
         if w.per_channel or dtype == "int16":
             # 16x8 takes LiteRT's per-channel Prepare (double products) even for one output channel, whose
             # one scale reads as per-tensor: the float32 product can differ in the multiplier's last bits
-            reals = [float(np.float32(in_s)) * float(s) / float(np.float32(out_s)) for s in w.scale] * \
+            reals = [float(np.float32(in_s)) * float(np.float32(s)) / float(np.float32(out_s)) for s in w.scale] * \
                 (1 if w.per_channel else n_out)
         else:
             prod = qp.f32(np.float32(in_s) * np.float32(w.scale[0]))
@@ -83,5 +83,19 @@ class FullyConnectedOps(LoweringBase):
             # The one op whose builtin kernel rounds differently from the reference one (docs/ops.md): the
             # rescale follows the kernel of the graph's oracle.
             args["rounding"] = Enum("EDGERNN_ROUND_TWICE_UP" if self.g.oracle == "builtin" else "EDGERNN_ROUND_ONCE")
+        else:
+            # LiteRT's 16x8 kernel rounds acc * (s_in * s_w / s_out) in double, halves away from zero; its
+            # builtin one without a bias goes through ruy instead: the int32 sum, two roundings halves up
+            # (docs/ops.md). The kernel computes the first from the Q31 multiplier and, near a half, from the
+            # double scale's bits.
+            ruy = self.g.oracle == "builtin" and bias_i < 0
+            bound = int(np.abs(bias_eff).max()) + (1 << 15) * int(np.abs(w.data.astype(np.int64)).sum(axis=1).max())
+            if bound >= (1 << 31 if ruy else 1 << 32):
+                raise _refuse(op, f"its sums may reach {bound}, past the {'2^31' if ruy else '2^32'} the 16x8 "
+                                  "kernel rescales exactly")
+            arrays.append(ConstArray(self.cname(op, "scale"), "int64_t",
+                                     [int(np.float64(r).view(np.int64)) for r in reals]))
+            args["scale"] = ConstArg(arrays[-1].name)
+            args["rounding"] = Enum("EDGERNN_ROUND_TWICE_UP" if ruy else "EDGERNN_ROUND_DOUBLE")
         fn = "edgernn_fully_connected_s8" if dtype == "int8" else "edgernn_fully_connected_s16"
         return self.call(op, fn, args, arrays=arrays)

@@ -1,0 +1,156 @@
+"""Small TRAINED models of the kinds --quant auto is for, on a real trajectory task, cached on disk.
+
+Random weights (tests/support/zoo.py) exercise the conversion; trained weights are what users bring, and
+they differ where quantization is concerned: larger, skewed weights, saturating gates, states that drift
+far from zero, sums that grow. Each model here is trained briefly (seeded, a few epochs on CPU) to track a
+forced, damped oscillator from its forcing and a noisy measurement of its position: a small
+state-estimation task of the kind a controller's recurrent model does.
+
+    inputs  (3): forcing u_t, noisy position p_t + noise, the sequence's stiffness k (constant)
+    targets (2): position and velocity of the next step, p_{t+1} and v_{t+1}
+
+The velocity is never measured, so the model must integrate: its state carries it.
+
+Models (``TRAINED``): ``cfc_ncp`` (CfC on an AutoNCP(16, 2) wiring), ``ltc_ncp`` (LTC on an AutoNCP(16, 2)
+wiring), ``lstm_sigmoid`` (LSTM(16, activation="sigmoid") then Dense(2)), ``dense_simplernn_relu``
+(Dense(12) then SimpleRNN(16, relu) then Dense(2)).
+
+``trained(name)`` trains once and caches the saved model with its calibration and test trajectories under
+``$TMPDIR/edgernn-trained/<hash>/``, the hash of this file and of the Keras version: a change to a model or
+to the task trains again, a second session reads the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+FEATURES, OUTPUTS = 3, 2
+DT = 0.1
+TRAIN_SEQUENCES, TRAIN_STEPS = 96, 120
+CALIB_SEQUENCES, STEPS = 32, 200
+
+
+def oscillator(n_seq: int, steps: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(inputs, targets) of ``n_seq`` sequences of a forced damped oscillator, p'' = u - c p' - k p,
+    integrated semi-implicitly with step DT: inputs (n_seq, steps, 3), targets (n_seq, steps, 2)."""
+    rng = np.random.default_rng(seed)
+    k = rng.uniform(0.5, 3.0, n_seq)
+    c = rng.uniform(0.3, 0.8, n_seq)
+    t = np.arange(steps) * DT
+    # forcing: a sum of two sines and a step that switches at a random time
+    u = np.zeros((n_seq, steps))
+    for _ in range(2):
+        u += rng.uniform(0.2, 1.0, (n_seq, 1)) * np.sin(rng.uniform(0.2, 2.0, (n_seq, 1)) * t
+                                                        + rng.uniform(0, 2 * np.pi, (n_seq, 1)))
+    switch = rng.integers(0, steps, n_seq)
+    u += rng.uniform(-1.0, 1.0, (n_seq, 1)) * (np.arange(steps)[None, :] >= switch[:, None])
+    p = rng.uniform(-1.0, 1.0, n_seq)
+    v = rng.uniform(-1.0, 1.0, n_seq)
+    xs, ys = np.zeros((n_seq, steps, FEATURES)), np.zeros((n_seq, steps, OUTPUTS))
+    for s in range(steps):
+        xs[:, s] = np.stack([u[:, s], p + 0.05 * rng.standard_normal(n_seq), k], axis=-1)
+        v = v + DT * (u[:, s] - c * v - k * p)
+        p = p + DT * v
+        ys[:, s] = np.stack([p, v], axis=-1)
+    return xs.astype(np.float32), ys.astype(np.float32)
+
+
+def _keras(seed: int):
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    return keras
+
+
+def cfc_ncp(seed: int = 0):
+    keras = _keras(seed)
+    import ncps.keras
+    from ncps.wirings import AutoNCP
+
+    return keras.Sequential([keras.Input((None, FEATURES)),
+                             ncps.keras.CfC(AutoNCP(16, OUTPUTS, seed=seed), return_sequences=True)], name="cfc_ncp")
+
+
+def ltc_ncp(seed: int = 0):
+    keras = _keras(seed)
+    import ncps.keras
+    from ncps.wirings import AutoNCP
+
+    return keras.Sequential([keras.Input((None, FEATURES)),
+                             ncps.keras.LTC(AutoNCP(16, OUTPUTS, seed=seed), return_sequences=True)], name="ltc_ncp")
+
+
+def lstm_sigmoid(seed: int = 0):
+    keras = _keras(seed)
+    L = keras.layers
+    return keras.Sequential([keras.Input((None, FEATURES)), L.LSTM(16, activation="sigmoid", return_sequences=True),
+                             L.Dense(OUTPUTS)], name="lstm_sigmoid")
+
+
+def dense_simplernn_relu(seed: int = 0):
+    keras = _keras(seed)
+    L = keras.layers
+    return keras.Sequential([keras.Input((None, FEATURES)), L.Dense(12),
+                             L.SimpleRNN(16, activation="relu", return_sequences=True), L.Dense(OUTPUTS)],
+                            name="dense_simplernn_relu")
+
+
+# name -> (builder, epochs, learning rate)
+TRAINED = {
+    "cfc_ncp": (cfc_ncp, 20, 0.01),
+    "ltc_ncp": (ltc_ncp, 30, 0.02),
+    "lstm_sigmoid": (lstm_sigmoid, 60, 0.01),
+    "dense_simplernn_relu": (dense_simplernn_relu, 60, 0.003),
+}
+
+
+@dataclass
+class Trained:
+    name: str
+    path: Path             # the saved .keras model
+    calib: np.ndarray      # (32, 200, 3) trajectories of the task: what a user calibrates on
+    test: np.ndarray       # (8, 200, 3) other trajectories of the task, within the calibration's ranges
+    loss: float            # the training set's mse after the last epoch
+
+
+def cache_dir() -> Path:
+    import keras
+
+    key = hashlib.sha256(Path(__file__).read_bytes() + keras.__version__.encode()).hexdigest()[:16]
+    return Path(os.environ.get("EDGERNN_TRAINED_CACHE", Path(tempfile.gettempdir()) / "edgernn-trained")) / key
+
+
+def train(name: str, folder: Path) -> None:
+    """Train ``name`` and write ``<name>.keras``, its calibration and test trajectories and its loss."""
+    build, epochs, rate = TRAINED[name]
+    model = build()
+    x, y = oscillator(TRAIN_SEQUENCES, TRAIN_STEPS, seed=1)
+    keras = _keras(0)
+    model.compile(optimizer=keras.optimizers.Adam(rate, clipnorm=1.0), loss="mse")
+    history = model.fit(x, y, epochs=epochs, batch_size=16, verbose=0, shuffle=True)
+    calib, _ = oscillator(CALIB_SEQUENCES, STEPS, seed=2)
+    test, _ = oscillator(8, STEPS, seed=3)
+    folder.mkdir(parents=True, exist_ok=True)
+    pid = os.getpid()
+    # written under temporary names, then renamed: a concurrent session never reads half a file
+    for suffix, write in ((".calib.npy", lambda p: np.save(p, calib)), (".test.npy", lambda p: np.save(p, test)),
+                          (".loss", lambda p: p.write_text(repr(float(history.history["loss"][-1])))),
+                          (".keras", lambda p: model.save(p))):
+        tmp = folder / f"{name}.{pid}.tmp{suffix}"
+        write(tmp)
+        os.replace(tmp, folder / f"{name}{suffix}")
+
+
+def trained(name: str) -> Trained:
+    """The trained model ``name`` (see TRAINED), from the cache or trained now."""
+    folder = cache_dir()
+    if not (folder / f"{name}.keras").exists():
+        train(name, folder)
+    return Trained(name, folder / f"{name}.keras", np.load(folder / f"{name}.calib.npy"),
+                   np.load(folder / f"{name}.test.npy"), float((folder / f"{name}.loss").read_text()))
