@@ -84,28 +84,27 @@ def _signature_index(model, outputs: bool, name: str):
     raise KeyError(name)
 
 
-def requantize_chain(hops: list[tuple[str, float, int]], size: int = 16) -> bytes:
-    """A step model of QUANTIZE ops only: x is hops[0] (dtype, scale, zero point), y the last.
-
-    No state; every hop is one QUANTIZE op, so a chain visits int8 -> int16 -> int8 ... at the
-    scales given."""
+def _new_model(description: bytes):
+    """An empty one-subgraph model: (model, its graph)."""
     model = S.ModelT()
     model.version = 3
-    model.description = b"edgernn test: requantize chain"
+    model.description = description
     model.buffers = [S.BufferT()]
     model.operatorCodes = []
     graph = S.SubGraphT()
     graph.tensors, graph.operators = [], []
     model.subgraphs = [graph]
-    tensors = [_tensor(model, "x" if i == 0 else f"q{i}", d, (1, size), s, z) for i, (d, s, z) in enumerate(hops)]
-    for a, b in zip(tensors, tensors[1:]):
-        graph.operators.append(_quantize(model, a, b))
-    graph.inputs = np.array([tensors[0]], dtype=np.int32)
-    graph.outputs = np.array([tensors[-1]], dtype=np.int32)
+    return model, graph
+
+
+def _finish(model, graph, x: int, y: int) -> bytes:
+    """The model's bytes, with tensor x its input and y its output, under the signature edgernn reads."""
+    graph.inputs = np.array([x], dtype=np.int32)
+    graph.outputs = np.array([y], dtype=np.int32)
     sig = S.SignatureDefT()
     sig.signatureKey = b"serving_default"
     sig.subgraphIndex = 0
-    for key, index, side in (("x", tensors[0], "inputs"), ("y", tensors[-1], "outputs")):
+    for key, index, side in (("x", x, "inputs"), ("y", y, "outputs")):
         item = S.TensorMapT()
         item.name, item.tensorIndex = key.encode(), index
         setattr(sig, side, [item])
@@ -113,17 +112,22 @@ def requantize_chain(hops: list[tuple[str, float, int]], size: int = 16) -> byte
     return M.write(model)
 
 
+def requantize_chain(hops: list[tuple[str, float, int]], size: int = 16) -> bytes:
+    """A step model of QUANTIZE ops only: x is hops[0] (dtype, scale, zero point), y the last.
+
+    No state; every hop is one QUANTIZE op, so a chain visits int8 -> int16 -> int8 ... at the
+    scales given."""
+    model, graph = _new_model(b"edgernn test: requantize chain")
+    tensors = [_tensor(model, "x" if i == 0 else f"q{i}", d, (1, size), s, z) for i, (d, s, z) in enumerate(hops)]
+    for a, b in zip(tensors, tensors[1:]):
+        graph.operators.append(_quantize(model, a, b))
+    return _finish(model, graph, tensors[0], tensors[-1])
+
+
 def sum16(reduced: int, inner: int, scale: float) -> bytes:
     """A step model of one int16 SUM over axis 1 of x (1, reduced, inner) into y (1, inner), both at
     ``scale``, zero points 0: what TF's 16x8 quantizer makes of an LTC's synapse sums."""
-    model = S.ModelT()
-    model.version = 3
-    model.description = b"edgernn test: int16 sum"
-    model.buffers = [S.BufferT()]
-    model.operatorCodes = []
-    graph = S.SubGraphT()
-    graph.tensors, graph.operators = [], []
-    model.subgraphs = [graph]
+    model, graph = _new_model(b"edgernn test: int16 sum")
     x = _tensor(model, "x", "int16", (1, reduced, inner), scale, 0)
     y = _tensor(model, "y", "int16", (1, inner), scale, 0)
     axis = S.TensorT()
@@ -137,17 +141,7 @@ def sum16(reduced: int, inner: int, scale: float) -> bytes:
     options.keepDims = False
     graph.operators.append(_op(model, S.BuiltinOperator.SUM, [x, len(graph.tensors) - 1], [y], version=1,
                                options_type=S.BuiltinOptions.ReducerOptions, options=options))
-    graph.inputs = np.array([x], dtype=np.int32)
-    graph.outputs = np.array([y], dtype=np.int32)
-    sig = S.SignatureDefT()
-    sig.signatureKey = b"serving_default"
-    sig.subgraphIndex = 0
-    for key, index, side in (("x", x, "inputs"), ("y", y, "outputs")):
-        item = S.TensorMapT()
-        item.name, item.tensorIndex = key.encode(), index
-        setattr(sig, side, [item])
-    model.signatureDefs = [sig]
-    return M.write(model)
+    return _finish(model, graph, x, y)
 
 
 def state16(step_int8: bytes, state: str, scale: float) -> bytes:
@@ -296,14 +290,7 @@ def fc16_alone(weights: np.ndarray, w_scales, bias: np.ndarray | None, s_in: flo
     ``sum_first``: x is (1, 1, n_in) and an int16 SUM over its axis 1 (of size 1: the values pass unchanged)
     feeds the FULLY_CONNECTED, so LiteRT runs the graph on its builtin kernels (the oracle of a graph with a
     quantized SUM, edgernn.tflite.interpreter.oracle_kernels)."""
-    model = S.ModelT()
-    model.version = 3
-    model.description = b"edgernn test: 16x8 fully connected"
-    model.buffers = [S.BufferT()]
-    model.operatorCodes = []
-    graph = S.SubGraphT()
-    graph.tensors, graph.operators = [], []
-    model.subgraphs = [graph]
+    model, graph = _new_model(b"edgernn test: 16x8 fully connected")
     n_out, n_in = weights.shape
     scales = np.atleast_1d(np.asarray(w_scales, np.float32))
 
@@ -336,41 +323,14 @@ def fc16_alone(weights: np.ndarray, w_scales, bias: np.ndarray | None, s_in: flo
     options = S.FullyConnectedOptionsT()
     graph.operators.append(_op(model, S.BuiltinOperator.FULLY_CONNECTED, inputs, [y], version=7,
                                options_type=S.BuiltinOptions.FullyConnectedOptions, options=options))
-    graph.inputs = np.array([x], dtype=np.int32)
-    graph.outputs = np.array([y], dtype=np.int32)
-    sig = S.SignatureDefT()
-    sig.signatureKey = b"serving_default"
-    sig.subgraphIndex = 0
-    for key, index, side in (("x", x, "inputs"), ("y", y, "outputs")):
-        item = S.TensorMapT()
-        item.name, item.tensorIndex = key.encode(), index
-        setattr(sig, side, [item])
-    model.signatureDefs = [sig]
-    return M.write(model)
+    return _finish(model, graph, x, y)
 
 
 def unary16(builtin: int, size: int, s_in: float, s_out: float, version: int = 1) -> bytes:
     """A step model of one int16 unary op (``builtin``, a schema.BuiltinOperator): x (1, size) at ``s_in`` ->
     y (1, size) at ``s_out``, zero points 0."""
-    model = S.ModelT()
-    model.version = 3
-    model.description = b"edgernn test: int16 unary op"
-    model.buffers = [S.BufferT()]
-    model.operatorCodes = []
-    graph = S.SubGraphT()
-    graph.tensors, graph.operators = [], []
-    model.subgraphs = [graph]
+    model, graph = _new_model(b"edgernn test: int16 unary op")
     x = _tensor(model, "x", "int16", (1, size), s_in, 0)
     y = _tensor(model, "y", "int16", (1, size), s_out, 0)
     graph.operators.append(_op(model, builtin, [x], [y], version=version))
-    graph.inputs = np.array([x], dtype=np.int32)
-    graph.outputs = np.array([y], dtype=np.int32)
-    sig = S.SignatureDefT()
-    sig.signatureKey = b"serving_default"
-    sig.subgraphIndex = 0
-    for key, index, side in (("x", x, "inputs"), ("y", y, "outputs")):
-        item = S.TensorMapT()
-        item.name, item.tensorIndex = key.encode(), index
-        setattr(sig, side, [item])
-    model.signatureDefs = [sig]
-    return M.write(model)
+    return _finish(model, graph, x, y)
