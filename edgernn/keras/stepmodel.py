@@ -147,9 +147,9 @@ class ltc_without_division:
     compares the step model with them)."""
 
     def __init__(self, plan: Plan, active: bool = True):
-        self.cells = [rnn.cell for rnn in plan.recurrent if active and type(rnn.cell).__name__ == "LTCCell"
-                      and type(rnn.cell).__module__.startswith("ncps.keras")
-                      and hasattr(type(rnn.cell), "_ode_solver")]
+        cells = [getattr(layer, "cell", None) for layer in plan.recurrent] if active else []  # a Conv1D has none
+        self.cells = [cell for cell in cells if type(cell).__name__ == "LTCCell"
+                      and type(cell).__module__.startswith("ncps.keras") and hasattr(type(cell), "_ode_solver")]
 
     def __enter__(self):
         import types
