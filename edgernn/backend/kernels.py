@@ -100,7 +100,7 @@ _FC_INT = (
 )
 _FC_S16 = (
     Split("n_out", (("w", "n_in"), ("bias", 1), ("multiplier", 1), ("shift", 1), ("scale", 1), ("out", 1)),
-          when=("rows", 1), grain=8),
+          when=("rows", 1), grain=4),     # the kernel's blocks of 4 rows (its weights are not blocked)
     Split("rows", (("in", "n_in"), ("out", "n_out"))),
 )
 _LSTM = (Split("p.n_cell", weight=4),)

@@ -41,6 +41,11 @@ CYCLES_PER_ROW = 50
 CYCLES_PER_MAC = 1
 CYCLES_PER_FUSED_OP = 25
 CYCLES_PER_ELEMENT = 20
+# The 16x8 FULLY_CONNECTED: a row's 64-bit requantization (about 150 cycles) and its scalar MACs (GVSOC
+# profile of a trained CfC's int16 step, edgernn validate --profile: a call of 9 rows of 12 inputs, 2,075 cycles
+# with the call's own; of 2 rows of 7, about 650)
+CYCLES_PER_ROW_S16 = 150
+CYCLES_PER_MAC_S16 = 4
 # an output of a SUM by steps: per reduced element (a strided load and an add), and its binary search
 CYCLES_PER_REDUCED = 4
 CYCLES_PER_SEARCH = 100
@@ -100,6 +105,8 @@ def estimate_cycles(call) -> int | None:
         n_in, n_out = args.get("n_in"), args.get("n_out")
         if not all(isinstance(v, int) for v in (rows, n_in, n_out)):
             return None
+        if call.fn == "edgernn_fully_connected_s16":
+            return rows * n_out * (CYCLES_PER_ROW_S16 + CYCLES_PER_MAC_S16 * n_in)
         return rows * n_out * (CYCLES_PER_ROW + CYCLES_PER_MAC * n_in)
     if call.fn == "edgernn_sum_thresholds_s8":
         args = _args(call)

@@ -8,18 +8,22 @@ import pytest
 from edgernn.backend.fusion import FusedCall
 from edgernn.backend.kernels import BY_NAME
 from edgernn.backend.lowering import Call
-from edgernn.backend.parallel import (CYCLES_PER_FUSED_OP, CYCLES_PER_MAC, CYCLES_PER_ROW, estimate_cycles,
-                                      share_calls, share_rule)
+from edgernn.backend.parallel import (CYCLES_PER_FUSED_OP, CYCLES_PER_MAC, CYCLES_PER_MAC_S16, CYCLES_PER_ROW,
+                                      CYCLES_PER_ROW_S16, estimate_cycles, share_calls, share_rule)
 
 GAP8 = {"parallel": {"workers": 8, "min_count": 32, "split_cycles": 150}}
 BY_COUNT = {"parallel": {"workers": 8, "min_count": 32}}
 ONE_WORKER = {"parallel": {"workers": 1, "split_cycles": 150}}
 
 
-def fc(n_in: int, n_out: int, rows: int = 1) -> Call:
-    names = BY_NAME["edgernn_fully_connected_s8"].arg_names
+def fc(n_in: int, n_out: int, rows: int = 1, fn: str = "edgernn_fully_connected_s8") -> Call:
+    names = BY_NAME[fn].arg_names
     values = {"rows": rows, "n_in": n_in, "n_out": n_out}
-    return Call(0, "FULLY_CONNECTED", "edgernn_fully_connected_s8", [values.get(n) for n in names])
+    return Call(0, "FULLY_CONNECTED", fn, [values.get(n) for n in names])
+
+
+def fc16(n_in: int, n_out: int, rows: int = 1) -> Call:
+    return fc(n_in, n_out, rows, "edgernn_fully_connected_s16")
 
 
 def sum_thresholds(outer: int, reduced: int, inner: int) -> Call:
@@ -38,6 +42,10 @@ CASES = [
     (lambda: fc(15, 36), GAP8, True),        # 5 grains of 8 rows: the busiest core has 8 of 36
     (lambda: fc(7, 8), GAP8, False),         # one grain: one core does it all, plus the split
     (lambda: fc(64, 256), GAP8, True),
+    (lambda: fc16(12, 9), GAP8, True),       # 16x8: a row's 64-bit requantization; 3 grains of 4 rows of 9
+    (lambda: fc16(7, 8), GAP8, True),        # where the int8 kernel's one grain of 8 keeps one core
+    (lambda: fc16(7, 4), GAP8, False),       # one grain of 4
+    (lambda: fc16(12, 9), BY_COUNT, False),
     (lambda: fused(9, 6), GAP8, True),       # 9 elements of 6 fused ops: 2 on the busiest core
     (lambda: fused(2, 1), GAP8, False),      # 50 cycles of work against 150 of split
     (lambda: fc(15, 36), BY_COUNT, True),    # 36 outputs >= 32
@@ -65,6 +73,7 @@ def test_a_call_is_shared_where_the_team_gains(make, board, shared):
 def test_the_estimate_counts_rows_macs_and_fused_ops():
     assert estimate_cycles(fc(15, 36)) == 36 * (CYCLES_PER_ROW + 15 * CYCLES_PER_MAC)
     assert estimate_cycles(fc(15, 36, rows=3)) == 3 * 36 * (CYCLES_PER_ROW + 15 * CYCLES_PER_MAC)
+    assert estimate_cycles(fc16(12, 9)) == 9 * (CYCLES_PER_ROW_S16 + 12 * CYCLES_PER_MAC_S16)
     assert estimate_cycles(fused(9, 6)) == 9 * 6 * CYCLES_PER_FUSED_OP
     # a kernel without an estimate: the count rule decides even on a cost board
     assert estimate_cycles(Call(0, "RESHAPE", "edgernn_copy", [])) is None
