@@ -3,7 +3,8 @@
 LiteRT 2.3 rescales a 16x8 FULLY_CONNECTED's int64 sum as round((double)acc * s_in * s_w / s_out), halves away
 from zero, on its reference kernels, and on its builtin ones when the layer has a bias; its builtin kernel
 without a bias goes through ruy: the int32 sum, two roundings, halves up (measured here: a SUM first makes the
-graph's oracle the builtin kernels). The Q31 multiplier of the scale with one rounding (TFLite's
+graph's oracle the builtin kernels), unless the op's quantized_bias_type is INT64 (TF's 16x8 quantizer writes it
+so): then it sums in int64 and rescales as with a bias. The Q31 multiplier of the scale with one rounding (TFLite's
 MultiplyByQuantizedMultiplier) is within 2^-31 of the double one, so the two part only where acc * scale lies
 within about |acc * scale| / 2^31 of a half: once in some 10^5 outputs of a trained layer, which a few hundred
 random steps rarely meet, and which a trained model's 200-step validation meets now and then. Each case
@@ -23,13 +24,20 @@ from edgernn.tflite.oracle import step_records
 
 pytestmark = pytest.mark.toolchain
 
-# (name, inputs, outputs, bias, a SUM first: the graph runs on LiteRT's builtin kernels)
+INT64 = 4   # schema.TensorType
+
+# (name, inputs, outputs, bias, a SUM first: the graph runs on LiteRT's builtin kernels, the options'
+# quantized_bias_type)
 CASES = [
-    ("reference_bias", 16, 16, True, False),
-    ("reference_no_bias", 20, 12, False, False),
-    ("reference_one_output", 32, 1, True, False),
-    ("builtin_bias", 16, 16, True, True),
-    ("builtin_no_bias", 16, 16, False, True),
+    ("reference_bias", 16, 16, True, False, 0),
+    ("reference_no_bias", 20, 12, False, False, 0),
+    ("reference_one_output", 32, 1, True, False, 0),
+    ("builtin_bias", 16, 16, True, True, 0),
+    ("builtin_no_bias", 16, 16, False, True, 0),
+    # no bias, but an int64 bias type (as TF's 16x8 quantizer writes it: an LTC's Dense head without a bias):
+    # LiteRT's builtin kernel then sums in int64 and rescales as with a bias, not through ruy
+    ("builtin_no_bias_int64_type", 16, 16, False, True, INT64),
+    ("builtin_no_bias_int64_type_one_output", 24, 1, False, True, INT64),
 ]
 
 
@@ -75,12 +83,13 @@ def where_roundings_part(w, w_scale, b, s_in, s_out, seed: int, want: int = 32) 
     return np.concatenate(found)[:want]
 
 
-@pytest.mark.parametrize("name, n_in, n_out, bias, sum_first", CASES, ids=[c[0] for c in CASES])
-def test_fully_connected_s16_is_byte_exact(tmp_path, name, n_in, n_out, bias, sum_first):
+@pytest.mark.parametrize("name, n_in, n_out, bias, sum_first, bias_type", CASES, ids=[c[0] for c in CASES])
+def test_fully_connected_s16_is_byte_exact(tmp_path, name, n_in, n_out, bias, sum_first, bias_type):
     seed = CASES.index(next(c for c in CASES if c[0] == name))
     w, w_scale, b, s_in, s_out = trained_like(n_in, n_out, bias, seed)
     scales = w_scale if n_out > 1 else w_scale[:1]
-    folder = MM.write_folder(tmp_path / name, MM.fc16_alone(w, scales, b, s_in, s_out, sum_first=sum_first))
+    folder = MM.write_folder(tmp_path / name, MM.fc16_alone(w, scales, b, s_in, s_out, sum_first=sum_first,
+                                                                      bias_type=bias_type))
     build = H.build(folder)
     model_c = (folder / "firmware" / "model.c").read_text()
     assert "fully_connected_s16(" in model_c

@@ -282,14 +282,15 @@ def fc16(step_int8: bytes, count: int = 1) -> bytes:
 
 
 def fc16_alone(weights: np.ndarray, w_scales, bias: np.ndarray | None, s_in: float, s_out: float,
-               sum_first: bool = False) -> bytes:
+               sum_first: bool = False, bias_type: int = 0) -> bytes:
     """A step model of one 16x8 FULLY_CONNECTED: x int16 (1, n_in) at ``s_in`` -> y int16 (1, n_out) at
     ``s_out``, zero points 0, int8 ``weights`` (n_out, n_in) at ``w_scales`` (one per output channel, or one),
     an int64 ``bias`` or none, as TF's 16x8 quantizer writes it.
 
     ``sum_first``: x is (1, 1, n_in) and an int16 SUM over its axis 1 (of size 1: the values pass unchanged)
     feeds the FULLY_CONNECTED, so LiteRT runs the graph on its builtin kernels (the oracle of a graph with a
-    quantized SUM, edgernn.tflite.interpreter.oracle_kernels)."""
+    quantized SUM, edgernn.tflite.interpreter.oracle_kernels). ``bias_type``: the options' quantized_bias_type
+    (a schema.TensorType; TF's 16x8 quantizer writes INT64 there, also for a layer without a bias)."""
     model, graph = _new_model(b"edgernn test: 16x8 fully connected")
     n_out, n_in = weights.shape
     scales = np.atleast_1d(np.asarray(w_scales, np.float32))
@@ -321,6 +322,7 @@ def fc16_alone(weights: np.ndarray, w_scales, bias: np.ndarray | None, s_in: flo
         inputs[2] = constant("bias", "int64", bias.astype("<i8"), (scales.astype(np.float64) * s_in).astype(np.float32))
     y = _tensor(model, "y", "int16", (1, n_out), s_out, 0)
     options = S.FullyConnectedOptionsT()
+    options.quantizedBiasType = bias_type
     graph.operators.append(_op(model, S.BuiltinOperator.FULLY_CONNECTED, inputs, [y], version=7,
                                options_type=S.BuiltinOptions.FullyConnectedOptions, options=options))
     return _finish(model, graph, x, y)

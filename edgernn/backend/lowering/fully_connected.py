@@ -11,6 +11,8 @@ from edgernn.backend.lowering.base import ConstArray, LoweringBase, _refuse
 from edgernn.backend.values import TensorArg, ConstArg, Float, Enum, NULL
 from edgernn.backend.lowering.blocking import blocked_rows
 
+TENSOR_TYPE_INT64 = 4      # schema.TensorType: a FULLY_CONNECTED option's quantized_bias_type
+
 
 class FullyConnectedOps(LoweringBase):
     # ---- FULLY_CONNECTED ----
@@ -86,9 +88,11 @@ class FullyConnectedOps(LoweringBase):
         else:
             # LiteRT's 16x8 kernel rounds acc * (s_in * s_w / s_out) in double, halves away from zero; its
             # builtin one without a bias goes through ruy instead: the int32 sum, two roundings halves up
-            # (docs/ops.md). The kernel computes the first from the Q31 multiplier and, near a half, from the
-            # double scale's bits.
-            ruy = self.g.oracle == "builtin" and bias_i < 0
+            # (docs/ops.md), unless the options say the (absent) bias is int64, as TF's 16x8 quantizer writes
+            # them: then it sums in int64 and rescales as with a bias. The kernel computes the double rounding
+            # from the Q31 multiplier and, near a half, from the double scale's bits.
+            ruy = (self.g.oracle == "builtin" and bias_i < 0
+                   and op.options.get("quantizedBiasType", 0) != TENSOR_TYPE_INT64)
             bound = int(np.abs(bias_eff).max()) + (1 << 15) * int(np.abs(w.data.astype(np.int64)).sum(axis=1).max())
             if bound >= (1 << 31 if ruy else 1 << 32):
                 raise _refuse(op, f"its sums may reach {bound}, past the {'2^31' if ruy else '2^32'} the 16x8 "
