@@ -7,7 +7,9 @@ failure leaves OUT as it was.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import shutil
 import warnings
 from pathlib import Path
 from typing import Any, Callable
@@ -230,16 +232,28 @@ def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: A
         for line in diagnosis.lines():
             log(f"plan: {line}")
         calibration = _calibration(calib, plan.input_shape, quant, warn)
-        strategy = (FusedStrategy if diagnosis.fused else StepStrategy)(loaded, plan, log)
-        strategy.max_error, strategy.warn, strategy.board, strategy.quant = max_error, warn, board, quant
-        manifest = _run_pipeline(strategy, loaded, plan, calibration, quant, staging, log)
+        strategy, manifest = _run_strategy(diagnosis, loaded, plan, calibration, quant, staging, log, warn,
+                                           max_error, board)
+        if quant == "auto" and mode == "auto" and diagnosis.fused and \
+                manifest.quantization_error["l2r"] > max_error:
+            # the fused LSTM has no 16x8 form: an int8 fused model that misses the budget gives way to step
+            # cells, where the plan can take ops into int16
+            l2r = manifest.quantization_error["l2r"]
+            log(f"auto: the fused int8 model misses the budget (l2r {l2r:.4f} > {max_error:g}); "
+                "building step cells for a per-op int8/int16 plan")
+            _empty(staging)
+            diagnosis = diagnose(plan, "int8", "step")
+            why = (f"--quant auto: the fused op has no 16x8 form, and its int8 model misses the budget "
+                   f"(l2r {l2r:.4f} > {max_error:g})")
+            diagnosis.mode = mode
+            diagnosis.paths = [dataclasses.replace(p, why=why) for p in diagnosis.paths]
+            strategy, manifest = _run_strategy(diagnosis, loaded, plan, calibration, quant, staging, log, warn,
+                                               max_error, board)
         manifest.board = board
         manifest.mode_requested = mode
         manifest.rnn_paths = [p.as_dict() for p in diagnosis.paths]
         manifest.layers = layer_rows(plan, diagnosis)
-        manifest.precision = strategy.precision
         if quant != "float32":
-            manifest.quantization_error = quantization_error(staging, manifest.as_dict(), calibration.sequences)
             l2r = manifest.quantization_error["l2r"]
             if manifest.precision is not None and "error" not in manifest.precision:
                 manifest.precision["error"] = l2r
@@ -254,6 +268,28 @@ def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: A
             if (staging / FLOAT_HEAD).is_file():
                 manifest.files["float_head"] = FLOAT_HEAD
         return folder.commit(staging, manifest)
+
+
+def _run_strategy(diagnosis, loaded, plan, calibration, quant: str, staging: Path, log: Log, warn: Log,
+                  max_error: float, board: str | None):
+    """The step model of ``diagnosis``'s path in ``staging``: the strategy and its manifest, with its precision
+    and, quantized, its error against the float model on the calibration sequences."""
+    strategy = (FusedStrategy if diagnosis.fused else StepStrategy)(loaded, plan, log)
+    strategy.max_error, strategy.warn, strategy.board, strategy.quant = max_error, warn, board, quant
+    manifest = _run_pipeline(strategy, loaded, plan, calibration, quant, staging, log)
+    manifest.precision = strategy.precision
+    if quant != "float32":
+        manifest.quantization_error = quantization_error(staging, manifest.as_dict(), calibration.sequences)
+    return strategy, manifest
+
+
+def _empty(staging: Path) -> None:
+    """The staging folder (edgernn's own, not yet in place) emptied for another attempt."""
+    for entry in staging.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 def calibration_sequences(calib: Any, step: tuple[int, ...]) -> np.ndarray:

@@ -247,6 +247,29 @@ def test_fused_lstm_auto_is_int8_with_a_note(tmp_path):
         assert manifest[key] == int8[key]
 
 
+@pytest.mark.parametrize("max_error, path", [(1.0, "fused"), (1e-4, "step")])
+def test_auto_mode_leaves_the_fused_lstm_when_its_int8_misses_the_budget(tmp_path, max_error, path):
+    """--quant auto with --mode auto: the fused LSTM (int8 only) where its int8 model meets the budget, else step
+    cells with a per-op plan, each RNN path saying why."""
+    from conftest import require_module
+
+    require_module("tf_keras")
+    model = zoo.lstm_dense(8, 3, 1, "auto_path")
+    calib = zoo.trajectories(4, 50, 3, 0)
+    manifest = convert_model(model, tmp_path / "auto", quant="auto", calib=calib, mode="auto", max_error=max_error)
+    assert manifest["mode"] == path and manifest["mode_requested"] == "auto"
+    assert [p["path"] for p in manifest["rnn_paths"]] == [path]
+    p = manifest["precision"]
+    if path == "fused":
+        assert p["plan"] == "int8" and p["met"]
+    else:
+        assert "budget" in manifest["rnn_paths"][0]["why"] and "16x8" in manifest["rnn_paths"][0]["why"]
+        assert p["int8_error"] > max_error and p["error"] < p["int8_error"]
+        assert manifest["quantization_error"]["l2r"] == pytest.approx(p["error"], rel=1e-6)
+    written = sorted(f.name for f in (tmp_path / "auto").iterdir())
+    assert sorted(manifest["written"]) == written
+
+
 @pytest.mark.parametrize("name", ["ltc_dense", "cfc_wired_pure", "simplernn_relu"])
 def test_groups_hold_each_constant_once(converted, name):
     """The plan's groups partition the ops that can be int16, and a plan made of whole groups holds each
