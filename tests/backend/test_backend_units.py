@@ -129,6 +129,28 @@ def test_quantized_reduction_without_a_verified_kernel_is_refused_with_name_inde
         Lowering(g, "t").lower()
 
 
+# (input scale, lowered): TFLite's int16 LOGISTIC/TANH Prepare casts its input multiplier (scale * 3 * 4096,
+# doubled up to 30 times) to int32; past 2^31 LiteRT's result is undefined and the op is refused
+INT16_ACTIVATION_SCALES = [(1e-4, True), (5e3, True), (6.8e12, False)]
+
+
+@pytest.mark.parametrize("name", ["LOGISTIC", "TANH"])
+@pytest.mark.parametrize("scale, lowered", INT16_ACTIVATION_SCALES)
+def test_int16_activation_whose_input_multiplier_overflows_int32_is_refused(name, scale, lowered):
+    from edgernn.backend.ir import Graph, Operator, Tensor
+    from edgernn.backend.lowering import Lowering
+
+    t = [Tensor(0, "x", "int16", (1, 4), scale=np.array([scale], np.float32), zero_point=np.array([0])),
+         Tensor(1, "y", "int16", (1, 4), scale=np.array([1 / 32768], np.float32), zero_point=np.array([0]))]
+    g = Graph(t, [Operator(0, name, [0], [1])], {"x": 0}, {"y": 1}, "0" * 64)
+    if lowered:
+        assert [c.fn for c in Lowering(g, "t").lower()] == [f"edgernn_{name.lower()}_s16"]
+    else:
+        with pytest.raises(EdgeRNNError, match=rf"op 0 \({name}\) is not supported .*must fit int32: the model "
+                                               "diverges"):
+            Lowering(g, "t").lower()
+
+
 def test_an_int16_sum_with_its_inputs_quantization_is_lowered():
     from edgernn.backend.ir import Graph, Operator, Tensor
     from edgernn.backend.lowering import Lowering

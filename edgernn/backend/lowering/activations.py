@@ -29,6 +29,11 @@ class ActivationsOps(LoweringBase):
                 if zi != 0 or zo != 0 or so != 1.0 / 32768:
                     raise _refuse(op, "int16 needs zero points 0 and output scale 1/32768")
                 m, s = qp.int16_activation_params(name, si)
+                if m > qp.INT32_MAX:
+                    # LiteRT's Prepare casts this multiplier to int32: undefined, so there is no result to match
+                    raise _refuse(op, f"its int16 input scale {si:.3g} (values to {si * 32768:.3g}) is beyond "
+                                      f"TFLite's int16 kernel, whose input multiplier ({m}) must fit int32: the model "
+                                      "diverges on the calibration data")
                 fn = "edgernn_logistic_s16" if name == "LOGISTIC" else "edgernn_tanh_s16"
                 return self.call(op, fn, {"input_multiplier": int(m), "input_left_shift": int(s),
                                           "in": TensorArg(op.inputs[0]), "n": n, "out": TensorArg(op.outputs[0])})
