@@ -343,6 +343,9 @@ void edgernn_fully_connected_group_s8(const int8_t *in, const int8_t *w, const i
 /* round(acc * scale) in double, halves away from zero, as LiteRT's 16x8 FULLY_CONNECTED computes it; scale_bits
  * holds the double scale's bits (binary64 and int64 share their byte order on every target). (int64_t)y cuts
  * toward zero and y - t is exact (|y| < 2^52), so no libm round() is needed. */
+#if defined(__GNUC__)
+__attribute__((noinline)) /* rare: one copy, not one per unrolled output */
+#endif
 static int32_t rescale_s16_double(int64_t acc, int64_t scale_bits)
 {
     union {
@@ -363,6 +366,16 @@ static int32_t rescale_s16_double(int64_t acc, int64_t scale_bits)
     return (int32_t)t;
 }
 
+/* EDGERNN_S16_WORDS: the 16x8 requantization's common case in 32-bit words (below); by default on a 32-bit core,
+ * where it saves the 64-bit products and shifts; -DEDGERNN_S16_WORDS=1 or 0 chooses (the tests run both on a host). */
+#if !defined(EDGERNN_S16_WORDS)
+#if UINTPTR_MAX <= 0xFFFFFFFFu
+#define EDGERNN_S16_WORDS 1
+#else
+#define EDGERNN_S16_WORDS 0
+#endif
+#endif
+
 /* rounding EDGERNN_ROUND_DOUBLE: LiteRT's reference 16x8 FULLY_CONNECTED, and its builtin one with a bias,
  * round((double)acc * (s_in * s_w / s_out)), halves away from zero (docs/ops.md). The Q31 multiplier of that
  * scale, m / 2^(31 - shift), is within 2^-31 of it (relative), so P = acc * m with one rounding gives the same
@@ -377,6 +390,25 @@ static inline int16_t requantize_s16(int64_t acc, int32_t multiplier, int32_t sh
     int32_t y;
     if (rounding == EDGERNN_ROUND_TWICE_UP) {
         y = edgernn_mbqm_double_up((int32_t)acc, multiplier, shift);
+#if EDGERNN_S16_WORDS
+    } else if (acc >= INT32_MIN && acc <= INT32_MAX && shift <= -3) {
+        /* On a 32-bit core, the usual case (a sum within int32, a right shift e = -shift >= 3) in 32-bit words:
+         * with P = acc * m = hi * 2^32 + lo (|P| < 2^62), q = P >> (30 + e) = (P >> 31) >> (e - 1) counts
+         * halves, and y = (q + 1) >> 1 is the one rounding. The 32 bits below q's lowest, f = P >> (e - 2)
+         * (its low word), place P between two halves: P lies within the general path's |P| / 2^30 + 2 of a
+         * half only if q is odd and f <= T, or q is even and f >= 2^32 - T, T = 4|q| + 8 (that bound in f's
+         * units, floors included). Beyond |q| >= 2^20 the clamp decides whatever the rounding. */
+        const int64_t p = (int64_t)(int32_t)acc * multiplier;
+        const uint32_t hi = (uint32_t)((uint64_t)p >> 32), lo = (uint32_t)p;
+        const int e = -shift;
+        const int32_t q = (int32_t)((hi << 1) | (lo >> 31)) >> (e - 1);
+        const uint32_t f = (lo >> (e - 2)) | (hi << (34 - e));
+        const uint32_t t = 4u * (uint32_t)(q < 0 ? -q : q) + 8u;
+        y = (q + 1) >> 1;
+        if ((q < (1 << 20) && q > -(1 << 20)) && ((q & 1) ? f <= t : f >= 0u - t)) {
+            y = rescale_s16_double(acc, scale_bits);
+        }
+#endif
     } else {
         const int total_shift = 31 - shift;
         const int64_t p = acc * (int64_t)multiplier;

@@ -83,14 +83,19 @@ def where_roundings_part(w, w_scale, b, s_in, s_out, seed: int, want: int = 32) 
     return np.concatenate(found)[:want]
 
 
+# the requantization in 32-bit words (a 32-bit core's default) and in 64-bit ones (a 64-bit host's)
+WORDS = [("32-bit words", "-DEDGERNN_S16_WORDS=1"), ("64-bit words", "-DEDGERNN_S16_WORDS=0")]
+
+
+@pytest.mark.parametrize("words, flag", WORDS, ids=[w[0] for w in WORDS])
 @pytest.mark.parametrize("name, n_in, n_out, bias, sum_first, bias_type", CASES, ids=[c[0] for c in CASES])
-def test_fully_connected_s16_is_byte_exact(tmp_path, name, n_in, n_out, bias, sum_first, bias_type):
+def test_fully_connected_s16_is_byte_exact(tmp_path, name, n_in, n_out, bias, sum_first, bias_type, words, flag):
     seed = CASES.index(next(c for c in CASES if c[0] == name))
     w, w_scale, b, s_in, s_out = trained_like(n_in, n_out, bias, seed)
     scales = w_scale if n_out > 1 else w_scale[:1]
     folder = MM.write_folder(tmp_path / name, MM.fc16_alone(w, scales, b, s_in, s_out, sum_first=sum_first,
                                                                       bias_type=bias_type))
-    build = H.build(folder)
+    build = H.build(folder, cflags=[flag])
     model_c = (folder / "firmware" / "model.c").read_text()
     assert "fully_connected_s16(" in model_c
     parting = where_roundings_part(w, w_scale, b, s_in, s_out, seed)
