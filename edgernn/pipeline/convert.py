@@ -407,6 +407,13 @@ def _run_pipeline(strategy: "StepStrategy | FusedStrategy", loaded: LoadedModel,
     )
 
 
+# --quant auto: the plan is made on the first PLAN_SEQUENCES calibration sequences, and checked on up to
+# HELD_OUT_SEQUENCES more; a plan that misses the budget there is made again, at most HELD_OUT_RETRIES times
+PLAN_SEQUENCES = 8
+HELD_OUT_SEQUENCES = 24
+HELD_OUT_RETRIES = 2
+
+
 class StepStrategy:
     """Single-step cells: the states are inputs and outputs of the step model, fed back by the caller."""
 
@@ -483,14 +490,43 @@ class StepStrategy:
         pair = mixed.quantize_pair(calibrated, ties, keras_inputs[0], self.output_keys[0],
                                    rename=lambda data: _rename_for_run(data, self.step, self.output_keys),
                                    public=([(s, s) for s in states], "x", "y"))
-        probe = self.samples_sequences[:8]
+        probe = self.samples_sequences[:PLAN_SEQUENCES]
+        held = self.samples_sequences[PLAN_SEQUENCES:PLAN_SEQUENCES + HELD_OUT_SEQUENCES]
         want = mixed.run_quantized(step_float, probe, pair.ties)
         self.log(f"auto: choosing int8 or 16x8 per op for l2r <= {self.max_error:g} on {len(probe)} sequences")
-        plan, mixed_model = mixed.plan_precision(pair, probe, want, self.max_error, self.log,
-                                                 cost=_plan_cost(self.board))
-        if not plan.met:
-            self.warn(f"WARNING: --quant auto: {plan.note}; the step model is all int16 where TFLite allows it")
+        budget, checks = self.max_error, []
+        while True:
+            plan, mixed_model = mixed.plan_precision(pair, probe, want, budget, self.log,
+                                                     cost=_plan_cost(self.board))
+            if not len(held) or (not plan.met and not checks):
+                break
+            # the plan meets the budget on the sequences it was made on; the calibration's other sequences
+            # check that it holds beyond them, and a plan that misses there is made again to a tighter budget
+            if not checks:
+                want_held = mixed.run_quantized(step_float, held, pair.ties)
+            held_error = mixed.l2r(mixed.run_quantized(mixed_model, held, pair.ties), want_held)
+            checks.append({"budget": budget, "l2r": plan.error, "held_out_l2r": held_error})
+            if held_error <= self.max_error or not plan.met or len(checks) > HELD_OUT_RETRIES:
+                break
+            budget = budget * self.max_error / held_error * 0.95
+            self.log(f"auto: the plan reaches l2r {held_error:.4f} on {len(held)} other calibration sequences, "
+                     f"above {self.max_error:g}: planning again for l2r <= {budget:.4g} on the first {len(probe)}")
         self.precision = mixed.precision_entry(pair, plan, mixed_model, self.max_error, probe)
+        if checks:
+            held_error = checks[-1]["held_out_l2r"]
+            self.precision["held_out"] = {"sequences": len(held), "l2r": held_error, "plans": checks}
+            self.precision["met"] = plan.error <= self.max_error and held_error <= self.max_error
+            if len(checks) > 1:
+                self.precision["note"] = (f"planned again for l2r <= {budget:.4g}: the first plan reached "
+                                          f"{checks[0]['held_out_l2r']:.4f} on {len(held)} other calibration "
+                                          "sequences")
+            if not self.precision["met"] and plan.int16_ops == pair.can_int16():
+                self.precision["note"] = (f"even int16 misses the budget {self.max_error:g} on {len(held)} other "
+                                          f"calibration sequences (l2r {held_error:.4f})")
+        if not self.precision["met"]:
+            reached = f"; l2r {checks[-1]['held_out_l2r']:.4f} on the other calibration sequences" if checks else ""
+            self.warn(f"WARNING: --quant auto: {plan.note or 'the budget is missed'}{reached}; the step model "
+                      "keeps the plan of least error found")
         for line in mixed.plan_lines(pair, plan):
             self.log(f"auto: {line}")
         model = tfl.read(mixed_model)

@@ -1,6 +1,7 @@
 """--quant auto on TRAINED models (tests/support/trained.py: CfC and LTC on AutoNCP(16, 2) wirings, an LSTM with a
 sigmoid activation, a ReLU SimpleRNN after a Dense, each trained on a forced oscillator), built for host at the
-default budget: the plan meets it on the calibration data, and the device, validated over 200 steps, gives
+default budget: the plan meets it on the calibration data (on the 8 sequences it was made on and on the 24 others,
+made again to a tighter budget where it missed there), and the device, validated over 200 steps, gives
 LiteRT's bytes (outputs and states) and an error against the float model within the issue's 0.03, on the
 calibration sequences the plan was measured on and on other trajectories of the task."""
 
@@ -27,7 +28,15 @@ def test_trained_model_meets_its_budget_byte_exact_on_host(tmp_path, name):
     with contextlib.redirect_stdout(io.StringIO()):
         build_model(str(model.path), out, board="host", quant="auto", mode="step", calib=model.calib)
     plan = json.loads((out / "manifest.json").read_text())["precision"]
-    assert plan["met"] and plan["error"] <= plan["max_error"] == 0.02, plan["note"]
+    assert plan["error"] <= plan["max_error"] == 0.02, plan["note"]
+    # the plan, made on the first 8 calibration sequences, holds on the other 24, or is int16 wherever TFLite
+    # allows it, and says that even int16 misses there
+    held = plan["held_out"]
+    assert held["sequences"] == 24
+    assert plan["met"] == (held["l2r"] <= 0.02), held
+    if not plan["met"]:
+        assert plan["int8_ops"] == 0 and plan["note"].startswith("even int16 misses") and held["l2r"] <= 0.03, plan
+    assert held["plans"][-1]["held_out_l2r"] == held["l2r"] and len(held["plans"]) <= 3
     for data in (model.calib[:8], model.test):
         report = validate(out, data=data, steps=200, json_path=tmp_path / "report.json")
         ref = report["reference"]
