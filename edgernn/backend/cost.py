@@ -2,13 +2,14 @@
 weighs each precision plan by (docs/quantization.md, "The plan").
 
 The cycles are one GAP8 cluster core's per call, by kernel and by element type, with constants rounded
-from GVSOC's timing model of the generated kernels (``bench/profile_gap8.py --cores 1``; not measured on
-GAP8): a call's own overhead, a FULLY_CONNECTED's rows and MACs (the int8 kernels' SIMD dot products over
-8-row blocks, the 16x8 kernel's scalar MACs and its 64-bit requantization), a fused loop's elements per
-member by the member's kernel, a QUANTIZE between int8 and int16 (a seam), an element-wise kernel's
-elements. With a board whose team shares calls, a call the team shares (``parallel.share_calls``, the very
-rule of the build) costs its busiest worker's share plus what a split costs in GVSOC (``SPLIT``), which is
-more than the board's ``split_cycles`` assumes for small calls.
+from GVSOC's timing model of the generated kernels (``bench/profile_gap8.py --cores 1``, and ``validate
+--profile`` of int8, int16 and mixed steps; not measured on GAP8): a call's own overhead, a FULLY_CONNECTED's
+rows and MACs (the int8 kernels' SIMD dot products over 8-row blocks, the 16x8 kernel's scalar MACs and its
+requantization), a fused loop's own cost, its members' constants and their elements by the member's kernel, a
+QUANTIZE between int8 and int16 (a seam), an element-wise kernel's elements. With a board whose team shares
+calls, a call the team shares (``parallel.share_calls``, the very rule of the build) costs its busiest worker's
+share of the elements, the part every worker pays whole (``fixed_cycles``), plus what a split costs in GVSOC
+(``SPLIT``), which is more than the board's ``split_cycles`` assumes for small calls.
 
 These constants are this module's own: ``parallel.estimate_cycles``, which decides which calls the team
 shares, is not changed by them. The bytes are the backend's own: the constants as weights.c holds them and
@@ -34,7 +35,7 @@ COPY = 50                  # a data-movement call (a memcpy of a run)
 FC = {
     "edgernn_fully_connected_s8": (100, 30, 0.5),
     "edgernn_fully_connected_group_s8": (100, 45, 0.5),
-    "edgernn_fully_connected_s16": (200, 70, 4),
+    "edgernn_fully_connected_s16": (400, 60, 4),
 }
 # the instruction cache: the cluster's holds one FULLY_CONNECTED kernel's code, not both the int8 one
 # (unrolled, with the SIMD dot products) and the 16x8 one; each move from one to the other along the
@@ -42,14 +43,20 @@ FC = {
 # against 1.6 in an int8 step)
 SWITCH = 500
 ENTRY = 1000               # a step's entry into the team and back (the cluster's side of the dispatch)
-LOOP = 300                 # a fused loop's own cost: its constants, pointers and loop
-# an element of a member of a fused loop, by the member's kernel
+LOOP = 220                 # a fused loop's own cost: its pointers and loop
+# a member of a fused loop, once per call, by the member's kernel: its constants folded into registers (a table
+# lookup has only its table's address)
+MEMBER = {"edgernn_lut_s8": 5, "edgernn_requantize_s8_s16": 20, "edgernn_requantize_s16_s8": 20}
+MEMBER_OTHER = 60
+# an element of a member of a fused loop, by the member's kernel: fitted (non-negative least squares) to the
+# team-shared loops of 17 GVSOC profiles of int8, int16 and mixed CfC, LTC, LSTM and SimpleRNN steps
+# (validate --profile); an int8 DIV is the dearest (its reciprocal's Newton steps), a seam a requantization
 FUSED_ELEMENT = {
-    "edgernn_lut_s8": 4, "edgernn_mul_n_s8": 13, "edgernn_mul_s8": 13, "edgernn_addsub_n_s8": 21,
-    "edgernn_addsub_s8": 21, "edgernn_addsub_const_s8": 21, "edgernn_div_s8": 60,
-    "edgernn_addsub_n_s16": 35, "edgernn_addsub_s16": 35, "edgernn_addsub_const_s16": 40,
-    "edgernn_mul_n_s16": 35, "edgernn_mul_s16": 35, "edgernn_logistic_s16": 40, "edgernn_tanh_s16": 40,
-    "edgernn_requantize_s8_s16": 10, "edgernn_requantize_s16_s8": 10,
+    "edgernn_lut_s8": 5, "edgernn_mul_n_s8": 27, "edgernn_mul_s8": 27, "edgernn_addsub_n_s8": 15,
+    "edgernn_addsub_s8": 15, "edgernn_addsub_const_s8": 15, "edgernn_div_s8": 600,
+    "edgernn_addsub_n_s16": 40, "edgernn_addsub_s16": 40, "edgernn_addsub_const_s16": 40,
+    "edgernn_mul_n_s16": 37, "edgernn_mul_s16": 37, "edgernn_logistic_s16": 30, "edgernn_tanh_s16": 30,
+    "edgernn_requantize_s8_s16": 20, "edgernn_requantize_s16_s8": 20,
 }
 KERNEL = 300               # an element-wise or other kernel's own cost, called alone
 # an element of an element-wise kernel called alone (its constants not folded, no tables)
@@ -57,7 +64,7 @@ ELEMENT = {"edgernn_addsub_n_s8": 67, "edgernn_addsub_s8": 67, "edgernn_addsub_c
            "edgernn_addsub_n_s16": 67, "edgernn_addsub_s16": 67, "edgernn_addsub_const_s16": 50,
            "edgernn_mul_n_s8": 45, "edgernn_mul_s8": 45, "edgernn_mul_n_s16": 45, "edgernn_mul_s16": 45,
            "edgernn_lut_s8": 5, "edgernn_logistic_s16": 45, "edgernn_tanh_s16": 45, "edgernn_div_s8": 80,
-           "edgernn_requantize_s8_s16": 10, "edgernn_requantize_s16_s8": 10, "edgernn_sum_s16": 17,
+           "edgernn_requantize_s8_s16": 25, "edgernn_requantize_s16_s8": 25, "edgernn_sum_s16": 7, "edgernn_lut_s16": 6,
            # float32 between int16 tensors (an LTC's DIV under --quant auto): soft-float calls on GAP8, which has
            # no FPU (libgcc's division, the double product of DEQUANTIZE, float-to-int conversions), by estimate
            "edgernn_div_f32": 200, "edgernn_dequantize_s16_f32": 120, "edgernn_quantize_f32_s16_even": 100}
@@ -109,7 +116,7 @@ def _elements(call) -> int | None:
 def call_cycles(call) -> int:
     """One core's estimated cycles for ``call`` (a lowered call, a fused loop or a grouped call)."""
     if isinstance(call, FusedCall):
-        return LOOP + call.n * sum(FUSED_ELEMENT.get(m.fn, OTHER_ELEMENT) for m in call.members)
+        return fixed_cycles(call) + call.n * sum(FUSED_ELEMENT.get(m.fn, OTHER_ELEMENT) for m in call.members)
     if call.fn in FC:
         fc = _fc_cycles(call)
         if fc is not None:
@@ -131,13 +138,24 @@ def _share(call) -> tuple[int, int] | None:
     return (count, _grain(call)) if count else None
 
 
-def _team_cycles(one_core: int, share: tuple[int, int] | None, workers: int) -> int:
-    """A shared call: its busiest worker's share of ``one_core``, plus the split."""
+def fixed_cycles(call) -> int:
+    """The part of ``call_cycles`` that every worker of a shared call pays whole: a fused loop's own cost and
+    its members' constants, a FULLY_CONNECTED's per-call cost."""
+    if isinstance(call, FusedCall):
+        return LOOP + sum(MEMBER.get(m.fn, MEMBER_OTHER) for m in call.members)
+    if call.fn in FC:
+        return FC[call.fn][0]
+    return 0
+
+
+def _team_cycles(one_core: int, share: tuple[int, int] | None, workers: int, fixed: int = 0) -> int:
+    """A shared call: its busiest worker's share of ``one_core`` beyond ``fixed``, ``fixed`` itself, plus the
+    split."""
     if share is None or not workers:
         return one_core + SPLIT
     count, grain = share
     busiest = min(math.ceil(math.ceil(count / grain) / workers) * grain, count)
-    return round(one_core * busiest / count) + SPLIT
+    return fixed + round((one_core - fixed) * busiest / count) + SPLIT
 
 
 def estimate_step_cost(step_file: str | Path | bytes, states: list | None = None, board=None) -> StepCost:
@@ -156,7 +174,7 @@ def estimate_step_cost(step_file: str | Path | bytes, states: list | None = None
     slots = state_layout(graph, _state_keys(graph, states, "x"))
     step = _lower_named(name, graph, "edgernn_step", "x", "y", slots)
     # before the team renames its kernels
-    own = {id(call): (call_cycles(call), _share(call)) for call in step.calls}
+    own = {id(call): (call_cycles(call), _share(call), fixed_cycles(call)) for call in step.calls}
     names = {id(call): "fused loop" if isinstance(call, FusedCall) else call.fn for call in step.calls}
     rule = None
     if board is not None:
@@ -165,9 +183,9 @@ def estimate_step_cost(step_file: str | Path | bytes, states: list | None = None
     team = set(TEAM_KERNELS.values())
     cycles, shared, by_kernel, last_fc = 0, 0, {}, None
     for call in step.calls:
-        c, share = own[id(call)]
+        c, share, fixed = own[id(call)]
         if rule is not None and (getattr(call, "team", False) or call.fn in team):
-            c, shared = _team_cycles(c, share, rule.workers), shared + 1
+            c, shared = _team_cycles(c, share, rule.workers, fixed), shared + 1
         c += CALL
         fc = names[id(call)] in FC and names[id(call)].endswith("_s16")
         if names[id(call)] in FC:

@@ -1,6 +1,8 @@
-"""--quant auto end to end: a CfC on an AutoNCP wiring (int8 is ~4x its budget on these weights) built with the
-default budget is the plan of least estimated cost for its board that meets the budget on the calibration
-data (on gvsoc_gap8 a mixed int8/16x8 model; on host and qemu_riscv32, whose estimate has no team, all int16),
+"""--quant auto end to end: a CfC on an AutoNCP wiring (int8 is ~4x the default budget on these weights) is the
+plan of least estimated cost for its board that meets the budget on the calibration data (on host and
+qemu_riscv32, whose estimate has no team, all int16 at the default budget; on gvsoc_gap8, at a budget of 0.03,
+where GAP8's estimate finds that int8 pays, a mixed int8/16x8 model: 33 of 37 ops int16, GVSOC 16,319 cycles a
+step against int16's 17,678; at the default budget there, all int16),
 and it validates like any build on host, qemu_riscv32 and gvsoc_gap8: every output and state byte equal to
 LiteRT's, the error against the float model the one the plan reached, and the plan in the report."""
 
@@ -45,12 +47,13 @@ def test_quant_auto_meets_its_budget_and_validates_byte_exact(tmp_path, board):
     cfc_ncp().save(path)
     calib = zoo.trajectories(8, STEPS, 4, 0)
     out = tmp_path / "out"
+    budget = 0.03 if board == "gvsoc_gap8" else 0.02
     with contextlib.redirect_stdout(io.StringIO()):
-        build_model(str(path), out, board=board, quant="auto", mode="step", calib=calib)
+        build_model(str(path), out, board=board, quant="auto", mode="step", calib=calib, max_error=budget)
     manifest = json.loads((out / "manifest.json").read_text())
     plan = manifest["precision"]
     assert manifest["quant"] == "auto" and plan["met"]
-    assert plan["error"] <= plan["max_error"] == 0.02 < plan["int8_error"]
+    assert plan["error"] <= plan["max_error"] == budget < plan["int8_error"]
     e = plan["estimate"]
     assert e["auto"]["cycles_per_step"] <= e["int16"]["cycles_per_step"] and e["auto"]["bytes"] <= e["int16"]["bytes"]
     if board == "gvsoc_gap8":   # where GAP8's estimate says int8 pays: a real mix, its seams in the loops
