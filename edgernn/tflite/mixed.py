@@ -638,6 +638,37 @@ def _cheapest(search: _Search, every: list[int], by_group: dict[int, float], mov
     return sorted(chosen)
 
 
+def _refined(search: _Search, start: list[int], every: list[int], by_group: dict[int, float],
+             moves: list[frozenset[int]], max_error: float, limit_bytes: int) -> list[int]:
+    """A local search on the estimated cost from ``start`` (the fewest groups in int16): each move (one group, or
+    groups that go together) flips precision, into int16 when all of it is int8 (which can remove a seam)
+    or into int8 when all of it is int16; a flip is kept when it lowers the estimated cycles, keeps the bytes
+    within ``limit_bytes`` or what they were, and the plan still meets the budget. The descent from all-int16
+    stops where every single move into int8 costs seams before it saves; this one starts on the other side."""
+    chosen = set(start)
+    current = search.estimate(chosen)
+    if current is None:
+        return sorted(chosen)
+    ordered = sorted([frozenset([g]) for g in every] + moves, key=lambda m: sum(by_group[g] for g in m))
+    for _ in range(DESCENT_PASSES):
+        moved = False
+        for move in ordered:
+            if move <= chosen:
+                trial = chosen - move
+            elif not move & chosen:
+                trial = chosen | move
+            else:
+                continue
+            estimate = search.estimate(trial)
+            if estimate is None or estimate[0] >= current[0] or estimate[1] > max(current[1], limit_bytes):
+                continue
+            if search.error(trial) <= max_error:
+                chosen, current, moved = trial, estimate, True
+        if not moved:
+            break
+    return sorted(chosen)
+
+
 def plan_precision(pair: Pair, sequences: np.ndarray, want: np.ndarray, max_error: float,
                    log=lambda _: None, cost=None) -> tuple[Plan, bytes]:
     """The plan of op groups (``op_groups``) in int16 whose mixed model meets ``max_error`` at the least
@@ -646,8 +677,9 @@ def plan_precision(pair: Pair, sequences: np.ndarray, want: np.ndarray, max_erro
     ``cost`` (mixed model bytes -> (cycles per step, weight and arena bytes), or None where the model
     cannot be estimated) weighs the plans; without it, the plan is the fewest groups in int16. The
     sensitivity of a group is the error of the model with that group alone in int8 and every other op in
-    int16, less the all-int16 error. Three plans meet the budget: all-int16, the fewest groups in int16
-    (``_fewest_int16``) and a descent on the estimated cost from all-int16 (``_cheapest``); the chosen one is
+    int16, less the all-int16 error. Four plans meet the budget: all-int16, the fewest groups in int16
+    (``_fewest_int16``), a descent on the estimated cost from all-int16 (``_cheapest``) and a local search on it
+    from the fewest groups (``_refined``); the chosen one is
     the cheapest in estimated cycles of those whose bytes are within all-int16's (then fewer bytes, then
     fewer int16 ops)."""
     candidates = pair.can_int16()
@@ -675,8 +707,10 @@ def plan_precision(pair: Pair, sequences: np.ndarray, want: np.ndarray, max_erro
     if cost is not None and search.estimate(every) is not None:
         limit = search.estimate(every)[1]
         log("weighing the plans by their estimated cost")
-        found["least estimated cost"] = _cheapest(search, every, by_group, sibling_moves(pair, groups),
-                                                  max_error, limit)
+        moves = sibling_moves(pair, groups)
+        found["least estimated cost"] = _cheapest(search, every, by_group, moves, max_error, limit)
+        found["fewest int16 ops, refined"] = _refined(search, found["fewest int16 ops"], every, by_group, moves,
+                                                       max_error, limit)
         found["all int16"] = every
         ranked = []
         for how, plan in found.items():
