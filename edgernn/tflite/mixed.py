@@ -612,39 +612,13 @@ def _fewest_int16(search: _Search, every: list[int], by_group: dict[int, float],
     return chosen
 
 
-def _cheapest(search: _Search, every: list[int], by_group: dict[int, float], moves: list[frozenset[int]],
-              max_error: float, limit_bytes: int) -> list[int]:
-    """A descent on the estimated cost from all-int16: moves (one group, or groups that go together) are
-    tried into int8 from the least sensitive; a move is kept when it lowers the estimated cycles, keeps the
-    bytes (weights and arena) within ``limit_bytes`` or what they were, and the plan still meets the budget.
-    A move that only pays once a neighbour has moved is tried again in the next pass."""
-    chosen = set(every)
-    current = search.estimate(chosen)
-    ordered = sorted([frozenset([g]) for g in every] + moves, key=lambda m: sum(by_group[g] for g in m))
-    for _ in range(DESCENT_PASSES):
-        moved = False
-        for move in ordered:
-            if not move <= chosen:
-                continue
-            trial = chosen - move
-            estimate = search.estimate(trial)
-            if estimate is None or current is None or estimate[0] >= current[0] or \
-                    estimate[1] > max(current[1], limit_bytes):
-                continue
-            if search.error(trial) <= max_error:
-                chosen, current, moved = trial, estimate, True
-        if not moved:
-            break
-    return sorted(chosen)
-
-
-def _refined(search: _Search, start: list[int], every: list[int], by_group: dict[int, float],
-             moves: list[frozenset[int]], max_error: float, limit_bytes: int) -> list[int]:
-    """A local search on the estimated cost from ``start`` (the fewest groups in int16): each move (one group, or
-    groups that go together) flips precision, into int16 when all of it is int8 (which can remove a seam)
-    or into int8 when all of it is int16; a flip is kept when it lowers the estimated cycles, keeps the bytes
-    within ``limit_bytes`` or what they were, and the plan still meets the budget. The descent from all-int16
-    stops where every single move into int8 costs seams before it saves; this one starts on the other side."""
+def _cost_search(search: _Search, start: list[int], every: list[int], by_group: dict[int, float],
+                 moves: list[frozenset[int]], max_error: float, limit_bytes: int, both_ways: bool) -> list[int]:
+    """A local search on the estimated cost from ``start``: moves (one group, or groups that go together) are
+    tried from the least sensitive, each taking its groups into int8 where they are all int16 or, ``both_ways``,
+    into int16 where they are all int8 (which can remove a seam); a move is kept when it lowers the estimated
+    cycles, keeps the bytes (weights and arena) within ``limit_bytes`` or what they were, and the plan still
+    meets the budget. A move that only pays once a neighbour has moved is tried again in the next pass."""
     chosen = set(start)
     current = search.estimate(chosen)
     if current is None:
@@ -655,7 +629,7 @@ def _refined(search: _Search, start: list[int], every: list[int], by_group: dict
         for move in ordered:
             if move <= chosen:
                 trial = chosen - move
-            elif not move & chosen:
+            elif both_ways and not move & chosen:
                 trial = chosen | move
             else:
                 continue
@@ -678,8 +652,8 @@ def plan_precision(pair: Pair, sequences: np.ndarray, want: np.ndarray, max_erro
     cannot be estimated) weighs the plans; without it, the plan is the fewest groups in int16. The
     sensitivity of a group is the error of the model with that group alone in int8 and every other op in
     int16, less the all-int16 error. Four plans meet the budget: all-int16, the fewest groups in int16
-    (``_fewest_int16``), a descent on the estimated cost from all-int16 (``_cheapest``) and a local search on it
-    from the fewest groups (``_refined``); the chosen one is
+    (``_fewest_int16``), a descent on the estimated cost from all-int16 and a local search on it both ways from
+    the fewest groups (``_cost_search``); the chosen one is
     the cheapest in estimated cycles of those whose bytes are within all-int16's (then fewer bytes, then
     fewer int16 ops)."""
     candidates = pair.can_int16()
@@ -708,9 +682,11 @@ def plan_precision(pair: Pair, sequences: np.ndarray, want: np.ndarray, max_erro
         limit = search.estimate(every)[1]
         log("weighing the plans by their estimated cost")
         moves = sibling_moves(pair, groups)
-        found["least estimated cost"] = _cheapest(search, every, by_group, moves, max_error, limit)
-        found["fewest int16 ops, refined"] = _refined(search, found["fewest int16 ops"], every, by_group, moves,
-                                                       max_error, limit)
+        # a descent from all-int16, and a search both ways from the fewest groups: the descent stops where every
+        # single move into int8 costs more in seams than it saves
+        found["least estimated cost"] = _cost_search(search, every, every, by_group, moves, max_error, limit, False)
+        found["fewest int16 ops, refined"] = _cost_search(search, found["fewest int16 ops"], every, by_group, moves,
+                                                           max_error, limit, True)
         found["all int16"] = every
         ranked = []
         for how, plan in found.items():
