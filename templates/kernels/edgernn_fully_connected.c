@@ -384,7 +384,10 @@ static int32_t rescale_s16_double(int64_t acc, int64_t scale_bits)
  * generation checks it), so P fits in int64. EDGERNN_ROUND_TWICE_UP: its builtin kernel without a bias, which
  * goes through ruy: the sum in int32 (below 2^31: checked) and ruy's two roundings, halves up, as the 8-bit
  * kernel's. */
-static inline int16_t requantize_s16(int64_t acc, int32_t multiplier, int32_t shift, int64_t scale_bits,
+#if defined(__GNUC__)
+__attribute__((noinline)) /* one copy: GAP8's cluster shares a 4 KB instruction cache, the MACs are the hot loop */
+#endif
+static int16_t requantize_s16(int64_t acc, int32_t multiplier, int32_t shift, int64_t scale_bits,
                                      int rounding, int32_t output_offset, int32_t act_min, int32_t act_max)
 {
     int32_t y;
