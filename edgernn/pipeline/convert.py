@@ -232,8 +232,7 @@ def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: A
         for line in diagnosis.lines():
             log(f"plan: {line}")
         calibration = _calibration(calib, plan.input_shape, quant, warn)
-        strategy, manifest = _run_strategy(diagnosis, loaded, plan, calibration, quant, staging, log, warn,
-                                           max_error, board)
+        manifest = _run_strategy(diagnosis, loaded, plan, calibration, quant, staging, log, warn, max_error, board)
         if quant == "auto" and mode == "auto" and diagnosis.fused and \
                 manifest.quantization_error["l2r"] > max_error:
             # the fused LSTM has no 16x8 form: an int8 fused model that misses the budget gives way to step
@@ -247,8 +246,8 @@ def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: A
                    f"(l2r {l2r:.4f} > {max_error:g})")
             diagnosis.mode = mode
             diagnosis.paths = [dataclasses.replace(p, why=why) for p in diagnosis.paths]
-            strategy, manifest = _run_strategy(diagnosis, loaded, plan, calibration, quant, staging, log, warn,
-                                               max_error, board)
+            manifest = _run_strategy(diagnosis, loaded, plan, calibration, quant, staging, log, warn, max_error,
+                                     board)
         manifest.board = board
         manifest.mode_requested = mode
         manifest.rnn_paths = [p.as_dict() for p in diagnosis.paths]
@@ -271,16 +270,16 @@ def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: A
 
 
 def _run_strategy(diagnosis, loaded, plan, calibration, quant: str, staging: Path, log: Log, warn: Log,
-                  max_error: float, board: str | None):
-    """The step model of ``diagnosis``'s path in ``staging``: the strategy and its manifest, with its precision
-    and, quantized, its error against the float model on the calibration sequences."""
+                  max_error: float, board: str | None) -> Manifest:
+    """The step model of ``diagnosis``'s path in ``staging``, and its manifest, with its precision and,
+    quantized, its error against the float model on the calibration sequences."""
     strategy = (FusedStrategy if diagnosis.fused else StepStrategy)(loaded, plan, log)
     strategy.max_error, strategy.warn, strategy.board, strategy.quant = max_error, warn, board, quant
     manifest = _run_pipeline(strategy, loaded, plan, calibration, quant, staging, log)
     manifest.precision = strategy.precision
     if quant != "float32":
         manifest.quantization_error = quantization_error(staging, manifest.as_dict(), calibration.sequences)
-    return strategy, manifest
+    return manifest
 
 
 def _empty(staging: Path) -> None:

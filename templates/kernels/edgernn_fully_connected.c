@@ -394,8 +394,9 @@ static int16_t requantize_s16(int64_t acc, int32_t multiplier, int32_t shift, in
     if (rounding == EDGERNN_ROUND_TWICE_UP) {
         y = edgernn_mbqm_double_up((int32_t)acc, multiplier, shift);
 #if EDGERNN_S16_WORDS
-    } else if (acc >= INT32_MIN && acc <= INT32_MAX && shift <= -3) {
-        /* On a 32-bit core, the usual case (a sum within int32, a right shift e = -shift >= 3) in 32-bit words:
+    } else if (acc >= INT32_MIN && acc <= INT32_MAX && shift <= -3 && shift >= -31) {
+        /* On a 32-bit core, the usual case (a sum within int32, a right shift 3 <= e = -shift <= 31, the range of
+         * TFLite's QuantizeMultiplier, so no shift below reaches 32) in 32-bit words:
          * with P = acc * m = hi * 2^32 + lo (|P| < 2^62), q = P >> (30 + e) = (P >> 31) >> (e - 1) counts
          * halves, and y = (q + 1) >> 1 is the one rounding. The 32 bits below q's lowest, f = P >> (e - 2)
          * (its low word), place P between two halves: P lies within the general path's |P| / 2^30 + 2 of a
