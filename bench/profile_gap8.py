@@ -1,4 +1,4 @@
-"""Where a GAP8 step's cycles go in GVSOC: a profile by op and core, and of cluster core 0 by function and
+"""Where a GAP8 step's cycles go in GVSOC: a profile by op and core, and of one cluster core (--core, 0 by default) by function and
 instruction, from GVSOC's instruction trace.
 
 The model (int8 LSTM(64) step model by default, as bench_gap8.py builds it) is built once, its ai_deck
@@ -60,7 +60,7 @@ def run_traced(elf: Path, model_c: Path, xs: np.ndarray, step: int) -> GvsocTrac
     return traced
 
 
-def report(traced: GvsocTracedRun, elf: Path, out: Path, n_pcs: int, annotate: list[str] = ()) -> None:
+def report(traced: GvsocTracedRun, elf: Path, out: Path, n_pcs: int, annotate: list[str] = (), core: int = 0) -> None:
     prof, profiler, step = traced.profile, traced.profiler, traced.profile["step"]
     team = traced.counted.team_cycles
     counted = int(team[step]) if team is not None else int(traced.counted.cycles[step])
@@ -74,23 +74,23 @@ def report(traced: GvsocTracedRun, elf: Path, out: Path, n_pcs: int, annotate: l
         print(f"{row['label'][:48]:48s} {row['cycles']:8,d} {100 * row['cycles'] / total:5.1f}% {m:8,d} "
               f"{m / row['cycles'] if row['cycles'] and m else 0:8.3f}  {row['work']}")
     print(f"{'cores':48s} work {prof['work']}, wait {prof['wait']}")
-    per_fn = profiler.by_function(0)
-    print(f"\ncluster core 0 by function:\n{'function':44s} {'cycles':>9s} {'share':>6s} {'insns':>8s} {'cyc/insn':>8s}")
+    per_fn = profiler.by_function(core)
+    print(f"\ncluster core {core} by function:\n{'function':44s} {'cycles':>9s} {'share':>6s} {'insns':>8s} {'cyc/insn':>8s}")
     for fn, (c, n) in sorted(per_fn.items(), key=lambda kv: -kv[1][0]):
         print(f"{fn:44s} {c:9,d} {100 * c / total:5.1f}% {n:8,d} {c / max(n, 1):8.2f}")
     board = devices.load_board(BOARD)
-    per_pc = profiler.by_pc(0)
+    per_pc = profiler.by_pc(core)
     addrs, names = profiler.map.addrs, profiler.map.names
     if n_pcs or annotate:
         dis = disassembly(elf, binutil(board, "objdump"))
     if n_pcs:
-        print(f"\nthe {n_pcs} costliest instructions of core 0 (cycles, times run, function, disassembly):")
+        print(f"\nthe {n_pcs} costliest instructions of core {core} (cycles, times run, function, disassembly):")
         for pc, (c, n) in sorted(per_pc.items(), key=lambda kv: -kv[1][0])[:n_pcs]:
             print(f"{pc:08x} {c:7,d} {n:6,d}  {profiler.map.function(pc):32s} {dis.get(pc, '?')}")
     for fn in annotate:
         k = names.index(fn)
         end = addrs[k + 1] if k + 1 < len(addrs) else max(dis) + 1
-        print(f"\n{fn}, instruction by instruction on core 0 (cycles, times run, disassembly):")
+        print(f"\n{fn}, instruction by instruction on core {core} (cycles, times run, disassembly):")
         for pc in sorted(a for a in dis if addrs[k] <= a < end):
             c, n = per_pc.get(pc, (0, 0))
             print(f"{pc:08x} {c:7,d} {n:6,d}  {dis[pc]}")
@@ -134,6 +134,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5, help="steps to run")
     parser.add_argument("--step", type=int, default=3, help="the step profiled (0-based; the first warm caches)")
     parser.add_argument("--pcs", type=int, default=30)
+    parser.add_argument("--core", type=int, default=0, help="the cluster core profiled by function and instruction")
     parser.add_argument("--annotate", action="append", default=[], help="a function to list instruction by instruction")
     args = parser.parse_args()
     import bench_gap8
@@ -159,7 +160,7 @@ def main() -> None:
     elf = Path(devices.build_elf(out / "firmware", board, work / f"{name}_{tag}", make_vars=make_vars).elf)
     traced = run_traced(elf, out / "firmware" / "model.c", xs, args.step)
     print(f"model {name}, {manifest['macs_per_step']:,} MACs/step, make variables {make_vars}")
-    report(traced, elf, out, args.pcs, args.annotate)
+    report(traced, elf, out, args.pcs, args.annotate, args.core)
 
 
 if __name__ == "__main__":

@@ -216,8 +216,10 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
     fixed = {x_t} | {s.in_tensor for s in state_slots}
     if fusion.ENABLED:
         calls, aliases = fusion.concat_aliases(graph, calls, keep, fixed, aliases)
+    consts = set(lowering.runtime_consts)
     if grouping.ENABLED:
         calls = grouping.group_calls(graph, calls, prefix)
+        consts -= grouping.dropped_consts(calls, consts)
     lives = _liveness(graph, fixed, fusion.positions(calls), fusion.unstored(calls),
                       {dst: src for dst, (src, _) in aliases.items()})
     scratch = {_scratch_key(c.op_index): c.scratch for c in calls if c.scratch}
@@ -227,7 +229,7 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
     for s in state_slots:
         places[s.in_tensor] = Place(STATE, s.ctype, s.offset)
     arrays: list[ConstArray] = []
-    for t in sorted(lowering.runtime_consts):
+    for t in sorted(consts):
         tensor = graph.tensors[t]
         name = f"{prefix}_c{t}"
         places[t] = Place(CONST, tensor.ctype, name=name)

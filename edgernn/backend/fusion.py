@@ -66,7 +66,8 @@ def tensor_inputs(call: Call) -> list[int]:
     return seen
 
 
-def _reads(call: Call) -> set[int]:
+def reads(call: Call) -> set[int]:
+    """The tensors a call (a fused loop: its members) reads."""
     if isinstance(call, FusedCall):
         return {t for m in call.members for t in tensor_inputs(m)}
     return {a.index for c in [call, *call.more] for a in c.args if isinstance(a, TensorArg)}
@@ -112,17 +113,17 @@ def fuse_calls(graph: Graph, calls: list[Call], prefix: str, keep: set[int]) -> 
     placed: list = []                       # the schedule: Call or _Group
     producer: dict[int, object] = {}        # tensor -> the Call or _Group that computes it
     for call in calls:
-        reads = _reads(call)
+        read = reads(call)
         shape = _shape(call)
         target = None
         if shape is not None:
             n, dims = shape
-            fits = [g for g in groups if g.takes(n, dims) and (g.open or _hoistable(reads, g, placed, producer))]
-            feeding = [g for g in fits if reads & g.outputs()]
+            fits = [g for g in groups if g.takes(n, dims) and (g.open or _hoistable(read, g, placed, producer))]
+            feeding = [g for g in fits if read & g.outputs()]
             target = (feeding or [g for g in fits if g.open] or [None])[-1]
         # a call reading a member's output before the group has run closes that group
         for g in groups:
-            if g is not target and g.open and reads & g.outputs():
+            if g is not target and g.open and read & g.outputs():
                 g.open = False
         if shape is None:
             placed.append(call)
@@ -142,7 +143,7 @@ def fuse_calls(graph: Graph, calls: list[Call], prefix: str, keep: set[int]) -> 
         producer[call_output(call)] = target
     read_by: dict[int, set[int]] = {}       # tensor -> id of each group or call that reads it
     for item in placed:
-        for t in (_reads(item) if isinstance(item, Call) else {t for m in item.members for t in tensor_inputs(m)}):
+        for t in (reads(item) if isinstance(item, Call) else {t for m in item.members for t in tensor_inputs(m)}):
             read_by.setdefault(t, set()).add(id(item))
     out: list[Call] = []
     for item in placed:

@@ -1,5 +1,6 @@
 """Grouped FULLY_CONNECTED: int8 FULLY_CONNECTED calls that follow each other in the schedule and read the
-same input become one call of ``edgernn_fully_connected_group_s8`` over all their rows.
+same input become one call of ``edgernn_fully_connected_group_s8`` over all their rows; 16x8 ones, one call of
+``edgernn_fully_connected_group_s16``.
 
 A small recurrent cell (an NCP wiring's CfC) computes several tiny FULLY_CONNECTED ops of the same input
 (four 15 -> 9, four 14 -> 5, four 7 -> 2): each call pays its own set-up and, its rows not being a multiple
@@ -9,6 +10,11 @@ once for 8 rows. Every row keeps its own bias and multiplier; its right shift an
 point become two per-row constants of a high-word rescale (``high_word_rescale``), so that a row needs no
 per-op parameter but its output pointer (``ends`` says where each op's rows end). The clamp must be the
 same for the whole group; an op whose rows cannot take that rescale is not grouped.
+
+The 16x8 group is simpler: each row is computed as its own call computes it (the same row function), so the
+ops' arrays are only laid one after the other, and the members share the input, its length, the rounding, the
+output zero point and the clamp. What it saves is the calls: on GAP8's cluster a 16x8 call the team shares costs
+some hundreds of cycles beyond its rows, and a CfC cell's four heads are four calls.
 
 The calls grouped are adjacent in the schedule, so nothing moves but the later members' outputs, which
 are written at the group's place (the memory plan sees that through ``members``, as for a fused loop).
@@ -20,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from edgernn.backend import fusion
 from edgernn.backend.ir import Graph
 from edgernn.backend.kernels import call_args, kernel_args
 from edgernn.backend.lowering import Call, ConstArray
@@ -29,6 +36,8 @@ from edgernn.backend.values import NULL, ConstArg
 ENABLED = True
 FC = "edgernn_fully_connected_s8"
 GROUP = "edgernn_fully_connected_group_s8"
+FC_S16 = "edgernn_fully_connected_s16"
+GROUP_S16 = "edgernn_fully_connected_group_s16"
 MAX_MEMBERS = 4     # the kernel's out0..out3
 
 
@@ -40,13 +49,15 @@ class GroupedCall(Call):
 
 
 def _key(call: Call) -> tuple | None:
-    """What the members of a group must share: the input, its length, the rounding and the clamp."""
-    if call.fn != FC or call.more or call.scratch:
+    """What the members of a group must share: the kernel, the input, its length, the rounding and the clamp (and
+    for the 16x8 kernel, whose rows keep their own requantization, the output zero point)."""
+    if call.fn not in (FC, FC_S16) or call.more or call.scratch:
         return None
     a = call_args(call)
     if a["rows"] != 1:
         return None
-    return a["in"], a["n_in"], a["rounding"], a["act_min"], a["act_max"]
+    zp = a["output_offset"] if call.fn == FC_S16 else None
+    return call.fn, a["in"], a["n_in"], a["rounding"], a["act_min"], a["act_max"], zp
 
 
 INT32_MAX = 2**31 - 1
@@ -80,6 +91,8 @@ def _array(call: Call, arg: str) -> list:
 
 
 def _group(graph: Graph, members: list[Call], prefix: str) -> GroupedCall:
+    if members[0].fn == FC_S16:
+        return _group_s16(graph, members, prefix)
     first = members[0]
     a = call_args(first)
     weights = np.concatenate([graph.tensors[graph.operators[m.op_index].inputs[1]].data for m in members])
@@ -106,6 +119,39 @@ def _group(graph: Graph, members: list[Call], prefix: str) -> GroupedCall:
     return GroupedCall(first.op_index, first.op, GROUP, kernel_args(GROUP, args), arrays=arrays, members=members)
 
 
+def _ends(members: list[Call]) -> list[int]:
+    ends, row = [], 0
+    for m in members:
+        row += int(call_args(m)["n_out"])
+        ends.append(row)
+    return ends
+
+
+def _group_s16(graph: Graph, members: list[Call], prefix: str) -> GroupedCall:
+    """The 16x8 group: the members' arrays one after the other, each row's requantization its own. The 16x8
+    kernel reads its weights as a constant tensor (row-major); the group holds its own copy of the members'
+    (``dropped_consts`` says which tensors no call reads any more)."""
+    first = members[0]
+    a = call_args(first)
+    ends = _ends(members)
+    base = f"{prefix}_op{first.op_index}_group"
+    weights = np.concatenate([graph.tensors[call_args(m)["w"].index].data.reshape(int(call_args(m)["n_out"]), -1)
+                              for m in members])
+    arrays = [ConstArray(f"{base}_w", "int8_t", weights.reshape(-1).tolist())]
+    arrays += [ConstArray(f"{base}_{arg}", ctype, [v for m in members for v in _array(m, arg)])
+               for arg, ctype in (("bias", "int64_t"), ("multiplier", "int32_t"), ("shift", "int32_t"),
+                                  ("scale", "int64_t"))]
+    arrays.append(ConstArray(f"{base}_ends", "int32_t", ends))
+    outs = [call_args(m)["out"] for m in members] + [NULL] * (MAX_MEMBERS - len(members))
+    args = {"in": a["in"], **{arg: ConstArg(arr.name) for arg, arr in zip(("w", "bias", "multiplier", "shift",
+                                                                           "scale", "ends"), arrays)},
+            "rounding": a["rounding"], "output_offset": a["output_offset"], "act_min": a["act_min"],
+            "act_max": a["act_max"], "row0": 0, "n_in": a["n_in"], "n_out": ends[-1],
+            **{f"out{k}": o for k, o in enumerate(outs)}}
+    return GroupedCall(first.op_index, first.op, GROUP_S16, kernel_args(GROUP_S16, args), arrays=arrays,
+                       members=members)
+
+
 def group_calls(graph: Graph, calls: list[Call], prefix: str) -> list[Call]:
     """The schedule with each run of 2 to 4 adjacent groupable FULLY_CONNECTED calls of the same key as
     one grouped call (a longer run: groups of 4, then the rest)."""
@@ -120,7 +166,7 @@ def group_calls(graph: Graph, calls: list[Call], prefix: str) -> list[Call]:
 
     for call in calls:
         key = _key(call)
-        if key is not None and high_word_rescale(graph, call) is None:
+        if key is not None and call.fn == FC and high_word_rescale(graph, call) is None:
             key = None
         if run and key != _key(run[0]):
             flush()
@@ -130,6 +176,15 @@ def group_calls(graph: Graph, calls: list[Call], prefix: str) -> list[Call]:
             run.append(call)
     flush()
     return out
+
+
+def dropped_consts(calls: list[Call], consts: set[int]) -> set[int]:
+    """Of the constant tensors ``consts``, those that only grouped 16x8 members read: their group holds
+    them, so the step needs them no more."""
+    taken = {call_args(m)["w"].index for c in calls if isinstance(c, GroupedCall) and c.fn == GROUP_S16
+             for m in c.members}
+    read = set().union(*(fusion.reads(c) for c in calls)) if calls else set()
+    return (taken & consts) - read
 
 
 def outputs(call: Call) -> list[int]:

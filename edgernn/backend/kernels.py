@@ -100,7 +100,7 @@ _FC_INT = (
 )
 _FC_S16 = (
     Split("n_out", (("w", "n_in"), ("bias", 1), ("multiplier", 1), ("shift", 1), ("scale", 1), ("out", 1)),
-          when=("rows", 1), grain=4),     # the kernel's blocks of 4 rows (its weights are not blocked)
+          when=("rows", 1), grain=1),     # any rows (its weights are not blocked; a block of 4 rows or fewer)
     Split("rows", (("in", "n_in"), ("out", "n_out"))),
 )
 _LSTM = (Split("p.n_cell", weight=4),)
@@ -151,6 +151,19 @@ KERNELS: list[Kernel] = [
                "and its builtin one with a bias, round((double)acc * scale[o]), halves away from zero;\n"
                "EDGERNN_ROUND_TWICE_UP, its builtin kernel without a bias (ruy), the int32 sum rounded twice, halves up.",
            splits=_FC_S16, source="edgernn_fully_connected.c"),
+    Kernel("edgernn_fully_connected_group_s16",
+           "const int16_t *in, const int8_t *w, const int64_t *bias, const int32_t *multiplier, const int32_t *shift, "
+           "const int64_t *scale, int rounding, int32_t output_offset, int32_t act_min, int32_t act_max, "
+           "const int32_t *ends, int row0, int n_in, int n_out, int16_t *out0, int16_t *out1, int16_t *out2, "
+           "int16_t *out3",
+           doc="Two to four 16x8 FULLY_CONNECTED ops (one row each) that read the same input, one call over all their\n"
+               "rows (edgernn/backend/grouping.py): w, bias, multiplier, shift, scale are the ops' one after the other;\n"
+               "each row is computed as its op's own call computes it; op k writes out<k> and ends[k] is the row after\n"
+               "its last; row0 is the first row's place in the group (0 for a whole call).",
+           splits=(Split("n_out", (("w", "n_in"), ("bias", 1), ("multiplier", 1), ("shift", 1), ("scale", 1),
+                                   ("row0", 1)), grain=1),),
+           team_doc="A group's rows, any sub-range, as a 16x8 FULLY_CONNECTED's features; row0 moves with the range.",
+           source="edgernn_fully_connected.c"),
     # ---- binary element-wise ----
     Kernel("edgernn_add_f32", _BINARY_F32, section="binary element-wise", splits=(_BCAST,),
            team_doc=_TEAM_BCAST_DOC, source="edgernn_elementwise.c"),

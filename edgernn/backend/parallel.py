@@ -49,7 +49,8 @@ CYCLES_PER_MAC_S16 = 4
 # an output of a SUM by steps: per reduced element (a strided load and an add), and its binary search
 CYCLES_PER_REDUCED = 4
 CYCLES_PER_SEARCH = 100
-_FC = ("edgernn_fully_connected_s8", "edgernn_fully_connected_group_s8", "edgernn_fully_connected_s16")
+_FC = ("edgernn_fully_connected_s8", "edgernn_fully_connected_group_s8", "edgernn_fully_connected_s16",
+       "edgernn_fully_connected_group_s16")
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def estimate_cycles(call) -> int | None:
         n_in, n_out = args.get("n_in"), args.get("n_out")
         if not all(isinstance(v, int) for v in (rows, n_in, n_out)):
             return None
-        if call.fn == "edgernn_fully_connected_s16":
+        if call.fn.endswith("_s16"):
             return rows * n_out * (CYCLES_PER_ROW_S16 + CYCLES_PER_MAC_S16 * n_in)
         return rows * n_out * (CYCLES_PER_ROW + CYCLES_PER_MAC * n_in)
     if call.fn == "edgernn_sum_thresholds_s8":

@@ -427,70 +427,149 @@ static int16_t requantize_s16(int64_t acc, int32_t multiplier, int32_t shift, in
     return (int16_t)edgernn_clamp(y + output_offset, act_min, act_max);
 }
 
+/* EDGERNN_S16_COMPACT: the 16x8 row function's small form (below), by default on a 32-bit core. GAP8's cluster
+ * fetches its code through a 4 KB instruction cache that every call of a step shares: a small cell's 16x8 call
+ * spends more cycles refilling it than in its MACs (GVSOC), so there the code's size is what counts. The
+ * large form (four rows at a time written out, their tails apart, the inner loop unrolled) is the default
+ * elsewhere; -DEDGERNN_S16_COMPACT=1 or 0 chooses (the tests run both). */
+#if !defined(EDGERNN_S16_COMPACT)
+#if UINTPTR_MAX <= 0xFFFFFFFFu
+#define EDGERNN_S16_COMPACT 1
+#else
+#define EDGERNN_S16_COMPACT 0
+#endif
+#endif
+
+/* One row of the input: the outputs [0, n_out) of w, bias, multiplier, shift and scale, into y. One copy, shared
+ * by the kernel and its grouped form below. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void fc_s16_row(const int16_t *x, const int8_t *w, const int64_t *bias, const int32_t *multiplier,
+                       const int32_t *shift, const int64_t *scale, int rounding, int32_t output_offset,
+                       int32_t act_min, int32_t act_max, int n_in, int n_out, int16_t *y)
+{
+#if EDGERNN_S16_COMPACT
+    /* four rows at a time, a tail of 1 to 3 rows as a block whose missing rows repeat its first (their sums
+     * computed and dropped); one MAC4 a loop and one call of the requantization */
+    int o, i, i0, k;
+    for (o = 0; o < n_out; o += 4) {
+        const int rows = n_out - o < 4 ? n_out - o : 4;
+        const int8_t *w0 = w + (size_t)o * n_in;
+        const int8_t *w1 = rows > 1 ? w0 + n_in : w0;
+        const int8_t *w2 = rows > 2 ? w0 + 2 * (size_t)n_in : w0;
+        const int8_t *w3 = rows > 3 ? w0 + 3 * (size_t)n_in : w0;
+        int64_t acc[4] = {0, 0, 0, 0};
+        for (i0 = 0; i0 < n_in; i0 += EDGERNN_S16_CHUNK) {
+            const int end = n_in - i0 < EDGERNN_S16_CHUNK ? n_in : i0 + EDGERNN_S16_CHUNK;
+            int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            for (i = i0; i < end; ++i) {
+                EDGERNN_FC_MAC4_S16(i);
+            }
+            acc[0] += s0;
+            acc[1] += s1;
+            acc[2] += s2;
+            acc[3] += s3;
+        }
+        for (k = 0; k < rows; ++k) {
+            y[o + k] = requantize_s16(acc[k] + bias[o + k], multiplier[o + k], shift[o + k], scale[o + k], rounding,
+                                      output_offset, act_min, act_max);
+        }
+    }
+#else
+    int o, i, i0;
+    for (o = 0; o + 4 <= n_out; o += 4) {
+        const int8_t *w0 = w + (size_t)o * n_in;
+        const int8_t *w1 = w0 + n_in;
+        const int8_t *w2 = w1 + n_in;
+        const int8_t *w3 = w2 + n_in;
+        int64_t a0 = bias[o], a1 = bias[o + 1], a2 = bias[o + 2], a3 = bias[o + 3];
+        for (i0 = 0; i0 < n_in; i0 += EDGERNN_S16_CHUNK) {
+            const int end = n_in - i0 < EDGERNN_S16_CHUNK ? n_in : i0 + EDGERNN_S16_CHUNK;
+            int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            i = i0;
+#if defined(EDGERNN_DOT_VECTOR_BLOCK)
+            for (; i + 16 <= end; i += 16) {
+                int k;
+                for (k = 0; k < 16; ++k) {
+                    EDGERNN_FC_MAC4_S16(i + k);
+                }
+            }
+#else
+            for (; i + 4 <= end; i += 4) {
+                EDGERNN_FC_MAC4_S16(i);
+                EDGERNN_FC_MAC4_S16(i + 1);
+                EDGERNN_FC_MAC4_S16(i + 2);
+                EDGERNN_FC_MAC4_S16(i + 3);
+            }
+#endif
+            for (; i < end; ++i) {
+                EDGERNN_FC_MAC4_S16(i);
+            }
+            a0 += s0;
+            a1 += s1;
+            a2 += s2;
+            a3 += s3;
+        }
+        y[o] = requantize_s16(a0, multiplier[o], shift[o], scale[o], rounding, output_offset, act_min, act_max);
+        y[o + 1] = requantize_s16(a1, multiplier[o + 1], shift[o + 1], scale[o + 1], rounding, output_offset,
+                                  act_min, act_max);
+        y[o + 2] = requantize_s16(a2, multiplier[o + 2], shift[o + 2], scale[o + 2], rounding, output_offset,
+                                  act_min, act_max);
+        y[o + 3] = requantize_s16(a3, multiplier[o + 3], shift[o + 3], scale[o + 3], rounding, output_offset,
+                                  act_min, act_max);
+    }
+    for (; o < n_out; ++o) {
+        const int8_t *wo = w + (size_t)o * n_in;
+        int64_t acc = bias[o];
+        for (i0 = 0; i0 < n_in; i0 += EDGERNN_S16_CHUNK) {
+            const int end = n_in - i0 < EDGERNN_S16_CHUNK ? n_in : i0 + EDGERNN_S16_CHUNK;
+            int32_t s = 0;
+            for (i = i0; i < end; ++i) {
+                s += (int32_t)x[i] * (int32_t)wo[i];
+            }
+            acc += s;
+        }
+        y[o] = requantize_s16(acc, multiplier[o], shift[o], scale[o], rounding, output_offset, act_min, act_max);
+    }
+#endif
+}
+
 void edgernn_fully_connected_s16(const int16_t *in, const int8_t *w, const int64_t *bias,
                                  const int32_t *multiplier, const int32_t *shift, const int64_t *scale,
                                  int rounding, int32_t output_offset, int32_t act_min, int32_t act_max, int rows,
                                  int n_in, int n_out, int16_t *out)
 {
-    int r, o, i, i0;
+    int r;
     for (r = 0; r < rows; ++r) {
-        const int16_t *x = in + (size_t)r * n_in;
-        int16_t *y = out + (size_t)r * n_out;
-        for (o = 0; o + 4 <= n_out; o += 4) {
-            const int8_t *w0 = w + (size_t)o * n_in;
-            const int8_t *w1 = w0 + n_in;
-            const int8_t *w2 = w1 + n_in;
-            const int8_t *w3 = w2 + n_in;
-            int64_t a0 = bias[o], a1 = bias[o + 1], a2 = bias[o + 2], a3 = bias[o + 3];
-            for (i0 = 0; i0 < n_in; i0 += EDGERNN_S16_CHUNK) {
-                const int end = n_in - i0 < EDGERNN_S16_CHUNK ? n_in : i0 + EDGERNN_S16_CHUNK;
-                int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-                i = i0;
-#if defined(EDGERNN_DOT_VECTOR_BLOCK)
-                for (; i + 16 <= end; i += 16) {
-                    int k;
-                    for (k = 0; k < 16; ++k) {
-                        EDGERNN_FC_MAC4_S16(i + k);
-                    }
-                }
-#else
-                for (; i + 4 <= end; i += 4) {
-                    EDGERNN_FC_MAC4_S16(i);
-                    EDGERNN_FC_MAC4_S16(i + 1);
-                    EDGERNN_FC_MAC4_S16(i + 2);
-                    EDGERNN_FC_MAC4_S16(i + 3);
-                }
-#endif
-                for (; i < end; ++i) {
-                    EDGERNN_FC_MAC4_S16(i);
-                }
-                a0 += s0;
-                a1 += s1;
-                a2 += s2;
-                a3 += s3;
-            }
-            y[o] = requantize_s16(a0, multiplier[o], shift[o], scale[o], rounding,
-                                  output_offset, act_min, act_max);
-            y[o + 1] = requantize_s16(a1, multiplier[o + 1], shift[o + 1], scale[o + 1], rounding,
-                                  output_offset, act_min, act_max);
-            y[o + 2] = requantize_s16(a2, multiplier[o + 2], shift[o + 2], scale[o + 2], rounding,
-                                  output_offset, act_min, act_max);
-            y[o + 3] = requantize_s16(a3, multiplier[o + 3], shift[o + 3], scale[o + 3], rounding,
-                                  output_offset, act_min, act_max);
+        fc_s16_row(in + (size_t)r * n_in, w, bias, multiplier, shift, scale, rounding, output_offset, act_min,
+                   act_max, n_in, n_out, out + (size_t)r * n_out);
+    }
+}
+
+/* A group of 16x8 FULLY_CONNECTED ops that read the same input (same n_in, rounding, output zero point and
+ * clamp; one row each): one call over all their rows, whose weights, biases, multipliers, shifts and scales lie
+ * one op after the other (edgernn/backend/grouping.py). Op k writes out<k>; ends[k] is the row after its last,
+ * counted from the group's first. row0 is the group's row of this call's first row: 0 for the whole group, the
+ * start of a sub-range when the team splits it (the arrays then advanced by row0 rows). Each op's rows are
+ * computed as its own call computes them, so the bytes are that call's. */
+void edgernn_fully_connected_group_s16(const int16_t *in, const int8_t *w, const int64_t *bias,
+                                       const int32_t *multiplier, const int32_t *shift, const int64_t *scale,
+                                       int rounding, int32_t output_offset, int32_t act_min, int32_t act_max,
+                                       const int32_t *ends, int row0, int n_in, int n_out, int16_t *out0,
+                                       int16_t *out1, int16_t *out2, int16_t *out3)
+{
+    int16_t *const out[4] = {out0, out1, out2, out3};
+    int o = 0, m = 0;
+    while (o < n_out) {
+        int start, stop;
+        while (ends[m] <= row0 + o) {
+            ++m;
         }
-        for (; o < n_out; ++o) {
-            const int8_t *wo = w + (size_t)o * n_in;
-            int64_t acc = bias[o];
-            for (i0 = 0; i0 < n_in; i0 += EDGERNN_S16_CHUNK) {
-                const int end = n_in - i0 < EDGERNN_S16_CHUNK ? n_in : i0 + EDGERNN_S16_CHUNK;
-                int32_t s = 0;
-                for (i = i0; i < end; ++i) {
-                    s += (int32_t)x[i] * (int32_t)wo[i];
-                }
-                acc += s;
-            }
-            y[o] = requantize_s16(acc, multiplier[o], shift[o], scale[o], rounding,
-                                  output_offset, act_min, act_max);
-        }
+        start = m ? ends[m - 1] : 0;
+        stop = ends[m] - row0 < n_out ? ends[m] - row0 : n_out;
+        fc_s16_row(in, w + (size_t)o * n_in, bias + o, multiplier + o, shift + o, scale + o, rounding,
+                   output_offset, act_min, act_max, n_in, stop - o, out[m] + (row0 + o - start));
+        o = stop;
     }
 }

@@ -83,8 +83,10 @@ def where_roundings_part(w, w_scale, b, s_in, s_out, seed: int, want: int = 32) 
     return np.concatenate(found)[:want]
 
 
-# the requantization in 32-bit words (a 32-bit core's default) and in 64-bit ones (a 64-bit host's)
-WORDS = [("32-bit words", "-DEDGERNN_S16_WORDS=1"), ("64-bit words", "-DEDGERNN_S16_WORDS=0")]
+# a 32-bit core's defaults (the requantization in 32-bit words, the compact row function) and a 64-bit host's
+# (64-bit words, the large row function: four rows written out, their tails apart)
+WORDS = [("32-bit words", ["-DEDGERNN_S16_WORDS=1", "-DEDGERNN_S16_COMPACT=1"]),
+         ("64-bit words", ["-DEDGERNN_S16_WORDS=0", "-DEDGERNN_S16_COMPACT=0"])]
 
 
 @pytest.mark.parametrize("words, flag", WORDS, ids=[w[0] for w in WORDS])
@@ -95,7 +97,7 @@ def test_fully_connected_s16_is_byte_exact(tmp_path, name, n_in, n_out, bias, su
     scales = w_scale if n_out > 1 else w_scale[:1]
     folder = MM.write_folder(tmp_path / name, MM.fc16_alone(w, scales, b, s_in, s_out, sum_first=sum_first,
                                                                       bias_type=bias_type))
-    build = H.build(folder, cflags=[flag])
+    build = H.build(folder, cflags=flag)
     model_c = (folder / "firmware" / "model.c").read_text()
     assert "fully_connected_s16(" in model_c
     parting = where_roundings_part(w, w_scale, b, s_in, s_out, seed)

@@ -87,7 +87,7 @@ def test_gru_loops_keep_intermediates_in_registers_and_store_what_is_read_later(
     fused = _fused(g)
     assert len(fused) >= 2
     new_state = {s.out_tensor for s in states}
-    later_reads = {t for c in g.calls if not isinstance(c, fusion.FusedCall) for t in fusion._reads(c)}
+    later_reads = {t for c in g.calls if not isinstance(c, fusion.FusedCall) for t in fusion.reads(c)}
     for call in fused:
         outs = {fusion.call_output(m) for m in call.members}
         # stored: exactly the outputs read after the loop (by a plain call, another loop, as a state)

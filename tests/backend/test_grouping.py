@@ -5,7 +5,11 @@ grouped), for both roundings, whole or split into the team's sub-ranges, on the 
 (emulated) and -Os dot products.
 
 The table: 2 and 4 ops sharing an input, rows that are and are not multiples of 8, an op boundary on a block
-boundary, different output zero points, a clamp narrower than int8, inputs read elsewhere too."""
+boundary, different output zero points, a clamp narrower than int8, inputs read elsewhere too.
+
+The 16x8 group (edgernn_fully_connected_group_s16) likewise, against each op's own edgernn_fully_connected_s16
+(which test_fully_connected_s16.py holds against the interpreter), for both of its roundings and both word
+forms of its requantization."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import numpy as np
 import pytest
 
 from edgernn.backend import grouping
+from edgernn.backend import quantparams as qp
 from edgernn.backend.kernel_sources import write_sources
 from edgernn.backend.kernels import call_args, kernel
 from edgernn.backend.lowering import Call, ConstArray
@@ -223,3 +228,165 @@ def test_grouped_kernel_gives_each_ops_bytes(tmp_path, case, rounding):
                        check=True, capture_output=True, text=True)
         out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.strip()
         assert out == "0", f"{case} {rounding} {label}: {out} op outputs (200 inputs, whole and 2 splits) differ"
+
+
+# ---- the 16x8 group (edgernn_fully_connected_group_s16) ----
+
+def _fc_s16(i: int, src: int, out: int, w: np.ndarray, bias, reals, zp: int = 0, lo: int = -32768, hi: int = 32767,
+            rounding: str = "EDGERNN_ROUND_DOUBLE", rows: int = 1) -> Call:
+    """A 16x8 FULLY_CONNECTED call as the lowering makes it: its weights a constant tensor (1000 + i)."""
+    n_out, n_in = w.shape
+    mult, shift = zip(*(qp.quantize_multiplier(float(r)) for r in reals))
+    arrays = [ConstArray(f"op{i}_bias", "int64_t", [int(v) for v in bias]),
+              ConstArray(f"op{i}_mult", "int32_t", [int(v) for v in mult]),
+              ConstArray(f"op{i}_shift", "int32_t", [int(v) for v in shift]),
+              ConstArray(f"op{i}_scale", "int64_t", [int(np.float64(r).view(np.int64)) for r in reals])]
+    args = {"in": TensorArg(src), "w": TensorArg(1000 + i), "bias": ConstArg(arrays[0].name),
+            "multiplier": ConstArg(arrays[1].name), "shift": ConstArg(arrays[2].name),
+            "scale": ConstArg(arrays[3].name), "rounding": Enum(rounding), "output_offset": int(zp),
+            "act_min": int(lo), "act_max": int(hi), "rows": int(rows), "n_in": int(n_in), "n_out": int(n_out),
+            "out": TensorArg(out)}
+    return Call(i, "FULLY_CONNECTED", "edgernn_fully_connected_s16",
+                kernel("edgernn_fully_connected_s16").order(args), arrays=arrays)
+
+
+def _schedule_s16(specs, seed: int = 0):
+    """specs: (src, out, n_in, n_out, extra kwargs) per 16x8 FC, or ("other", src, out); op index = position."""
+    rng = np.random.default_rng(seed)
+    calls, weights = [], {}
+    for i, spec in enumerate(specs):
+        if spec[0] == "other":
+            calls.append(_other(i, spec[1], spec[2]))
+            weights[i] = np.zeros((1, 1), np.int8)
+            continue
+        src, out, n_in, n_out, kw = spec
+        w = rng.integers(-127, 128, size=(n_out, n_in)).astype(np.int8)
+        bias = rng.integers(-(1 << 20), 1 << 20, size=n_out)
+        reals = rng.uniform(1e-5, 3e-3, size=n_out)
+        weights[i] = w
+        calls.append(_fc_s16(i, src, out, w, bias, reals, **kw))
+    return _Graph(weights), calls
+
+
+@pytest.mark.parametrize("specs,shape", [
+    # a CfC cell's four heads of one input, then two of another with a call between
+    ([(1, 10, 15, 9, {}), (1, 11, 15, 9, {}), (1, 12, 15, 9, {}), (1, 13, 15, 9, {}), (2, 14, 7, 2, {}),
+      ("other", 2, 15), (2, 16, 7, 2, {})], [[0, 1, 2, 3], 4, 5, 6]),
+    # the key: another input, another n_in, another clamp, another rounding, another zero point, more than one row
+    ([(1, 10, 5, 3, {}), (2, 11, 5, 3, {}), (2, 12, 6, 3, {}), (2, 13, 6, 3, {"lo": 0}),
+      (2, 14, 6, 3, {"rounding": "EDGERNN_ROUND_TWICE_UP"}), (2, 15, 6, 3, {"zp": 1}), (2, 16, 6, 3, {"rows": 2})],
+     [0, 1, 2, 3, 4, 5, 6]),
+])
+def test_adjacent_16x8_fcs_of_one_input_are_grouped(specs, shape):
+    graph, calls = _schedule_s16(specs)
+    out = grouping.group_calls(graph, calls, "m")
+    assert _shape(out) == shape
+    grouped = [c for c in out if isinstance(c, grouping.GroupedCall)]
+    assert all(c.fn == "edgernn_fully_connected_group_s16" for c in grouped)
+    # the members' weight tensors are the group's now, unless another call reads them
+    taken = {1000 + m.op_index for c in grouped for m in c.members}
+    assert grouping.dropped_consts(out, set(range(1000, 1000 + len(specs)))) == taken
+
+
+def test_an_int8_and_a_16x8_fc_of_one_input_are_not_grouped():
+    graph, calls = _schedule_s16([(1, 10, 6, 3, {}), (1, 11, 6, 3, {})])
+    w = np.ones((3, 6), np.int8)
+    graph.tensors[1002] = type("T", (), {"data": w})()
+    graph.operators.append(type("Op", (), {"inputs": [0, 1002, -1]})())
+    calls.append(_fc(2, 1, 12, w, [0] * 3, [1 << 30] * 3, [-5] * 3, 0))
+    assert _shape(grouping.group_calls(graph, calls, "m")) == [[0, 1], 2]
+
+
+# each case: n_in, the ops' rows, clamp
+CASES_S16 = {
+    "4x15to9": (15, [9, 9, 9, 9], (-32768, 32767)),
+    "4x7to2": (7, [2, 2, 2, 2], (-32768, 32767)),
+    "3_ops_4_1_6": (33, [4, 1, 6], (-32768, 32767)),
+    "2x300to5_chunks": (300, [5, 5], (-32768, 32767)),
+    "2x3to3_clamped": (3, [3, 3], (-3000, 20000)),
+}
+ROUNDINGS_S16 = ["EDGERNN_ROUND_DOUBLE", "EDGERNN_ROUND_TWICE_UP"]
+
+
+def _case_source_s16(n_in: int, rows: list[int], clamp, rounding: str, seed: int) -> str:
+    rng = np.random.default_rng(seed)
+    graph, calls = _schedule_s16([(1, 10 + k, n_in, r, {"lo": clamp[0], "hi": clamp[1], "rounding": rounding})
+                                  for k, r in enumerate(rows)], seed)
+    grouped = grouping.group_calls(graph, calls, "g")
+    assert len(grouped) == 1 and grouped[0].fn == "edgernn_fully_connected_group_s16"
+    g = grouped[0]
+    src = "".join(_c_array(arr.name, arr.ctype, arr.values) for c in [*calls, g] for arr in c.arrays)
+    src += "".join(_c_array(f"w{c.op_index}", "int8_t", graph.tensors[1000 + c.op_index].data.reshape(-1))
+                   for c in calls)
+    n_out = sum(rows)
+    inputs = rng.integers(-32768, 32768, size=(200, n_in))
+    inputs[0], inputs[1] = -32768, 32767
+    src += _c_array("inputs", "int16_t", inputs.reshape(-1))
+
+    def arg(a):
+        if isinstance(a, ConstArg):
+            return a.name
+        if isinstance(a, TensorArg):
+            return "x" if a.index == 1 else f"w{a.index - 1000}" if a.index >= 1000 else f"ref{a.index - 10}"
+        return c_expr(a)
+
+    lines = "\n".join(f"        edgernn_fully_connected_s16({', '.join(arg(a) for a in c.args)});" for c in calls)
+    ga = call_args(g)
+    outs = ", ".join(f"got{k}" if k < len(rows) else "NULL" for k in range(4))
+    head = (f"{c_expr(ga['rounding'])}, {c_expr(ga['output_offset'])}, {c_expr(ga['act_min'])}, "
+            f"{c_expr(ga['act_max'])}, {ga['ends'].name}")
+    whole = (f"        edgernn_fully_connected_group_s16(x, {ga['w'].name}, {ga['bias'].name}, {ga['multiplier'].name}, "
+             f"{ga['shift'].name}, {ga['scale'].name}, {head}, 0, {n_in}, {n_out}, {outs});")
+    split = (f"        for (r0 = 0; r0 < {n_out}; r0 += step) {{\n"
+             f"            const int r1 = r0 + step < {n_out} ? r0 + step : {n_out};\n"
+             f"            edgernn_fully_connected_group_s16(x, {ga['w'].name} + (size_t)r0 * {n_in}, {ga['bias'].name} + r0, "
+             f"{ga['multiplier'].name} + r0, {ga['shift'].name} + r0, {ga['scale'].name} + r0, {head}, r0, {n_in}, "
+             f"r1 - r0, {outs});\n"
+             f"        }}")
+    decl = "".join(f"    int16_t ref{k}[{r}], got{k}[{r}];\n" for k, r in enumerate(rows))
+    cmp = "".join(f"        bad += memcmp(ref{k}, got{k}, sizeof ref{k}) != 0;\n" for k in range(len(rows)))
+    clear = "".join(f"        memset(got{k}, 0x55, sizeof got{k});\n" for k in range(len(rows)))
+    return f"""#include <stdio.h>
+#include <string.h>
+#include "edgernn_kernels.h"
+{src}
+int main(void)
+{{
+{decl}    int t, r0, step, bad = 0;
+    for (t = 0; t < 200; ++t) {{
+        const int16_t *x = inputs + (size_t)t * {n_in};
+{lines}
+{clear}{whole}
+{cmp}        for (step = 1; step <= 4; step += step == 1 ? 2 : 1) {{
+{clear}{split}
+{cmp}        }}
+    }}
+    printf("%d\\n", bad);
+    return 0;
+}}
+"""
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("rounding", ROUNDINGS_S16)
+@pytest.mark.parametrize("case", list(CASES_S16))
+def test_grouped_16x8_kernel_gives_each_ops_bytes(tmp_path, case, rounding):
+    """The group against each op's own 16x8 call (held against the interpreter in test_fully_connected_s16.py),
+    whole and in the team's sub-ranges of 1, 3 and 4 rows, in a 32-bit core's forms of the kernel and a 64-bit
+    host's."""
+    cc = shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no gcc")
+    kdir = tmp_path / "k"
+    shutil.copytree(templates_dir() / "kernels", kdir)
+    write_sources(kdir)
+    n_in, rows, clamp = CASES_S16[case]
+    (tmp_path / "check.c").write_text(_case_source_s16(n_in, rows, clamp, rounding, seed=len(case)))
+    for words in ("0", "1"):     # a 64-bit host's forms, a 32-bit core's (test_fully_connected_s16.WORDS)
+        exe = tmp_path / f"check_{words}"
+        subprocess.run([cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-DEDGERNN_S16_WORDS={words}",
+                        f"-DEDGERNN_S16_COMPACT={words}",
+                        f"-I{kdir}", str(tmp_path / "check.c"), str(kdir / "edgernn_fully_connected.c"), "-o", str(exe)],
+                       check=True, capture_output=True, text=True)
+        out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.strip()
+        assert out == "0", f"{case} {rounding} words={words}: {out} op outputs (200 inputs, whole and 2 splits) differ"

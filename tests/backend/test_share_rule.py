@@ -42,9 +42,10 @@ CASES = [
     (lambda: fc(15, 36), GAP8, True),        # 5 grains of 8 rows: the busiest core has 8 of 36
     (lambda: fc(7, 8), GAP8, False),         # one grain: one core does it all, plus the split
     (lambda: fc(64, 256), GAP8, True),
-    (lambda: fc16(12, 9), GAP8, True),       # 16x8: a row's 64-bit requantization; 3 grains of 4 rows of 9
+    (lambda: fc16(12, 9), GAP8, True),       # 16x8: a row's requantization; grains of one row
     (lambda: fc16(7, 8), GAP8, True),        # where the int8 kernel's one grain of 8 keeps one core
-    (lambda: fc16(7, 4), GAP8, False),       # one grain of 4
+    (lambda: fc16(7, 4), GAP8, True),        # a row a core
+    (lambda: fc16(7, 1), GAP8, False),       # one row: one core does it all, plus the split
     (lambda: fc16(12, 9), BY_COUNT, False),
     (lambda: fused(9, 6), GAP8, True),       # 9 elements of 6 fused ops: 2 on the busiest core
     (lambda: fused(2, 1), GAP8, False),      # 50 cycles of work against 150 of split
