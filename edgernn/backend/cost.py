@@ -31,12 +31,14 @@ CALL = 60                  # a call from the step's body: the arguments, the jum
 SPLIT = 150                # a call the team shares: publishing it, two barriers (the board's split_cycles)
 COPY = 50                  # a data-movement call (a memcpy of a run)
 # FULLY_CONNECTED: per call, per row (the int8 kernels' rows in blocks of 8), per MAC (int8: over inputs
-# in groups of 4)
+# in groups of 4). The 16x8 kernels' (the compact row function, grouped or not): fitted to the three grouped
+# calls of a trained CfC's int16 step (36, 20 and 8 rows of 12, 14 and 7 inputs, GVSOC profile), whose per-call
+# part is mostly the team's range set-up and the row function's
 FC = {
     "edgernn_fully_connected_s8": (100, 30, 0.5),
     "edgernn_fully_connected_group_s8": (100, 45, 0.5),
-    "edgernn_fully_connected_s16": (400, 60, 4),
-    "edgernn_fully_connected_group_s16": (400, 60, 4),
+    "edgernn_fully_connected_s16": (600, 100, 5),
+    "edgernn_fully_connected_group_s16": (600, 100, 5),
 }
 # the instruction cache: the cluster's holds one FULLY_CONNECTED kernel's code, not both the int8 one
 # (unrolled, with the SIMD dot products) and the 16x8 one; each move from one to the other along the

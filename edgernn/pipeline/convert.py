@@ -507,7 +507,9 @@ class StepStrategy:
             checks.append({"budget": budget, "l2r": plan.error, "held_out_l2r": held_error})
             if held_error <= self.max_error or not plan.met or len(checks) > HELD_OUT_RETRIES:
                 break
-            budget = budget * self.max_error / held_error * 0.95
+            # tighter than what the plan reached where it was made: a budget above that would give the
+            # same plan again
+            budget = min(budget, plan.error) * self.max_error / held_error * 0.95
             self.log(f"auto: the plan reaches l2r {held_error:.4f} on {len(held)} other calibration sequences, "
                      f"above {self.max_error:g}: planning again for l2r <= {budget:.4g} on the first {len(probe)}")
         self.precision = mixed.precision_entry(pair, plan, mixed_model, self.max_error, probe)
