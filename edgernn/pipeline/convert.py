@@ -413,6 +413,16 @@ HELD_OUT_SEQUENCES = 24
 HELD_OUT_RETRIES = 2
 
 
+def _plan_met(plan, checks: list[dict], max_error: float) -> bool:
+    """Whether a plan meets the budget on its own sequences and, where it was checked, on the held-out ones."""
+    return plan.error <= max_error and (not checks or checks[-1]["held_out_l2r"] <= max_error)
+
+
+def _plan_error(plan, checks: list[dict]) -> float:
+    """The larger of a plan's errors on its own sequences and on the held-out ones."""
+    return max(plan.error, checks[-1]["held_out_l2r"] if checks else 0.0)
+
+
 class StepStrategy:
     """Single-step cells: the states are inputs and outputs of the step model, fed back by the caller."""
 
@@ -473,50 +483,44 @@ class StepStrategy:
                 with self.without_division():
                     calibrated = calibrate(_converter(self.step.keras_model), keyed)
             if quant == "auto":
-                return self._quantize_auto(step_float, calibrated, list(zip(keras_inputs[1:], state_out_keys)))
+                return self._quantize_auto(step_float, calibrated, list(zip(keras_inputs[1:], state_out_keys)),
+                                           keyed)
             quantized, tied = quantize_with_tied_states(calibrated, list(zip(keras_inputs[1:], state_out_keys)), quant)
         tied_model = tfl.read(tied)
         y_range = tfl.get_min_max(tied_model, tfl.signature(tied_model)[1][y_key])
         return _rename_for_run(quantized, self.step, self.output_keys), self.ys, y_range
 
-    def _quantize_auto(self, step_float: bytes, calibrated: bytes,
-                       ties: list[tuple[str, str]]) -> tuple[bytes, np.ndarray, tuple[float, float] | None]:
-        """The mixed int8/16x8 step model that meets ``max_error`` at the least estimated cost."""
-        from edgernn.tflite import mixed
+    def _quantize_auto(self, step_float: bytes, calibrated: bytes, ties: list[tuple[str, str]],
+                       keyed: list[dict[str, np.ndarray]]) -> tuple[bytes, np.ndarray, tuple[float, float] | None]:
+        """The mixed int8/16x8 step model that meets ``max_error`` at the least estimated cost. Where even the
+        16x8 model misses it, its FULLY_CONNECTED weights are tried in two int8 parts (edgernn/tflite/two_part.py)."""
+        from edgernn.tflite import mixed, two_part
 
-        keras_inputs = [k for k, _ in self.step.input_names]
-        states = [name for name in self.step.state_names]
-        pair = mixed.quantize_pair(calibrated, ties, keras_inputs[0], self.output_keys[0],
-                                   rename=lambda data: _rename_for_run(data, self.step, self.output_keys),
-                                   public=([(s, s) for s in states], "x", "y"))
         probe = self.samples_sequences[:PLAN_SEQUENCES]
         held = self.samples_sequences[PLAN_SEQUENCES:PLAN_SEQUENCES + HELD_OUT_SEQUENCES]
+        pair = self._pair(calibrated, ties)
         want = mixed.run_quantized(step_float, probe, pair.ties)
+        want_held = mixed.run_quantized(step_float, held, pair.ties) if len(held) else None
         self.log(f"auto: choosing int8 or 16x8 per op for l2r <= {self.max_error:g} on {len(probe)} sequences")
-        budget, checks = self.max_error, []
-        while True:
-            plan, mixed_model = mixed.plan_precision(pair, probe, want, budget, self.log,
-                                                     cost=_plan_cost(self.board))
-            if not len(held) or (not plan.met and not checks):
-                break
-            # the plan meets the budget on the sequences it was made on; the calibration's other sequences
-            # check that it holds beyond them, and a plan that misses there is made again to a tighter budget
-            if not checks:
-                want_held = mixed.run_quantized(step_float, held, pair.ties)
-            held_error = mixed.l2r(mixed.run_quantized(mixed_model, held, pair.ties), want_held)
-            checks.append({"budget": budget, "l2r": plan.error, "held_out_l2r": held_error})
-            if held_error <= self.max_error or not plan.met or len(checks) > HELD_OUT_RETRIES:
-                break
-            # tighter than what the plan reached where it was made: a budget above that would give the
-            # same plan again
-            budget = min(budget, plan.error) * self.max_error / held_error * 0.95
-            self.log(f"auto: the plan reaches l2r {held_error:.4f} on {len(held)} other calibration sequences, "
-                     f"above {self.max_error:g}: planning again for l2r <= {budget:.4g} on the first {len(probe)}")
+        plan, mixed_model, checks, budget = self._plan(pair, probe, held, want, want_held)
+        split: list[str] = []
+        whole_int16 = plan.int16_error
+        if not _plan_met(plan, checks, self.max_error) and plan.int16_ops == pair.can_int16():
+            with warnings.catch_warnings(), tfenv.native_stderr_captured():
+                warnings.simplefilter("ignore")
+                parted, names = two_part.split(calibrated, keyed)
+            if names:
+                self.log(f"auto: even int16 misses the budget; trying the weights of {len(names)} "
+                         "FULLY_CONNECTED op(s) in two int8 parts")
+                pair2 = self._pair(parted, ties)
+                again = self._plan(pair2, probe, held, want, want_held)
+                if _plan_error(again[0], again[2]) < _plan_error(plan, checks):
+                    pair, (plan, mixed_model, checks, budget), split = pair2, again, names
         self.precision = mixed.precision_entry(pair, plan, mixed_model, self.max_error, probe)
         if checks:
             held_error = checks[-1]["held_out_l2r"]
             self.precision["held_out"] = {"sequences": len(held), "l2r": held_error, "plans": checks}
-            self.precision["met"] = plan.error <= self.max_error and held_error <= self.max_error
+            self.precision["met"] = _plan_met(plan, checks, self.max_error)
             if len(checks) > 1:
                 self.precision["note"] = (f"planned again for l2r <= {budget:.4g}: the first plan reached "
                                           f"{checks[0]['held_out_l2r']:.4f} on {len(held)} other calibration "
@@ -524,6 +528,12 @@ class StepStrategy:
             if not self.precision["met"] and plan.int16_ops == pair.can_int16():
                 self.precision["note"] = (f"even int16 misses the budget {self.max_error:g} on {len(held)} other "
                                           f"calibration sequences (l2r {held_error:.4f})")
+        self.precision["two_part_weights"] = split
+        if split:
+            self.precision["note"] = " ".join(filter(None, [
+                f"even int16 missed the budget (l2r {whole_int16:.4f}), so the weights of {len(split)} "
+                f"FULLY_CONNECTED op(s) are in two int8 parts (int16 then {plan.int16_error:.4f});",
+                self.precision.get("note")]))
         if not self.precision["met"]:
             reached = f"; l2r {checks[-1]['held_out_l2r']:.4f} on the other calibration sequences" if checks else ""
             self.warn(f"WARNING: --quant auto: {plan.note or 'the budget is missed'}{reached}; the step model "
@@ -536,6 +546,39 @@ class StepStrategy:
         tied_model = tfl.read(pair.tied[y_dtype])
         y_range = tfl.get_min_max(tied_model, tfl.signature(tied_model)[1][self.output_keys[0]])
         return mixed_model, self.ys, y_range
+
+    def _pair(self, calibrated: bytes, ties: list[tuple[str, str]]):
+        from edgernn.tflite import mixed
+
+        keras_inputs = [k for k, _ in self.step.input_names]
+        states = [name for name in self.step.state_names]
+        return mixed.quantize_pair(calibrated, ties, keras_inputs[0], self.output_keys[0],
+                                   rename=lambda data: _rename_for_run(data, self.step, self.output_keys),
+                                   public=([(s, s) for s in states], "x", "y"))
+
+    def _plan(self, pair, probe: np.ndarray, held: np.ndarray, want: np.ndarray, want_held: np.ndarray | None):
+        """(plan, mixed model, held-out checks, last budget): the plan of least estimated cost for ``max_error``
+        on ``probe``, checked on ``held`` and made again where it misses there."""
+        from edgernn.tflite import mixed
+
+        budget, checks = self.max_error, []
+        while True:
+            plan, mixed_model = mixed.plan_precision(pair, probe, want, budget, self.log,
+                                                     cost=_plan_cost(self.board))
+            if not len(held) or (not plan.met and not checks):
+                break
+            # the plan meets the budget on the sequences it was made on; the calibration's other sequences
+            # check that it holds beyond them, and a plan that misses there is made again to a tighter budget
+            held_error = mixed.l2r(mixed.run_quantized(mixed_model, held, pair.ties), want_held)
+            checks.append({"budget": budget, "l2r": plan.error, "held_out_l2r": held_error})
+            if held_error <= self.max_error or not plan.met or len(checks) > HELD_OUT_RETRIES:
+                break
+            # tighter than what the plan reached where it was made: a budget above that would give the
+            # same plan again
+            budget = min(budget, plan.error) * self.max_error / held_error * 0.95
+            self.log(f"auto: the plan reaches l2r {held_error:.4f} on {len(held)} other calibration sequences, "
+                     f"above {self.max_error:g}: planning again for l2r <= {budget:.4g} on the first {len(probe)}")
+        return plan, mixed_model, checks, budget
 
     @staticmethod
     def check_final(step_final: bytes) -> None:

@@ -248,7 +248,7 @@ def inspect_build(folder) -> dict:
         out["precision"] = {
             **{k: precision.get(k) for k in ("max_error", "error", "int8_error", "int16_error", "met", "note",
                                              "on", "int16_ops", "int8_ops", "quantize_ops", "groups", "x", "y",
-                                             "states", "float_fallback_ops", "weight_bytes",
+                                             "states", "float_fallback_ops", "two_part_weights", "weight_bytes",
                                              "arena_estimate_bytes", "estimate")},
             "layers": [{"layer": name, "int16": len(d["int16"]), "int8": len(d["int8"]),
                         "int16_ops": sorted(set(d["int16"])), "int8_ops": sorted(set(d["int8"]))}

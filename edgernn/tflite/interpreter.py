@@ -68,15 +68,16 @@ def _reference_kernels_misread(interp) -> bool:
                           for op in ops) == BUILTIN
 
 
-def load_interpreter(model: bytes | str | os.PathLike):
-    """An allocated interpreter for a .tflite file or its bytes, on the reference kernels.
+def load_interpreter(model: bytes | str | os.PathLike, preserve_all_tensors: bool = False):
+    """An allocated interpreter for a .tflite file or its bytes, on the reference kernels (``preserve_all_tensors``:
+    every intermediate tensor kept readable after an invoke).
 
     The reference kernels (no XNNPACK delegate) are the oracle the generated C is held against. A
     graph with a quantized SUM runs on LiteRT's builtin kernels instead (still without XNNPACK),
     because the reference SUM misreads int8 data.
     """
     cls = _interpreter_class()
-    kwargs = {}
+    kwargs = {"experimental_preserve_all_tensors": True} if preserve_all_tensors else {}
     if isinstance(model, (bytes, bytearray)):
         kwargs["model_content"] = bytes(model)
     else:

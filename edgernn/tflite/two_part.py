@@ -1,0 +1,145 @@
+"""Two-part int8 weights: a FULLY_CONNECTED as the sum of two, for --quant auto where even int16 misses the budget.
+
+TFLite's 16x8 mode keeps the weights in int8: each weight is rounded once, at its output channel's scale
+``s = max|W[o]| / 127``. In a recurrent cell that rounding can set the error's floor whatever the activations'
+width. A trained Dense(16) -> SimpleRNN(32, relu) -> Dense(2): its float model with only the weights rounded to
+int8 is at l2r 0.0209 (the recurrent matrix alone 0.0185), and so is its int16 model.
+
+Here such an op becomes two FULLY_CONNECTEDs of the same input and an ADD:
+
+    y = act(x W^T + b)   ->   y = act((x W_hi^T + b) + x W_lo^T)
+
+with ``W_hi = s * round(W / s)``, which int8 holds exactly at the very scale the quantizer gives it, and
+``W_lo = W - W_hi`` (at most ``s / 2`` a weight), which the quantizer rounds at its own scale, at most
+``s / 254``: the weights' rounding error is about 254 times smaller. These are ops TFLite's int8 and 16x8 modes
+quantize and LiteRT runs like any others, so the oracle and the C backend stay as they are; the two new
+activations are calibrated on the same steps as the rest. The cost is the op's MACs twice and an ADD.
+
+The bias stays with the first part and the fused activation moves to the ADD; an op whose activation ADD
+cannot fuse (only NONE, RELU, RELU_N1_TO_1 and RELU6 can) keeps its one part.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from edgernn.tflite import model as tfl
+from edgernn.tflite.model import schema
+
+# the fused activations an ADD takes as a FULLY_CONNECTED does
+_ADD_ACTIVATIONS = {schema.ActivationFunctionType.NONE, schema.ActivationFunctionType.RELU,
+                    schema.ActivationFunctionType.RELU_N1_TO_1, schema.ActivationFunctionType.RELU6}
+INT8_STEPS = 127
+
+
+def parts(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(W_hi, W_lo) of a float weight matrix (rows: output channels): W_hi on each row's int8 grid, W_lo the rest."""
+    w = w.astype(np.float32)
+    peak = np.abs(w).max(axis=1, keepdims=True)
+    scale = np.where(peak > 0, peak / np.float32(INT8_STEPS), np.float32(1)).astype(np.float32)
+    hi = (np.round(w / scale) * scale).astype(np.float32)
+    return hi, (w - hi).astype(np.float32)
+
+
+def _opcode(model, builtin: int, version: int = 1) -> int:
+    for k, code in enumerate(model.operatorCodes):
+        if max(int(code.builtinCode), int(code.deprecatedBuiltinCode)) == builtin:
+            return k
+    code = schema.OperatorCodeT()
+    code.builtinCode = builtin
+    code.deprecatedBuiltinCode = min(builtin, 127)
+    code.version = version
+    model.operatorCodes.append(code)
+    return len(model.operatorCodes) - 1
+
+
+def _constant_float(model, index: int) -> np.ndarray | None:
+    """The float32 constant ``index`` as an array, or None if it is not one."""
+    if index < 0:
+        return None
+    tensor = model.subgraphs[0].tensors[index]
+    data = model.buffers[tensor.buffer].data if tensor.buffer < len(model.buffers) else None
+    if tensor.type != schema.TensorType.FLOAT32 or data is None or len(data) == 0:
+        return None
+    return np.frombuffer(bytes(np.asarray(data, np.uint8)), np.float32).reshape([int(d) for d in tensor.shape])
+
+
+def _new_tensor(model, like: int, name: str, data: np.ndarray | None = None) -> int:
+    graph = model.subgraphs[0]
+    tensor = copy.deepcopy(graph.tensors[like])
+    tensor.name = name.encode()
+    buffer = schema.BufferT()
+    if data is not None:
+        buffer.data = np.frombuffer(data.astype(np.float32).tobytes(), np.uint8)
+    model.buffers.append(buffer)
+    tensor.buffer = len(model.buffers) - 1
+    tensor.quantization = schema.QuantizationParametersT() if data is None else tensor.quantization
+    graph.tensors.append(tensor)
+    return len(graph.tensors) - 1
+
+
+def split(calibrated: bytes, samples: list[dict[str, np.ndarray]]) -> tuple[bytes, list[str]]:
+    """``calibrated`` (a float step model with TF's calibration statistics) with each FULLY_CONNECTED of constant
+    2-D float weights in two parts, the new activations' ranges recorded over ``samples`` (the calibration
+    steps, by signature input); and the names of the ops split. Unchanged, with no names, where none can be."""
+    model = tfl.read(calibrated)
+    graph = model.subgraphs[0]
+    add = _opcode(model, schema.BuiltinOperator.ADD)
+    ops, made, split_names = [], [], []
+    for op in graph.operators:
+        name = tfl.op_name(model, op.opcodeIndex)
+        w = _constant_float(model, int(op.inputs[1])) if name == "FULLY_CONNECTED" else None
+        options = op.builtinOptions
+        if (w is None or w.ndim != 2 or options is None
+                or int(options.fusedActivationFunction) not in _ADD_ACTIVATIONS):
+            ops.append(op)
+            continue
+        hi, lo = parts(w)
+        out = int(op.outputs[0])
+        label = tfl._text(graph.tensors[out].name)
+        w_hi = _new_tensor(model, int(op.inputs[1]), f"{label}/two_part_w_hi", hi)
+        w_lo = _new_tensor(model, int(op.inputs[1]), f"{label}/two_part_w_lo", lo)
+        y_hi = _new_tensor(model, out, f"{label}/two_part_hi")
+        y_lo = _new_tensor(model, out, f"{label}/two_part_lo")
+        first, second = copy.deepcopy(op), copy.deepcopy(op)
+        first.inputs = [int(op.inputs[0]), w_hi] + [int(k) for k in op.inputs[2:]]
+        second.inputs = [int(op.inputs[0]), w_lo, -1]
+        first.outputs, second.outputs = [y_hi], [y_lo]
+        first.builtinOptions.fusedActivationFunction = schema.ActivationFunctionType.NONE
+        second.builtinOptions.fusedActivationFunction = schema.ActivationFunctionType.NONE
+        total = schema.OperatorT()
+        total.opcodeIndex = add
+        total.inputs, total.outputs = [y_hi, y_lo], [out]
+        total.builtinOptionsType = schema.BuiltinOptions.AddOptions
+        total.builtinOptions = schema.AddOptionsT()
+        total.builtinOptions.fusedActivationFunction = options.fusedActivationFunction
+        total.builtinOptions.potScaleInt16 = False
+        ops += [first, second, total]
+        made += [y_hi, y_lo]
+        split_names.append(label)
+    if not made:
+        return calibrated, []
+    graph.operators = ops
+    ranges = _ranges(tfl.write(model), made, samples)
+    for index, (lo, hi) in zip(made, ranges):
+        tfl.set_min_max(model, index, lo, hi)
+    return tfl.write(model), split_names
+
+
+def _ranges(data: bytes, tensors: list[int], samples: list[dict[str, np.ndarray]]) -> list[tuple[float, float]]:
+    """Each tensor's (min, max) over the float model's runs on ``samples``."""
+    from edgernn.tflite.interpreter import load_interpreter
+
+    interpreter = load_interpreter(data, preserve_all_tensors=True)
+    runner = interpreter.get_signature_runner()
+    lo = [np.inf] * len(tensors)
+    hi = [-np.inf] * len(tensors)
+    for sample in samples:
+        runner(**sample)
+        for k, t in enumerate(tensors):
+            v = interpreter.get_tensor(t)
+            lo[k], hi[k] = min(lo[k], float(v.min())), max(hi[k], float(v.max()))
+    # a range that holds 0, as the calibration's own do; an all-zero part keeps a small one
+    return [(min(a, 0.0), max(b, 0.0)) if b > a else (-1e-6, 1e-6) for a, b in zip(lo, hi)]
