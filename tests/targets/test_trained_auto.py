@@ -35,7 +35,7 @@ def test_trained_model_meets_its_budget_byte_exact_on_host(tmp_path, name):
     assert held["sequences"] == 24
     assert plan["met"] == (held["l2r"] <= 0.02), held
     if not plan["met"]:
-        assert plan["int8_ops"] == 0 and plan["note"].startswith("even int16 misses") and held["l2r"] <= 0.03, plan
+        assert plan["int8_ops"] == 0 and "even int16 miss" in plan["note"] and held["l2r"] <= 0.03, plan
     assert held["plans"][-1]["held_out_l2r"] == held["l2r"] and len(held["plans"]) <= 3
     for before, after in zip(held["plans"], held["plans"][1:]):
         # a plan made again asks for less than the plan it replaces reached on its own sequences

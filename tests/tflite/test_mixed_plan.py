@@ -45,7 +45,7 @@ def _convert(name, folder, max_error):
     finally:
         mixed.quantize_pair = real
         convert.StepStrategy.without_division = rewrite
-    return manifest, pairs[0], calib, folder
+    return manifest, pairs[-1], calib, folder   # the pair of the plan (after two-part weights, if tried)
 
 
 @pytest.fixture(scope="module")
@@ -169,13 +169,20 @@ def test_plan_meets_the_budget_between_int8_and_int16(converted):
         assert state["dtype"] == p["states"][state["name"]]
 
 
-@pytest.mark.parametrize("budget, int16_ops", [(0.5, "none"), (0.001, "all")])
+@pytest.mark.parametrize("budget, int16_ops", [(0.5, "none"), (0.001, "two parts"), (1e-5, "all")])
 def test_plan_at_the_ends(converted, budget, int16_ops):
-    """A budget int8 meets: the int8 model; one even int16 misses: all int16 and met False."""
+    """A budget int8 meets: the int8 model. One int16 misses: the weights in two parts (tests/tflite/
+    test_two_part.py), which meets it. One even that misses: all int16 (of the two-part model), met False."""
     manifest, pair, _, _ = converted("simplernn_relu", budget)
     p = manifest["precision"]
     if int16_ops == "none":
-        assert p["int16_ops"] == 0 and p["met"] and p["error"] == p["int8_error"]
+        assert p["int16_ops"] == 0 and p["met"] and p["error"] == p["int8_error"] and p["two_part_weights"] == []
+        return
+    assert p["two_part_weights"] and p["note"].startswith("even int16 missed the budget (l2r "), p["note"]
+    before = float(p["note"].split("(l2r ")[1].split(")")[0])
+    assert p["int16_error"] < before
+    if int16_ops == "two parts":
+        assert before > budget and p["met"] and p["error"] <= budget
     else:
         assert p["int16_ops"] == len(pair.can_int16()) and not p["met"] and p["error"] == p["int16_error"]
 
