@@ -411,6 +411,9 @@ def _run_pipeline(strategy: "StepStrategy | FusedStrategy", loaded: LoadedModel,
 PLAN_SEQUENCES = 8
 HELD_OUT_SEQUENCES = 24
 HELD_OUT_RETRIES = 2
+# where even int16 misses: the FULLY_CONNECTEDs whose weights' int8 rounding alone gives at least this share of
+# the budget are put in two parts first (edgernn/tflite/two_part.py), then, if that misses, all of them
+TWO_PART_SHARE = 0.25
 
 
 def _plan_met(plan, checks: list[dict], max_error: float) -> bool:
@@ -506,16 +509,26 @@ class StepStrategy:
         split: list[str] = []
         whole_int16 = plan.int16_error
         if not _plan_met(plan, checks, self.max_error) and plan.int16_ops == pair.can_int16():
-            with warnings.catch_warnings(), tfenv.native_stderr_captured():
-                warnings.simplefilter("ignore")
-                parted, names = two_part.split(calibrated, keyed)
-            if names:
-                self.log(f"auto: even int16 misses the budget; trying the weights of {len(names)} "
-                         "FULLY_CONNECTED op(s) in two int8 parts")
+            # the ops whose weights' rounding alone costs the most (a share of the budget) first, then all
+            x_key, y_key = self.step.input_names[0][0], self.output_keys[0]
+            base = mixed.run_quantized(calibrated, probe, ties, x_key, y_key)
+            errors = two_part.weight_errors(
+                calibrated, lambda m: mixed.l2r(mixed.run_quantized(m, probe, ties, x_key, y_key), base))
+            first = {n for n, e in errors.items() if e >= TWO_PART_SHARE * self.max_error} or set(list(errors)[:1])
+            for only in [first] + ([set(errors)] if first != set(errors) else []):
+                with warnings.catch_warnings(), tfenv.native_stderr_captured():
+                    warnings.simplefilter("ignore")
+                    parted, names = two_part.split(calibrated, keyed, only)
+                if not names:
+                    break
+                self.log(f"auto: even int16 misses the budget; trying the weights of {len(names)} of "
+                         f"{len(errors)} FULLY_CONNECTED op(s) in two int8 parts")
                 pair2 = self._pair(parted, ties)
                 again = self._plan(pair2, probe, held, want, want_held)
                 if _plan_error(again[0], again[2]) < _plan_error(plan, checks):
                     pair, (plan, mixed_model, checks, budget), split = pair2, again, names
+                if _plan_met(plan, checks, self.max_error):
+                    break
         self.precision = mixed.precision_entry(pair, plan, mixed_model, self.max_error, probe)
         if checks:
             held_error = checks[-1]["held_out_l2r"]

@@ -80,25 +80,58 @@ def _new_tensor(model, like: int, name: str, data: np.ndarray | None = None) -> 
     return len(graph.tensors) - 1
 
 
-def split(calibrated: bytes, samples: list[dict[str, np.ndarray]]) -> tuple[bytes, list[str]]:
+def _weights(model, op) -> np.ndarray | None:
+    """The constant 2-D float weights of a FULLY_CONNECTED that can be split, or None."""
+    if tfl.op_name(model, op.opcodeIndex) != "FULLY_CONNECTED":
+        return None
+    w = _constant_float(model, int(op.inputs[1]))
+    options = op.builtinOptions
+    if w is None or w.ndim != 2 or options is None or int(options.fusedActivationFunction) not in _ADD_ACTIVATIONS:
+        return None
+    return w
+
+
+def _label(model, op) -> str:
+    return tfl._text(model.subgraphs[0].tensors[int(op.outputs[0])].name)
+
+
+def weight_errors(calibrated: bytes, run) -> dict[str, float]:
+    """Per FULLY_CONNECTED that ``split`` can take (by its output's name): the error ``run(model)`` gives of the
+    float model with that op's weights alone rounded to its int8 grid (the first part), the most first.
+    ``run``: float model bytes -> its error against the float model's own outputs."""
+    model = tfl.read(calibrated)
+    errors = {}
+    for op in model.subgraphs[0].operators:
+        w = _weights(model, op)
+        if w is None:
+            continue
+        buffer = model.buffers[model.subgraphs[0].tensors[int(op.inputs[1])].buffer]
+        kept = buffer.data
+        buffer.data = np.frombuffer(parts(w)[0].tobytes(), np.uint8)
+        errors[_label(model, op)] = float(run(tfl.write(model)))
+        buffer.data = kept
+    return dict(sorted(errors.items(), key=lambda kv: -kv[1]))
+
+
+def split(calibrated: bytes, samples: list[dict[str, np.ndarray]],
+          only: set[str] | None = None) -> tuple[bytes, list[str]]:
     """``calibrated`` (a float step model with TF's calibration statistics) with each FULLY_CONNECTED of constant
-    2-D float weights in two parts, the new activations' ranges recorded over ``samples`` (the calibration
-    steps, by signature input); and the names of the ops split. Unchanged, with no names, where none can be."""
+    2-D float weights (of those named in ``only``, by output, if given) in two parts, the new activations' ranges
+    recorded over ``samples`` (the calibration steps, by signature input); and the names of the ops split.
+    Unchanged, with no names, where none can be."""
     model = tfl.read(calibrated)
     graph = model.subgraphs[0]
     add = _opcode(model, schema.BuiltinOperator.ADD)
     ops, made, split_names = [], [], []
     for op in graph.operators:
-        name = tfl.op_name(model, op.opcodeIndex)
-        w = _constant_float(model, int(op.inputs[1])) if name == "FULLY_CONNECTED" else None
-        options = op.builtinOptions
-        if (w is None or w.ndim != 2 or options is None
-                or int(options.fusedActivationFunction) not in _ADD_ACTIVATIONS):
+        w = _weights(model, op)
+        if w is None or (only is not None and _label(model, op) not in only):
             ops.append(op)
             continue
+        options = op.builtinOptions
         hi, lo = parts(w)
         out = int(op.outputs[0])
-        label = tfl._text(graph.tensors[out].name)
+        label = _label(model, op)
         w_hi = _new_tensor(model, int(op.inputs[1]), f"{label}/two_part_w_hi", hi)
         w_lo = _new_tensor(model, int(op.inputs[1]), f"{label}/two_part_w_lo", lo)
         y_hi = _new_tensor(model, out, f"{label}/two_part_hi")

@@ -83,14 +83,15 @@ def test_auto_puts_the_weights_in_two_parts_where_even_int16_misses(tmp_path):
     with contextlib.redirect_stdout(io.StringIO()):
         build_model(str(tmp_path / "rnn.keras"), out, board="host", quant="auto", mode="step", calib=calib)
     plan = json.loads((out / "manifest.json").read_text())["precision"]
-    # the two FULLY_CONNECTEDs of the cell and the Dense's: each now two and an ADD, which brings int16 from
-    # about 0.08 to below 0.005, and the plan within the budget with int8 ops
-    assert len(plan["two_part_weights"]) == 3, plan["note"]
+    # of the cell's two FULLY_CONNECTEDs and the Dense's, the recurrent matrix's alone costs a share of the budget
+    # (its rounding carries on for ~200 steps): it alone is now two and an ADD, which brings int16 from about 0.08
+    # to below 0.005, and the plan within the budget with int8 ops
+    assert len(plan["two_part_weights"]) == 1, plan["note"]
     assert plan["note"].startswith("even int16 missed the budget"), plan["note"]
     assert plan["int16_error"] < 0.005 and plan["met"] and plan["error"] <= 0.02, plan
     assert plan["int8_ops"] > 0
     names = tfl.op_names(tfl.read((out / "step.tflite").read_bytes()))
-    assert names.count("ADD") == 3 + 1 and names.count("FULLY_CONNECTED") == 6, names
+    assert names.count("ADD") == 1 + 1 and names.count("FULLY_CONNECTED") == 3 + 1, names
     for data in (calib[:2], _sequences(4, seed=1)):
         report = validate(out, data=data, steps=200, json_path=tmp_path / "report.json")
         ref = report["reference"]
