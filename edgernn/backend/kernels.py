@@ -305,9 +305,12 @@ KERNELS: list[Kernel] = [
            "const int16_t *in, int outer, int reduced, int inner, int32_t multiplier, int shift, int16_t *out",
            doc="MEAN, 16-bit (zero points 0): out = clamp(mbqm(sum, multiplier, shift)), 1 / reduced folded into the\n"
                "multiplier as at 8-bit (QuantizedMeanOrSum)", source="edgernn_reduce.c"),
-    Kernel("edgernn_sum_s16", "const int16_t *in, int outer, int reduced, int inner, int16_t *out",
+    Kernel("edgernn_sum_s16", "const int16_t *in, int outer, int reduced, int inner, int stride, int16_t *out",
            doc="SUM, 16-bit, input and output quantized alike (as TF's 16x8 quantizer makes them; zero points 0):\n"
-               "out = clamp(sum), the int32 sum saturated to int16 (LiteRT's kernel, measured)",
+               "out = clamp(sum), the int32 sum saturated to int16 (LiteRT's kernel, measured). stride: the distance\n"
+               "between two reduced elements (the tensor's inner size; a team's sub-range of inner outputs keeps it).",
+           splits=(Split("inner", (("in", 1), ("out", 1)), when=("outer", 1)),),
+           team_doc="A SUM of one outer row: its inner outputs, each reduced over the whole stride.",
            source="edgernn_reduce.c"),
     Kernel("edgernn_reduce_max_f32", "const float *in, int outer, int reduced, int inner, float *out",
            section="REDUCE_MAX: out[o][i] = max_r in[o][r][i] (the integer ones keep the input's quantization)",

@@ -109,12 +109,13 @@ def estimate_cycles(call) -> int | None:
         if call.fn.endswith("_s16"):
             return rows * n_out * (CYCLES_PER_ROW_S16 + CYCLES_PER_MAC_S16 * n_in)
         return rows * n_out * (CYCLES_PER_ROW + CYCLES_PER_MAC * n_in)
-    if call.fn == "edgernn_sum_thresholds_s8":
+    if call.fn in ("edgernn_sum_thresholds_s8", "edgernn_sum_s16"):
         args = _args(call)
         reduced, inner = args.get("reduced"), args.get("inner")
         if not all(isinstance(v, int) for v in (reduced, inner)):
             return None
-        return inner * (CYCLES_PER_REDUCED * reduced + CYCLES_PER_SEARCH)
+        search = CYCLES_PER_SEARCH if call.fn == "edgernn_sum_thresholds_s8" else 0
+        return inner * (CYCLES_PER_REDUCED * reduced + search)
     k = BY_NAME.get(call.fn)
     if k is not None and k.source in ("edgernn_elementwise.c", "edgernn_lut16.c"):
         n = split_count(call)

@@ -98,12 +98,12 @@ void edgernn_mean_s16(const int16_t *in, int outer, int reduced, int inner, int3
 
 /* SUM at 16 bits with the input's quantization kept (zero points 0): LiteRT sums the raw values and
  * saturates the total to int16 (measured with LiteRT 2.3.0: tests/backend/test_mixed_seams.py). */
-void edgernn_sum_s16(const int16_t *in, int outer, int reduced, int inner, int16_t *out)
+void edgernn_sum_s16(const int16_t *in, int outer, int reduced, int inner, int stride, int16_t *out)
 {
     int o, i;
     for (o = 0; o < outer; ++o) {
         for (i = 0; i < inner; ++i) {
-            const int32_t sum = reduce_sum_int16_t(in + (size_t)o * reduced * inner + i, reduced, inner);
+            const int32_t sum = reduce_sum_int16_t(in + (size_t)o * reduced * stride + i, reduced, stride);
             out[(size_t)o * inner + i] = (int16_t)edgernn_clamp(sum, -32768, 32767);
         }
     }

@@ -26,10 +26,14 @@ def fc16(n_in: int, n_out: int, rows: int = 1) -> Call:
     return fc(n_in, n_out, rows, "edgernn_fully_connected_s16")
 
 
-def sum_thresholds(outer: int, reduced: int, inner: int) -> Call:
-    names = BY_NAME["edgernn_sum_thresholds_s8"].arg_names
+def sum_thresholds(outer: int, reduced: int, inner: int, fn: str = "edgernn_sum_thresholds_s8") -> Call:
+    names = BY_NAME[fn].arg_names
     values = {"outer": outer, "reduced": reduced, "inner": inner, "stride": inner, "n_thresholds": 255, "first": -128}
-    return Call(0, "SUM", "edgernn_sum_thresholds_s8", [values.get(n) for n in names])
+    return Call(0, "SUM", fn, [values.get(n) for n in names])
+
+
+def sum16(outer: int, reduced: int, inner: int) -> Call:
+    return sum_thresholds(outer, reduced, inner, "edgernn_sum_s16")
 
 
 def fused(n: int, ops: int) -> FusedCall:
@@ -56,6 +60,9 @@ CASES = [
     (lambda: sum_thresholds(1, 16, 16), GAP8, True),    # LTC's: 16 outputs, each 16 reductions and a search
     (lambda: sum_thresholds(2, 16, 16), GAP8, False),   # more than one outer row: the team cannot split it
     (lambda: sum_thresholds(1, 16, 16), BY_COUNT, False),
+    (lambda: sum16(1, 16, 16), GAP8, True),             # its int16 form (no search): 16 outputs of 16
+    (lambda: sum16(1, 16, 2), GAP8, False),             # 2 outputs of 16: 128 cycles against 150 of split
+    (lambda: sum16(2, 16, 16), GAP8, False),
 ]
 
 

@@ -38,7 +38,10 @@ def gru_stack(seed: int = 0):
                              L.GRU(9, reset_after=False, return_sequences=True)], name="team_gru")
 
 
-MODELS = {"lstm": wide_lstm, "gru": gru_stack}
+MODELS = {"lstm": wide_lstm, "gru": gru_stack, "ltc": zoo.ltc_wired}
+# what each model's schedule shares: FULLY_CONNECTEDs, or an LTC's int16 synapse SUMs (12 outputs, each over the
+# synapses onto a neuron)
+SHARED = {"lstm": "edgernn_team_fully_connected_", "gru": "edgernn_team_fully_connected_", "ltc": "edgernn_team_sum_s16("}
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +68,8 @@ def _inputs(folder, steps: int = 60):
 
 
 @pytest.mark.toolchain
-@pytest.mark.parametrize("name,quant", [("lstm", "int8"), ("lstm", "int16"), ("gru", "int16"), ("gru", "int8")])
+@pytest.mark.parametrize("name,quant", [("lstm", "int8"), ("lstm", "int16"), ("gru", "int16"), ("gru", "int8"),
+                                       ("ltc", "int16")])
 def test_workers_give_identical_bytes(converted, name, quant, tmp_path):
     folder = converted(name, quant)
     xq = _inputs(folder)
@@ -74,7 +78,7 @@ def test_workers_give_identical_bytes(converted, name, quant, tmp_path):
     for n in WORKERS:
         b = H.build(folder, cflags=["-O2", f"-DEDGERNN_THREADS={n}", "-pthread"], name=f"driver_t{n}")
         model_c = (folder / "firmware" / "model.c").read_text()
-        assert "edgernn_team_fully_connected_s" in model_c, "the schedule shares no FULLY_CONNECTED"
+        assert SHARED[name] in model_c, f"the schedule shares no {SHARED[name]}"
         got, _ = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
         results[n] = got
         assert H.compare(got, ref, quant)["mismatches"] == 0, f"{n} workers differ from the interpreter"

@@ -41,7 +41,7 @@ class ReduceOps(LoweringBase):
                     raise _refuse(op, f"the int32 sum of {reduced} int16 values may overflow")
                 return self.call(op, "edgernn_sum_s16",
                                  {"in": TensorArg(op.inputs[0]), "outer": int(outer), "reduced": int(reduced),
-                                  "inner": int(inner), "out": TensorArg(op.outputs[0])})
+                                  "inner": int(inner), "stride": int(inner), "out": TensorArg(op.outputs[0])})
             if fn != "edgernn_mean_f32":
                 raise _refuse(op, "no int16 kernel (no converted model uses one, so none is verified)")
             if zi != 0 or zo != 0:
