@@ -42,6 +42,21 @@ def op_name(model: "schema.ModelT", opcode_index: int) -> str:
     return _BUILTIN_NAMES.get(builtin, f"OP_{builtin}")
 
 
+def opcode(model: "schema.ModelT", builtin: int, version: int = 1) -> int:
+    """The index of the builtin op ``builtin``'s operator code, added if the model has none, its version raised
+    to at least ``version``."""
+    for k, code in enumerate(model.operatorCodes):
+        if max(int(code.builtinCode), int(code.deprecatedBuiltinCode)) == builtin:
+            code.version = max(int(code.version), version)
+            return k
+    code = schema.OperatorCodeT()
+    code.builtinCode = builtin
+    code.deprecatedBuiltinCode = min(builtin, 127)
+    code.version = version
+    model.operatorCodes.append(code)
+    return len(model.operatorCodes) - 1
+
+
 def op_names(model: "schema.ModelT") -> list[str]:
     """Names of the ops of every subgraph, in execution order."""
     return [op_name(model, op.opcodeIndex) for graph in model.subgraphs for op in (graph.operators or [])]

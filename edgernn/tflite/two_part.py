@@ -43,18 +43,6 @@ def parts(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return hi, (w - hi).astype(np.float32)
 
 
-def _opcode(model, builtin: int, version: int = 1) -> int:
-    for k, code in enumerate(model.operatorCodes):
-        if max(int(code.builtinCode), int(code.deprecatedBuiltinCode)) == builtin:
-            return k
-    code = schema.OperatorCodeT()
-    code.builtinCode = builtin
-    code.deprecatedBuiltinCode = min(builtin, 127)
-    code.version = version
-    model.operatorCodes.append(code)
-    return len(model.operatorCodes) - 1
-
-
 def _constant_float(model, index: int) -> np.ndarray | None:
     """The float32 constant ``index`` as an array, or None if it is not one."""
     if index < 0:
@@ -121,7 +109,7 @@ def split(calibrated: bytes, samples: list[dict[str, np.ndarray]],
     Unchanged, with no names, where none can be."""
     model = tfl.read(calibrated)
     graph = model.subgraphs[0]
-    add = _opcode(model, schema.BuiltinOperator.ADD)
+    add = tfl.opcode(model, schema.BuiltinOperator.ADD)
     ops, made, split_names = [], [], []
     for op in graph.operators:
         w = _weights(model, op)

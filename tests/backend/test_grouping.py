@@ -69,8 +69,9 @@ def _other(i: int, src: int, out: int) -> Call:
                                                 "out": TensorArg(out)}))
 
 
-def _schedule(specs, seed: int = 0):
-    """specs: (src, out, n_in, n_out, zp, extra kwargs) per FC, or ("other", src, out); op index = position."""
+def _schedule_of(specs, seed: int, make):
+    """A schedule and its graph: ``make(i, rng, spec)`` -> (call, weights) per FC spec, or ("other", src, out);
+    op index = position."""
     rng = np.random.default_rng(seed)
     calls, weights = [], {}
     for i, spec in enumerate(specs):
@@ -78,11 +79,18 @@ def _schedule(specs, seed: int = 0):
             calls.append(_other(i, spec[1], spec[2]))
             weights[i] = np.zeros((1, 1), np.int8)
             continue
+        call, weights[i] = make(i, rng, spec)
+        calls.append(call)
+    return _Graph(weights), calls
+
+
+def _schedule(specs, seed: int = 0):
+    """specs: (src, out, n_in, n_out, zp, extra kwargs) per int8 FC, or ("other", src, out)."""
+    def make(i, rng, spec):
         src, out, n_in, n_out, zp, kw = spec
         w, bias, mult, shift = _random_fc(rng, n_in, n_out, kw.pop("shift_range", (-12, -2)))
-        weights[i] = w
-        calls.append(_fc(i, src, out, w, bias, mult, shift, zp, **kw))
-    return _Graph(weights), calls
+        return _fc(i, src, out, w, bias, mult, shift, zp, **kw), w
+    return _schedule_of(specs, seed, make)
 
 
 def _shape(calls):
@@ -148,6 +156,24 @@ def _c_array(name: str, ctype: str, values) -> str:
     return f"static const {ctype} {name}[] = {{{', '.join(str(int(v)) for v in values)}}};\n"
 
 
+def _c_inputs(rng, n_in: int, ctype: str, bits: int) -> str:
+    """200 random inputs, the first all at the type's least value, the second at its greatest."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    inputs = rng.integers(lo, hi + 1, size=(200, n_in))
+    inputs[0], inputs[1] = lo, hi
+    return _c_array("inputs", ctype, inputs.reshape(-1))
+
+
+def _c_arg(a) -> str:
+    """A call's argument in the check's C: tensor 1 is the input x, tensors from 1000 the ops' weights (w<op>),
+    the others (10 and up) the ops' own outputs (ref<k>)."""
+    if isinstance(a, ConstArg):
+        return a.name
+    if isinstance(a, TensorArg):
+        return "x" if a.index == 1 else f"w{a.index - 1000}" if a.index >= 1000 else f"ref{a.index - 10}"
+    return c_expr(a)
+
+
 def _case_source(name: str, n_in: int, rows: list[int], zps: list[int], clamp, rounding: str, seed: int):
     rng = np.random.default_rng(seed)
     specs = [(1, 10 + k, n_in, r, zp, {"lo": clamp[0], "hi": clamp[1], "rounding": rounding})
@@ -161,16 +187,8 @@ def _case_source(name: str, n_in: int, rows: list[int], zps: list[int], clamp, r
         for arr in c.arrays:
             src += _c_array(arr.name, arr.ctype, arr.values)
     n_out = sum(rows)
-    inputs = rng.integers(-128, 128, size=(200, n_in))
-    inputs[0], inputs[1] = -128, 127
-    src += _c_array("inputs", "int8_t", inputs.reshape(-1))
-
-    def arg(a):
-        if isinstance(a, ConstArg):
-            return a.name
-        if isinstance(a, TensorArg):
-            return "x" if a.index == 1 else f"ref{a.index - 10}"
-        return c_expr(a)
+    src += _c_inputs(rng, n_in, "int8_t", 8)
+    arg = _c_arg
 
     lines = []
     for c in calls:
@@ -209,24 +227,34 @@ int main(void)
     return "#include <stdio.h>\n#include <string.h>\n#include \"edgernn_kernels.h\"\n" + src
 
 
-@pytest.mark.toolchain
-@pytest.mark.parametrize("rounding", ["EDGERNN_ROUND_ONCE", "EDGERNN_ROUND_TWICE_UP"])
-@pytest.mark.parametrize("case", list(CASES))
-def test_grouped_kernel_gives_each_ops_bytes(tmp_path, case, rounding):
+def _check(tmp_path, source: str):
+    """check(label, flags): the C check ``source`` against the kernels, built with gcc and ``flags`` and run: its
+    count of differing op outputs, as printed."""
     cc = shutil.which("gcc")
     if cc is None:
         pytest.skip("no gcc")
     kdir = tmp_path / "k"
     shutil.copytree(templates_dir() / "kernels", kdir)
     write_sources(kdir)
-    n_in, rows, zps, clamp = CASES[case]
-    (tmp_path / "check.c").write_text(_case_source(case, n_in, rows, zps, clamp, rounding, seed=len(case)))
-    for label, flags in KERNEL_VARIANTS.items():
+    (tmp_path / "check.c").write_text(source)
+
+    def check(label: str, flags: list[str]) -> str:
         exe = tmp_path / f"check_{label}"
         subprocess.run([cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", *flags, f"-I{kdir}",
                         str(tmp_path / "check.c"), str(kdir / "edgernn_fully_connected.c"), "-o", str(exe)],
                        check=True, capture_output=True, text=True)
-        out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.strip()
+        return subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.strip()
+    return check
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("rounding", ["EDGERNN_ROUND_ONCE", "EDGERNN_ROUND_TWICE_UP"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_grouped_kernel_gives_each_ops_bytes(tmp_path, case, rounding):
+    n_in, rows, zps, clamp = CASES[case]
+    check = _check(tmp_path, _case_source(case, n_in, rows, zps, clamp, rounding, seed=len(case)))
+    for label, flags in KERNEL_VARIANTS.items():
+        out = check(label, flags)
         assert out == "0", f"{case} {rounding} {label}: {out} op outputs (200 inputs, whole and 2 splits) differ"
 
 
@@ -251,21 +279,14 @@ def _fc_s16(i: int, src: int, out: int, w: np.ndarray, bias, reals, zp: int = 0,
 
 
 def _schedule_s16(specs, seed: int = 0):
-    """specs: (src, out, n_in, n_out, extra kwargs) per 16x8 FC, or ("other", src, out); op index = position."""
-    rng = np.random.default_rng(seed)
-    calls, weights = [], {}
-    for i, spec in enumerate(specs):
-        if spec[0] == "other":
-            calls.append(_other(i, spec[1], spec[2]))
-            weights[i] = np.zeros((1, 1), np.int8)
-            continue
+    """specs: (src, out, n_in, n_out, extra kwargs) per 16x8 FC, or ("other", src, out)."""
+    def make(i, rng, spec):
         src, out, n_in, n_out, kw = spec
         w = rng.integers(-127, 128, size=(n_out, n_in)).astype(np.int8)
         bias = rng.integers(-(1 << 20), 1 << 20, size=n_out)
         reals = rng.uniform(1e-5, 3e-3, size=n_out)
-        weights[i] = w
-        calls.append(_fc_s16(i, src, out, w, bias, reals, **kw))
-    return _Graph(weights), calls
+        return _fc_s16(i, src, out, w, bias, reals, **kw), w
+    return _schedule_of(specs, seed, make)
 
 
 @pytest.mark.parametrize("specs,shape", [
@@ -319,16 +340,8 @@ def _case_source_s16(n_in: int, rows: list[int], clamp, rounding: str, seed: int
     src += "".join(_c_array(f"w{c.op_index}", "int8_t", graph.tensors[1000 + c.op_index].data.reshape(-1))
                    for c in calls)
     n_out = sum(rows)
-    inputs = rng.integers(-32768, 32768, size=(200, n_in))
-    inputs[0], inputs[1] = -32768, 32767
-    src += _c_array("inputs", "int16_t", inputs.reshape(-1))
-
-    def arg(a):
-        if isinstance(a, ConstArg):
-            return a.name
-        if isinstance(a, TensorArg):
-            return "x" if a.index == 1 else f"w{a.index - 1000}" if a.index >= 1000 else f"ref{a.index - 10}"
-        return c_expr(a)
+    src += _c_inputs(rng, n_in, "int16_t", 16)
+    arg = _c_arg
 
     lines = "\n".join(f"        edgernn_fully_connected_s16({', '.join(arg(a) for a in c.args)});" for c in calls)
     ga = call_args(g)
@@ -374,19 +387,8 @@ def test_grouped_16x8_kernel_gives_each_ops_bytes(tmp_path, case, rounding):
     """The group against each op's own 16x8 call (held against the interpreter in test_fully_connected_s16.py),
     whole and in the team's sub-ranges of 1, 3 and 4 rows, in a 32-bit core's forms of the kernel and a 64-bit
     host's."""
-    cc = shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no gcc")
-    kdir = tmp_path / "k"
-    shutil.copytree(templates_dir() / "kernels", kdir)
-    write_sources(kdir)
     n_in, rows, clamp = CASES_S16[case]
-    (tmp_path / "check.c").write_text(_case_source_s16(n_in, rows, clamp, rounding, seed=len(case)))
+    check = _check(tmp_path, _case_source_s16(n_in, rows, clamp, rounding, seed=len(case)))
     for words in ("0", "1"):     # a 64-bit host's forms, a 32-bit core's (test_fully_connected_s16.WORDS)
-        exe = tmp_path / f"check_{words}"
-        subprocess.run([cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-DEDGERNN_S16_WORDS={words}",
-                        f"-DEDGERNN_S16_COMPACT={words}",
-                        f"-I{kdir}", str(tmp_path / "check.c"), str(kdir / "edgernn_fully_connected.c"), "-o", str(exe)],
-                       check=True, capture_output=True, text=True)
-        out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.strip()
+        out = check(words, [f"-DEDGERNN_S16_WORDS={words}", f"-DEDGERNN_S16_COMPACT={words}"])
         assert out == "0", f"{case} {rounding} words={words}: {out} op outputs (200 inputs, whole and 2 splits) differ"

@@ -25,17 +25,7 @@ _TYPES = {"int8": S.TensorType.INT8, "int16": S.TensorType.INT16, "int32": S.Ten
           "float32": S.TensorType.FLOAT32}
 
 
-def _opcode(model, builtin: int, version: int = 1) -> int:
-    for i, code in enumerate(model.operatorCodes):
-        if max(int(code.builtinCode), int(code.deprecatedBuiltinCode)) == builtin:
-            code.version = max(int(code.version), version)
-            return i
-    code = S.OperatorCodeT()
-    code.builtinCode = builtin
-    code.deprecatedBuiltinCode = min(builtin, 127)
-    code.version = version
-    model.operatorCodes.append(code)
-    return len(model.operatorCodes) - 1
+_opcode = M.opcode
 
 
 def _tensor(model, name: str, dtype: str, shape, scale: float | None, zero_point: int | None) -> int:
