@@ -29,7 +29,7 @@ def build_model(kind: str):
         import ncps.keras
         from ncps.wirings import AutoNCP
 
-        cell = ncps.keras.CfC if kind == "cfc" else ncps.keras.LTC
+        cell = ncps.keras.CfC if kind.startswith("cfc") else ncps.keras.LTC
         rnn = cell(AutoNCP(16, 2, seed=0), return_sequences=True)
     return keras.Sequential([keras.Input((None, n_in)), rnn, keras.layers.Dense(1)], name=kind.split("_")[0]), n_in
 
@@ -42,7 +42,10 @@ MODELS = {
     "cfc": ("int8", "step"),
     "ltc": ("int8", "step"),
     "gru_int16": ("int16", "step"),
+    "cfc_int16": ("int16", "step"),     # its cells' 16x8 heads as grouped calls, split by rows over the cores
 }
+# the team kernel each kind's model.c must call
+TEAM_CALLS = {"cfc_int16": "edgernn_team_fully_connected_group_s16("}
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +91,7 @@ def test_validates_on_gvsoc_gap8(built, kind):
     from edgernn.validate.run import validate
 
     out, n_in = built(kind)
+    assert TEAM_CALLS.get(kind, "(") in (out / "firmware" / "model.c").read_text()
     report = validate(out, data=trajectories(1, STEPS, n_in, 5))
     ref, dev = report["reference"], report["device"]
     assert report["steps"] >= STEPS and report["board"] == BOARD

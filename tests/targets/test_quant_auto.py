@@ -1,10 +1,12 @@
-"""--quant auto end to end: a CfC on an AutoNCP wiring (int8 is ~4x the default budget on these weights) is the
-plan of least estimated cost for its board that meets the budget on the calibration data (on host and
-qemu_riscv32, whose estimate has no team, all int16 at the default budget; on gvsoc_gap8, at a budget of 0.03,
-where GAP8's estimate finds that int8 pays, a mixed int8/16x8 model: 33 of 37 ops int16, GVSOC 16,319 cycles a
-step against int16's 17,678; at the default budget there, all int16),
-and it validates like any build on host, qemu_riscv32 and gvsoc_gap8: every output and state byte equal to
-LiteRT's, the error against the float model the one the plan reached, and the plan in the report."""
+"""--quant auto end to end: the plan of least estimated cost for its board that meets the budget on the calibration
+data, validated like any build on host, qemu_riscv32 and gvsoc_gap8: every output and state byte equal to LiteRT's,
+the error against the float model the one the plan reached, and the plan in the report.
+
+On host and qemu_riscv32 the model is a CfC on an AutoNCP wiring (int8 is ~4x the default budget on these weights),
+whose estimate, without a team, is all int16 at the default budget. On gvsoc_gap8 it is an LSTM(16, sigmoid) + Dense
+at a budget of 0.007, between its int16 error (0.0052) and its int8 one (0.0081), where GAP8's estimate finds that
+int8 pays: a mixed int8/16x8 model (9 of 16 ops int16, 5 QUANTIZE seams) built for the cluster. (Since the 16x8
+FULLY_CONNECTEDs of one input are grouped, no mix of the CfC's is cheaper on GAP8 by the estimate, even at 0.05.)"""
 
 from __future__ import annotations
 
@@ -31,6 +33,12 @@ def cfc_ncp():
                             name="cfc_ncp")
 
 
+def lstm_sigmoid():
+    keras = zoo._keras(0)
+    return keras.Sequential([keras.Input((None, 4)), keras.layers.LSTM(16, activation="sigmoid", return_sequences=True),
+                             keras.layers.Dense(2)], name="lstm_sigmoid")
+
+
 @pytest.mark.parametrize("board", ["host", pytest.param("qemu_riscv32", marks=pytest.mark.qemu), "gvsoc_gap8"])
 def test_quant_auto_meets_its_budget_and_validates_byte_exact(tmp_path, board):
     from edgernn.pipeline.build import build_model
@@ -43,11 +51,11 @@ def test_quant_auto_meets_its_budget_and_validates_byte_exact(tmp_path, board):
         from edgernn.targets import gap_sdk
 
         gap_sdk.build_gvsoc()
-    path = tmp_path / "cfc.keras"
-    cfc_ncp().save(path)
+    path = tmp_path / "model.keras"
+    (lstm_sigmoid() if board == "gvsoc_gap8" else cfc_ncp()).save(path)
     calib = zoo.trajectories(8, STEPS, 4, 0)
     out = tmp_path / "out"
-    budget = 0.03 if board == "gvsoc_gap8" else 0.02
+    budget = 0.007 if board == "gvsoc_gap8" else 0.02
     with contextlib.redirect_stdout(io.StringIO()):
         build_model(str(path), out, board=board, quant="auto", mode="step", calib=calib, max_error=budget)
     manifest = json.loads((out / "manifest.json").read_text())
