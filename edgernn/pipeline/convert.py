@@ -543,9 +543,9 @@ class StepStrategy:
                                           f"calibration sequences (l2r {held_error:.4f})")
         self.precision["two_part_weights"] = split
         if split:
-            self.precision["note"] = " ".join(filter(None, [
+            self.precision["note"] = "; ".join(filter(None, [
                 f"even int16 missed the budget (l2r {whole_int16:.4f}), so the weights of {len(split)} "
-                f"FULLY_CONNECTED op(s) are in two int8 parts (int16 then {plan.int16_error:.4f});",
+                f"FULLY_CONNECTED op(s) are in two int8 parts (int16 then {plan.int16_error:.4f})",
                 self.precision.get("note")]))
         if not self.precision["met"]:
             reached = f"; l2r {checks[-1]['held_out_l2r']:.4f} on the other calibration sequences" if checks else ""
