@@ -78,6 +78,21 @@ static inline int32_t edgernn_rescale_narrow(int32_t x, int32_t m, int up, int e
     return (hi + add) >> (up - 1 + e);
 }
 
+/* edgernn_rescale in 32-bit words, for the 16-bit ops' operands: |x| * 2^left <= 2^30, left <= 29,
+ * 0 <= e <= 30, any multiplier |m| < 2^31 (a SUB's is negative). With D = 2^(31 - left) and
+ * P = x*m = hi * 2^32 + lo, h = floor((P + D/2) / D) = hi * 2^(1 + left) + floor((floor(lo / 2^(30 - left)) + 1) / 2)
+ * (lo unsigned), and |h| <= 2^30; the rescale is floor((h + 2^(e-1) - [h < 0]) / 2^e), or h for e = 0, since
+ * D's multiples pass through the floor. A mul and a mulh, no 64-bit add or variable shift: a 32-bit core's
+ * int16 MUL, ADD and SUB in a fused loop (tests/c/fixedpoint_check.c holds it against edgernn_rescale). */
+static inline int32_t edgernn_rescale_words(int32_t x, int32_t m, int left, int e)
+{
+    const int64_t p = (int64_t)x * m;
+    const int32_t hi = (int32_t)((uint64_t)p >> 32);
+    const uint32_t lo = (uint32_t)p;
+    const int32_t h = (int32_t)((uint32_t)hi << (1 + left)) + (int32_t)(((lo >> (30 - left)) + 1u) >> 1);
+    return e > 0 ? (h + ((int32_t)1 << (e - 1)) - (h < 0)) >> e : h;
+}
+
 /* tflite::MultiplyByQuantizedMultiplier(int32_t, int32_t, int): two roundings, halves away from zero. */
 static inline int32_t edgernn_mbqm(int32_t x, int32_t multiplier, int shift)
 {

@@ -110,6 +110,26 @@ int main(void)
             checked += 2;
         }
     }
+    /* the 32-bit word form, |x| * 2^L <= 2^30, multipliers of either sign (a SUB's), shifts 0..30; the bound's
+     * ends, ties (x small, m = 2^30) and random */
+    for (i = 0; i < 4000000; ++i) {
+        const int L = (int)(i % 4 == 0 ? 15 : next() % 30);
+        const int32_t lim = (int32_t)1 << (30 - L);
+        const int32_t mag = (int32_t)(next() % 3 == 0 ? (1u << 30) + (next() % 4) : (next() >> 1));
+        const int32_t m = (next() & 1) ? mag : -mag;
+        const int ex = (int)(next() % 31);
+        int32_t x = (int32_t)((int64_t)(int32_t)next() % ((int64_t)lim + 1));
+        if (i % 5 == 1) {
+            x = ((int32_t)(next() % 9) - 4) % (lim + 1);
+        } else if (i % 5 == 2) {
+            x = (next() & 1) ? lim : -lim;
+        }
+        {
+            const edgernn_rescale_t r = edgernn_rescale_make(m, L, ex);
+            bad += edgernn_rescale_words(x, m, L, ex) != edgernn_rescale(&r, x);
+            ++checked;
+        }
+    }
     /* the single-rounding rescale of FULLY_CONNECTED */
     for (i = 0; i < 2000000; ++i) {
         const int32_t x = (int32_t)next(), m = (int32_t)((next() >> 1) | (1u << 30));
