@@ -49,7 +49,7 @@ ENTRY = 1000               # a step's entry into the team and back (the cluster'
 LOOP = 220                 # a fused loop's own cost: its pointers and loop
 # a member of a fused loop, once per call, by the member's kernel: its constants folded into registers (a table
 # lookup has only its table's address)
-MEMBER = {"edgernn_lut_s8": 5, "edgernn_requantize_s8_s16": 20, "edgernn_requantize_s16_s8": 20}
+MEMBER = {"edgernn_lut_s8": 5, "edgernn_lut_s16": 5, "edgernn_requantize_s8_s16": 20, "edgernn_requantize_s16_s8": 20}
 MEMBER_OTHER = 60
 # an element of a member of a fused loop, by the member's kernel: fitted (non-negative least squares) to the
 # team-shared loops of 17 GVSOC profiles of int8, int16 and mixed CfC, LTC, LSTM and SimpleRNN steps
@@ -59,7 +59,7 @@ FUSED_ELEMENT = {
     "edgernn_addsub_s8": 15, "edgernn_addsub_const_s8": 15, "edgernn_div_s8": 600,
     "edgernn_addsub_n_s16": 40, "edgernn_addsub_s16": 40, "edgernn_addsub_const_s16": 40,
     "edgernn_mul_n_s16": 37, "edgernn_mul_s16": 37, "edgernn_logistic_s16": 30, "edgernn_tanh_s16": 30,
-    "edgernn_requantize_s8_s16": 20, "edgernn_requantize_s16_s8": 20,
+    "edgernn_lut_s16": 8, "edgernn_requantize_s8_s16": 20, "edgernn_requantize_s16_s8": 20,
 }
 KERNEL = 300               # an element-wise or other kernel's own cost, called alone
 # an element of an element-wise kernel called alone (its constants not folded, no tables)

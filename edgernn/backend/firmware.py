@@ -29,7 +29,7 @@ from edgernn.backend.layout import align
 from edgernn.backend.parallel import share_calls, share_rule
 from edgernn.backend.placement import place
 from edgernn.backend.reader import read_tflite
-from edgernn.backend import streaming
+from edgernn.backend import fusion, streaming
 from edgernn.backend.tiling import band_args, plan_bands
 from edgernn.errors import EdgeRNNError
 from edgernn.outdir import MANIFEST, read_manifest
@@ -105,6 +105,23 @@ def _weight_copy_bytes(arrays, structs) -> int:
     return sum(align(n) for n in sizes)
 
 
+def _drop_table_copies(graphs) -> bool:
+    """Where the weights are not copied into the team's fast memory, the fused loops read the kernels' own
+    sigmoid table (edgernn_tables.c) instead of their copy of it (fusion.tables), which is dropped; whether
+    there was one."""
+    dropped = False
+    for g in graphs:
+        if g is None:
+            continue
+        drop = {a.name for a in g.arrays if a.name.endswith(fusion.SIGMOID16_COPY)}
+        if drop:
+            g.arrays = [a for a in g.arrays if a.name not in drop]
+            g.same = {**{k: fusion.SIGMOID16_TABLE if v in drop else v for k, v in g.same.items()},
+                      **{n: fusion.SIGMOID16_TABLE for n in drop}}
+            dropped = True
+    return dropped
+
+
 def _lower_named(file_name: str, graph, *args):
     """lower_graph, with a refusal naming the file the op is in (step or head)."""
     from edgernn.backend.lowering import Unsupported
@@ -145,20 +162,27 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
         state_ctx.append({**s.__dict__, "packed_offset": packed, "in_expr": step.places[s.in_tensor],
                           "out_expr": step.places[s.out_tensor]})
         packed += s.nbytes
-    arrays = step.arrays + (head.arrays if head else [])
     structs = step.structs + (head.structs if head else [])
     arena_bytes = max(step.plan.arena_bytes, head.plan.arena_bytes if head else 0)
     bound = max(step.plan.liveness_bound_bytes, head.plan.liveness_bound_bytes if head else 0)
-    weight_bytes = _weight_bytes(arrays, structs)
     state_storage = sum(align(s.nbytes) for s in states)
     link_frames = link_model_frames(x_t.nbytes, max(y_t.nbytes, head_ctx["output_bytes"] if head_ctx else 0), packed)
-    placement = None
-    if board is not None:
-        placement = place(board, weight_bytes=weight_bytes, state_bytes=state_storage, arena_bytes=arena_bytes,
-                          weight_copy_bytes=_weight_copy_bytes(arrays, structs),
-                          link=link_buffer_growth(board, link_frames, x_t.nbytes, x_t.nbytes // max(x_t.size, 1)),
-                          streamable=streaming.streamable(board, [step, head], arrays),
-                          stream_tile_bytes=streaming.slot_bound(board, [step, head]) * 2)
+
+    def placed(arrays):
+        if board is None:
+            return None
+        return place(board, weight_bytes=_weight_bytes(arrays, structs), state_bytes=state_storage,
+                     arena_bytes=arena_bytes, weight_copy_bytes=_weight_copy_bytes(arrays, structs),
+                     link=link_buffer_growth(board, link_frames, x_t.nbytes, x_t.nbytes // max(x_t.size, 1)),
+                     streamable=streaming.streamable(board, [step, head], arrays),
+                     stream_tile_bytes=streaming.slot_bound(board, [step, head]) * 2)
+
+    arrays = step.arrays + (head.arrays if head else [])
+    placement = placed(arrays)
+    if not (placement and placement.weights_in_team_memory) and _drop_table_copies([step, head]):
+        arrays = step.arrays + (head.arrays if head else [])
+        placement = placed(arrays)
+    weight_bytes = _weight_bytes(arrays, structs)
     fast = fast_weights(arrays, structs) if placement and placement.weights_in_team_memory else []
     for g in (step, head):
         if g is not None:

@@ -13,6 +13,7 @@ plan sees every member's reads and writes at the group's position (``positions``
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from edgernn.backend import quantparams as qp
@@ -30,7 +31,7 @@ ENABLED = True
 # may mix them, each value held as an int32 and each load and store in its tensor's own type.
 FLAT = {"edgernn_addsub_n_s8", "edgernn_addsub_const_s8", "edgernn_mul_n_s8", "edgernn_lut_s8",
         "edgernn_addsub_n_s16", "edgernn_addsub_const_s16", "edgernn_mul_n_s16", "edgernn_logistic_s16",
-        "edgernn_tanh_s16", "edgernn_requantize_s8_s16", "edgernn_requantize_s16_s8"}
+        "edgernn_tanh_s16", "edgernn_lut_s16", "edgernn_requantize_s8_s16", "edgernn_requantize_s16_s8"}
 BROADCAST = {"edgernn_addsub_s8", "edgernn_mul_s8", "edgernn_div_s8", "edgernn_addsub_s16", "edgernn_mul_s16"}
 
 
@@ -368,12 +369,84 @@ def addsub_narrow(q, bound1: int, bound2: int) -> tuple[int, int, int] | None:
     return narrow(bound1 + bound2, int(q[8]), -int(q[9]))
 
 
+INT16_BOUND = 32768    # the largest |v| of an int16 v
+
+
+def _words(bound: int, m: int, left: int, e: int) -> bool:
+    """Whether edgernn_rescale_words takes values |x| <= bound with (m, left, e): |x| * 2^left <= 2^30,
+    left <= 29, 0 <= e <= 30 (edgernn_fixedpoint.h)."""
+    return 0 <= left <= 29 and 0 <= e <= 30 and abs(m) < (1 << 31) and (bound << left) <= (1 << 30)
+
+
+def _words_scaled_bound(bound: int, m: int, left: int, e: int) -> int:
+    """An upper bound of |edgernn_rescale(x)| for |x| <= bound: the product's magnitude, one for the rounding."""
+    return -(-(bound << left) * abs(m) // (1 << (31 + e))) + 1
+
+
+def mul_words(q) -> tuple[int, int] | None:
+    """The literals ``(m, e)`` of edgernn_mul_words_elem for an int16 MUL's parameters, or None where the
+    product of two int16 inputs (offsets included) may leave its bound, or the shift is a left one."""
+    o1, o2, _, m, sh = (int(f) for f in q[:5])
+    if sh > 0:
+        return None
+    bound = (INT16_BOUND + abs(o1)) * (INT16_BOUND + abs(o2))
+    return (m, -sh) if _words(bound, m, 0, -sh) else None
+
+
+def addsub_words(q, bound2: int | None = None) -> tuple[int, ...] | None:
+    """The literals ``(left, m1, e1, m2, e2, mo, eo)`` of edgernn_addsub_words_elem for an int16 ADD/SUB's
+    parameters, or None where an input's rescale or their sum may leave edgernn_rescale_words's bounds.
+    ``bound2``: the largest |kc| of an operand rescaled at generation (edgernn_addsub_const_words_elem),
+    whose (m2, e2) are then unused."""
+    off1, off2, _, left, m1, sh1, m2, sh2, mo, sho = (int(f) for f in q[:10])
+    raw = 0
+    for which, (off, m, e) in enumerate(((off1, m1, -sh1), (off2, m2, -sh2))):
+        if which == 1 and bound2 is not None:
+            raw += bound2
+            continue
+        bound = INT16_BOUND + abs(off)
+        if _is_half(q, which):
+            raw += bound << (left - 1)
+        elif _words(bound, m, left, e):
+            raw += _words_scaled_bound(bound, m, left, e)
+        else:
+            return None
+    if not _words(raw, mo, 0, -sho):
+        return None
+    return (left, m1, -sh1, m2, -sh2, mo, -sho)
+
+
+# the int16 LOGISTIC and TANH kernels, which read edgernn_tables.c's sigmoid table
+SIGMOID16 = ("edgernn_logistic_s16", "edgernn_tanh_s16")
+SIGMOID16_TABLE = "edgernn_sigmoid_table_uint16"
+SIGMOID16_COPY = "_sigmoid16"      # the suffix of a fused loop's copy of that table
+
+
+@functools.cache
+def sigmoid16_table() -> tuple[int, ...]:
+    """edgernn_tables.c's sigmoid table, as the kernels hold it."""
+    from edgernn.resources import templates_dir
+
+    text = (templates_dir() / "kernels" / "edgernn_tables.c").read_text()
+    body = text[text.index(f"{SIGMOID16_TABLE}[256] = {{"):]
+    values = tuple(int(v) for v in body[body.index("{") + 1:body.index("}")].split(",") if v.strip())
+    if len(values) != 256:
+        raise ValueError(f"edgernn_tables.c: {SIGMOID16_TABLE} has {len(values)} values, not 256")
+    return values
+
+
 def tables(call: FusedCall, structs: dict) -> dict[int, list[ConstArray]]:
-    """op index -> the int8 tables its member reads in place of arithmetic (computed here, at generation)."""
+    """op index -> the tables its member reads in place of arithmetic (computed here, at generation): an
+    int8 ADD/SUB's rescaled inputs, or a uniform constant's; an int16 LOGISTIC or TANH's copy of the kernels'
+    sigmoid table, a constant of the model so that it is copied into the team's fast memory with the weights
+    (firmware.py reads the kernels' own where there is no such copy)."""
     out: dict[int, list[ConstArray]] = {}
     for m in call.members:
         a = call_args(m)
-        if m.fn in ("edgernn_addsub_n_s8", "edgernn_addsub_s8"):
+        if m.fn in SIGMOID16:
+            out[m.op_index] = [ConstArray(f"{call.fn}_op{m.op_index}{SIGMOID16_COPY}", "uint16_t",
+                                          list(sigmoid16_table()))]
+        elif m.fn in ("edgernn_addsub_n_s8", "edgernn_addsub_s8"):
             q = structs[a["p"].name].fields
             out[m.op_index] = [None if _is_half(q, w) else
                                ConstArray(f"{call.fn}_op{m.op_index}_in{w + 1}", "int32_t", input_table(q, w))

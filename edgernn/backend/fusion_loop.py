@@ -258,6 +258,8 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
             v = Call("edgernn_lut_elem", (Name(arr.name), operand(src)))
         elif m.fn == "edgernn_lut_s8":
             v = Call("edgernn_lut_elem", (Name(a["table"].name), operand(a["in"].index)))
+        elif m.fn == "edgernn_lut_s16":     # an int16 table op (RSQRT, EXP, ...): its 513-entry table
+            v = Call("edgernn_lut_lookup_s16", (Name(a["table"].name), operand(a["in"].index)))
         elif m.fn in ("edgernn_mul_n_s8", "edgernn_mul_s8"):
             q = structs[a["p"].name]
             constants.append(Constant("edgernn_mul_k_t", k.name, Call("edgernn_mul_k", (
@@ -271,23 +273,32 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
             q = structs[a["p"].name]
             constants.append(Constant("edgernn_mul_k_t", k.name, Call("edgernn_mul_k", (
                 Params("edgernn_mul_params_t", _ints(q.fields)),)), m.op_index))
-            v = Call("edgernn_mul_elem", (AddressOf(k), operand(a["in1"].index, s1), operand(a["in2"].index, s2)))
+            x1, x2 = operand(a["in1"].index, s1), operand(a["in2"].index, s2)
+            w = fusion.mul_words(q.fields)
+            v = (Call("edgernn_mul_words_elem", (AddressOf(k), x1, x2, *map(Int, w))) if w else
+                 Call("edgernn_mul_elem", (AddressOf(k), x1, x2)))
         elif m.fn in ("edgernn_addsub_n_s16", "edgernn_addsub_s16"):
             q = structs[a["p"].name]
             constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
                 Params("edgernn_addsub_params_t", _ints(q.fields)), Int(a["subtract"]))), m.op_index))
-            v = Call("edgernn_addsub_elem", (AddressOf(k), operand(a["in1"].index, s1), operand(a["in2"].index, s2)))
+            x1, x2 = operand(a["in1"].index, s1), operand(a["in2"].index, s2)
+            w = fusion.addsub_words(q.fields)
+            v = (Call("edgernn_addsub_words_elem", (AddressOf(k), x1, x2, *map(Int, w))) if w else
+                 Call("edgernn_addsub_elem", (AddressOf(k), x1, x2)))
         elif m.fn == "edgernn_addsub_const_s16":
             q = structs[a["p"].name]
             karr = next(arr for arr in m.arrays if arr.name == a["k"].name)
             constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
                 Params("edgernn_addsub_params_t", _ints(q.fields)), Int(a["negate"]))), m.op_index))
-            v = Call("edgernn_addsub_const_elem", (AddressOf(k), operand(a["in"].index), Element(Name(karr.name), INDEX)))
+            x, kc = operand(a["in"].index), Element(Name(karr.name), INDEX)
+            w = fusion.addsub_words(q.fields, max((abs(int(v)) for v in karr.values), default=0))
+            v = (Call("edgernn_addsub_const_words_elem", (AddressOf(k), x, kc, *map(Int, w[:3] + w[5:]))) if w else
+                 Call("edgernn_addsub_const_elem", (AddressOf(k), x, kc)))
         elif m.fn in ("edgernn_logistic_s16", "edgernn_tanh_s16"):
             mult, left = a["input_multiplier"], a["input_left_shift"]
             if mult == 0:       # the kernel's own substitution (edgernn_elementwise.c)
                 mult, left = 3 << left, 0
-            v = Call(f"{m.fn}_elem", (operand(a["in"].index), Int(mult), Int(left),
+            v = Call(f"{m.fn}_elem", (Name(tabs[m.op_index][0].name), operand(a["in"].index), Int(mult), Int(left),
                                       Int(1 << (left - 1) if left > 0 else 0)))
         elif m.fn in ("edgernn_requantize_s8_s16", "edgernn_requantize_s16_s8"):
             off, _, zo, mult, shift, lo, hi = _ints(structs[a["p"].name].fields)

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-SCALAR_SIZES = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4, "int64_t": 8, "float": 4}
+SCALAR_SIZES = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "int64_t": 8, "float": 4}
 
 # edgernn_requantize_s16's mode (edgernn_requantize_t in edgernn_kernels.h)
 _DTYPES = {"f32": "float32", "s8": "int8", "s16": "int16"}

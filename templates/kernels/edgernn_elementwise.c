@@ -218,7 +218,8 @@ void edgernn_lut_s8(const int8_t *table, const int8_t *in, int n, int8_t *out)
         }                                                                                           \
         round = input_left_shift > 0 ? 1 << (input_left_shift - 1) : 0;                             \
         for (i = 0; i < n; ++i) {                                                                   \
-            out[i] = (int16_t)ELEM(in[i], input_multiplier, input_left_shift, round);               \
+            out[i] = (int16_t)ELEM(edgernn_sigmoid_table_uint16, in[i], input_multiplier, input_left_shift, \
+                                   round);                                                          \
         }                                                                                           \
     }
 

@@ -117,6 +117,42 @@ EDGERNN_EW_INLINE int32_t edgernn_addsub_out_narrow(const edgernn_addsub_k_t *k,
     return edgernn_clamp(edgernn_rescale_narrow(raw, m, up, e) + k->out_off, k->lo, k->hi);
 }
 
+/* The int16 forms of a fused loop on a 32-bit core: each 64-bit rescale of MUL, ADD and SUB as
+ * edgernn_rescale_words, the multipliers and right shifts as the loop's literals. Generation checks the
+ * bounds that form needs for every input (fusion.mul_words, fusion.addsub_words); the result is the same. */
+EDGERNN_EW_INLINE int32_t edgernn_mul_words_elem(const edgernn_mul_k_t *k, int32_t a, int32_t c, int32_t m, int e)
+{
+    return edgernn_clamp(edgernn_rescale_words((k->off1 + a) * (k->off2 + c), m, 0, e) + k->out_off, k->lo, k->hi);
+}
+
+EDGERNN_EW_INLINE int32_t edgernn_addsub_words_scaled(const edgernn_addsub_k_t *k, int half, int32_t x, int left,
+                                                     int32_t m, int e)
+{
+    return half ? x * k->half_mul : edgernn_rescale_words(x, m, left, e);
+}
+
+EDGERNN_EW_INLINE int32_t edgernn_addsub_words_out(const edgernn_addsub_k_t *k, int32_t raw, int32_t m, int e)
+{
+    return edgernn_clamp(edgernn_rescale_words(raw, m, 0, e) + k->out_off, k->lo, k->hi);
+}
+
+/* ADD/SUB: in1 +- in2; (m1, e1), (m2, e2), (mo, eo): the inputs' and the output's rescales, left the left shift */
+EDGERNN_EW_INLINE int32_t edgernn_addsub_words_elem(const edgernn_addsub_k_t *k, int32_t a, int32_t c, int left,
+                                                   int32_t m1, int e1, int32_t m2, int e2, int32_t mo, int eo)
+{
+    const int32_t s1 = edgernn_addsub_words_scaled(k, k->half1, a + k->off1, left, m1, e1);
+    const int32_t s2 = edgernn_addsub_words_scaled(k, k->half2, c + k->off2, left, m2, e2);
+    return edgernn_addsub_words_out(k, s1 + k->sign2 * s2, mo, eo);
+}
+
+/* ADD/SUB of a constant operand rescaled at generation (kc), as edgernn_addsub_const_elem */
+EDGERNN_EW_INLINE int32_t edgernn_addsub_const_words_elem(const edgernn_addsub_k_t *k, int32_t a, int32_t kc,
+                                                         int left, int32_t m1, int e1, int32_t mo, int eo)
+{
+    const int32_t s1 = edgernn_addsub_words_scaled(k, k->half1, a + k->off1, left, m1, e1);
+    return edgernn_addsub_words_out(k, k->sign2 * s1 + kc, mo, eo);
+}
+
 /* One element of an 8-bit table op (LOGISTIC, TANH, EXP, ABS, NEG, RELU, QUANTIZE ...). */
 EDGERNN_EW_INLINE int32_t edgernn_lut_elem(const int8_t *table, int32_t a)
 {
@@ -141,8 +177,9 @@ EDGERNN_EW_INLINE int32_t edgernn_requantize_narrow_elem(int32_t x, int32_t off,
 
 /* LOGISTIC and TANH, int16 (reference_integer_ops::Logistic and Tanh), one element: the input rescaled by
  * (multiplier, left_shift) with round = 2^(left_shift - 1) (0 for no shift), then the interpolated
- * 256-entry sigmoid table. A multiplier of 0 stands for 3 << left_shift with no shift: the caller passes
- * the values after that substitution. */
+ * 256-entry sigmoid table: edgernn_sigmoid_table_uint16, or a fused loop's copy of it in the team's fast
+ * memory (fusion.sigmoid16_table). A multiplier of 0 stands for 3 << left_shift with no shift: the caller
+ * passes the values after that substitution. */
 extern const uint16_t edgernn_sigmoid_table_uint16[256];
 
 /* The rescaled input, and its magnitude through the table: entry |x| >> frac, the next one weighted by the
@@ -152,7 +189,7 @@ EDGERNN_EW_INLINE int32_t edgernn_sigmoid16_input(int32_t x, int32_t multiplier,
     return (x * multiplier + round) >> left_shift;
 }
 
-EDGERNN_EW_INLINE uint32_t edgernn_sigmoid16_lookup(int32_t input_data, int frac, uint32_t sat)
+EDGERNN_EW_INLINE uint32_t edgernn_sigmoid16_lookup(const uint16_t *table, int32_t input_data, int frac, uint32_t sat)
 {
     const uint32_t abs_input = (uint32_t)(input_data < 0 ? -input_data : input_data);
     const uint32_t uh = abs_input >> frac;
@@ -160,24 +197,26 @@ EDGERNN_EW_INLINE uint32_t edgernn_sigmoid16_lookup(int32_t input_data, int frac
         return sat;
     }
     {
-        const uint32_t ua = edgernn_sigmoid_table_uint16[uh];
-        const uint32_t ub = edgernn_sigmoid_table_uint16[uh + 1];
+        const uint32_t ua = table[uh];
+        const uint32_t ub = table[uh + 1];
         return (ua << frac) + (abs_input & ((1u << frac) - 1u)) * (ub - ua);
     }
 }
 
-EDGERNN_EW_INLINE int32_t edgernn_logistic_s16_elem(int32_t x, int32_t multiplier, int32_t left_shift, int32_t round)
+EDGERNN_EW_INLINE int32_t edgernn_logistic_s16_elem(const uint16_t *table, int32_t x, int32_t multiplier,
+                                                     int32_t left_shift, int32_t round)
 {
     const int32_t input_data = edgernn_sigmoid16_input(x, multiplier, left_shift, round);
-    uint32_t result = edgernn_sigmoid16_lookup(input_data, 9, 0x7FFFu << 10);
+    uint32_t result = edgernn_sigmoid16_lookup(table, input_data, 9, 0x7FFFu << 10);
     result = input_data >= 0 ? (result + (1u << 9)) : ((1u << (16 + 9)) - result + (1u << 9) - 1);
     return (int16_t)(result >> 10);
 }
 
-EDGERNN_EW_INLINE int32_t edgernn_tanh_s16_elem(int32_t x, int32_t multiplier, int32_t left_shift, int32_t round)
+EDGERNN_EW_INLINE int32_t edgernn_tanh_s16_elem(const uint16_t *table, int32_t x, int32_t multiplier,
+                                                 int32_t left_shift, int32_t round)
 {
     const int32_t input_data = edgernn_sigmoid16_input(x, multiplier, left_shift, round);
-    int32_t result = (int32_t)edgernn_sigmoid16_lookup(input_data, 8, 0xFFFFu << 8);
+    int32_t result = (int32_t)edgernn_sigmoid16_lookup(table, input_data, 8, 0xFFFFu << 8);
     result = input_data >= 0 ? (result - (1 << (14 + 9)) + (1 << (9 - 2)))
                              : (-result + (1 << (14 + 9)) + (1 << (9 - 2)) - 1);
     return (int16_t)(result >> (9 - 1));

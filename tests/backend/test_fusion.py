@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import shutil
 
 import numpy as np
@@ -34,9 +35,15 @@ def gru_reset_before(seed: int = 0):
                              L.Dense(1)], name="gru_reset_before")
 
 
-# name -> (model, quantization); gru16: int16 ADD/SUB, MUL, LOGISTIC and TANH in one loop
+# name -> (model, quantization); gru16: int16 ADD/SUB, MUL, LOGISTIC and TANH in one loop; ltc16: int16
+# broadcasting loops and the RSQRT (a 513-entry int16 table) of its divisions
 MODELS = {"gru": (gru_reset_before, "int8"), "cfc": (zoo.cfc_default, "int8"), "ltc": (zoo.ltc_wired, "int8"),
-          "gru16": (gru_reset_before, "int16")}
+          "gru16": (gru_reset_before, "int16"), "ltc16": (zoo.ltc_wired, "int16")}
+# the int16 models' element functions in their loops
+ELEMENTS16 = {"gru16": ("edgernn_tanh_s16_elem(", "edgernn_logistic_s16_elem(", "edgernn_mul_words_elem(",
+                        "edgernn_addsub_words_elem("),
+              "ltc16": ("edgernn_logistic_s16_elem(", "edgernn_lut_lookup_s16(", "edgernn_mul_words_elem(",
+                        "edgernn_addsub_words_elem(")}
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +139,11 @@ def test_fused_build_gives_the_unfused_bytes(converted, tmp_path, monkeypatch, n
     assert "_fused" in model_c
     if MODELS[name][1] == "int16":      # loads and stores of 16 bits, the int16 element functions
         assert "int16_t *const out0" in model_c
-        assert "edgernn_tanh_s16_elem(" in model_c and "edgernn_logistic_s16_elem(" in model_c
+        assert all(f in model_c for f in ELEMENTS16[name])
+        # every rescale of MUL and ADD/SUB in 32-bit words (their bounds hold for any int16 input), every
+        # int16 table op in a loop
+        assert "edgernn_mul_elem(" not in model_c and "edgernn_addsub_elem(" not in model_c
+        assert "edgernn_lut_s16(" not in model_c
     monkeypatch.setattr(fusion, "ENABLED", False)
     plain_build = H.build(plain_dir)
     assert "_fused" not in (plain_dir / "firmware" / "model.c").read_text()
@@ -146,6 +157,73 @@ def test_fused_build_gives_the_unfused_bytes(converted, tmp_path, monkeypatch, n
         plain, _ = H.run_driver(plain_build.exe, xq, ref.shape[1], plain_dir)
         assert np.array_equal(got, plain)
         assert H.compare(got, ref, MODELS[name][1])["mismatches"] == 0
+
+
+@pytest.mark.parametrize("board, fast", [("host", False), ("ai_deck", True)])
+def test_int16_sigmoid_loops_read_a_copy_of_the_table_in_fast_memory_where_the_weights_are(converted, tmp_path,
+                                                                                          board, fast):
+    """A fused int16 LOGISTIC or TANH reads the kernels' sigmoid table from the team's fast memory where the
+    board copies the weights there (its copy, a constant of the model, held once for every loop); elsewhere
+    it reads the kernels' own table, and the model holds no copy."""
+    from edgernn.backend import generate_firmware
+    from edgernn.targets.board import load_board
+
+    folder = tmp_path / "out"
+    shutil.copytree(converted("gru16"), folder)
+    generate_firmware(folder, load_board(board))
+    model_c = (folder / "firmware" / "model.c").read_text()
+    weights_c = (folder / "firmware" / "weights.c").read_text()
+    copies = re.findall(r"const uint16_t (\w+_sigmoid16)\[256\]", weights_c)
+    own = f"_s16_elem({fusion.SIGMOID16_TABLE}, "
+    if fast:
+        assert len(copies) == 1 and f"EDGERNN_FAST_WEIGHT(uint16_t, {copies[0]})" in model_c
+        assert own not in model_c
+    else:
+        assert copies == [] and own in model_c
+
+
+def test_the_sigmoid_table_copy_is_the_kernels_table():
+    table = fusion.sigmoid16_table()
+    assert len(table) == 256 and table[0] == 32768 and table[-1] == 65535
+    assert all(a <= b for a, b in zip(table, table[1:]))
+    assert table[24] == round(65536 / (1 + np.exp(-1.0)))      # sigmoid(i / 24) in 0.16 fixed point
+
+
+# int16 MUL parameters (offsets, output offset, multiplier, shift, act_min, act_max) -> the literals of
+# edgernn_mul_words_elem, or None where a product may leave the form's bound |x| <= 2^30
+MUL_WORDS = [
+    ([0, 0, 0, 1167996160, -14, -32768, 32767], (1167996160, 14)),
+    ([0, 0, 0, 1167996160, 0, -32768, 32767], (1167996160, 0)),
+    ([0, 0, 0, 1167996160, -30, -32768, 32767], (1167996160, 30)),
+    ([0, 0, 0, 1167996160, -31, -32768, 32767], None),     # a right shift past 30
+    ([0, 0, 0, 1167996160, 1, -32768, 32767], None),       # a left shift: the product is shifted first
+    ([1, 0, 0, 1167996160, -14, -32768, 32767], None),     # an offset: |(a + 1) * c| may pass 2^30
+]
+
+
+@pytest.mark.parametrize("fields, want", MUL_WORDS)
+def test_int16_mul_takes_the_word_form_only_within_its_bounds(fields, want):
+    assert fusion.mul_words(fields) == want
+
+
+# int16 ADD/SUB parameters (offsets, output offset, left shift, input 1, 2 and output multiplier and shift, range),
+# the bound of a constant operand rescaled at generation -> the literals of edgernn_addsub_words_elem
+HALF, M = 1 << 30, 1219713420
+ADDSUB_WORDS = [
+    ([0, 0, 0, 15, HALF, 0, -1569847025, -1, M, -16, -32768, 32767], None,
+     (15, HALF, 0, -1569847025, 1, M, 16)),                       # a SUB of a negated multiplier
+    ([0, 0, 0, 15, M, -1, M, -1, M, -16, -32768, 32767], None, (15, M, 1, M, 1, M, 16)),
+    ([0, 0, 0, 15, HALF, 0, M, -1, M, -16, -32768, 32767], 1 << 29, (15, HALF, 0, M, 1, M, 16)),
+    ([0, 0, 0, 15, HALF, 0, M, -1, M, -16, -32768, 32767], (1 << 29) + 1, None),   # the sum past 2^30
+    ([0, 0, 0, 16, M, -1, M, -1, M, -16, -32768, 32767], None, None),   # an input * 2^16 past 2^30
+    ([5, 0, 0, 15, M, -1, M, -1, M, -16, -32768, 32767], None, None),   # an offset: |a + 5| * 2^15 past 2^30
+    ([0, 0, 0, 15, M, -1, M, -1, M, -31, -32768, 32767], None, None),   # the output's right shift past 30
+]
+
+
+@pytest.mark.parametrize("fields, bound2, want", ADDSUB_WORDS)
+def test_int16_addsub_takes_the_word_form_only_within_its_bounds(fields, bound2, want):
+    assert fusion.addsub_words(fields, bound2) == want
 
 
 # ---- the grouping rules, on calls made by hand ----
