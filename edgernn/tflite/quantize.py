@@ -248,6 +248,25 @@ def fit_int16_sums(calibrated: bytes) -> bytes:
     return tfl.write(model) if changed else calibrated
 
 
+# The 16x8 activations' ranges: the calibrated ones, times this. Calibration sees a few sequences; on others a
+# recurrent state or a pre-activation may leave its recorded range and saturate, and the error of the step then
+# jumps (a trained CfC on AutoNCP(16, 2), int16: l2r 0.0071 on its 32 calibration sequences, 0.018 on 8 others of
+# the same task, one of them 0.025 with a largest error of 0.32; with the ranges 1.5 times as wide, 0.0071 and
+# 0.0065, largest 0.03). 16 bits can spare the resolution (0.6 bit); 8 bits cannot, and int8 keeps its ranges.
+INT16_HEADROOM = 1.5
+
+
+def widen_int16_ranges(calibrated: bytes, factor: float = INT16_HEADROOM) -> bytes:
+    """The calibrated model with every recorded activation range (inputs, states and outputs included)
+    ``factor`` times as wide about zero, for the 16x8 quantizer (see INT16_HEADROOM)."""
+    model = tfl.read(calibrated)
+    for index in range(len(model.subgraphs[0].tensors)):
+        r = tfl.get_min_max(model, index)
+        if r is not None:
+            tfl.set_min_max(model, index, r[0] * factor, r[1] * factor)
+    return tfl.write(model)
+
+
 # Ops whose integer output quantization TFLite fixes, whatever the calibration says.
 FIXED_OUTPUT_OPS = {"TANH", "LOGISTIC"}
 
@@ -300,7 +319,7 @@ def quantize_with_tied_states(calibrated: bytes, ties: list[tuple[str, str]], qu
     """
     quantize = quantize or (lambda tied: quantize_calibrated(tied, quant))
     if quant == "int16":
-        calibrated = fit_int16_sums(calibrated)
+        calibrated = widen_int16_ranges(fit_int16_sums(calibrated))
     widen: dict[str, tuple[float, float]] = {}
     exact: dict[str, tuple[float, float]] = {}
     for _ in range(6):
