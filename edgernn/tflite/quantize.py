@@ -256,9 +256,10 @@ def fit_int16_sums(calibrated: bytes) -> bytes:
 INT16_HEADROOM = 1.5
 
 
-def widen_int16_ranges(calibrated: bytes, factor: float = INT16_HEADROOM) -> bytes:
+def widen_int16_ranges(calibrated: bytes, factor: float | None = None) -> bytes:
     """The calibrated model with every recorded activation range (inputs, states and outputs included)
-    ``factor`` times as wide about zero, for the 16x8 quantizer (see INT16_HEADROOM)."""
+    ``factor`` (INT16_HEADROOM by default) times as wide about zero, for the 16x8 quantizer."""
+    factor = INT16_HEADROOM if factor is None else factor
     model = tfl.read(calibrated)
     for index in range(len(model.subgraphs[0].tensors)):
         r = tfl.get_min_max(model, index)
