@@ -106,9 +106,8 @@ def _weight_copy_bytes(arrays, structs) -> int:
 
 
 def _drop_table_copies(graphs) -> bool:
-    """Where the weights are not copied into the team's fast memory, the fused loops read the kernels' own
-    sigmoid table (edgernn_tables.c) instead of their copy of it (fusion.tables), which is dropped; whether
-    there was one."""
+    """The fused loops read the kernels' own sigmoid table (edgernn_tables.c) instead of their copy of it
+    (fusion.tables), which is dropped; whether there was one."""
     dropped = False
     for g in graphs:
         if g is None:
@@ -179,7 +178,10 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
 
     arrays = step.arrays + (head.arrays if head else [])
     placement = placed(arrays)
-    if not (placement and placement.weights_in_team_memory) and _drop_table_copies([step, head]):
+    # the copy of the sigmoid table is worth its bytes only in the team's fast memory, and for enough lookups
+    lookups = sum(fusion.sigmoid16_elements(g.calls) for g in (step, head) if g is not None)
+    keep = placement is not None and placement.weights_in_team_memory and lookups >= fusion.SIGMOID16_COPY_ELEMENTS
+    if not keep and _drop_table_copies([step, head]):
         arrays = step.arrays + (head.arrays if head else [])
         placement = placed(arrays)
     weight_bytes = _weight_bytes(arrays, structs)

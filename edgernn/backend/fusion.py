@@ -420,6 +420,15 @@ def addsub_words(q, bound2: int | None = None) -> tuple[int, ...] | None:
 SIGMOID16 = ("edgernn_logistic_s16", "edgernn_tanh_s16")
 SIGMOID16_TABLE = "edgernn_sigmoid_table_uint16"
 SIGMOID16_COPY = "_sigmoid16"      # the suffix of a fused loop's copy of that table
+# The copy costs 512 bytes of the team's fast memory and saves two slow loads an element looked up (about 19
+# cycles on GAP8, from L2): it is kept where a step's loops look the table up at least this many times (an LTC's
+# synapse loops, 16 x 16 elements each; a CfC's gates on 16 units are far below, and keep their bytes)
+SIGMOID16_COPY_ELEMENTS = 256
+
+
+def sigmoid16_elements(calls) -> int:
+    """How many times a step's fused loops look the sigmoid table up (elements times LOGISTIC/TANH members)."""
+    return sum(c.n for c in calls if isinstance(c, FusedCall) for m in c.members if m.fn in SIGMOID16)
 
 
 @functools.cache

@@ -159,17 +159,23 @@ def test_fused_build_gives_the_unfused_bytes(converted, tmp_path, monkeypatch, n
         assert H.compare(got, ref, MODELS[name][1])["mismatches"] == 0
 
 
-@pytest.mark.parametrize("board, fast", [("host", False), ("ai_deck", True)])
+# board, model, whether its loops read a copy of the sigmoid table: the LTC's loops look it up 888 times a step
+# (six synapse loops of 144 elements, the sensory ones), the GRU's gates 48 times (below
+# fusion.SIGMOID16_COPY_ELEMENTS)
+SIGMOID_COPIES = [("host", "ltc16", False), ("ai_deck", "ltc16", True), ("ai_deck", "gru16", False)]
+
+
+@pytest.mark.parametrize("board, name, fast", SIGMOID_COPIES)
 def test_int16_sigmoid_loops_read_a_copy_of_the_table_in_fast_memory_where_the_weights_are(converted, tmp_path,
-                                                                                          board, fast):
+                                                                                          board, name, fast):
     """A fused int16 LOGISTIC or TANH reads the kernels' sigmoid table from the team's fast memory where the
-    board copies the weights there (its copy, a constant of the model, held once for every loop); elsewhere
-    it reads the kernels' own table, and the model holds no copy."""
+    board copies the weights there and the loops look it up often enough (its copy, a constant of the model,
+    held once for every loop); elsewhere it reads the kernels' own table, and the model holds no copy."""
     from edgernn.backend import generate_firmware
     from edgernn.targets.board import load_board
 
     folder = tmp_path / "out"
-    shutil.copytree(converted("gru16"), folder)
+    shutil.copytree(converted(name), folder)
     generate_firmware(folder, load_board(board))
     model_c = (folder / "firmware" / "model.c").read_text()
     weights_c = (folder / "firmware" / "weights.c").read_text()
