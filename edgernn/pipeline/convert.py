@@ -507,7 +507,9 @@ class StepStrategy:
         self.log(f"auto: choosing int8 or 16x8 per op for l2r <= {self.max_error:g} on {len(probe)} sequences")
         plan, mixed_model, checks, budget = self._plan(pair, probe, held, want, want_held)
         split: list[str] = []
-        whole_int16 = plan.int16_error
+        # where all int16 missed: on the planning sequences, or (when held-out ones exist) on those
+        whole_int16 = (f"l2r {plan.int16_error:.4f}, {checks[-1]['held_out_l2r']:.4f} on {len(held)} other "
+                       "calibration sequences" if checks else f"l2r {plan.int16_error:.4f}")
         if not _plan_met(plan, checks, self.max_error) and plan.int16_ops == pair.can_int16():
             # the ops whose weights' rounding alone costs the most (a share of the budget) first, then all
             x_key, y_key = self.step.input_names[0][0], self.output_keys[0]
@@ -544,7 +546,7 @@ class StepStrategy:
         self.precision["two_part_weights"] = split
         if split:
             self.precision["note"] = "; ".join(filter(None, [
-                f"even int16 missed the budget (l2r {whole_int16:.4f}), so the weights of {len(split)} "
+                f"even int16 missed the budget ({whole_int16}), so the weights of {len(split)} "
                 f"FULLY_CONNECTED op(s) are in two int8 parts (int16 then {plan.int16_error:.4f})",
                 self.precision.get("note")]))
         if not self.precision["met"]:
