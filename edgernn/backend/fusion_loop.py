@@ -292,9 +292,10 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
                 Params("edgernn_addsub_params_t", _ints(q.fields)), Int(a["negate"]))), m.op_index))
             x, kc = operand(a["in"].index), Element(Name(karr.name), INDEX)
             w = fusion.addsub_words(q.fields, max((abs(int(v)) for v in karr.values), default=0))
+            # (left, m1, e1, mo, eo): the constant operand has no rescale of its own, (m2, e2) go unused
             v = (Call("edgernn_addsub_const_words_elem", (AddressOf(k), x, kc, *map(Int, w[:3] + w[5:]))) if w else
                  Call("edgernn_addsub_const_elem", (AddressOf(k), x, kc)))
-        elif m.fn in ("edgernn_logistic_s16", "edgernn_tanh_s16"):
+        elif m.fn in fusion.SIGMOID16:
             mult, left = a["input_multiplier"], a["input_left_shift"]
             if mult == 0:       # the kernel's own substitution (edgernn_elementwise.c)
                 mult, left = 3 << left, 0
