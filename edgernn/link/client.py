@@ -67,6 +67,9 @@ READY_PROBE_AFTER_S = 5.0
 # line, protocol.INIT_FAILED); and for how long the bytes still on their way are read once it has stopped.
 HEARD_BYTES = 512
 LAST_WORDS_S = 0.5
+# A device that said its init failed and then answers no request for this long is reported with its reason
+# at once, not after every retry has timed out: the AI-deck firmware stays after a failed init.
+INIT_FAILED_QUIET_S = 2.0
 
 
 class LinkClient:
@@ -221,18 +224,23 @@ class LinkClient:
         raise self._init_failed(silent, listen=False) or NoAnswerError(silent)
 
     def _read_frame_watching(self, deadline: float, what: str):
-        """The next frame before deadline; a device that is gone raises LinkError within 0.2 s."""
-        if self.device_gone is None:
-            return self._reader.read_frame(deadline)
+        """The next frame before deadline. A device that is gone raises LinkError within 0.2 s; one that
+        said its init failed and has sent no frame for INIT_FAILED_QUIET_S since this wait began,
+        DeviceInitError (the AI-deck firmware stays after a failed init, repeating why:
+        templates/hal/ai_deck/init_failed.h)."""
+        began = time.monotonic()
         while True:
-            gone = self.device_gone()
+            gone = self.device_gone() if self.device_gone is not None else None
             if gone:
                 stopped = f"the device on {self.url} stopped while edgernn waited for its answer to {what}: {gone}"
                 raise self._init_failed(gone) or LinkError(stopped)
             try:
                 return self._reader.read_frame(min(deadline, time.monotonic() + 0.2))
             except FrameTimeout:
-                if time.monotonic() >= deadline:
+                now = time.monotonic()
+                if now - began >= INIT_FAILED_QUIET_S and P.init_failure(bytes(self._heard)) is not None:
+                    raise self._init_failed(f"it answered no {what} within {INIT_FAILED_QUIET_S:.0f} s", listen=False)
+                if now >= deadline:
                     raise
 
     def _device_error(self, frame) -> P.DeviceError:

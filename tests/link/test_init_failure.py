@@ -105,6 +105,21 @@ def test_a_device_that_stops_after_its_init_failed_is_reported_with_its_reason(c
     assert caught.value.exit_code == 3 and "\n" not in str(caught.value)
 
 
+def test_a_device_that_stays_after_its_init_failed_is_reported_without_waiting_out_the_retries():
+    """The AI-deck firmware stays after a failed init, repeating its lines to whatever the host sends
+    (templates/hal/ai_deck/init_failed.h): with the lines heard and no answer for INIT_FAILED_QUIET_S, the
+    error is the device's reason, not the end of every retry's 60 s timeout (which would say 'no valid
+    answer ... after 3 attempts')."""
+    port = PlaybackPort([b"\x00", b"\n" + STALE + b"\n", b"\n" + PLAIN + b"\n"], then="silent")
+    link = LinkClient(port, url="socket://127.0.0.1:5000", timeout=60.0, retries=2,
+                      device_gone=lambda: None)
+    link.wait_ready(5.0)
+    with pytest.raises(DeviceInitError, match=r"failed at init \(edgernn_init\(\)\): stale L3 weights: .*; "
+                                              r"it answered no HELLO \(handshake\) within 2 s$"):
+        link.hello()
+    assert link.retry_count == 0
+
+
 def test_a_silent_device_whose_init_failure_was_heard_is_reported_so():
     """A real board opened before it boots: the line crosses the UART, then the firmware halts and answers
     nothing. The HELLO that gets no answer ends on the line it heard, not on a bare silence."""

@@ -24,10 +24,15 @@
  *
  * Sending: each chunk is copied into an aligned L2 buffer first (the uDMA reads whole aligned words
  * from L2, and the caller's bytes may be elsewhere), and sent with a blocking pi_uart_write. Before
- * pmsis_exit the UART is drained (edgernn_hal_exit). */
+ * pmsis_exit the UART is drained (edgernn_hal_exit).
+ *
+ * An init that failed (init_failed.h): the firmware stays, and sends its lines again whenever the host
+ * sends something, for a host that opened the link after the first ones. */
 #include "pmsis.h"
 #include "pmsis/implem/hal/hal.h" /* hal_uart_tx_status_get: the UART's own TX-busy bit (GAP8 FreeRTOS) */
 #include "bsp/bsp.h"                /* pi_bsp_init */
+
+#include "init_failed.h"
 
 #include "hal.h"
 
@@ -228,4 +233,44 @@ void edgernn_hal_exit(int code)
     for (volatile uint32_t i = 0; i < turns; ++i) {
     }
     pmsis_exit(code);
+}
+
+static const char *init_why; /* the reason edgernn_hal_say_init_failed gave, or none */
+
+static void write_text(const char *text)
+{
+    int n = 0;
+    while (text[n] != '\0') {
+        ++n;
+    }
+    edgernn_hal_uart_write((const uint8_t *)text, n);
+}
+
+static void say_init_failed(void)
+{
+    if (init_why != (const char *)0) {
+        write_text("\n~~~EDGERNN INIT FAILED: ");
+        write_text(init_why);
+        write_text("~~~\n");
+    }
+    write_text("\n~~~EDGERNN INIT FAILED~~~\n");
+}
+
+void edgernn_hal_say_init_failed(const char *why)
+{
+    init_why = why;
+    write_text("\n~~~EDGERNN INIT FAILED: ");
+    write_text(why);
+    write_text("~~~\n");
+}
+
+void edgernn_hal_stop_init_failed(void)
+{
+    uint8_t bytes[16];
+
+    write_text("\n~~~EDGERNN INIT FAILED~~~\n");
+    while (edgernn_hal_uart_read(bytes, (int)sizeof bytes) > 0) {
+        say_init_failed();  /* whatever the host sent, it reads why */
+    }
+    edgernn_hal_exit(2);    /* the link is gone for good */
 }

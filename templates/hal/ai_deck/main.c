@@ -4,6 +4,7 @@
 #include "pmsis.h"
 
 #include "hal.h"
+#include "init_failed.h"
 #include "model.h"
 #include "server.h"
 
@@ -22,8 +23,7 @@ static void edgernn_main(void)
 
     edgernn_hal_init(0, (char **)0);
     if (edgernn_init() != EDGERNN_OK) {
-        write_line("\n~~~EDGERNN INIT FAILED~~~\n");
-        edgernn_hal_exit(2);
+        edgernn_hal_stop_init_failed();     /* says why to the host, however late it comes (init_failed.h) */
         return;
     }
     code = edgernn_serve();

@@ -12,6 +12,7 @@
 
 #include "edgernn_l3_stream.h"
 #include "hal.h"
+#include "init_failed.h"
 
 #ifndef EDGERNN_L3_BENCH
 #define EDGERNN_L3_BENCH 0
@@ -200,21 +201,6 @@ static int l3_copy(struct pi_device *flash, uint8_t *bounce, uint32_t offset, ui
     return h == checksum;
 }
 
-/* Why the open failed, as one line the host reports (edgernn/link/protocol.py: INIT_FAILED_LINE, followed by
- * ": " and the reason; the main task prints the plain line after it). */
-static void l3_say_why(const char *why)
-{
-    static const char head[] = "\n~~~EDGERNN INIT FAILED: ";
-    static const char tail[] = "~~~\n";
-    int n = 0;
-    while (why[n] != '\0') {
-        ++n;
-    }
-    edgernn_hal_uart_write((const uint8_t *)head, (int)sizeof(head) - 1);
-    edgernn_hal_uart_write((const uint8_t *)why, n);
-    edgernn_hal_uart_write((const uint8_t *)tail, (int)sizeof(tail) - 1);
-}
-
 int edgernn_l3_open(uint32_t bytes, uint32_t checksum)
 {
     struct pi_device flash;
@@ -230,7 +216,7 @@ int edgernn_l3_open(uint32_t bytes, uint32_t checksum)
     pi_hyperflash_conf_init(&flash_conf);
     pi_open_from_conf(&flash, &flash_conf);
     if (pi_flash_open(&flash) != 0) {
-        l3_say_why("the HyperFlash did not open (L3 weights)");
+        edgernn_hal_say_init_failed("the HyperFlash did not open (L3 weights)");
         return -1;
     }
     bounce = (uint8_t *)pi_l2_malloc(L3_COPY_BYTES);
@@ -257,13 +243,13 @@ int edgernn_l3_open(uint32_t bytes, uint32_t checksum)
         }
     }
     if (bounce == NULL) {
-        l3_say_why("no L2 for the L3 weights' copy buffer");
+        edgernn_hal_say_init_failed("no L2 for the L3 weights' copy buffer");
     } else if (!ram) {
-        l3_say_why("the HyperRAM did not open (L3 weights)");
+        edgernn_hal_say_init_failed("the HyperRAM did not open (L3 weights)");
     } else if (status == -2) {
-        l3_say_why("no room in the HyperRAM for the L3 weights");
+        edgernn_hal_say_init_failed("no room in the HyperRAM for the L3 weights");
     } else if (status == -1) {
-        l3_say_why(sized ? "stale L3 weights: the flash's " L3_FILE " does not match this firmware's checksum "
+        edgernn_hal_say_init_failed(sized ? "stale L3 weights: the flash's " L3_FILE " does not match this firmware's checksum "
                            "(flash the image again)"
                          : "no L3 weights: no " L3_FILE " of this firmware's size in the flash image's readfs "
                            "(flash the image again)");
