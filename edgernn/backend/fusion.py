@@ -393,18 +393,21 @@ def mul_words(q) -> tuple[int, int] | None:
     return (m, -sh) if _words(bound, m, 0, -sh) else None
 
 
-def addsub_words(q, bound2: int | None = None) -> tuple[int, ...] | None:
-    """The literals ``(left, m1, e1, m2, e2, mo, eo)`` of edgernn_addsub_words_elem for an int16 ADD/SUB's
-    parameters, or None where an input's rescale or their sum may leave edgernn_rescale_words's bounds.
-    ``bound2``: the largest |kc| of an operand rescaled at generation (edgernn_addsub_const_words_elem),
-    whose (m2, e2) are then unused."""
+INT8_BOUND = 128       # the largest |v| of an int8 v
+
+
+def addsub_words(q, bound2: int | None = None, in_bound: int = INT16_BOUND) -> tuple[int, ...] | None:
+    """The literals ``(left, m1, e1, m2, e2, mo, eo)`` of edgernn_addsub_words_elem for an ADD/SUB's
+    parameters (int16 inputs, or int8 ones with ``in_bound=INT8_BOUND``), or None where an input's rescale or
+    their sum may leave edgernn_rescale_words's bounds. ``bound2``: the largest |kc| of an operand rescaled at
+    generation (edgernn_addsub_const_words_elem), whose (m2, e2) are then unused."""
     off1, off2, _, left, m1, sh1, m2, sh2, mo, sho = (int(f) for f in q[:10])
     raw = 0
     for which, (off, m, e) in enumerate(((off1, m1, -sh1), (off2, m2, -sh2))):
         if which == 1 and bound2 is not None:
             raw += bound2
             continue
-        bound = INT16_BOUND + abs(off)
+        bound = in_bound + abs(off)
         if _is_half(q, which):
             raw += bound << (left - 1)
         elif _words(bound, m, left, e):
@@ -444,18 +447,25 @@ def sigmoid16_table() -> tuple[int, ...]:
     return values
 
 
+# An int8 ADD/SUB input's table (input_table) holds 256 int32s, 1 KiB of the team's fast memory, and saves
+# about 8 cycles an element against the word-form rescale (edgernn_rescale_words: a mul, a mulh, adds): it is
+# made for loops of at least this many elements. A cell of 16 or 32 units keeps its bytes (a trained CfC's
+# int8 step held nine such tables, 9 KiB, for 16 elements each: more than its whole int16 step).
+INPUT_TABLE_ELEMENTS = 128
+
+
 def tables(call: FusedCall, structs: dict) -> dict[int, list[ConstArray]]:
     """op index -> the tables its member reads in place of arithmetic (computed here, at generation): an
-    int8 ADD/SUB's rescaled inputs, or a uniform constant's; an int16 LOGISTIC or TANH's copy of the kernels'
-    sigmoid table, a constant of the model so that it is copied into the team's fast memory with the weights
-    (firmware.py reads the kernels' own where there is no such copy)."""
+    int8 ADD/SUB's rescaled inputs (in loops of INPUT_TABLE_ELEMENTS or more), or a uniform constant's; an int16
+    LOGISTIC or TANH's copy of the kernels' sigmoid table, a constant of the model so that it is copied into the
+    team's fast memory with the weights (firmware.py reads the kernels' own where there is no such copy)."""
     out: dict[int, list[ConstArray]] = {}
     for m in call.members:
         a = call_args(m)
         if m.fn in SIGMOID16:
             out[m.op_index] = [ConstArray(f"{call.fn}_op{m.op_index}{SIGMOID16_COPY}", "uint16_t",
                                           list(sigmoid16_table()))]
-        elif m.fn in ("edgernn_addsub_n_s8", "edgernn_addsub_s8"):
+        elif m.fn in ("edgernn_addsub_n_s8", "edgernn_addsub_s8") and call.n >= INPUT_TABLE_ELEMENTS:
             q = structs[a["p"].name].fields
             out[m.op_index] = [None if _is_half(q, w) else
                                ConstArray(f"{call.fn}_op{m.op_index}_in{w + 1}", "int32_t", input_table(q, w))

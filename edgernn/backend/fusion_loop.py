@@ -318,17 +318,20 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
             q = structs[a["p"].name]
             constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
                 Params("edgernn_addsub_params_t", _ints(q.fields)), Int(a["subtract"]))), m.op_index))
-            # the input that is not a product is looked up, already rescaled (fusion.input_table)
-            scaled = []
-            for w, (name, st) in enumerate((("in1", s1), ("in2", s2))):
-                x = operand(a[name].index, st)
-                t = tabs[m.op_index][w]
-                scaled.append(_addsub_scaled(k, w + 1, x) if t is None else Element(Name(t.name), x, "uint8_t"))
-            bounds = [max(abs(v) for v in fusion.input_table(q.fields, w)) for w in (0, 1)]
-            nw = fusion.addsub_narrow(q.fields, *bounds)
-            raw = Binary("+", scaled[0], Binary("*", Member(k, "sign2"), scaled[1]))
-            v = (Call("edgernn_addsub_out_narrow", (AddressOf(k), raw, *map(Int, nw))) if nw else
-                 Call("edgernn_addsub_out", (AddressOf(k), raw)))
+            x1, x2 = operand(a["in1"].index, s1), operand(a["in2"].index, s2)
+            looked_up = tabs.get(m.op_index, [None, None])
+            w = None if any(looked_up) else fusion.addsub_words(q.fields, in_bound=fusion.INT8_BOUND)
+            if w:       # a short loop: no tables, each rescale in 32-bit words
+                v = Call("edgernn_addsub_words_elem", (AddressOf(k), x1, x2, *map(Int, w)))
+            else:
+                # the input that is not a product is looked up, already rescaled (fusion.input_table)
+                scaled = [_addsub_scaled(k, i + 1, x) if t is None else Element(Name(t.name), x, "uint8_t")
+                          for i, (x, t) in enumerate(zip((x1, x2), looked_up))]
+                bounds = [max(abs(v) for v in fusion.input_table(q.fields, i)) for i in (0, 1)]
+                nw = fusion.addsub_narrow(q.fields, *bounds)
+                raw = Binary("+", scaled[0], Binary("*", Member(k, "sign2"), scaled[1]))
+                v = (Call("edgernn_addsub_out_narrow", (AddressOf(k), raw, *map(Int, nw))) if nw else
+                     Call("edgernn_addsub_out", (AddressOf(k), raw)))
         elif m.fn == "edgernn_addsub_const_s8":
             q = structs[a["p"].name]
             karr = next(arr for arr in m.arrays if arr.name == a["k"].name)

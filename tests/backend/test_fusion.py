@@ -232,6 +232,45 @@ def test_int16_addsub_takes_the_word_form_only_within_its_bounds(fields, bound2,
     assert fusion.addsub_words(fields, bound2) == want
 
 
+# int8 ADD/SUB parameters (left shift 20, as TFLite's) -> the literals of edgernn_addsub_words_elem for int8 inputs
+ADDSUB8 = [3, -5, 2, 20, 1302949280, -2, HALF, 0, 2088003577, -19, -128, 127]
+ADDSUB8_WORDS = [
+    (ADDSUB8, (20, 1302949280, 2, HALF, 0, 2088003577, 19)),
+    ([128, 0, 0, 22, M, -1, M, -1, M, -16, -128, 127], (22, M, 1, M, 1, M, 16)),   # |v + 128| * 2^22 = 2^30
+    ([128, 0, 0, 23, M, -1, M, -1, M, -16, -128, 127], None),                      # ... * 2^23 past 2^30
+]
+
+
+@pytest.mark.parametrize("fields, want", ADDSUB8_WORDS)
+def test_int8_addsub_takes_the_word_form_within_int8_bounds(fields, want):
+    assert fusion.addsub_words(fields, in_bound=fusion.INT8_BOUND) == want
+    assert fusion.addsub_words(fields) is None          # int16 inputs at left shift 20 and more would leave them
+
+
+def _addsub8(i: int, a: int, b: int, out: int, n: int) -> Call:
+    q = ConstStruct(f"q{i}", "edgernn_addsub_params_t", list(ADDSUB8))
+    return Call(i, "ADD", "edgernn_addsub_n_s8",
+                kernel("edgernn_addsub_n_s8").order({"p": StructArg(q.name), "subtract": 0, "in1": TensorArg(a),
+                                                     "in2": TensorArg(b), "n": int(n), "out": TensorArg(out)}),
+                structs=[q])
+
+
+@pytest.mark.parametrize("n", [16, fusion.INPUT_TABLE_ELEMENTS - 1, fusion.INPUT_TABLE_ELEMENTS, 512])
+def test_an_int8_add_looks_its_input_up_only_in_a_long_loop(n):
+    """Input 1's table (input 2 is a product, ADDSUB8's half) is 1 KiB: made for INPUT_TABLE_ELEMENTS
+    elements or more; a shorter loop rescales in words."""
+    calls = [_lut(0, 1, 10, n=n), _addsub8(1, 10, 2, 11, n)]
+    out = fusion.fuse_calls(_Graph({0: [10], 1: [11]}), calls, "m", keep={11})
+    structs = {s.name: s for m in out[0].members for s in m.structs}
+    made = fusion_loop.made_arrays(out[0], structs)
+    long = n >= fusion.INPUT_TABLE_ELEMENTS
+    assert [(a.ctype, len(a.values)) for a in made] == ([("int32_t", 256)] if long else [])
+    assert made == [] or made[0].values == fusion.input_table(ADDSUB8, 0)
+    loop = fusion_loop.build_loop(out[0], lambda t: Place(ARENA, "int8_t", 8 * t), structs)
+    fns = {n.fn for s in loop.steps for n in fusion_loop._walk(s.value) if isinstance(n, fusion_loop.Call)}
+    assert ("edgernn_addsub_words_elem" in fns) != long
+
+
 # ---- the grouping rules, on calls made by hand ----
 
 class _Graph:
