@@ -237,7 +237,7 @@ void edgernn_hal_exit(int code)
 
 static const char *init_why; /* the reason edgernn_hal_say_init_failed gave, or none */
 
-static void write_text(const char *text)
+void edgernn_hal_write_text(const char *text)
 {
     int n = 0;
     while (text[n] != '\0') {
@@ -246,31 +246,30 @@ static void write_text(const char *text)
     edgernn_hal_uart_write((const uint8_t *)text, n);
 }
 
-static void say_init_failed(void)
+static void say_why(void)
 {
     if (init_why != (const char *)0) {
-        write_text("\n~~~EDGERNN INIT FAILED: ");
-        write_text(init_why);
-        write_text("~~~\n");
+        edgernn_hal_write_text("\n~~~EDGERNN INIT FAILED: ");
+        edgernn_hal_write_text(init_why);
+        edgernn_hal_write_text("~~~\n");
     }
-    write_text("\n~~~EDGERNN INIT FAILED~~~\n");
 }
 
 void edgernn_hal_say_init_failed(const char *why)
 {
     init_why = why;
-    write_text("\n~~~EDGERNN INIT FAILED: ");
-    write_text(why);
-    write_text("~~~\n");
+    say_why();
 }
 
 void edgernn_hal_stop_init_failed(void)
 {
+    static const char plain[] = "\n~~~EDGERNN INIT FAILED~~~\n";
     uint8_t bytes[16];
 
-    write_text("\n~~~EDGERNN INIT FAILED~~~\n");
+    edgernn_hal_write_text(plain);
     while (edgernn_hal_uart_read(bytes, (int)sizeof bytes) > 0) {
-        say_init_failed();  /* whatever the host sent, it reads why */
+        say_why();      /* whatever the host sent, it reads why */
+        edgernn_hal_write_text(plain);
     }
-    edgernn_hal_exit(2);    /* the link is gone for good */
+    edgernn_hal_exit(2); /* the link is gone for good */
 }

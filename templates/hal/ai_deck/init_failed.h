@@ -8,6 +8,8 @@
 #ifndef EDGERNN_INIT_FAILED_H
 #define EDGERNN_INIT_FAILED_H
 
+/* Send a text (a line outside any frame: the init-failure lines, the firmware's last line). */
+void edgernn_hal_write_text(const char *text);
 /* Send "~~~EDGERNN INIT FAILED: why~~~" and keep why (a string that lives on) for the repeats. */
 void edgernn_hal_say_init_failed(const char *why);
 /* Send the plain init-failure line, then every line again each time bytes arrive from the host. Returns

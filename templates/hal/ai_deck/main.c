@@ -8,15 +8,6 @@
 #include "model.h"
 #include "server.h"
 
-static void write_line(const char *line)
-{
-    int n = 0;
-    while (line[n] != '\0') {
-        ++n;
-    }
-    edgernn_hal_uart_write((const uint8_t *)line, n);
-}
-
 static void edgernn_main(void)
 {
     int code;
@@ -27,7 +18,7 @@ static void edgernn_main(void)
         return;
     }
     code = edgernn_serve();
-    write_line(code == 0 ? "\n~~~EDGERNN SERVER DONE~~~\n" : "\n~~~EDGERNN LINK LOST~~~\n");
+    edgernn_hal_write_text(code == 0 ? "\n~~~EDGERNN SERVER DONE~~~\n" : "\n~~~EDGERNN LINK LOST~~~\n");
     edgernn_hal_exit(code);
 }
 
