@@ -107,7 +107,8 @@ def stage(work: Path, board, rows) -> Path:
     project.mkdir(parents=True)
     sources = copy_kernels(project, board, ("edgernn_fully_connected_s8",))
     shutil.copyfile(FIXTURE / "main.c", project / "main.c")
-    shutil.copyfile(templates_dir() / "hal" / "ai_deck" / "hal.c", project / "hal.c")
+    for name in ("hal.c", "init_failed.h"):
+        shutil.copyfile(templates_dir() / "hal" / "ai_deck" / name, project / name)
     shutil.copyfile(templates_dir() / "firmware" / "hal.h", project / "hal.h")
     cases = [{"acc_c": f"({a + 1} - 1)" if a == INT32_MIN else str(a), "multiplier": m, "shift": s}
              for (m, s, a) in rows]
