@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edgernn.backend.fusion import INPUT_TABLE_ELEMENTS, FusedCall
+from edgernn.backend.fusion import FusedCall, looks_inputs_up
 from edgernn.backend.kernels import BY_NAME, call_args
 from edgernn.backend.splits import split_count
 
@@ -61,7 +61,7 @@ FUSED_ELEMENT = {
     "edgernn_mul_n_s16": 37, "edgernn_mul_s16": 37, "edgernn_logistic_s16": 30, "edgernn_tanh_s16": 30,
     "edgernn_lut_s16": 8, "edgernn_requantize_s8_s16": 20, "edgernn_requantize_s16_s8": 20,
 }
-# an int8 ADD/SUB member of a loop too short for its input tables (fusion.INPUT_TABLE_ELEMENTS): the inputs
+# an int8 ADD/SUB member of a loop too short for its input tables (fusion.looks_inputs_up): the inputs
 # rescaled in words (GVSOC, a trained CfC's int8 step: 633 cycles more over its 9 ADD/SUBs of 16 elements)
 FUSED_ELEMENT_WORDS = {"edgernn_addsub_n_s8": 20, "edgernn_addsub_s8": 20}
 KERNEL = 300               # an element-wise or other kernel's own cost, called alone
@@ -122,8 +122,9 @@ def _elements(call) -> int | None:
 def call_cycles(call) -> int:
     """One core's estimated cycles for ``call`` (a lowered call, a fused loop or a grouped call)."""
     if isinstance(call, FusedCall):
-        per = dict(FUSED_ELEMENT, **(FUSED_ELEMENT_WORDS if call.n < INPUT_TABLE_ELEMENTS else {}))
-        return fixed_cycles(call) + call.n * sum(per.get(m.fn, OTHER_ELEMENT) for m in call.members)
+        words = {} if looks_inputs_up(call) else FUSED_ELEMENT_WORDS
+        return fixed_cycles(call) + call.n * sum(words.get(m.fn) or FUSED_ELEMENT.get(m.fn, OTHER_ELEMENT)
+                                                 for m in call.members)
     if call.fn in FC:
         fc = _fc_cycles(call)
         if fc is not None:

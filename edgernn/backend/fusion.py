@@ -454,6 +454,11 @@ def sigmoid16_table() -> tuple[int, ...]:
 INPUT_TABLE_ELEMENTS = 128
 
 
+def looks_inputs_up(call: FusedCall) -> bool:
+    """Whether the loop's int8 ADD/SUB members read their inputs from tables (else in words)."""
+    return call.n >= INPUT_TABLE_ELEMENTS
+
+
 def tables(call: FusedCall, structs: dict) -> dict[int, list[ConstArray]]:
     """op index -> the tables its member reads in place of arithmetic (computed here, at generation): an
     int8 ADD/SUB's rescaled inputs (in loops of INPUT_TABLE_ELEMENTS or more), or a uniform constant's; an int16
@@ -465,7 +470,7 @@ def tables(call: FusedCall, structs: dict) -> dict[int, list[ConstArray]]:
         if m.fn in SIGMOID16:
             out[m.op_index] = [ConstArray(f"{call.fn}_op{m.op_index}{SIGMOID16_COPY}", "uint16_t",
                                           list(sigmoid16_table()))]
-        elif m.fn in ("edgernn_addsub_n_s8", "edgernn_addsub_s8") and call.n >= INPUT_TABLE_ELEMENTS:
+        elif m.fn in ("edgernn_addsub_n_s8", "edgernn_addsub_s8") and looks_inputs_up(call):
             q = structs[a["p"].name].fields
             out[m.op_index] = [None if _is_half(q, w) else
                                ConstArray(f"{call.fn}_op{m.op_index}_in{w + 1}", "int32_t", input_table(q, w))

@@ -62,8 +62,8 @@ MAX_STEPS_PER_FRAME = 0xFFFF            # STEP's 16-bit count
 HELLO_SIZE_LIMIT = 0xFFFFFFFF           # HELLO's 32-bit sizes and frame limits (version 1: 0xFFFF)
 
 # The text line a firmware prints, outside any frame, when edgernn_init() fails, before it exits with status 2
-# (templates/firmware/main.c; the AI-deck's, templates/hal/ai_deck/init_failed.h, first waits for a byte from
-# the host and repeats its lines): ``~~~EDGERNN INIT FAILED~~~``. A part of
+# (templates/firmware/main.c; the AI-deck's does not exit but repeats its lines whenever the host sends
+# something, templates/hal/ai_deck/init_failed.h): ``~~~EDGERNN INIT FAILED~~~``. A part of
 # the firmware that knows why prints it first with ``: <reason>`` (the AI-deck's L3 loader:
 # ``~~~EDGERNN INIT FAILED: stale L3 weights: ...~~~``). docs/protocol.md, "When init fails".
 INIT_FAILED = "~~~EDGERNN INIT FAILED"
