@@ -175,7 +175,7 @@ class _FloatTwin:
         if self.fused:
             ys, _ = FusedStepper(self.data, {}).run(sequences)
             return ys.astype(np.float32)
-        _, ys = run_step_sequences(self.data, sequences, self.states)
+        _, ys = run_step_sequences(self.data, sequences, self.states, what="sequence")
         return ys
 
 

@@ -120,10 +120,13 @@ def synthetic_calibration(step: int | tuple[int, ...], seed: int = 0) -> np.ndar
 
 
 def run_step_sequences(tflite: bytes, sequences: np.ndarray, state_keys: list[str], x_key: str = "x",
-                       y_key: str = "y") -> tuple[list[dict[str, np.ndarray]], np.ndarray]:
+                       y_key: str = "y", what: str = "calibration sequence") -> tuple[list[dict[str, np.ndarray]],
+                                                                                    np.ndarray]:
     """Run a float step model over sequences, feeding its states back.
 
-    Returns the per-step input samples (signature key -> array) and the outputs (seq, steps, out).
+    Returns the per-step input samples (signature key -> array) and the outputs (seq, steps, out). A step whose
+    output or state is not finite (a model that diverges on these inputs) is a one-line error naming it
+    (``what`` and the sequence's index): no range, and so no quantization, can be made from it.
     """
     interp = load_interpreter(tflite)
     runner = interp.get_signature_runner()
@@ -138,8 +141,39 @@ def run_step_sequences(tflite: bytes, sequences: np.ndarray, state_keys: list[st
             result = runner(**feed)
             ys.append(np.array(result[y_key]).reshape(-1))
             state = {key: np.array(result[key]) for key in state_keys}
+            if not _bounded(ys[-1]) or not all(_bounded(v) for v in state.values()):
+                raise EdgeRNNError(_diverged(len(outputs), len(ys) - 1, what))
         outputs.append(ys)
     return samples, np.asarray(outputs, np.float32)
+
+
+# a value beyond this is a model that diverges: far above any signal a model carries, far enough below float32's
+# largest (3.4e38) that TF's quantizer can still make a scale of it (it aborts the process on a range at that end)
+DIVERGED = 1e30
+
+
+def _bounded(values: np.ndarray) -> bool:
+    return bool(np.all(np.abs(values) <= DIVERGED))  # False for nan too
+
+
+def _diverged(sequence: int, step: int, what: str) -> str:
+    return (f"the float model's output or state is not finite or beyond {DIVERGED:g} at step {step} of {what} "
+            f"{sequence}: the model diverges on these inputs; check its weights, or give inputs it runs on")
+
+
+def check_finite_ranges(calibrated: bytes) -> bytes:
+    """``calibrated`` unchanged where every recorded range is within DIVERGED; else a one-line error naming the
+    first tensor whose is not (an overflow inside the model on the calibration data: TF's quantizer would abort
+    the process on it)."""
+    model = tfl.read(calibrated)
+    for index, tensor in enumerate(model.subgraphs[0].tensors):
+        r = tfl.get_min_max(model, index)
+        if r is not None and not _bounded(np.asarray(r)):
+            name = tfl._text(tensor.name).split(";")[0]
+            raise EdgeRNNError(f"the float model's tensor {name} goes beyond {DIVERGED:g} (range [{r[0]:g}, {r[1]:g}]) "
+                               "on the calibration data: it overflows on these inputs; check its weights, or give "
+                               "inputs it runs on")
+    return calibrated
 
 
 def calibration_subset(samples: list[dict[str, np.ndarray]], limit: int = MAX_CALIBRATION_SAMPLES) -> list[dict]:
@@ -374,7 +408,7 @@ def calibrate(converter: Any, samples: list[dict[str, np.ndarray]]) -> bytes:
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
     converter.representative_dataset = lambda: iter(samples)
     converter._experimental_calibrate_only = True
-    return bytes(converter.convert())
+    return check_finite_ranges(bytes(converter.convert()))
 
 
 def explain_quantization_failure(exc: BaseException, quant: str, layers_by_op: dict[str, list[str]]) -> EdgeRNNError:

@@ -116,7 +116,7 @@ def calibrate_on_trajectories(converter: Any, sequences: np.ndarray) -> bytes:
     from tensorflow.lite.python.optimize import calibrator
 
     from edgernn import tfenv
-    from edgernn.tflite.quantize import calibrate
+    from edgernn.tflite.quantize import calibrate, check_finite_ranges
 
     def steps(sequence):
         return [{"x": x.reshape(1, -1).astype(np.float32)} for x in sequence]
@@ -143,7 +143,7 @@ def calibrate_on_trajectories(converter: Any, sequences: np.ndarray) -> bytes:
             tfl.set_min_max(model, i, *r)
     widen_cell_states(model)
     tie_hidden_ranges(model)
-    return tfl.write(model)
+    return check_finite_ranges(tfl.write(model))
 
 
 # The op's fifth intermediate tensor: the hidden state o * tanh(c) before it is written to the output.

@@ -183,3 +183,41 @@ def test_console_script_prints_one_line_and_no_traceback(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and proc.stderr.startswith("error: ")
     assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def _state_diverges(keras):
+    """A linear SimpleRNN whose state triples each step: beyond 1e30 within 70 steps."""
+    model = keras.Sequential([keras.Input((None, 3)), keras.layers.SimpleRNN(4, activation=None,
+                                                                             return_sequences=True)])
+    kernel, _, bias = model.layers[0].get_weights()
+    model.layers[0].set_weights([np.ones_like(kernel), 3 * np.eye(4, dtype=np.float32), bias])
+    return model
+
+
+def _inside_overflows(keras):
+    """Bounded outputs (tanh), an overflow before them: the Dense's sums reach ~1e36."""
+    model = keras.Sequential([keras.Input((None, 3)), keras.layers.Dense(4, activation="tanh", name="huge"),
+                              keras.layers.GRU(4, return_sequences=True)])
+    kernel, bias = model.layers[0].get_weights()
+    model.layers[0].set_weights([np.full_like(kernel, 1e36), bias])
+    return model
+
+
+# TF's quantizer aborts the whole process on a range near float32's largest: each case runs in its own process
+@pytest.mark.parametrize("builder, quant, needles", [
+    (_state_diverges, "int8", ("diverges", "at step 6", "calibration sequence 0")),
+    (_state_diverges, "auto", ("diverges", "calibration sequence 0")),
+    (_inside_overflows, "int16", ("huge", "beyond 1e+30", "overflows")),
+], ids=["state int8", "state auto", "inside int16"])
+def test_a_model_that_diverges_on_the_calibration_data_is_refused(tmp_path, out, builder, quant, needles):
+    path = save(builder(keras3()), tmp_path)
+    calib = tmp_path / "calib.npy"
+    np.save(calib, np.random.default_rng(0).uniform(0.5, 1.5, (2, 80, 3)).astype(np.float32))
+    proc = subprocess.run([sys.executable, "-m", "edgernn", "convert", str(path), "-o", str(out), "--quant", quant,
+                           "--calib", str(calib)], capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr[-2000:]
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    assert_untouched(out)
