@@ -141,6 +141,8 @@ def _trace(module: Any, torch, keras) -> tuple[_Chain, _Val]:
             sub = submodules[node.target]
             _only_input(node, values, kind)
             values[node.name] = _apply_module(chain, sub, node.target, _input(node, values, kind), keras)
+        elif node.op == "call_function" and node.target is operator.getitem and not node.users:
+            continue   # a value taken apart and not used: `out, _ = cfc(x)` leaves the state unread
         elif node.op in ("call_function", "call_method"):
             values[node.name] = _apply_function(chain, node, values, keras)
         elif node.op == "output":

@@ -124,9 +124,27 @@ class Regressor(nn.Module):
         return torch.tanh(y) if self.after else y
 
 
+class TakesOutput(nn.Module):
+    """``y, _ = rnn(x)``: the state is taken apart and left unread (fx still makes a node for it)."""
+
+    def __init__(self, rnn):
+        super().__init__()
+        self.rnn = rnn
+
+    def forward(self, x):
+        y, _ = self.rnn(x)
+        return y
+
+
 def _cases():
+    from ncps.torch import LTC, CfC
+    from ncps.wirings import AutoNCP
+
     torch.manual_seed(0)
     return {
+        "ncps cfc, y, _ = cfc(x)": TakesOutput(CfC(3, AutoNCP(8, 2, seed=0), batch_first=True)),
+        "ncps ltc, y, _ = ltc(x)": TakesOutput(LTC(3, AutoNCP(8, 2, seed=0), batch_first=True)),
+        "gru, y, _ = gru(x)": TakesOutput(nn.GRU(3, 5, batch_first=True)),
         "lstm alone": nn.LSTM(3, 6, batch_first=True),
         "lstm 2 layers time-major alone": nn.LSTM(3, 6, num_layers=2),
         "gru alone": nn.GRU(3, 5, batch_first=True),
@@ -218,6 +236,18 @@ class CellState(nn.Module):
         return c[-1]
 
 
+class NcpsState(nn.Module):
+    def __init__(self):
+        from ncps.torch import CfC
+
+        super().__init__()
+        self.rnn = CfC(3, 4, batch_first=True)
+
+    def forward(self, x):
+        _, h = self.rnn(x)
+        return h
+
+
 class FirstStep(nn.Module):
     def __init__(self):
         super().__init__()
@@ -250,6 +280,7 @@ REFUSALS = [
     ("a state of ones", lambda: ZeroState("GRU", "ones"), "torch.ones, an initial state that is not zero"),
     ("cat", Concat, "calls cat"),
     ("c_n", CellState, "c_n"),
+    ("an ncps module's state", NcpsState, "uses submodule 'rnn' (CfC)'s state"),
     ("the first step", FirstStep, "indexes a sequence with [:, 0]"),
     ("data-dependent control flow", Branchy, "cannot be traced by torch.fx"),
     ("no rnn", lambda: nn.Sequential(nn.Linear(3, 4), nn.ReLU()), "has no recurrent submodule"),
