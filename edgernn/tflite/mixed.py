@@ -39,7 +39,22 @@ from edgernn.tflite.quantize import quantize_calibrated, quantize_with_tied_stat
 schema = tfl.schema
 INT8, INT16, FLOAT32 = schema.TensorType.INT8, schema.TensorType.INT16, schema.TensorType.FLOAT32
 DTYPES = {INT8: "int8", INT16: "int16"}
-_CONVERT_OPS = ("QUANTIZE", "DEQUANTIZE")
+def _converts(model, op) -> bool:
+    """Whether ``op`` takes a tensor between float and an integer type (a DEQUANTIZE, or a QUANTIZE of a float
+    tensor): what TF's 16x8 quantizer puts around an op it leaves in float. A QUANTIZE from an integer type to
+    the same type is a requantization, an op like any other: both quantizers put one where an op needs its
+    inputs at its output's scale and an input's scale is fixed (a TANH's output before a CONCATENATION)."""
+    name = tfl.op_name(model, op.opcodeIndex)
+    if name == "DEQUANTIZE":
+        return True
+    return name == "QUANTIZE" and model.subgraphs[0].tensors[op.inputs[0]].type == FLOAT32
+
+
+def _seams(model) -> int:
+    """QUANTIZE ops between int8 and int16 (where a mixed model's types meet): not the requantizations."""
+    graph = model.subgraphs[0]
+    return sum(1 for op in graph.operators if tfl.op_name(model, op.opcodeIndex) == "QUANTIZE"
+               and graph.tensors[op.inputs[0]].type != graph.tensors[op.outputs[0]].type)
 DEFAULT_MAX_ERROR = 0.02  # --max-error: l2r against the float model on the calibration sequences
 
 
@@ -149,7 +164,8 @@ class _Canon:
 
 def _align(m8, m16) -> tuple[list[int | None], dict[int, int | None]]:
     """Pair the two models op for op, by position: the 16x8 model without its QUANTIZE and DEQUANTIZE ops
-    (which TF adds around ops it leaves in float) must hold the int8 model's ops in the same order.
+    between float and int16 (which TF adds around ops it leaves in float) must hold the int8 model's ops in the
+    same order, its requantizations (``_converts``) included.
 
     Returns, per int8 op, the index of its 16x8 twin or None (the 16x8 model left it in float, or its
     inputs do not correspond); per int8 op, the index of its float twin between int16 tensors (an op TF
@@ -157,11 +173,12 @@ def _align(m8, m16) -> tuple[list[int | None], dict[int, int | None]]:
     model's activations to their int16 form."""
     g8, g16 = m8.subgraphs[0], m16.subgraphs[0]
     canon = _Canon(m16)
-    ops16 = [(j, op) for j, op in enumerate(g16.operators) if tfl.op_name(m16, op.opcodeIndex) not in _CONVERT_OPS]
+    ops16 = [(j, op) for j, op in enumerate(g16.operators) if not _converts(m16, op)]
     names8 = [tfl.op_name(m8, op.opcodeIndex) for op in g8.operators]
     names16 = [tfl.op_name(m16, op.opcodeIndex) for _, op in ops16]
-    if any(n in _CONVERT_OPS for n in names8):
-        raise EdgeRNNError("the int8 step model holds a QUANTIZE or DEQUANTIZE op; a mixed model cannot be made")
+    if any(_converts(m8, op) for op in g8.operators):
+        raise EdgeRNNError("the int8 step model holds a QUANTIZE from or a DEQUANTIZE to float; a mixed model cannot "
+                           "be made")
     if names8 != names16:
         differ = next(i for i, (a, b) in enumerate(zip([*names8, None], [*names16, None])) if a != b)
         raise EdgeRNNError(f"the int8 and 16x8 step models do not align: op {differ} is "
@@ -775,7 +792,7 @@ def precision_entry(pair: Pair, plan: Plan, mixed_model: bytes, max_error: float
         "int16_ops": len(chosen),
         "groups": len(plan.groups) if plan.groups else None,
         "int8_ops": len(pair.ops) - len(chosen),
-        "quantize_ops": names.count("QUANTIZE"),
+        "quantize_ops": _seams(model),
         "x": tfl.tensor_quant(model, inputs["x"])["dtype"] if "x" in inputs else None,
         "y": tfl.tensor_quant(model, outputs["y"])["dtype"] if "y" in outputs else None,
         "states": {key: tfl.tensor_quant(model, inputs[key])["dtype"] for key, _ in pair.ties},

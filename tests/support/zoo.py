@@ -112,6 +112,17 @@ def cfc_wired_pure(seed: int = 0):
                             name="cfc_wired_pure")
 
 
+def tanh_cfc(seed: int = 0):
+    """Dense(6, tanh) before a CfC on an AutoNCP wiring: the TANH's fixed output scale meets the CONCATENATION of
+    x and the state, so both quantizers put a requantizing QUANTIZE between them."""
+    keras = _keras(seed)
+    import ncps.keras
+    from ncps.wirings import AutoNCP
+
+    return keras.Sequential([keras.Input((None, 3)), keras.layers.Dense(6, activation="tanh"),
+                             ncps.keras.CfC(AutoNCP(10, 2, seed=seed), return_sequences=True)], name="tanh_cfc")
+
+
 def ltc_wired(seed: int = 0):
     keras = _keras(seed)
     import ncps.keras

@@ -19,7 +19,8 @@ pytestmark = pytest.mark.slow
 
 MODELS = {"simplernn_relu": zoo.simplernn_relu, "ltc_dense": zoo.ltc_dense, "cfc_wired_pure": zoo.cfc_wired_pure,
           "rnn_lstmcell_bn": zoo.rnn_lstmcell_bn,   # a sigmoid LSTMCell, whose SPLIT MLIR renames
-          "ltc_dense_div": zoo.ltc_dense}           # the LTC with its divisions kept: DIVs TF has no 16x8 form of
+          "ltc_dense_div": zoo.ltc_dense,           # the LTC with its divisions kept: DIVs TF has no 16x8 form of
+          "tanh_cfc": zoo.tanh_cfc}                 # a requantizing QUANTIZE in both models (a TANH before a concat)
 
 
 def _convert(name, folder, max_error):
@@ -92,25 +93,38 @@ def same_trace(a, b):
     ("ltc_dense", "int8", "int8"),
     ("rnn_lstmcell_bn", "int8", "int8"),
     ("rnn_lstmcell_bn", "int16", "int16"),
+    ("tanh_cfc", "int8", "int8"),
+    ("tanh_cfc", "int16", "int16"),
 ])
 def test_uniform_plan_is_the_uniform_model(converted, name, plan, reference):
-    """A plan of all int8 gives the int8 model's bytes at every step; all int16 the 16x8 model's."""
+    """A plan of all int8 gives the int8 model's bytes at every step; all int16 the 16x8 model's. No seam: a
+    QUANTIZE there is the uniform model's own requantization."""
     _, pair, calib, _ = converted(name)
     ops = [] if plan == "int8" else pair.can_int16()
     data = mixed.splice(pair, ops)
     want = raw_run(pair.int8 if reference == "int8" else pair.int16, calib[:2, :50], pair.ties)
     got = raw_run(data, calib[:2, :50], pair.ties)
     assert same_trace(got, want)
-    assert "QUANTIZE" not in tfl.op_names(tfl.read(data))
+    uniform = pair.m8 if plan == "int8" else pair.m16
+    assert mixed._seams(tfl.read(data)) == 0
+    assert tfl.op_names(tfl.read(data)).count("QUANTIZE") == tfl.op_names(uniform).count("QUANTIZE")
+    if name == "tanh_cfc":
+        assert "QUANTIZE" in pair.ops
 
 
 def _tensor(model, index):
     return model.subgraphs[0].tensors[index]
 
 
+def _seam(model, op) -> bool:
+    """A QUANTIZE between int8 and int16: where a mixed model's types meet."""
+    a, b = (_tensor(model, op.inputs[0]).type, _tensor(model, op.outputs[0]).type)
+    return tfl.op_name(model, op.opcodeIndex) == "QUANTIZE" and a != b and mixed.FLOAT32 not in (a, b)
+
+
 @pytest.mark.parametrize("name, pick", [("simplernn_relu", "even"), ("cfc_wired_pure", "even"),
                                         ("cfc_wired_pure", "odd"), ("ltc_dense", "all"), ("ltc_dense_div", "all"),
-                                        ("rnn_lstmcell_bn", "odd")])
+                                        ("rnn_lstmcell_bn", "odd"), ("tanh_cfc", "even"), ("tanh_cfc", "odd")])
 def test_mixed_model_takes_each_op_from_its_precision(converted, name, pick):
     """Each op of a mixed model is its precision's op: the same op, constants and output quantization as in
     that model; every QUANTIZE gives its output the quantization the reading op's model has; LiteRT runs it."""
@@ -120,7 +134,7 @@ def test_mixed_model_takes_each_op_from_its_precision(converted, name, pick):
     data = mixed.splice(pair, chosen)
     m = tfl.read(data)
     g = m.subgraphs[0]
-    made = [op for op in g.operators if tfl.op_name(m, op.opcodeIndex) not in ("QUANTIZE", "DEQUANTIZE")]
+    made = [op for op in g.operators if not mixed._converts(m, op) and not _seam(m, op)]
     assert [tfl.op_name(m, op.opcodeIndex) for op in made] == pair.ops
     for i, op in enumerate(made):
         source_model = pair.m16 if i in chosen else pair.m8
@@ -135,8 +149,7 @@ def test_mixed_model_takes_each_op_from_its_precision(converted, name, pick):
             if mixed._is_constant(source_model, k_want):
                 assert bytes(m.buffers[_tensor(m, k_got).buffer].data) == bytes(
                     source_model.buffers[_tensor(source_model, k_want).buffer].data)
-    quantizes = [op for op in g.operators if tfl.op_name(m, op.opcodeIndex) == "QUANTIZE"
-                 and tfl.tensor_quant(m, op.inputs[0])["dtype"] != "float32"]     # not a float island's
+    quantizes = [op for op in g.operators if _seam(m, op)]     # not a float island's, not a requantization
     for op in quantizes:
         a, b = tfl.tensor_quant(m, op.inputs[0]), tfl.tensor_quant(m, op.outputs[0])
         assert {a["dtype"], b["dtype"]} == {"int8", "int16"}
@@ -361,3 +374,39 @@ def test_plan_is_the_least_cost_that_meets_the_budget(converted, weigh, chosen):
         assert plan.int16_ops == everything and "QUANTIZE" not in tfl.op_names(tfl.read(data))
     assert mixed.precision_entry(pair, plan, data, 0.01, probe)["estimate"]["auto"] == \
         {"cycles_per_step": e["auto"][0], "bytes": e["auto"][1]}
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("pick", ["even", "odd"])
+def test_requantize_in_a_mixed_model_c_matches_interpreter(converted, tmp_path, pick):
+    """A CfC after a Dense(tanh): the requantizing QUANTIZE before its CONCATENATION is an op of the plan, int8 or
+    int16 beside a producer of the other type (a seam, then the requantization); through the C backend every
+    output and state byte is the interpreter's."""
+    import backend_harness as H
+
+    import shutil
+
+    _, pair, _, folder = converted("tanh_cfc")
+    can = pair.can_int16()
+    requantize = pair.ops.index("QUANTIZE")
+    chosen = {"even": can[::2], "odd": can[1::2]}[pick]
+    data = mixed.splice(pair, chosen)
+    m = tfl.read(data)
+    assert mixed._seams(m) > 0 and requantize in can
+    out = tmp_path / "mix"
+    shutil.copytree(folder, out)   # its manifest names the states; the step model is the mix, with its dtypes
+    (out / "step.tflite").write_bytes(data)
+    manifest = json.loads((out / "manifest.json").read_text())
+    inputs, outputs = tfl.signature(m)
+    manifest["outputs"][0]["dtype"] = tfl.tensor_quant(m, outputs["y"])["dtype"]
+    for state in manifest["states"]:
+        state["dtype"] = tfl.tensor_quant(m, inputs[state["name"]])["dtype"]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    b = H.build(out)
+    n = int(H.load_interpreter(out / "step.tflite").get_signature_runner().get_input_details()["x"]["shape"][-1])
+    for xs in (zoo.trajectories(1, 100, n, seed=4)[0],
+               np.random.default_rng(9).normal(0.0, 2.0, size=(60, n)).astype(np.float32)):
+        xq = H.quantize_x(out, xs)
+        ref, _ = H.reference_bytes(out, xq)
+        got, _ = H.run_driver(b.exe, xq, ref.shape[1], out)
+        assert all(bad == 0 for bad, _ in H.compare_tensors(got, ref, out).values())
