@@ -101,8 +101,10 @@ def build_step_model(plan: Plan, keras_module: Any) -> StepModel:
 
 
 def build_head_model(plan: Plan, keras_module: Any) -> Any | None:
-    """The layers that run once after the last step, as a model ``h -> y``; None if they run per step."""
-    if plan.head_per_step:
+    """The layers that run once after the last step, as a model ``h -> y``; None if they run per step, or if
+    there are none (the last step's output is the model's: an identity head, which TF's 16x8 quantizer cannot
+    quantize, would only copy it)."""
+    if plan.head_per_step or not plan.head:
         return None
     K = keras_module
     h_in = K.Input(shape=(plan.recurrent[-1].units,), batch_size=1, name="h")

@@ -187,6 +187,31 @@ def test_keras3_int8_conversion_of_a_plain_lstm_does_not_crash(tmp_path):
     assert {"FULLY_CONNECTED", "LOGISTIC", "TANH"} <= set(manifest["ops"])
 
 
+def _last_step_cfc():
+    keras = zoo._keras(0)
+    import ncps.keras
+    from ncps.wirings import AutoNCP
+
+    return keras.Sequential([keras.Input((None, 3)), ncps.keras.CfC(AutoNCP(10, 2, seed=0))])
+
+
+def _last_step_lstm():
+    keras = zoo._keras(0)
+    return keras.Sequential([keras.Input((None, 3)), keras.layers.LSTM(8)])
+
+
+@pytest.mark.parametrize("make", [_last_step_cfc, _last_step_lstm], ids=["cfc", "lstm"])
+@pytest.mark.parametrize("quant", ["int8", "int16", "auto"])
+def test_last_step_with_nothing_after_it_has_no_head(tmp_path, make, quant):
+    """return_sequences=False and no layer after: the last step's y is the model's output, no head model (an
+    identity head, which TF's 16x8 quantizer cannot quantize, failed int16 and auto)."""
+    from edgernn.pipeline.convert import convert_model
+
+    manifest = convert_model(make(), tmp_path / "out", quant=quant, calib=zoo.trajectories(4, 40, 3, 0), mode="step")
+    assert manifest["sequence_output"] == "last_step"
+    assert manifest.get("head") is None and not (tmp_path / "out" / "head.tflite").exists()
+
+
 @pytest.mark.parametrize("quant", ["int8", "int16"])
 def test_state_from_tanh_takes_the_fixed_tanh_quantization(tmp_path, quant):
     """TFLite fixes TANH's output quantization; a SimpleRNN's state input must take it, whatever calibration says."""
