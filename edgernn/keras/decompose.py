@@ -258,10 +258,62 @@ def _needs_time_axis(layer: Any, rank: int = 3) -> bool:
                for spec in specs if spec)
 
 
+class layer_norm_without_neg:
+    """While active, a step model traced computes each plain LayerNormalization as ``_layer_norm_without_neg``:
+    what makes it quantizable in 16x8 (--quant int16 and auto, as ``ltc_without_division`` for an LTC). Outside
+    it, Keras' own layer (an int8 step model keeps its NEG in float and its SQUARED_DIFFERENCE)."""
+
+    active = False
+
+    def __init__(self, active: bool = True):
+        self.on, self.before = active, False
+
+    def __enter__(self):
+        self.before = layer_norm_without_neg.active
+        layer_norm_without_neg.active = self.before or self.on
+        return self
+
+    def __exit__(self, *exc):
+        layer_norm_without_neg.active = self.before
+        return False
+
+
 def _call(layer: Any, tensor: Any) -> Any:
+    if (type(layer).__name__ == "LayerNormalization" and layer_norm_without_neg.active
+            and _plain_layer_norm(layer)):
+        return _layer_norm_without_neg(layer, tensor)
     if type(layer).__name__ in ("BatchNormalization", "LayerNormalization", "Normalization"):
         return layer(tensor, training=False)
     return layer(tensor)
+
+
+def _plain_layer_norm(layer: Any) -> bool:
+    """A Keras 3 LayerNormalization over the last axis, without RMS scaling: what ``_layer_norm_without_neg``
+    computes."""
+    axis = getattr(layer, "axis", -1)
+    axes = [axis] if isinstance(axis, int) else list(axis or [])
+    return (type(layer).__module__.startswith("keras.") and not getattr(layer, "rms_scaling", False)
+            and len(axes) == 1)
+
+
+def _layer_norm_without_neg(layer: Any, x: Any) -> Any:
+    """Keras 3's LayerNormalization, ``x * inv + (beta - mean * inv)`` with ``inv = gamma * rsqrt(var + eps)``,
+    written ``d * inv + beta`` with ``d = x - mean`` and the variance ``mean(d * d)``: the same value, within float32
+    rounding, in ops that TF quantizes to int8 and to 16x8 alike and LiteRT runs in both (MEAN, SUB, MUL, RSQRT,
+    ADD). Keras' own form has a NEG, which TF's 16x8 quantizer has no form of (and its int8 one leaves in float),
+    and a SQUARED_DIFFERENCE, which LiteRT has no int16 kernel of; so int16 and --quant auto could not have it."""
+    import keras
+
+    ops = keras.ops
+    mean = ops.mean(x, axis=-1, keepdims=True)
+    d = x - mean
+    inv = ops.rsqrt(ops.mean(d * d, axis=-1, keepdims=True) + layer.epsilon)
+    if layer.scale:
+        inv = inv * layer.gamma
+    y = d * inv
+    if layer.center:
+        y = y + layer.beta
+    return y
 
 
 def _apply_direct(layer: Any, rank: int = 3) -> Callable[[Any, Any], Any]:

@@ -20,7 +20,7 @@ from edgernn import tfenv
 from edgernn._version import __version__
 from edgernn.tflite import model as tfl
 from edgernn.outdir import BuildFolder, Manifest
-from edgernn.keras.decompose import Plan, decompose
+from edgernn.keras.decompose import Plan, decompose, layer_norm_without_neg
 from edgernn.errors import EdgeRNNError
 from edgernn.keras import fused_rebuild
 from edgernn.keras.fused_rebuild import diagnose
@@ -426,6 +426,13 @@ def _plan_error(plan, checks: list[dict]) -> float:
     return max(plan.error, checks[-1]["held_out_l2r"] if checks else 0.0)
 
 
+@contextlib.contextmanager
+def _sixteen_bit_forms(plan: Plan, active: bool):
+    """The step model's forms that TF's 16x8 quantizer can take (StepStrategy.without_division)."""
+    with ltc_without_division(plan, active=active), layer_norm_without_neg(active=active):
+        yield
+
+
 class StepStrategy:
     """Single-step cells: the states are inputs and outputs of the step model, fed back by the caller."""
 
@@ -443,8 +450,9 @@ class StepStrategy:
 
     def without_division(self):
         """At int16 and auto, an LTC's step model divides by multiplying with rsqrt(d)^2 (TF's 16x8 has no
-        DIV; docs/quantization.md): active while the step model is traced, converted and calibrated."""
-        return ltc_without_division(self.plan, active=self.quant in ("int16", "auto"))
+        DIV), and a LayerNormalization has no NEG (TF's 16x8 has none; docs/quantization.md): active while the
+        step model is traced, converted and calibrated."""
+        return _sixteen_bit_forms(self.plan, active=self.quant in ("int16", "auto"))
 
     def build_float(self) -> bytes:
         self.log("building the step model")

@@ -65,15 +65,15 @@ MODELS = {
     "cfc_nogate_mixed": zoo.cfc_nogate_mixed,
     "cfc_pure": zoo.cfc_wired_pure,        # int16: EXP through the 513-entry table
     "ltc": zoo.ltc_wired,                  # int8: SUM and DIV
-    "layernorm_lstm": zoo.lstm_pre_head,   # int8: MEAN, SQUARED_DIFFERENCE, RSQRT
+    "layernorm_lstm": zoo.lstm_pre_head,   # int8: MEAN, SQUARED_DIFFERENCE, RSQRT; int16: MEAN, RSQRT, SUB, MUL
     "softmax_steps": gru_softmax_steps,    # int8, int16: SOFTMAX
     "clipped": gru_clipped,                # int8: MINIMUM (and test_maximum_minimum_match_interpreter)
 }
-# Refused upstream, by the converter: TF cannot quantize NEG (LayerNormalization) in 16x8. (The LTC's int16 step
-# model divides as numerator * rsqrt(d)^2: edgernn.keras.stepmodel.ltc_without_division.)
-UPSTREAM = {("layernorm_lstm", "int16")}
+# Refused upstream, by the converter: none now. (The LTC's int16 step model divides as numerator * rsqrt(d)^2:
+# edgernn.keras.stepmodel.ltc_without_division; a LayerNormalization's has no NEG: edgernn.keras.decompose.)
+UPSTREAM: set[tuple[str, str]] = set()
 # Models added for one quantized op run only in the quantizations that exercise it.
-ONLY = {"layernorm_lstm": ("int8",), "softmax_steps": ("int8", "int16"), "clipped": ("int8",)}
+ONLY = {"layernorm_lstm": ("int8", "int16"), "softmax_steps": ("int8", "int16"), "clipped": ("int8",)}
 CASES = [(name, q) for name in MODELS for q in ONLY.get(name, QUANTS) if (name, q) not in UPSTREAM]
 # Known refusals of this backend (docs/ops.md, "Not yet generated"): the case must fail with the op named.
 REFUSED: dict[tuple[str, str], str] = {}

@@ -86,11 +86,6 @@ def _named_lambda(keras):
                              keras.layers.LSTM(4)])
 
 
-def _layer_norm(keras):
-    return keras.Sequential([keras.Input((None, 3)), keras.layers.LayerNormalization(name="norm"),
-                             keras.layers.GRU(4)])
-
-
 # (id, model builder, extra convert arguments, every needle the line holds, one of these (or none),
 #  whether the output is exactly one line: --quant int16 without --calib also warns about calibration)
 REFUSALS = [
@@ -105,8 +100,6 @@ REFUSALS = [
     ("lambda names --unsafe", _lambda, ("--quant", "float32"), ("Lambda", "--unsafe"), (), True),
     ("lambda with --unsafe is unstreamable", _named_lambda, ("--quant", "float32", "--unsafe"),
      ("'lam'", "arbitrary Python"), (), True),
-    ("int16 LayerNormalization names the layer", _layer_norm, ("--quant", "int16"),
-     ("NEG", "LayerNormalization layer 'norm'"), (), False),
 ]
 
 
