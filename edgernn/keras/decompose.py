@@ -251,7 +251,12 @@ def _recurrent(layer: Any) -> RecurrentLayer:
 
 
 def _needs_time_axis(layer: Any, rank: int = 3) -> bool:
-    """True when the layer was built to check for the sequence's rank (batch and time axes included)."""
+    """True when the layer was built to check for the sequence's rank (batch and time axes included), or holds its
+    axes counted from the front of it (tf_keras' LayerNormalization keeps ``axis=[2]``, not -1)."""
+    axis = getattr(layer, "axis", None) if type(layer).__name__ == "LayerNormalization" else None
+    axes = [axis] if isinstance(axis, int) else list(axis or [])
+    if any(isinstance(a, int) and a > 0 for a in axes):
+        return True
     specs = getattr(layer, "input_spec", None)
     specs = specs if isinstance(specs, (list, tuple)) else [specs]
     return any(getattr(spec, "ndim", None) == rank or getattr(spec, "min_ndim", None) == rank
@@ -288,8 +293,8 @@ def _call(layer: Any, tensor: Any) -> Any:
 
 
 def _plain_layer_norm(layer: Any) -> bool:
-    """A Keras 3 LayerNormalization over the last axis, without RMS scaling: what ``_layer_norm_without_neg``
-    computes."""
+    """A Keras 3 LayerNormalization over one axis, the last (``_last_axis_ok``), without RMS scaling: what
+    ``_layer_norm_without_neg`` computes."""
     axis = getattr(layer, "axis", -1)
     axes = [axis] if isinstance(axis, int) else list(axis or [])
     return (type(layer).__module__.startswith("keras.") and not getattr(layer, "rms_scaling", False)
@@ -297,7 +302,7 @@ def _plain_layer_norm(layer: Any) -> bool:
 
 
 def _layer_norm_without_neg(layer: Any, x: Any) -> Any:
-    """Keras 3's LayerNormalization, ``x * inv + (beta - mean * inv)`` with ``inv = gamma * rsqrt(var + eps)``,
+    """Keras' LayerNormalization, ``x * inv + (beta - mean * inv)`` with ``inv = gamma * rsqrt(var + eps)``,
     written ``d * inv + beta`` with ``d = x - mean`` and the variance ``mean(d * d)``: the same value, within float32
     rounding, in ops that TF quantizes to int8 and to 16x8 alike and LiteRT runs in both (MEAN, SUB, MUL, RSQRT,
     ADD). Keras' own form has a NEG, which TF's 16x8 quantizer has no form of (and its int8 one leaves in float),

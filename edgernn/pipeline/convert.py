@@ -327,6 +327,22 @@ def _layers_by_op(plan: Plan) -> dict[str, list[str]]:
     return found
 
 
+# ops TF's 16x8 quantizer takes but LiteRT has no int16 kernel of, which TF's quantizer may abort the process on
+NO_INT16_KERNEL = ("SQUARED_DIFFERENCE",)
+
+
+def _check_16x8_ops(step_float: bytes, quant: str, plan: Plan) -> None:
+    """A one-line refusal, before TF's 16x8 quantizer runs, of a step model holding an op LiteRT cannot run in
+    int16 (a tf_keras LayerNormalization's SQUARED_DIFFERENCE; Keras 3's is rewritten without it)."""
+    names = set(tfl.op_names(tfl.read(step_float)))
+    for op in NO_INT16_KERNEL:
+        if op in names:
+            users = _layers_by_op(plan).get(op) or []
+            where = f" (used by {', '.join(users)})" if users else ""
+            raise EdgeRNNError(f"--quant {quant} is not available for this model: LiteRT has no int16 {op}{where}; "
+                               "use --quant int8 or float32")
+
+
 def _quantization_failure(quant: str, plan: Plan):
     """A context in which an unexpected quantizer failure becomes one line naming the layers that may cause it."""
     @contextlib.contextmanager
@@ -486,6 +502,8 @@ class StepStrategy:
         is quantized on."""
         keras_inputs = [k for k, _ in self.step.input_names]
         y_key, state_out_keys = self.output_keys[0], self.output_keys[1:]
+        if quant in ("int16", "auto"):
+            _check_16x8_ops(step_float, quant, self.plan)
         self.log(f"calibrating on {len(self.samples)} recorded steps and quantizing to {quant}")
         keyed = [{k: s[p] for k, p in self.step.input_names} for s in calibration_subset(self.samples)]
         with _quantization_failure(quant, self.plan):

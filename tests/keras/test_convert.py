@@ -258,3 +258,20 @@ def test_stateful_lstm_converts_with_the_state_starting_at_zero(tmp_path):
     first = keras_output(model, xs[:, :20])
     second = keras_output(model, xs[:, 20:])   # carries on from the first half's state
     np.testing.assert_allclose(got, np.concatenate([first, second], axis=1), rtol=1e-5, atol=1e-6)
+
+
+def test_tf_keras_layer_norm_before_the_rnn_converts(tmp_path):
+    """tf_keras keeps a LayerNormalization's axis as [2] (of batch, time, features), not -1: the step model applies it
+    through a time axis of one, where on one step's vector it failed with an IndexError."""
+    import tf_keras
+
+    from edgernn.pipeline.convert import convert_model
+
+    tf_keras.utils.set_random_seed(0)
+    L = tf_keras.layers
+    model = tf_keras.Sequential([L.InputLayer((None, 3)), L.Dense(6), L.LayerNormalization(),
+                                 L.GRU(4, return_sequences=True)])
+    assert model.layers[1].axis == [2]
+    manifest = convert_model(model, tmp_path / "out", quant="int8", calib=zoo.trajectories(4, 40, 3, 0), mode="step")
+    assert manifest["float_self_check_rel"] <= 1e-5
+    assert {"MEAN", "RSQRT"} <= set(manifest["ops"])
