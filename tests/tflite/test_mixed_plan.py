@@ -307,6 +307,20 @@ def test_groups_hold_each_constant_once(converted, name):
         assert shared and max(len(g) for g in shared) >= 6
 
 
+def _same_bytes_as_the_interpreter(out, b) -> None:
+    """The host build ``b`` of folder ``out`` writes the interpreter's every output and state byte, over a trajectory
+    and over inputs wider than calibration."""
+    import backend_harness as H
+
+    n = int(H.load_interpreter(out / "step.tflite").get_signature_runner().get_input_details()["x"]["shape"][-1])
+    for xs in (zoo.trajectories(1, 100, n, seed=4)[0],
+               np.random.default_rng(9).normal(0.0, 2.0, size=(60, n)).astype(np.float32)):
+        xq = H.quantize_x(out, xs)
+        ref, _ = H.reference_bytes(out, xq)
+        got, _ = H.run_driver(b.exe, xq, ref.shape[1], out)
+        assert all(bad == 0 for bad, _ in H.compare_tensors(got, ref, out).values())
+
+
 @pytest.mark.toolchain
 def test_ltc_mixed_model_c_matches_interpreter(converted, tmp_path):
     """The LTC's mixed model through the C backend: int16 loops around its divisions, in float32 between int16
@@ -322,13 +336,7 @@ def test_ltc_mixed_model_c_matches_interpreter(converted, tmp_path):
     b = H.build(out)
     model_c = (out / "firmware" / "model.c").read_text()
     assert "edgernn_dequantize_s16_f32(" in model_c and "edgernn_quantize_f32_s16_even(" in model_c
-    n = int(H.load_interpreter(out / "step.tflite").get_signature_runner().get_input_details()["x"]["shape"][-1])
-    for xs in (zoo.trajectories(1, 100, n, seed=4)[0],
-               np.random.default_rng(9).normal(0.0, 2.0, size=(60, n)).astype(np.float32)):
-        xq = H.quantize_x(out, xs)
-        ref, _ = H.reference_bytes(out, xq)
-        got, _ = H.run_driver(b.exe, xq, ref.shape[1], out)
-        assert all(bad == 0 for bad, _ in H.compare_tensors(got, ref, out).values())
+    _same_bytes_as_the_interpreter(out, b)
 
 
 def _made_up_cost(weigh: str, n_ops: int):
@@ -403,10 +411,4 @@ def test_requantize_in_a_mixed_model_c_matches_interpreter(converted, tmp_path, 
         state["dtype"] = tfl.tensor_quant(m, inputs[state["name"]])["dtype"]
     (out / "manifest.json").write_text(json.dumps(manifest))
     b = H.build(out)
-    n = int(H.load_interpreter(out / "step.tflite").get_signature_runner().get_input_details()["x"]["shape"][-1])
-    for xs in (zoo.trajectories(1, 100, n, seed=4)[0],
-               np.random.default_rng(9).normal(0.0, 2.0, size=(60, n)).astype(np.float32)):
-        xq = H.quantize_x(out, xs)
-        ref, _ = H.reference_bytes(out, xq)
-        got, _ = H.run_driver(b.exe, xq, ref.shape[1], out)
-        assert all(bad == 0 for bad, _ in H.compare_tensors(got, ref, out).values())
+    _same_bytes_as_the_interpreter(out, b)
