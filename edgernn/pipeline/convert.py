@@ -527,9 +527,13 @@ class StepStrategy:
 
         probe = self.samples_sequences[:PLAN_SEQUENCES]
         held = self.samples_sequences[PLAN_SEQUENCES:PLAN_SEQUENCES + HELD_OUT_SEQUENCES]
-        pair = self._pair(calibrated, ties)
-        want = mixed.run_quantized(step_float, probe, pair.ties)
-        want_held = mixed.run_quantized(step_float, held, pair.ties) if len(held) else None
+        public_ties = [(s, s) for s in self.step.state_names]
+        want = mixed.run_quantized(step_float, probe, public_ties)
+        want_held = mixed.run_quantized(step_float, held, public_ties) if len(held) else None
+        try:
+            pair = self._pair(calibrated, ties)
+        except mixed.MixedUnavailable as why:
+            return self._auto_uniform(why, public_ties, probe, held, want, want_held)
         self.log(f"auto: choosing int8 or 16x8 per op for l2r <= {self.max_error:g} on {len(probe)} sequences")
         plan, mixed_model, checks, budget = self._plan(pair, probe, held, want, want_held)
         split: list[str] = []
@@ -551,7 +555,10 @@ class StepStrategy:
                     break
                 self.log(f"auto: even int16 misses the budget; trying the weights of {len(names)} of "
                          f"{len(errors)} FULLY_CONNECTED op(s) in two int8 parts")
-                pair2 = self._pair(parted, ties)
+                try:
+                    pair2 = self._pair(parted, ties)
+                except mixed.MixedUnavailable:
+                    break
                 again = self._plan(pair2, probe, held, want, want_held)
                 if _plan_error(again[0], again[2]) < _plan_error(plan, checks):
                     pair, (plan, mixed_model, checks, budget), split = pair2, again, names
@@ -587,6 +594,36 @@ class StepStrategy:
         tied_model = tfl.read(pair.tied[y_dtype])
         y_range = tfl.get_min_max(tied_model, tfl.signature(tied_model)[1][self.output_keys[0]])
         return mixed_model, self.ys, y_range
+
+    def _auto_uniform(self, why, ties, probe: np.ndarray, held: np.ndarray, want: np.ndarray,
+                      want_held: np.ndarray | None) -> tuple[bytes, np.ndarray, tuple[float, float] | None]:
+        """--quant auto where no mixed model can be made (``why``, a mixed.MixedUnavailable): the uniform model,
+        int8 where it meets the budget (on the planning and the held-out sequences), else int16 where that does,
+        else the one of least error, with a warning."""
+        from edgernn.tflite import mixed
+
+        errors, worst = {}, {}
+        for dtype, (data, _) in why.models.items():
+            errors[dtype] = mixed.l2r(mixed.run_quantized(data, probe, ties), want)
+            worst[dtype] = errors[dtype]
+            if want_held is not None:
+                worst[dtype] = max(worst[dtype], mixed.l2r(mixed.run_quantized(data, held, ties), want_held))
+        meets = [d for d in ("int8", "int16") if d in worst and worst[d] <= self.max_error]
+        chosen = meets[0] if meets else min(worst, key=worst.get)
+        reach = f"l2r {errors[chosen]:.4f}" + (f", {worst[chosen]:.4f} with {len(held)} other calibration sequences"
+                                                if want_held is not None else "")
+        note = (f"{why}; the uniform {chosen} model ({reach}) " +
+                ("meets the budget" if meets else f"misses the budget {self.max_error:g}, the least error of the two"))
+        self.log(f"auto: {note}")
+        if not meets:
+            self.warn(f"WARNING: --quant auto: {note}")
+        self.precision = mixed.uniform_entry({d: m for d, (m, _) in why.models.items()}, chosen, errors,
+                                             self.max_error, bool(meets), probe, ties, note)
+        self.precision["two_part_weights"] = []
+        self.head_quant = chosen
+        tied_model = tfl.read(why.models[chosen][1])
+        y_range = tfl.get_min_max(tied_model, tfl.signature(tied_model)[1][self.output_keys[0]])
+        return why.models[chosen][0], self.ys, y_range
 
     def _pair(self, calibrated: bytes, ties: list[tuple[str, str]]):
         from edgernn.tflite import mixed

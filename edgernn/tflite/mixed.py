@@ -39,6 +39,14 @@ from edgernn.tflite.quantize import quantize_calibrated, quantize_with_tied_stat
 schema = tfl.schema
 INT8, INT16, FLOAT32 = schema.TensorType.INT8, schema.TensorType.INT16, schema.TensorType.FLOAT32
 DTYPES = {INT8: "int8", INT16: "int16"}
+class MixedUnavailable(EdgeRNNError):
+    """The int8 and 16x8 models of one step model cannot be paired op for op, so no mixed model can be made.
+    ``models`` (set by ``quantize_pair``): dtype -> (the quantized model, its calibrated model with the tied
+    ranges), the uniform models --quant auto can still choose from."""
+
+    models: dict[str, tuple[bytes, bytes]] = {}
+
+
 def _converts(model, op) -> bool:
     """Whether ``op`` takes a tensor between float and an integer type (a DEQUANTIZE, or a QUANTIZE of a float
     tensor): what TF's 16x8 quantizer puts around an op it leaves in float. A QUANTIZE from an integer type to
@@ -177,11 +185,11 @@ def _align(m8, m16) -> tuple[list[int | None], dict[int, int | None]]:
     names8 = [tfl.op_name(m8, op.opcodeIndex) for op in g8.operators]
     names16 = [tfl.op_name(m16, op.opcodeIndex) for _, op in ops16]
     if any(_converts(m8, op) for op in g8.operators):
-        raise EdgeRNNError("the int8 step model holds a QUANTIZE from or a DEQUANTIZE to float; a mixed model cannot "
-                           "be made")
+        raise MixedUnavailable("the int8 step model holds a QUANTIZE from or a DEQUANTIZE to float; a mixed model "
+                               "cannot be made")
     if names8 != names16:
         differ = next(i for i, (a, b) in enumerate(zip([*names8, None], [*names16, None])) if a != b)
-        raise EdgeRNNError(f"the int8 and 16x8 step models do not align: op {differ} is "
+        raise MixedUnavailable(f"the int8 and 16x8 step models do not align: op {differ} is "
                            f"{(names8 + ['nothing'])[differ]} in int8 and {(names16 + ['nothing'])[differ]} in 16x8")
     in8, out8 = tfl.signature(m8)
     in16, out16 = tfl.signature(m16)
@@ -233,11 +241,15 @@ def quantize_pair(calibrated: bytes, ties: list[tuple[str, str]], x_key: str, y_
     if rename is not None:
         q8, q16 = rename(q8), rename(q16)
         ties, x_key, y_key = public
-    pair = Pair(q8, q16, fallback, ties, x_key, y_key, {"int8": tied8, "int16": tied16})
-    if not fallback and any(j is None for j in pair.int16_op):
-        missing = sorted({pair.ops[i] for i, j in enumerate(pair.int16_op) if j is None})
-        raise EdgeRNNError(f"the int8 and 16x8 step models do not align (ops {', '.join(missing)} read other "
-                           "tensors); a mixed model cannot be made")
+    try:
+        pair = Pair(q8, q16, fallback, ties, x_key, y_key, {"int8": tied8, "int16": tied16})
+        if not fallback and any(j is None for j in pair.int16_op):
+            missing = sorted({pair.ops[i] for i, j in enumerate(pair.int16_op) if j is None})
+            raise MixedUnavailable(f"the int8 and 16x8 step models do not align (ops {', '.join(missing)} read other "
+                                   "tensors); a mixed model cannot be made")
+    except MixedUnavailable as why:
+        why.models = {"int8": (q8, tied8), "int16": (q16, tied16)}
+        raise
     return pair
 
 
@@ -804,6 +816,37 @@ def precision_entry(pair: Pair, plan: Plan, mixed_model: bytes, max_error: float
         "float32_ops": sorted(i for i in chosen if pair.in_float(i)),
         "estimate": _estimate_entry(plan),
         "plan": rows,
+    }
+
+
+def uniform_entry(models: dict[str, bytes], chosen: str, errors: dict[str, float], max_error: float, met: bool,
+                  probe: np.ndarray, ties: list[tuple[str, str]], note: str) -> dict:
+    """manifest ``precision`` where no mixed model can be made and --quant auto chose one of the uniform models
+    ``models`` (dtype -> quantized model): ``chosen``, with ``errors`` (dtype -> its l2r) and the same fields as
+    ``precision_entry``, every op of the chosen dtype."""
+    model = tfl.read(models[chosen])
+    graph = model.subgraphs[0]
+    inputs, outputs = tfl.signature(model)
+    rows = []
+    for i, op in enumerate(graph.operators):
+        if _converts(model, op):
+            continue
+        output = tfl._text(graph.tensors[op.outputs[0]].name)
+        rows.append({"op": len(rows), "name": tfl.op_name(model, op.opcodeIndex), "output": output,
+                     "layer": _layer_of(output), "dtype": chosen})
+    read = {dtype: tfl.read(data) for dtype, data in models.items()}
+    return {
+        "max_error": max_error, "error": errors[chosen], "int8_error": errors.get("int8"),
+        "int16_error": errors.get("int16"), "met": met, "note": note,
+        "on": f"{len(probe)} calibration sequences of {probe.shape[1]} steps, per-step output y, states fed back",
+        "int16_ops": len(rows) if chosen == "int16" else 0, "groups": None,
+        "int8_ops": len(rows) if chosen == "int8" else 0, "quantize_ops": 0,
+        "x": tfl.tensor_quant(model, inputs["x"])["dtype"] if "x" in inputs else None,
+        "y": tfl.tensor_quant(model, outputs["y"])["dtype"] if "y" in outputs else None,
+        "states": {key: tfl.tensor_quant(model, inputs[key])["dtype"] for key, _ in ties},
+        "weight_bytes": {**{d: tfl.constant_bytes(m) for d, m in read.items()}, "auto": tfl.constant_bytes(model)},
+        "arena_estimate_bytes": {**{d: arena_estimate(m) for d, m in read.items()}, "auto": arena_estimate(model)},
+        "float_fallback_ops": [], "float32_ops": [], "estimate": None, "plan": rows,
     }
 
 

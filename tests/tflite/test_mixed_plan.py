@@ -412,3 +412,26 @@ def test_requantize_in_a_mixed_model_c_matches_interpreter(converted, tmp_path, 
     (out / "manifest.json").write_text(json.dumps(manifest))
     b = H.build(out)
     _same_bytes_as_the_interpreter(out, b)
+
+
+@pytest.mark.parametrize("budget, chosen, met", [(0.5, "int8", True), (0.01, "int16", True), (1e-6, "int16", False)])
+def test_auto_without_a_mixed_model_takes_a_uniform_one(tmp_path, monkeypatch, budget, chosen, met):
+    """Where the int8 and 16x8 models cannot be paired op for op (a quantizer's pattern the alignment does not
+    know), auto takes the uniform model that meets the budget, int8 first, else the one of least error (met
+    false), and the note says why: a build, not a refusal."""
+    def unaligned(m8, m16):
+        raise mixed.MixedUnavailable("the int8 and 16x8 step models do not align: op 3 is A in int8 and B in 16x8")
+
+    monkeypatch.setattr(mixed, "_align", unaligned)
+    model = MODELS["simplernn_relu"]()
+    calib = zoo.trajectories(8, 200, zoo.features_of(model), 0)
+    manifest = convert_model(model, tmp_path / "out", quant="auto", calib=calib, mode="step", max_error=budget)
+    p = manifest["precision"]
+    assert p["note"].startswith("the int8 and 16x8 step models do not align: op 3") and \
+        f"the uniform {chosen} model" in p["note"], p["note"]
+    assert p["met"] is met and p["quantize_ops"] == 0 and p["error"] <= p["int8_error"]
+    assert p[f"{chosen}_ops"] == len(p["plan"]) > 0 and {r["dtype"] for r in p["plan"]} == {chosen}
+    assert (p["error"] <= budget) is met and abs(manifest["quantization_error"]["l2r"] - p["error"]) < 1e-6
+    m = tfl.read((tmp_path / "out" / "step.tflite").read_bytes())
+    inputs, outputs = tfl.signature(m)
+    assert {tfl.tensor_quant(m, k)["dtype"] for k in [*inputs.values(), *outputs.values()]} == {chosen}
