@@ -260,8 +260,9 @@ KERNELS: list[Kernel] = [
     Kernel("edgernn_quantize_f32_s16", "float scale, int32_t zero_point, const float *in, int n, int16_t *out",
            source="edgernn_elementwise.c"),
     Kernel("edgernn_quantize_f32_s16_even",
-           "float inverse_scale, int32_t zero_point, const float *in, int n, int16_t *out",
-           doc="QUANTIZE float32 -> int16 as LiteRT's builtin kernel: x * inverse_scale in float32, halves to even.",
+           "float inverse_scale, float scale, int32_t zero_point, const float *in, int n, int16_t *out",
+           doc="QUANTIZE float32 -> int16 as LiteRT's builtin kernel: in blocks of 8, x * inverse_scale in float32, "
+               "halves to even; the last n % 8, x / (double)scale, halves away from zero.",
            source="edgernn_elementwise.c"),
     Kernel("edgernn_dequantize_s8_f32", "float scale, int32_t zero_point, const int8_t *in, int n, float *out",
            source="edgernn_elementwise.c"),

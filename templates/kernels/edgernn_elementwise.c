@@ -323,10 +323,27 @@ void edgernn_quantize_f32_s16(float scale, int32_t zero_point, const float *in, 
  * rounded to nearest with halves to even (the vector conversion's rounding), measured on an LTC's float DIVs
  * between int16 tensors (docs/ops.md). t cuts toward zero; x - t is exact below 2^23, where an x of more is
  * whole already. */
-void edgernn_quantize_f32_s16_even(float inverse_scale, int32_t zero_point, const float *in, int n, int16_t *out)
+void edgernn_quantize_f32_s16_even(float inverse_scale, float scale, int32_t zero_point, const float *in, int n,
+                                   int16_t *out)
 {
+    /* LiteRT's builtin kernel takes the elements in blocks of 8 (its NEON path, emulated by NEON_2_SSE on x86):
+     * x * inverse_scale in float32, halves to even; the last n % 8 in its scalar tail, TfLiteRound(x / scale)
+     * with scale as a double: halves away from zero (measured: tests/backend/test_mixed_seams.py). */
+    const int blocked = n - n % 8;
     int i;
-    for (i = 0; i < n; ++i) {
+    for (i = blocked; i < n; ++i) {
+        double q = (double)in[i] / (double)scale;
+        int32_t t;
+        q = q > 65536.0 ? 65536.0 : (q < -65536.0 ? -65536.0 : q);
+        t = (int32_t)q;
+        if (q - (double)t >= 0.5) {
+            ++t;
+        } else if (q - (double)t <= -0.5) {
+            --t;
+        }
+        out[i] = (int16_t)edgernn_clamp(t + zero_point, -32768, 32767);
+    }
+    for (i = 0; i < blocked; ++i) {
         float x = in[i] * inverse_scale;
         int32_t t;
         float f;

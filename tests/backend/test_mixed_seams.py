@@ -284,3 +284,62 @@ def test_sanitizers_report_nothing_on_the_seams(tmp_path, monkeypatch, fused):
     got, stderr = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
     assert "runtime error" not in stderr and "AddressSanitizer" not in stderr, stderr
     assert np.array_equal(got, ref)
+
+
+_QUANTIZE_EVEN_DRIVER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "edgernn_kernels.h"
+int main(int argc, char **argv)
+{
+    int n = atoi(argv[1]);
+    float inverse_scale = strtof(argv[2], NULL), scale = strtof(argv[3], NULL);
+    float *in = malloc(sizeof(float) * (size_t)n);
+    int16_t *out = malloc(sizeof(int16_t) * (size_t)n);
+    if (fread(in, sizeof(float), (size_t)n, stdin) != (size_t)n) return 2;
+    edgernn_quantize_f32_s16_even(inverse_scale, scale, 0, in, n, out);
+    fwrite(out, sizeof(int16_t), (size_t)n, stdout);
+    return 0;
+}
+"""
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("n", [7, 13, 14, 16, 33])
+def test_builtin_float_to_int16_quantize_rounds_as_litert_in_blocks_and_tail(tmp_path, n):
+    """LiteRT's builtin QUANTIZE float32 -> int16 (an LTC's DIV in float under --quant auto, in a graph on the
+    builtin kernels) rounds its blocks of 8 and its n % 8 tail differently: x times the float32 inverse, halves to
+    even, then x / (double)scale, halves away. edgernn_quantize_f32_s16_even against it, on inputs whose float32
+    product lands on a half (where the two differ: an LTC with 14 neurons missed 3 state bytes in 200 steps)."""
+    import subprocess
+
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    from edgernn.backend import kernel_sources
+
+    scale = np.float32(3.6854286e-05)
+    data = MM.requantize_chain([("float32", None, None), ("int16", float(scale), 0)], size=n)
+    interp = Interpreter(model_content=data,
+                         experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    interp.allocate_tensors()
+    run = interp.get_signature_runner()
+    folder = MM.write_folder(tmp_path / "chain", MM.requantize_chain([("int8", 0.05, 0), ("int16", 0.05 / 256, 0)]))
+    H.build(folder)
+    firmware = folder / "firmware"
+    (tmp_path / "driver.c").write_text(_QUANTIZE_EVEN_DRIVER)
+    exe = tmp_path / "driver"
+    sources = [str(firmware / name) for name in ("edgernn_elementwise.c", "edgernn_tables.c", "edgernn_libm.c")
+               if (firmware / name).exists()]
+    subprocess.run(["gcc", "-O2", "-I", str(firmware), str(tmp_path / "driver.c"), *sources, "-lm", "-o", str(exe)],
+                   check=True)
+    inverse = np.float32(1) / scale
+    rng = np.random.default_rng(n)
+    halves = 0
+    for _ in range(50):
+        x = np.float32((rng.integers(-30000, 30000, n) + 0.5) * np.float64(scale))
+        halves += int(np.sum(np.float32(x * inverse) % 1 == 0.5))
+        want = np.asarray(run(x=x.reshape(1, n))["y"]).reshape(-1)
+        got = np.frombuffer(subprocess.run([str(exe), str(n), repr(float(inverse)), repr(float(scale))],
+                                           input=x.tobytes(), capture_output=True, check=True).stdout, np.int16)
+        assert np.array_equal(got, want), np.argwhere(got != want).reshape(-1)
+    assert halves > 0

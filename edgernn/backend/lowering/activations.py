@@ -162,10 +162,12 @@ class ActivationsOps(LoweringBase):
         n = int(out.size)
         if x.dtype == "float32" and dtype == "int16" and self.g.oracle == "builtin":
             # an op left in float between int16 tensors (an LTC's DIV under --quant auto), in a graph LiteRT runs
-            # on its builtin kernels: their QUANTIZE multiplies by the float32 inverse and rounds halves to even
+            # on its builtin kernels: their QUANTIZE multiplies by the float32 inverse and rounds halves to even in
+            # blocks of 8, and divides by the scale in double and rounds halves away in the n % 8 after them
             s, z = out.qparams()
             return self.call(op, "edgernn_quantize_f32_s16_even",
-                             {"inverse_scale": Float(float(np.float32(1.0) / np.float32(s))), "zero_point": int(z),
+                             {"inverse_scale": Float(float(np.float32(1.0) / np.float32(s))),
+                              "scale": Float(float(np.float32(s))), "zero_point": int(z),
                               "in": TensorArg(op.inputs[0]), "n": n, "out": TensorArg(op.outputs[0])})
         if x.dtype == "float32" and dtype in ("int8", "int16"):
             s, z = out.qparams()
