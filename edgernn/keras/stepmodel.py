@@ -150,6 +150,8 @@ class ltc_without_division:
 
     def __init__(self, plan: Plan, active: bool = True):
         cells = [getattr(layer, "cell", None) for layer in plan.recurrent] if active else []  # a Conv1D has none
+        # an LTC with mixed_memory=True: ncps' MixedMemoryRNN (an LSTM cell's memory) around the LTCCell
+        cells = [getattr(cell, "rnn_cell", cell) if type(cell).__name__ == "MixedMemoryRNN" else cell for cell in cells]
         self.cells = [cell for cell in cells if type(cell).__name__ == "LTCCell"
                       and type(cell).__module__.startswith("ncps.keras") and hasattr(type(cell), "_ode_solver")]
 

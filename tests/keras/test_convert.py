@@ -275,3 +275,20 @@ def test_tf_keras_layer_norm_before_the_rnn_converts(tmp_path):
     manifest = convert_model(model, tmp_path / "out", quant="int8", calib=zoo.trajectories(4, 40, 3, 0), mode="step")
     assert manifest["float_self_check_rel"] <= 1e-5
     assert {"MEAN", "RSQRT"} <= set(manifest["ops"])
+
+
+def test_ltc_with_mixed_memory_has_int16(tmp_path):
+    """ncps' LTC with mixed_memory=True wraps its LTCCell in a MixedMemoryRNN: the cell inside it divides as
+    numerator * rsqrt(d)^2 at int16 too (TF's 16x8 has no DIV, which refused it)."""
+    from edgernn.pipeline.convert import convert_model
+
+    keras = zoo._keras(0)
+    import ncps.keras
+    from ncps.wirings import AutoNCP
+
+    model = keras.Sequential([keras.Input((None, 3)),
+                              ncps.keras.LTC(AutoNCP(10, 2, seed=0), mixed_memory=True, return_sequences=True)])
+    manifest = convert_model(model, tmp_path / "out", quant="int16", calib=zoo.trajectories(4, 40, 3, 0), mode="step")
+    assert "RSQRT" in manifest["ops"] and "DIV" not in manifest["ops"]
+    assert manifest["float_self_check_rel"] <= 1e-4
+    assert {s["dtype"] for s in manifest["states"]} == {"int16"}
