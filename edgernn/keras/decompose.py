@@ -250,11 +250,16 @@ def _recurrent(layer: Any) -> RecurrentLayer:
     )
 
 
+def _axes(layer: Any, default: Any = -1) -> list:
+    """A normalization layer's ``axis`` as a list (Keras 3 keeps an int, tf_keras a list)."""
+    axis = getattr(layer, "axis", default)
+    return [axis] if isinstance(axis, int) else list(axis or [])
+
+
 def _needs_time_axis(layer: Any, rank: int = 3) -> bool:
     """True when the layer was built to check for the sequence's rank (batch and time axes included), or holds its
     axes counted from the front of it (tf_keras' LayerNormalization keeps ``axis=[2]``, not -1)."""
-    axis = getattr(layer, "axis", None) if type(layer).__name__ == "LayerNormalization" else None
-    axes = [axis] if isinstance(axis, int) else list(axis or [])
+    axes = _axes(layer, None) if type(layer).__name__ == "LayerNormalization" else []
     if any(isinstance(a, int) and a > 0 for a in axes):
         return True
     specs = getattr(layer, "input_spec", None)
@@ -295,10 +300,8 @@ def _call(layer: Any, tensor: Any) -> Any:
 def _plain_layer_norm(layer: Any) -> bool:
     """A Keras 3 LayerNormalization over one axis, the last (``_last_axis_ok``), without RMS scaling: what
     ``_layer_norm_without_neg`` computes."""
-    axis = getattr(layer, "axis", -1)
-    axes = [axis] if isinstance(axis, int) else list(axis or [])
     return (type(layer).__module__.startswith("keras.") and not getattr(layer, "rms_scaling", False)
-            and len(axes) == 1)
+            and len(_axes(layer)) == 1)
 
 
 def _layer_norm_without_neg(layer: Any, x: Any) -> Any:
@@ -367,8 +370,7 @@ def _last_axis_ok(layer: Any, rank: int) -> str | None:
         if axis not in (-1, rank - 1):
             return f"it normalises over axis {layer.axis}, not the features"
     if kind in ("LayerNormalization", "Normalization", "UnitNormalization"):
-        axis = getattr(layer, "axis", -1)
-        axes = [axis] if isinstance(axis, int) else list(axis or [])
+        axes = _axes(layer)
         if any(a not in (-1, rank - 1) for a in axes):
             return f"it normalises over axes {axis}, which include the time axis"
     if kind == "Softmax":

@@ -39,6 +39,9 @@ from edgernn.tflite.quantize import quantize_calibrated, quantize_with_tied_stat
 schema = tfl.schema
 INT8, INT16, FLOAT32 = schema.TensorType.INT8, schema.TensorType.INT16, schema.TensorType.FLOAT32
 DTYPES = {INT8: "int8", INT16: "int16"}
+DEFAULT_MAX_ERROR = 0.02  # --max-error: l2r against the float model on the calibration sequences
+
+
 class MixedUnavailable(EdgeRNNError):
     """The int8 and 16x8 models of one step model cannot be paired op for op, so no mixed model can be made.
     ``models`` (set by ``quantize_pair``): dtype -> (the quantized model, its calibrated model with the tied
@@ -63,7 +66,6 @@ def _seams(model) -> int:
     graph = model.subgraphs[0]
     return sum(1 for op in graph.operators if tfl.op_name(model, op.opcodeIndex) == "QUANTIZE"
                and graph.tensors[op.inputs[0]].type != graph.tensors[op.outputs[0]].type)
-DEFAULT_MAX_ERROR = 0.02  # --max-error: l2r against the float model on the calibration sequences
 
 
 def check_max_error(value) -> float:
@@ -773,7 +775,6 @@ def arena_estimate(model) -> int:
 def precision_entry(pair: Pair, plan: Plan, mixed_model: bytes, max_error: float, probe: np.ndarray) -> dict:
     """manifest ``precision``: the budget, the errors, the cost and the dtype of every op."""
     model = tfl.read(mixed_model)
-    inputs, outputs = tfl.signature(model)
     graph = pair.m8.subgraphs[0]
     chosen = set(plan.int16_ops)
     rows = []
@@ -800,14 +801,12 @@ def precision_entry(pair: Pair, plan: Plan, mixed_model: bytes, max_error: float
         "int16_error": plan.int16_error,
         "met": plan.met,
         "note": plan.note,
-        "on": f"{len(probe)} calibration sequences of {probe.shape[1]} steps, per-step output y, states fed back",
+        "on": _on(probe),
         "int16_ops": len(chosen),
         "groups": len(plan.groups) if plan.groups else None,
         "int8_ops": len(pair.ops) - len(chosen),
         "quantize_ops": _seams(model),
-        "x": tfl.tensor_quant(model, inputs["x"])["dtype"] if "x" in inputs else None,
-        "y": tfl.tensor_quant(model, outputs["y"])["dtype"] if "y" in outputs else None,
-        "states": {key: tfl.tensor_quant(model, inputs[key])["dtype"] for key, _ in pair.ties},
+        **_io_dtypes(model, pair.ties),
         "weight_bytes": {"int8": tfl.constant_bytes(pair.m8), "int16": tfl.constant_bytes(pair.m16),
                          "auto": tfl.constant_bytes(model)},
         "arena_estimate_bytes": {"int8": arena_estimate(pair.m8), "int16": arena_estimate(pair.m16),
@@ -819,6 +818,19 @@ def precision_entry(pair: Pair, plan: Plan, mixed_model: bytes, max_error: float
     }
 
 
+def _on(probe: np.ndarray) -> str:
+    """precision ``on``: what the plan's errors were measured on."""
+    return f"{len(probe)} calibration sequences of {probe.shape[1]} steps, per-step output y, states fed back"
+
+
+def _io_dtypes(model, ties: list[tuple[str, str]]) -> dict:
+    """precision ``x``, ``y`` and ``states``: the dtype of the model's input, output and each state."""
+    inputs, outputs = tfl.signature(model)
+    return {"x": tfl.tensor_quant(model, inputs["x"])["dtype"] if "x" in inputs else None,
+            "y": tfl.tensor_quant(model, outputs["y"])["dtype"] if "y" in outputs else None,
+            "states": {key: tfl.tensor_quant(model, inputs[key])["dtype"] for key, _ in ties}}
+
+
 def uniform_entry(models: dict[str, bytes], chosen: str, errors: dict[str, float], max_error: float, met: bool,
                   probe: np.ndarray, ties: list[tuple[str, str]], note: str) -> dict:
     """manifest ``precision`` where no mixed model can be made and --quant auto chose one of the uniform models
@@ -826,9 +838,8 @@ def uniform_entry(models: dict[str, bytes], chosen: str, errors: dict[str, float
     ``precision_entry``, every op of the chosen dtype."""
     model = tfl.read(models[chosen])
     graph = model.subgraphs[0]
-    inputs, outputs = tfl.signature(model)
     rows = []
-    for i, op in enumerate(graph.operators):
+    for op in graph.operators:
         if _converts(model, op):
             continue
         output = tfl._text(graph.tensors[op.outputs[0]].name)
@@ -838,12 +849,10 @@ def uniform_entry(models: dict[str, bytes], chosen: str, errors: dict[str, float
     return {
         "max_error": max_error, "error": errors[chosen], "int8_error": errors.get("int8"),
         "int16_error": errors.get("int16"), "met": met, "note": note,
-        "on": f"{len(probe)} calibration sequences of {probe.shape[1]} steps, per-step output y, states fed back",
+        "on": _on(probe),
         "int16_ops": len(rows) if chosen == "int16" else 0, "groups": None,
         "int8_ops": len(rows) if chosen == "int8" else 0, "quantize_ops": 0,
-        "x": tfl.tensor_quant(model, inputs["x"])["dtype"] if "x" in inputs else None,
-        "y": tfl.tensor_quant(model, outputs["y"])["dtype"] if "y" in outputs else None,
-        "states": {key: tfl.tensor_quant(model, inputs[key])["dtype"] for key, _ in ties},
+        **_io_dtypes(model, ties),
         "weight_bytes": {**{d: tfl.constant_bytes(m) for d, m in read.items()}, "auto": tfl.constant_bytes(model)},
         "arena_estimate_bytes": {**{d: arena_estimate(m) for d, m in read.items()}, "auto": arena_estimate(model)},
         "float_fallback_ops": [], "float32_ops": [], "estimate": None, "plan": rows,
