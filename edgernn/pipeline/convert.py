@@ -534,6 +534,10 @@ class StepStrategy:
             pair = self._pair(calibrated, ties)
         except mixed.MixedUnavailable as why:
             return self._auto_uniform(why, public_ties, probe, held, want, want_held)
+        # the rounding is fitted on the planning sequences' steps alone: the held-out ones check it
+        steps = self.samples_sequences.shape[1]
+        fit = [{k: s[p] for k, p in self.step.input_names} for s in self.samples[:len(probe) * steps]]
+        pair, rounding = self._weight_rounding(pair, calibrated, ties, fit, (probe, want), (held, want_held))
         self.log(f"auto: choosing int8 or 16x8 per op for l2r <= {self.max_error:g} on {len(probe)} sequences")
         plan, mixed_model, checks, budget = self._plan(pair, probe, held, want, want_held)
         split: list[str] = []
@@ -562,6 +566,7 @@ class StepStrategy:
                 again = self._plan(pair2, probe, held, want, want_held)
                 if _plan_error(again[0], again[2]) < _plan_error(plan, checks):
                     pair, (plan, mixed_model, checks, budget), split = pair2, again, names
+                    rounding = None  # two parts start from TF's rounding
                 if _plan_met(plan, checks, self.max_error):
                     break
         self.precision = mixed.precision_entry(pair, plan, mixed_model, self.max_error, probe)
@@ -577,6 +582,7 @@ class StepStrategy:
                 self.precision["note"] = (f"even int16 misses the budget {self.max_error:g} on {len(held)} other "
                                           f"calibration sequences (l2r {held_error:.4f})")
         self.precision["two_part_weights"] = split
+        self.precision["weight_rounding"] = rounding or {"rounding": "nearest", "ops": []}
         if split:
             self.precision["note"] = "; ".join(filter(None, [
                 f"even int16 missed the budget ({whole_int16}), so the weights of {len(split)} "
@@ -594,6 +600,50 @@ class StepStrategy:
         tied_model = tfl.read(pair.tied[y_dtype])
         y_range = tfl.get_min_max(tied_model, tfl.signature(tied_model)[1][self.output_keys[0]])
         return mixed_model, self.ys, y_range
+
+    def _weight_rounding(self, pair, calibrated: bytes, ties: list[tuple[str, str]],
+                         fit: list[dict[str, np.ndarray]], planning: tuple, held_out: tuple):
+        """(pair, rounding): the pair of ``calibrated`` with its FULLY_CONNECTED weights in error-compensated
+        rounding and their biases corrected (edgernn/tflite/rounding.py, fitted on the steps ``fit``), where
+        all-int16 meets the budget with TF's rounding (on the planning sequences and the held-out ones, each a
+        pair of sequences and the float model's outputs) and the compensated rounding lowers the error that
+        matters there: all-int8's where either rounding lets int8 meet the budget (the plan is then int8), else
+        all-int16's (the floor a mixed plan builds on). Else ``pair`` (TF's rounding) and None."""
+        from edgernn.tflite import mixed, rounding
+
+        def errors(p, sequences, want) -> tuple[float, float]:
+            return tuple(mixed.l2r(mixed.run_quantized(mixed.splice(p, ops), sequences, p.ties, p.x_key, p.y_key),
+                                   want) for ops in ([], p.can_int16()))
+
+        (e8, e16), held = errors(pair, *planning), (errors(pair, *held_out) if len(held_out[0]) else None)
+        if max(e16, held[1] if held else 0.0) > self.max_error:
+            # a fitted correction is no remedy where the weights' rounding holds the error above the budget:
+            # it holds less well on other sequences (docs/quantization.md); the two-part weights are
+            return pair, None
+        with warnings.catch_warnings(), tfenv.native_stderr_captured():
+            warnings.simplefilter("ignore")
+            compensated, names = rounding.compensate(calibrated, fit)
+            if not names:
+                return pair, None
+            try:
+                other = self._pair(compensated, ties)
+            except mixed.MixedUnavailable:
+                return pair, None
+
+        c8, c16 = errors(other, *planning)
+        dtype = 0 if min(e8, c8) <= self.max_error else 1
+        better = (c8, c16)[dtype] < (e8, e16)[dtype]
+        checked = ""
+        if better and held:
+            before, after = held[dtype], errors(other, *held_out)[dtype]
+            better = after < before
+            checked = f" ({('int8', 'int16')[dtype]} {before:.4f} -> {after:.4f} on {len(held_out[0])} other sequences)"
+        self.log(f"auto: weights of {len(names)} FULLY_CONNECTED op(s) in error-compensated rounding: int8 l2r "
+                 f"{e8:.4f} -> {c8:.4f}, int16 {e16:.4f} -> {c16:.4f}{checked}: " + ("kept" if better else "not kept"))
+        if not better:
+            return pair, None
+        return other, {"rounding": "compensated", "ops": names,
+                       "nearest": {"int8": e8, "int16": e16}, "compensated": {"int8": c8, "int16": c16}}
 
     def _auto_uniform(self, why, ties, probe: np.ndarray, held: np.ndarray, want: np.ndarray,
                       want_held: np.ndarray | None) -> tuple[bytes, np.ndarray, tuple[float, float] | None]:
@@ -620,6 +670,7 @@ class StepStrategy:
         self.precision = mixed.uniform_entry({d: m for d, (m, _) in why.models.items()}, chosen, errors,
                                              self.max_error, bool(meets), probe, ties, note)
         self.precision["two_part_weights"] = []
+        self.precision["weight_rounding"] = {"rounding": "nearest", "ops": []}
         self.head_quant = chosen
         tied_model = tfl.read(why.models[chosen][1])
         y_range = tfl.get_min_max(tied_model, tfl.signature(tied_model)[1][self.output_keys[0]])

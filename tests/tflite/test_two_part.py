@@ -15,24 +15,12 @@ import pytest
 from edgernn.tflite import model as tfl
 from edgernn.tflite.two_part import INT8_STEPS, parts
 
-
-def _weights(kind: str) -> np.ndarray:
-    rng = np.random.default_rng(len(kind))
-    w = rng.normal(0, 0.3, size=(6, 10)).astype(np.float32)
-    if kind == "a zero row":
-        w[2] = 0
-    elif kind == "one large weight a row":
-        w[np.arange(6), rng.integers(0, 10, 6)] = 40.0
-    elif kind == "tiny":
-        w *= 1e-6
-    elif kind == "extremes of both signs":
-        w[:, 0], w[:, 1] = -w.max() * 3, w.max() * 3
-    return w
+from weight_kinds import KINDS, weights
 
 
-@pytest.mark.parametrize("kind", ["random", "a zero row", "one large weight a row", "tiny", "extremes of both signs"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_the_first_part_is_on_each_rows_int8_grid_and_the_second_is_the_rest(kind):
-    w = _weights(kind)
+    w = weights(kind)
     hi, lo = parts(w)
     peak = np.abs(w).max(axis=1, keepdims=True)
     s = np.where(peak > 0, peak / INT8_STEPS, 1).astype(np.float32)
@@ -85,8 +73,10 @@ def test_auto_puts_the_weights_in_two_parts_where_even_int16_misses(tmp_path):
     plan = json.loads((out / "manifest.json").read_text())["precision"]
     # of the cell's two FULLY_CONNECTEDs and the Dense's, the recurrent matrix's alone costs a share of the budget
     # (its rounding carries on for ~200 steps): it alone is now two and an ADD, which brings int16 from about 0.08
-    # to below 0.005, and the plan within the budget with int8 ops
+    # to below 0.005, and the plan within the budget with int8 ops. The error-compensated rounding is not tried
+    # where int16 misses with TF's rounding (it would plan at 0.017 and reach 0.03 on the first two sequences).
     assert len(plan["two_part_weights"]) == 1, plan["note"]
+    assert plan["weight_rounding"] == {"rounding": "nearest", "ops": []}
     assert plan["note"].startswith("even int16 missed the budget"), plan["note"]
     assert plan["int16_error"] < 0.005 and plan["met"] and plan["error"] <= 0.02, plan
     assert plan["int8_ops"] > 0
