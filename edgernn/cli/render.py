@@ -210,7 +210,8 @@ def print_validation(console, report: dict) -> None:
                       f"{plan['int16_ops']} of {plan['int16_ops'] + plan['int8_ops']} ops int16 ({layers}); "
                       f"l2r {reached}{plan['calibration_l2r']:.4g} on calibration (budget {plan['max_error']:g}; "
                       f"int8 {plan['int8_l2r']:.4g}, int16 {plan['int16_l2r']:.4g}); x {plan['x']}, y {plan['y']}, "
-                      f"states {', '.join(f'{k} {v}' for k, v in (plan['states'] or {}).items()) or 'none'}")
+                      f"states {', '.join(f'{k} {v}' for k, v in (plan['states'] or {}).items()) or 'none'}"
+                      + (f"; weights: {plan['weights']}" if plan.get("weights") else ""))
     for row in report.get("drift") or []:
         if row.get("rmse") is not None:
             table.add_row(f"drift, steps {row['label']}", f"rmse {row['rmse']:.4g}  max {row['max_abs']:.4g}")

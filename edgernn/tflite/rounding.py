@@ -78,11 +78,7 @@ def _bias(model, op) -> np.ndarray | None:
     """The constant float32 bias of a FULLY_CONNECTED, or None where it has none."""
     if len(op.inputs) < 3 or op.inputs[2] < 0:
         return None
-    tensor = model.subgraphs[0].tensors[int(op.inputs[2])]
-    data = model.buffers[tensor.buffer].data if tensor.buffer < len(model.buffers) else None
-    if tensor.type != schema.TensorType.FLOAT32 or data is None or len(data) == 0:
-        return None
-    return np.frombuffer(bytes(np.asarray(data, np.uint8)), np.float32)
+    return _float_constant(model, int(op.inputs[2]))
 
 
 def _new_bias(model, op, values: np.ndarray) -> None:
@@ -108,8 +104,10 @@ def compensate(calibrated: bytes, samples: list[dict[str, np.ndarray]],
     ``compensated``, ``H`` measured on the op's input over ``samples`` (the calibration steps, by signature
     input), else to the nearest step as TF's quantizer rounds them; and each op's bias corrected by the mean
     error of its rounded weights on those inputs, ``(W - Q) . mean(x)`` (a bias is held at the scale of
-    input times weight: to far finer steps than a weight). The names (outputs) of the ops. Weights read
-    by several ops take the inputs of all of them."""
+    input times weight: to far finer steps than a weight). An op without a bias has its correction added to
+    a constant its output is summed with (``_bias_owner``), else is given a bias. A bias other ops
+    read too is not moved. The names (outputs) of the ops. Weights read by several ops take the inputs of
+    all of them."""
     from edgernn.tflite.interpreter import load_interpreter
 
     model = tfl.read(calibrated)
@@ -138,22 +136,89 @@ def compensate(calibrated: bytes, samples: list[dict[str, np.ndarray]],
                 second[buffer] += x.T @ x
                 first[buffer] += x.sum(axis=0)
                 count[buffer] += x.shape[0]
-    names, corrected = [], set()
+    names, shifts = [], {}
     for buffer, ops in readers.items():
         w = _weights(model, ops[0])
         q = round_compensated(w, second[buffer], damping) if compensated else nearest(w)
         model.buffers[buffer].data = np.frombuffer(q.tobytes(), np.uint8)
-        shift = ((w.astype(np.float64) - q) @ (first[buffer] / max(count[buffer], 1))).astype(np.float32)
+        shift = (w.astype(np.float64) - q) @ (first[buffer] / max(count[buffer], 1))
         for op in ops:
-            bias = _bias(model, op)
-            if bias is None:
-                _new_bias(model, op, shift)
-            elif graph.tensors[int(op.inputs[2])].buffer not in corrected:
-                corrected.add(graph.tensors[int(op.inputs[2])].buffer)
-                model.buffers[graph.tensors[int(op.inputs[2])].buffer].data = np.frombuffer(
-                    (bias + shift).astype(np.float32).tobytes(), np.uint8)
             names.append(tfl._text(graph.tensors[int(op.outputs[0])].name))
+            found = _bias_owner(model, op)
+            if found is None:
+                _new_bias(model, op, np.zeros(shift.shape, np.float32))
+                found = op, int(op.inputs[2])
+            owner, target = found[0], graph.tensors[found[1]].buffer
+            mine = {id(o) for o in ops} | {id(owner)}
+            if any(id(o) not in mine for o in graph.operators
+                   if any(k >= 0 and graph.tensors[int(k)].buffer == target for k in o.inputs)):
+                continue  # a constant other ops read too stays as it is (the weights are still rounded)
+            # the bias of weights read by several ops, where they share it too, moves once
+            shifts.setdefault(target, {})[buffer] = shift
+    for target, by_weights in shifts.items():
+        bias = np.frombuffer(bytes(np.asarray(model.buffers[target].data, np.uint8)), np.float32)
+        total = bias.astype(np.float64) + sum(by_weights.values())
+        model.buffers[target].data = np.frombuffer(total.astype(np.float32).tobytes(), np.uint8)
     return tfl.write(model), names
+
+
+def _float_constant(model, index: int) -> np.ndarray | None:
+    tensor = model.subgraphs[0].tensors[index]
+    data = model.buffers[tensor.buffer].data if tensor.buffer < len(model.buffers) else None
+    if tensor.type != schema.TensorType.FLOAT32 or data is None or len(data) == 0:
+        return None
+    return np.frombuffer(bytes(np.asarray(data, np.uint8)), np.float32)
+
+
+# ops whose output holds their first input's values in another shape
+_SAME_VALUES = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS"}
+
+
+def _bias_owner(model, op):
+    """(the op, the input) whose float constant a correction of ``op``'s output moves: ``op`` and its bias where
+    it has one. For an op without a bias and without a fused activation, its output is followed through ADDs
+    (and reshapes) that alone read it (without fused activations, but for the last) to the first term that can take it: a
+    constant vector of its size added there (an LSTM's gate bias, after x W_x + h W_h), or a FULLY_CONNECTED
+    with a bias, no fused activation and no other reader that writes the ADD's other input. None where there
+    is no such term (the op is then given a bias)."""
+    graph = model.subgraphs[0]
+    if _bias(model, op) is not None:
+        return op, int(op.inputs[2])
+    if _activation(op) != schema.ActivationFunctionType.NONE:
+        return None
+    size = _weights(model, op).shape[0]
+    out = int(op.outputs[0])
+    for _ in range(len(graph.operators)):
+        readers = [o for o in graph.operators if out in [int(k) for k in o.inputs]]
+        if len(readers) != 1 or out in graph.outputs:
+            return None
+        if tfl.op_name(model, readers[0].opcodeIndex) in _SAME_VALUES and int(readers[0].inputs[0]) == out:
+            out = int(readers[0].outputs[0])  # the same values in another shape
+            continue
+        if tfl.op_name(model, readers[0].opcodeIndex) != "ADD":
+            return None
+        add = readers[0]
+        other = [int(k) for k in add.inputs if int(k) != out]
+        if len(other) != 1:
+            return None
+        constant = _float_constant(model, other[0])
+        if constant is not None:
+            return (add, other[0]) if constant.size == size else None
+        writer = next((o for o in graph.operators if other[0] in [int(k) for k in o.outputs]), None)
+        if (writer is not None and tfl.op_name(model, writer.opcodeIndex) == "FULLY_CONNECTED"
+                and _bias(model, writer) is not None and _bias(model, writer).size == size
+                and _activation(writer) == schema.ActivationFunctionType.NONE and other[0] not in graph.outputs
+                and sum(other[0] in [int(k) for k in o.inputs] for o in graph.operators) == 1):
+            return writer, int(writer.inputs[2])
+        if _activation(add) != schema.ActivationFunctionType.NONE:
+            return None
+        out = int(add.outputs[0])
+    return None
+
+
+def _activation(op) -> int:
+    options = op.builtinOptions
+    return int(options.fusedActivationFunction) if options is not None else schema.ActivationFunctionType.NONE
 
 
 def nearest(w: np.ndarray) -> np.ndarray:

@@ -412,7 +412,8 @@ def _precision(report: dict) -> dict | None:
                              f"({layers})"),
             ("QUANTIZE ops where the types meet", str(plan.get("quantize_ops"))),
             ("x, y", f"{plan.get('x')}, {plan.get('y')}"),
-            ("states", ", ".join(f"{k} {v}" for k, v in (plan.get("states") or {}).items()) or "none")]
+            ("states", ", ".join(f"{k} {v}" for k, v in (plan.get("states") or {}).items()) or "none"),
+            ("weights", plan.get("weights") or "TF's rounding")]
     return {"say": "A --quant auto model: int8 where the error allows, int16 where it does not, to meet the budget.",
             "rows": rows}
 

@@ -835,7 +835,19 @@ def precision_summary(precision: dict | None) -> dict | None:
             "met": precision.get("met"), "int16_ops": precision.get("int16_ops"),
             "int8_ops": precision.get("int8_ops"), "quantize_ops": precision.get("quantize_ops"),
             "x": precision.get("x"), "y": precision.get("y"), "states": precision.get("states"),
-            "int16_ops_by_layer": by_layer}
+            "int16_ops_by_layer": by_layer, "weights": weights_summary(precision)}
+
+
+def weights_summary(precision: dict) -> str:
+    """How a --quant auto plan holds its FULLY_CONNECTED weights, in a few words."""
+    rounding = (precision.get("weight_rounding") or {}).get("rounding")
+    split = precision.get("two_part_weights") or []
+    if split:
+        return f"{len(split)} FULLY_CONNECTED in two int8 parts"
+    if rounding == "compensated":
+        return (f"{len(precision['weight_rounding'].get('ops') or [])} FULLY_CONNECTED in error-compensated "
+                "rounding")
+    return "TF's rounding"
 
 
 def _speed(cycles: float, board) -> dict:

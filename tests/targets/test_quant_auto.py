@@ -4,8 +4,9 @@ the error against the float model the one the plan reached, and the plan in the 
 
 On host and qemu_riscv32 the model is a CfC on an AutoNCP wiring (int8 is ~4x the default budget on these weights),
 whose estimate, without a team, is all int16 at the default budget. On gvsoc_gap8 it is an LSTM(16, sigmoid) + Dense
-at a budget of 0.007, between its int16 error (0.0052) and its int8 one (0.0081), where GAP8's estimate finds that
-int8 pays: a mixed int8/16x8 model (9 of 16 ops int16, 5 QUANTIZE seams) built for the cluster. (Since the 16x8
+at a budget of 0.006, between its int16 error (0.0052 with TF's rounding, 0.0007 in error-compensated rounding) and
+its int8 one (0.0081, 0.0067), where GAP8's estimate finds that int8 pays: a mixed int8/16x8 model (2 of 16 ops
+int16, 4 QUANTIZE seams; 9 of 16 and 5 with TF's rounding) built for the cluster. (Since the 16x8
 FULLY_CONNECTEDs of one input are grouped, no mix of the CfC's is cheaper on GAP8 by the estimate, even at 0.05.)"""
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def test_quant_auto_meets_its_budget_and_validates_byte_exact(tmp_path, board):
     (lstm_sigmoid() if board == "gvsoc_gap8" else cfc_ncp()).save(path)
     calib = zoo.trajectories(8, STEPS, 4, 0)
     out = tmp_path / "out"
-    budget = 0.007 if board == "gvsoc_gap8" else 0.02
+    budget = 0.006 if board == "gvsoc_gap8" else 0.02
     with contextlib.redirect_stdout(io.StringIO()):
         build_model(str(path), out, board=board, quant="auto", mode="step", calib=calib, max_error=budget)
     manifest = json.loads((out / "manifest.json").read_text())

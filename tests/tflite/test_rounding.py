@@ -120,3 +120,37 @@ def test_tfs_quantizers_keep_the_compensated_integers(calibrated, quant):
         shift = (w.astype(np.float64) - q) @ x_in.mean(axis=0)
         assert c is not None
         assert np.allclose(c, (0 if b is None else b) + shift, rtol=1e-4, atol=1e-6)
+
+
+def test_a_correction_without_a_bias_moves_the_bias_it_is_summed_with():
+    """x W_x + b plus h W_h (an LSTM's gates): the correction of h W_h goes into b, no bias is made."""
+    import keras
+
+    from edgernn import tfenv
+    from edgernn.tflite.quantize import calibrate
+
+    keras.utils.set_random_seed(1)
+    x, h = keras.Input((10,), name="x"), keras.Input((6,), name="h")
+    total = keras.layers.Add()([keras.layers.Dense(4)(x), keras.layers.Dense(4, use_bias=False)(h)])
+    model = keras.Model([x, h], keras.layers.Activation("tanh")(total))
+    dense = [layer for layer in model.layers if isinstance(layer, keras.layers.Dense)]
+    kernel, bias = dense[0].get_weights()
+    dense[0].set_weights([kernel, np.full(bias.shape, 0.3, np.float32)])
+    tf = tfenv.tensorflow()
+    assert set(tfl.signature(tfl.read(bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())))[0]) == {"x", "h"}
+    rows = _correlated_inputs(7, n=16, count=300)
+    samples = [{"x": r[None, :10], "h": r[None, 10:]} for r in rows]
+    data = calibrate(tf.lite.TFLiteConverter.from_keras_model(model), samples)
+    compensated, names = compensate(data, samples)
+    assert len(names) == 2
+    before, after = tfl.read(data), tfl.read(compensated)
+    assert len(after.subgraphs[0].tensors) == len(before.subgraphs[0].tensors)
+    (w1, b1), (w2, b2) = [(w, b) for w, b in _fc_constants(before)]
+    (q1, c1), (q2, c2) = [(w, b) for w, b in _fc_constants(after)]
+    assert [b is None for b in (b1, b2)] == [c is None for c in (c1, c2)] and (b1 is None) != (b2 is None)
+    x_of = {0: rows[:, :10], 1: rows[:, 10:]}
+    # which FC reads which input: by width
+    inputs = [x_of[0] if w.shape[1] == 10 else x_of[1] for w in (w1, w2)]
+    shift = sum((w.astype(np.float64) - q) @ xi.mean(axis=0) for w, q, xi in zip((w1, w2), (q1, q2), inputs))
+    biased, corrected = (b1, c1) if b1 is not None else (b2, c2)
+    assert np.allclose(corrected, biased + shift, rtol=1e-4, atol=1e-6)

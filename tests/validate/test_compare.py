@@ -199,9 +199,23 @@ def test_device_save_discard_leaves_nothing(tmp_path):
                {"name": "QUANTIZE", "layer": "cell", "dtype": "int8"}]},
      {"max_error": 0.02, "calibration_l2r": 0.019, "int8_l2r": 0.07, "int16_l2r": 0.009, "met": True,
       "int16_ops": 3, "int8_ops": 2, "quantize_ops": 2, "x": "int8", "y": "int16", "states": {"cell.h": "int16"},
-      "int16_ops_by_layer": {"cell": 2, "(graph)": 1}}),
+      "int16_ops_by_layer": {"cell": 2, "(graph)": 1}, "weights": "TF's rounding"}),
 ])
 def test_the_precision_plan_in_brief(precision, expected):
     from edgernn.validate.run import precision_summary
 
     assert precision_summary(precision) == expected
+
+
+@pytest.mark.parametrize("precision, words", [
+    ({}, "TF's rounding"),
+    ({"weight_rounding": {"rounding": "nearest", "ops": []}, "two_part_weights": []}, "TF's rounding"),
+    ({"weight_rounding": {"rounding": "compensated", "ops": ["a", "b", "c"]}, "two_part_weights": []},
+     "3 FULLY_CONNECTED in error-compensated rounding"),
+    ({"weight_rounding": {"rounding": "nearest", "ops": []}, "two_part_weights": ["a", "b"]},
+     "2 FULLY_CONNECTED in two int8 parts"),
+])
+def test_how_the_plan_holds_its_weights(precision, words):
+    from edgernn.validate.run import weights_summary
+
+    assert weights_summary(precision) == words
