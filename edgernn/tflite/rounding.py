@@ -32,11 +32,9 @@ def _weights(model, op) -> np.ndarray | None:
     """The constant 2-D float32 weights (out, in) of a FULLY_CONNECTED, or None."""
     if tfl.op_name(model, op.opcodeIndex) != "FULLY_CONNECTED" or len(op.inputs) < 2 or op.inputs[1] < 0:
         return None
-    tensor = model.subgraphs[0].tensors[int(op.inputs[1])]
-    data = model.buffers[tensor.buffer].data if tensor.buffer < len(model.buffers) else None
-    if tensor.type != schema.TensorType.FLOAT32 or data is None or len(data) == 0 or len(tensor.shape) != 2:
-        return None
-    return np.frombuffer(bytes(np.asarray(data, np.uint8)), np.float32).reshape([int(d) for d in tensor.shape])
+    shape = [int(d) for d in model.subgraphs[0].tensors[int(op.inputs[1])].shape]
+    values = _float_constant(model, int(op.inputs[1]))
+    return values.reshape(shape) if values is not None and len(shape) == 2 else None
 
 
 def round_compensated(w: np.ndarray, h: np.ndarray, damping: float = DAMPING) -> np.ndarray:
@@ -98,16 +96,15 @@ def _new_bias(model, op, values: np.ndarray) -> None:
 
 
 def compensate(calibrated: bytes, samples: list[dict[str, np.ndarray]],
-               compensated: bool = True, damping: float = DAMPING) -> tuple[bytes, list[str]]:
+               damping: float = DAMPING) -> tuple[bytes, list[str]]:
     """``calibrated`` (a float step model with TF's calibration statistics) with the weights of each
-    FULLY_CONNECTED of constant 2-D float weights on their int8 grid: rounded by ``round_compensated`` where
-    ``compensated``, ``H`` measured on the op's input over ``samples`` (the calibration steps, by signature
-    input), else to the nearest step as TF's quantizer rounds them; and each op's bias corrected by the mean
-    error of its rounded weights on those inputs, ``(W - Q) . mean(x)`` (a bias is held at the scale of
-    input times weight: to far finer steps than a weight). An op without a bias has its correction added to
-    a constant its output is summed with (``_bias_owner``), else is given a bias. A bias other ops
-    read too is not moved. The names (outputs) of the ops. Weights read by several ops take the inputs of
-    all of them."""
+    FULLY_CONNECTED of constant 2-D float weights on their int8 grid, rounded by ``round_compensated``, ``H``
+    measured on the op's input over ``samples`` (the calibration steps, by signature input); and each op's
+    bias corrected by the mean error of its rounded weights on those inputs, ``(W - Q) . mean(x)`` (a bias is
+    held at the scale of input times weight: to far finer steps than a weight). An op without a bias has its
+    correction added to a constant its output is summed with (``_bias_owner``), else is given a bias. A bias
+    other ops read too is not moved. The names (outputs) of the ops. Weights read by several ops take the
+    inputs of all of them."""
     from edgernn.tflite.interpreter import load_interpreter
 
     model = tfl.read(calibrated)
@@ -139,7 +136,7 @@ def compensate(calibrated: bytes, samples: list[dict[str, np.ndarray]],
     names, shifts = [], {}
     for buffer, ops in readers.items():
         w = _weights(model, ops[0])
-        q = round_compensated(w, second[buffer], damping) if compensated else nearest(w)
+        q = round_compensated(w, second[buffer], damping)
         model.buffers[buffer].data = np.frombuffer(q.tobytes(), np.uint8)
         shift = (w.astype(np.float64) - q) @ (first[buffer] / max(count[buffer], 1))
         for op in ops:
@@ -176,11 +173,11 @@ _SAME_VALUES = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS"}
 
 def _bias_owner(model, op):
     """(the op, the input) whose float constant a correction of ``op``'s output moves: ``op`` and its bias where
-    it has one. For an op without a bias and without a fused activation, its output is followed through ADDs
-    (and reshapes) that alone read it (without fused activations, but for the last) to the first term that can take it: a
-    constant vector of its size added there (an LSTM's gate bias, after x W_x + h W_h), or a FULLY_CONNECTED
-    with a bias, no fused activation and no other reader that writes the ADD's other input. None where there
-    is no such term (the op is then given a bias)."""
+    it has one. For an op without a bias and without a fused activation, its output is followed through the
+    ADDs (and reshapes) that alone read it (without fused activations, but for the last) to the first term that
+    can take the correction: a constant vector of its size added there (an LSTM's gate bias, after x W_x +
+    h W_h), or a FULLY_CONNECTED with a bias, no fused activation and no other reader that writes the ADD's other
+    input. None where there is no such term (the op is then given a bias)."""
     graph = model.subgraphs[0]
     if _bias(model, op) is not None:
         return op, int(op.inputs[2])

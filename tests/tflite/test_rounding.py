@@ -137,7 +137,8 @@ def test_a_correction_without_a_bias_moves_the_bias_it_is_summed_with():
     kernel, bias = dense[0].get_weights()
     dense[0].set_weights([kernel, np.full(bias.shape, 0.3, np.float32)])
     tf = tfenv.tensorflow()
-    assert set(tfl.signature(tfl.read(bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())))[0]) == {"x", "h"}
+    float_model = tfl.read(bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert()))
+    assert set(tfl.signature(float_model)[0]) == {"x", "h"}
     rows = _correlated_inputs(7, n=16, count=300)
     samples = [{"x": r[None, :10], "h": r[None, 10:]} for r in rows]
     data = calibrate(tf.lite.TFLiteConverter.from_keras_model(model), samples)
