@@ -372,7 +372,7 @@ def _last_axis_ok(layer: Any, rank: int) -> str | None:
     if kind in ("LayerNormalization", "Normalization", "UnitNormalization"):
         axes = _axes(layer)
         if any(a not in (-1, rank - 1) for a in axes):
-            return f"it normalises over axes {axis}, which include the time axis"
+            return f"it normalises over axes {getattr(layer, 'axis', -1)}, which include the time axis"
     if kind == "Softmax":
         axis = getattr(layer, "axis", -1)
         if axis not in (-1, rank - 1, [-1]):

@@ -86,6 +86,11 @@ def _named_lambda(keras):
                              keras.layers.LSTM(4)])
 
 
+def _layer_norm_over_time(keras):
+    return keras.Sequential([keras.Input((10, 3)), keras.layers.LayerNormalization(axis=1, name="ln"),
+                             keras.layers.LSTM(4)])
+
+
 # (id, model builder, extra convert arguments, every needle the line holds, one of these (or none),
 #  whether the output is exactly one line: --quant int16 without --calib also warns about calibration)
 REFUSALS = [
@@ -100,6 +105,8 @@ REFUSALS = [
     ("lambda names --unsafe", _lambda, ("--quant", "float32"), ("Lambda", "--unsafe"), (), True),
     ("lambda with --unsafe is unstreamable", _named_lambda, ("--quant", "float32", "--unsafe"),
      ("'lam'", "arbitrary Python"), (), True),
+    ("layer norm over the time axis", _layer_norm_over_time, ("--quant", "float32"),
+     ("'ln'", "LayerNormalization", "normalises over axes [1]", "time axis"), (), True),
 ]
 
 
