@@ -7,6 +7,7 @@ backend's reader (edgernn/backend/reader.py) decodes through it into its IR: the
 from __future__ import annotations
 
 import flatbuffers
+import numpy as np
 
 try:
     from ai_edge_litert import schema_py_generated as schema
@@ -111,6 +112,17 @@ def get_min_max(model: "schema.ModelT", index: int) -> tuple[float, float] | Non
     if q is None or q.min is None or q.max is None or len(q.min) != 1:
         return None
     return float(q.min[0]), float(q.max[0])
+
+
+def float_constant(model: "schema.ModelT", index: int) -> np.ndarray | None:
+    """The float32 constant tensor ``index`` as an array of its shape, or None where it is not one."""
+    if index < 0:
+        return None
+    tensor = model.subgraphs[0].tensors[index]
+    data = model.buffers[tensor.buffer].data if tensor.buffer < len(model.buffers) else None
+    if tensor.type != schema.TensorType.FLOAT32 or data is None or len(data) == 0:
+        return None
+    return np.frombuffer(bytes(np.asarray(data, np.uint8)), np.float32).reshape([int(d) for d in tensor.shape])
 
 
 def constant_bytes(model: "schema.ModelT") -> int:

@@ -28,13 +28,25 @@ DAMPING = 0.01  # of the mean of H's diagonal, added to it: the inverse stays we
 MAX_SAMPLES = 4096  # calibration steps H is measured on at most (evenly spaced)
 
 
-def _weights(model, op) -> np.ndarray | None:
+def fc_weights(model, op) -> np.ndarray | None:
     """The constant 2-D float32 weights (out, in) of a FULLY_CONNECTED, or None."""
-    if tfl.op_name(model, op.opcodeIndex) != "FULLY_CONNECTED" or len(op.inputs) < 2 or op.inputs[1] < 0:
+    if tfl.op_name(model, op.opcodeIndex) != "FULLY_CONNECTED" or len(op.inputs) < 2:
         return None
-    shape = [int(d) for d in model.subgraphs[0].tensors[int(op.inputs[1])].shape]
-    values = _float_constant(model, int(op.inputs[1]))
-    return values.reshape(shape) if values is not None and len(shape) == 2 else None
+    w = tfl.float_constant(model, int(op.inputs[1]))
+    return w if w is not None and w.ndim == 2 else None
+
+
+def nearest(w: np.ndarray) -> np.ndarray:
+    """``w`` (out, in) rounded to the nearest step of each row's int8 grid, as TF's quantizer rounds it. float32."""
+    w = w.astype(np.float32)
+    scale = _row_scale(w)[:, None]
+    return (np.round(w / scale) * scale).astype(np.float32)
+
+
+def _row_scale(w: np.ndarray) -> np.ndarray:
+    """Each row's int8 step as TF's quantizer sets it, its largest magnitude over 127 (1 for a row of zeros)."""
+    peak = np.abs(w).max(axis=1)
+    return np.where(peak > 0, peak / np.float32(INT8_STEPS), np.float32(1)).astype(np.float32)
 
 
 def round_compensated(w: np.ndarray, h: np.ndarray, damping: float = DAMPING) -> np.ndarray:
@@ -42,8 +54,7 @@ def round_compensated(w: np.ndarray, h: np.ndarray, damping: float = DAMPING) ->
     onto the columns after it through the inverse of ``h`` (in, in). Each row's largest weight is kept
     exactly (it sets the row's scale); a row of zeros stays zero. float32, on the grid."""
     w = w.astype(np.float32)
-    peak = np.abs(w).max(axis=1)
-    scale = np.where(peak > 0, peak / np.float32(INT8_STEPS), np.float32(1)).astype(np.float32)
+    peak, scale = np.abs(w).max(axis=1), _row_scale(w)
     pinned = np.abs(w).argmax(axis=1)
     h = h.astype(np.float64).copy()
     dead = np.diag(h) <= 0
@@ -74,9 +85,10 @@ def round_compensated(w: np.ndarray, h: np.ndarray, damping: float = DAMPING) ->
 
 def _bias(model, op) -> np.ndarray | None:
     """The constant float32 bias of a FULLY_CONNECTED, or None where it has none."""
-    if len(op.inputs) < 3 or op.inputs[2] < 0:
+    if len(op.inputs) < 3:
         return None
-    return _float_constant(model, int(op.inputs[2]))
+    bias = tfl.float_constant(model, int(op.inputs[2]))
+    return None if bias is None else bias.reshape(-1)
 
 
 def _new_bias(model, op, values: np.ndarray) -> None:
@@ -112,7 +124,7 @@ def compensate(calibrated: bytes, samples: list[dict[str, np.ndarray]],
     readers: dict[int, list] = {}
     width: dict[int, int] = {}
     for op in graph.operators:
-        w = _weights(model, op)
+        w = fc_weights(model, op)
         if w is not None and (len(op.inputs) < 3 or op.inputs[2] < 0 or _bias(model, op) is not None):
             readers.setdefault(graph.tensors[int(op.inputs[1])].buffer, []).append(op)
             width[graph.tensors[int(op.inputs[1])].buffer] = w.shape[1]
@@ -135,7 +147,7 @@ def compensate(calibrated: bytes, samples: list[dict[str, np.ndarray]],
                 count[buffer] += x.shape[0]
     names, shifts = [], {}
     for buffer, ops in readers.items():
-        w = _weights(model, ops[0])
+        w = fc_weights(model, ops[0])
         q = round_compensated(w, second[buffer], damping)
         model.buffers[buffer].data = np.frombuffer(q.tobytes(), np.uint8)
         shift = (w.astype(np.float64) - q) @ (first[buffer] / max(count[buffer], 1))
@@ -153,18 +165,10 @@ def compensate(calibrated: bytes, samples: list[dict[str, np.ndarray]],
             # the bias of weights read by several ops, where they share it too, moves once
             shifts.setdefault(target, {})[buffer] = shift
     for target, by_weights in shifts.items():
-        bias = np.frombuffer(bytes(np.asarray(model.buffers[target].data, np.uint8)), np.float32)
+        bias = np.frombuffer(bytes(np.asarray(model.buffers[target].data, np.uint8)), np.float32)  # by buffer
         total = bias.astype(np.float64) + sum(by_weights.values())
         model.buffers[target].data = np.frombuffer(total.astype(np.float32).tobytes(), np.uint8)
     return tfl.write(model), names
-
-
-def _float_constant(model, index: int) -> np.ndarray | None:
-    tensor = model.subgraphs[0].tensors[index]
-    data = model.buffers[tensor.buffer].data if tensor.buffer < len(model.buffers) else None
-    if tensor.type != schema.TensorType.FLOAT32 or data is None or len(data) == 0:
-        return None
-    return np.frombuffer(bytes(np.asarray(data, np.uint8)), np.float32)
 
 
 # ops whose output holds their first input's values in another shape
@@ -183,7 +187,7 @@ def _bias_owner(model, op):
         return op, int(op.inputs[2])
     if _activation(op) != schema.ActivationFunctionType.NONE:
         return None
-    size = _weights(model, op).shape[0]
+    size = fc_weights(model, op).shape[0]
     out = int(op.outputs[0])
     for _ in range(len(graph.operators)):
         readers = [o for o in graph.operators if out in [int(k) for k in o.inputs]]
@@ -198,7 +202,7 @@ def _bias_owner(model, op):
         other = [int(k) for k in add.inputs if int(k) != out]
         if len(other) != 1:
             return None
-        constant = _float_constant(model, other[0])
+        constant = tfl.float_constant(model, other[0])
         if constant is not None:
             return (add, other[0]) if constant.size == size else None
         writer = next((o for o in graph.operators if other[0] in [int(k) for k in o.outputs]), None)
@@ -217,10 +221,3 @@ def _activation(op) -> int:
     options = op.builtinOptions
     return int(options.fusedActivationFunction) if options is not None else schema.ActivationFunctionType.NONE
 
-
-def nearest(w: np.ndarray) -> np.ndarray:
-    """``w`` (out, in) rounded to the nearest step of each row's int8 grid, as TF's quantizer rounds it. float32."""
-    w = w.astype(np.float32)
-    peak = np.abs(w).max(axis=1, keepdims=True)
-    scale = np.where(peak > 0, peak / np.float32(INT8_STEPS), np.float32(1)).astype(np.float32)
-    return (np.round(w / scale) * scale).astype(np.float32)

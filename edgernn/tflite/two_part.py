@@ -27,31 +27,18 @@ import numpy as np
 
 from edgernn.tflite import model as tfl
 from edgernn.tflite.model import schema
+from edgernn.tflite.rounding import fc_weights, nearest
 
 # the fused activations an ADD takes as a FULLY_CONNECTED does
 _ADD_ACTIVATIONS = {schema.ActivationFunctionType.NONE, schema.ActivationFunctionType.RELU,
                     schema.ActivationFunctionType.RELU_N1_TO_1, schema.ActivationFunctionType.RELU6}
-INT8_STEPS = 127
 
 
 def parts(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(W_hi, W_lo) of a float weight matrix (rows: output channels): W_hi on each row's int8 grid, W_lo the rest."""
     w = w.astype(np.float32)
-    peak = np.abs(w).max(axis=1, keepdims=True)
-    scale = np.where(peak > 0, peak / np.float32(INT8_STEPS), np.float32(1)).astype(np.float32)
-    hi = (np.round(w / scale) * scale).astype(np.float32)
+    hi = nearest(w)
     return hi, (w - hi).astype(np.float32)
-
-
-def _constant_float(model, index: int) -> np.ndarray | None:
-    """The float32 constant ``index`` as an array, or None if it is not one."""
-    if index < 0:
-        return None
-    tensor = model.subgraphs[0].tensors[index]
-    data = model.buffers[tensor.buffer].data if tensor.buffer < len(model.buffers) else None
-    if tensor.type != schema.TensorType.FLOAT32 or data is None or len(data) == 0:
-        return None
-    return np.frombuffer(bytes(np.asarray(data, np.uint8)), np.float32).reshape([int(d) for d in tensor.shape])
 
 
 def _new_tensor(model, like: int, name: str, data: np.ndarray | None = None) -> int:
@@ -70,11 +57,9 @@ def _new_tensor(model, like: int, name: str, data: np.ndarray | None = None) -> 
 
 def _weights(model, op) -> np.ndarray | None:
     """The constant 2-D float weights of a FULLY_CONNECTED that can be split, or None."""
-    if tfl.op_name(model, op.opcodeIndex) != "FULLY_CONNECTED":
-        return None
-    w = _constant_float(model, int(op.inputs[1]))
+    w = fc_weights(model, op)
     options = op.builtinOptions
-    if w is None or w.ndim != 2 or options is None or int(options.fusedActivationFunction) not in _ADD_ACTIVATIONS:
+    if w is None or options is None or int(options.fusedActivationFunction) not in _ADD_ACTIVATIONS:
         return None
     return w
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from edgernn.tflite import model as tfl
-from edgernn.tflite.two_part import INT8_STEPS, parts
+from edgernn.tflite.rounding import INT8_STEPS
+from edgernn.tflite.two_part import parts
 
 from weight_kinds import KINDS, weights
 
