@@ -111,7 +111,7 @@ def _print_precision(console, precision: dict | None) -> None:
         console.print(f"precision: {precision.get('plan')}; {precision.get('note')}", soft_wrap=True)
         return
     note = f"; {precision['note']}" if precision.get("note") else ""
-    console.print(f"precision: l2r {precision['error']:.4f} (budget {precision['max_error']:g}; int8 "
+    console.print(f"precision: error {precision['error']:.4f} (budget {precision['max_error']:g}; int8 "
                   f"{precision['int8_error']:.4f}, int16 {precision['int16_error']:.4f}); {precision['int16_ops']} of "
                   f"{precision['int16_ops'] + precision['int8_ops']} ops int16, {precision['quantize_ops']} QUANTIZE"
                   f"{note}", soft_wrap=True)
@@ -138,7 +138,7 @@ def print_build_inspection(console, result: dict) -> None:
         console.print(f"precision: {p.get('plan')}; {p.get('note')}", soft_wrap=True)
         return
     met = "met" if p["met"] else "[red]missed[/red]"
-    console.print(f"precision plan: l2r {p['error']:.4f}, budget {p['max_error']:g} {met} (int8 {p['int8_error']:.4f}, "
+    console.print(f"precision plan: error {p['error']:.4f}, budget {p['max_error']:g} {met} (int8 {p['int8_error']:.4f}, "
                   f"int16 {p['int16_error']:.4f}; on {p['on']})" + (f"; {p['note']}" if p.get("note") else ""),
                   soft_wrap=True)
     console.print(f"  {p['int16_ops']} ops int16, {p['int8_ops']} int8, {p['quantize_ops']} QUANTIZE; x {p['x']}, "
@@ -205,10 +205,10 @@ def print_validation(console, report: dict) -> None:
     plan = report.get("precision")
     if plan:
         layers = ", ".join(f"{n} in {layer}" for layer, n in plan["int16_ops_by_layer"].items()) or "none"
-        reached = f"{plan['l2r_reached']:.4g} here, " if plan.get("l2r_reached") is not None else ""
+        reached = f"l2r {plan['l2r_reached']:.4g} here; " if plan.get("l2r_reached") is not None else ""
         table.add_row("precision (--quant auto)",
                       f"{plan['int16_ops']} of {plan['int16_ops'] + plan['int8_ops']} ops int16 ({layers}); "
-                      f"l2r {reached}{plan['calibration_l2r']:.4g} on calibration (budget {plan['max_error']:g}; "
+                      f"{reached}error {plan['calibration_l2r']:.4g} on calibration (budget {plan['max_error']:g}; "
                       f"int8 {plan['int8_l2r']:.4g}, int16 {plan['int16_l2r']:.4g}); x {plan['x']}, y {plan['y']}, "
                       f"states {', '.join(f'{k} {v}' for k, v in (plan['states'] or {}).items()) or 'none'}"
                       + (f"; weights: {plan['weights']}" if plan.get("weights") else ""))

@@ -144,8 +144,15 @@ def _run_head(head: bytes, hs: np.ndarray, key_in: str = "h", key_out: str | Non
     return np.asarray(out, np.float32)
 
 
+def _budget_error(manifest) -> float:
+    """The error --max-error bounds (edgernn.tflite.mixed.budget_error) from ``quantization_error``."""
+    error = manifest.quantization_error
+    return max(error["l2r"], error.get("sequence_l2r", 0.0))
+
+
 def quantization_error(folder: Path, manifest: dict, sequences: np.ndarray) -> dict:
     """The quantized step model against the float one, over (up to 8 of) the calibration sequences."""
+    from edgernn.tflite.mixed import sequence_l2r
     from edgernn.tflite.oracle import StepRunner
 
     probe = sequences[:8]
@@ -155,9 +162,11 @@ def quantization_error(folder: Path, manifest: dict, sequences: np.ndarray) -> d
     want = float_runner.y(probe)
     err = got - want
     norm = float(np.linalg.norm(want))
+    shape = (len(probe), probe.shape[1], -1)
     return {
         "on": f"{len(probe)} calibration sequences of {probe.shape[1]} steps, per-step output y",
         "l2r": float(np.linalg.norm(err) / norm) if norm > 0 else 0.0,
+        "sequence_l2r": sequence_l2r(np.reshape(got, shape), np.reshape(want, shape)),
         "rmse": float(np.sqrt(np.mean(err ** 2))),
         "max_abs": float(np.max(np.abs(err))),
     }
@@ -233,17 +242,16 @@ def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: A
             log(f"plan: {line}")
         calibration = _calibration(calib, plan.input_shape, quant, warn)
         manifest = _run_strategy(diagnosis, loaded, plan, calibration, quant, staging, log, warn, max_error, board)
-        if quant == "auto" and mode == "auto" and diagnosis.fused and \
-                manifest.quantization_error["l2r"] > max_error:
+        if quant == "auto" and mode == "auto" and diagnosis.fused and _budget_error(manifest) > max_error:
             # the fused LSTM has no 16x8 form: an int8 fused model that misses the budget gives way to step
             # cells, where the plan can take ops into int16
-            l2r = manifest.quantization_error["l2r"]
-            log(f"auto: the fused int8 model misses the budget (l2r {l2r:.4f} > {max_error:g}); "
+            l2r = _budget_error(manifest)
+            log(f"auto: the fused int8 model misses the budget ({l2r:.4f} > {max_error:g}); "
                 "building step cells for a per-op int8/int16 plan")
             _empty(staging)
             diagnosis = diagnose(plan, "int8", "step")
             why = (f"--quant auto: the fused op has no 16x8 form, and its int8 model misses the budget "
-                   f"(l2r {l2r:.4f} > {max_error:g})")
+                   f"({l2r:.4f} > {max_error:g})")
             diagnosis.mode = mode
             diagnosis.paths = [dataclasses.replace(p, why=why) for p in diagnosis.paths]
             manifest = _run_strategy(diagnosis, loaded, plan, calibration, quant, staging, log, warn, max_error,
@@ -255,8 +263,8 @@ def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: A
         if quant != "float32":
             l2r = manifest.quantization_error["l2r"]
             if manifest.precision is not None and "error" not in manifest.precision:
-                manifest.precision["error"] = l2r
-                manifest.precision["met"] = l2r <= max_error
+                manifest.precision["error"] = _budget_error(manifest)
+                manifest.precision["met"] = _budget_error(manifest) <= max_error
             if l2r > QUANT_WARN_L2R:
                 warn(f"WARNING: the {quant} step model is far from the float model on the calibration sequences "
                      f"(l2r {l2r:.3f}); check the calibration data, or use a wider --quant")
@@ -538,7 +546,7 @@ class StepStrategy:
         steps = self.samples_sequences.shape[1]
         fit = [{k: s[p] for k, p in self.step.input_names} for s in self.samples[:len(probe) * steps]]
         pair, rounding = self._weight_rounding(pair, calibrated, ties, fit, (probe, want), (held, want_held))
-        self.log(f"auto: choosing int8 or 16x8 per op for l2r <= {self.max_error:g} on {len(probe)} sequences")
+        self.log(f"auto: choosing int8 or 16x8 per op for an error <= {self.max_error:g} on {len(probe)} sequences")
         plan, mixed_model, checks, budget = self._plan(pair, probe, held, want, want_held)
         split: list[str] = []
         # where all int16 missed: on the planning sequences, or (when held-out ones exist) on those
@@ -612,8 +620,8 @@ class StepStrategy:
         from edgernn.tflite import mixed, rounding
 
         def errors(p, sequences, want) -> tuple[float, float]:
-            return tuple(mixed.l2r(mixed.run_quantized(mixed.splice(p, ops), sequences, p.ties, p.x_key, p.y_key),
-                                   want) for ops in ([], p.can_int16()))
+            return tuple(mixed.budget_error(mixed.run_quantized(mixed.splice(p, ops), sequences, p.ties, p.x_key,
+                                                                p.y_key), want) for ops in ([], p.can_int16()))
 
         (e8, e16), held = errors(pair, *planning), (errors(pair, *held_out) if len(held_out[0]) else None)
         if max(e16, held[1] if held else 0.0) > self.max_error:
@@ -638,7 +646,7 @@ class StepStrategy:
             before, after = held[dtype], errors(other, *held_out)[dtype]
             better = after < before
             checked = f" ({('int8', 'int16')[dtype]} {before:.4f} -> {after:.4f} on {len(held_out[0])} other sequences)"
-        self.log(f"auto: weights of {len(names)} FULLY_CONNECTED op(s) in error-compensated rounding: int8 l2r "
+        self.log(f"auto: weights of {len(names)} FULLY_CONNECTED op(s) in error-compensated rounding: int8 "
                  f"{e8:.4f} -> {c8:.4f}, int16 {e16:.4f} -> {c16:.4f}{checked}: " + ("kept" if better else "not kept"))
         if not better:
             return pair, None
@@ -654,13 +662,14 @@ class StepStrategy:
 
         errors, worst = {}, {}
         for dtype, (data, _) in why.models.items():
-            errors[dtype] = mixed.l2r(mixed.run_quantized(data, probe, ties), want)
+            errors[dtype] = mixed.budget_error(mixed.run_quantized(data, probe, ties), want)
             worst[dtype] = errors[dtype]
             if want_held is not None:
-                worst[dtype] = max(worst[dtype], mixed.l2r(mixed.run_quantized(data, held, ties), want_held))
+                worst[dtype] = max(worst[dtype],
+                                   mixed.budget_error(mixed.run_quantized(data, held, ties), want_held))
         meets = [d for d in ("int8", "int16") if d in worst and worst[d] <= self.max_error]
         chosen = meets[0] if meets else min(worst, key=worst.get)
-        reach = f"l2r {errors[chosen]:.4f}" + (f", {worst[chosen]:.4f} with {len(held)} other calibration sequences"
+        reach = f"error {errors[chosen]:.4f}" + (f", {worst[chosen]:.4f} with {len(held)} other calibration sequences"
                                                 if want_held is not None else "")
         note = (f"{why}; the uniform {chosen} model ({reach}) " +
                 ("meets the budget" if meets else f"misses the budget {self.max_error:g}, the least error of the two"))
@@ -698,15 +707,15 @@ class StepStrategy:
                 break
             # the plan meets the budget on the sequences it was made on; the calibration's other sequences
             # check that it holds beyond them, and a plan that misses there is made again to a tighter budget
-            held_error = mixed.l2r(mixed.run_quantized(mixed_model, held, pair.ties), want_held)
+            held_error = mixed.budget_error(mixed.run_quantized(mixed_model, held, pair.ties), want_held)
             checks.append({"budget": budget, "l2r": plan.error, "held_out_l2r": held_error})
             if held_error <= self.max_error or not plan.met or len(checks) > HELD_OUT_RETRIES:
                 break
             # tighter than what the plan reached where it was made: a budget above that would give the
             # same plan again
             budget = min(budget, plan.error) * self.max_error / held_error * 0.95
-            self.log(f"auto: the plan reaches l2r {held_error:.4f} on {len(held)} other calibration sequences, "
-                     f"above {self.max_error:g}: planning again for l2r <= {budget:.4g} on the first {len(probe)}")
+            self.log(f"auto: the plan reaches {held_error:.4f} on {len(held)} other calibration sequences, "
+                     f"above {self.max_error:g}: planning again for {budget:.4g} on the first {len(probe)}")
         return plan, mixed_model, checks, budget
 
     @staticmethod

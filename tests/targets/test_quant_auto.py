@@ -72,6 +72,9 @@ def test_quant_auto_meets_its_budget_and_validates_byte_exact(tmp_path, board):
     assert report["pass"] and ref["mismatches"] == 0 and ref["state_mismatches"] == 0, ref
     assert report["precision"]["int16_ops"] == plan["int16_ops"]
     if board != "gvsoc_gap8":
-        # the device, run on the very sequences the plan was measured on, reaches the plan's error
-        assert report["float"]["l2r"] == pytest.approx(plan["error"], rel=1e-3)
+        # the device, run on the very sequences the plan was measured on, reaches the plan's error (the larger of
+        # the l2r over them and that which 3 in 4 keep alone)
+        error = manifest["quantization_error"]
+        assert report["float"]["l2r"] == pytest.approx(error["l2r"], rel=1e-3)
+        assert plan["error"] == pytest.approx(max(error["l2r"], error["sequence_l2r"]), rel=1e-6)
         assert report["float"]["l2r"] <= 0.03

@@ -23,6 +23,12 @@ MODELS = {"simplernn_relu": zoo.simplernn_relu, "ltc_dense": zoo.ltc_dense, "cfc
           "tanh_cfc": zoo.tanh_cfc}                 # a requantizing QUANTIZE in both models (a TANH before a concat)
 
 
+def budget_error(manifest) -> float:
+    """The error --max-error bounds, as convert's own check of step.tflite measures it."""
+    error = manifest["quantization_error"]
+    return max(error["l2r"], error["sequence_l2r"])
+
+
 def _convert(name, folder, max_error):
     """Convert with --quant auto, keeping the int8/16x8 pair the plan was made from."""
     pairs = []
@@ -173,7 +179,9 @@ def test_plan_meets_the_budget_between_int8_and_int16(converted):
     assert manifest["quant"] == "auto"
     assert p["int16_error"] < 0.01 < p["int8_error"]
     assert p["met"] and p["error"] <= 0.01
-    assert abs(manifest["quantization_error"]["l2r"] - p["error"]) < 1e-6
+    assert abs(budget_error(manifest) - p["error"]) < 1e-6
+    # within the budget over the sequences together and on 3 in 4 of them alone
+    assert manifest["quantization_error"]["l2r"] <= 0.01 and manifest["quantization_error"]["sequence_l2r"] <= 0.01
     assert 0 < p["int16_ops"] <= len(pair.can_int16())
     assert [r["dtype"] for r in p["plan"]].count("int16") == p["int16_ops"]
     e = p["estimate"]
@@ -262,7 +270,7 @@ def test_fused_lstm_auto_is_int8_with_a_note(tmp_path):
     assert manifest["mode"] == "fused" and manifest["quant"] == "auto"
     p = manifest["precision"]
     assert p["plan"] == "int8" and "fused" in p["note"]
-    assert p["error"] == manifest["quantization_error"]["l2r"] == int8["quantization_error"]["l2r"]
+    assert p["error"] == budget_error(manifest) == budget_error(int8)
     for key in ("ops", "inputs", "outputs", "states", "weight_bytes"):
         assert manifest[key] == int8[key]
 
@@ -285,7 +293,7 @@ def test_auto_mode_leaves_the_fused_lstm_when_its_int8_misses_the_budget(tmp_pat
     else:
         assert "budget" in manifest["rnn_paths"][0]["why"] and "16x8" in manifest["rnn_paths"][0]["why"]
         assert p["int8_error"] > max_error and p["error"] < p["int8_error"]
-        assert manifest["quantization_error"]["l2r"] == pytest.approx(p["error"], rel=1e-6)
+        assert budget_error(manifest) == pytest.approx(p["error"], rel=1e-6)
     written = sorted(f.name for f in (tmp_path / "auto").iterdir())
     assert sorted(manifest["written"]) == written
 
@@ -362,14 +370,14 @@ def test_plan_is_the_least_cost_that_meets_the_budget(converted, weigh, chosen):
     must see: ``ops``, where int16 ops are dear and seams cheap: a mix at least as cheap as the fewest int16
     ops; ``seams``, where a QUANTIZE costs more than an op saves in int8: no seam is worth it; ``bytes``,
     where each int8 op saves cycles but adds bytes: nothing may weigh more than all-int16."""
-    _, pair, calib, folder = converted("simplernn_relu", 0.01)
+    _, pair, calib, folder = converted("simplernn_relu", 0.015)
     probe = calib[:8]
     want = mixed.run_quantized((folder / "float_step.tflite").read_bytes(), probe, pair.ties)
     cost = _made_up_cost(weigh, len(pair.ops))
-    plan, data = mixed.plan_precision(pair, probe, want, 0.01, cost=cost)
-    fewest, fewest_data = mixed.plan_precision(pair, probe, want, 0.01)
+    plan, data = mixed.plan_precision(pair, probe, want, 0.015, cost=cost)
+    fewest, fewest_data = mixed.plan_precision(pair, probe, want, 0.015)
     everything = pair.can_int16()
-    assert plan.met and plan.error <= 0.01 and fewest.met
+    assert plan.met and plan.error <= 0.015 and fewest.met
     e = plan.estimates
     assert e["auto"] == cost(data) and e["int16"] == cost(mixed.splice(pair, everything))
     assert e["auto"][1] <= e["int16"][1]
@@ -380,7 +388,7 @@ def test_plan_is_the_least_cost_that_meets_the_budget(converted, weigh, chosen):
         assert 0 < len(plan.int16_ops) < len(everything)
     else:
         assert plan.int16_ops == everything and "QUANTIZE" not in tfl.op_names(tfl.read(data))
-    assert mixed.precision_entry(pair, plan, data, 0.01, probe)["estimate"]["auto"] == \
+    assert mixed.precision_entry(pair, plan, data, 0.015, probe)["estimate"]["auto"] == \
         {"cycles_per_step": e["auto"][0], "bytes": e["auto"][1]}
 
 
@@ -431,7 +439,7 @@ def test_auto_without_a_mixed_model_takes_a_uniform_one(tmp_path, monkeypatch, b
         f"the uniform {chosen} model" in p["note"], p["note"]
     assert p["met"] is met and p["quantize_ops"] == 0 and p["error"] <= p["int8_error"]
     assert p[f"{chosen}_ops"] == len(p["plan"]) > 0 and {r["dtype"] for r in p["plan"]} == {chosen}
-    assert (p["error"] <= budget) is met and abs(manifest["quantization_error"]["l2r"] - p["error"]) < 1e-6
+    assert (p["error"] <= budget) is met and abs(budget_error(manifest) - p["error"]) < 1e-6
     m = tfl.read((tmp_path / "out" / "step.tflite").read_bytes())
     inputs, outputs = tfl.signature(m)
     assert {tfl.tensor_quant(m, k)["dtype"] for k in [*inputs.values(), *outputs.values()]} == {chosen}
