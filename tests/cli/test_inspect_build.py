@@ -34,7 +34,7 @@ def test_inspect_of_a_build_folder_gives_its_precision_plan(auto_folder):
     assert [r["dtype"] for r in found["precision"]["plan"]] == [r["dtype"] for r in p["plan"]]
     text = CliRunner().invoke(cli, ["inspect", str(auto_folder)])
     assert text.exit_code == 0, text.output
-    assert "precision plan: l2r" in text.output and f"{p['error']:.4f}" in text.output
+    assert "precision plan: error" in text.output and f"{p['error']:.4f}" in text.output
     assert "int16" in text.output and "precision by layer" in text.output
 
 
