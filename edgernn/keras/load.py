@@ -255,6 +255,24 @@ def load_model(source: Any, *, unsafe: bool = False) -> LoadedModel:
     return LoadedModel(model=model, flavour=flavour, path=path.resolve(), sha256=sha)
 
 
+def check_finite_weights(loaded: LoadedModel) -> None:
+    """Refuse a model whose weights hold NaN or infinite values (a training that diverged): every later stage
+    would fail on it, and only with a symptom (the converted model disagreeing with Keras, a calibration
+    range of NaN)."""
+    import numpy as np
+
+    for weight in getattr(loaded.model, "weights", []):
+        values = np.asarray(weight.numpy())
+        if values.dtype.kind != "f":
+            continue
+        bad = int(values.size - np.count_nonzero(np.isfinite(values)))
+        if bad:
+            name = getattr(weight, "path", None) or weight.name
+            where = f"{loaded.path.name}: " if loaded.path is not None else ""
+            raise EdgeRNNError(f"{where}weight {name!r} holds {bad} NaN or infinite value(s) of {values.size}: "
+                               "the model cannot be run (did its training diverge?)")
+
+
 def _wrap_in_memory(model: Any) -> LoadedModel:
     module = type(model).__module__
     if module.startswith("tf_keras") or module.startswith("keras.src.engine") or module.startswith("tf_keras.src"):

@@ -9,16 +9,24 @@ from pathlib import Path
 from typing import Any
 
 from edgernn.errors import EdgeRNNError
-from edgernn.keras.load import LoadedModel, check_model_path, check_readable, file_sha256, load_model, model_sha256
+from edgernn.keras.load import (LoadedModel, check_finite_weights, check_model_path, check_readable, file_sha256,
+                                load_model, model_sha256)
 from edgernn.pytorch.module import from_torch, is_torch_module
 from edgernn.pytorch.source import Source, keras_name
 
 
 def load_any(model: Any, *, unsafe: bool = False, roll: bool = False) -> LoadedModel:
-    """``model``: a path (.keras, .h5, SavedModel folder, .onnx), a Keras model, or a torch module.
+    """``model``: a path (.keras, .h5, SavedModel folder, .onnx), a Keras model, or a torch module; refused
+    when its weights hold NaN or infinite values.
 
     ``roll``: take an .onnx export unrolled over time back to its repeated cell instead of refusing it.
     """
+    loaded = _load_any(model, unsafe, roll)
+    check_finite_weights(loaded)
+    return loaded
+
+
+def _load_any(model: Any, unsafe: bool, roll: bool) -> LoadedModel:
     if isinstance(model, (str, os.PathLike)) and Path(model).suffix.lower() == ".onnx":
         return _onnx(Path(model), roll)
     if is_torch_module(model):

@@ -91,6 +91,22 @@ def _layer_norm_over_time(keras):
                              keras.layers.LSTM(4)])
 
 
+def _nan_weights(keras):
+    """A training that diverged: NaN in the LSTM's kernel."""
+    model = keras.Sequential([keras.Input((None, 3)), keras.layers.LSTM(4, name="diverged")])
+    kernel, recurrent, bias = model.layers[0].get_weights()
+    kernel[1, 2] = np.nan
+    model.layers[0].set_weights([kernel, recurrent, bias])
+    return model
+
+
+def _inf_weights(keras):
+    model = keras.Sequential([keras.Input((None, 3)), keras.layers.Dense(4, name="dense_inf"), keras.layers.GRU(4)])
+    kernel, bias = model.layers[0].get_weights()
+    model.layers[0].set_weights([kernel, np.full_like(bias, np.inf)])
+    return model
+
+
 # (id, model builder, extra convert arguments, every needle the line holds, one of these (or none),
 #  whether the output is exactly one line: --quant int16 without --calib also warns about calibration)
 REFUSALS = [
@@ -107,6 +123,10 @@ REFUSALS = [
      ("'lam'", "arbitrary Python"), (), True),
     ("layer norm over the time axis", _layer_norm_over_time, ("--quant", "float32"),
      ("'ln'", "LayerNormalization", "normalises over axes [1]", "time axis"), (), True),
+    ("NaN weights", _nan_weights, ("--quant", "int8"), ("diverged/lstm_cell/kernel", "1 NaN or infinite value(s) of 48",
+                                                         "training diverge"), (), False),
+    ("infinite weights", _inf_weights, ("--quant", "float32"), ("dense_inf/bias", "4 NaN or infinite value(s) of 4"),
+     (), True),
 ]
 
 
