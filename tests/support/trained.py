@@ -126,10 +126,11 @@ def cache_dir() -> Path:
     return Path(os.environ.get("EDGERNN_TRAINED_CACHE", Path(tempfile.gettempdir()) / "edgernn-trained")) / key
 
 
-def train(name: str, folder: Path) -> None:
-    """Train ``name`` and write ``<name>.keras``, its calibration and test trajectories and its loss."""
+def train(name: str, folder: Path, seed: int = 0) -> None:
+    """Train ``name`` (its weights and wiring drawn with ``seed``) and write ``<name>.keras``, its calibration and
+    test trajectories and its loss."""
     build, epochs, rate = TRAINED[name]
-    model = build()
+    model = build(seed)
     x, y = oscillator(TRAIN_SEQUENCES, TRAIN_STEPS, seed=1)
     keras = _keras(0)
     model.compile(optimizer=keras.optimizers.Adam(rate, clipnorm=1.0), loss="mse")
