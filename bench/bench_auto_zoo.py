@@ -72,6 +72,16 @@ def models():
     }
 
 
+def plan_text(out: Path, missing: str = "-") -> str:
+    """OUT's --quant auto plan in a table cell: int16/int8 ops, QUANTIZE seams, FULLY_CONNECTEDs in two parts, the
+    error on calibration; ``missing`` for a build without a plan."""
+    p = json.loads((out / "manifest.json").read_text()).get("precision") or {}
+    if "int16_ops" not in p:
+        return missing
+    return (f"{p['int16_ops']}/{p['int8_ops']}, {p['quantize_ops']}, {len(p.get('two_part_weights') or [])}, "
+            f"{p['error']:.4f}")
+
+
 def main() -> int:
     import frames_zoo
     import numpy as np
@@ -109,9 +119,7 @@ def main() -> int:
                 except EdgeRNNError as err:
                     print(f"{name:22} {quant:6} error: {err}")
                     continue
-                p = json.loads((out / "manifest.json").read_text()).get("precision") or {}
-                plan = (f"{p['int16_ops']}/{p['int8_ops']}, {p['quantize_ops']}, {len(p.get('two_part_weights') or [])}, "
-                        f"{p['error']:.4f}" if "int16_ops" in p else "-")
+                plan = plan_text(out)
                 ref, dev = report["reference"], report["device"]
                 print(f"{name:22} {quant:6} {report['float']['l2r']:7.4f} "
                       f"{ref['mismatches']:>5}/{ref['state_mismatches']:<4} {plan:>26} "

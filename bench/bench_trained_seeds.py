@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -35,6 +34,7 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 def main() -> int:
     import trained
+    from bench_auto_zoo import plan_text
     from bench_sequence_error import figures
 
     from edgernn.errors import EdgeRNNError
@@ -71,9 +71,7 @@ def main() -> int:
                         print(f"{name:22} {seed:>4} {quant:6} error: {err}")
                         continue
                     seq = figures(out, test, 0.03)
-                    p = json.loads((out / "manifest.json").read_text()).get("precision") or {}
-                    plan = (f"{p['int16_ops']}/{p['int8_ops']}, {p['quantize_ops']}, "
-                            f"{len(p.get('two_part_weights') or [])}, {p['error']:.4f}" if "int16_ops" in p else "")
+                    plan = plan_text(out, missing="")
                     ref, dev = report["reference"], report["device"]
                     print(f"{name:22} {seed:>4} {quant:6} {report['float']['l2r']:7.4f} {seq['worst']:7.4f} "
                           f"{seq['above']:>5} {ref['mismatches']:>5}/{ref['state_mismatches']:<4} "
