@@ -265,7 +265,7 @@ def check_finite_weights(loaded: LoadedModel) -> None:
         values = np.asarray(weight.numpy())
         if values.dtype.kind != "f":
             continue
-        bad = int(values.size - np.count_nonzero(np.isfinite(values)))
+        bad = int(np.count_nonzero(~np.isfinite(values)))
         if bad:
             name = getattr(weight, "path", None) or weight.name
             where = f"{loaded.path.name}: " if loaded.path is not None else ""
