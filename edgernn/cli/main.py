@@ -35,6 +35,10 @@ def _warn(message: str) -> None:
     _console(stderr=True).print(f"[bold yellow]{message}[/bold yellow]")
 
 
+def _say_interrupted(sig: int) -> None:
+    click.echo("interrupted" if sig == signal.SIGINT else f"interrupted ({signal.Signals(sig).name})", err=True)
+
+
 def _exit_if_signalled() -> None:
     """Exit as interrupted when a signal came, even if what it raised was caught on the way."""
     from edgernn import procs
@@ -43,7 +47,7 @@ def _exit_if_signalled() -> None:
     if sig is None:
         return
     procs.ignore_signals()
-    click.echo("interrupted" if sig == signal.SIGINT else f"interrupted ({signal.Signals(sig).name})", err=True)
+    _say_interrupted(sig)
     sys.exit(128 + sig)
 
 
@@ -335,7 +339,35 @@ def boards(as_json):
 
 
 def main() -> None:
-    cli(prog_name="edgernn")
+    """The ``edgernn`` console script.
+
+    An interrupted command ends here, at once, with 128 + the signal: its cleanup has run (every
+    ``finally``, the staging folders' removal, ``procs.stop_all``) and its line is printed. Python's own
+    shutdown is skipped: it would spend a second or more in TensorFlow's teardown with the signals back
+    at their defaults, and whatever ran there (a library's exit handler, a second Ctrl-C, an exception
+    left behind by a half-imported extension) could still turn exit 130 into death by signal.
+    """
+    from edgernn import procs
+
+    try:
+        cli(prog_name="edgernn")
+    except BaseException as end:
+        sig = procs.received()
+        if sig is None:
+            raise
+        procs.ignore_signals()
+        if isinstance(end, SystemExit) and isinstance(end.code, int) and end.code == 128 + sig:
+            code = end.code
+        else:   # the signal's exception got past every handler: still the signal's line and code
+            code = 128 + sig
+            _say_interrupted(sig)
+        procs.stop_all()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
 
 
 if __name__ == "__main__":

@@ -582,3 +582,48 @@ def test_a_signal_during_convert_or_build_leaves_nothing(models, tmp_path, comma
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
+
+
+# An exit handler that ends the process by the signal once edgernn has begun to end for it, as CPython does
+# itself for a KeyboardInterrupt that reaches the top: it stands for whatever Python's shutdown runs
+# (TensorFlow's teardown, a half-imported extension's leftovers), none of which may decide the exit code.
+_ENDS_BY_THE_SIGNAL_AT_EXIT = """
+import atexit, os, signal
+
+def _end_by_the_signal():
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+
+atexit.register(_end_by_the_signal)
+"""
+
+
+@pytest.mark.parametrize("sig, code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_an_interrupted_command_ends_with_its_code_before_python_shuts_down(models, tmp_path, sig, code):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import wait_until
+
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_ENDS_BY_THE_SIGNAL_AT_EXIT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(hooks), os.environ.get("PYTHONPATH")]))}
+    work = tmp_path / "work"
+    work.mkdir()
+    child = subprocess.Popen([sys.executable, "-m", "edgernn", "convert", str(models / "plain.keras"),
+                              "-o", str(work / "out"), "--quant", "int8"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
+    try:
+        assert wait_until(lambda: any(work.iterdir()), 60), "no staging folder appeared"
+        time.sleep(0.5)
+        child.send_signal(getattr(signal, sig))
+        assert child.wait(30) == code, child.stderr.read()
+        assert child.stderr.read().strip().splitlines()[-1].startswith("interrupted")
+        assert list(work.iterdir()) == [], "something was left behind"
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
