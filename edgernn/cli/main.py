@@ -61,8 +61,8 @@ class EdgeRNNGroup(click.Group):
         try:
             result = super().main(args, prog_name, complete_var, False, **extra)
         except click.exceptions.Abort:
-            click.echo("interrupted", err=True)
-            sys.exit(130)
+            _say_interrupted(signal.SIGINT)
+            sys.exit(128 + signal.SIGINT)
         except click.ClickException as exc:
             message = " ".join(exc.format_message().split())
             hint = ""
@@ -97,11 +97,11 @@ class EdgeRNNGroup(click.Group):
             sys.exit(2)
         except KeyboardInterrupt:
             procs.ignore_signals()
-            click.echo("interrupted", err=True)
-            sys.exit(130)
+            _say_interrupted(signal.SIGINT)
+            sys.exit(128 + signal.SIGINT)
         except procs.Interrupted as stop:
             procs.ignore_signals()
-            click.echo(f"interrupted ({stop})", err=True)
+            _say_interrupted(stop.signum)
             sys.exit(128 + stop.signum)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
@@ -361,7 +361,6 @@ def main() -> None:
         else:   # the signal's exception got past every handler: still the signal's line and code
             code = 128 + sig
             _say_interrupted(sig)
-        procs.stop_all()
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
