@@ -260,6 +260,7 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
 # the kernels whose constant arrays are tables of the quantization alone: two ops of the same quantization (an
 # LSTM's gates' LOGISTIC, an LTC's unfolds) make the same table
 TABLE_KERNELS = frozenset({"edgernn_lut_s8", "edgernn_lut_s16", "edgernn_addsub_const_s8", "edgernn_addsub_const_s16",
+                           "edgernn_add_blocks_const_s16",
                            "edgernn_sum_thresholds_s8"})
 
 

@@ -58,6 +58,9 @@ FUSED_ELEMENT = {
     "edgernn_lut_s8": 5, "edgernn_mul_n_s8": 27, "edgernn_mul_s8": 27, "edgernn_addsub_n_s8": 15,
     "edgernn_addsub_s8": 15, "edgernn_addsub_const_s8": 15, "edgernn_div_s8": 600,
     "edgernn_addsub_n_s16": 40, "edgernn_addsub_s16": 40, "edgernn_addsub_const_s16": 40,
+    "edgernn_add_blocks_n_s16": 40, "edgernn_add_blocks_const_s16": 40,
+    "edgernn_add_blocks_n_s8": 40, "edgernn_add_blocks_const_s8": 35, "edgernn_add_blocks_s8": 40,
+    "edgernn_mul_blocks_n_s8": 35, "edgernn_mul_blocks_s8": 35,
     "edgernn_mul_n_s16": 37, "edgernn_mul_s16": 37, "edgernn_logistic_s16": 30, "edgernn_tanh_s16": 30,
     "edgernn_lut_s16": 8, "edgernn_requantize_s8_s16": 20, "edgernn_requantize_s16_s8": 20,
 }
@@ -68,6 +71,9 @@ KERNEL = 300               # an element-wise or other kernel's own cost, called 
 # an element of an element-wise kernel called alone (its constants not folded, no tables)
 ELEMENT = {"edgernn_addsub_n_s8": 67, "edgernn_addsub_s8": 67, "edgernn_addsub_const_s8": 50,
            "edgernn_addsub_n_s16": 67, "edgernn_addsub_s16": 67, "edgernn_addsub_const_s16": 50,
+           "edgernn_add_blocks_n_s16": 67, "edgernn_add_blocks_const_s16": 50,
+           "edgernn_add_blocks_n_s8": 75, "edgernn_add_blocks_const_s8": 60, "edgernn_add_blocks_s8": 80,
+           "edgernn_mul_blocks_n_s8": 55, "edgernn_mul_blocks_s8": 60,
            "edgernn_mul_n_s8": 45, "edgernn_mul_s8": 45, "edgernn_mul_n_s16": 45, "edgernn_mul_s16": 45,
            "edgernn_lut_s8": 5, "edgernn_logistic_s16": 45, "edgernn_tanh_s16": 45, "edgernn_div_s8": 80,
            "edgernn_requantize_s8_s16": 25, "edgernn_requantize_s16_s8": 25, "edgernn_sum_s16": 7, "edgernn_lut_s16": 6,

@@ -31,8 +31,11 @@ ENABLED = True
 # may mix them, each value held as an int32 and each load and store in its tensor's own type.
 FLAT = {"edgernn_addsub_n_s8", "edgernn_addsub_const_s8", "edgernn_mul_n_s8", "edgernn_lut_s8",
         "edgernn_addsub_n_s16", "edgernn_addsub_const_s16", "edgernn_mul_n_s16", "edgernn_logistic_s16",
-        "edgernn_tanh_s16", "edgernn_lut_s16", "edgernn_requantize_s8_s16", "edgernn_requantize_s16_s8"}
-BROADCAST = {"edgernn_addsub_s8", "edgernn_mul_s8", "edgernn_div_s8", "edgernn_addsub_s16", "edgernn_mul_s16"}
+        "edgernn_tanh_s16", "edgernn_lut_s16", "edgernn_requantize_s8_s16", "edgernn_requantize_s16_s8",
+        "edgernn_add_blocks_n_s16", "edgernn_add_blocks_const_s16", "edgernn_add_blocks_n_s8",
+        "edgernn_add_blocks_const_s8", "edgernn_mul_blocks_n_s8"}
+BROADCAST = {"edgernn_addsub_s8", "edgernn_mul_s8", "edgernn_div_s8", "edgernn_addsub_s16", "edgernn_mul_s16",
+             "edgernn_add_blocks_s8", "edgernn_mul_blocks_s8"}
 
 
 @dataclass

@@ -295,6 +295,39 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
             # (left, m1, e1, mo, eo): the constant operand has no rescale of its own, (m2, e2) go unused
             v = (Call("edgernn_addsub_const_words_elem", (AddressOf(k), x, kc, *map(Int, w[:3] + w[5:]))) if w else
                  Call("edgernn_addsub_const_elem", (AddressOf(k), x, kc)))
+        elif m.fn == "edgernn_add_blocks_n_s16":
+            q = structs[a["p"].name]
+            constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
+                Params("edgernn_addsub_params_t", _ints(q.fields)), Int(0))), m.op_index))
+            v = Call("edgernn_add_blocks_elem", (AddressOf(k), operand(a["in1"].index), operand(a["in2"].index),
+                                                 _in_block(a)))
+        elif m.fn == "edgernn_add_blocks_const_s16":
+            q = structs[a["p"].name]
+            karr = next(arr for arr in m.arrays if arr.name == a["k"].name)
+            constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
+                Params("edgernn_addsub_params_t", _ints(q.fields)), Int(0))), m.op_index))
+            v = Call("edgernn_add_blocks_const_elem", (AddressOf(k), operand(a["in"].index),
+                                                       Element(Name(karr.name), INDEX),
+                                                       _in_block(a)))
+        elif m.fn in ("edgernn_add_blocks_n_s8", "edgernn_add_blocks_s8"):
+            q = structs[a["p"].name]
+            constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
+                Params("edgernn_addsub_params_t", _ints(q.fields)), Int(0))), m.op_index))
+            v = Call("edgernn_add_vector_elem_s8", (AddressOf(k), operand(a["in1"].index, s1),
+                                                    operand(a["in2"].index, s2), _in_vector_block(a, call.n)))
+        elif m.fn == "edgernn_add_blocks_const_s8":
+            q = structs[a["p"].name]
+            karr = next(arr for arr in m.arrays if arr.name == a["k"].name)
+            constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
+                Params("edgernn_addsub_params_t", _ints(q.fields)), Int(0))), m.op_index))
+            v = Call("edgernn_add_vector_const_elem_s8", (AddressOf(k), operand(a["in"].index),
+                                                          Element(Name(karr.name), INDEX), _in_vector_block(a, call.n)))
+        elif m.fn in ("edgernn_mul_blocks_n_s8", "edgernn_mul_blocks_s8"):
+            q = structs[a["p"].name]
+            constants.append(Constant("edgernn_mul_k_t", k.name, Call("edgernn_mul_k", (
+                Params("edgernn_mul_params_t", _ints(q.fields)),)), m.op_index))
+            v = Call("edgernn_mul_vector_elem_s8", (AddressOf(k), operand(a["in1"].index, s1),
+                                                    operand(a["in2"].index, s2), _in_vector_block(a, call.n)))
         elif m.fn in fusion.SIGMOID16:
             mult, left = a["input_multiplier"], a["input_left_shift"]
             if mult == 0:       # the kernel's own substitution (edgernn_elementwise.c)
@@ -375,6 +408,23 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
             loop.counters.append(Counter(d, inner, dims[d]))
             inner *= dims[d]
     return loop
+
+
+def _in_block(a: dict):
+    """Whether element i of an edgernn_add_blocks_* member lies in one of LiteRT's blocks: 1 when all do (a
+    comparison the compiler could not drop would make it version the loop, and warn of the constant operand's
+    bounds in a version it never runs)."""
+    return Int(1) if a["first"] + a["n"] <= a["blocked"] else Binary("<", INDEX, Int(a["blocked"] - a["first"]))
+
+
+def _in_vector_block(a: dict, n: int):
+    """Whether the loop's element i (the op's output element i: a fused member is the whole op) lies in one of the
+    builtin int8 kernels' vector blocks, i % run < blocked: 1 when all n do, i < blocked when the run is the op."""
+    assert a["first"] == 0 if "first" in a else True
+    run, blocked = a["run"], a["blocked"]
+    if n <= run:
+        return Int(1) if n <= blocked else Binary("<", INDEX, Int(blocked))
+    return Binary("<", Binary("%", INDEX, Int(run)), Int(blocked))   # printed i % run < blocked: % binds first
 
 
 def _ctype(place) -> str:

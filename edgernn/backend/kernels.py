@@ -92,6 +92,9 @@ STRUCTS: list[Struct] = [
 _FLAT = Split("n", (("in1", 1), ("in2", 1), ("out", 1)))
 _FLAT_CONST = Split("n", (("in", 1), ("k", 1), ("out", 1)))
 _FLAT_UNARY = Split("n", (("in", 1), ("out", 1)))
+# the builtin int16 ADD's kernels: a sub-range's first element is the op's element first + begin
+_FLAT_BLOCKS = Split("n", (("first", 1), ("in1", 1), ("in2", 1), ("out", 1)))
+_FLAT_BLOCKS_CONST = Split("n", (("first", 1), ("in", 1), ("k", 1), ("out", 1)))
 _BCAST = Split("b.dims[3]", (("in1", "b.stride1[3]"), ("in2", "b.stride2[3]"), ("out", 1)), broadcast="b")
 _FC_INT = (
     Split("n_out", (("w", "n_in"), ("bias", 1), ("multiplier", 1), ("shift", 1), ("out", 1)),
@@ -223,6 +226,39 @@ KERNELS: list[Kernel] = [
     Kernel("edgernn_addsub_const_s16",
            "const edgernn_addsub_params_t *p, int negate, const int16_t *in, const int32_t *k, int n, int16_t *out",
            splits=(_FLAT_CONST,), source="edgernn_elementwise.c"),
+    Kernel("edgernn_add_blocks_n_s16",
+           "const edgernn_addsub_params_t *p, int first, int blocked, const int16_t *in1, const int16_t *in2, "
+           "int n, int16_t *out",
+           doc="int16 ADD of two operands of one shape as LiteRT's builtin kernel computes it, for a graph whose oracle\n"
+               "those kernels are: element i is the op's element first + i, rescaled as that kernel's blocks of 16 do\n"
+               "when first + i < blocked, as the reference kernel does after that (docs/ops.md).",
+           splits=(_FLAT_BLOCKS,), source="edgernn_elementwise.c"),
+    Kernel("edgernn_add_blocks_const_s16",
+           "const edgernn_addsub_params_t *p, int first, int blocked, const int16_t *in, const int32_t *k, int n, "
+           "int16_t *out",
+           doc="The same with one operand constant, rescaled at generation time into k (in a block as a block does).",
+           splits=(_FLAT_BLOCKS_CONST,), source="edgernn_elementwise.c"),
+    Kernel("edgernn_add_blocks_n_s8",
+           "const edgernn_addsub_params_t *p, int first, int run, int blocked, const int8_t *in1, const int8_t *in2, "
+           "int n, int8_t *out",
+           doc="int8 ADD and MUL as LiteRT's builtin kernels compute them, for a graph whose oracle those kernels are:\n"
+               "output element o (the flat call's element i being o = first + i) lies in one of their vector blocks,\n"
+               "whose int16 narrowing can turn a result far outside the output's range, when o % run < blocked.",
+           splits=(Split("n", (("first", 1), ("in1", 1), ("in2", 1), ("out", 1))),), source="edgernn_elementwise.c"),
+    Kernel("edgernn_add_blocks_const_s8",
+           "const edgernn_addsub_params_t *p, int first, int run, int blocked, const int8_t *in, const int32_t *k, "
+           "int n, int8_t *out",
+           splits=(Split("n", (("first", 1), ("in", 1), ("k", 1), ("out", 1))),), source="edgernn_elementwise.c"),
+    Kernel("edgernn_add_blocks_s8",
+           "const edgernn_bcast_t *b, const edgernn_addsub_params_t *p, int run, int blocked, const int8_t *in1, "
+           "const int8_t *in2, int8_t *out", source="edgernn_elementwise.c"),
+    Kernel("edgernn_mul_blocks_n_s8",
+           "const edgernn_mul_params_t *p, int first, int run, int blocked, const int8_t *in1, const int8_t *in2, "
+           "int n, int8_t *out",
+           splits=(Split("n", (("first", 1), ("in1", 1), ("in2", 1), ("out", 1))),), source="edgernn_elementwise.c"),
+    Kernel("edgernn_mul_blocks_s8",
+           "const edgernn_bcast_t *b, const edgernn_mul_params_t *p, int run, int blocked, const int8_t *in1, "
+           "const int8_t *in2, int8_t *out", source="edgernn_elementwise.c"),
     Kernel("edgernn_mul_n_s8", "const edgernn_mul_params_t *p, const int8_t *in1, const int8_t *in2, int n, int8_t *out",
            splits=(_FLAT,), source="edgernn_elementwise.c"),
     Kernel("edgernn_mul_n_s16",

@@ -73,6 +73,11 @@ def rdbpot(x: int, exponent: int) -> int:
     return (x >> exponent) + (1 if remainder > threshold else 0)
 
 
+def shift_left_or_floor(x: int, shift: int) -> int:
+    """x * 2^shift, or for a negative shift x >> -shift (arithmetic, truncating toward -inf): NEON's vshl."""
+    return _wrap32(x << shift) if shift >= 0 else x >> -shift
+
+
 def mbqm(x: int, multiplier: int, shift: int) -> int:
     """tflite::MultiplyByQuantizedMultiplier (int32 form, double rounding)."""
     left = shift if shift > 0 else 0

@@ -140,6 +140,77 @@ static int is_flat(const edgernn_bcast_t *b)
 EDGERNN_ADDSUB_KERNELS(s8, int8_t)
 EDGERNN_ADDSUB_KERNELS(s16, int16_t)
 
+/* int16 ADD as LiteRT's builtin kernel computes it (edgernn_add_blocks_elem): element i of the call is
+ * element first + i of the op, which lies in a block when first + i < blocked (n - n % 16 of the op's n). */
+void edgernn_add_blocks_n_s16(const edgernn_addsub_params_t *p, int first, int blocked, const int16_t *in1,
+                              const int16_t *in2, int n, int16_t *out)
+{
+    const edgernn_addsub_k_t k = edgernn_addsub_k(p, 0);
+    int i;
+    for (i = 0; i < n; ++i) {
+        out[i] = (int16_t)edgernn_add_blocks_elem(&k, in1[i], in2[i], first + i < blocked);
+    }
+}
+
+void edgernn_add_blocks_const_s16(const edgernn_addsub_params_t *p, int first, int blocked, const int16_t *in,
+                                  const int32_t *k, int n, int16_t *out)
+{
+    const edgernn_addsub_k_t q = edgernn_addsub_k(p, 0);
+    int i;
+    for (i = 0; i < n; ++i) {
+        out[i] = (int16_t)edgernn_add_blocks_const_elem(&q, in[i], k[i], first + i < blocked);
+    }
+}
+
+/* int8 ADD and MUL as LiteRT's builtin kernels compute them (edgernn_vector_out_s8): output element o lies in one
+ * of their vector blocks when o % run < blocked (edgernn/backend/lowering/elementwise.py, builtin_vector_blocks);
+ * element i of a flat call is the op's element first + i. */
+#define EDGERNN_IN_BLOCK(o) ((int)((o) % (size_t)run) < blocked)
+
+void edgernn_add_blocks_n_s8(const edgernn_addsub_params_t *p, int first, int run, int blocked, const int8_t *in1,
+                             const int8_t *in2, int n, int8_t *out)
+{
+    const edgernn_addsub_k_t k = edgernn_addsub_k(p, 0);
+    int i;
+    for (i = 0; i < n; ++i) {
+        out[i] = (int8_t)edgernn_add_vector_elem_s8(&k, in1[i], in2[i], EDGERNN_IN_BLOCK((size_t)(first + i)));
+    }
+}
+
+void edgernn_add_blocks_const_s8(const edgernn_addsub_params_t *p, int first, int run, int blocked, const int8_t *in,
+                                 const int32_t *k, int n, int8_t *out)
+{
+    const edgernn_addsub_k_t q = edgernn_addsub_k(p, 0);
+    int i;
+    for (i = 0; i < n; ++i) {
+        out[i] = (int8_t)edgernn_add_vector_const_elem_s8(&q, in[i], k[i], EDGERNN_IN_BLOCK((size_t)(first + i)));
+    }
+}
+
+void edgernn_add_blocks_s8(const edgernn_bcast_t *b, const edgernn_addsub_params_t *p, int run, int blocked,
+                           const int8_t *in1, const int8_t *in2, int8_t *out)
+{
+    const edgernn_addsub_k_t k = edgernn_addsub_k(p, 0);
+    EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)edgernn_add_vector_elem_s8(&k, in1[i1], in2[i2], EDGERNN_IN_BLOCK(o)));
+}
+
+void edgernn_mul_blocks_n_s8(const edgernn_mul_params_t *p, int first, int run, int blocked, const int8_t *in1,
+                             const int8_t *in2, int n, int8_t *out)
+{
+    const edgernn_mul_k_t k = edgernn_mul_k(p);
+    int i;
+    for (i = 0; i < n; ++i) {
+        out[i] = (int8_t)edgernn_mul_vector_elem_s8(&k, in1[i], in2[i], EDGERNN_IN_BLOCK((size_t)(first + i)));
+    }
+}
+
+void edgernn_mul_blocks_s8(const edgernn_bcast_t *b, const edgernn_mul_params_t *p, int run, int blocked,
+                           const int8_t *in1, const int8_t *in2, int8_t *out)
+{
+    const edgernn_mul_k_t k = edgernn_mul_k(p);
+    EDGERNN_BCAST_LOOP(b, out[o] = (int8_t)edgernn_mul_vector_elem_s8(&k, in1[i1], in2[i2], EDGERNN_IN_BLOCK(o)));
+}
+
 #define EDGERNN_MUL_KERNELS(SUFFIX, T)                                                              \
     void edgernn_mul_n_##SUFFIX(const edgernn_mul_params_t *p, const T *in1, const T *in2, int n,   \
                                 T *out)                                                             \

@@ -24,6 +24,8 @@ typedef struct {
     int32_t off1, off2, out_off, lo, hi, sign2;
     int half1, half2;   /* the input's real multiplier is 0.5 exactly */
     int32_t half_mul;   /* its rescale is then the exact product by 2^(left_shift - 1) */
+    int32_t m1, m2;     /* the inputs' multipliers and left_shift + input_shift, for the rescale of */
+    int pre1, pre2;     /* LiteRT's builtin int16 ADD (edgernn_add_blocks_scaled) */
 } edgernn_addsub_k_t;
 
 EDGERNN_EW_INLINE edgernn_addsub_k_t edgernn_addsub_k(const edgernn_addsub_params_t *p, int subtract)
@@ -43,6 +45,10 @@ EDGERNN_EW_INLINE edgernn_addsub_k_t edgernn_addsub_k(const edgernn_addsub_param
     k.half1 = p->input1_multiplier == (1 << 30) && p->input1_shift == 0 && p->left_shift >= 1;
     k.half2 = p->input2_multiplier == (1 << 30) && p->input2_shift == 0 && p->left_shift >= 1;
     k.half_mul = p->left_shift >= 1 ? (int32_t)1 << (p->left_shift - 1) : 1;
+    k.m1 = p->input1_multiplier;
+    k.m2 = p->input2_multiplier;
+    k.pre1 = p->left_shift + p->input1_shift;
+    k.pre2 = p->left_shift + p->input2_shift;
     return k;
 }
 
@@ -70,6 +76,48 @@ EDGERNN_EW_INLINE int32_t edgernn_addsub_elem(const edgernn_addsub_k_t *k, int32
 EDGERNN_EW_INLINE int32_t edgernn_addsub_const_elem(const edgernn_addsub_k_t *k, int32_t a, int32_t kc)
 {
     return edgernn_addsub_out(k, k->sign2 * edgernn_addsub_scaled(&k->r1, k->half1, k->half_mul, a + k->off1) + kc);
+}
+
+/* LiteRT's builtin int16 ADD (optimized_integer_ops::AddElementwiseInt16, its NEON path: on x86 through
+ * NEON_2_SSE) takes the elements of two operands of one shape in blocks of 16 from the first, and the last
+ * n % 16 as the reference kernel. In a block each input is shifted by left_shift + input_shift (right,
+ * truncating, when that is negative) and then high-multiplied once (vqrdmulh, gemmlowp's
+ * SaturatingRoundingDoublingHighMul), where the reference multiplies input * 2^left_shift and then divides
+ * by 2^-input_shift with a second rounding; the sum's rescale is the same. The two differ by 1 on a few
+ * inputs in 10^4 (measured, docs/ops.md). in_block: the element lies in a block. */
+EDGERNN_EW_INLINE int32_t edgernn_add_blocks_scaled(int32_t x, int32_t m, int pre)
+{
+    return edgernn_srdhm(pre >= 0 ? (int32_t)((uint32_t)x << pre) : x >> -pre, m);
+}
+
+EDGERNN_EW_INLINE int32_t edgernn_add_blocks_elem(const edgernn_addsub_k_t *k, int32_t a, int32_t c, int in_block)
+{
+    if (!in_block) {
+        return edgernn_addsub_elem(k, a, c);
+    }
+    return edgernn_addsub_out(k, edgernn_add_blocks_scaled(a + k->off1, k->m1, k->pre1) +
+                                 edgernn_add_blocks_scaled(c + k->off2, k->m2, k->pre2));
+}
+
+/* The same with a constant operand rescaled at generation (kc: in a block, as a block rescales it). */
+EDGERNN_EW_INLINE int32_t edgernn_add_blocks_const_elem(const edgernn_addsub_k_t *k, int32_t a, int32_t kc,
+                                                        int in_block)
+{
+    const int32_t x = a + k->off1;
+    return edgernn_addsub_out(k, (in_block ? edgernn_add_blocks_scaled(x, k->m1, k->pre1)
+                                           : edgernn_addsub_scaled(&k->r1, k->half1, k->half_mul, x)) + kc);
+}
+
+/* LiteRT's builtin int8 ADD and MUL in their vector blocks (optimized_integer_ops, the NEON paths that x86 runs
+ * through NEON_2_SSE) narrow the rescaled value r to int16 before the output offset: ADD wrapping (vmovn), MUL
+ * saturating (vqmovn); the offset is added in int16, wrapping, and the result saturated to int8 and clamped. It
+ * is the reference's clamp(r + offset) unless r + offset leaves int16 (a result some 256 times outside the
+ * output's range): there the sign can turn. saturate: MUL's narrowing. */
+EDGERNN_EW_INLINE int32_t edgernn_vector_out_s8(int32_t r, int32_t offset, int32_t lo, int32_t hi, int saturate)
+{
+    const int32_t v = saturate ? edgernn_clamp(r, -32768, 32767) : r;
+    const int32_t wrapped = (int32_t)(((uint32_t)v + (uint32_t)offset + 0x8000u) & 0xFFFFu) - 0x8000;
+    return edgernn_clamp(wrapped, lo, hi);
 }
 
 /* MUL: MultiplyByQuantizedMultiplier of the product of the offset inputs. A positive shift multiplies
@@ -102,6 +150,31 @@ EDGERNN_EW_INLINE int32_t edgernn_mul_prod(const edgernn_mul_k_t *k, int32_t a, 
 EDGERNN_EW_INLINE int32_t edgernn_mul_elem(const edgernn_mul_k_t *k, int32_t a, int32_t c)
 {
     return edgernn_clamp(edgernn_rescale(&k->r, edgernn_mul_prod(k, a, c)) + k->out_off, k->lo, k->hi);
+}
+
+/* One element of int8 ADD, of ADD with a constant operand (kc) and of MUL as LiteRT's builtin kernels compute
+ * them: in_block, the element lies in one of their vector blocks (edgernn_vector_out_s8). */
+EDGERNN_EW_INLINE int32_t edgernn_add_vector_elem_s8(const edgernn_addsub_k_t *k, int32_t a, int32_t c, int in_block)
+{
+    const int32_t raw = edgernn_addsub_scaled(&k->r1, k->half1, k->half_mul, a + k->off1) +
+                        edgernn_addsub_scaled(&k->r2, k->half2, k->half_mul, c + k->off2);
+    return in_block ? edgernn_vector_out_s8(edgernn_rescale(&k->ro, raw), k->out_off, k->lo, k->hi, 0)
+                    : edgernn_addsub_out(k, raw);
+}
+
+EDGERNN_EW_INLINE int32_t edgernn_add_vector_const_elem_s8(const edgernn_addsub_k_t *k, int32_t a, int32_t kc,
+                                                           int in_block)
+{
+    const int32_t raw = edgernn_addsub_scaled(&k->r1, k->half1, k->half_mul, a + k->off1) + kc;
+    return in_block ? edgernn_vector_out_s8(edgernn_rescale(&k->ro, raw), k->out_off, k->lo, k->hi, 0)
+                    : edgernn_addsub_out(k, raw);
+}
+
+EDGERNN_EW_INLINE int32_t edgernn_mul_vector_elem_s8(const edgernn_mul_k_t *k, int32_t a, int32_t c, int in_block)
+{
+    return in_block ? edgernn_vector_out_s8(edgernn_rescale(&k->r, edgernn_mul_prod(k, a, c)), k->out_off, k->lo,
+                                            k->hi, 1)
+                    : edgernn_mul_elem(k, a, c);
 }
 
 /* The output of MUL (prod) or of ADD/SUB (raw) through edgernn_rescale_narrow: for a fused loop whose

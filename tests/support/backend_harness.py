@@ -66,10 +66,11 @@ class Build:
         return next(o for o in self.objects if o.name == Path(source).with_suffix(".o").name)
 
 
-def build(folder: Path, board: str = "host", cflags=None, compilers=("gcc",), name: str = "driver") -> Build:
+def build(folder: Path, board: str = "host", cflags=None, compilers=("gcc",), name: str = "driver",
+          driver: Path = DRIVER) -> Build:
     b = load_board(board)
     facts = generate_firmware(folder, b)
-    res = compile_firmware(folder / "firmware", b, part=Part.MODEL, extra_sources=[DRIVER],
+    res = compile_firmware(folder / "firmware", b, part=Part.MODEL, extra_sources=[driver],
                            build_dir=folder / "build" / name, output_name=name, cflags=cflags or (),
                            compilers=list(compilers))
     return Build(folder, facts, res.elf, res.model_code_bytes, res.command_lines, res.objects)

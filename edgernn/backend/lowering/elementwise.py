@@ -11,6 +11,44 @@ from edgernn.backend.lowering.base import Call, ConstArray, ConstStruct, Lowerin
 from edgernn.backend.values import TensorArg, ConstArg, StructArg, Float
 
 
+def builtin_vector_blocks(shape1, shape2, scalar_block: int) -> tuple[int, int] | None:
+    """Where LiteRT's builtin int8 ADD or MUL computes in its vector blocks: (run, blocked), output element o lying
+    in a block when o % run < blocked; None when it computes no element there (docs/ops.md).
+
+    Operands of one shape (after padding with leading ones) run as one flat loop: blocks of 16 from the first
+    element. A broadcast goes through TFLite's ProcessBroadcastShapes: one it can fold into five dimensions
+    y0..y4 runs y4 elements at a time (an element-wise loop, blocks of 16) or, with y4 = 1, y3 elements against one
+    value (blocks of ``scalar_block``: ADD's 8, MUL's 16); any other broadcast runs on the reference loop."""
+    rank = max(len(shape1), len(shape2), 1)
+    a = (1,) * (rank - len(shape1)) + tuple(int(d) for d in shape1)
+    b = (1,) * (rank - len(shape2)) + tuple(int(d) for d in shape2)
+    if a == b:
+        n = int(np.prod(a, dtype=np.int64))
+        return (n, n - n % 16) if n >= 16 else None
+    fast = None
+    for i in range(rank - 1, -1, -1):
+        if a[i] == b[i]:
+            continue
+        fast = "first" if a[i] == 1 else ("second" if b[i] == 1 else None)
+        break
+    if fast is None:
+        return None
+    if fast == "second":
+        a, b = b, a
+    y = [1] * 5
+    i = rank - 1
+    for slot, test in ((4, lambda i: a[i] == b[i]), (3, lambda i: a[i] == 1), (2, lambda i: a[i] == b[i]),
+                       (1, lambda i: b[i] == 1), (0, lambda i: a[i] == b[i])):
+        while i >= 0 and test(i):
+            y[slot] *= b[i] if slot in (4, 3, 0) else a[i]
+            i -= 1
+    if i >= 0:
+        return None
+    run, block = (y[4], 16) if y[4] > 1 else (y[3], scalar_block)
+    blocked = run - run % block
+    return (run, blocked) if blocked > 0 else None
+
+
 class ElementwiseOps(LoweringBase):
     # ---- binary element-wise ----
     def bcast(self, op: Operator) -> ConstStruct:
@@ -78,6 +116,17 @@ class ElementwiseOps(LoweringBase):
         out_arg = TensorArg(op.outputs[0])
         flag = 1 if kernel_subtract else 0
         const_pos = [k for k in (0, 1) if self.t(op.inputs[k]).is_const]
+        # LiteRT's builtin int16 ADD of operands of one shape rescales its blocks of 16 its own way (docs/ops.md)
+        blocked = (out.size - out.size % 16 if self.g.oracle == "builtin" and dtype == "int16" and not subtract
+                   and a.size == b.size == out.size else 0)
+        if blocked:
+            return self._add_blocks(op, (z1, m1, sh1), (z2, m2, sh2), (zo, left_shift, mo, sho, lo, hi), const_pos,
+                                    blocked)
+        vector = (builtin_vector_blocks(a.shape, b.shape, 8) if self.g.oracle == "builtin" and dtype == "int8"
+                  and not subtract else None)
+        if vector is not None:
+            return self._add_blocks_s8(op, (z1, m1, sh1), (z2, m2, sh2), (zo, left_shift, mo, sho, lo, hi),
+                                       const_pos, vector)
         if len(const_pos) == 1 and self.t(op.inputs[1 - const_pos[0]]).size == out.size:
             # one operand constant: its rescaled value (with the op's sign) is folded here, per element
             self.bcast(op)   # refuses shapes that do not broadcast
@@ -108,6 +157,62 @@ class ElementwiseOps(LoweringBase):
                           "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]), "out": out_arg},
                          structs=[bc, params])
 
+    def _add_blocks(self, op: Operator, in1, in2, rest, const_pos: list[int], blocked: int) -> Call:
+        """int16 ADD for the builtin oracle (edgernn_add_blocks_n_s16, edgernn_add_blocks_const_s16)."""
+        (z1, m1, sh1), (z2, m2, sh2), (zo, left_shift, mo, sho, lo, hi) = in1, in2, rest
+        out = self.t(op.outputs[0])
+        params = [-z1, -z2, zo, left_shift, m1, sh1, m2, sh2, mo, sho, lo, hi]
+        if len(const_pos) != 1:
+            q = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t", params)
+            return self.call(op, "edgernn_add_blocks_n_s16",
+                             {"p": StructArg(q.name), "first": 0, "blocked": blocked,
+                              "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]),
+                              "n": int(out.size), "out": TensorArg(op.outputs[0])}, structs=[q])
+        c = const_pos[0]
+        (zc, mc, shc), (zr, mr, shr) = (in1, in2) if c == 0 else (in2, in1)
+        vals = self.t(op.inputs[c]).data.astype(np.int64).reshape(-1)
+        k = [qp.srdhm(qp.shift_left_or_floor(int(v) - zc, left_shift + shc), mc) if i < blocked else
+             qp.rdbpot(qp.srdhm((int(v) - zc) * (1 << left_shift), mc), -shc) for i, v in enumerate(vals)]
+        q = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
+                        [-zr, 0, zo, left_shift, mr, shr, 0, 0, mo, sho, lo, hi])
+        karr = ConstArray(self.cname(op, "k"), "int32_t", k)
+        return self.call(op, "edgernn_add_blocks_const_s16",
+                         {"p": StructArg(q.name), "first": 0, "blocked": blocked, "in": TensorArg(op.inputs[1 - c]),
+                          "k": ConstArg(karr.name), "n": int(out.size), "out": TensorArg(op.outputs[0])},
+                         arrays=[karr], structs=[q])
+
+    def _add_blocks_s8(self, op: Operator, in1, in2, rest, const_pos: list[int], vector: tuple[int, int]) -> Call:
+        """int8 ADD for the builtin oracle (edgernn_add_blocks_n_s8, _const_s8, _s8)."""
+        (z1, m1, sh1), (z2, m2, sh2), (zo, left_shift, mo, sho, lo, hi) = in1, in2, rest
+        a, b, out = self.t(op.inputs[0]), self.t(op.inputs[1]), self.t(op.outputs[0])
+        run, blocked = vector
+        out_arg = TensorArg(op.outputs[0])
+        if len(const_pos) == 1 and self.t(op.inputs[1 - const_pos[0]]).size == out.size:
+            self.bcast(op)   # refuses shapes that do not broadcast
+            c = const_pos[0]
+            (zc, mc, shc), (zr, mr, shr) = (in1, in2) if c == 0 else (in2, in1)
+            vals = np.broadcast_to(self.t(op.inputs[c]).data.astype(np.int64), out.shape).reshape(-1)
+            k = [qp.rdbpot(qp.srdhm((int(v) - zc) * (1 << left_shift), mc), -shc) for v in vals]
+            q = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
+                            [-zr, 0, zo, left_shift, mr, shr, 0, 0, mo, sho, lo, hi])
+            karr = ConstArray(self.cname(op, "k"), "int32_t", k)
+            return self.call(op, "edgernn_add_blocks_const_s8",
+                             {"p": StructArg(q.name), "first": 0, "run": run, "blocked": blocked,
+                              "in": TensorArg(op.inputs[1 - c]), "k": ConstArg(karr.name), "n": int(out.size),
+                              "out": out_arg}, arrays=[karr], structs=[q])
+        q = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
+                        [-z1, -z2, zo, left_shift, m1, sh1, m2, sh2, mo, sho, lo, hi])
+        if a.size == b.size == out.size:
+            return self.call(op, "edgernn_add_blocks_n_s8",
+                             {"p": StructArg(q.name), "first": 0, "run": run, "blocked": blocked,
+                              "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]),
+                              "n": int(out.size), "out": out_arg}, structs=[q])
+        bc = self.bcast(op)
+        return self.call(op, "edgernn_add_blocks_s8",
+                         {"b": StructArg(bc.name), "p": StructArg(q.name), "run": run, "blocked": blocked,
+                          "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]), "out": out_arg},
+                         structs=[bc, q])
+
     def op_add(self, op, dtype):
         return self._addsub(op, dtype, False)
 
@@ -131,6 +236,19 @@ class ElementwiseOps(LoweringBase):
         real = qp.f32(np.float32(np.float32(a.qparams()[0]) * np.float32(b.qparams()[0])) / np.float32(out.qparams()[0]))
         params = self._mul_params(op, dtype, real)
         sfx = "s8" if dtype == "int8" else "s16"
+        vector = builtin_vector_blocks(a.shape, b.shape, 16) if self.g.oracle == "builtin" and dtype == "int8" else None
+        if vector is not None:
+            run, blocked = vector
+            if a.size == b.size == out.size:
+                return self.call(op, "edgernn_mul_blocks_n_s8",
+                                 {"p": StructArg(params.name), "first": 0, "run": run, "blocked": blocked,
+                                  "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]),
+                                  "n": int(out.size), "out": TensorArg(op.outputs[0])}, structs=[params])
+            bc = self.bcast(op)
+            return self.call(op, "edgernn_mul_blocks_s8",
+                             {"b": StructArg(bc.name), "p": StructArg(params.name), "run": run, "blocked": blocked,
+                              "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]),
+                              "out": TensorArg(op.outputs[0])}, structs=[bc, params])
         if a.size == b.size == out.size:
             return self.call(op, f"edgernn_mul_n_{sfx}",
                              {"p": StructArg(params.name), "in1": self.operand(op.inputs[0]),
