@@ -36,7 +36,7 @@ class RunResult:
     team_cycles: np.ndarray | None = None  # (steps,) uint32: the team's own count, where the device has one
 
 
-def open_port(url: str, baud: int = 115200, **kwargs):
+def open_port(url: str, baud: int = 115200, write_timeout: float = 5.0, **kwargs):
     """A pyserial port by URL; a missing port becomes a LinkError.
 
     A ``socket://`` port (GVSOC's UART) keeps what arrived while it was opened: pyserial empties the
@@ -46,7 +46,8 @@ def open_port(url: str, baud: int = 115200, **kwargs):
     import serial
 
     try:
-        port = serial.serial_for_url(url, baudrate=baud, timeout=0.05, write_timeout=5, do_not_open=True, **kwargs)
+        port = serial.serial_for_url(url, baudrate=baud, timeout=0.05, write_timeout=write_timeout, do_not_open=True,
+                                     **kwargs)
         if url.startswith("socket://"):
             port.reset_input_buffer = lambda: None      # for the open only
             try:
@@ -96,10 +97,20 @@ class LinkClient:
         self.payload_bytes = 0
         self._heard = bytearray()
         self._reader = FrameReader(self._read, in_waiting=self._in_waiting)
+        # A write may stall as long as a request may wait for its answer through every retry: a device that
+        # takes no byte for that long is gone. A busy host can stop an emulated board for seconds.
+        self.write_stall_s = self.timeout * (self.retries + 1)
+        if hasattr(port, "write_timeout"):
+            try:
+                port.write_timeout = self.write_stall_s
+            except (ValueError, OSError):
+                pass
 
     @classmethod
     def open(cls, url: str, baud: int = 115200, **kwargs) -> "LinkClient":
-        return cls(open_port(url, baud), url=url, baud=baud, **kwargs)
+        timeout = kwargs.get("timeout", DEFAULT_TIMEOUT)
+        retries = kwargs.get("retries", DEFAULT_RETRIES)
+        return cls(open_port(url, baud, write_timeout=timeout * (retries + 1)), url=url, baud=baud, **kwargs)
 
     def close(self) -> None:
         try:
@@ -160,12 +171,19 @@ class LinkClient:
             return 1
 
     def _write(self, data: bytes) -> None:
-        # In pieces: the port's write timeout then bounds a stall (no byte taken for that long), not the
-        # time a whole frame takes, which a camera frame's 79 KB into an emulated UART can exceed.
+        # In pieces: the port's write timeout (write_stall_s) then bounds a stall, a piece the device does not
+        # take for that long, not the time a whole frame takes, which a camera frame's 79 KB into an emulated
+        # UART can exceed.
+        import serial
+
         try:
             for at in range(0, len(data), WRITE_PIECE):
                 self.port.write(data[at : at + WRITE_PIECE])
             self.port.flush()
+        except serial.SerialTimeoutException:
+            gone = self.device_gone() if self.device_gone is not None else None
+            raise LinkError(f"writing to {self.url} failed: the device took no byte of a {WRITE_PIECE}-byte piece "
+                            f"for {self.write_stall_s:.0f} s" + (f" ({gone})" if gone else "")) from None
         except Exception as exc:  # noqa: BLE001
             raise LinkError(f"writing to {self.url} failed: {exc}") from None
 

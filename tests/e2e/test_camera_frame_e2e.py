@@ -101,3 +101,37 @@ def test_a_device_that_keeps_small_frames_is_refused_in_one_line(camera_build, t
                                             rf"\({FRAME_BYTES} bytes of input per step\)") as err:
             validate(out, port=device.url, data=camera_frames(1, 2, seed=3), json_path=tmp_path / "report.json")
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.qemu
+def test_a_board_stopped_mid_frame_for_longer_than_a_write_may_have_taken_still_validates(camera_build, tmp_path,
+                                                                                          monkeypatch):
+    """A busy host can stop an emulated board for seconds: QEMU is stopped (SIGSTOP) as the first camera frame
+    starts on its way and continued (SIGCONT) 8 s later, so the link's writes stall until then. Writes wait as
+    long as a request may (the board's timeout through every retry, LinkClient.write_stall_s), not a fixed 5 s,
+    and the run still validates byte-exact."""
+    import os
+    import signal
+    import threading
+
+    from edgernn import procs
+    from edgernn.link.client import LinkClient
+    from edgernn.validate.run import validate
+
+    out = camera_build("qemu_riscv32")
+    stopped: list[float] = []
+    write = LinkClient._write
+
+    def stalling_write(self, data: bytes) -> None:
+        if not stopped and len(data) > FRAME_BYTES:
+            with procs._lock:
+                qemu = next(p for p in procs._live.values() if "qemu-system" in " ".join(map(str, p.args)))
+            os.kill(qemu.pid, signal.SIGSTOP)
+            stopped.append(8.0)
+            threading.Timer(8.0, os.kill, (qemu.pid, signal.SIGCONT)).start()
+        write(self, data)
+
+    monkeypatch.setattr(LinkClient, "_write", stalling_write)
+    report = validate(out, data=camera_frames(1, 2, seed=4), json_path=tmp_path / "report.json")
+    assert stopped, "no camera frame was sent"
+    assert report["pass"] and report["reference"]["mismatches"] == 0, report["reference"]
