@@ -15,9 +15,16 @@ Models (``TRAINED``): ``cfc_ncp`` (CfC on an AutoNCP(16, 2) wiring), ``ltc_ncp``
 wiring), ``lstm_sigmoid`` (LSTM(16, activation="sigmoid") then Dense(2)), ``dense_simplernn_relu``
 (Dense(12) then SimpleRNN(16, relu) then Dense(2)).
 
-``trained(name)`` trains once and caches the saved model with its calibration and test trajectories under
-``$TMPDIR/edgernn-trained/<hash>/``, the hash of this file and of the Keras version: a change to a model or
-to the task trains again, a second session reads the cache.
+The weights training gives depend on the machine (its CPU, its threads), and one machine's weights reach
+rounding corners another's never do: an LTC trained on a newcomer's machine left a state byte 1 LSB off at step
+143, on weights no developer's machine had made. So the tests read the seed-0 models as test data,
+``tests/fixtures/trained/<name>.keras`` (the LTC's is that machine's), the same on every machine; their
+calibration and test trajectories are made again here, which numpy's seeded generator does identically
+everywhere. ``python tests/support/trained.py --write-fixtures`` trains the other three again and writes them.
+
+``train(name, folder, seed)`` trains (the benches' other seeds, bench/bench_trained_seeds.py); ``trained(name)``
+reads the fixture, or for a model without one trains once and caches the saved model with its trajectories under
+``$TMPDIR/edgernn-trained/<hash>/``, the hash of this file and of the Keras version.
 """
 
 from __future__ import annotations
@@ -116,7 +123,7 @@ class Trained:
     path: Path             # the saved .keras model
     calib: np.ndarray      # (32, 200, 3) trajectories of the task: what a user calibrates on
     test: np.ndarray       # (8, 200, 3) other trajectories of the task, within the calibration's ranges
-    loss: float            # the training set's mse after the last epoch
+    loss: float            # the training set's mse (after the last epoch, or of the fixture's weights)
 
 
 def cache_dir() -> Path:
@@ -135,8 +142,7 @@ def train(name: str, folder: Path, seed: int = 0) -> None:
     keras = _keras(0)
     model.compile(optimizer=keras.optimizers.Adam(rate, clipnorm=1.0), loss="mse")
     history = model.fit(x, y, epochs=epochs, batch_size=16, verbose=0, shuffle=True)
-    calib, _ = oscillator(CALIB_SEQUENCES, STEPS, seed=2)
-    test, _ = oscillator(8, STEPS, seed=3)
+    calib, test = trajectories()
     folder.mkdir(parents=True, exist_ok=True)
     pid = os.getpid()
     # written under temporary names, then renamed: a concurrent session never reads half a file
@@ -148,10 +154,42 @@ def train(name: str, folder: Path, seed: int = 0) -> None:
         os.replace(tmp, folder / f"{name}{suffix}")
 
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "trained"
+
+
+def trajectories() -> tuple[np.ndarray, np.ndarray]:
+    """The calibration and test trajectories every trained model is built and validated on."""
+    calib, _ = oscillator(CALIB_SEQUENCES, STEPS, seed=2)
+    test, _ = oscillator(8, STEPS, seed=3)
+    return calib, test
+
+
 def trained(name: str) -> Trained:
-    """The trained model ``name`` (see TRAINED), from the cache or trained now."""
+    """The trained model ``name`` (see TRAINED): its fixture, else from the cache or trained now."""
+    fixture = FIXTURES / f"{name}.keras"
+    if fixture.is_file():
+        calib, test = trajectories()
+        return Trained(name, fixture, calib, test, float((FIXTURES / f"{name}.loss").read_text()))
     folder = cache_dir()
     if not (folder / f"{name}.keras").exists():
         train(name, folder)
     return Trained(name, folder / f"{name}.keras", np.load(folder / f"{name}.calib.npy"),
                    np.load(folder / f"{name}.test.npy"), float((folder / f"{name}.loss").read_text()))
+
+
+if __name__ == "__main__":
+    import argparse
+    import shutil
+
+    parser = argparse.ArgumentParser(description="Train the seed-0 models again and write them as test data "
+                                                 "(tests/fixtures/trained/); the LTC's fixture is kept unless named.")
+    parser.add_argument("--write-fixtures", action="store_true", required=True)
+    parser.add_argument("names", nargs="*", default=["cfc_ncp", "lstm_sigmoid", "dense_simplernn_relu"])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.names:
+            train(name, Path(tmp))
+            FIXTURES.mkdir(parents=True, exist_ok=True)
+            for suffix in (".keras", ".loss"):
+                shutil.copy(Path(tmp) / f"{name}{suffix}", FIXTURES / f"{name}{suffix}")
+            print(f"{name}: loss {(FIXTURES / f'{name}.loss').read_text()}")
