@@ -51,3 +51,28 @@ def test_trained_model_meets_its_budget_byte_exact_on_host(tmp_path, name):
         ref = report["reference"]
         assert report["pass"] and ref["mismatches"] == 0 and ref["state_mismatches"] == 0, ref
         assert report["float"]["l2r"] <= 0.03, report["float"]
+
+
+@pytest.mark.parametrize("quant", ["int16", "auto"])
+def test_trained_ltc_is_byte_exact_over_long_sequences(tmp_path, quant):
+    """The trained LTC (the machine's weights that once missed a state byte at step 143) at int16 and under
+    --quant auto, its C held against LiteRT over sequences five times as long as its calibration's: every output
+    and state byte of 3 x 1,000 steps of the task. (These steps meet no boundary of the int16 ADD's rounding; the
+    test sequences above and tests/backend/test_op_tables.py are what fail without its variant.)"""
+    import numpy as np
+
+    import backend_harness as H
+    from edgernn.pipeline.convert import convert_model
+
+    model = trained.trained("ltc_ncp")
+    out = tmp_path / "out"
+    with contextlib.redirect_stdout(io.StringIO()):
+        convert_model(str(model.path), out, quant=quant, calib=model.calib, mode="step")
+    b = H.build(out)
+    xs, _ = trained.oscillator(3, 1000, seed=11)
+    for k, seq in enumerate(xs):
+        xq = H.quantize_x(out, seq)
+        ref, _ = H.reference_bytes(out, xq)
+        got, _ = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
+        bad = np.nonzero((got != ref).any(axis=1))[0]
+        assert bad.size == 0, f"{quant}: sequence {k} first differs at step {bad[0]}"
