@@ -447,8 +447,9 @@ def test_clang_compiles_the_front_end_warning_free(tmp_path):
     """-Werror -pedantic -std=c99 with clang too (the host board's flags), every kernel of edgernn_conv.c used."""
     import shutil
 
-    if shutil.which("clang") is None:
-        pytest.skip("clang is not installed")
+    from conftest import require_tools
+
+    require_tools("clang")
     from edgernn.backend import generate_firmware
     from edgernn.targets.board import load_board
     from edgernn.targets.compile import Part, compile_firmware
@@ -479,7 +480,9 @@ def test_thread_sanitizer_reports_nothing_on_the_shared_convolutions(tmp_path):
                      "int main(void) { pthread_t t; pthread_create(&t, 0, f, 0); x++; pthread_join(t, 0); "
                      "return 0; }\n")
     if subprocess.run(["gcc", *tsan, str(probe), "-o", str(tmp_path / "race")], capture_output=True).returncode:
-        pytest.skip("gcc cannot build with -fsanitize=thread here")
+        from conftest import tool_unavailable
+
+        tool_unavailable("gcc cannot build with -fsanitize=thread here")
     prefix = []
     if "ThreadSanitizer" not in subprocess.run([str(tmp_path / "race")], capture_output=True, text=True).stderr:
         prefix = ["setarch", "-R"]     # address-space randomisation can defeat TSan's memory map

@@ -230,9 +230,10 @@ int main(void)
 def _check(tmp_path, source: str):
     """check(label, flags): the C check ``source`` against the kernels, built with gcc and ``flags`` and run: its
     count of differing op outputs, as printed."""
+    from conftest import require_tools
+
+    require_tools("gcc")
     cc = shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no gcc")
     kdir = tmp_path / "k"
     shutil.copytree(templates_dir() / "kernels", kdir)
     write_sources(kdir)

@@ -20,8 +20,9 @@ pytestmark = pytest.mark.toolchain
 
 @pytest.fixture(scope="module")
 def checker(tmp_path_factory):
-    if shutil.which("gcc") is None:
-        pytest.skip("needs gcc")
+    from conftest import require_tools
+
+    require_tools("gcc")
     import keras
     from zoo import trajectories
 

@@ -136,7 +136,9 @@ def test_a_tf_keras_model_streams_the_same_way():
 
     tk = tfenv.tf_keras()
     if tk is None:
-        pytest.skip("tf_keras is not installed")
+        from conftest import tool_unavailable
+
+        tool_unavailable("needs the Python package tf_keras (pip install -e '.[dev]')")
     tk.utils.set_random_seed(0)
     L = tk.layers
     model = tk.Sequential([tk.Input((None, 3)), L.Conv1D(5, 3, padding="causal", dilation_rate=2, activation="relu"),

@@ -47,7 +47,9 @@ def _tf_keras():
 
     tk = tfenv.tf_keras()
     if tk is None:
-        pytest.skip("tf_keras is not installed")
+        from conftest import tool_unavailable
+
+        tool_unavailable("needs the Python package tf_keras (pip install -e '.[dev]')")
     tk.utils.set_random_seed(0)
     return tk
 
