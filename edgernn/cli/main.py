@@ -140,6 +140,10 @@ def _model_options(func):
     func = click.option("--mode", type=click.Choice(MODES), default="auto", show_default=True,
                         help="step: single-step cells; fused: one UNIDIRECTIONAL_SEQUENCE_LSTM per LSTM; "
                              "auto: fused when every RNN layer allows it, else step.")(func)
+    func = click.option("--horizon", type=int, default=None, metavar="STEPS",
+                        help="The steps over which a recurrent model's ranges are taken and its error judged: the "
+                             "calibration sequences chained into streams that long, the state carried across "
+                             "(default: five calibration sequences' length).")(func)
     func = click.option("--max-error", "max_error", default="0.02", show_default=True, callback=_max_error,
                         help="--quant auto: the l2r against the float model on the calibration sequences that "
                              "the int8/int16 plan must meet.")(func)
@@ -205,13 +209,14 @@ def inspect(model, unsafe, quant, as_json, roll):
 @click.option("-o", "--out", required=True, type=click.Path(), help="Output folder.")
 @_model_options
 @click.pass_context
-def convert(ctx, model, out, quant, mode, calib, unsafe, roll, max_error):
+def convert(ctx, model, out, quant, mode, calib, unsafe, roll, max_error, horizon):
     """Convert MODEL into OUT/step.tflite (x_t, states) -> (y_t, states') and OUT/manifest.json."""
     from edgernn.pipeline.convert import convert_model
     from edgernn.cli.render import print_conversion
 
     manifest = convert_model(model, out, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll,
-                             max_error=max_error, log=_say if ctx.obj["verbose"] else None, warn=_warn)
+                             max_error=max_error, horizon=horizon, log=_say if ctx.obj["verbose"] else None,
+                             warn=_warn)
     print_conversion(_console(), manifest, out)
 
 
@@ -221,13 +226,13 @@ def convert(ctx, model, out, quant, mode, calib, unsafe, roll, max_error):
 @click.option("-o", "--out", required=True, type=click.Path(), help="Output folder.")
 @_model_options
 @click.pass_context
-def build(ctx, model, board, out, quant, mode, calib, unsafe, roll, max_error):
+def build(ctx, model, board, out, quant, mode, calib, unsafe, roll, max_error, horizon):
     """Convert MODEL, generate OUT/firmware/ for BOARD, and compile it where the toolchain is present."""
     from edgernn.pipeline.build import build_model
     from edgernn.cli.render import print_build
 
     result = build_model(model, out, board=board, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll,
-                         max_error=max_error,
+                         max_error=max_error, horizon=horizon,
                             verbose=ctx.obj["verbose"], log=_say if ctx.obj["verbose"] else None, warn=_warn)
     print_build(_console(), result, out)
 

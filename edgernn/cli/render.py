@@ -123,6 +123,19 @@ def _print_precision(console, precision: dict | None) -> None:
         console.print(f"  int16 in {layer}: {len(ops)} ops ({', '.join(sorted(set(ops)))})", soft_wrap=True)
 
 
+def _print_horizon(console, horizon: dict | None) -> None:
+    """The horizon the quantization was judged over, and the states whose range it widened."""
+    if not horizon:
+        return
+    error = f": error {horizon['error']:.4f}" if horizon.get("error") is not None else ""
+    console.print(f"horizon: {horizon['streams']} streams of {horizon['steps']} steps (the calibration sequences "
+                  f"chained, the state carried){error}", soft_wrap=True)
+    for name, r in (horizon.get("widened") or {}).items():
+        (wl, wh), (hl, hh) = r["windows"], r["horizon"]
+        console.print(f"  state {name}: range [{wl:.4g}, {wh:.4g}] on the calibration sequences, [{hl:.4g}, {hh:.4g}] "
+                      "over the horizon (quantized to the latter)", soft_wrap=True)
+
+
 def print_build_inspection(console, result: dict) -> None:
     """``edgernn inspect OUT/``: the build, then its precision plan (--quant auto) op by op."""
     board = f" for {result['board']}" if result.get("board") else ""
@@ -130,6 +143,7 @@ def print_build_inspection(console, result: dict) -> None:
     console.print(f"{result['folder']}: {result.get('model') or 'model'}{board}, --quant {result['quant']}, mode "
                   f"{result['mode']}; {result['ops']} kinds of op; weights {_bytes(result.get('weight_bytes'))}, arena "
                   f"{_bytes(result.get('arena_bytes'))}{l2r}", soft_wrap=True)
+    _print_horizon(console, result.get("horizon"))
     p = result.get("precision")
     if p is None:
         console.print(f"precision: every op {result['quant']} (no plan: built with --quant {result['quant']})")
@@ -144,6 +158,12 @@ def print_build_inspection(console, result: dict) -> None:
     console.print(f"  {p['int16_ops']} ops int16, {p['int8_ops']} int8, {p['quantize_ops']} QUANTIZE; x {p['x']}, "
                   f"y {p['y']}, states " + ", ".join(f"{k} {v}" for k, v in (p.get("states") or {}).items()),
                   soft_wrap=True)
+    head = p.get("head")
+    if head:
+        form = "16x8 behind a QUANTIZE from the int8 step output" if head.get("input") else head["dtype"]
+        other = head.get("int8_error", head.get("int16_error"))
+        console.print(f"  head: {form}; the model's output {head['error']:.4f} on {head['on']} "
+                      f"({'int8' if head.get('input') else 'int16'} head {other:.4f})", soft_wrap=True)
     e = p.get("estimate") or {}
     if all(e.get(k) for k in ("int8", "int16", "auto")):
         console.print(f"  the plan chosen by: {e.get('chosen_by')}")
@@ -202,6 +222,12 @@ def print_validation(console, report: dict) -> None:
                       f"  l2r {flt['l2r']:.4g}  cos {flt['cos']:.5f}")
     else:
         table.add_row("vs the float model", f"skipped: {flt.get('skipped')}")
+    budget = report.get("error_budget")
+    if budget and not budget["met"]:
+        where = (f"over {report['steps']} steps, beyond the {budget['horizon']}-step horizon the plan was judged on"
+                 if budget.get("beyond_horizon") else f"over {report['steps']} steps")
+        table.add_row("error budget", f"[red]missed[/red]: l2r {budget['l2r']:.4g} > {budget['max_error']:g} {where} "
+                      "(parity is not affected)")
     plan = report.get("precision")
     if plan:
         layers = ", ".join(f"{n} in {layer}" for layer, n in plan["int16_ops_by_layer"].items()) or "none"

@@ -31,7 +31,8 @@ def _check_quant(board: Board, quant: str, warn: Log | None) -> None:
 
 def build_model(model: Any, out: str | Path, *, board: str, quant: str = "int8", calib: Any = None,
                 mode: str = "auto", unsafe: bool = False, roll: bool = False, verbose: bool = False,
-                log: Log | None = None, warn: Log | None = None, max_error: float = 0.02) -> dict:
+                log: Log | None = None, warn: Log | None = None, max_error: float = 0.02,
+                horizon: int | None = None) -> dict:
     """A model to a build folder: returns ``{"manifest", "firmware", "messages"}``; OUT holds step.tflite,
     manifest.json, firmware/ (and what the board's family writes beside it)."""
     log = log or (lambda _: None)
@@ -46,7 +47,7 @@ def build_model(model: Any, out: str | Path, *, board: str, quant: str = "int8",
     with folder.staged() as staging:
         inner = staging / "out"
         manifest = convert(model, inner, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll,
-                           board=board_obj.name, max_error=max_error, log=log, warn=warn)
+                           board=board_obj.name, max_error=max_error, horizon=horizon, log=log, warn=warn)
         log(f"generating C for board {board_obj.name}")
         facts = adapter.generate(inner, verbose=verbose)
         built = adapter.build(inner, scratch=staging, final_out=out, log=log, verbose=verbose)

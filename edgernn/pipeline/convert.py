@@ -31,7 +31,7 @@ from edgernn.keras.load import LoadedModel
 from edgernn.pytorch.load import load_any
 from edgernn.keras.reference import keras_reference
 from edgernn.tflite.quantize import (
-    QUANT_MODES, Calibration, calibrate, calibration_subset, check_sequences, explain_quantization_failure,
+    QUANT_MODES, Calibration, calibrate, calibration_subset, check_horizon, check_sequences, explain_quantization_failure,
     load_sequences, quantize_calibrated, quantize_with_tied_states, run_step_sequences, synthetic_calibration,
 )
 from edgernn.keras.stepmodel import StepModel, build_head_model, build_step_model, ltc_without_division
@@ -145,13 +145,16 @@ def _run_head(head: bytes, hs: np.ndarray, key_in: str = "h", key_out: str | Non
 
 
 def _budget_error(manifest) -> float:
-    """The error --max-error bounds (edgernn.tflite.mixed.budget_error) from ``quantization_error``."""
+    """The error --max-error bounds (edgernn.tflite.mixed.budget_error) from ``quantization_error``: on the
+    calibration windows and on the streams of the horizon."""
     error = manifest.quantization_error
-    return max(error["l2r"], error.get("sequence_l2r", 0.0))
+    return max(error["l2r"], error.get("sequence_l2r", 0.0),
+               *(error["horizon"][k] for k in ("l2r", "sequence_l2r") if "horizon" in error))
 
 
-def quantization_error(folder: Path, manifest: dict, sequences: np.ndarray) -> dict:
-    """The quantized step model against the float one, over (up to 8 of) the calibration sequences."""
+def quantization_error(folder: Path, manifest: dict, sequences: np.ndarray, what: str = "calibration sequences") -> dict:
+    """The quantized step model against the float one, over (up to 8 of) ``sequences``: the calibration windows, or
+    the streams of the horizon (``what``)."""
     from edgernn.tflite.mixed import sequence_l2r
     from edgernn.tflite.oracle import StepRunner
 
@@ -164,7 +167,7 @@ def quantization_error(folder: Path, manifest: dict, sequences: np.ndarray) -> d
     norm = float(np.linalg.norm(want))
     shape = (len(probe), probe.shape[1], -1)
     return {
-        "on": f"{len(probe)} calibration sequences of {probe.shape[1]} steps, per-step output y",
+        "on": f"{len(probe)} {what} of {probe.shape[1]} steps, per-step output y",
         "l2r": float(np.linalg.norm(err) / norm) if norm > 0 else 0.0,
         "sequence_l2r": sequence_l2r(np.reshape(got, shape), np.reshape(want, shape)),
         "rmse": float(np.sqrt(np.mean(err ** 2))),
@@ -201,6 +204,7 @@ def convert_model(
     roll: bool = False,
     board: str | None = None,
     max_error: float = DEFAULT_MAX_ERROR,
+    horizon: int | None = None,
     log: Log | None = None,
     warn: Log | None = None,
 ) -> dict:
@@ -214,15 +218,17 @@ def convert_model(
     ``quant="auto"``: each op of the step model in int8 or 16x8, the plan of least estimated cost (for ``board``,
     else one core) that keeps the l2r against the float model on the calibration sequences within ``max_error``
     (manifest ``precision``).
+    ``horizon``: the steps over which a recurrent model's ranges are taken and its error judged, the calibration
+    windows chained into streams that long (None: five windows; ``Calibration.streams``).
     Returns the manifest.
     """
     return convert(model, out, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll, board=board,
-                   max_error=max_error, log=log, warn=warn).as_dict()
+                   max_error=max_error, horizon=horizon, log=log, warn=warn).as_dict()
 
 
 def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: Any = None, mode: str = "auto",
             unsafe: bool = False, roll: bool = False, board: str | None = None, max_error: float = DEFAULT_MAX_ERROR,
-            log: Log | None = None, warn: Log | None = None) -> Manifest:
+            horizon: int | None = None, log: Log | None = None, warn: Log | None = None) -> Manifest:
     """``convert_model``, returning the typed manifest."""
     log = log or _quiet
     warn = warn or log
@@ -232,6 +238,7 @@ def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: A
         max_error = check_max_error(max_error)
     if mode not in MODES:
         raise EdgeRNNError(f"unknown --mode {mode!r}; choose one of {', '.join(MODES)}")
+    horizon = check_horizon(horizon)
     folder = BuildFolder(out)
     with folder.staged() as staging:
         log("loading model")
@@ -241,6 +248,7 @@ def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: A
         for line in diagnosis.lines():
             log(f"plan: {line}")
         calibration = _calibration(calib, plan.input_shape, quant, warn)
+        calibration.horizon = horizon
         manifest = _run_strategy(diagnosis, loaded, plan, calibration, quant, staging, log, warn, max_error, board)
         if quant == "auto" and mode == "auto" and diagnosis.fused and _budget_error(manifest) > max_error:
             # the fused LSTM has no 16x8 form: an int8 fused model that misses the budget gives way to step
@@ -287,6 +295,9 @@ def _run_strategy(diagnosis, loaded, plan, calibration, quant: str, staging: Pat
     manifest.precision = strategy.precision
     if quant != "float32":
         manifest.quantization_error = quantization_error(staging, manifest.as_dict(), calibration.sequences)
+        if strategy.streams is not None:
+            manifest.quantization_error["horizon"] = quantization_error(staging, manifest.as_dict(), strategy.streams,
+                                                                        "streams")
     return manifest
 
 
@@ -378,6 +389,8 @@ def _run_pipeline(strategy: "StepStrategy | FusedStrategy", loaded: LoadedModel,
         _check_ops(head_float, "the head model")
 
     sequences = calibration.sequences
+    # the horizon's streams, for a model that carries a state (a stateless one has nothing to drift)
+    strategy.streams = calibration.streams() if strategy.has_state else None
     calibration_facts = strategy.trajectories(step_float, sequences)
     self_check = _float_self_check(plan, strategy.run_float, step_float, head_float, sequences, loaded.source)
     if self_check is not None and self_check > 1e-4:
@@ -393,6 +406,9 @@ def _run_pipeline(strategy: "StepStrategy | FusedStrategy", loaded: LoadedModel,
         head_final = None
         if head_float is not None:
             head_final = _quantize_head(head_model, head_ys, y_range, strategy.head_quant or quant, plan)
+            if quant == "auto" and strategy.precision is not None and strategy.head_quant == "int8":
+                head_final = _auto_head(strategy, head_model, head_ys, y_range, plan, step_float, head_float,
+                                        step_final, head_final, calibration.sequences, log)
 
     strategy.check_final(step_final)
     model = tfl.read(step_final)
@@ -467,10 +483,15 @@ class StepStrategy:
     max_error = DEFAULT_MAX_ERROR
     board: str | None = None     # the board a build is for: the cost --quant auto weighs plans by
     quant = "int8"
+    streams: np.ndarray | None = None   # the calibration windows chained to the horizon (Calibration.streams)
 
     def __init__(self, loaded: LoadedModel, plan: Plan, log: Log):
         self.loaded, self.plan, self.log = loaded, plan, log
         self.warn = log
+
+    @property
+    def has_state(self) -> bool:
+        return bool(self.step.state_names)
 
     def without_division(self):
         """At int16 and auto, an LTC's step model divides by multiplying with rsqrt(d)^2 (TF's 16x8 has no
@@ -490,11 +511,21 @@ class StepStrategy:
         return _rename_for_run(step_float, self.step, self.output_keys)
 
     def trajectories(self, step_float: bytes, sequences: np.ndarray) -> dict:
-        """Run the float step model over the calibration sequences: the real trajectories."""
+        """Run the float step model over the calibration sequences, and over the horizon's streams: the real
+        trajectories, whose steps give the ranges (the windows' first, then the streams') and the outputs the
+        head is quantized on."""
         self.log("running the float step model over the calibration sequences")
         self.samples, self.ys = run_step_sequences(step_float, sequences, self.step.state_names)
         self.samples_sequences = sequences
-        return {"samples": len(self.samples)}
+        facts = {"horizon_streams": 0}
+        if self.streams is not None:
+            self.log(f"running it over {len(self.streams)} streams of {self.streams.shape[1]} steps (the horizon)")
+            more, ys = run_step_sequences(step_float, self.streams, self.step.state_names, what="horizon stream")
+            facts = {"horizon_streams": len(self.streams),
+                     "horizon_widened": horizon_widened(self.samples, more, self.step.state_names)}
+            self.samples += more
+            self.ys = np.concatenate([self.ys.reshape(-1, self.ys.shape[-1]), ys.reshape(-1, ys.shape[-1])])
+        return {"samples": len(self.samples), **facts}
 
     def run_float(self, step_float: bytes, probe: np.ndarray) -> np.ndarray:
         _, ys = run_step_sequences(step_float, probe, self.step.state_names)
@@ -534,7 +565,11 @@ class StepStrategy:
         from edgernn.tflite import mixed, two_part
 
         probe = self.samples_sequences[:PLAN_SEQUENCES]
-        held = self.samples_sequences[PLAN_SEQUENCES:PLAN_SEQUENCES + HELD_OUT_SEQUENCES]
+        # the plan is checked where the model will run: on the horizon's streams, else the other windows
+        held = (self.streams[:HELD_OUT_SEQUENCES] if self.streams is not None else
+                self.samples_sequences[PLAN_SEQUENCES:PLAN_SEQUENCES + HELD_OUT_SEQUENCES])
+        self.held_what = (f"streams of {held.shape[1]} steps" if self.streams is not None else
+                          "other calibration sequences")
         public_ties = [(s, s) for s in self.step.state_names]
         want = mixed.run_quantized(step_float, probe, public_ties)
         want_held = mixed.run_quantized(step_float, held, public_ties) if len(held) else None
@@ -550,8 +585,8 @@ class StepStrategy:
         plan, mixed_model, checks, budget = self._plan(pair, probe, held, want, want_held)
         split: list[str] = []
         # where all int16 missed: on the planning sequences, or (when held-out ones exist) on those
-        whole_int16 = (f"l2r {plan.int16_error:.4f}, {checks[-1]['held_out_l2r']:.4f} on {len(held)} other "
-                       "calibration sequences" if checks else f"l2r {plan.int16_error:.4f}")
+        whole_int16 = (f"l2r {plan.int16_error:.4f}, {checks[-1]['held_out_l2r']:.4f} on {len(held)} "
+                       f"{self.held_what}" if checks else f"l2r {plan.int16_error:.4f}")
         if not _plan_met(plan, checks, self.max_error) and plan.int16_ops == pair.can_int16():
             # the ops whose weights' rounding alone costs the most (a share of the budget) first, then all
             x_key, y_key = self.step.input_names[0][0], self.output_keys[0]
@@ -580,15 +615,16 @@ class StepStrategy:
         self.precision = mixed.precision_entry(pair, plan, mixed_model, self.max_error, probe)
         if checks:
             held_error = checks[-1]["held_out_l2r"]
-            self.precision["held_out"] = {"sequences": len(held), "l2r": held_error, "plans": checks}
+            self.precision["held_out"] = {"sequences": len(held), "steps": int(held.shape[1]),
+                                          "horizon": self.streams is not None, "l2r": held_error, "plans": checks}
             self.precision["met"] = _plan_met(plan, checks, self.max_error)
             if len(checks) > 1:
                 self.precision["note"] = (f"planned again for l2r <= {budget:.4g}: the first plan reached "
-                                          f"{checks[0]['held_out_l2r']:.4f} on {len(held)} other calibration "
-                                          "sequences")
+                                          f"{checks[0]['held_out_l2r']:.4f} on {len(held)} "
+                                          f"{self.held_what}")
             if not self.precision["met"] and plan.int16_ops == pair.can_int16():
-                self.precision["note"] = (f"even int16 misses the budget {self.max_error:g} on {len(held)} other "
-                                          f"calibration sequences (l2r {held_error:.4f})")
+                self.precision["note"] = (f"even int16 misses the budget {self.max_error:g} on {len(held)} "
+                                          f"{self.held_what} (l2r {held_error:.4f})")
         self.precision["two_part_weights"] = split
         self.precision["weight_rounding"] = rounding or {"rounding": "nearest", "ops": []}
         if split:
@@ -597,7 +633,7 @@ class StepStrategy:
                 f"FULLY_CONNECTED op(s) are in two int8 parts (int16 then {plan.int16_error:.4f})",
                 self.precision.get("note")]))
         if not self.precision["met"]:
-            reached = f"; l2r {checks[-1]['held_out_l2r']:.4f} on the other calibration sequences" if checks else ""
+            reached = f"; l2r {checks[-1]['held_out_l2r']:.4f} on the {self.held_what}" if checks else ""
             self.warn(f"WARNING: --quant auto: {plan.note or 'the budget is missed'}{reached}; the step model "
                       "keeps the plan of least error found")
         for line in mixed.plan_lines(pair, plan):
@@ -669,7 +705,7 @@ class StepStrategy:
                                    mixed.budget_error(mixed.run_quantized(data, held, ties), want_held))
         meets = [d for d in ("int8", "int16") if d in worst and worst[d] <= self.max_error]
         chosen = meets[0] if meets else min(worst, key=worst.get)
-        reach = f"error {errors[chosen]:.4f}" + (f", {worst[chosen]:.4f} with {len(held)} other calibration sequences"
+        reach = f"error {errors[chosen]:.4f}" + (f", {worst[chosen]:.4f} with {len(held)} {self.held_what}"
                                                 if want_held is not None else "")
         note = (f"{why}; the uniform {chosen} model ({reach}) " +
                 ("meets the budget" if meets else f"misses the budget {self.max_error:g}, the least error of the two"))
@@ -714,7 +750,7 @@ class StepStrategy:
             # tighter than what the plan reached where it was made: a budget above that would give the
             # same plan again
             budget = min(budget, plan.error) * self.max_error / held_error * 0.95
-            self.log(f"auto: the plan reaches {held_error:.4f} on {len(held)} other calibration sequences, "
+            self.log(f"auto: the plan reaches {held_error:.4f} on {len(held)} {self.held_what}, "
                      f"above {self.max_error:g}: planning again for {budget:.4g} on the first {len(probe)}")
         return plan, mixed_model, checks, budget
 
@@ -770,6 +806,9 @@ class FusedStrategy:
     max_error = DEFAULT_MAX_ERROR
     board: str | None = None     # the board a build is for: the cost --quant auto weighs plans by
 
+    streams: np.ndarray | None = None   # the calibration windows chained to the horizon (Calibration.streams)
+    has_state = True
+
     def __init__(self, loaded: LoadedModel, plan: Plan, log: Log):
         self.loaded, self.plan, self.log = loaded, plan, log
         self.fused_states_io = None
@@ -787,10 +826,13 @@ class FusedStrategy:
         return sequence_lstm.keras_lstm_options(fused_float, fused_rebuild.lstm_activations(self.plan))
 
     def trajectories(self, step_float: bytes, sequences: np.ndarray) -> dict:
-        """Whole sequences, each from a zero state: the op's state stays inside it."""
+        """Whole sequences, each from a zero state: the op's state stays inside it. The horizon's streams too."""
         self.picked = sequence_lstm.calibration_sequences(sequences)
-        return {"samples": int(self.picked.shape[0] * self.picked.shape[1]),
-                "whole_sequences": int(self.picked.shape[0])}
+        self.picked_streams = (sequence_lstm.calibration_sequences(self.streams) if self.streams is not None
+                               else sequences[:0])
+        whole = [*self.picked, *self.picked_streams]
+        return {"samples": int(sum(len(s) for s in whole)), "whole_sequences": len(whole),
+                "horizon_streams": len(self.picked_streams)}
 
     @staticmethod
     def run_float(step_float: bytes, probe: np.ndarray) -> np.ndarray:
@@ -811,12 +853,16 @@ class FusedStrategy:
             quant = self.head_quant = "int8"
         self.log(f"calibrating on {len(self.picked)} whole sequences and quantizing to {quant}")
         with _quantization_failure(quant, self.plan):
-            calibrated = sequence_lstm.calibrate_on_trajectories(_converter(self.fused_keras), self.picked)
+            calibrated = sequence_lstm.calibrate_on_trajectories(_converter(self.fused_keras),
+                                                                 [*self.picked, *self.picked_streams])
             quantized = quantize_calibrated(calibrated, quant)
         sequence_lstm.check_fused_ops(quantized, len(self.plan.recurrent))
         ys = y_range = None
         if with_head:
             ys, _ = FusedStepper(step_float, {}).run(self.picked)
+            if len(self.picked_streams):
+                more, _ = FusedStepper(step_float, {}).run(self.picked_streams)
+                ys = np.concatenate([ys.reshape(-1, ys.shape[-1]), more.reshape(-1, more.shape[-1])])
             calibrated_model = tfl.read(calibrated)
             y_range = tfl.get_min_max(calibrated_model, tfl.signature(calibrated_model)[1]["y"])
         return quantized, ys, y_range
@@ -929,6 +975,109 @@ def _quantize_head(head_model: Any, ys: np.ndarray, y_range: tuple[float, float]
     except Exception as exc:
         raise explain_quantization_failure(exc, quant, _layers_by_op(plan)) from None
     return _name_head_output(quantized)
+
+
+def horizon_widened(windows: list[dict], streams: list[dict], names: list[str]) -> dict[str, dict]:
+    """The states whose range over the horizon's streams reaches past their range over the calibration windows by
+    more than 1 % of it: name -> {"windows": [lo, hi], "horizon": [lo, hi]}. Their ranges are the horizon's (the
+    streams' steps are calibration samples), where the windows' alone would have clipped them."""
+    found = {}
+    for name in names:
+        w = np.concatenate([s[name].reshape(-1) for s in windows])
+        h = np.concatenate([s[name].reshape(-1) for s in streams])
+        (wl, wh), (hl, hh) = (float(w.min()), float(w.max())), (float(h.min()), float(h.max()))
+        if hl < wl - 0.01 * (wh - wl) or hh > wh + 0.01 * (wh - wl):
+            found[name] = {"windows": [wl, wh], "horizon": [min(wl, hl), max(wh, hh)]}
+    return found
+
+
+def _head_output_error(strategy, step_float: bytes, head_float: bytes, step_final: bytes, head: bytes,
+                       sequences: np.ndarray) -> float:
+    """The model's output (the head on the last step's output, what validate compares) of the quantized step model
+    and ``head`` against the float ones, as --max-error bounds it (mixed.budget_error), over ``sequences``."""
+    from edgernn.tflite import mixed
+    from edgernn.tflite.oracle import quantize
+
+    ties = [(n, n) for n in strategy.step.state_names]
+    y_f = mixed.run_quantized(step_float, sequences, ties)[:, -1]
+    y_q = mixed.run_quantized(step_final, sequences, ties)[:, -1]
+    model = tfl.read(step_final)
+    entry = tfl.tensor_quant(model, tfl.signature(model)[1]["y"])
+    want = _run_head(head_float, y_f)
+    got = _run_head_quantized(head, quantize(y_q, entry))
+    return mixed.budget_error(got[:, None, :], want[:, None, :])
+
+
+def _run_head_quantized(head: bytes, hs: np.ndarray) -> np.ndarray:
+    """A quantized head over the step outputs ``hs`` (their integer codes): its dequantized outputs."""
+    from edgernn.tflite.oracle import dequantize
+
+    model = tfl.read(head)
+    inputs, outputs = tfl.signature(model)
+    out_entry = tfl.tensor_quant(model, outputs["y"])
+    runner = _interp(head).get_signature_runner()
+    shape = runner.get_input_details()["h"]["shape"]
+    return np.asarray([dequantize(np.asarray(runner(h=h.reshape(shape))["y"]).reshape(-1), out_entry) for h in hs])
+
+
+def _auto_head(strategy, head_model, head_ys, y_range, plan: Plan, step_float: bytes, head_float: bytes,
+               step_final: bytes, head8: bytes, sequences: np.ndarray, log: Log) -> bytes:
+    """--quant auto with a last-step head behind an int8 step output: the head in 16x8 behind a QUANTIZE from the
+    step's int8 output, unless the int8 head gives the model's output (on the horizon's streams, else the
+    calibration windows) less error. The head runs once a sequence, so its 16 bits cost next to nothing; an int8
+    output is one part in 256 of its range, which alone can be a budget's worth. precision["head"] says which."""
+    judged = (strategy.streams[:HELD_OUT_SEQUENCES] if strategy.streams is not None else
+              sequences[:PLAN_SEQUENCES + HELD_OUT_SEQUENCES])
+
+    def error(head: bytes) -> float:
+        return _head_output_error(strategy, step_float, head_float, step_final, head, judged)
+
+    e8 = error(head8)
+    head16 = _head_behind_seam(_quantize_head(head_model, head_ys, y_range, "int16", plan), step_final)
+    e16 = error(head16)
+    log(f"auto: the model's output (the head on the last step) has an error of {e8:.4f} with an int8 head, "
+        f"{e16:.4f} with a 16x8 one behind a seam")
+    on = f"the last step of {len(judged)} {'streams' if strategy.streams is not None else 'calibration sequences'}"
+    if e16 <= e8:
+        strategy.precision["head"] = {"dtype": "int16", "input": "int8", "error": e16, "int8_error": e8, "on": on}
+        return head16
+    strategy.precision["head"] = {"dtype": "int8", "error": e8, "int16_error": e16, "on": on}
+    return head8
+
+
+def _head_behind_seam(head16: bytes, step_final: bytes) -> bytes:
+    """The 16x8 head taking the step's int8 output: a QUANTIZE int8 -> int16 before its first op, the int8 input
+    tensor at the step output's quantization (the device hands the head the step's y bytes as they are)."""
+    from edgernn.tflite.model import schema as S
+
+    step = tfl.read(step_final)
+    y = step.subgraphs[0].tensors[tfl.signature(step)[1]["y"]]
+    model = tfl.read(head16)
+    graph = model.subgraphs[0]
+    inputs, _ = tfl.signature(model)
+    old = inputs["h"]
+    t = S.TensorT()
+    t.name, t.type = b"h.int8", S.TensorType.INT8
+    t.shape = np.array(graph.tensors[old].shape, dtype=np.int32)
+    buf = S.BufferT()
+    model.buffers.append(buf)
+    t.buffer = len(model.buffers) - 1
+    q = S.QuantizationParametersT()
+    q.scale = np.array(y.quantization.scale, dtype=np.float32)
+    q.zeroPoint = np.array(y.quantization.zeroPoint, dtype=np.int64)
+    t.quantization = q
+    graph.tensors.append(t)
+    new = len(graph.tensors) - 1
+    op = S.OperatorT()
+    op.opcodeIndex = tfl.opcode(model, S.BuiltinOperator.QUANTIZE, 3)
+    op.inputs = np.array([new], dtype=np.int32)
+    op.outputs = np.array([old], dtype=np.int32)
+    graph.operators.insert(0, op)
+    graph.inputs = np.array([new if int(i) == old else int(i) for i in graph.inputs], dtype=np.int32)
+    for item in model.signatureDefs[0].inputs:
+        if int(item.tensorIndex) == old:
+            item.tensorIndex = new
+    return tfl.write(model)
 
 
 def _name_head_output(data: bytes) -> bytes:

@@ -239,6 +239,7 @@ def inspect_build(folder) -> dict:
         "weight_bytes": manifest.get("weight_bytes"), "arena_bytes": manifest.get("arena_bytes"),
         "l2r": error.get("l2r"),
         "precision": None,
+        "horizon": _horizon(manifest),
     }
     if isinstance(precision, dict) and isinstance(precision.get("plan"), list):
         by_layer: dict[str, dict[str, list[str]]] = {}
@@ -246,7 +247,7 @@ def inspect_build(folder) -> dict:
             layer = by_layer.setdefault(row.get("layer") or "(graph)", {"int8": [], "int16": []})
             layer[row["dtype"]].append(row["name"])
         out["precision"] = {
-            **{k: precision.get(k) for k in ("max_error", "error", "int8_error", "int16_error", "met", "note",
+            **{k: precision.get(k) for k in ("max_error", "error", "int8_error", "int16_error", "met", "note", "head",
                                              "on", "int16_ops", "int8_ops", "quantize_ops", "groups", "x", "y",
                                              "states", "float_fallback_ops", "two_part_weights", "weight_bytes",
                                              "arena_estimate_bytes", "estimate")},
@@ -259,3 +260,19 @@ def inspect_build(folder) -> dict:
         out["precision"] = {"plan": precision.get("plan"), "note": precision.get("note"),
                             "error": precision.get("error")}
     return out
+
+
+def _horizon(manifest: dict) -> dict | None:
+    """The horizon the quantization was judged over (docs/quantization.md): its steps, the streams, the error on them
+    (the plan's held-out check under --quant auto, else the quantized step model's), and the states whose range the
+    horizon widened beyond the calibration windows'; None for a model without streams (stateless, float32, or
+    calibration windows as long as the horizon)."""
+    calibration = manifest.get("calibration") or {}
+    if not calibration.get("horizon_streams"):
+        return None
+    error = (manifest.get("quantization_error") or {}).get("horizon") or {}
+    held = (manifest.get("precision") or {}).get("held_out") or {}
+    budget_error = held.get("l2r") if held.get("horizon") else max(error.get("l2r", 0.0),
+                                                                   error.get("sequence_l2r", 0.0))
+    return {"steps": calibration.get("horizon"), "streams": calibration.get("horizon_streams"),
+            "error": budget_error, "widened": calibration.get("horizon_widened") or {}}

@@ -25,14 +25,60 @@ MAX_CALIBRATION_SAMPLES = 4000
 SYNTHETIC_SEQUENCES, SYNTHETIC_STEPS = 16, 64
 
 
+# The horizon a recurrent model's quantization is judged over, by default: this many calibration windows
+HORIZON_WINDOWS = 5
+
+
 @dataclass
 class Calibration:
+    """The calibration sequences (windows, each from a zero state) and the horizon, in steps, over which a recurrent
+    model's ranges are taken and its error judged (``streams``): users calibrate on short windows and run long
+    streams, where a state can drift past anything a window reaches."""
+
     sequences: np.ndarray  # (sequences, steps, features) or (sequences, steps, H, W, C), float32
     source: str  # "file:<path>", "array" or "synthetic"
+    horizon: int | None = None   # None: HORIZON_WINDOWS windows
+
+    @property
+    def horizon_steps(self) -> int:
+        steps = int(self.sequences.shape[1])
+        return int(self.horizon) if self.horizon is not None else HORIZON_WINDOWS * steps
+
+    def streams(self) -> np.ndarray | None:
+        """Sequences of ``horizon_steps`` steps: the windows chained end to end in their order, the state carried
+        from one window into the next (the inputs are the calibration set's own), as many streams as the windows
+        fill (at least one, the windows taken again from the first when there are too few). None when the
+        horizon is no longer than a window."""
+        n, steps = int(self.sequences.shape[0]), int(self.sequences.shape[1])
+        horizon = self.horizon_steps
+        if horizon <= steps:
+            return None
+        per_stream = -(-horizon // steps)
+        count = max(1, n // per_stream)
+        picks = np.arange(count * per_stream) % n
+        chained = self.sequences[picks].reshape((count, per_stream * steps) + self.sequences.shape[2:])
+        return np.ascontiguousarray(chained[:, :horizon])
 
     def describe(self) -> dict:
+        streams = self.streams()
         return {"source": self.source, "sequences": int(self.sequences.shape[0]), "steps": int(self.sequences.shape[1]),
-                "x_min": float(self.sequences.min()), "x_max": float(self.sequences.max())}
+                "x_min": float(self.sequences.min()), "x_max": float(self.sequences.max()),
+                "horizon": self.horizon_steps, "horizon_streams": 0 if streams is None else int(streams.shape[0])}
+
+
+def check_horizon(value: Any) -> int | None:
+    """--horizon: a whole number of steps, at least 1 (None: the default, HORIZON_WINDOWS windows)."""
+    if value is None:
+        return None
+    try:
+        steps = int(value)
+        if steps != float(value):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise EdgeRNNError(f"--horizon {value!r} is not a whole number of steps") from None
+    if steps < 1:
+        raise EdgeRNNError(f"--horizon {steps} must be at least 1 step")
+    return steps
 
 
 def step_shape(step: int | tuple[int, ...]) -> tuple[int, ...]:

@@ -698,6 +698,13 @@ def _report(manifest: dict, test: TestSequences, tally: _Tally, floats: _FloatSi
     if plan is not None:
         # --quant auto: the precision plan beside the error this run reached (docs/report.md)
         report["precision"] = {**plan, "l2r_reached": float_cmp.get("l2r")}
+    budget = (manifest.get("precision") or {}).get("max_error")
+    if budget is not None and float_cmp.get("l2r") is not None:
+        # the budget --quant auto was held to, over the horizon it was judged on: a run longer than that horizon
+        # that misses it is still a PASS for parity, and says so
+        horizon = (manifest.get("calibration") or {}).get("horizon")
+        report["error_budget"] = {"max_error": budget, "l2r": float_cmp["l2r"], "met": float_cmp["l2r"] <= budget,
+                                  "horizon": horizon, "beyond_horizon": bool(horizon) and n_steps > horizon}
     report["device"].update(run.info.describe_target())
     if tally.team_cycles.n:
         # the cluster's work alone, without the dispatch and wake-up that cycles_per_step includes

@@ -164,8 +164,12 @@ def test_manifest_carries_the_contract_fields(converted):
     assert manifest["macs_per_step"] > 0 and manifest["weight_bytes"] > 0
     calibration = dict(manifest["calibration"])
     assert calibration.pop("x_min") < calibration.pop("x_max")
+    # the horizon (five windows) chains the windows into streams, whose steps are calibration samples too
+    streams = CALIB_SEQ // 5
+    assert calibration.pop("horizon_widened") is not None
     assert calibration == {"source": "array", "sequences": CALIB_SEQ, "steps": CALIB_STEPS,
-                           "samples": CALIB_SEQ * CALIB_STEPS}
+                           "samples": CALIB_SEQ * CALIB_STEPS + streams * 5 * CALIB_STEPS,
+                           "horizon": 5 * CALIB_STEPS, "horizon_streams": streams}
     assert manifest["schema"] == "edgernn-build/1" and "step.tflite" in manifest["written"]
     assert manifest["files"]["float_step"] == "float_step.tflite" and (out / "float_step.tflite").is_file()
 

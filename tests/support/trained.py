@@ -157,6 +157,45 @@ def train(name: str, folder: Path, seed: int = 0) -> None:
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "trained"
 
 
+# ---- a model whose state matters over hundreds of steps, read once at the end (issue 51's kind) ----
+
+def leaky_integral(n_seq: int, steps: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(inputs (n_seq, steps, 2), targets (n_seq, steps, 2)): a noisy input with a per-sequence bias and rare
+    pulses, and its leaky integral (time constant 100 steps) with that integral's tanh. At 40 steps the integral
+    has built up to a third of where it goes; at 200, to most of it."""
+    rng = np.random.default_rng(seed)
+    u = rng.normal(0, 1, (n_seq, steps)) * 0.5 + rng.uniform(-0.3, 0.3, (n_seq, 1))
+    u = u + (rng.random((n_seq, steps)) < 0.02) * rng.normal(0, 3, (n_seq, steps))
+    integral, acc = np.zeros((n_seq, steps)), np.zeros(n_seq)
+    for t in range(steps):
+        acc = 0.99 * acc + 0.05 * u[:, t]
+        integral[:, t] = acc
+    x = np.stack([u, rng.normal(0, 0.1, (n_seq, steps))], -1).astype(np.float32)
+    return x, np.stack([integral, np.tanh(integral)], -1).astype(np.float32)
+
+
+def lstm_final_head():
+    """LSTM(16, activation="sigmoid", dropout=0.1) and a Dense(2) head on its last output, trained on sequences
+    of 60 to 300 steps of ``leaky_integral`` (target: the last step's): tests/fixtures/trained/lstm_final_head.keras.
+    Users calibrate it on 40-step windows (``leaky_integral(64, 40, 2)``) and run it over hundreds of steps
+    (``leaky_integral(8, 200, 3)``)."""
+    return FIXTURES / "lstm_final_head.keras"
+
+
+def train_lstm_final_head(path: Path, epochs: int = 12) -> None:
+    """Train ``lstm_final_head``'s model again and save it at ``path``."""
+    keras = _keras(0)
+    L = keras.layers
+    model = keras.Sequential([keras.Input((None, 2)), L.LSTM(16, activation="sigmoid", dropout=0.1), L.Dense(2)],
+                             name="lstm_final")
+    model.compile(optimizer=keras.optimizers.Adam(0.01, clipnorm=1.0), loss="mse")
+    for epoch in range(epochs):
+        for steps in (60, 120, 200, 300):
+            x, y = leaky_integral(256, steps, 100 + epoch * 10 + steps)
+            model.fit(x, y[:, -1], epochs=1, batch_size=32, verbose=0)
+    model.save(path)
+
+
 def trajectories() -> tuple[np.ndarray, np.ndarray]:
     """The calibration and test trajectories every trained model is built and validated on."""
     calib, _ = oscillator(CALIB_SEQUENCES, STEPS, seed=2)
