@@ -11,6 +11,18 @@ from edgernn.backend.lowering.base import Call, ConstArray, ConstStruct, Lowerin
 from edgernn.backend.values import TensorArg, ConstArg, StructArg, Float
 
 
+def _mul_reaches_past_int16(op: Operator, a, b, params: ConstStruct) -> bool:
+    """Whether some inputs of this int8 MUL give a rescaled product that, with the output's zero point, leaves int16
+    (edgernn_vector_out_s8); the product is bilinear, so the corners of the inputs' ranges bound it."""
+    off1, off2, zo, m, shift = (int(v) for v in params.fields[:5])
+
+    def values(t) -> list[int]:
+        return [int(t.data.min()), int(t.data.max())] if t.is_const else [-128, 127]
+
+    reach = max(abs(qp.mbqm((va + off1) * (vb + off2), m, shift)) for va in values(a) for vb in values(b))
+    return reach + abs(zo) > 32767
+
+
 def builtin_vector_blocks(shape1, shape2, scalar_block: int) -> tuple[int, int] | None:
     """Where LiteRT's builtin int8 ADD or MUL computes in its vector blocks: (run, blocked), output element o lying
     in a block when o % run < blocked; None when it computes no element there (docs/ops.md).
@@ -123,7 +135,8 @@ class ElementwiseOps(LoweringBase):
             return self._add_blocks(op, (z1, m1, sh1), (z2, m2, sh2), (zo, left_shift, mo, sho, lo, hi), const_pos,
                                     blocked)
         vector = (builtin_vector_blocks(a.shape, b.shape, 8) if self.g.oracle == "builtin" and dtype == "int8"
-                  and not subtract else None)
+                  and not subtract and self._add_reaches_past_int16(op, (z1, m1, sh1), (z2, m2, sh2), (mo, sho), zo,
+                                                                    left_shift) else None)
         if vector is not None:
             return self._add_blocks_s8(op, (z1, m1, sh1), (z2, m2, sh2), (zo, left_shift, mo, sho, lo, hi),
                                        const_pos, vector)
@@ -213,6 +226,24 @@ class ElementwiseOps(LoweringBase):
                           "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]), "out": out_arg},
                          structs=[bc, q])
 
+    def _add_reaches_past_int16(self, op: Operator, in1, in2, out_rescale, zo: int, left_shift: int) -> bool:
+        """Whether some inputs of this int8 ADD give a rescaled sum that, with the output's zero point, leaves int16:
+        only there does LiteRT's builtin kernel part from the reference (edgernn_vector_out_s8). The sum is monotone
+        in each input, so the corners of the inputs' ranges (a constant operand: its own values) bound it."""
+        (z1, m1, sh1), (z2, m2, sh2), (mo, sho) = in1, in2, out_rescale
+
+        def values(k: int) -> list[int]:
+            t = self.t(op.inputs[k])
+            return [int(t.data.min()), int(t.data.max())] if t.is_const else [-128, 127]
+
+        reach = 0
+        for va in values(0):
+            for vb in values(1):
+                x1 = qp.mbqm((va - z1) * (1 << left_shift), m1, sh1)
+                x2 = qp.mbqm((vb - z2) * (1 << left_shift), m2, sh2)
+                reach = max(reach, abs(qp.mbqm(x1 + x2, mo, sho)))
+        return reach + abs(zo) > 32767
+
     def op_add(self, op, dtype):
         return self._addsub(op, dtype, False)
 
@@ -236,7 +267,8 @@ class ElementwiseOps(LoweringBase):
         real = qp.f32(np.float32(np.float32(a.qparams()[0]) * np.float32(b.qparams()[0])) / np.float32(out.qparams()[0]))
         params = self._mul_params(op, dtype, real)
         sfx = "s8" if dtype == "int8" else "s16"
-        vector = builtin_vector_blocks(a.shape, b.shape, 16) if self.g.oracle == "builtin" and dtype == "int8" else None
+        vector = (builtin_vector_blocks(a.shape, b.shape, 16) if self.g.oracle == "builtin" and dtype == "int8"
+                  and _mul_reaches_past_int16(op, a, b, params) else None)
         if vector is not None:
             run, blocked = vector
             if a.size == b.size == out.size:
