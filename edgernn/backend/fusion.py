@@ -422,6 +422,29 @@ def addsub_words(q, bound2: int | None = None, in_bound: int = INT16_BOUND) -> t
     return (left, m1, -sh1, m2, -sh2, mo, -sho)
 
 
+def add_blocks_words(q, bound2: int | None = None) -> tuple[int, ...] | None:
+    """``addsub_words``'s literals for the builtin int16 ADD (edgernn_add_blocks_words_elem), or None: its blocks
+    rescale an input as edgernn_rescale_words(x, m, left - e, 0), which needs left - e >= 0 and its bound, and their
+    sum may be a unit past the reference's, so the output's bound is checked with that slack."""
+    words = addsub_words(q, bound2)
+    if words is None:
+        return None
+    off1, off2, _, left, m1, sh1, m2, sh2, mo, sho = (int(f) for f in q[:10])
+    raw = 2
+    for which, (off, m, e) in enumerate(((off1, m1, -sh1), (off2, m2, -sh2))):
+        if which == 1 and bound2 is not None:
+            raw += bound2
+            continue
+        bound = INT16_BOUND + abs(off)
+        if _is_half(q, which):
+            raw += bound << (left - 1)
+        elif left - e >= 0 and _words(bound, m, left - e, 0):
+            raw += max(_words_scaled_bound(bound, m, left, e), _words_scaled_bound(bound, m, left - e, 0))
+        else:
+            return None
+    return words if _words(raw, mo, 0, -sho) else None
+
+
 # the int16 LOGISTIC and TANH kernels, which read edgernn_tables.c's sigmoid table
 SIGMOID16 = ("edgernn_logistic_s16", "edgernn_tanh_s16")
 SIGMOID16_TABLE = "edgernn_sigmoid_table_uint16"

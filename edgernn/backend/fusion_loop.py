@@ -299,16 +299,20 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
             q = structs[a["p"].name]
             constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
                 Params("edgernn_addsub_params_t", _ints(q.fields)), Int(0))), m.op_index))
-            v = Call("edgernn_add_blocks_elem", (AddressOf(k), operand(a["in1"].index), operand(a["in2"].index),
-                                                 _in_block(a)))
+            x1, x2 = operand(a["in1"].index), operand(a["in2"].index)
+            w = fusion.add_blocks_words(q.fields)
+            v = (Call("edgernn_add_blocks_words_elem", (AddressOf(k), x1, x2, _in_block(a), *map(Int, w))) if w else
+                 Call("edgernn_add_blocks_elem", (AddressOf(k), x1, x2, _in_block(a))))
         elif m.fn == "edgernn_add_blocks_const_s16":
             q = structs[a["p"].name]
             karr = next(arr for arr in m.arrays if arr.name == a["k"].name)
             constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
                 Params("edgernn_addsub_params_t", _ints(q.fields)), Int(0))), m.op_index))
-            v = Call("edgernn_add_blocks_const_elem", (AddressOf(k), operand(a["in"].index),
-                                                       Element(Name(karr.name), INDEX),
-                                                       _in_block(a)))
+            x, kc = operand(a["in"].index), Element(Name(karr.name), INDEX)
+            w = fusion.add_blocks_words(q.fields, max((abs(int(v)) for v in karr.values), default=0))
+            v = (Call("edgernn_add_blocks_const_words_elem", (AddressOf(k), x, kc, _in_block(a),
+                                                              *map(Int, w[:3] + w[5:]))) if w else
+                 Call("edgernn_add_blocks_const_elem", (AddressOf(k), x, kc, _in_block(a))))
         elif m.fn in ("edgernn_add_blocks_n_s8", "edgernn_add_blocks_s8"):
             q = structs[a["p"].name]
             constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (

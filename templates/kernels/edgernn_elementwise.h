@@ -226,6 +226,33 @@ EDGERNN_EW_INLINE int32_t edgernn_addsub_const_words_elem(const edgernn_addsub_k
     return edgernn_addsub_words_out(k, k->sign2 * s1 + kc, mo, eo);
 }
 
+/* edgernn_add_blocks_elem and edgernn_add_blocks_const_elem in 32-bit words (fusion.add_blocks_words checks the
+ * bounds), the literals those of edgernn_addsub_words_elem: a block's rescale of an input is
+ * edgernn_rescale_words(x, m, left - e, 0), SaturatingRoundingDoublingHighMul(x * 2^(left - e), m). */
+EDGERNN_EW_INLINE int32_t edgernn_add_blocks_words_scaled(const edgernn_addsub_k_t *k, int half, int32_t x,
+                                                          int in_block, int left, int32_t m, int e)
+{
+    return half ? x * k->half_mul
+                : (in_block ? edgernn_rescale_words(x, m, left - e, 0) : edgernn_rescale_words(x, m, left, e));
+}
+
+EDGERNN_EW_INLINE int32_t edgernn_add_blocks_words_elem(const edgernn_addsub_k_t *k, int32_t a, int32_t c,
+                                                        int in_block, int left, int32_t m1, int e1, int32_t m2,
+                                                        int e2, int32_t mo, int eo)
+{
+    const int32_t s1 = edgernn_add_blocks_words_scaled(k, k->half1, a + k->off1, in_block, left, m1, e1);
+    const int32_t s2 = edgernn_add_blocks_words_scaled(k, k->half2, c + k->off2, in_block, left, m2, e2);
+    return edgernn_addsub_words_out(k, s1 + s2, mo, eo);
+}
+
+EDGERNN_EW_INLINE int32_t edgernn_add_blocks_const_words_elem(const edgernn_addsub_k_t *k, int32_t a, int32_t kc,
+                                                              int in_block, int left, int32_t m1, int e1, int32_t mo,
+                                                              int eo)
+{
+    return edgernn_addsub_words_out(
+        k, edgernn_add_blocks_words_scaled(k, k->half1, a + k->off1, in_block, left, m1, e1) + kc, mo, eo);
+}
+
 /* One element of an 8-bit table op (LOGISTIC, TANH, EXP, ABS, NEG, RELU, QUANTIZE ...). */
 EDGERNN_EW_INLINE int32_t edgernn_lut_elem(const int8_t *table, int32_t a)
 {
