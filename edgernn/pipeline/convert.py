@@ -406,7 +406,8 @@ def _run_pipeline(strategy: "StepStrategy | FusedStrategy", loaded: LoadedModel,
         head_final = None
         if head_float is not None:
             head_final = _quantize_head(head_model, head_ys, y_range, strategy.head_quant or quant, plan)
-            if quant == "auto" and strategy.precision is not None and strategy.head_quant == "int8":
+            if (quant == "auto" and strategy.mode == "step" and strategy.precision is not None
+                    and strategy.head_quant == "int8"):
                 head_final = _auto_head(strategy, head_model, head_ys, y_range, plan, step_float, head_float,
                                         step_final, head_final, calibration.sequences, log)
 
