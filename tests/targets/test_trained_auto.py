@@ -51,7 +51,8 @@ def test_trained_model_meets_its_budget_byte_exact_on_host(tmp_path, name):
         report = validate(out, data=data, steps=data.shape[1], json_path=tmp_path / "report.json")
         ref = report["reference"]
         assert report["pass"] and ref["mismatches"] == 0 and ref["state_mismatches"] == 0, ref
-        assert report["float"]["l2r"] <= 0.03, report["float"]
+        # the budget itself over trajectories five times the windows: the horizon the plan was judged on
+        assert report["float"]["l2r"] <= (0.02 if data.shape[1] > 200 else 0.03), report["float"]
 
 
 @pytest.mark.parametrize("quant", ["int16", "auto"])
