@@ -399,13 +399,17 @@ def mul_words(q) -> tuple[int, int] | None:
 INT8_BOUND = 128       # the largest |v| of an int8 v
 
 
-def addsub_words(q, bound2: int | None = None, in_bound: int = INT16_BOUND) -> tuple[int, ...] | None:
+def addsub_words(q, bound2: int | None = None, in_bound: int = INT16_BOUND,
+                 blocks: bool = False) -> tuple[int, ...] | None:
     """The literals ``(left, m1, e1, m2, e2, mo, eo)`` of edgernn_addsub_words_elem for an ADD/SUB's
     parameters (int16 inputs, or int8 ones with ``in_bound=INT8_BOUND``), or None where an input's rescale or
     their sum may leave edgernn_rescale_words's bounds. ``bound2``: the largest |kc| of an operand rescaled at
-    generation (edgernn_addsub_const_words_elem), whose (m2, e2) are then unused."""
+    generation (edgernn_addsub_const_words_elem), whose (m2, e2) are then unused. ``blocks``: for the builtin
+    int16 ADD's words forms too (edgernn_add_blocks_words_elem), whose blocks rescale an input as
+    edgernn_rescale_words(x, m, left - e, 0), which needs left - e >= 0 and its bound; their sum may be a unit
+    past the reference's, so the output's bound is checked with that slack."""
     off1, off2, _, left, m1, sh1, m2, sh2, mo, sho = (int(f) for f in q[:10])
-    raw = 0
+    raw = 2 if blocks else 0
     for which, (off, m, e) in enumerate(((off1, m1, -sh1), (off2, m2, -sh2))):
         if which == 1 and bound2 is not None:
             raw += bound2
@@ -413,36 +417,15 @@ def addsub_words(q, bound2: int | None = None, in_bound: int = INT16_BOUND) -> t
         bound = in_bound + abs(off)
         if _is_half(q, which):
             raw += bound << (left - 1)
-        elif _words(bound, m, left, e):
+        elif _words(bound, m, left, e) and not blocks:
             raw += _words_scaled_bound(bound, m, left, e)
+        elif _words(bound, m, left, e) and left - e >= 0 and _words(bound, m, left - e, 0):
+            raw += max(_words_scaled_bound(bound, m, left, e), _words_scaled_bound(bound, m, left - e, 0))
         else:
             return None
     if not _words(raw, mo, 0, -sho):
         return None
     return (left, m1, -sh1, m2, -sh2, mo, -sho)
-
-
-def add_blocks_words(q, bound2: int | None = None) -> tuple[int, ...] | None:
-    """``addsub_words``'s literals for the builtin int16 ADD (edgernn_add_blocks_words_elem), or None: its blocks
-    rescale an input as edgernn_rescale_words(x, m, left - e, 0), which needs left - e >= 0 and its bound, and their
-    sum may be a unit past the reference's, so the output's bound is checked with that slack."""
-    words = addsub_words(q, bound2)
-    if words is None:
-        return None
-    off1, off2, _, left, m1, sh1, m2, sh2, mo, sho = (int(f) for f in q[:10])
-    raw = 2
-    for which, (off, m, e) in enumerate(((off1, m1, -sh1), (off2, m2, -sh2))):
-        if which == 1 and bound2 is not None:
-            raw += bound2
-            continue
-        bound = INT16_BOUND + abs(off)
-        if _is_half(q, which):
-            raw += bound << (left - 1)
-        elif left - e >= 0 and _words(bound, m, left - e, 0):
-            raw += max(_words_scaled_bound(bound, m, left, e), _words_scaled_bound(bound, m, left - e, 0))
-        else:
-            return None
-    return words if _words(raw, mo, 0, -sho) else None
 
 
 # the int16 LOGISTIC and TANH kernels, which read edgernn_tables.c's sigmoid table

@@ -262,8 +262,7 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
             v = Call("edgernn_lut_lookup_s16", (Name(a["table"].name), operand(a["in"].index)))
         elif m.fn in ("edgernn_mul_n_s8", "edgernn_mul_s8"):
             q = structs[a["p"].name]
-            constants.append(Constant("edgernn_mul_k_t", k.name, Call("edgernn_mul_k", (
-                Params("edgernn_mul_params_t", _ints(q.fields)),)), m.op_index))
+            constants.append(_mul_k(k, q, m.op_index))
             x1, x2 = operand(a["in1"].index, s1), operand(a["in2"].index, s2)
             nw = fusion.mul_narrow(q.fields)
             v = (Call("edgernn_mul_out_narrow", (AddressOf(k), Call("edgernn_mul_prod", (AddressOf(k), x1, x2)),
@@ -271,16 +270,14 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
                  Call("edgernn_mul_elem", (AddressOf(k), x1, x2)))
         elif m.fn in ("edgernn_mul_n_s16", "edgernn_mul_s16"):
             q = structs[a["p"].name]
-            constants.append(Constant("edgernn_mul_k_t", k.name, Call("edgernn_mul_k", (
-                Params("edgernn_mul_params_t", _ints(q.fields)),)), m.op_index))
+            constants.append(_mul_k(k, q, m.op_index))
             x1, x2 = operand(a["in1"].index, s1), operand(a["in2"].index, s2)
             w = fusion.mul_words(q.fields)
             v = (Call("edgernn_mul_words_elem", (AddressOf(k), x1, x2, *map(Int, w))) if w else
                  Call("edgernn_mul_elem", (AddressOf(k), x1, x2)))
         elif m.fn in ("edgernn_addsub_n_s16", "edgernn_addsub_s16"):
             q = structs[a["p"].name]
-            constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
-                Params("edgernn_addsub_params_t", _ints(q.fields)), Int(a["subtract"]))), m.op_index))
+            constants.append(_addsub_k(k, q, a["subtract"], m.op_index))
             x1, x2 = operand(a["in1"].index, s1), operand(a["in2"].index, s2)
             w = fusion.addsub_words(q.fields)
             v = (Call("edgernn_addsub_words_elem", (AddressOf(k), x1, x2, *map(Int, w))) if w else
@@ -288,8 +285,7 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
         elif m.fn == "edgernn_addsub_const_s16":
             q = structs[a["p"].name]
             karr = next(arr for arr in m.arrays if arr.name == a["k"].name)
-            constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
-                Params("edgernn_addsub_params_t", _ints(q.fields)), Int(a["negate"]))), m.op_index))
+            constants.append(_addsub_k(k, q, a["negate"], m.op_index))
             x, kc = operand(a["in"].index), Element(Name(karr.name), INDEX)
             w = fusion.addsub_words(q.fields, max((abs(int(v)) for v in karr.values), default=0))
             # (left, m1, e1, mo, eo): the constant operand has no rescale of its own, (m2, e2) go unused
@@ -297,41 +293,36 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
                  Call("edgernn_addsub_const_elem", (AddressOf(k), x, kc)))
         elif m.fn == "edgernn_add_blocks_n_s16":
             q = structs[a["p"].name]
-            constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
-                Params("edgernn_addsub_params_t", _ints(q.fields)), Int(0))), m.op_index))
+            constants.append(_addsub_k(k, q, 0, m.op_index))
             x1, x2 = operand(a["in1"].index), operand(a["in2"].index)
-            w = fusion.add_blocks_words(q.fields)
-            v = (Call("edgernn_add_blocks_words_elem", (AddressOf(k), x1, x2, _in_block(a), *map(Int, w))) if w else
-                 Call("edgernn_add_blocks_elem", (AddressOf(k), x1, x2, _in_block(a))))
+            w, in_block = fusion.addsub_words(q.fields, blocks=True), _in_block(a, call.n)
+            v = (Call("edgernn_add_blocks_words_elem", (AddressOf(k), x1, x2, in_block, *map(Int, w))) if w else
+                 Call("edgernn_add_blocks_elem", (AddressOf(k), x1, x2, in_block)))
         elif m.fn == "edgernn_add_blocks_const_s16":
             q = structs[a["p"].name]
             karr = next(arr for arr in m.arrays if arr.name == a["k"].name)
-            constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
-                Params("edgernn_addsub_params_t", _ints(q.fields)), Int(0))), m.op_index))
+            constants.append(_addsub_k(k, q, 0, m.op_index))
             x, kc = operand(a["in"].index), Element(Name(karr.name), INDEX)
-            w = fusion.add_blocks_words(q.fields, max((abs(int(v)) for v in karr.values), default=0))
-            v = (Call("edgernn_add_blocks_const_words_elem", (AddressOf(k), x, kc, _in_block(a),
-                                                              *map(Int, w[:3] + w[5:]))) if w else
-                 Call("edgernn_add_blocks_const_elem", (AddressOf(k), x, kc, _in_block(a))))
+            w = fusion.addsub_words(q.fields, max((abs(int(v)) for v in karr.values), default=0), blocks=True)
+            in_block = _in_block(a, call.n)
+            v = (Call("edgernn_add_blocks_const_words_elem", (AddressOf(k), x, kc, in_block, *map(Int, w[:3] + w[5:])))
+                 if w else Call("edgernn_add_blocks_const_elem", (AddressOf(k), x, kc, in_block)))
         elif m.fn in ("edgernn_add_blocks_n_s8", "edgernn_add_blocks_s8"):
             q = structs[a["p"].name]
-            constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
-                Params("edgernn_addsub_params_t", _ints(q.fields)), Int(0))), m.op_index))
+            constants.append(_addsub_k(k, q, 0, m.op_index))
             v = Call("edgernn_add_vector_elem_s8", (AddressOf(k), operand(a["in1"].index, s1),
-                                                    operand(a["in2"].index, s2), _in_vector_block(a, call.n)))
+                                                    operand(a["in2"].index, s2), _in_block(a, call.n)))
         elif m.fn == "edgernn_add_blocks_const_s8":
             q = structs[a["p"].name]
             karr = next(arr for arr in m.arrays if arr.name == a["k"].name)
-            constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
-                Params("edgernn_addsub_params_t", _ints(q.fields)), Int(0))), m.op_index))
+            constants.append(_addsub_k(k, q, 0, m.op_index))
             v = Call("edgernn_add_vector_const_elem_s8", (AddressOf(k), operand(a["in"].index),
-                                                          Element(Name(karr.name), INDEX), _in_vector_block(a, call.n)))
+                                                          Element(Name(karr.name), INDEX), _in_block(a, call.n)))
         elif m.fn in ("edgernn_mul_blocks_n_s8", "edgernn_mul_blocks_s8"):
             q = structs[a["p"].name]
-            constants.append(Constant("edgernn_mul_k_t", k.name, Call("edgernn_mul_k", (
-                Params("edgernn_mul_params_t", _ints(q.fields)),)), m.op_index))
+            constants.append(_mul_k(k, q, m.op_index))
             v = Call("edgernn_mul_vector_elem_s8", (AddressOf(k), operand(a["in1"].index, s1),
-                                                    operand(a["in2"].index, s2), _in_vector_block(a, call.n)))
+                                                    operand(a["in2"].index, s2), _in_block(a, call.n)))
         elif m.fn in fusion.SIGMOID16:
             mult, left = a["input_multiplier"], a["input_left_shift"]
             if mult == 0:       # the kernel's own substitution (edgernn_elementwise.c)
@@ -353,8 +344,7 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
             v = Call("edgernn_div_elem", (AddressOf(k), operand(a["in1"].index, s1), operand(a["in2"].index, s2)))
         elif m.fn in ("edgernn_addsub_n_s8", "edgernn_addsub_s8"):
             q = structs[a["p"].name]
-            constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
-                Params("edgernn_addsub_params_t", _ints(q.fields)), Int(a["subtract"]))), m.op_index))
+            constants.append(_addsub_k(k, q, a["subtract"], m.op_index))
             x1, x2 = operand(a["in1"].index, s1), operand(a["in2"].index, s2)
             looked_up = tabs.get(m.op_index, [None, None])
             w = None if any(looked_up) else fusion.addsub_words(q.fields, in_bound=fusion.INT8_BOUND)
@@ -375,8 +365,7 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
             if m.op_index in tabs:      # one constant for all elements: a table (fusion.const_table)
                 v = Call("edgernn_lut_elem", (Name(tabs[m.op_index][0].name), operand(a["in"].index)))
             else:
-                constants.append(Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
-                    Params("edgernn_addsub_params_t", _ints(q.fields)), Int(a["negate"]))), m.op_index))
+                constants.append(_addsub_k(k, q, a["negate"], m.op_index))
                 x = operand(a["in"].index)
                 nw = fusion.addsub_narrow(q.fields, max(abs(v) for v in fusion.input_table(q.fields, 0)),
                                           max(abs(int(v)) for v in karr.values))
@@ -414,20 +403,29 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
     return loop
 
 
-def _in_block(a: dict):
-    """Whether element i of an edgernn_add_blocks_* member lies in one of LiteRT's blocks: 1 when all do (a
-    comparison the compiler could not drop would make it version the loop, and warn of the constant operand's
-    bounds in a version it never runs)."""
-    return Int(1) if a["first"] + a["n"] <= a["blocked"] else Binary("<", INDEX, Int(a["blocked"] - a["first"]))
+def _addsub_k(k: Name, q, flag, op_index: int) -> Constant:
+    """``const edgernn_addsub_k_t k = edgernn_addsub_k(&params, flag);`` (flag: subtract, or negate)."""
+    return Constant("edgernn_addsub_k_t", k.name, Call("edgernn_addsub_k", (
+        Params("edgernn_addsub_params_t", _ints(q.fields)), Int(flag))), op_index)
 
 
-def _in_vector_block(a: dict, n: int):
-    """Whether the loop's element i (the op's output element i: a fused member is the whole op) lies in one of the
-    builtin int8 kernels' vector blocks, i % run < blocked: 1 when all n do, i < blocked when the run is the op."""
-    assert a["first"] == 0 if "first" in a else True
-    run, blocked = a["run"], a["blocked"]
-    if n <= run:
-        return Int(1) if n <= blocked else Binary("<", INDEX, Int(blocked))
+def _mul_k(k: Name, q, op_index: int) -> Constant:
+    """``const edgernn_mul_k_t k = edgernn_mul_k(&params);``."""
+    return Constant("edgernn_mul_k_t", k.name,
+                    Call("edgernn_mul_k", (Params("edgernn_mul_params_t", _ints(q.fields)),)), op_index)
+
+
+def _in_block(a: dict, n: int):
+    """Whether the loop's element i lies in one of the blocks of a builtin kernel's variant (edgernn_add_blocks_*,
+    edgernn_mul_blocks_*): element first + i of the op, in a block when (first + i) % run < blocked (an int16 ADD's
+    run is the whole op). 1 when all n elements do (a comparison the compiler could not drop would make it version
+    the loop, and warn of a constant operand's bounds in a version it never runs); i < blocked - first within one run;
+    else i % run < blocked, for a fused member, which is the whole op (first 0)."""
+    first, blocked = a["first"] if "first" in a else 0, a["blocked"]
+    run = a.get("run", first + n)
+    if first + n <= run:
+        return Int(1) if first + n <= blocked else Binary("<", INDEX, Int(blocked - first))
+    assert first == 0, a
     return Binary("<", Binary("%", INDEX, Int(run)), Int(blocked))   # printed i % run < blocked: % binds first
 
 

@@ -92,7 +92,8 @@ STRUCTS: list[Struct] = [
 _FLAT = Split("n", (("in1", 1), ("in2", 1), ("out", 1)))
 _FLAT_CONST = Split("n", (("in", 1), ("k", 1), ("out", 1)))
 _FLAT_UNARY = Split("n", (("in", 1), ("out", 1)))
-# the builtin int16 ADD's kernels: a sub-range's first element is the op's element first + begin
+# the builtin kernels' variants (edgernn_add_blocks_*, edgernn_mul_blocks_*): a sub-range's first element is the
+# op's element first + begin
 _FLAT_BLOCKS = Split("n", (("first", 1), ("in1", 1), ("in2", 1), ("out", 1)))
 _FLAT_BLOCKS_CONST = Split("n", (("first", 1), ("in", 1), ("k", 1), ("out", 1)))
 _BCAST = Split("b.dims[3]", (("in1", "b.stride1[3]"), ("in2", "b.stride2[3]"), ("out", 1)), broadcast="b")
@@ -244,18 +245,18 @@ KERNELS: list[Kernel] = [
            doc="int8 ADD and MUL as LiteRT's builtin kernels compute them, for a graph whose oracle those kernels are:\n"
                "output element o (the flat call's element i being o = first + i) lies in one of their vector blocks,\n"
                "whose int16 narrowing can turn a result far outside the output's range, when o % run < blocked.",
-           splits=(Split("n", (("first", 1), ("in1", 1), ("in2", 1), ("out", 1))),), source="edgernn_elementwise.c"),
+           splits=(_FLAT_BLOCKS,), source="edgernn_elementwise.c"),
     Kernel("edgernn_add_blocks_const_s8",
            "const edgernn_addsub_params_t *p, int first, int run, int blocked, const int8_t *in, const int32_t *k, "
            "int n, int8_t *out",
-           splits=(Split("n", (("first", 1), ("in", 1), ("k", 1), ("out", 1))),), source="edgernn_elementwise.c"),
+           splits=(_FLAT_BLOCKS_CONST,), source="edgernn_elementwise.c"),
     Kernel("edgernn_add_blocks_s8",
            "const edgernn_bcast_t *b, const edgernn_addsub_params_t *p, int run, int blocked, const int8_t *in1, "
            "const int8_t *in2, int8_t *out", source="edgernn_elementwise.c"),
     Kernel("edgernn_mul_blocks_n_s8",
            "const edgernn_mul_params_t *p, int first, int run, int blocked, const int8_t *in1, const int8_t *in2, "
            "int n, int8_t *out",
-           splits=(Split("n", (("first", 1), ("in1", 1), ("in2", 1), ("out", 1))),), source="edgernn_elementwise.c"),
+           splits=(_FLAT_BLOCKS,), source="edgernn_elementwise.c"),
     Kernel("edgernn_mul_blocks_s8",
            "const edgernn_bcast_t *b, const edgernn_mul_params_t *p, int run, int blocked, const int8_t *in1, "
            "const int8_t *in2, int8_t *out", source="edgernn_elementwise.c"),

@@ -36,7 +36,7 @@ class RunResult:
     team_cycles: np.ndarray | None = None  # (steps,) uint32: the team's own count, where the device has one
 
 
-def open_port(url: str, baud: int = 115200, write_timeout: float = 5.0, **kwargs):
+def open_port(url: str, baud: int = 115200, **kwargs):
     """A pyserial port by URL; a missing port becomes a LinkError.
 
     A ``socket://`` port (GVSOC's UART) keeps what arrived while it was opened: pyserial empties the
@@ -46,8 +46,7 @@ def open_port(url: str, baud: int = 115200, write_timeout: float = 5.0, **kwargs
     import serial
 
     try:
-        port = serial.serial_for_url(url, baudrate=baud, timeout=0.05, write_timeout=write_timeout, do_not_open=True,
-                                     **kwargs)
+        port = serial.serial_for_url(url, baudrate=baud, timeout=0.05, write_timeout=5, do_not_open=True, **kwargs)
         if url.startswith("socket://"):
             port.reset_input_buffer = lambda: None      # for the open only
             try:
@@ -108,9 +107,7 @@ class LinkClient:
 
     @classmethod
     def open(cls, url: str, baud: int = 115200, **kwargs) -> "LinkClient":
-        timeout = kwargs.get("timeout", DEFAULT_TIMEOUT)
-        retries = kwargs.get("retries", DEFAULT_RETRIES)
-        return cls(open_port(url, baud, write_timeout=timeout * (retries + 1)), url=url, baud=baud, **kwargs)
+        return cls(open_port(url, baud), url=url, baud=baud, **kwargs)
 
     def close(self) -> None:
         try:

@@ -992,23 +992,6 @@ def horizon_widened(windows: list[dict], streams: list[dict], names: list[str]) 
     return found
 
 
-def _head_output_error(strategy, step_float: bytes, head_float: bytes, step_final: bytes, head: bytes,
-                       sequences: np.ndarray) -> float:
-    """The model's output (the head on the last step's output, what validate compares) of the quantized step model
-    and ``head`` against the float ones, as --max-error bounds it (mixed.budget_error), over ``sequences``."""
-    from edgernn.tflite import mixed
-    from edgernn.tflite.oracle import quantize
-
-    ties = [(n, n) for n in strategy.step.state_names]
-    y_f = mixed.run_quantized(step_float, sequences, ties)[:, -1]
-    y_q = mixed.run_quantized(step_final, sequences, ties)[:, -1]
-    model = tfl.read(step_final)
-    entry = tfl.tensor_quant(model, tfl.signature(model)[1]["y"])
-    want = _run_head(head_float, y_f)
-    got = _run_head_quantized(head, quantize(y_q, entry))
-    return mixed.budget_error(got[:, None, :], want[:, None, :])
-
-
 def _run_head_quantized(head: bytes, hs: np.ndarray) -> np.ndarray:
     """A quantized head over the step outputs ``hs`` (their integer codes): its dequantized outputs."""
     from edgernn.tflite.oracle import dequantize
@@ -1027,11 +1010,20 @@ def _auto_head(strategy, head_model, head_ys, y_range, plan: Plan, step_float: b
     step's int8 output, unless the int8 head gives the model's output (on the horizon's streams, else the
     calibration windows) less error. The head runs once a sequence, so its 16 bits cost next to nothing; an int8
     output is one part in 256 of its range, which alone can be a budget's worth. precision["head"] says which."""
+    from edgernn.tflite import mixed
+    from edgernn.tflite.oracle import quantize
+
     judged = (strategy.streams[:HELD_OUT_SEQUENCES] if strategy.streams is not None else
               sequences[:PLAN_SEQUENCES + HELD_OUT_SEQUENCES])
+    # the model's output as validate compares it: the head on the last step's output, float against quantized
+    ties = [(n, n) for n in strategy.step.state_names]
+    want = _run_head(head_float, mixed.run_quantized(step_float, judged, ties)[:, -1])[:, None, :]
+    model = tfl.read(step_final)
+    y_codes = quantize(mixed.run_quantized(step_final, judged, ties)[:, -1],
+                       tfl.tensor_quant(model, tfl.signature(model)[1]["y"]))
 
     def error(head: bytes) -> float:
-        return _head_output_error(strategy, step_float, head_float, step_final, head, judged)
+        return mixed.budget_error(_run_head_quantized(head, y_codes)[:, None, :], want)
 
     e8 = error(head8)
     head16 = _head_behind_seam(_quantize_head(head_model, head_ys, y_range, "int16", plan), step_final)

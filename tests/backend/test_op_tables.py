@@ -15,12 +15,12 @@ where two ways of rounding part), and holds the generated C to LiteRT byte for b
   two-thread team (sub-ranges that start mid-op).
 
 Every op is an independent op of one step model (tests/support/op_graphs.py), its operands state inputs that
-tests/c/pairs_driver.c sets afresh at every step: one model holds a table's draws, one run its steps.
+tests/c/step_driver.c sets afresh at every step (--state-every-step): one model holds a table's draws, one run its
+steps.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,7 +31,6 @@ from edgernn.backend import fusion, grouping
 
 pytestmark = pytest.mark.toolchain
 
-PAIRS = Path(__file__).resolve().parents[1] / "c" / "pairs_driver.c"
 N = 40            # elements a row: two of LiteRT's blocks of 16, and a tail of 8
 STEPS = 1500      # rows of draws per binary op
 
@@ -160,7 +159,7 @@ class Oracle:
 
 
 def _state_input(x: np.ndarray, states: dict[str, np.ndarray], names: list[str]) -> np.ndarray:
-    """pairs_driver's input rows: x then every state, in the firmware's state order."""
+    """The driver's input rows (--state-every-step): x then every state, in the firmware's state order."""
     return np.stack([np.concatenate([x[t].reshape(-1).view(np.uint8)] +
                                     [np.ascontiguousarray(states[n][t]).reshape(-1).view(np.uint8) for n in names])
                      for t in range(len(x))])
@@ -214,19 +213,8 @@ def test_kernels_match_both_kernel_sets_over_random_draws(tmp_path, monkeypatch,
             folder = tmp_path / f"{kernels}-{label.replace(', ', '-').replace(' ', '_')}"
             folder.mkdir()
             (folder / "step.tflite").write_bytes(step)
-            b = H.build(folder, cflags=cflags, driver=PAIRS, name="pairs")
-            got = _run(b.exe, rows, ref.shape[1], folder)
+            b = H.build(folder, cflags=cflags)
+            got, _ = H.run_driver(b.exe, rows, ref.shape[1], folder, args=("--state-every-step",))
             bad = _mismatches(got, ref, cases, names)
             assert not bad, f"{table} on LiteRT's {kernels} kernels ({label}): mismatching values {bad}"
 
-
-def _run(exe: Path, rows: np.ndarray, record_bytes: int, workdir: Path) -> np.ndarray:
-    import subprocess
-
-    inp, out = workdir / "pairs.in.bin", workdir / "pairs.out.bin"
-    inp.write_bytes(np.int32(len(rows)).tobytes() + rows.tobytes())
-    proc = subprocess.run([str(exe), str(inp), str(out)], capture_output=True, text=True)
-    assert proc.returncode == 0 and "~~~EDGERNN STEPS DONE~~~" in proc.stdout, proc.stderr
-    raw = np.frombuffer(out.read_bytes(), dtype=np.uint8)
-    assert raw.size == len(rows) * record_bytes
-    return raw.reshape(len(rows), record_bytes)

@@ -66,21 +66,23 @@ class Build:
         return next(o for o in self.objects if o.name == Path(source).with_suffix(".o").name)
 
 
-def build(folder: Path, board: str = "host", cflags=None, compilers=("gcc",), name: str = "driver",
-          driver: Path = DRIVER) -> Build:
+def build(folder: Path, board: str = "host", cflags=None, compilers=("gcc",), name: str = "driver") -> Build:
     b = load_board(board)
     facts = generate_firmware(folder, b)
-    res = compile_firmware(folder / "firmware", b, part=Part.MODEL, extra_sources=[driver],
+    res = compile_firmware(folder / "firmware", b, part=Part.MODEL, extra_sources=[DRIVER],
                            build_dir=folder / "build" / name, output_name=name, cflags=cflags or (),
                            compilers=list(compilers))
     return Build(folder, facts, res.elf, res.model_code_bytes, res.command_lines, res.objects)
 
 
-def run_driver(exe: Path, xq: np.ndarray, record_bytes: int, workdir: Path, env=None) -> tuple[np.ndarray, str]:
+def run_driver(exe: Path, xq: np.ndarray, record_bytes: int, workdir: Path, env=None,
+               args: tuple[str, ...] = ()) -> tuple[np.ndarray, str]:
+    """The driver over ``xq`` (its rows: each step's input; with ``args`` ("--state-every-step",), each step's
+    input and state bytes): its records, (steps, record_bytes), and what it wrote to stderr."""
     inp = workdir / f"{exe.name}.in.bin"
     out = workdir / f"{exe.name}.out.bin"
     inp.write_bytes(np.int32(xq.shape[0]).tobytes() + np.ascontiguousarray(xq).tobytes())
-    proc = subprocess.run([str(exe), str(inp), str(out)], capture_output=True, text=True, env=env)
+    proc = subprocess.run([str(exe), str(inp), str(out), *args], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, f"driver failed ({proc.returncode}): {proc.stderr}"
     assert "~~~EDGERNN STEPS DONE~~~" in proc.stdout
     raw = np.frombuffer(out.read_bytes(), dtype=np.uint8)

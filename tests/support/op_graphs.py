@@ -1,9 +1,9 @@
 """Step models of many independent single ops, for randomized tables of the kernels against LiteRT.
 
 Each op of a table case reads state inputs (``a00``, ``b00``, ...) and writes its result to a state output
-(``o00``, ...), so that tests/c/pairs_driver.c can hand the firmware a fresh draw of every operand at every step
-and read every result back: both operands of a binary op have their own scale and zero point, and one model
-holds many draws of scales at once. Every state input that an op reads is also a state output, through a
+(``o00``, ...), so that tests/c/step_driver.c (--state-every-step) can hand the firmware a fresh draw of every
+operand at every step and read every result back: both operands of a binary op have their own scale and zero point,
+and one model holds many draws of scales at once. Every state input that an op reads is also a state output, through a
 RESHAPE (the firmware's state layout wants each state in and out); x goes to y through a RESHAPE.
 
 A ``Binary`` case is ADD, SUB or MUL with operand shapes of a kind:

@@ -92,12 +92,13 @@ class ElementwiseOps(LoweringBase):
             args.update(act_min=Float(lo), act_max=Float(hi))
         return self.call(op, fn, args, structs=[bc])
 
-    def _binary_params(self, op: Operator, fn: str, params: ConstStruct) -> Call:
-        """A broadcasting integer kernel of a parameter struct (MUL, DIV, SQUARED_DIFFERENCE)."""
+    def _binary_params(self, op: Operator, fn: str, params: ConstStruct, more: dict | None = None) -> Call:
+        """A broadcasting integer kernel of a parameter struct (MUL, DIV, SQUARED_DIFFERENCE); ``more``: the
+        kernel's other arguments, by name."""
         bc = self.bcast(op)
-        return self.call(op, fn, {"b": StructArg(bc.name), "p": StructArg(params.name), "in1": self.operand(op.inputs[0]),
-                                  "in2": self.operand(op.inputs[1]), "out": TensorArg(op.outputs[0])},
-                         structs=[bc, params])
+        return self.call(op, fn, {"b": StructArg(bc.name), "p": StructArg(params.name), **(more or {}),
+                                  "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]),
+                                  "out": TensorArg(op.outputs[0])}, structs=[bc, params])
 
     def _addsub(self, op: Operator, dtype: str, subtract: bool):
         if dtype == "float32":
@@ -128,18 +129,8 @@ class ElementwiseOps(LoweringBase):
         out_arg = TensorArg(op.outputs[0])
         flag = 1 if kernel_subtract else 0
         const_pos = [k for k in (0, 1) if self.t(op.inputs[k]).is_const]
-        # LiteRT's builtin int16 ADD of operands of one shape rescales its blocks of 16 its own way (docs/ops.md)
-        blocked = (out.size - out.size % 16 if self.g.oracle == "builtin" and dtype == "int16" and not subtract
-                   and a.size == b.size == out.size else 0)
-        if blocked:
-            return self._add_blocks(op, (z1, m1, sh1), (z2, m2, sh2), (zo, left_shift, mo, sho, lo, hi), const_pos,
-                                    blocked)
-        vector = (builtin_vector_blocks(a.shape, b.shape, 8) if self.g.oracle == "builtin" and dtype == "int8"
-                  and not subtract and self._add_reaches_past_int16(op, (z1, m1, sh1), (z2, m2, sh2), (mo, sho), zo,
-                                                                    left_shift) else None)
-        if vector is not None:
-            return self._add_blocks_s8(op, (z1, m1, sh1), (z2, m2, sh2), (zo, left_shift, mo, sho, lo, hi),
-                                       const_pos, vector)
+        # LiteRT's builtin kernels compute some ADDs their own way (docs/ops.md): the variant's extra arguments, or None
+        blocks = self._builtin_add_blocks(op, dtype, subtract, (z1, m1, sh1), (z2, m2, sh2), (mo, sho), zo, left_shift)
         if len(const_pos) == 1 and self.t(op.inputs[1 - const_pos[0]]).size == out.size:
             # one operand constant: its rescaled value (with the op's sign) is folded here, per element
             self.bcast(op)   # refuses shapes that do not broadcast
@@ -148,83 +139,52 @@ class ElementwiseOps(LoweringBase):
             (zc, mc, shc), (zr, mr, shr) = ((z1, m1, sh1), (z2, m2, sh2)) if c == 0 else ((z2, m2, sh2), (z1, m1, sh1))
             sign = -1 if (c == 1 and kernel_subtract) else 1
             vals = np.broadcast_to(ct.data.astype(np.int64), out.shape).reshape(-1)
-            k = [sign * qp.rdbpot(qp.srdhm((int(v) - zc) * (1 << left_shift), mc), -shc) for v in vals]
+            # the builtin int16 ADD's blocks rescale the constant with one rounding too (edgernn_add_blocks_scaled)
+            in_blocks = blocks["blocked"] if blocks is not None and dtype == "int16" else 0
+            k = [sign * (qp.srdhm(qp.shift_left_or_floor(int(v) - zc, left_shift + shc), mc) if i < in_blocks else
+                         qp.rdbpot(qp.srdhm((int(v) - zc) * (1 << left_shift), mc), -shc)) for i, v in enumerate(vals)]
             params = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
                                  [-zr, 0, zo, left_shift, mr, shr, 0, 0, mo, sho, lo, hi])
             karr = ConstArray(self.cname(op, "k"), "int32_t", k)
             negate = 1 if (c == 0 and kernel_subtract) else 0
-            return self.call(op, f"edgernn_addsub_const_{sfx}",
-                             {"p": StructArg(params.name), "negate": negate, "in": TensorArg(op.inputs[1 - c]),
-                              "k": ConstArg(karr.name), "n": int(out.size), "out": out_arg},
+            fn, how = ((f"edgernn_add_blocks_const_{sfx}", blocks) if blocks is not None else
+                       (f"edgernn_addsub_const_{sfx}", {"negate": negate}))
+            return self.call(op, fn, {"p": StructArg(params.name), **how, "in": TensorArg(op.inputs[1 - c]),
+                                      "k": ConstArg(karr.name), "n": int(out.size), "out": out_arg},
                              arrays=[karr], structs=[params])
         params = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
                              [-z1, -z2, zo, left_shift, m1, sh1, m2, sh2, mo, sho, lo, hi])
         if a.size == b.size == out.size:
-            return self.call(op, f"edgernn_addsub_n_{sfx}",
-                             {"p": StructArg(params.name), "subtract": flag, "in1": self.operand(op.inputs[0]),
-                              "in2": self.operand(op.inputs[1]), "n": int(out.size), "out": out_arg},
+            fn, how = ((f"edgernn_add_blocks_n_{sfx}", blocks) if blocks is not None else
+                       (f"edgernn_addsub_n_{sfx}", {"subtract": flag}))
+            return self.call(op, fn, {"p": StructArg(params.name), **how, "in1": self.operand(op.inputs[0]),
+                                      "in2": self.operand(op.inputs[1]), "n": int(out.size), "out": out_arg},
                              structs=[params])
         bc = self.bcast(op)
-        return self.call(op, f"edgernn_addsub_{sfx}",
-                         {"b": StructArg(bc.name), "p": StructArg(params.name), "subtract": flag,
-                          "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]), "out": out_arg},
+        # a broadcast is int8's alone among the variants, and its kernel walks the whole output (no "first")
+        fn, how = (("edgernn_add_blocks_s8", {"run": blocks["run"], "blocked": blocks["blocked"]}) if blocks is not None
+                   else (f"edgernn_addsub_{sfx}", {"subtract": flag}))
+        return self.call(op, fn, {"b": StructArg(bc.name), "p": StructArg(params.name), **how,
+                                  "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]), "out": out_arg},
                          structs=[bc, params])
 
-    def _add_blocks(self, op: Operator, in1, in2, rest, const_pos: list[int], blocked: int) -> Call:
-        """int16 ADD for the builtin oracle (edgernn_add_blocks_n_s16, edgernn_add_blocks_const_s16)."""
-        (z1, m1, sh1), (z2, m2, sh2), (zo, left_shift, mo, sho, lo, hi) = in1, in2, rest
-        out = self.t(op.outputs[0])
-        params = [-z1, -z2, zo, left_shift, m1, sh1, m2, sh2, mo, sho, lo, hi]
-        if len(const_pos) != 1:
-            q = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t", params)
-            return self.call(op, "edgernn_add_blocks_n_s16",
-                             {"p": StructArg(q.name), "first": 0, "blocked": blocked,
-                              "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]),
-                              "n": int(out.size), "out": TensorArg(op.outputs[0])}, structs=[q])
-        c = const_pos[0]
-        (zc, mc, shc), (zr, mr, shr) = (in1, in2) if c == 0 else (in2, in1)
-        vals = self.t(op.inputs[c]).data.astype(np.int64).reshape(-1)
-        k = [qp.srdhm(qp.shift_left_or_floor(int(v) - zc, left_shift + shc), mc) if i < blocked else
-             qp.rdbpot(qp.srdhm((int(v) - zc) * (1 << left_shift), mc), -shc) for i, v in enumerate(vals)]
-        q = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
-                        [-zr, 0, zo, left_shift, mr, shr, 0, 0, mo, sho, lo, hi])
-        karr = ConstArray(self.cname(op, "k"), "int32_t", k)
-        return self.call(op, "edgernn_add_blocks_const_s16",
-                         {"p": StructArg(q.name), "first": 0, "blocked": blocked, "in": TensorArg(op.inputs[1 - c]),
-                          "k": ConstArg(karr.name), "n": int(out.size), "out": TensorArg(op.outputs[0])},
-                         arrays=[karr], structs=[q])
-
-    def _add_blocks_s8(self, op: Operator, in1, in2, rest, const_pos: list[int], vector: tuple[int, int]) -> Call:
-        """int8 ADD for the builtin oracle (edgernn_add_blocks_n_s8, _const_s8, _s8)."""
-        (z1, m1, sh1), (z2, m2, sh2), (zo, left_shift, mo, sho, lo, hi) = in1, in2, rest
+    def _builtin_add_blocks(self, op: Operator, dtype: str, subtract: bool, in1, in2, out_rescale, zo: int,
+                            left_shift: int) -> dict | None:
+        """For a graph validated on LiteRT's builtin kernels, the extra arguments of the ADD's variant that computes
+        as they do (docs/ops.md), or None where the reference kernel's bytes are theirs: an int16 ADD of operands of
+        one shape rescales its blocks of 16 with one rounding ({first, blocked}: edgernn_add_blocks_*_s16); an int8
+        ADD narrows to int16 in its vector blocks, which matters only where some input carries the result past
+        int16 ({first, run, blocked}: edgernn_add_blocks_*_s8). SUB is the reference's."""
+        if self.g.oracle != "builtin" or subtract:
+            return None
         a, b, out = self.t(op.inputs[0]), self.t(op.inputs[1]), self.t(op.outputs[0])
-        run, blocked = vector
-        out_arg = TensorArg(op.outputs[0])
-        if len(const_pos) == 1 and self.t(op.inputs[1 - const_pos[0]]).size == out.size:
-            self.bcast(op)   # refuses shapes that do not broadcast
-            c = const_pos[0]
-            (zc, mc, shc), (zr, mr, shr) = (in1, in2) if c == 0 else (in2, in1)
-            vals = np.broadcast_to(self.t(op.inputs[c]).data.astype(np.int64), out.shape).reshape(-1)
-            k = [qp.rdbpot(qp.srdhm((int(v) - zc) * (1 << left_shift), mc), -shc) for v in vals]
-            q = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
-                            [-zr, 0, zo, left_shift, mr, shr, 0, 0, mo, sho, lo, hi])
-            karr = ConstArray(self.cname(op, "k"), "int32_t", k)
-            return self.call(op, "edgernn_add_blocks_const_s8",
-                             {"p": StructArg(q.name), "first": 0, "run": run, "blocked": blocked,
-                              "in": TensorArg(op.inputs[1 - c]), "k": ConstArg(karr.name), "n": int(out.size),
-                              "out": out_arg}, arrays=[karr], structs=[q])
-        q = ConstStruct(self.cname(op, "q"), "edgernn_addsub_params_t",
-                        [-z1, -z2, zo, left_shift, m1, sh1, m2, sh2, mo, sho, lo, hi])
-        if a.size == b.size == out.size:
-            return self.call(op, "edgernn_add_blocks_n_s8",
-                             {"p": StructArg(q.name), "first": 0, "run": run, "blocked": blocked,
-                              "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]),
-                              "n": int(out.size), "out": out_arg}, structs=[q])
-        bc = self.bcast(op)
-        return self.call(op, "edgernn_add_blocks_s8",
-                         {"b": StructArg(bc.name), "p": StructArg(q.name), "run": run, "blocked": blocked,
-                          "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]), "out": out_arg},
-                         structs=[bc, q])
+        if dtype == "int16":
+            blocked = out.size - out.size % 16
+            return {"first": 0, "blocked": blocked} if blocked and a.size == b.size == out.size else None
+        if dtype != "int8" or not self._add_reaches_past_int16(op, in1, in2, out_rescale, zo, left_shift):
+            return None
+        vector = builtin_vector_blocks(a.shape, b.shape, 8)
+        return None if vector is None else {"first": 0, "run": vector[0], "blocked": vector[1]}
 
     def _add_reaches_past_int16(self, op: Operator, in1, in2, out_rescale, zo: int, left_shift: int) -> bool:
         """Whether some inputs of this int8 ADD give a rescaled sum that, with the output's zero point, leaves int16:
@@ -267,26 +227,16 @@ class ElementwiseOps(LoweringBase):
         real = qp.f32(np.float32(np.float32(a.qparams()[0]) * np.float32(b.qparams()[0])) / np.float32(out.qparams()[0]))
         params = self._mul_params(op, dtype, real)
         sfx = "s8" if dtype == "int8" else "s16"
+        # LiteRT's builtin int8 MUL narrows to int16 in its vector blocks: its variant where that can matter
         vector = (builtin_vector_blocks(a.shape, b.shape, 16) if self.g.oracle == "builtin" and dtype == "int8"
                   and _mul_reaches_past_int16(op, a, b, params) else None)
-        if vector is not None:
-            run, blocked = vector
-            if a.size == b.size == out.size:
-                return self.call(op, "edgernn_mul_blocks_n_s8",
-                                 {"p": StructArg(params.name), "first": 0, "run": run, "blocked": blocked,
-                                  "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]),
-                                  "n": int(out.size), "out": TensorArg(op.outputs[0])}, structs=[params])
-            bc = self.bcast(op)
-            return self.call(op, "edgernn_mul_blocks_s8",
-                             {"b": StructArg(bc.name), "p": StructArg(params.name), "run": run, "blocked": blocked,
-                              "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]),
-                              "out": TensorArg(op.outputs[0])}, structs=[bc, params])
+        blocks = {} if vector is None else {"run": vector[0], "blocked": vector[1]}
         if a.size == b.size == out.size:
-            return self.call(op, f"edgernn_mul_n_{sfx}",
-                             {"p": StructArg(params.name), "in1": self.operand(op.inputs[0]),
-                              "in2": self.operand(op.inputs[1]), "n": int(out.size), "out": TensorArg(op.outputs[0])},
-                             structs=[params])
-        return self._binary_params(op, f"edgernn_mul_{sfx}", params)
+            fn = "edgernn_mul_blocks_n_s8" if blocks else f"edgernn_mul_n_{sfx}"
+            return self.call(op, fn, {"p": StructArg(params.name), **({"first": 0, **blocks} if blocks else {}),
+                                      "in1": self.operand(op.inputs[0]), "in2": self.operand(op.inputs[1]),
+                                      "n": int(out.size), "out": TensorArg(op.outputs[0])}, structs=[params])
+        return self._binary_params(op, "edgernn_mul_blocks_s8" if blocks else f"edgernn_mul_{sfx}", params, blocks)
 
     def op_div(self, op, dtype):
         if dtype == "float32":
