@@ -108,7 +108,7 @@ def main_gap8(args) -> None:
 
     from edgernn.backend import generate_firmware
     from edgernn.targets import device as devices
-    from edgernn.targets import gap_sdk
+    from edgernn.targets.gap8 import sdk as gap_sdk
     from edgernn.tflite.oracle import step_records
     from tests.backend.test_conv import STATES, _model, convert_case, frames
 
@@ -166,7 +166,7 @@ def main_gap8_l2(args) -> None:
     from test_conv_dma_e2e import FRAME, frame_cfc_l2
 
     from edgernn.pipeline.build import build_model
-    from edgernn.targets import gap_sdk
+    from edgernn.targets.gap8 import sdk as gap_sdk
     from edgernn.tflite.oracle import quantize
 
     gap_sdk.build_gvsoc()

@@ -346,7 +346,7 @@ def gap8_section(steps: Steps, frames: np.ndarray, work: Path) -> list[Figure]:
     import bench_gap8 as G
 
     from edgernn.targets import device as devices
-    from edgernn.targets import gap_sdk
+    from edgernn.targets.gap8 import sdk as gap_sdk
 
     labels = [label for label, _, _ in GAP8]
     try:

@@ -10,7 +10,7 @@ streams):
 - camera: tests/support/frames_zoo.py's camera_gru_l3, 24x32 frames, a CNN whose flatten feeds a Dense(128),
   then GRU(256), int8, step; the Dense's matrix (393,216 B) and the GRU's recurrent one (196,608 B) are in L3.
 The same project is built four times with make's EDGERNN_L3_BENCH (templates/kernels/edgernn_l3_stream.h,
-templates/hal/ai_deck/l3/): 0 the firmware as built (its bytes are held to the interpreter by the test), 1 the
+templates/targets/gap8/hal/l3/): 0 the firmware as built (its bytes are held to the interpreter by the test), 1 the
 streamed calls' transfers alone (every chunk fetched and waited for, none computed; the rest of the step still
 runs), 2 the compute alone (every chunk computed on what the slots hold, none fetched: the weights read from the
 L2 slots, as in the real step, the others from L2), 4 the same with every chunk read from a buffer of the

@@ -4,7 +4,7 @@ assembly (EDGERNN_DOT_ASM=1: inlined from edgernn_dot.h with Debian's gcc; 2: ed
 nothing (a run whose int32 sums differ from numpy's, or whose output bytes differ between variants, is
 printed as such).
 
-The firmware is templates/bench/gap8_matvec/main.c, built as a GAP SDK project with the kernels,
+The firmware is templates/targets/gap8/bench_matvec/main.c, built as a GAP SDK project with the kernels,
 edgernn's GAP8 team and HAL (the same files and Makefile as a model's firmware), run in GVSOC's timing
 model of GAP8 (not a chip) and read over its simulated UART. Two figures per run: "dot", the blocked
 dot products to int32 (no requantization), and "fc", edgernn_fully_connected_s8 with its exact mulh
@@ -78,8 +78,8 @@ def stage(work: Path, board) -> Path:
         shutil.rmtree(project)
     project.mkdir(parents=True)
     sources = copy_kernels(project, board, ("edgernn_fully_connected_s8",))
-    shutil.copyfile(templates_dir() / "bench" / "gap8_matvec" / "main.c", project / "main.c")
-    shutil.copyfile(templates_dir() / "hal" / "ai_deck" / "hal.c", project / "hal.c")
+    shutil.copyfile(templates_dir() / "targets" / "gap8" / "bench_matvec" / "main.c", project / "main.c")
+    shutil.copyfile(templates_dir() / "targets" / "gap8" / "hal" / "hal.c", project / "hal.c")
     shutil.copyfile(templates_dir() / "firmware" / "hal.h", project / "hal.h")
     render_hal_templates(board, project, {"version": __version__, "sha256": "(kernel bench, no model)"},
                          [*sources, "main.c", "hal.c"])
@@ -91,7 +91,7 @@ def run(project: Path, board, cores: int, asm: int, work: Path, timeout: float =
     if build.exists():
         shutil.rmtree(build)
     shutil.copytree(project, build)
-    from edgernn.targets.gap8 import build_gap_project
+    from edgernn.targets.gap8.adapter import build_gap_project
 
     elf = build_gap_project(build, board, make_vars={"EDGERNN_CLUSTER_CORES": cores, "EDGERNN_DOT_ASM": asm},
                             image=False).elf

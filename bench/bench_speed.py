@@ -349,7 +349,7 @@ FC_CLOCK_NOTE = "FC timer from edgernn_step's start to its end (EDGERNN_CYCLES_F
 
 def gap8_section(steps: int, work: Path, models: set[str]) -> list[Figure]:
     import bench_gap8 as G
-    from edgernn.targets import gap_sdk
+    from edgernn.targets.gap8 import sdk as gap_sdk
     from edgernn.tflite.oracle import quantize
 
     try:

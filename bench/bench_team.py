@@ -2,7 +2,7 @@
 
 The generated firmware of a wide int8 LSTM is compiled -O2 with -DEDGERNN_THREADS=N and run over a long
 sequence; a time per step is the best of a few runs of 2N steps less a run of N steps, so start-up
-cancels out. This measures the POSIX thread team of templates/hal/posix/edgernn_team.c, not GAP8's
+cancels out. This measures the POSIX thread team of templates/firmware/edgernn_team.c, not GAP8's
 cluster; on a loaded or 2-core machine the figures mostly show the cost of a split. Prints figures;
 asserts nothing.
 

@@ -3,7 +3,7 @@ instruction, from GVSOC's instruction trace.
 
 The model (int8 LSTM(64) step model by default, as bench_gap8.py builds it) is built once, its ai_deck
 firmware built with the given make variables, and run in GVSOC's debug build with every cluster core's
-instructions traced: edgernn.targets.gvsoc_trace.GvsocTracedRun, the machinery of `edgernn validate --profile`
+instructions traced: edgernn.targets.gap8.gvsoc_trace.GvsocTracedRun, the machinery of `edgernn validate --profile`
 (the trace is read from a named pipe as GVSOC writes it). Each traced instruction is charged the cycles
 until its core's next one, so a multi-cycle instruction (mulh, div), a taken branch or a stall lands on one
 instruction, and an instruction-cache miss on the first instruction of a 16-byte line; a core's sleep in
@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from edgernn.link import LinkClient  # noqa: E402
 from edgernn.targets import device as devices  # noqa: E402
-from edgernn.targets.gap_sdk import build_gvsoc  # noqa: E402
-from edgernn.targets.gvsoc_trace import GvsocTracedRun  # noqa: E402
+from edgernn.targets.gap8.sdk import build_gvsoc  # noqa: E402
+from edgernn.targets.gap8.gvsoc_trace import GvsocTracedRun  # noqa: E402
 from edgernn.targets.profile import binutil, disassembly  # noqa: E402
 from edgernn.tflite import model as tfl  # noqa: E402
 from edgernn.tflite.oracle import quantize  # noqa: E402

@@ -38,7 +38,7 @@ python3 -m pip install -q -e ".[dev]"
 # With a GAP SDK named, build its GVSOC (the gvsoc_gap8 board) into edgernn's cache now, once, ending
 # with its UART self-test: a cache hit takes a second, a first build 4 to 7 minutes on 2 cores.
 if [ -n "${GAP_SDK_HOME:-}" ]; then
-    python3 -m edgernn.targets.gap_sdk
+    python3 -m edgernn.targets.gap8.sdk
 fi
 
 # GreenWaves' NNTool, where it lies beside the repo (../shared/nntool): its own venv for the NNTool tests

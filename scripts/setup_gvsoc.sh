@@ -4,4 +4,4 @@
 # Python modules pyelftools argcomplete six. Prints the install folder; a second run is a cache hit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec python3 -m edgernn.targets.gap_sdk "$@"
+exec python3 -m edgernn.targets.gap8.sdk "$@"

@@ -11,7 +11,7 @@ bash scripts/setup.sh
 IFS=: read -r -a other_sdks <<< "${EDGERNN_TEST_GAP_SDKS:-}"
 for sdk in "${other_sdks[@]}"; do
     if [ -n "$sdk" ]; then
-        GAP_SDK_HOME="$sdk" python3 -m edgernn.targets.gap_sdk
+        GAP_SDK_HOME="$sdk" python3 -m edgernn.targets.gap8.sdk
     fi
 done
 python3 -m pytest -q -ra -n "${EDGERNN_TEST_WORKERS:-auto}" --dist worksteal --durations=25 tests "$@"

@@ -27,7 +27,7 @@ KERNEL_HEADERS = [
 ]
 # The team implementation, copied as edgernn_team.c: the board file's [parallel] team (a path under
 # templates/), else the portable one (serial, or POSIX threads with -DEDGERNN_THREADS=N).
-DEFAULT_TEAM = "hal/posix/edgernn_team.c"
+DEFAULT_TEAM = "firmware/edgernn_team.c"
 TEAM_SOURCE = "edgernn_team.c"
 
 
@@ -395,13 +395,53 @@ def copy_kernels(dest: Path, board=None, functions=()) -> list[str]:
         else:
             shutil.copyfile(src / name, dest / name)
     shutil.copyfile(team_template(board), dest / TEAM_SOURCE)
-    asm = list(kernels.XPULP_ASM_SOURCES) if board is not None and board.toolchain.xpulp else []
-    for name in kernels.XPULP_ASM_SOURCES + kernels.XPULP_ASM_HEADERS:
-        if asm:
-            shutil.copyfile(src / name, dest / name)
-        else:
-            (dest / name).unlink(missing_ok=True)
-    return sources + [TEAM_SOURCE] + asm
+    return sources + [TEAM_SOURCE] + _copy_kernel_set(dest, board, set(sources + KERNEL_HEADERS + headers))
+
+
+REFERENCE_KERNELS = "reference"
+
+
+def kernel_sets() -> list[str]:
+    """The kernel sets there are: the reference (templates/kernels/) and each family's optimized set
+    (templates/targets/<set>/kernels/)."""
+    from edgernn.resources import templates_dir
+
+    return [REFERENCE_KERNELS] + sorted(p.parent.name for p in (templates_dir() / "targets").glob("*/kernels")
+                                        if p.is_dir())
+
+
+def kernel_set_dir(board) -> Path | None:
+    """The folder of the board's kernel set (toolchain.kernels), None for the reference set; a set that
+    does not exist is refused, never replaced by the reference."""
+    from edgernn.resources import templates_dir
+
+    name = board.toolchain.kernels if board is not None else REFERENCE_KERNELS
+    if name == REFERENCE_KERNELS:
+        return None
+    path = templates_dir() / "targets" / name / "kernels"
+    if not path.is_dir():
+        raise EdgeRNNError(f"board file {board.path}: toolchain.kernels {name!r} is not a kernel set "
+                           f"(known: {', '.join(kernel_sets())})")
+    return path
+
+
+def _copy_kernel_set(dest: Path, board, copied: set[str]) -> list[str]:
+    """Copy the board's optimized kernel set over the reference files just copied: a file of the set
+    replaces the reference file of its name, and its other files are added (its assembly is returned, to
+    be assembled). The files of other sets are removed from dest, where an earlier build left them."""
+    from edgernn.resources import templates_dir
+
+    chosen = kernel_set_dir(board)
+    mine = sorted(chosen.iterdir()) if chosen is not None else []
+    for other in sorted((templates_dir() / "targets").glob("*/kernels/*")):
+        if other.parent != chosen and other.name not in copied:
+            (dest / other.name).unlink(missing_ok=True)
+    added = []
+    for path in mine:
+        shutil.copyfile(path, dest / path.name)
+        if path.suffix in (".c", ".S") and path.name not in copied:
+            added.append(path.name)
+    return added
 
 
 def render(context: dict, dest: Path) -> list[str]:

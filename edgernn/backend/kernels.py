@@ -499,11 +499,6 @@ OPTIONAL_SOURCES = ("edgernn_lstm.c", "edgernn_conv.c", "edgernn_maximum_minimum
 # by kernel_sources.py) and not in edgernn_kernels.h: a kernel added there changes only the firmware that
 # calls it. New kernel sources go here.
 OWN_HEADER_SOURCES = ("edgernn_maximum_minimum.c",)
-# Hand-written GAP8 Xpulpv2 assembly, in every firmware of a board whose toolchain has Xpulp
-# (toolchain.xpulp): edgernn_dot.h's int8 dot products call it there (EDGERNN_DOT_ASM, set by the GAP8
-# Makefile, which assembles these as APP_ASM_SRCS), with the macro header that spells the encodings.
-XPULP_ASM_SOURCES = ("edgernn_dot_xpulp.S",)
-XPULP_ASM_HEADERS = ("edgernn_xpulp_asm.h",)
 STRUCT_BY_NAME: dict[str, Struct] = {s.name: s for s in STRUCTS}
 TEAM_KERNELS: dict[str, str] = {k.name: k.team_name for k in KERNELS if k.splits}
 SIZES: dict[str, int] = {**SCALAR_SIZES, **{s.name: s.size for s in STRUCTS}}

@@ -11,7 +11,7 @@ keeps reading the slow memory directly (a placement note says so). All ops share
 largest op's need, taken at init as the arena is; the placement counts it as its item ``dma_tiles``.
 
 The tiles' layout is computed here only (``tile_layout``): each banded call is handed a constant
-``edgernn_dma_layout_t`` (templates/hal/ai_deck/dma/edgernn_conv_dma.h) that model.c.j2 prints, the byte
+``edgernn_dma_layout_t`` (templates/targets/gap8/hal/dma/edgernn_conv_dma.h) that model.c.j2 prints, the byte
 offset of every part of the tiles; the C reads the offsets and computes none.
 """
 

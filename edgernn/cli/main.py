@@ -295,8 +295,12 @@ def validate(ctx, out, port, baud, data, steps, sequences, json_path, save, prof
     sys.exit(exit_code(report))
 
 
+# What `edgernn setup` builds, by the board whose family builds it.
+SETUP_BOARDS = {"gvsoc": "gvsoc_gap8"}
+
+
 @cli.command()
-@click.argument("what", type=click.Choice(["gvsoc"]))
+@click.argument("what", type=click.Choice(sorted(SETUP_BOARDS)))
 @click.option("--force", is_flag=True, help="Rebuild even when the cached build is current.")
 @click.option("--fetch", is_flag=True,
               help="No GAP SDK? Clone upstream gap_sdk at the tested commit (only the parts edgernn builds) "
@@ -309,23 +313,13 @@ def validate(ctx, out, port, baud, data, steps, sequences, json_path, save, prof
 def setup(ctx, what, force, fetch, sdk_url, sdk_commit):
     """Build a tool edgernn needs, once, into its cache: `gvsoc`, the GAP8 simulator, from $GAP_SDK_HOME
     (or, with --fetch, from upstream gap_sdk), ending with a self-test of its UART."""
-    from edgernn.targets import gap_sdk
-    from edgernn.targets.gvsoc import gvsoc_marker
+    from edgernn.targets.device import adapter_for
 
     if (sdk_url or sdk_commit) and not fetch:
         raise click.UsageError("--sdk-url and --sdk-commit go with --fetch")
-    home = gap_sdk.fetch_sdk(sdk_url, sdk_commit, log=_say) if fetch else None
-    install = gap_sdk.build_gvsoc(home, log=_say, force=force, rehash=True)
-    marker = gvsoc_marker(install)
-    test = marker.get("selftest", {})
-    entries = gap_sdk.cache_entries()
-    click.echo(f"GVSOC ready: {install} (board gvsoc_gap8; GAP SDK {home or gap_sdk.sdk_home()}; UART self-test: "
-               f"{test.get('bytes', 0)} bytes echoed exactly at {test.get('baud', '?')} baud)")
-    click.echo(f"cache: {gap_sdk.cache_root()} ({len(entries)} GVSOC entries, "
-               f"{sum(size for _, size in entries) / 1e6:.0f} MB; the {gap_sdk.KEEP_ENTRIES} most recently used are kept)")
-    if fetch and not os.environ.get("GAP_SDK_HOME"):
-        click.echo(f"edgernn uses this SDK while $GAP_SDK_HOME is unset; to build ai_deck projects by hand: "
-                   f"export GAP_SDK_HOME={home}")
+    for line in adapter_for(SETUP_BOARDS[what]).setup(force=force, fetch=fetch, source_url=sdk_url,
+                                                      source_commit=sdk_commit, log=_say):
+        click.echo(line)
 
 
 @cli.command()

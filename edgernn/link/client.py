@@ -242,7 +242,7 @@ class LinkClient:
         """The next frame before deadline. A device that is gone raises LinkError within 0.2 s; one that
         said its init failed and has sent no frame for INIT_FAILED_QUIET_S since this wait began,
         DeviceInitError (the AI-deck firmware stays after a failed init, repeating why:
-        templates/hal/ai_deck/init_failed.h)."""
+        templates/targets/gap8/hal/init_failed.h)."""
         began = time.monotonic()
         while True:
             gone = self.device_gone() if self.device_gone is not None else None

@@ -63,7 +63,7 @@ HELLO_SIZE_LIMIT = 0xFFFFFFFF           # HELLO's 32-bit sizes and frame limits 
 
 # The text line a firmware prints, outside any frame, when edgernn_init() fails, before it exits with status 2
 # (templates/firmware/main.c; the AI-deck's does not exit but repeats its lines whenever the host sends
-# something, templates/hal/ai_deck/init_failed.h): ``~~~EDGERNN INIT FAILED~~~``. A part of
+# something, templates/targets/gap8/hal/init_failed.h): ``~~~EDGERNN INIT FAILED~~~``. A part of
 # the firmware that knows why prints it first with ``: <reason>`` (the AI-deck's L3 loader:
 # ``~~~EDGERNN INIT FAILED: stale L3 weights: ...~~~``). docs/protocol.md, "When init fails".
 INIT_FAILED = "~~~EDGERNN INIT FAILED"

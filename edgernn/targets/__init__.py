@@ -1,3 +1,4 @@
-"""Stage 4, targets: board files, the one compile path, devices (start, flash, stop), the GAP SDK
-and GVSOC.
+"""Stage 6, targets: board files, the one compile path, the verbs every board family has, and one room
+a family (``native/``, ``gap8/``: its adapters and everything only it needs; its C in
+templates/targets/<family>/).
 """

@@ -1,6 +1,6 @@
 """What every board family does, as a few verbs: the base of the family adapters.
 
-A family adapter (edgernn.targets.native, .gap8, .gvsoc_gap8) knows how its boards' firmware is built,
+A family adapter (edgernn.targets.native, edgernn.targets.gap8) knows how its boards' firmware is built,
 put on the board, started and reached. ``edgernn build`` and ``edgernn validate`` call only these verbs
 (through edgernn.targets.device.adapter_for), so nothing else asks which family a board is:
 
@@ -13,6 +13,7 @@ put on the board, started and reached. ``edgernn build`` and ``edgernn validate`
     start(elf)               run a firmware on an emulated board
     link_settings()          how validate opens and waits on the board's serial link
     code_bytes(elf)          the firmware's code size
+    setup(...)               build once what the family needs on this machine (``edgernn setup``)
     start_profiled(out, k)   run OUT's firmware with its instructions traced: where step k's cycles go
 """
 
@@ -46,7 +47,7 @@ class Device:
     _command: list[str] = field(default_factory=list)
     _master: int | None = None
     output: list[str] = field(default_factory=list)
-    simulator: object | None = None     # edgernn.targets.gvsoc.GvsocProcess on gvsoc_gap8
+    simulator: object | None = None     # edgernn.targets.gap8.gvsoc.GvsocProcess on gvsoc_gap8
     restarter: Callable[[Device], None] | None = field(default=None, repr=False)
 
     def running(self) -> bool:
@@ -109,6 +110,15 @@ class Adapter:
 
     def __init__(self, board: Board):
         self.board = board
+
+    # ---- set-up ----
+
+    def setup(self, *, force: bool = False, fetch: bool = False, source_url: str | None = None,
+              source_commit: str | None = None, log: Log = print) -> list[str]:
+        """Build, once, into edgernn's cache what the family's boards need on this machine (``edgernn setup``);
+        returns the lines that say what is ready. ``fetch``: get the sources from upstream (at
+        ``source_url``/``source_commit``) when the user has none."""
+        raise EdgeRNNError(f"board {self.board.name} needs no set-up")
 
     # ---- build ----
 

@@ -90,7 +90,7 @@ class Placement:
 
 @dataclass(frozen=True, kw_only=True)
 class Parallel:
-    team: Optional[str] = _key(None, "the team implementation under templates/ (default hal/posix/edgernn_team.c)")
+    team: Optional[str] = _key(None, "the team implementation under templates/ (default firmware/edgernn_team.c)")
     workers: Optional[int] = _key(None, "the team's cores; 1: no op is shared")
     min_count: int = _key(16, "an op of at least this many outputs runs through its team kernel")
     split_cycles: Optional[int] = _key(None, "share an op by cost instead: when its estimated one-core cycles exceed "
@@ -127,6 +127,9 @@ class Toolchain:
     size: str = _key("size", "the tool that reads an ELF's text/data/bss")
     optional: bool = _key(False, "`true`: without the toolchain, `edgernn build` still writes the sources")
     xpulp: bool = _key(False, "GAP8: the int8 dot products use Xpulp (EDGERNN_XPULP)")
+    kernels: str = _key("reference", "the kernel set: `reference` (templates/kernels/, the portable C) or a family's "
+                                     "optimized set (templates/targets/<set>/kernels/: its files replace the "
+                                     "reference ones of the same name, the others are added)")
     check_cc: Optional[str] = _key(None, "the compiler that checks the portable sources where the SDK is absent")
     check_cflags: list = _key([], "check_cc's flags")
     install_hint: str = _key("install it", "what to install when the toolchain is missing")
@@ -443,6 +446,7 @@ def _read_board_file(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise EdgeRNNError(f"board file {path}: {exc}") from None
+    _follow_moved_templates(data)
     parent = data.pop("extends", None)
     if parent is None:
         return data
@@ -455,3 +459,27 @@ def _read_board_file(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
         raise EdgeRNNError(f"board file {path}: extends goes round in a circle through {parent_path.name}")
     base = _read_board_file(parent_path, seen + (path.resolve(),))
     return _merge(base, data)
+
+
+# Template paths that board files written for edgernn 0.x name, and where those templates are now (each
+# family's C is in its room, templates/targets/<family>/).
+MOVED_TEMPLATES = {
+    "hal/ai_deck": "targets/gap8/hal",
+    "hal/host": "targets/native/hal/host",
+    "hal/qemu_riscv32": "targets/native/hal/qemu_riscv32",
+    "hal/posix/edgernn_team.c": "firmware/edgernn_team.c",
+}
+
+
+def _follow_moved_templates(data: dict[str, Any]) -> None:
+    """A board file's template paths (hal.template, and placement's dma_source, stream_source and team)
+    written before the templates moved into family rooms, read as where they are now."""
+    for table, key in (("hal", "template"), ("placement", "dma_source"), ("placement", "stream_source"),
+                       ("parallel", "team")):
+        value = data.get(table, {}).get(key) if isinstance(data.get(table), dict) else None
+        if not isinstance(value, str):
+            continue
+        for old, new in MOVED_TEMPLATES.items():
+            if value == old or value.startswith(old + "/"):
+                data[table][key] = new + value[len(old):]
+                break

@@ -12,18 +12,18 @@ from pathlib import Path
 
 from edgernn.errors import EdgeRNNError
 from edgernn.outdir import read_manifest
+from edgernn.targets import gap8, native
 from edgernn.targets.adapter import Adapter, Device, LinkSettings, is_complete, stage_firmware  # noqa: F401
 from edgernn.targets.board import Board, load_board
 from edgernn.targets.compile import BuildResult
-from edgernn.targets.gap8 import Gap8Adapter
-from edgernn.targets.gvsoc_gap8 import GvsocGap8Adapter
-from edgernn.targets.native import NativeAdapter
 
-FAMILIES: dict[str, type[Adapter]] = {
-    NativeAdapter.family: NativeAdapter,          # host, qemu_riscv32: edgernn compiles, a process or QEMU runs it
-    Gap8Adapter.family: Gap8Adapter,              # ai_deck: a GAP SDK project, flashed over JTAG or the radio
-    GvsocGap8Adapter.family: GvsocGap8Adapter,    # gvsoc_gap8: the same project in GVSOC
-}
+# The board families, one room each (edgernn/targets/<room>/, templates/targets/<room>/): a new family
+# adds its room here.
+ROOMS = (
+    native,     # host, qemu_riscv32: edgernn compiles, a process or QEMU runs it
+    gap8,       # ai_deck: a GAP SDK project, flashed over JTAG or the radio; gvsoc_gap8: the same in GVSOC
+)
+FAMILIES: dict[str, type[Adapter]] = {adapter.family: adapter for room in ROOMS for adapter in room.adapters()}
 
 
 def adapter_for(board: str | Path | Board) -> Adapter:

@@ -1,7 +1,7 @@
 """Where a step's cycles go, op by op and core by core, from an instruction trace of the firmware.
 
 A board that can trace its cores' instructions (``gvsoc_gap8``: GVSOC's instruction trace, read by
-``edgernn.targets.gvsoc_trace``) hands every traced instruction to a ``StepProfiler``, in the order the
+``edgernn.targets.gap8.gvsoc_trace``) hands every traced instruction to a ``StepProfiler``, in the order the
 cores ran them: its core, its cycle and its address. An instruction is charged the cycles until its core's
 next one, so a multi-cycle instruction or a stall lands on one instruction; the cycles before an
 instruction that ends a sleep (GAP8's ``p.elw``, which GVSOC traces when the core wakes) are a wait.

@@ -13,7 +13,7 @@
  * of edgernn_xpulp_emul.h. Everywhere else the portable C below is compiled.
  *
  * A RISC-V compiler without the PULP builtins (Debian's riscv64-unknown-elf-gcc building GAP8
- * firmware through edgernn's wrapper, templates/gap_sdk/) gets the same instruction by its encoding,
+ * firmware through edgernn's wrapper, templates/targets/gap8/sdk/) gets the same instruction by its encoding,
  * `.insn r 0x57, 1, 0x5c, rd, rs1, rs2` (pv.sdotsp.b: OP-V major opcode, funct3 1, funct7 0101110x;
  * gap_sdk gvsoc isa_riscv_gen.py), rd being the accumulator it adds to. The builtin is used wherever
  * the compiler has it: GAP's gcc 7 (which predates __has_builtin) or a macro standing in for it.

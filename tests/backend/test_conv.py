@@ -215,7 +215,7 @@ def run_qemu(folder: Path, xq: np.ndarray, record_bytes: int) -> tuple[np.ndarra
                                    f"static const {ctype} frames[N_FRAMES][{flat.shape[1]}] = {{\n{rows}\n}};\n")
     (work / "driver.c").write_text(RV32_DRIVER.replace("#include <stdio.h>", "#include <stdio.h>\n#include <string.h>"))
     res = compile_firmware(folder / "firmware", board, part=Part.MODEL,
-                           extra_sources=[work / "driver.c", templates_dir() / "hal" / "qemu_riscv32" / "hal.c"],
+                           extra_sources=[work / "driver.c", templates_dir() / "targets" / "native" / "hal" / "qemu_riscv32" / "hal.c"],
                            build_dir=work / "build", output_name="driver.elf", cflags=[f"-I{work}"],
                            compilers=[board["toolchain"]["cc"]])
     cmd = [a.replace("{elf}", str(res.elf)) for a in board["emulator"]["command"]] + ["-serial", "stdio"]

@@ -1,4 +1,4 @@
-"""GAP8's banded CONV_2D over an arena in L2 (templates/hal/ai_deck/dma/edgernn_conv_dma.c), on the host:
+"""GAP8's banded CONV_2D over an arena in L2 (templates/targets/gap8/hal/dma/edgernn_conv_dma.c), on the host:
 the source compiled against a stand-in for pmsis.h whose cluster DMA copies at the wait (the latest a
 transfer may land) or at the command (the earliest), and held byte for byte against the whole-frame kernel
 over geometries of every kind (stride, dilation, padding, a 1x1 filter, bands of every height, the
@@ -209,7 +209,7 @@ def test_banded_convolution_equals_the_whole_frame_kernel(tmp_path, when, xpulp)
 
     sources = copy_kernels(tmp_path, None, {"edgernn_conv_s8", "edgernn_conv_s16", "edgernn_depthwise_conv_s8",
                                             "edgernn_max_pool_s8", "edgernn_avg_pool_s8"})
-    dma = templates_dir() / "hal" / "ai_deck" / "dma"
+    dma = templates_dir() / "targets" / "gap8" / "hal" / "dma"
     for name in ("edgernn_conv_dma.c", "edgernn_conv_dma.h"):
         (tmp_path / name).write_text((dma / name).read_text())
     (tmp_path / "pmsis.h").write_text(PMSIS_STUB)

@@ -19,7 +19,7 @@ def _define(path: str, name: str) -> str:
 
 @pytest.mark.parametrize("path, name, value", [
     ("kernels/edgernn_conv.c", "EDGERNN_CONV_TEAM_SLOTS", str(layout.TEAM_SLOTS)),
-    ("hal/ai_deck/dma/edgernn_conv_dma.c", "DMA_TEAM_SLOTS", str(layout.TEAM_SLOTS)),
+    ("targets/gap8/hal/dma/edgernn_conv_dma.c", "DMA_TEAM_SLOTS", str(layout.TEAM_SLOTS)),
     ("kernels/edgernn_conv.c", "EDGERNN_CONV_SLOT_PATCHES", str(layout.SLOT_PATCHES)),
     ("kernels/edgernn_l3_fc.c", "L3_FC_SLICES", str(layout.TEAM_SLOTS)),
     ("kernels/edgernn_conv.c", "EDGERNN_DW_PLANES", str(layout.DW_PLANES)),

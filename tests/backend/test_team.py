@@ -4,7 +4,7 @@ interpreter, and a ThreadSanitizer build of the thread team reports nothing. The
 bytes for every number of workers, within 1e-5 of the interpreter.
 
 The host board's portable team is serial unless compiled with -DEDGERNN_THREADS=N; the GAP8 team
-(templates/hal/ai_deck/edgernn_team.c) uses the same sub-range arithmetic (edgernn_team_range) and the
+(templates/targets/gap8/hal/edgernn_team.c) uses the same sub-range arithmetic (edgernn_team_range) and the
 same team kernels, on the cluster.
 """
 

@@ -1,4 +1,4 @@
-/* templates/hal/ai_deck/edgernn_libm.c against the host's libm. The file is compiled with its
+/* templates/targets/gap8/hal/edgernn_libm.c against the host's libm. The file is compiled with its
  * functions renamed (-Dexpf=edgernn_expf ...); every STRIDE-th float (all signs, exponents, NaN and
  * infinities included) goes through both, and the largest distance in units in the last place is
  * printed per function: "expf 1\ntanhf 3\n...". */

@@ -4,7 +4,7 @@
  * reciprocal both take after the exp.
  * The portable team (serial here) is what the file's team versions split with. */
 #include "edgernn_lstm.c"
-#include "../../templates/hal/posix/edgernn_team.c"
+#include "../../templates/firmware/edgernn_team.c"
 
 int16_t edgernn_fx_tanh(int16_t a, int integer_bits);
 int16_t edgernn_fx_tanh_q3(int16_t a);

@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "edgernn_lstm.c"
-#include "../../templates/hal/posix/edgernn_team.c"
+#include "../../templates/firmware/edgernn_team.c"
 
 static int32_t ref_mbqm(int32_t x, int32_t multiplier, int32_t shift)
 {

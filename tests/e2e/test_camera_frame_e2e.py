@@ -61,7 +61,7 @@ def test_a_full_camera_frame_validates_byte_exact(camera_build, board, tmp_path)
 
     if board == "gvsoc_gap8":
         from conftest import require_gap_sdk
-        from edgernn.targets import gap_sdk
+        from edgernn.targets.gap8 import sdk as gap_sdk
 
         require_gap_sdk()
         gap_sdk.build_gvsoc()

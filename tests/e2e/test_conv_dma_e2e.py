@@ -1,6 +1,6 @@
 """GAP8 with the arena in L2: the team's CONV_2D, DEPTHWISE_CONV_2D and MAX_POOL_2D fed in bands by the
 cluster DMA through L1 tiles
-(edgernn/backend/tiling.py, templates/hal/ai_deck/dma/edgernn_conv_dma.c), validated in GVSOC: every
+(edgernn/backend/tiling.py, templates/targets/gap8/hal/dma/edgernn_conv_dma.c), validated in GVSOC: every
 output and state byte equal to the interpreter's."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_l2_arena_convolutions_by_dma_validate_byte_exact(tmp_path):
     from frames_zoo import moving_blobs
 
     from edgernn.pipeline.build import build_model
-    from edgernn.targets import gap_sdk
+    from edgernn.targets.gap8 import sdk as gap_sdk
     from edgernn.validate.run import validate
 
     require_gap_sdk()

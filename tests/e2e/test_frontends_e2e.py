@@ -40,7 +40,7 @@ def built(tmp_path_factory):
         if key not in made:
             if board == "gvsoc_gap8":
                 require_gap_sdk()
-                from edgernn.targets import gap_sdk
+                from edgernn.targets.gap8 import sdk as gap_sdk
 
                 gap_sdk.build_gvsoc()
             folder = tmp_path_factory.mktemp(f"{kind}_{board}_{quant}")

@@ -26,7 +26,7 @@ def toy_out(tmp_path):
 def test_validate_on_the_host_board_passes_and_writes_reports(toy_out, monkeypatch):
     """... also when the profile asked for fails after the run: the verdict and the report stand, and a note
     says why there is no profile."""
-    from edgernn.targets.native import NativeAdapter
+    from edgernn.targets.native.adapter import NativeAdapter
 
     def no_trace(self, out_dir, step):
         raise EdgeRNNError("the emulator's trace could not be read")

@@ -107,7 +107,7 @@ def test_a_device_that_stops_after_its_init_failed_is_reported_with_its_reason(c
 
 def test_a_device_that_stays_after_its_init_failed_is_reported_without_waiting_out_the_retries():
     """The AI-deck firmware stays after a failed init, repeating its lines to whatever the host sends
-    (templates/hal/ai_deck/init_failed.h): with the lines heard and no answer for INIT_FAILED_QUIET_S, the
+    (templates/targets/gap8/hal/init_failed.h): with the lines heard and no answer for INIT_FAILED_QUIET_S, the
     error is the device's reason, not the end of every retry's 60 s timeout (which would say 'no valid
     answer ... after 3 attempts')."""
     port = PlaybackPort([b"\x00", b"\n" + STALE + b"\n", b"\n" + PLAIN + b"\n"], then="silent")

@@ -3,7 +3,7 @@ its flash and validate paths.
 
 The project is built against the real GAP SDK ($GAP_SDK_HOME; CI sets ../shared/gap_sdk): with GAP's
 own compiler where it is installed, else with Debian's riscv64-unknown-elf-gcc through edgernn's
-wrapper (templates/gap_sdk/). Those tests skip without the SDK, and fail instead under
+wrapper (templates/targets/gap8/sdk/). Those tests skip without the SDK, and fail instead under
 EDGERNN_REQUIRE_TOOLCHAINS=1. What needs an AI-deck (flashing, the UART link on the chip) fails here
 with a one-line error that says how to get it; the firmware's run in GVSOC is the gvsoc_gap8 board's.
 """
@@ -25,7 +25,7 @@ import pytest
 import zoo
 from conftest import TOY_MODEL, gap_sdk_params, require_gap_sdk, require_gap_sdk_at, require_tools
 from edgernn.errors import EdgeRNNError, LinkError
-from edgernn.targets import hwloop_check
+from edgernn.targets.gap8 import hwloop_check
 
 TESTS = Path(__file__).resolve().parents[1]
 TEMPLATES = TESTS.parent / "templates"
@@ -136,7 +136,7 @@ def test_project_files(deck_build):
                  "APP_CFLAGS += -DEDGERNN_DOT_ASM=$(EDGERNN_DOT_ASM)"):
         assert line in make, line
     for name in ("edgernn_dot_xpulp.S", "edgernn_xpulp_asm.h"):
-        assert (fw / name).read_text() == (TEMPLATES / "kernels" / name).read_text()
+        assert (fw / name).read_text() == (TEMPLATES / "targets" / "gap8" / "kernels" / name).read_text()
     assert "pmsis_kickoff" in (fw / "main.c").read_text()
     hal = (fw / "hal.c").read_text()
     assert "EDGERNN_UART_BAUD 115200" in hal and "pmsis_exit" in hal
@@ -191,7 +191,7 @@ def test_hal_turns_uart_receive_on_after_open():
     only counts another user (uart_internal.c). GVSOC's UART stores the RX-enable bit but never checks
     it, so no simulation can catch this: the HAL must apply its configuration and turn RX (and TX) on
     through the open device, and it must do so before it queues the first read."""
-    hal = (TEMPLATES / "hal" / "ai_deck" / "hal.c").read_text()
+    hal = (TEMPLATES / "targets" / "gap8" / "hal" / "hal.c").read_text()
     init = _body(hal, "edgernn_hal_init")
     order = ["pi_freq_set(PI_FREQ_DOMAIN_FC", "pi_uart_conf_init(&uart_conf)", "uart_conf.enable_rx = 1",
              "pi_uart_open(&uart)", "pi_uart_ioctl(&uart, PI_UART_IOCTL_CONF_SETUP, &uart_conf)",
@@ -271,7 +271,7 @@ def test_hal_sets_the_board_up_as_bitcrazes_examples_do(tmp_path):
     cpu = load_board("ai_deck")["cpu"]
     subprocess.run(["gcc", "-std=c99", "-Wall", "-Werror", f"-I{include}", f"-I{TEMPLATES / 'firmware'}",
                     f"-DEDGERNN_FC_HZ={cpu['fc_hz']}", f"-DEDGERNN_FC_MV={cpu['fc_mv']}",
-                    str(TEMPLATES / "hal" / "ai_deck" / "hal.c"), str(tmp_path / "driver.c"), "-o", str(exe)],
+                    str(TEMPLATES / "targets" / "gap8" / "hal" / "hal.c"), str(tmp_path / "driver.c"), "-o", str(exe)],
                    check=True, capture_output=True, text=True)
     calls = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.strip().split(";")
     assert cpu["fc_mv"] == 1200 and cpu["fc_hz"] == 250_000_000
@@ -279,7 +279,7 @@ def test_hal_sets_the_board_up_as_bitcrazes_examples_do(tmp_path):
     assert calls[4] == "uart_open(115200,1,1)" and "exit" not in ";".join(calls)
     # with EDGERNN_FC_HZ=0 (the boot clock kept) neither the voltage nor the clock is touched
     subprocess.run(["gcc", "-std=c99", f"-I{include}", f"-I{TEMPLATES / 'firmware'}", "-DEDGERNN_FC_HZ=0",
-                    str(TEMPLATES / "hal" / "ai_deck" / "hal.c"), str(tmp_path / "driver.c"), "-o", str(exe)],
+                    str(TEMPLATES / "targets" / "gap8" / "hal" / "hal.c"), str(tmp_path / "driver.c"), "-o", str(exe)],
                    check=True, capture_output=True, text=True)
     calls = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.strip().split(";")
     assert calls[:2] == ["pi_bsp_init", "uart_conf_init"], calls
@@ -290,7 +290,7 @@ def test_hal_keeps_a_receive_transfer_queued():
     GVSOC's udma_v2_impl.cpp): the HAL queues all its one-byte slots at start and re-queues each slot
     as soon as it has taken its byte, before it waits for anything else; slots are whole aligned words,
     because the uDMA writes 32-bit words."""
-    hal = (TEMPLATES / "hal" / "ai_deck" / "hal.c").read_text()
+    hal = (TEMPLATES / "targets" / "gap8" / "hal" / "hal.c").read_text()
     assert re.search(r"typedef struct \{\s*pi_task_t task;\s*uint32_t word;", hal)
     assert "pi_uart_read_async(&uart, &slot->word, 1, &slot->task)" in _body(hal, "rx_queue")
     read = _body(hal, "edgernn_hal_uart_read")
@@ -556,7 +556,7 @@ def _is_lp_setup(word: int) -> bool:
 def _gap_compiler() -> bool:
     """Whether the GAP SDK builds with GAP's own compiler here (which calls the .S kernels)."""
     from edgernn.targets import device as devices
-    from edgernn.targets.gap8 import gap_sdk_setup
+    from edgernn.targets.gap8.adapter import gap_sdk_setup
 
     return gap_sdk_setup(devices.load_board("ai_deck")).compiler == "gap"
 
@@ -605,7 +605,7 @@ def test_build_links_with_the_gap_sdk(sdk_built):
         if quant == "float32":
             # expf and tanhf come from edgernn_libm.c, the SDK links with -nostdlib and has no libm
             assert {"expf", "tanhf"} <= set(symbols)
-    from edgernn.targets.gap8 import gap_sdk_setup
+    from edgernn.targets.gap8.adapter import gap_sdk_setup
 
     assert gap_sdk_setup(devices.load_board("ai_deck")).home == home
 
@@ -691,7 +691,7 @@ def test_wrapper_maps_gap_flags_and_builtins(tmp_path):
     """The SDK's compiler name, answered by Debian's gcc: GAP's -march and -mPE/-mFC are mapped, the
     GAP compiler's __builtin_pulp_* used by FreeRTOS/PMSIS come from gap8_builtins.h, and the object is
     RV32IMC with nothing left undefined."""
-    from edgernn.targets import gap_sdk
+    from edgernn.targets.gap8 import sdk as gap_sdk
 
     require_tools("riscv64-unknown-elf-gcc")
     src = tmp_path / "b.c"
@@ -730,7 +730,7 @@ def test_float_functions_match_the_host_libm(tmp_path):
     renames = [f"-D{n}=edgernn_{n}" for n in names]
     obj = tmp_path / "libm.o"
     subprocess.run(["gcc", "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fno-builtin",
-                    "-ffp-contract=off", *renames, "-c", str(TEMPLATES / "hal" / "ai_deck" / "edgernn_libm.c"),
+                    "-ffp-contract=off", *renames, "-c", str(TEMPLATES / "targets" / "gap8" / "hal" / "edgernn_libm.c"),
                     "-o", str(obj)], check=True)
     exe = tmp_path / "libm_check"
     subprocess.run(["gcc", "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-DSTRIDE=257u",

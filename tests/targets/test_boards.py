@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from edgernn.resources import templates_dir
 from edgernn.targets.board import known_boards, load_board
 from edgernn.errors import EdgeRNNError
 
@@ -106,9 +107,9 @@ def test_an_unknown_or_mistyped_key_is_one_line(tmp_path, extra, message):
 
 
 @pytest.mark.parametrize("drop, message", [
-    ('template = "hal/host"\n', r"lacks hal\.template"),
+    ('template = "targets/native/hal/host"\n', r"lacks hal\.template"),
     ('arch = "native"\n', r"lacks cpu\.arch"),
-    ('[hal]\ntemplate = "hal/host"\ndone_line = "~~~EDGERNN SERVER DONE~~~"\n', "lacks hal"),
+    ('[hal]\ntemplate = "targets/native/hal/host"\ndone_line = "~~~EDGERNN SERVER DONE~~~"\n', "lacks hal"),
 ])
 def test_a_missing_required_key_is_one_line(tmp_path, drop, message):
     from edgernn.resources import boards_dir
@@ -156,3 +157,44 @@ def test_every_key_of_the_schema_is_documented():
         assert f"[{section}]" in text, section
         for key, *_ in rows:
             assert f"| `{key}` |" in text, f"{section}.{key}"
+
+
+@pytest.mark.parametrize("table, key, written, read", [
+    ("hal", "template", "hal/host", "targets/native/hal/host"),
+    ("hal", "template", "hal/ai_deck", "targets/gap8/hal"),
+    ("placement", "dma_source", "hal/ai_deck/dma/edgernn_conv_dma.c", "targets/gap8/hal/dma/edgernn_conv_dma.c"),
+    ("placement", "stream_source", "hal/ai_deck/l3/edgernn_l3.c", "targets/gap8/hal/l3/edgernn_l3.c"),
+    ("parallel", "team", "hal/posix/edgernn_team.c", "firmware/edgernn_team.c"),
+    ("hal", "template", "my/own/hal", "my/own/hal"),             # a path of the user's own: as written
+])
+def test_template_paths_written_before_the_family_rooms_still_load(tmp_path, table, key, written, read):
+    path = tmp_path / "mine.toml"
+    path.write_text(f'extends = "host"\nname = "mine"\n\n[{table}]\n{key} = "{written}"\n')
+    board = load_board(path)
+    assert board.data[table][key] == read
+
+
+def test_a_board_builds_from_the_kernel_set_its_file_names(tmp_path):
+    """The kernel set is the board file's explicit choice: the GAP8 set's files join the reference ones for
+    ai_deck, none for host, and a folder rebuilt for another board loses the other set's files."""
+    from edgernn.backend.codegen import copy_kernels, kernel_sets
+
+    assert kernel_sets() == ["reference", "gap8"]
+    assert load_board("ai_deck").toolchain.kernels == "gap8" and load_board("gvsoc_gap8").toolchain.kernels == "gap8"
+    assert load_board("host").toolchain.kernels == "reference"
+    gap8_set = sorted(p.name for p in (templates_dir() / "targets" / "gap8" / "kernels").iterdir())
+    fw = tmp_path / "fw"
+    fw.mkdir()
+    sources = copy_kernels(fw, load_board("ai_deck"), ())
+    assert "edgernn_dot_xpulp.S" in sources and all((fw / name).is_file() for name in gap8_set)
+    sources = copy_kernels(fw, load_board("host"), ())
+    assert "edgernn_dot_xpulp.S" not in sources and not any((fw / name).exists() for name in gap8_set)
+
+
+def test_an_unknown_kernel_set_is_refused_never_replaced_by_the_reference(tmp_path):
+    from edgernn.backend.codegen import copy_kernels
+
+    path = tmp_path / "mine.toml"
+    path.write_text('extends = "host"\nname = "mine"\n\n[toolchain]\nkernels = "cortex_m9"\n')
+    with pytest.raises(EdgeRNNError, match=r"toolchain.kernels 'cortex_m9' is not a kernel set \(known: reference, gap8\)"):
+        copy_kernels(tmp_path, load_board(path), ())

@@ -108,7 +108,7 @@ def stage(work: Path, board, rows) -> Path:
     sources = copy_kernels(project, board, ("edgernn_fully_connected_s8",))
     shutil.copyfile(FIXTURE / "main.c", project / "main.c")
     for name in ("hal.c", "init_failed.h"):
-        shutil.copyfile(templates_dir() / "hal" / "ai_deck" / name, project / name)
+        shutil.copyfile(templates_dir() / "targets" / "gap8" / "hal" / name, project / name)
     shutil.copyfile(templates_dir() / "firmware" / "hal.h", project / "hal.h")
     cases = [{"acc_c": f"({a + 1} - 1)" if a == INT32_MIN else str(a), "multiplier": m, "shift": s}
              for (m, s, a) in rows]
@@ -147,8 +147,8 @@ def test_fc_requantization_bytes_in_gvsoc(tmp_path, variant):
     require_gap_sdk()
     require_tools("make", "riscv64-unknown-elf-gcc")
     from edgernn.targets import device as devices
-    from edgernn.targets import gap_sdk
-    from edgernn.targets.gap8 import build_gap_project
+    from edgernn.targets.gap8 import sdk as gap_sdk
+    from edgernn.targets.gap8.adapter import build_gap_project
 
     gap_sdk.build_gvsoc()
     board = devices.load_board(BOARD)

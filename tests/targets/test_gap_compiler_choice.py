@@ -25,8 +25,8 @@ from edgernn.errors import EdgeRNNError
 def test_debian_gcc_is_the_default_and_gap_gcc_needs_asking_for(monkeypatch, tmp_path, env, debian, gap, expected):
     import shutil
 
-    import edgernn.targets.gap8 as gap8
-    import edgernn.targets.gap_sdk as gap_sdk
+    import edgernn.targets.gap8.adapter as gap8
+    import edgernn.targets.gap8.sdk as gap_sdk
     from edgernn.targets.board import load_board
 
     board = load_board("ai_deck")

@@ -3,7 +3,7 @@ bare-metal UART echo with its UART on a loopback TCP port.
 
 The tests that need GVSOC skip without $GAP_SDK_HOME or the build tools, unless
 EDGERNN_REQUIRE_TOOLCHAINS=1: then they fail. The first run builds GVSOC (minutes, once per SDK
-content); later runs find it in the cache (``python -m edgernn.targets.gap_sdk`` builds it ahead).
+content); later runs find it in the cache (``python -m edgernn.targets.gap8.sdk`` builds it ahead).
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ from pathlib import Path
 import pytest
 
 from conftest import alive, require_tools, tool_unavailable, wait_until
-from edgernn.targets import gap_sdk, gvsoc
+from edgernn.targets.gap8 import gvsoc
+from edgernn.targets.gap8 import sdk as gap_sdk
 from edgernn.errors import EdgeRNNError
 
 TESTS = Path(__file__).resolve().parents[1]
-SELFTEST = TESTS.parent / "templates" / "gap_sdk" / "selftest"
+SELFTEST = TESTS.parent / "templates" / "targets" / "gap8" / "sdk" / "selftest"
 ECHO_SOURCES = [SELFTEST / "crt0.S", SELFTEST / "uart_echo.c"]
 ECHO_LINK_SCRIPT = SELFTEST / "gap8_l2.ld"
 SHARED = TESTS.parent.parent / "shared"
@@ -166,7 +167,7 @@ def test_sdk_home_says_what_to_set(monkeypatch, tmp_path):
 def _fake_sdk(root: Path, makefile: str, read_only: bool = True) -> Path:
     """A tree that passes for a GAP SDK of a supported release: a config script, the parts every release
     has, a flattened symlink, the lines edgernn's fixes correct, and a first build step (makefile)."""
-    from edgernn.targets.gap_sdk_fixes import FIXES
+    from edgernn.targets.gap8.sdk_fixes import FIXES
 
     (root / "configs").mkdir(parents=True)
     (root / "configs" / "ai_deck.sh").write_text("export TARGET_CHIP=GAP8_V2\nexport INSTALL_DIR=$PWD/install/workstation\n")
@@ -214,7 +215,7 @@ def test_a_second_process_waits_for_the_lock_then_finds_the_copy(monkeypatch, tm
     home = _fake_sdk(tmp_path / "sdk", "all:\n\ttrue\n")
     key = gap_sdk.sdk_key(home)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS.parent), os.environ.get("PYTHONPATH", "")]))
-    script = ("import sys; from edgernn.targets import gap_sdk; "
+    script = ("import sys; from edgernn.targets.gap8 import sdk as gap_sdk; "
               "print(gap_sdk.prepare_sdk(sys.argv[1], log=lambda m: print(m, flush=True)), flush=True)")
     with gap_sdk._locked(key, None):
         other = subprocess.Popen([sys.executable, "-c", script, str(home)], env=env, stdout=subprocess.PIPE, text=True)
@@ -293,7 +294,7 @@ def test_a_file_changed_just_now_is_always_hashed(tmp_path, monkeypatch):
 @pytest.mark.parametrize("sdk", ["gap_sdk", "gap_sdk-4.8.0"])
 def test_the_fixes_apply_to_each_supported_sdk(sdk, tmp_path):
     """Every edit finds its text in the SDK as upstream ships it, and leaves none of what it corrects."""
-    from edgernn.targets import gap_sdk_fixes
+    from edgernn.targets.gap8 import sdk_fixes as gap_sdk_fixes
 
     home = SHARED / sdk
     if not home.is_dir():
@@ -313,7 +314,7 @@ def test_the_fixes_apply_to_each_supported_sdk(sdk, tmp_path):
 
 
 def test_a_fix_whose_text_is_gone_is_one_clear_line(tmp_path):
-    from edgernn.targets import gap_sdk_fixes
+    from edgernn.targets.gap8 import sdk_fixes as gap_sdk_fixes
 
     fix = next(f for f in gap_sdk_fixes.FIXES if f.name == "cluster-core-xpulp")
     (tmp_path / fix.path).parent.mkdir(parents=True)
@@ -441,13 +442,13 @@ def test_build_failure_names_the_step_and_the_log(monkeypatch, tmp_path):
 
 
 def test_interrupted_build_kills_its_whole_process_group(tmp_path):
-    """SIGTERM to `python -m edgernn.targets.gap_sdk` mid-step: exit 143, and make's children die with it."""
+    """SIGTERM to `python -m edgernn.targets.gap8.sdk` mid-step: exit 143, and make's children die with it."""
     require_tools(*BUILD_TOOLS)
     pids = tmp_path / "pids"
     home = _fake_sdk(tmp_path / "sdk", f"all:\n\tsleep 300 & echo $$! > {pids}; wait\ninstall:\n")
     env = dict(os.environ, EDGERNN_CACHE=str(tmp_path / "cache"), GAP_SDK_HOME=str(home),
                PYTHONPATH=os.pathsep.join([str(TESTS.parent), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen([sys.executable, "-m", "edgernn.targets.gap_sdk"], env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "edgernn.targets.gap8.sdk"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 30
@@ -577,7 +578,7 @@ def test_the_self_test_passed_on_the_build(gvsoc_build):
 def test_the_self_test_fails_with_upstreams_uart_testbench(gvsoc_build, tmp_path):
     """The same GVSOC with the UART testbench built from the SDK's own uart.cpp, as its Makefile builds
     it: the self-test fails with one line saying the bytes shift, and the entry is not marked done."""
-    from edgernn.targets.gvsoc_check import SelfTestFailed
+    from edgernn.targets.gap8.gvsoc_check import SelfTestFailed
 
     install, home, _ = gvsoc_build
     require_tools("g++")

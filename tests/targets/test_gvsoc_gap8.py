@@ -52,7 +52,7 @@ TEAM_CALLS = {"cfc_int16": "edgernn_team_fully_connected_group_s16("}
 def gvsoc():
     require_gap_sdk()
     require_tools("make", "riscv64-unknown-elf-gcc")
-    from edgernn.targets import gap_sdk
+    from edgernn.targets.gap8 import sdk as gap_sdk
 
     return gap_sdk.build_gvsoc()
 
@@ -270,8 +270,8 @@ def test_validates_on_gvsoc_built_from_another_sdk(sdk, tmp_path, monkeypatch):
     from zoo import trajectories
 
     from edgernn.pipeline.build import build_model as build_folder
-    from edgernn.targets import gap_sdk
-    from edgernn.targets.gvsoc import gvsoc_marker
+    from edgernn.targets.gap8 import sdk as gap_sdk
+    from edgernn.targets.gap8.gvsoc import gvsoc_marker
     from edgernn.validate.run import validate
 
     home = require_gap_sdk_at(sdk)

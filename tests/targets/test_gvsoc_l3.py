@@ -34,7 +34,7 @@ def built(tmp_path_factory):
     from zoo import trajectories
 
     from edgernn.pipeline.build import build_model as build_folder
-    from edgernn.targets import gap_sdk
+    from edgernn.targets.gap8 import sdk as gap_sdk
 
     gap_sdk.build_gvsoc()
     keras.utils.set_random_seed(0)
@@ -55,7 +55,7 @@ def camera_built(tmp_path_factory):
     from frames_zoo import camera_gru_l3, moving_blobs
 
     from edgernn.pipeline.build import build_model as build_folder
-    from edgernn.targets import gap_sdk
+    from edgernn.targets.gap8 import sdk as gap_sdk
 
     gap_sdk.build_gvsoc()
     folder = tmp_path_factory.mktemp("l3camera")
@@ -232,7 +232,7 @@ def _failed_init_lines(device, board) -> bytes:
     """What a firmware whose init failed sends to a host that connects late: it does not exit while no host
     is there (GVSOC's UART server would lose the lines with the simulation), it sends its lines once the
     host connects, and again whenever the host sends something, and it stays
-    (templates/hal/ai_deck/init_failed.h). Returns what it sent after the host's first byte."""
+    (templates/targets/gap8/hal/init_failed.h). Returns what it sent after the host's first byte."""
     from edgernn.link.client import open_port
 
     timeout = board["emulator"]["start_timeout_s"]

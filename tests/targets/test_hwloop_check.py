@@ -1,8 +1,8 @@
-"""The hardware-loop checker (edgernn/targets/hwloop_check.py) on hand-made loops: each silicon rule has
+"""The hardware-loop checker (edgernn/targets/gap8/hwloop_check.py) on hand-made loops: each silicon rule has
 a body that breaks it and is caught, beside one that keeps it. The bodies are assembled by Debian's
-riscv64-unknown-elf-gcc with the kernels' own macro header (templates/kernels/edgernn_xpulp_asm.h), so
+riscv64-unknown-elf-gcc with the kernels' own macro header (templates/targets/gap8/kernels/edgernn_xpulp_asm.h), so
 the encodings checked are those the kernels use; the same checker reads every GAP8 ELF edgernn builds
-(edgernn.targets.gap8.build_gap_project), and edgernn's own kernels are checked here too."""
+(edgernn.targets.gap8.adapter.build_gap_project), and edgernn's own kernels are checked here too."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ import pytest
 from conftest import require_tools
 
 from edgernn.resources import templates_dir
-from edgernn.targets import hwloop_check
-from edgernn.targets.hwloop_check import Insn
+from edgernn.targets.gap8 import hwloop_check
+from edgernn.targets.gap8.hwloop_check import Insn
+
+GAP8_KERNELS = templates_dir() / "targets" / "gap8" / "kernels"     # the GAP8 kernel set
 
 CC = "riscv64-unknown-elf-gcc"
 OBJDUMP = "riscv64-unknown-elf-objdump"
@@ -54,7 +56,7 @@ def _assemble(source: str, tmp_path: Path) -> Path:
     path.write_text('#include "edgernn_xpulp_asm.h"\n    .option norvc\n    .option norelax\n    .text\n'
                     "    .globl f\nf:\n" + source)
     obj = tmp_path / "loop.o"
-    subprocess.run([CC, "-march=rv32imc", "-mabi=ilp32", "-I", str(templates_dir() / "kernels"), "-c", str(path),
+    subprocess.run([CC, "-march=rv32imc", "-mabi=ilp32", "-I", str(GAP8_KERNELS), "-c", str(path),
                     "-o", str(obj)], check=True, capture_output=True, text=True)
     return obj
 
@@ -73,7 +75,7 @@ def test_edgernns_dot_kernels_keep_the_rules(tmp_path):
     require_tools(CC, OBJDUMP)
     obj = tmp_path / "dot.o"
     subprocess.run([CC, "-march=rv32imc", "-mabi=ilp32", "-DEDGERNN_DOT_ASM=1", "-DEDGERNN_XPULP=1",
-                    "-I", str(templates_dir() / "kernels"), "-c", str(templates_dir() / "kernels" / "edgernn_dot_xpulp.S"),
+                    "-I", str(GAP8_KERNELS), "-c", str(GAP8_KERNELS / "edgernn_dot_xpulp.S"),
                     "-o", str(obj)], check=True, capture_output=True, text=True)
     loops, problems = hwloop_check.check_elf(obj, OBJDUMP)
     assert problems == []

@@ -105,7 +105,7 @@ def test_mixed_model_validates_on_qemu_riscv32(tmp_path, kind):
 def test_mixed_model_validates_on_gvsoc_gap8(tmp_path):
     require_gap_sdk()
     require_tools("make", "riscv64-unknown-elf-gcc")
-    from edgernn.targets import gap_sdk
+    from edgernn.targets.gap8 import sdk as gap_sdk
 
     gap_sdk.build_gvsoc()
     out, facts = build_mixed(tmp_path, "gvsoc_gap8")

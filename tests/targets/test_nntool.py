@@ -108,7 +108,7 @@ def built(tmp_path_factory):
 
 def _io(out: Path):
     from edgernn.outdir import Manifest
-    from edgernn.targets.nntool_graph import nntool_step_graph
+    from edgernn.targets.gap8.nntool_graph import nntool_step_graph
 
     manifest = json.loads((out / "manifest.json").read_text())
     source = manifest["files"].get("float_step", manifest["files"]["step"])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from edgernn.errors import EdgeRNNError
-from edgernn.targets.nntool_graph import check_same_answers
+from edgernn.targets.gap8.nntool_graph import check_same_answers
 
 
 def _graph(fn) -> bytes:

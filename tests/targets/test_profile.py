@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from edgernn.targets.gvsoc_trace import read_trace
+from edgernn.targets.gap8.gvsoc_trace import read_trace
 from edgernn.targets.profile import ENTRY, TAIL, Statement, StepMap, StepProfiler, step_statements
 
 # The shape model.j2 writes: a fused loop's own comment names its ops; a grouped call traces each member.

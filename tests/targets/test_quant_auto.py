@@ -49,7 +49,7 @@ def test_quant_auto_meets_its_budget_and_validates_byte_exact(tmp_path, board):
         require_tools("qemu-system-riscv32", "riscv64-unknown-elf-gcc")
     if board == "gvsoc_gap8":
         require_gap_sdk()
-        from edgernn.targets import gap_sdk
+        from edgernn.targets.gap8 import sdk as gap_sdk
 
         gap_sdk.build_gvsoc()
     path = tmp_path / "model.keras"

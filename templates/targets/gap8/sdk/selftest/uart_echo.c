@@ -3,7 +3,7 @@
  * carries bursts both ways, byte-exact, and reads the PULP performance counters.
  *
  * Build (Debian's compiler; edgernn does it): riscv64-unknown-elf-gcc -march=rv32imc_zicsr -mabi=ilp32 -O2 -nostdlib
- *   -ffreestanding -T gap8_l2.ld crt0.S uart_echo.c -o echo.elf  (in templates/gap_sdk/selftest/)
+ *   -ffreestanding -T gap8_l2.ld crt0.S uart_echo.c -o echo.elf  (in templates/targets/gap8/sdk/selftest/)
  *
  * Protocol (host -> firmware, after the firmware has sent "GVSOC-ECHO READY ...\n"):
  *   'E' n:u16le data[n]  echo each byte as soon as it arrives, then "ECHO n=.. sum=.. cycles=.. instret=..\n"

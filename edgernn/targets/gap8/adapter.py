@@ -38,7 +38,7 @@ class Gap8Adapter(Adapter):
     def write_extras(self, out_dir: Path, manifest, calibration=None) -> None:
         """GreenWaves' NNTool flow's files (OUT/nntool/), with calibration steps for its aquant; none for a
         model its script cannot describe (more than one fused LSTM), which the firmware still runs."""
-        from edgernn.targets.nntool import NntoolUnsupported, write_nntool
+        from edgernn.targets.gap8.nntool import NntoolUnsupported, write_nntool
 
         try:
             write_nntool(out_dir, manifest, calibration())
@@ -145,7 +145,7 @@ def _placement_line(facts: dict) -> str:
 def gap_sdk_config(board: Board) -> Path:
     """The SDK's board configuration script, from $GAP_SDK_HOME (else the SDK `edgernn setup gvsoc --fetch`
     fetched), checked to be a supported release; a one-line error saying how to get one."""
-    from edgernn.targets.gap_sdk import check_sdk, fetched_sdk
+    from edgernn.targets.gap8.sdk import check_sdk, fetched_sdk
 
     sdk = board.gap_sdk
     home = os.environ.get(sdk.home_env)
@@ -198,7 +198,7 @@ def gap_sdk_setup(board: Board) -> GapSdkSetup:
     the compiler edgernn's tests prove, the default wherever it is installed. GAP's own compiler (gcc 7.1) only with
     EDGERNN_GAP_COMPILER=gap, which the build's messages then flag (GAP_COMPILER_UNTESTED). Neither: one line says
     what to install."""
-    from edgernn.targets.gap_sdk import debian_toolchain, gap_compiler, prepare_sdk
+    from edgernn.targets.gap8.sdk import debian_toolchain, gap_compiler, prepare_sdk
 
     config = gap_sdk_config(board)
     home = config.parent.parent
@@ -288,8 +288,8 @@ def build_gap_project(firmware_dir: Path, board: Board, make_vars: dict[str, obj
 
 def check_hardware_loops(elf: Path, firmware_dir: Path, setup) -> list:
     """The hardware loops of a GAP8 ELF, refused if one breaks a rule that silicon has and GVSOC does not
-    check (edgernn.targets.hwloop_check): such a firmware would pass in the simulator and fail on the chip."""
-    from edgernn.targets import hwloop_check
+    check (edgernn.targets.gap8.hwloop_check): such a firmware would pass in the simulator and fail on the chip."""
+    from edgernn.targets.gap8 import hwloop_check
 
     proc = procs.run(setup.script(firmware_dir, ["riscv32-unknown-elf-objdump", "-d", str(elf)]))
     if proc.returncode != 0:

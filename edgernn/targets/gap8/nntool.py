@@ -20,7 +20,7 @@ import numpy as np
 
 from edgernn.errors import EdgeRNNError
 from edgernn.outdir import Manifest
-from edgernn.targets.nntool_graph import check_same_answers, nntool_step_graph
+from edgernn.targets.gap8.nntool_graph import check_same_answers, nntool_step_graph
 
 CNN_NAME = "edgernn"
 GRAPH_FILE = "step_nntool.tflite"
@@ -191,7 +191,7 @@ def write_nntool(out_dir: Path, manifest: Manifest | dict, sequences: np.ndarray
         "lstm_node": lstm_node, "fused": fused,
         "expressions_first": expressions_first(manifest.ops),
     }
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir() / "nntool")),
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir() / "targets" / "gap8" / "nntool")),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              trim_blocks=True, lstrip_blocks=True)
     written = [GRAPH_FILE, CALIBRATION_DIR]

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from edgernn import procs
 from edgernn.errors import EdgeRNNError
-from edgernn.targets.gvsoc_install import GVSOC_TARGET, Log, environment, read_marker, say
+from edgernn.targets.gap8.gvsoc_install import GVSOC_TARGET, Log, environment, read_marker, say
 
 
 def gvsoc_marker(install: str | os.PathLike) -> dict:

@@ -15,7 +15,7 @@ GAP8's cores (RI5CY with Xpulpv2) run a hardware loop (``lp.setup``, ``lp.setupi
 GVSOC runs code that breaks them as if it were correct, so a kernel can pass every simulated test and
 fail on the chip: ``check_elf`` finds every hardware loop of an ELF (the words by their encodings in
 GVSOC's ISA table, gap_sdk gvsoc isa_riscv_gen.py: opcode 0x7b, funct3 0-5; any RISC-V objdump lists
-them, as ``.word`` where it knows no Xpulp) and returns what breaks a rule. edgernn.targets.gap8 runs it
+them, as ``.word`` where it knows no Xpulp) and returns what breaks a rule. edgernn.targets.gap8.adapter runs it
 on every GAP8 ELF it builds.
 """
 

@@ -1,9 +1,9 @@
 """GreenWaves' GAP SDK as edgernn uses it: a private copy in edgernn's cache, and GVSOC built there
-(running it: ``edgernn.targets.gvsoc``; its UART self-test: ``edgernn.targets.gvsoc_check``).
+(running it: ``edgernn.targets.gap8.gvsoc``; its UART self-test: ``edgernn.targets.gap8.gvsoc_check``).
 
 ``$GAP_SDK_HOME`` is never written to (in CI it is read-only). ``prepare_sdk`` copies the parts of it
 that the firmware build and GVSOC use (``SDK_PARTS``), puts edgernn's corrections on top
-(``templates/gap_sdk/overrides/`` and ``edgernn.targets.gap_sdk_fixes``), to
+(``templates/targets/gap8/sdk/overrides/`` and ``edgernn.targets.gap8.sdk_fixes``), to
 ``cache_root()/gap_sdk/<key>/sdk``, where ``key`` is a content hash of those parts and the corrections.
 Nothing else of the SDK is read: a user's own work elsewhere in it (an example built in-tree, NNTool,
 the AutoTiler and its licensed library) neither changes the key nor enters the cache. The content hash
@@ -39,8 +39,8 @@ from typing import Iterator
 from edgernn import procs
 from edgernn.errors import EdgeRNNError
 from edgernn.resources import templates_dir
-from edgernn.targets.gap_toolchain import gap_compiler  # noqa: F401  (where board adapters ask)
-from edgernn.targets.gvsoc_install import (BUILT, GVSOC_TARGET, LAYOUT_VERSION, MARKER, PATH_VARIABLES, Log,
+from edgernn.targets.gap8.toolchain import gap_compiler  # noqa: F401  (where board adapters ask)
+from edgernn.targets.gap8.gvsoc_install import (BUILT, GVSOC_TARGET, LAYOUT_VERSION, MARKER, PATH_VARIABLES, Log,
                                            environment, read_json, read_marker, say)
 
 SDK_CONFIG = "configs/ai_deck.sh"      # the board configuration every SDK command is run under
@@ -159,7 +159,7 @@ def sdk_home(required: bool = True) -> Path | None:
 
 def overrides_dir() -> Path:
     """edgernn's replacement files for the SDK, at the SDK's relative paths (may be absent)."""
-    return templates_dir() / "gap_sdk" / "overrides"
+    return templates_dir() / "targets" / "gap8" / "sdk" / "overrides"
 
 
 # ---- the private copy ----
@@ -239,7 +239,7 @@ def _stat_fingerprint(home: Path) -> tuple[str, float]:
 
 def _hash_corrections(digest, testbench_fixes: bool) -> None:
     """edgernn's corrections of the SDK, as part of a key: the override files and the edits."""
-    from edgernn.targets import gap_sdk_fixes
+    from edgernn.targets.gap8 import sdk_fixes as gap_sdk_fixes
 
     _hash_tree(digest, "override", overrides_dir())
     digest.update(b"fixes\0" + gap_sdk_fixes.describe(testbench_fixes).encode())
@@ -302,9 +302,9 @@ def sdk_key(home: Path, testbench_fixes: bool = True, *, rehash: bool = False) -
 
 def debian_toolchain() -> Path:
     """edgernn's wrapper around Debian's riscv64-unknown-elf tools under the SDK's names
-    (templates/gap_sdk/toolchain), staged in the cache with execute bits (a wheel may not keep them),
+    (templates/targets/gap8/sdk/toolchain), staged in the cache with execute bits (a wheel may not keep them),
     keyed by its content; returns its bin/ folder."""
-    src = templates_dir() / "gap_sdk" / "toolchain"
+    src = templates_dir() / "targets" / "gap8" / "sdk" / "toolchain"
     digest = hashlib.sha256()
     _hash_tree(digest, "toolchain", src)
     dest = cache_root() / "gap_toolchain" / digest.hexdigest()[:16]
@@ -451,7 +451,7 @@ def prune_cache(keep: int = KEEP_ENTRIES, log: Log = None, protect: tuple[str, .
 
 
 def _prepare_locked(home: Path, key: str, log: Log, testbench_fixes: bool = True) -> Path:
-    from edgernn.targets import gap_sdk_fixes
+    from edgernn.targets.gap8 import sdk_fixes as gap_sdk_fixes
 
     final = _key_dir(key)
     if (final / "sdk" / SDK_CONFIG).is_file():
@@ -585,7 +585,7 @@ def _check_build_tools() -> None:
 def _self_test(key_dir: Path, install: Path, log: Log) -> dict:
     """The UART self-test of a finished build; its result, or SelfTestFailed (recorded in the entry, so
     that the next call reports it at once instead of building the same sources again)."""
-    from edgernn.targets import gvsoc_check
+    from edgernn.targets.gap8 import gvsoc_check
 
     say(log, f"GVSOC UART self-test: bursts of {', '.join(map(str, gvsoc_check.BURSTS))} bytes echoed both "
               f"ways at once at {gvsoc_check.BAUD} baud")
@@ -593,7 +593,7 @@ def _self_test(key_dir: Path, install: Path, log: Log) -> dict:
         result = gvsoc_check.uart_self_test(install, key_dir / "selftest", cache=cache_root())
     except gvsoc_check.SelfTestFailed as err:
         message = (f"{err}. The build is not marked done. edgernn's UART corrections should prevent this: "
-                   f"check that this edgernn's templates/gap_sdk/overrides are intact, then `edgernn setup gvsoc "
+                   f"check that this edgernn's templates/targets/gap8/sdk/overrides are intact, then `edgernn setup gvsoc "
                    f"--force`; log: {key_dir / 'selftest' / 'gvsoc.log'}")
         _write_json(key_dir / SELFTEST_FAILED, {"layout": LAYOUT_VERSION, "error": message})
         raise gvsoc_check.SelfTestFailed(message) from None
@@ -625,7 +625,7 @@ def build_gvsoc(home: str | os.PathLike | None = None, log: Log = None, force: b
         built = None if force else read_marker(key_dir, built=True)    # built, not (yet) marked done
         failed = read_json(key_dir / SELFTEST_FAILED)
         if built is not None and failed.get("layout") == LAYOUT_VERSION:
-            from edgernn.targets.gvsoc_check import SelfTestFailed
+            from edgernn.targets.gap8.gvsoc_check import SelfTestFailed
 
             raise SelfTestFailed(failed.get("error", "GVSOC's UART self-test failed"))
         if built is None:
@@ -726,7 +726,7 @@ def fetch_sdk(url: str | None = None, commit: str | None = None, log: Log = None
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m edgernn.targets.gap_sdk [--force]``: build GVSOC (or find it built) and print its install."""
+    """``python -m edgernn.targets.gap8.sdk [--force]``: build GVSOC (or find it built) and print its install."""
     argv = sys.argv[1:] if argv is None else argv
     procs.install_signal_handlers()
     try:

@@ -2,7 +2,7 @@
 
 Two kinds, both part of the copy's cache key:
 
-- **Whole files** that edgernn wrote, in ``templates/gap_sdk/overrides/`` at the SDK's relative paths; each
+- **Whole files** that edgernn wrote, in ``templates/targets/gap8/sdk/overrides/`` at the SDK's relative paths; each
   says at its top what it changes and why (the UART testbench, the telnet proxy).
 - **Edits** of upstream files (``FIXES`` below): exact text replaced by other text, each edit with the
   upstream fault it corrects. Exact text rather than whole files, so that one fix serves every SDK release

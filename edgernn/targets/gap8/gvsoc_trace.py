@@ -57,7 +57,7 @@ class GvsocTracedRun(TracedRun):
     source = SOURCE
 
     def __init__(self, elf: Path, model_c: Path, board, step: int, *, install, readfs_files: list | tuple = ()):
-        from edgernn.targets import gvsoc
+        from edgernn.targets.gap8 import gvsoc
 
         profiler = StepProfiler(StepMap.read(elf, model_c, board), step)
         super().__init__(board, profiler, lambda lines: read_trace(lines, profiler))

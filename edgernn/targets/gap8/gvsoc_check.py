@@ -1,10 +1,10 @@
-"""The UART self-test of a GVSOC build: a bare-metal GAP8 echo (``templates/gap_sdk/selftest/``) that
+"""The UART self-test of a GVSOC build: a bare-metal GAP8 echo (``templates/targets/gap8/sdk/selftest/``) that
 returns bursts of bytes while it receives them, so that bytes cross the simulated UART both ways at once,
 at the board's baud.
 
 ``gap_sdk.build_gvsoc`` runs it on every GVSOC it builds and marks the build done only when every byte
 came back exact. Upstream GVSOC's UART testbench (4.8.0 to master) shifts the bytes of such a burst by
-one bit; edgernn's corrections (``templates/gap_sdk/overrides/``) fix it, and a build without them fails
+one bit; edgernn's corrections (``templates/targets/gap8/sdk/overrides/``) fix it, and a build without them fails
 here, at setup, instead of later in ``edgernn validate``.
 
 No TensorFlow here.
@@ -57,11 +57,11 @@ class SelfTestResult:
 
 
 def selftest_dir() -> Path:
-    return templates_dir() / "gap_sdk" / "selftest"
+    return templates_dir() / "targets" / "gap8" / "sdk" / "selftest"
 
 
 def _compiler() -> tuple[str, str]:
-    from edgernn.targets.gap_toolchain import gap_compiler
+    from edgernn.targets.gap8.toolchain import gap_compiler
 
     for cc, march in COMPILERS:
         if shutil.which(cc):
@@ -131,7 +131,7 @@ def uart_self_test(install: Path, work_dir: Path, *, cache: Path, bursts=BURSTS,
                    timeout: float = 60.0) -> SelfTestResult:
     """Run the echo in the GVSOC at ``install``: each burst is sent whole and must come back byte for byte
     while it is still arriving. Raises SelfTestFailed with one line saying what went wrong."""
-    from edgernn.targets import gvsoc
+    from edgernn.targets.gap8 import gvsoc
 
     elf = echo_elf(cache, baud)
     result = SelfTestResult(baud=baud)

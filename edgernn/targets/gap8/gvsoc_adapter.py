@@ -1,13 +1,14 @@
 """The GAP8 family in GVSOC (``gvsoc_gap8``): the very GAP SDK project of ``ai_deck``, built with the
-SDK's rules, run in GreenWaves' simulator (edgernn.targets.gvsoc) with the UART on a loopback TCP port."""
+SDK's rules, run in GreenWaves' simulator (edgernn.targets.gap8.gvsoc) with the UART on a loopback TCP port."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from edgernn.errors import EdgeRNNError
 from edgernn.targets.adapter import Adapter, Device, FirmwareBuild
-from edgernn.targets.gap8 import Gap8Adapter
+from edgernn.targets.gap8.adapter import Gap8Adapter
 
 
 class GvsocGap8Adapter(Gap8Adapter):
@@ -19,6 +20,27 @@ class GvsocGap8Adapter(Gap8Adapter):
                 f"{manifest.code_bytes} B) -> {out / manifest.build.firmware['elf']}; "
                 f"next: edgernn validate {out}")
 
+    def setup(self, *, force: bool = False, fetch: bool = False, source_url: str | None = None,
+              source_commit: str | None = None, log=print) -> list[str]:
+        """GVSOC built from $GAP_SDK_HOME (or, with ``fetch``, from upstream gap_sdk cloned into the cache),
+        ending with the self-test of its UART."""
+        from edgernn.targets.gap8 import sdk
+        from edgernn.targets.gap8.gvsoc import gvsoc_marker
+
+        home = sdk.fetch_sdk(source_url, source_commit, log=log) if fetch else None
+        install = sdk.build_gvsoc(home, log=log, force=force, rehash=True)
+        test = gvsoc_marker(install).get("selftest", {})
+        entries = sdk.cache_entries()
+        lines = [f"GVSOC ready: {install} (board {self.board.name}; GAP SDK {home or sdk.sdk_home()}; UART "
+                 f"self-test: {test.get('bytes', 0)} bytes echoed exactly at {test.get('baud', '?')} baud)",
+                 f"cache: {sdk.cache_root()} ({len(entries)} GVSOC entries, "
+                 f"{sum(size for _, size in entries) / 1e6:.0f} MB; the {sdk.KEEP_ENTRIES} most recently used "
+                 "are kept)"]
+        if fetch and not os.environ.get("GAP_SDK_HOME"):
+            lines.append(f"edgernn uses this SDK while $GAP_SDK_HOME is unset; to build ai_deck projects by hand: "
+                         f"export GAP_SDK_HOME={home}")
+        return lines
+
     def flash(self, out_dir: Path, *, rebuild: bool = False, radio: str | None = None) -> Device:
         """Build the project if needed and start it in GVSOC: ``device.url`` is the UART's TCP port."""
         if radio:
@@ -29,8 +51,8 @@ class GvsocGap8Adapter(Gap8Adapter):
     def start(self, elf, port: int | None = None) -> Device:
         """GAP8 firmware in GVSOC, its UART on 127.0.0.1 (``port``, else a free one). The flash image and
         the simulator's configuration go beside the ELF, in gvsoc/."""
-        from edgernn.targets import gvsoc
-        from edgernn.targets.gap_sdk import build_gvsoc
+        from edgernn.targets.gap8 import gvsoc
+        from edgernn.targets.gap8.sdk import build_gvsoc
 
         elf = Path(elf)
         if not elf.is_file():
@@ -43,9 +65,9 @@ class GvsocGap8Adapter(Gap8Adapter):
 
     def start_profiled(self, out_dir: Path, step: int):
         """OUT's firmware in GVSOC's debug build, every cluster core's instructions traced
-        (edgernn.targets.gvsoc_trace.GvsocTracedRun)."""
-        from edgernn.targets.gap_sdk import build_gvsoc
-        from edgernn.targets.gvsoc_trace import GvsocTracedRun
+        (edgernn.targets.gap8.gvsoc_trace.GvsocTracedRun)."""
+        from edgernn.targets.gap8.sdk import build_gvsoc
+        from edgernn.targets.gap8.gvsoc_trace import GvsocTracedRun
 
         out_dir = Path(out_dir)
         self._require_project(out_dir)

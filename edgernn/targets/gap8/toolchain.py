@@ -19,6 +19,6 @@ def gap_compiler() -> Path | None:
         base = os.environ["GAP_RISCV_GCC_TOOLCHAIN_BASE"] + "/1.8"
     candidates = [Path(base or "/usr/lib/gap_riscv_toolchain") / "bin" / "riscv32-unknown-elf-gcc"]
     on_path = shutil.which("riscv32-unknown-elf-gcc")
-    if on_path and Path(on_path).resolve().parent != (templates_dir() / "gap_sdk" / "toolchain" / "bin").resolve():
+    if on_path and Path(on_path).resolve().parent != (templates_dir() / "targets" / "gap8" / "sdk" / "toolchain" / "bin").resolve():
         candidates.append(Path(on_path))
     return next((c for c in candidates if os.access(c, os.X_OK)), None)
