@@ -1,4 +1,4 @@
-"""The C backend: step.tflite (and head.tflite) -> self-contained C99 in OUT/firmware/.
+"""Stage 5, the C backend: step.tflite (and head.tflite) -> self-contained C99 in OUT/firmware/.
 
 ``generate_firmware`` (edgernn/backend/firmware.py) writes every source of the board's firmware into
 OUT/firmware/ and returns the facts of the build, a :class:`FirmwareFacts`;

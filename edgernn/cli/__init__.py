@@ -1,2 +1,2 @@
-"""The command line: ``main`` parses arguments and calls the stages; ``render`` draws all terminal output.
+"""Stage 9, the command line: ``main`` parses arguments and calls the stages; ``render`` draws all terminal output.
 """

@@ -1,3 +1,3 @@
-"""Stage 2, TFLite: the flatbuffer's contents, the LiteRT interpreter, quantization, and the
+"""Stage 3, TFLite: the flatbuffer's contents, the LiteRT interpreter, quantization, and the
 interpreter reference (the oracle) that the C must reproduce byte for byte.
 """
