@@ -3,7 +3,7 @@ read bandwidths, as GVSOC's timing model has them (not a chip). Prints figures; 
 
     GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_l3.py [--model lstm|camera] [--steps 12]
 
-The models are tests/targets/test_gvsoc_l3.py's, built for gvsoc_gap8 (edgernn/backend/streaming.py plans what
+The models are tests/targets/gap8/test_gvsoc_l3.py's, built for gvsoc_gap8 (edgernn/backend/streaming.py plans what
 streams):
 - lstm: LSTM(256) -> LSTM(128) -> Dense(4), int8, fused, 8 inputs (keras seed 0); its LSTM(256)'s recurrent
   matrix (262,144 B) is in L3 (HyperRAM), streamed each step in chunks of 16 units (16 KiB) into two L2 slots;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A venv of its own for GreenWaves' NNTool (../shared/nntool, or $EDGERNN_NNTOOL_HOME), which needs numpy < 1.24
 # and cmd2 1.0.2 beside edgernn's numpy 2: at $EDGERNN_NNTOOL_VENV, else .venv-nntool in the repo. The NNTool
-# tests (tests/targets/test_nntool.py) run NNTool with this venv's python.
+# tests (tests/targets/gap8/test_nntool.py) run NNTool with this venv's python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${EDGERNN_NNTOOL_VENV:-$PWD/.venv-nntool}"

@@ -131,7 +131,7 @@ static inline int32_t edgernn_mbqm_hi(int32_t x, int32_t multiplier, int shift)
  * SaturatingRoundingDoublingHighMul(x, m) < 0 exactly when x < 0 (x = -1 gives a product below -2^30),
  * which is the sign edgernn_mbqm_hi takes. On GAP8 (Xpulp by .insn encodings) the sequence as asm, the
  * C twin everywhere else (tests/c/fixedpoint_check.c holds the twin against edgernn_mbqm_hi; the asm is
- * held in GVSOC by the depthwise convolution's bytes, tests/targets/test_gap8_requant.py). */
+ * held in GVSOC by the depthwise convolution's bytes, tests/targets/gap8/test_gap8_requant.py). */
 static inline int edgernn_mbqm_hi_tight_applies(int32_t multiplier, int32_t shift)
 {
     return multiplier > ((int32_t)1 << 30) && shift <= -2;

@@ -23,7 +23,7 @@ def fc(name: str, n_in: int, n_out: int, array: str = "w") -> tuple:
     return (name, "edgernn_fully_connected_s8", n_out, (n_in,), (f"{name}.{array}",))
 
 
-TWO_LSTMS = [fused("lstm", 8, 256), fused("lstm_1", 256, 128)]   # tests/targets/test_gvsoc_l3.py's model
+TWO_LSTMS = [fused("lstm", 8, 256), fused("lstm_1", 256, 128)]   # tests/targets/gap8/test_gvsoc_l3.py's model
 TWO_LSTMS_PARAMS = lstm_params(8, 256) + lstm_params(256, 128) + 129 * 4
 
 # (case, params, state elements, activation peak, streamable LSTMs, quant, fits, streamed bytes, verdict part)
@@ -39,7 +39,7 @@ CASES = [
      "with all 18432 B of its streamable arrays in l3"),
     ("beyond L3", lstm_params(64, 1500), 3000, 1564, [fused("lstm", 64, 1500)], "int8", False, 0,
      "does not fit: over budget in l3 by"),
-    # tests/targets/test_gvsoc_l3.py's camera CNN + GRU: the build streams the Dense and the GRU's w_rec
+    # tests/targets/gap8/test_gvsoc_l3.py's camera CNN + GRU: the build streams the Dense and the GRU's w_rec
     ("camera CNN + GRU", 690_980, 256, 12_288,
      [fc("dense", 3072, 128), fc("gru", 128, 768, "w_in"), fc("gru", 256, 768, "w_rec"), fc("dense_1", 256, 4)],
      "int8", True, 3072 * 128 + 256 * 768, "fits, 589824 B streamed from l3 ("),

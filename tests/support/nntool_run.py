@@ -1,4 +1,4 @@
-"""Run a step graph in GreenWaves' NNTool (its Python API, in numpy): the venv side of tests/targets/test_nntool.py.
+"""Run a step graph in GreenWaves' NNTool (its Python API, in numpy): the venv side of tests/targets/gap8/test_nntool.py.
 
 This file runs under the NNTool venv's Python (numpy < 1.24), never under edgernn's, and imports nothing of
 edgernn. ``python nntool_run.py JOB.json`` reads the job and writes ``JOB.json``'s ``result`` (.npz) and

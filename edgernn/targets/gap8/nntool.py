@@ -9,7 +9,7 @@
 - ``host_loop.c``: the step loop around the generated ``edgernnCNN()``, in NNTool's argument order, rescaling
   each state from NNTool's output scale to its input scale (read from the ``edgernnInfo.h`` that ``gen`` writes).
 
-edgernn's own firmware does not use them. tests/targets/test_nntool.py runs them through the real NNTool.
+edgernn's own firmware does not use them. tests/targets/gap8/test_nntool.py runs them through the real NNTool.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
  * Board and voltage: first, as Bitcraze's AI-deck examples do, pi_bsp_init() sets the board's pads, and the
  * FC's supply is set to EDGERNN_FC_MV (1200 mV) with __pi_pmu_voltage_set before the FC clock is raised: the
  * voltage first, then the frequency that needs it (250 MHz wants the 1.2 V of the DC-DC converter).
- * GVSOC does not model the PMU (tests/targets/test_ai_deck.py checks the order of these calls).
+ * GVSOC does not model the PMU (tests/targets/gap8/test_ai_deck.py checks the order of these calls).
  *
  * Clocks: the FC is set to EDGERNN_FC_HZ here, before the UART is opened, so the UART's divider is
  * computed once for the final clock (the UART driver recomputes it on a change, but only by waiting

@@ -19,7 +19,7 @@
  * The registers are numbers (RV_* below), since the macros build the words arithmetically.
  *
  * A hardware loop on GAP8's silicon has rules that GVSOC does not check (docs/ops.md, "Hand-written
- * Xpulp kernels"; edgernn/targets/hwloop_check.py checks every GAP8 ELF the tests build): the body is
+ * Xpulp kernels"; edgernn/targets/gap8/hwloop_check.py checks every GAP8 ELF the tests build): the body is
  * at least 3 instructions, none compressed (the kernels are assembled under `.option norvc`); its last
  * instruction is not a branch; loop 0 is the inner loop; a count of 0 runs the body once, so the code
  * branches around a loop whose count may be 0. */

@@ -1,5 +1,5 @@
 /* Bare-metal GAP8 UART echo for GVSOC (no SDK, no libc): edgernn's self-test of every GVSOC it builds
- * (edgernn/targets/gvsoc_check.py), and of tests/targets/test_gvsoc.py. It proves the simulated UART on a TCP port
+ * (edgernn/targets/gap8/gvsoc_check.py), and of tests/targets/gap8/test_gvsoc.py. It proves the simulated UART on a TCP port
  * carries bursts both ways, byte-exact, and reads the PULP performance counters.
  *
  * Build (Debian's compiler; edgernn does it): riscv64-unknown-elf-gcc -march=rv32imc_zicsr -mabi=ilp32 -O2 -nostdlib
@@ -43,7 +43,7 @@
 #define CFG_SHADOW (1u << 5)
 
 #ifndef BAUD
-#define BAUD 115200u             /* the board's baud: -DBAUD=... (edgernn/targets/gvsoc_check.py) */
+#define BAUD 115200u             /* the board's baud: -DBAUD=... (edgernn/targets/gap8/gvsoc_check.py) */
 #endif
 #define TX_RING 4096u                  /* power of two */
 #define TX_STAGE 256u

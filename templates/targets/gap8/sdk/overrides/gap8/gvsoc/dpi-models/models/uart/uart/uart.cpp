@@ -15,7 +15,7 @@
 // (a task's wake-up enqueued without first calling clock_engine::sync()). edgernn leaves that file's
 // timing as it is: clock_engine::enqueue itself calls sync() whenever the clock is not running, so a call
 // there changes nothing, and with TX sampled on its own timing the bursts of edgernn's UART self-test
-// (edgernn/targets/gvsoc_check.py; 257 to 4,096 bytes, sent whole, byte by byte and after pauses) come back
+// (edgernn/targets/gap8/gvsoc_check.py; 257 to 4,096 bytes, sent whole, byte by byte and after pauses) come back
 // exact in both directions. The self-test is what proves the testbench, on every GVSOC edgernn builds.
 /*
  * Copyright (C) 2018 ETH Zurich and University of Bologna

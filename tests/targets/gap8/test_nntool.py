@@ -34,7 +34,7 @@ import frames_zoo
 import zoo
 from conftest import tool_unavailable
 
-TESTS = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parents[2]
 REPO = TESTS.parent
 HELPER = TESTS / "support" / "nntool_run.py"
 NNTOOL_HOME = Path(os.environ.get("EDGERNN_NNTOOL_HOME", REPO.parent / "shared" / "nntool"))

@@ -27,7 +27,7 @@ from conftest import require_gap_sdk, require_tools
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
 
 BOARD = "gvsoc_gap8"
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "gap8_requant"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "gap8_requant"
 DONE = b"~~~REQUANT DONE~~~"
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 

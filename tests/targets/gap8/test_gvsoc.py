@@ -28,7 +28,7 @@ from edgernn.targets.gap8 import gvsoc
 from edgernn.targets.gap8 import sdk as gap_sdk
 from edgernn.errors import EdgeRNNError
 
-TESTS = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parents[2]
 SELFTEST = TESTS.parent / "templates" / "targets" / "gap8" / "sdk" / "selftest"
 ECHO_SOURCES = [SELFTEST / "crt0.S", SELFTEST / "uart_echo.c"]
 ECHO_LINK_SCRIPT = SELFTEST / "gap8_l2.ld"

@@ -27,7 +27,7 @@ from conftest import TOY_MODEL, gap_sdk_params, require_gap_sdk, require_gap_sdk
 from edgernn.errors import EdgeRNNError, LinkError
 from edgernn.targets.gap8 import hwloop_check
 
-TESTS = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parents[2]
 TEMPLATES = TESTS.parent / "templates"
 RV32 = ["riscv64-unknown-elf-gcc", "-march=rv32imc", "-mabi=ilp32", "--specs=picolibc.specs"]
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
@@ -352,7 +352,7 @@ def test_float32_builds_with_a_warning(tmp_path):
 def test_model_too_big_for_l2_is_refused(tmp_path):
     # a per-frame 3x3 convolution of 128 -> 320 channels, 368,640 int8 weights, which no kernel streams from
     # L3 (filters stay on chip): even with the LSTM's input matrix (163,840 B) moved to L3, L2 is over budget
-    # (models whose LSTMs and FULLY_CONNECTED stream build: tests/targets/test_gvsoc_l3.py; the L3 decision
+    # (models whose LSTMs and FULLY_CONNECTED stream build: tests/targets/gap8/test_gvsoc_l3.py; the L3 decision
     # itself: tests/backend/test_placement_l3.py)
     keras = zoo._keras(0)
     L = keras.layers
