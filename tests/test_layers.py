@@ -24,6 +24,26 @@ def test_no_module_imports_a_later_stage():
     assert up == []
 
 
+def test_no_stage_imports_a_family_room():
+    layers = _layers()
+    assert layers.family_rooms(ROOT) == ["edgernn.targets.gap8", "edgernn.targets.native"]
+    assert layers.family_reaches(ROOT) == []
+
+
+@pytest.mark.parametrize("module, line, found", [
+    ("cli/planted.py", "    from edgernn.targets.gap8 import sdk\n", True),
+    ("validate/planted.py", "from edgernn.targets.native.adapter import NativeAdapter\n", True),
+    ("pipeline/planted.py", "import edgernn.targets.gap8.gvsoc\n", True),
+    ("cli/planted.py", "from edgernn.targets.device import adapter_for\n", False),
+    ("targets/planted.py", "from edgernn.targets.gap8 import sdk\n", False),
+])
+def test_an_import_of_a_family_room_is_found(tmp_path, module, line, found):
+    shutil.copytree(ROOT / "edgernn", tmp_path / "edgernn", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "edgernn" / module).write_text(f"def f():\n{line}" if line.startswith(" ") else line)
+    reaches = _layers().family_reaches(tmp_path)
+    assert [r.split(":")[0] for r in reaches] == ([f"edgernn/{module}"] if found else [])
+
+
 @pytest.mark.parametrize("module, line, back_up", [
     ("tflite/planted.py", "    from edgernn.validate.compare import ErrorSums\n", True),
     ("backend/planted.py", "from edgernn.pipeline import convert\n", True),
