@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"
 
 def models():
     """name -> builder of (Keras model, input features, or "frames")."""
-    import frames_zoo
-    import zoo
+    from edgernn.testing import frames_zoo
+    from edgernn.testing import zoo
 
     def seq(n_in, *layers):
         keras = zoo._keras(0)
@@ -83,9 +83,9 @@ def plan_text(out: Path, missing: str = "-") -> str:
 
 
 def main() -> int:
-    import frames_zoo
+    from edgernn.testing import frames_zoo
     import numpy as np
-    import zoo
+    from edgernn.testing import zoo
 
     from edgernn.errors import EdgeRNNError
     from edgernn.pipeline.build import build_model

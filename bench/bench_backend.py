@@ -58,8 +58,8 @@ def instructions(exe: Path, xq: np.ndarray, work: Path) -> int:
 
 def bench(name: str, builder, steps: int, work: Path, cflags: list[str], quant: str = "int8",
           mode: str = "step") -> dict:
-    import backend_harness as H
-    import zoo
+    from edgernn.testing import backend_harness as H
+    from edgernn.testing import zoo
     from edgernn.pipeline.convert import convert_model
 
     folder = work / name

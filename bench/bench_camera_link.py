@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 
-from frames_zoo import CAMERA, camera_gru, moving_blobs  # noqa: E402
+from edgernn.testing.frames_zoo import CAMERA, camera_gru, moving_blobs  # noqa: E402
 
 
 def run_board(board: str, work: Path, steps: int) -> None:

@@ -162,7 +162,7 @@ def main_gap8_l2(args) -> None:
     sys.path.insert(0, str(ROOT / "tests" / "e2e"))
     sys.path.insert(0, str(ROOT / "tests" / "support"))
     from bench_gap8 import run_variant
-    from frames_zoo import moving_blobs
+    from edgernn.testing.frames_zoo import moving_blobs
     from test_conv_dma_e2e import FRAME, frame_cfc_l2
 
     from edgernn.pipeline.build import build_model
@@ -219,7 +219,7 @@ def main() -> None:
         main_gap8(args)
         return
     from tests.backend.test_conv import STATES, _model, convert_case, frames, run_qemu
-    from tests.support.backend_harness import compare
+    from edgernn.testing.backend_harness import compare
     from edgernn.tflite.oracle import step_records
 
     cases = bench_cases()

@@ -26,7 +26,7 @@ def main() -> None:
     from edgernn.tflite.quantize import run_step_sequences
     from edgernn.keras.stepmodel import build_step_model
 
-    import zoo
+    from edgernn.testing import zoo
 
     tf = tfenv.tensorflow()
     keras = tfenv.keras3()

@@ -216,7 +216,7 @@ def frames_for(steps: int) -> np.ndarray:
 
 
 def quantize_frames(step_tflite: Path, frames: np.ndarray) -> np.ndarray:
-    import backend_harness as H
+    from edgernn.testing import backend_harness as H
 
     return H.quantize_x(step_tflite.parent, frames)
 

@@ -69,7 +69,7 @@ def main() -> None:
     if shutil.which("valgrind") is None:
         sys.exit("bench_fused: valgrind is not installed (apt-get install valgrind)")
 
-    import backend_harness as H
+    from edgernn.testing import backend_harness as H
     from bench_backend import instructions
 
     from edgernn.pipeline.convert import convert_model

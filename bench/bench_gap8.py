@@ -59,7 +59,7 @@ MODELS = {  # name: (zoo kind for tests/test_gvsoc_gap8.build_model, mode)
 
 def build(name: str, work: Path) -> Path:
     from test_gvsoc_gap8 import build_model
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.pipeline.build import build_model as build_folder
 

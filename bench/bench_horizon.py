@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 def _data(name: str):
     """(model path, calibration windows, long test sequences)."""
-    import trained
+    from edgernn.testing import trained
 
     if name == "lstm_final_head":
         return trained.lstm_final_head(), trained.leaky_integral(64, 40, 2)[0], trained.leaky_integral(8, 200, 3)[0]
@@ -45,7 +45,7 @@ def main() -> int:
     from edgernn.pipeline.build import build_model
     from edgernn.validate.run import validate
 
-    import trained
+    from edgernn.testing import trained
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--board", default="host")

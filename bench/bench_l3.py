@@ -52,8 +52,8 @@ MODES = {0: "the step as built", 1: "transfers alone", 2: "compute alone", 4: "c
 
 def build(work: Path, which: str) -> Path:
     import keras
-    from frames_zoo import camera_gru_l3, moving_blobs
-    from zoo import trajectories
+    from edgernn.testing.frames_zoo import camera_gru_l3, moving_blobs
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.pipeline.build import build_model as build_folder
 
@@ -73,7 +73,7 @@ def build(work: Path, which: str) -> Path:
 
 
 def inputs(which: str, steps: int, entry: dict) -> np.ndarray:
-    from frames_zoo import moving_blobs
+    from edgernn.testing.frames_zoo import moving_blobs
 
     if which == "camera":
         return quantize(moving_blobs(1, steps, 24, 32, seed=5)[0].reshape(steps, -1), entry)

@@ -65,13 +65,13 @@ class PacedPort:
 
 
 def toy_out(folder: Path, board: str) -> Path:
-    from toy_build import make_toy_out
+    from edgernn.testing.toy_build import make_toy_out
 
     return make_toy_out(folder / board, board=board)
 
 
 def bench_validate(board: str, out: Path | None, steps: int, tmp: Path) -> dict:
-    from toy_build import toy_reference
+    from edgernn.testing.toy_build import toy_reference
 
     ref = None if out else toy_reference
     out = out or toy_out(tmp, board)

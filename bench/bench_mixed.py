@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
-import zoo  # noqa: E402
+from edgernn.testing import zoo  # noqa: E402
 
 
 def cfc_ncp():

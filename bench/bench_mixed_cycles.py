@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"
 
 
 def main() -> int:
-    import mixed_models as MM
-    import zoo
+    from edgernn.testing import mixed_models as MM
+    from edgernn.testing import zoo
 
     from edgernn.backend.cost import estimate_step_cost
     from edgernn.pipeline.build import build_model

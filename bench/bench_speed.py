@@ -110,7 +110,7 @@ class Builds:
 
     def get(self, kind: str, mode: str) -> Path:
         if (kind, mode) not in self.done:
-            from zoo import trajectories
+            from edgernn.testing.zoo import trajectories
 
             from edgernn.pipeline.build import build_model
 
@@ -283,7 +283,7 @@ def tflm_instructions(folder: Path, xq: np.ndarray, steps: int, work: Path) -> t
 
 
 def edgernn_instructions(folder: Path, xq: np.ndarray, steps: int) -> float:
-    import backend_harness as H
+    from edgernn.testing import backend_harness as H
     from bench_backend import instructions
 
     b = H.build(folder, cflags=["-O2"], name="driver_bench")
@@ -301,8 +301,8 @@ def _host_copy(src: Path, dst: Path) -> Path:
 
 
 def x86_section(builds: Builds, steps: int, work: Path) -> list[Figure]:
-    import backend_harness as H
-    from zoo import trajectories
+    from edgernn.testing import backend_harness as H
+    from edgernn.testing.zoo import trajectories
 
     if shutil.which("valgrind") is None:
         return [Figure("x86", "edgernn / TFLM instructions", None, "<= 0.15", note="not measured: valgrind missing")]

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 
 def main() -> int:
-    import trained
+    from edgernn.testing import trained
     from bench_auto_zoo import plan_text
     from bench_sequence_error import figures
 

@@ -30,7 +30,7 @@ def child(kind: str, out: Path, steps: int) -> None:
 
     reference = None
     if kind == "toy":
-        from toy_build import ToyReference, make_toy_out
+        from edgernn.testing.toy_build import ToyReference, make_toy_out
 
         out = make_toy_out(out / "toy")
         reference = ToyReference()

@@ -61,7 +61,7 @@ def fc_rows(path: Path):
 def convert_zoo(work: Path) -> list[Path]:
     """int8 step models of the test zoo, converted by the edgernn command (one process per model)."""
     sys.path.insert(0, str(ROOT / "tests" / "support"))
-    import zoo
+    from edgernn.testing import zoo
 
     folders = []
     for name, build in zoo.ZOO.items():

@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from tests.support.backend_harness import build, compare, compare_float_per_tensor, run_driver
+from edgernn.testing.backend_harness import build, compare, compare_float_per_tensor, run_driver
 
 STATES = [{"name": "state", "size": 4}]
 N_STATE = 4
@@ -370,7 +370,7 @@ def test_int8_convolution_dot_paths_are_byte_exact(tmp_path, name):
     """The int8 convolution's dot products in every build of edgernn_dot.h: portable, the scalar-core
     blocking (EDGERNN_FC_SCALAR), and GAP8's Xpulp SIMD path built on the host on the C emulation of its
     builtin and on GCC vectors. Patches of 9 and 27 bytes (not multiples of 4), 8 and 9 output channels."""
-    from tests.support import backend_harness as H
+    from edgernn.testing import backend_harness as H
 
     folder, shape = case_folder(tmp_path, name, "int8")
     xq = frames(folder, shape)
@@ -398,7 +398,7 @@ def test_team_shares_int8_convolutions_with_identical_bytes(tmp_path, name, quan
     gathering its own patches, and the int8 DEPTHWISE_CONV_2D's and pools' rows give the bytes of the
     single-core build and the interpreter's."""
     from edgernn.tflite.oracle import step_records
-    from tests.support import backend_harness as H
+    from edgernn.testing import backend_harness as H
 
     folder, shape = case_folder(tmp_path, name, quant)
     xq = frames(folder, shape)
@@ -426,7 +426,7 @@ def test_sanitizers_report_nothing_on_the_front_end(tmp_path, name, quant):
     import os
 
     from edgernn.tflite.oracle import step_records
-    from tests.support import backend_harness as H
+    from edgernn.testing import backend_harness as H
 
     folder, shape = case_folder(tmp_path, name, quant)
     b = H.build(folder, cflags=["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
@@ -453,7 +453,7 @@ def test_clang_compiles_the_front_end_warning_free(tmp_path):
     from edgernn.backend import generate_firmware
     from edgernn.targets.board import load_board
     from edgernn.targets.compile import Part, compile_firmware
-    from tests.support.backend_harness import DRIVER
+    from edgernn.testing.backend_harness import DRIVER
 
     folder, _ = case_folder(tmp_path, "stack", "int16")
     board = load_board("host")
@@ -472,7 +472,7 @@ def test_thread_sanitizer_reports_nothing_on_the_shared_convolutions(tmp_path):
     import subprocess
 
     from edgernn.tflite.oracle import step_records
-    from tests.support import backend_harness as H
+    from edgernn.testing import backend_harness as H
 
     tsan = ["-fsanitize=thread", "-g", "-O1", "-pthread"]
     probe = tmp_path / "race.c"

@@ -51,7 +51,7 @@ VARIANTS = {  # label: compiler flags (the POSIX team of EDGERNN_THREADS workers
 @pytest.mark.parametrize("name", sorted(_cases()))
 def test_gap8_convolution_paths_match_the_interpreter(tmp_path, name):
     from edgernn.tflite.oracle import step_records
-    from tests.support import backend_harness as H
+    from edgernn.testing import backend_harness as H
 
     shape, body = _cases()[name]
     folder = tmp_path / name

@@ -17,8 +17,8 @@ import shutil
 import numpy as np
 import pytest
 
-import backend_harness as H
-import zoo
+from edgernn.testing import backend_harness as H
+from edgernn.testing import zoo
 from edgernn.backend import fusion, fusion_loop
 from edgernn.backend.codegen import lower_graph, state_layout
 from edgernn.backend.kernels import call_args, kernel

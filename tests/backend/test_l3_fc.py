@@ -24,7 +24,7 @@ def checker(tmp_path_factory):
 
     require_tools("gcc")
     import keras
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.pipeline.build import build_model
     from edgernn.resources import templates_dir

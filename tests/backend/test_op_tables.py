@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import backend_harness as H
+from edgernn.testing import backend_harness as H
 import op_graphs as G
 from edgernn.backend import fusion, grouping
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-import zoo
+from edgernn.testing import zoo
 from edgernn.cli.main import cli
 
 pytestmark = pytest.mark.slow

@@ -43,7 +43,7 @@ def frame_cfc_l2(dense: int = 40, seed: int = 0):
 
 
 def test_l2_arena_convolutions_by_dma_validate_byte_exact(tmp_path):
-    from frames_zoo import moving_blobs
+    from edgernn.testing.frames_zoo import moving_blobs
 
     from edgernn.pipeline.build import build_model
     from edgernn.targets import gap_sdk

@@ -13,8 +13,8 @@ import io
 import numpy as np
 import pytest
 
-import backend_harness as H
-import zoo
+from edgernn.testing import backend_harness as H
+from edgernn.testing import zoo
 from edgernn.errors import EdgeRNNError, UnsupportedLayerError
 from edgernn.keras.decompose import decompose
 from edgernn.keras.fused_rebuild import diagnose

@@ -60,7 +60,7 @@ def gvsoc():
 @pytest.fixture(scope="module")
 def built(gvsoc, tmp_path_factory):
     """``built(kind)`` -> (OUT folder built for gvsoc_gap8, number of inputs), once per module."""
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.pipeline.build import build_model as build_folder
 
@@ -86,7 +86,7 @@ def built(gvsoc, tmp_path_factory):
 
 @pytest.mark.parametrize("kind", list(MODELS))
 def test_validates_on_gvsoc_gap8(built, kind):
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.validate.run import validate
 
@@ -114,7 +114,7 @@ def test_validate_profile_says_where_a_steps_cycles_go_per_op_and_core(built, tm
     all 8 cores at work while the others run on the master alone, and each op's MACs are the step model's."""
     import json
 
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.validate.run import validate
 
@@ -175,7 +175,7 @@ def test_one_core_and_scalar_dot_products_give_the_same_bytes(built, kind, tmp_p
     SIMD ones in gcc's C or in the hand-written assembly, one cluster task for the whole run and one per
     step: identical outputs and states. Every ELF built passed the hardware-loop check (build_gap_project),
     and the assembly's builds have its loops."""
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.tflite.oracle import quantize
 
@@ -210,7 +210,7 @@ def test_the_whole_step_and_the_clusters_work_are_counted_apart(built, tmp_path)
     cluster's, the same counter as the second, and the bytes do not move."""
     import json
 
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.tflite.oracle import quantize
 
@@ -267,7 +267,7 @@ def test_validates_on_gvsoc_built_from_another_sdk(sdk, tmp_path, monkeypatch):
     """The whole flow with another SDK a user has (CI: 4.8.0, Bitcraze's docker image, as upstream ships
     it): GVSOC built from it with edgernn's corrections passes its UART self-test, and a model built
     against it validates with every byte equal to the interpreter."""
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.pipeline.build import build_model as build_folder
     from edgernn.targets import gap_sdk

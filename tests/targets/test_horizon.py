@@ -16,7 +16,7 @@ import io
 import numpy as np
 import pytest
 
-import trained
+from edgernn.testing import trained
 from edgernn.errors import EdgeRNNError
 from edgernn.tflite.quantize import Calibration, check_horizon
 

@@ -3,14 +3,28 @@ validate's reference: validate and the link tested without TensorFlow."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 
 import numpy as np
 
-from conftest import TOY_MODEL
+from edgernn.testing import TESTS
 from edgernn.validate.run import ReferenceRun
-from toy import MODEL_SHA256, run_toy
+
+TOY_MODEL = TESTS / "fixtures" / "toy_model"
+
+
+def _toy_twin():
+    """The toy model's Python twin, toy.py beside its C (the link tests import it as ``toy``)."""
+    spec = importlib.util.spec_from_file_location("edgernn_toy_twin", TOY_MODEL / "toy.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_TOY = _toy_twin()
+MODEL_SHA256, run_toy = _TOY.MODEL_SHA256, _TOY.run_toy
 
 
 class ToyReference:
