@@ -8,30 +8,13 @@ import numpy as np
 import pytest
 
 from conftest import gap_sdk_params, require_gap_sdk, require_gap_sdk_at, require_tools
+from edgernn.testing.zoo import gap8_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
 
 BOARD = "gvsoc_gap8"
 STEPS = 1000
 VARIANT_STEPS = 200
-
-
-def build_model(kind: str):
-    import keras
-
-    keras.utils.set_random_seed(0)
-    n_in = 6
-    if kind.startswith("lstm64"):
-        rnn = keras.layers.LSTM(64, return_sequences=True)
-    elif kind.startswith("gru"):
-        rnn = keras.layers.GRU(16, return_sequences=True)
-    else:
-        import ncps.keras
-        from ncps.wirings import AutoNCP
-
-        cell = ncps.keras.CfC if kind.startswith("cfc") else ncps.keras.LTC
-        rnn = cell(AutoNCP(16, 2, seed=0), return_sequences=True)
-    return keras.Sequential([keras.Input((None, n_in)), rnn, keras.layers.Dense(1)], name=kind.split("_")[0]), n_in
 
 
 # kind: (quant, mode)
@@ -70,7 +53,7 @@ def built(gvsoc, tmp_path_factory):
         if kind not in made:
             quant, mode = MODELS[kind]
             folder = tmp_path_factory.mktemp(kind)
-            model, n_in = build_model(kind)
+            model, n_in = gap8_model(kind)
             path = folder / f"{kind}.keras"
             model.save(path)
             result = build_folder(str(path), folder / "out", board=BOARD, quant=quant, mode=mode,
@@ -280,7 +263,7 @@ def test_validates_on_gvsoc_built_from_another_sdk(sdk, tmp_path, monkeypatch):
     marker = gvsoc_marker(install)
     # the entry is keyed by content: it may have been built from another copy of the same SDK
     assert marker["key"] == gap_sdk.sdk_key(home) and marker["selftest"]["mismatches"] == 0
-    model, n_in = build_model("gru")
+    model, n_in = gap8_model("gru")
     path = tmp_path / "gru.keras"
     model.save(path)
     result = build_folder(str(path), tmp_path / "out", board=BOARD, quant="int8", calib=trajectories(8, 80, n_in, 1))
