@@ -9,7 +9,7 @@ bytes against LiteRT, the plan (int16 and int8 ops, seams, two-part FULLY_CONNEC
 calibration data, the build's weight + arena bytes and the cycles per step (on gvsoc_gap8 GVSOC's timing model, not
 a chip). A build that fails prints its one-line error.
 
-    PYTHONPATH=$PWD python bench/bench_auto_zoo.py [--board host] [--quant int8 auto] [--model cfc]
+    python bench/bench_auto_zoo.py [--board host] [--quant int8 auto] [--model cfc]
 
 --model keeps the models whose name starts with it. Prints a table; asserts nothing.
 """
@@ -19,12 +19,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+from edgernn.testing.bench import plan_text
 
 
 def models():
@@ -70,16 +68,6 @@ def models():
         "gru_reset_before": lambda: (seq(4, L().GRU(20, reset_after=False, return_sequences=True), L().Dense(2)), 4),
         "gru_after_tcn": lambda: (frames_zoo.tcn_gru(), 3),
     }
-
-
-def plan_text(out: Path, missing: str = "-") -> str:
-    """OUT's --quant auto plan in a table cell: int16/int8 ops, QUANTIZE seams, FULLY_CONNECTEDs in two parts, the
-    error on calibration; ``missing`` for a build without a plan."""
-    p = json.loads((out / "manifest.json").read_text()).get("precision") or {}
-    if "int16_ops" not in p:
-        return missing
-    return (f"{p['int16_ops']}/{p['int8_ops']}, {p['quantize_ops']}, {len(p.get('two_part_weights') or [])}, "
-            f"{p['error']:.4f}")
 
 
 def main() -> int:

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from edgernn.testing.bench import instructions
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 
 def _module(path: Path, name: str):
@@ -70,7 +70,6 @@ def main() -> None:
         sys.exit("bench_fused: valgrind is not installed (apt-get install valgrind)")
 
     from edgernn.testing import backend_harness as H
-    from bench_backend import instructions
 
     from edgernn.pipeline.convert import convert_model
     from edgernn.tflite.oracle import StepRunner
