@@ -14,16 +14,11 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
-
-from edgernn.testing.frames_zoo import CAMERA, camera_gru, moving_blobs  # noqa: E402
+from edgernn.testing.frames_zoo import CAMERA, camera_gru, moving_blobs
 
 
 def run_board(board: str, work: Path, steps: int) -> None:

@@ -191,7 +191,7 @@ def macs(folder: Path) -> int:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quant", default="int8")
     ap.add_argument("--only", default="")
     ap.add_argument("--board", default="qemu_riscv32", choices=["qemu_riscv32", "gvsoc_gap8"])

@@ -37,14 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
-
-from edgernn.link import LinkClient  # noqa: E402
-from edgernn.targets import device as devices  # noqa: E402
-from edgernn.tflite.oracle import quantize  # noqa: E402
+from edgernn.link import LinkClient
+from edgernn.targets import device as devices
+from edgernn.tflite.oracle import quantize
 
 BOARD = "gvsoc_gap8"
 MODES = {0: "the step as built", 1: "transfers alone", 2: "compute alone", 4: "compute alone, L1"}  # EDGERNN_L3_BENCH

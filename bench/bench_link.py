@@ -14,22 +14,17 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "toy_model"))
+from edgernn.link import LinkClient, open_port
+from edgernn.targets import device as devices
+from edgernn.validate.run import validate
 
-from edgernn.targets import device as devices  # noqa: E402
-from edgernn.link import LinkClient, open_port  # noqa: E402
-from edgernn.validate.run import validate  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class PacedPort:

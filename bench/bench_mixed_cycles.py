@@ -16,11 +16,8 @@ import argparse
 import contextlib
 import io
 import json
-import sys
 import tempfile
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
 
 def main() -> int:

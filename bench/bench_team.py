@@ -15,16 +15,11 @@ import argparse
 import contextlib
 import io
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 
 def wide_lstm(units: int, seed: int = 0):

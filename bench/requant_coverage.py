@@ -21,11 +21,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from edgernn.backend import quantparams as qp  # noqa: E402
-from edgernn.backend import requant_proof as rp  # noqa: E402
-from edgernn.backend.reader import read_tflite  # noqa: E402
+from edgernn.backend import quantparams as qp
+from edgernn.backend import requant_proof as rp
+from edgernn.backend.reader import read_tflite
 
 
 def fc_rows(path: Path):
@@ -60,7 +59,6 @@ def fc_rows(path: Path):
 
 def convert_zoo(work: Path) -> list[Path]:
     """int8 step models of the test zoo, converted by the edgernn command (one process per model)."""
-    sys.path.insert(0, str(ROOT / "tests" / "support"))
     from edgernn.testing import zoo
 
     folders = []
