@@ -9,7 +9,7 @@ bytes against LiteRT, the plan (int16 and int8 ops, seams, two-part FULLY_CONNEC
 calibration data, the build's weight + arena bytes and the cycles per step (on gvsoc_gap8 GVSOC's timing model, not
 a chip). A build that fails prints its one-line error.
 
-    python bench/bench_auto_zoo.py [--board host] [--quant int8 auto] [--model cfc]
+    PYTHONPATH=$PWD python bench/bench_auto_zoo.py [--board host] [--quant int8 auto] [--model cfc]
 
 --model keeps the models whose name starts with it. Prints a table; asserts nothing.
 """

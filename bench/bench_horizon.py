@@ -8,7 +8,7 @@ windows of 40 steps, run on 8 sequences of 200), and the four trained models of 
 mismatching bytes against LiteRT, cycles per step (instructions on qemu_riscv32, GVSOC's timing model on
 gvsoc_gap8, host time on host) and auto's plan.
 
-    python bench/bench_horizon.py [--board qemu_riscv32] [--model ...] [--quant int8 int16 auto]
+    PYTHONPATH=$PWD python bench/bench_horizon.py [--board qemu_riscv32] [--model ...] [--quant int8 int16 auto]
 
 Prints a table; asserts nothing.
 """

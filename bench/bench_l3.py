@@ -7,7 +7,7 @@ The models are tests/targets/test_gvsoc_l3.py's, built for gvsoc_gap8 (edgernn/b
 streams):
 - lstm: LSTM(256) -> LSTM(128) -> Dense(4), int8, fused, 8 inputs (keras seed 0); its LSTM(256)'s recurrent
   matrix (262,144 B) is in L3 (HyperRAM), streamed each step in chunks of 16 units (16 KiB) into two L2 slots;
-- camera: tests/support/frames_zoo.py's camera_gru_l3, 24x32 frames, a CNN whose flatten feeds a Dense(128),
+- camera: edgernn/testing/frames_zoo.py's camera_gru_l3, 24x32 frames, a CNN whose flatten feeds a Dense(128),
   then GRU(256), int8, step; the Dense's matrix (393,216 B) and the GRU's recurrent one (196,608 B) are in L3.
 The same project is built four times with make's EDGERNN_L3_BENCH (templates/kernels/edgernn_l3_stream.h,
 templates/hal/ai_deck/l3/): 0 the firmware as built (its bytes are held to the interpreter by the test), 1 the

@@ -7,7 +7,7 @@ their own (quantization_error.sequence_l2r, the second term of --quant auto's bu
 and worst of the per-sequence l2r, and how many sequences are above --above. The C is byte-exact with LiteRT
 (validate checks it), so these are the device's figures too.
 
-    python bench/bench_sequence_error.py OUT [OUT ...] --data test.npy [--above 0.03]
+    PYTHONPATH=$PWD python bench/bench_sequence_error.py OUT [OUT ...] --data test.npy [--above 0.03]
 
 Prints a table; asserts nothing.
 """

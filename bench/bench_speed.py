@@ -4,7 +4,7 @@ TFLite Micro, GAP8 MACs per cycle in GVSOC, and rv32imc code size. Prints figure
     GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_speed.py [--only rv32,x86,gap8,size] [--steps 40] [--json F] [--models lstm64,cfc]
 
 All models are int8, have 6 inputs, are built with keras seed 0 and calibrated on the same trajectories
-(tests/support/zoo.py, seed 1); the LSTM(64), CfC and LTC models are bench/bench_gap8.py's.
+(edgernn/testing/zoo.py, seed 1); the LSTM(64), CfC and LTC models are bench/bench_gap8.py's.
 
 rv32  Board qemu_riscv32: each model is built (`edgernn.pipeline.build.build_model`, as `edgernn build
       --board qemu_riscv32`) and validated (`edgernn.validate.run.validate`) over --steps synthetic steps.

@@ -9,7 +9,7 @@ weight and arena bytes, cycles per step (on gvsoc_gap8 GVSOC's timing model of G
 and auto's plan (int16/int8 ops, QUANTIZE seams, FULLY_CONNECTEDs in two parts, the error on calibration). A
 training that diverges shows as the build's one-line refusal.
 
-    GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_trained_seeds.py --board gvsoc_gap8 \\
+    GAP_SDK_HOME=/path/to/gap_sdk PYTHONPATH=$PWD python bench/bench_trained_seeds.py --board gvsoc_gap8 \\
         [--seeds 1 2] [--model cfc_ncp ...] [--quant int8 int16 auto] [--work DIR]
 
 Training takes 10 to 30 s a model on two cores. Prints a table; asserts nothing.

@@ -4,7 +4,7 @@ For each int8 step model given (a step.tflite, or a folder holding one), every F
 reachable accumulator range is computed from its weights, folded bias and the int8 input range, and the
 proof searches for a reduced multiplier whose `mul` + rounding shift gives the exact requantization's byte
 for every accumulator of that range. It prints, per model and in total, the rows covered, and asserts
-nothing. With --zoo, the models of tests/support/zoo.py are converted to int8 first (into --work); the
+nothing. With --zoo, the models of edgernn/testing/zoo.py are converted to int8 first (into --work); the
 builds of bench/profile_gap8.py --work DIR (DIR/lstm64, DIR/cfc, ...) can be given as folders.
 
     python bench/requant_coverage.py [--zoo] [--work DIR] [STEP_TFLITE_OR_FOLDER ...]
