@@ -71,12 +71,11 @@ def models():
 
 
 def main() -> int:
-    from edgernn.testing import frames_zoo
     import numpy as np
-    from edgernn.testing import zoo
 
     from edgernn.errors import EdgeRNNError
     from edgernn.pipeline.build import build_model
+    from edgernn.testing import frames_zoo, zoo
     from edgernn.validate.run import validate
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -42,9 +42,9 @@ def cfc64(seed: int = 0):
 
 def bench(name: str, builder, steps: int, work: Path, cflags: list[str], quant: str = "int8",
           mode: str = "step") -> dict:
+    from edgernn.pipeline.convert import convert_model
     from edgernn.testing import backend_harness as H
     from edgernn.testing import zoo
-    from edgernn.pipeline.convert import convert_model
 
     folder = work / name
     with contextlib.redirect_stdout(io.StringIO()):

@@ -47,10 +47,10 @@ MODES = {0: "the step as built", 1: "transfers alone", 2: "compute alone", 4: "c
 
 def build(work: Path, which: str) -> Path:
     import keras
-    from edgernn.testing.frames_zoo import camera_gru_l3, moving_blobs
-    from edgernn.testing.zoo import trajectories
 
     from edgernn.pipeline.build import build_model as build_folder
+    from edgernn.testing.frames_zoo import camera_gru_l3, moving_blobs
+    from edgernn.testing.zoo import trajectories
 
     out = work / "out"
     if which == "camera":

@@ -47,9 +47,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2000)
     args = parser.parse_args()
 
+    from edgernn.pipeline.convert import convert_model
     from edgernn.testing import backend_harness as H
     from edgernn.testing import zoo
-    from edgernn.pipeline.convert import convert_model
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from edgernn.backend import generate_firmware
-from edgernn.targets.compile import Part, compile_firmware
 from edgernn.targets.board import load_board
+from edgernn.targets.compile import Part, compile_firmware
 from edgernn.testing import TESTS
 from edgernn.tflite.interpreter import load_interpreter
 from edgernn.tflite.oracle import quantize, step_records

@@ -240,8 +240,8 @@ def test_team_shares_int8_convolutions_with_identical_bytes(tmp_path, name, quan
     CONV_2D has patch slots: its single-core kernel): CONV_2D's output pixels (int8 and 16x8), each worker
     gathering its own patches, and the int8 DEPTHWISE_CONV_2D's and pools' rows give the bytes of the
     single-core build and the interpreter's."""
-    from edgernn.tflite.oracle import step_records
     from edgernn.testing import backend_harness as H
+    from edgernn.tflite.oracle import step_records
 
     folder, shape = case_folder(tmp_path, name, quant)
     xq = frames(folder, shape)
@@ -268,8 +268,8 @@ def test_sanitizers_report_nothing_on_the_front_end(tmp_path, name, quant):
     with strides that leave rows and columns over, and 'same' padding on every side)."""
     import os
 
-    from edgernn.tflite.oracle import step_records
     from edgernn.testing import backend_harness as H
+    from edgernn.tflite.oracle import step_records
 
     folder, shape = case_folder(tmp_path, name, quant)
     b = H.build(folder, cflags=["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
@@ -314,8 +314,8 @@ def test_thread_sanitizer_reports_nothing_on_the_shared_convolutions(tmp_path):
     import os
     import subprocess
 
-    from edgernn.tflite.oracle import step_records
     from edgernn.testing import backend_harness as H
+    from edgernn.tflite.oracle import step_records
 
     tsan = ["-fsanitize=thread", "-g", "-O1", "-pthread"]
     probe = tmp_path / "race.c"

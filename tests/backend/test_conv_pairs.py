@@ -50,8 +50,8 @@ VARIANTS = {  # label: compiler flags (the POSIX team of EDGERNN_THREADS workers
 
 @pytest.mark.parametrize("name", sorted(_cases()))
 def test_gap8_convolution_paths_match_the_interpreter(tmp_path, name):
-    from edgernn.tflite.oracle import step_records
     from edgernn.testing import backend_harness as H
+    from edgernn.tflite.oracle import step_records
 
     shape, body = _cases()[name]
     folder = tmp_path / name

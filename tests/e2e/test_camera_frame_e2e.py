@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from edgernn.testing.frames_zoo import CAMERA, camera_gru, moving_blobs
 
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from edgernn.errors import EdgeRNNError, LinkError
-from edgernn.validate.run import exit_code, validate
 from edgernn.testing.toy_build import ToyReference, make_toy_out, toy_reference
+from edgernn.validate.run import exit_code, validate
 
 pytestmark = pytest.mark.toolchain
 

@@ -31,10 +31,10 @@ def built(tmp_path_factory):
     require_gap_sdk()
     require_tools("make", "riscv64-unknown-elf-gcc")
     import keras
-    from edgernn.testing.zoo import trajectories
 
     from edgernn.pipeline.build import build_model as build_folder
     from edgernn.targets import gap_sdk
+    from edgernn.testing.zoo import trajectories
 
     gap_sdk.build_gvsoc()
     keras.utils.set_random_seed(0)

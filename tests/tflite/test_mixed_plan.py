@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgernn.testing import zoo
 from edgernn.cli.main import cli
 from edgernn.pipeline.convert import convert_model
+from edgernn.testing import zoo
 from edgernn.tflite import mixed
 from edgernn.tflite import model as tfl
 from edgernn.tflite.interpreter import load_interpreter
