@@ -19,18 +19,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+from edgernn.testing.bench import plan_text
 
 
 def models():
     """name -> builder of (Keras model, input features, or "frames")."""
-    import frames_zoo
-    import zoo
+    from edgernn.testing import frames_zoo
+    from edgernn.testing import zoo
 
     def seq(n_in, *layers):
         keras = zoo._keras(0)
@@ -72,23 +70,12 @@ def models():
     }
 
 
-def plan_text(out: Path, missing: str = "-") -> str:
-    """OUT's --quant auto plan in a table cell: int16/int8 ops, QUANTIZE seams, FULLY_CONNECTEDs in two parts, the
-    error on calibration; ``missing`` for a build without a plan."""
-    p = json.loads((out / "manifest.json").read_text()).get("precision") or {}
-    if "int16_ops" not in p:
-        return missing
-    return (f"{p['int16_ops']}/{p['int8_ops']}, {p['quantize_ops']}, {len(p.get('two_part_weights') or [])}, "
-            f"{p['error']:.4f}")
-
-
 def main() -> int:
-    import frames_zoo
     import numpy as np
-    import zoo
 
     from edgernn.errors import EdgeRNNError
     from edgernn.pipeline.build import build_model
+    from edgernn.testing import frames_zoo, zoo
     from edgernn.validate.run import validate
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

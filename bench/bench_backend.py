@@ -17,18 +17,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
+from edgernn.testing.bench import instructions
 
 
 def lstm64(seed: int = 0):
@@ -46,21 +40,11 @@ def cfc64(seed: int = 0):
     return keras.Sequential([keras.Input((None, 3)), ncps.keras.CfC(64, return_sequences=True)], name="cfc64")
 
 
-def instructions(exe: Path, xq: np.ndarray, work: Path) -> int:
-    inp, out, cg = work / "in.bin", work / "out.bin", work / "callgrind.out"
-    inp.write_bytes(np.int32(xq.shape[0]).tobytes() + xq.tobytes())
-    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", str(exe), str(inp), str(out)],
-                   check=True, capture_output=True)
-    text = cg.read_text()
-    m = re.search(r"^summary:\s+(\d+)", text, re.M) or re.search(r"^totals:\s+(\d+)", text, re.M)
-    return int(m.group(1))
-
-
 def bench(name: str, builder, steps: int, work: Path, cflags: list[str], quant: str = "int8",
           mode: str = "step") -> dict:
-    import backend_harness as H
-    import zoo
     from edgernn.pipeline.convert import convert_model
+    from edgernn.testing import backend_harness as H
+    from edgernn.testing import zoo
 
     folder = work / name
     with contextlib.redirect_stdout(io.StringIO()):

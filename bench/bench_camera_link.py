@@ -4,7 +4,7 @@ second of host time, the cycles per step on the board's counter, and parity. Pri
 
     python bench/bench_camera_link.py [--boards host,qemu_riscv32,gvsoc_gap8] [--steps 3] [--keep DIR]
 
-The model is tests/support/frames_zoo.camera_gru (a strided 3x3 convolution, a 4x4 pooling, Dense(8), GRU(6),
+The model is edgernn/testing/frames_zoo.camera_gru (a strided 3x3 convolution, a 4x4 pooling, Dense(8), GRU(6),
 Dense(2)); frames are moving_blobs at the camera's size. Each board's figures are valid only beside its parity
 PASS with 0 mismatching bytes. gvsoc_gap8 needs GAP_SDK_HOME; its cycles are GVSOC's timing model (the whole
 step as the FC sees it, in cluster cycles), not a measurement of a GAP8 chip.
@@ -14,16 +14,11 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
-
-from frames_zoo import CAMERA, camera_gru, moving_blobs  # noqa: E402
+from edgernn.testing.frames_zoo import CAMERA, camera_gru, moving_blobs
 
 
 def run_board(board: str, work: Path, steps: int) -> None:

@@ -23,14 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-
-import bench_gap8 as G  # noqa: E402  (puts the repository and the test helpers on sys.path)
-
-from edgernn.link import LinkClient  # noqa: E402
-from edgernn.targets import device as devices  # noqa: E402
-from edgernn.tflite.oracle import quantize  # noqa: E402
+from edgernn.link import LinkClient
+from edgernn.targets import device as devices
+from edgernn.testing.bench import GAP8_BOARD, build_gap8
+from edgernn.tflite.oracle import quantize
 
 VARIANTS = [  # (label, EDGERNN_CLUSTER_PERSISTENT, EDGERNN_CLUSTER_CORES)
     ("one task for the run, 8 cores", 1, 8),
@@ -42,7 +38,7 @@ GOALS = {"cfc": 2500, "ltc": 40000}  # issue 25, goal 4: cycles per step, dispat
 
 
 def run(out: Path, make_vars: dict, xs: np.ndarray, work: Path):
-    board = devices.load_board(G.BOARD)
+    board = devices.load_board(GAP8_BOARD)
     tag = "_".join(f"{k.split('_')[-1].lower()}{v}" for k, v in sorted(make_vars.items()))
     elf = devices.build_elf(out / "firmware", board, work / f"{out.name}_{tag}", make_vars=make_vars).elf
     with devices.start(elf, board) as device:
@@ -63,7 +59,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_cluster_task_") as tmp:
         work = Path(tmp)
         for name in args.models.split(","):
-            out = G.build(name, work)
+            out = build_gap8(name, work)
             manifest = json.loads((out / "manifest.json").read_text())
             x_entry = manifest["inputs"][0]
             xs = quantize(np.random.default_rng(0).normal(0, 0.5, (args.steps, x_entry["shape"][-1])).astype(np.float32),

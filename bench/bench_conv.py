@@ -5,8 +5,8 @@ Prints figures; asserts nothing.
     GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_conv.py --board gvsoc_gap8 [--only conv,depthwise] [--steps 6]
     GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_conv.py --board gvsoc_gap8 --only l2 [--steps 6]
 
-Each model is a step model of tests/backend/test_conv.py (one frame in, a tanh state and a Dense(3) out;
-keras seed 0, calibrated on 48 random frames), generated for qemu_riscv32 and run by that test's bare-metal
+Each model is a step model of edgernn/testing/conv_steps.py (one frame in, a tanh state and a Dense(3) out;
+keras seed 0, calibrated on 48 random frames), generated for qemu_riscv32 and run by its bare-metal
 driver over 6 frames: instructions per step are minstret around edgernn_step under QEMU's -icount shift=0
 (retired instructions, exact; the same on every step, the median printed). MACs per step: the convolutions'
 (out_h * out_w * out_c * k_h * k_w * in_c, depthwise without in_c) and the FULLY_CONNECTEDs'. The rows "no
@@ -41,14 +41,14 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from edgernn.testing.bench import run_variant
+from edgernn.testing.conv_steps import STATES, convert_case, frames, layers, run_qemu, step_model
+from edgernn.testing.frames_zoo import L2_FRAME as FRAME
+from edgernn.testing.frames_zoo import frame_cfc_l2, moving_blobs
 
 
 def bench_cases():
-    from tests.backend.test_conv import _layers
-
-    L = _layers()
+    L = layers()
     return {
         "no front end 16x16x16 (the rest of the step)": ((16, 16, 16), lambda x: x),
         "no front end 16x16x8": ((16, 16, 8), lambda x: x),
@@ -69,9 +69,7 @@ GAP8_FRAME = (16, 16, 4)
 
 
 def gap8_cases():
-    from tests.backend.test_conv import _layers
-
-    L = _layers()
+    L = layers()
 
     def first(x):
         return L.Conv2D(32, 3, padding="same", activation="relu")(x)
@@ -103,14 +101,10 @@ def op_macs(folder: Path) -> dict[str, int]:
 
 
 def main_gap8(args) -> None:
-    sys.path.insert(0, str(ROOT / "bench"))
-    from bench_gap8 import run_variant
-
     from edgernn.backend import generate_firmware
     from edgernn.targets import device as devices
     from edgernn.targets.gap8 import sdk as gap_sdk
     from edgernn.tflite.oracle import step_records
-    from tests.backend.test_conv import STATES, _model, convert_case, frames
 
     gap_sdk.build_gvsoc()
     board = devices.load_board("gvsoc_gap8")
@@ -124,7 +118,7 @@ def main_gap8(args) -> None:
             body, _ = cases[name]
             folder = work / f"m{i}"
             folder.mkdir(parents=True, exist_ok=True)
-            (folder / "step.tflite").write_bytes(convert_case(_model(GAP8_FRAME, body), GAP8_FRAME, "int8"))
+            (folder / "step.tflite").write_bytes(convert_case(step_model(GAP8_FRAME, body), GAP8_FRAME, "int8"))
             facts = generate_firmware(folder, board)
             xq = frames(folder, GAP8_FRAME, steps=args.steps)
             ref, _ = step_records(folder / "step.tflite", xq, STATES)
@@ -158,13 +152,6 @@ def main_gap8(args) -> None:
 def main_gap8_l2(args) -> None:
     """The 60x60x1 frame model of tests/e2e/test_conv_dma_e2e.py (arena in L2, every convolution, the
     depthwise one and the pool in DMA bands): cycles per frame on 8 cores, dispatch excluded."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-    sys.path.insert(0, str(ROOT / "tests" / "support"))
-    from bench_gap8 import run_variant
-    from frames_zoo import moving_blobs
-    from test_conv_dma_e2e import FRAME, frame_cfc_l2
-
     from edgernn.pipeline.build import build_model
     from edgernn.targets.gap8 import sdk as gap_sdk
     from edgernn.tflite.oracle import quantize
@@ -204,7 +191,7 @@ def macs(folder: Path) -> int:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quant", default="int8")
     ap.add_argument("--only", default="")
     ap.add_argument("--board", default="qemu_riscv32", choices=["qemu_riscv32", "gvsoc_gap8"])
@@ -218,8 +205,7 @@ def main() -> None:
     if args.board == "gvsoc_gap8":
         main_gap8(args)
         return
-    from tests.backend.test_conv import STATES, _model, convert_case, frames, run_qemu
-    from tests.support.backend_harness import compare
+    from edgernn.testing.backend_harness import compare
     from edgernn.tflite.oracle import step_records
 
     cases = bench_cases()
@@ -232,7 +218,7 @@ def main() -> None:
                 shape, body = cases[name]
                 folder = Path(tmp) / f"m{i}_{quant}"
                 folder.mkdir()
-                (folder / "step.tflite").write_bytes(convert_case(_model(shape, body), shape, quant))
+                (folder / "step.tflite").write_bytes(convert_case(step_model(shape, body), shape, quant))
                 xq = frames(folder, shape, steps=6)
                 ref, _ = step_records(folder / "step.tflite", xq, STATES)
                 got, instr = run_qemu(folder, xq, ref.shape[1])

@@ -6,27 +6,27 @@ same step model (the same calibration samples, without trajectories, state ties 
 
 from __future__ import annotations
 
+import argparse
 import os
-import sys
 import tempfile
 import time
 import warnings
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
 import numpy as np
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     from edgernn import tfenv
     from edgernn.pipeline.convert import convert_model
     from edgernn.keras.decompose import decompose
     from edgernn.tflite.quantize import run_step_sequences
     from edgernn.keras.stepmodel import build_step_model
 
-    import zoo
+    from edgernn.testing import zoo
 
     tf = tfenv.tensorflow()
     keras = tfenv.keras3()

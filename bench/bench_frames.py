@@ -58,15 +58,12 @@ from typing import Any, Callable
 
 import numpy as np
 
+from edgernn.testing.bench import Figure, edgernn_instructions, log, run_variant, tflm_instructions
+
 ROOT = Path(__file__).resolve().parents[1]
-BENCH = Path(__file__).resolve().parent
 EXAMPLE = ROOT / "examples" / "frame_ncp"
-for p in (ROOT, ROOT / "tests" / "support", ROOT / "tests", ROOT / "tests" / "targets", BENCH):
-    sys.path.insert(0, str(p))
 os.environ.setdefault("GAP_SDK_HOME", str(ROOT.parent / "shared" / "gap_sdk"))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-
-from bench_speed import Figure, log, tflm_instructions  # noqa: E402
 
 SECTIONS = ("model", "rv32", "gap8", "x86")
 QUANT = "int8"
@@ -216,7 +213,7 @@ def frames_for(steps: int) -> np.ndarray:
 
 
 def quantize_frames(step_tflite: Path, frames: np.ndarray) -> np.ndarray:
-    import backend_harness as H
+    from edgernn.testing import backend_harness as H
 
     return H.quantize_x(step_tflite.parent, frames)
 
@@ -343,8 +340,6 @@ def memory_rows(section: str, out: Path) -> list[Figure]:
 
 
 def gap8_section(steps: Steps, frames: np.ndarray, work: Path) -> list[Figure]:
-    import bench_gap8 as G
-
     from edgernn.targets import device as devices
     from edgernn.targets.gap8 import sdk as gap_sdk
 
@@ -364,7 +359,7 @@ def gap8_section(steps: Steps, frames: np.ndarray, work: Path) -> list[Figure]:
     rows, base = [], None
     for label, cores, fc_clock in GAP8:
         log(f"gap8: {label}")
-        result, info = G.run_variant(out, cores, 1, xq.reshape(len(xq), -1), work, fc_clock=fc_clock)
+        result, info = run_variant(out, cores, 1, xq.reshape(len(xq), -1), work, fc_clock=fc_clock)
         base = base or result
         exact = np.array_equal(np.asarray(result.outputs).reshape(want_y.shape), want_y)
         same = np.array_equal(result.states, base.states)
@@ -391,8 +386,6 @@ def x86_section(steps: Steps, frames: np.ndarray, n: int, work: Path) -> list[Fi
         rows.append(Figure("x86", "edgernn C, gcc -O2: instructions per frame", None, note=f"not measured: {host}"))
         folder, origin = steps.step()
     else:
-        from bench_speed import edgernn_instructions
-
         log("x86: edgernn")
         folder, origin = host, "edgernn's step.tflite"     # TFLM runs the very file the C was generated from
         xq = quantize_frames(folder / "step.tflite", frames)

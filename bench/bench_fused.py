@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from edgernn.testing.bench import instructions
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 
 def _module(path: Path, name: str):
@@ -69,8 +69,7 @@ def main() -> None:
     if shutil.which("valgrind") is None:
         sys.exit("bench_fused: valgrind is not installed (apt-get install valgrind)")
 
-    import backend_harness as H
-    from bench_backend import instructions
+    from edgernn.testing import backend_harness as H
 
     from edgernn.pipeline.convert import convert_model
     from edgernn.tflite.oracle import StepRunner

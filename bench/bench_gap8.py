@@ -25,17 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "tests" / "targets"))
+from edgernn.targets import device as devices
+from edgernn.testing.bench import GAP8_BOARD as BOARD
+from edgernn.testing.bench import GAP8_MODELS, build_gap8, run_variant
+from edgernn.tflite.oracle import quantize
 
-from edgernn.targets import device as devices  # noqa: E402
-from edgernn.link import LinkClient  # noqa: E402
-from edgernn.tflite.oracle import quantize  # noqa: E402
-
-BOARD = "gvsoc_gap8"
 VARIANTS = [  # (label, EDGERNN_CLUSTER_CORES, EDGERNN_XPULP, EDGERNN_DOT_ASM, EDGERNN_CYCLES_FC)
     ("FC alone, scalar", 0, 0, 0, 0),
     ("FC alone, SIMD C", 0, 1, 0, 0),
@@ -49,49 +43,12 @@ VARIANTS = [  # (label, EDGERNN_CLUSTER_CORES, EDGERNN_XPULP, EDGERNN_DOT_ASM, E
     ("8 cluster cores, SIMD asm, dispatch incl.", 8, 1, 1, 1),
     ("8 cluster cores, SIMD asm", 8, 1, 1, 0),
 ]
-MODELS = {  # name: (zoo kind for tests/test_gvsoc_gap8.build_model, mode)
-    "lstm64": ("lstm64", "step"),
-    "lstm64_fused": ("lstm64_fused", "fused"),
-    "cfc": ("cfc", "step"),
-    "ltc": ("ltc", "step"),
-}
-
-
-def build(name: str, work: Path) -> Path:
-    from test_gvsoc_gap8 import build_model
-    from zoo import trajectories
-
-    from edgernn.pipeline.build import build_model as build_folder
-
-    kind, mode = MODELS[name]
-    model, n_in = build_model(kind)
-    path = work / f"{name}.keras"
-    model.save(path)
-    out = work / name
-    build_folder(str(path), out, board=BOARD, quant="int8", mode=mode, calib=trajectories(8, 80, n_in, 1))
-    return out
-
-
-def run_variant(out: Path, cores: int, simd: int, xs: np.ndarray, work: Path, fc_clock: bool = False, asm: int = 1):
-    """Build and run one variant. fc_clock: the cycles are the FC's (EDGERNN_CYCLES_FC=1), the cluster
-    dispatch included, still in cluster cycles; else the cluster master's count of the step's task.
-    asm: the int8 dot products' hand-written Xpulp kernels (EDGERNN_DOT_ASM=1) or gcc's C (0)."""
-    board = devices.load_board(BOARD)
-    make_vars = {"EDGERNN_CLUSTER_CORES": cores, "EDGERNN_XPULP": simd, "EDGERNN_CYCLES_FC": int(fc_clock),
-                 "EDGERNN_DOT_ASM": asm}
-    elf = devices.build_elf(out / "firmware", board,
-                            work / f"{out.name}_c{cores}_s{simd}_a{asm}_f{int(fc_clock)}", make_vars=make_vars).elf
-    with devices.start(elf, board) as device:
-        with LinkClient.open(device.url, baud=board["serial"]["baud"], timeout=board["serial"]["timeout_s"]) as link:
-            link.wait_ready(board["emulator"]["start_timeout_s"])
-            info = link.hello()
-            return link.run(xs, states="every"), info
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--models", default="lstm64,lstm64_fused,cfc,ltc")
+    parser.add_argument("--models", default=",".join(GAP8_MODELS))
     parser.add_argument("--only", default="", help="a regular expression the labels of the variants to run match "
                         "(e.g. 'SIMD asm$'); the first one run is the reference the others' bytes are held to")
     args = parser.parse_args()
@@ -100,7 +57,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_gap8_") as tmp:
         work = Path(tmp)
         for name in args.models.split(","):
-            out = build(name, work)
+            out = build_gap8(name, work)
             manifest = json.loads((out / "manifest.json").read_text())
             x_entry = manifest["inputs"][0]
             xs = quantize(np.random.default_rng(0).normal(0, 0.5, (args.steps, x_entry["shape"][-1])).astype(np.float32),

@@ -2,8 +2,8 @@
 auto with a horizon of one window (what edgernn did before: ranges and the plan's error from the windows alone)
 and with the default (five windows chained), then validated over sequences five times as long as its windows.
 
-Models: the sigmoid LSTM with a last-step head (tests/support/trained.py ``lstm_final_head``: calibrated on 64
-windows of 40 steps, run on 8 sequences of 200), and the four trained models of tests/support/trained.py
+Models: the sigmoid LSTM with a last-step head (edgernn/testing/trained.py ``lstm_final_head``: calibrated on 64
+windows of 40 steps, run on 8 sequences of 200), and the four trained models of edgernn/testing/trained.py
 (calibrated on 32 of 200, run on 4 of 1,000). Per build: l2r against the float model over the long sequences, the
 mismatching bytes against LiteRT, cycles per step (instructions on qemu_riscv32, GVSOC's timing model on
 gvsoc_gap8, host time on host) and auto's plan.
@@ -22,15 +22,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
-
-
 def _data(name: str):
     """(model path, calibration windows, long test sequences)."""
-    import trained
+    from edgernn.testing import trained
 
     if name == "lstm_final_head":
         return trained.lstm_final_head(), trained.leaky_integral(64, 40, 2)[0], trained.leaky_integral(8, 200, 3)[0]
@@ -39,13 +33,11 @@ def _data(name: str):
 
 
 def main() -> int:
-    from bench_auto_zoo import plan_text
-
     from edgernn.errors import EdgeRNNError
     from edgernn.pipeline.build import build_model
+    from edgernn.testing import trained
+    from edgernn.testing.bench import plan_text
     from edgernn.validate.run import validate
-
-    import trained
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--board", default="host")

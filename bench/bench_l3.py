@@ -7,7 +7,7 @@ The models are tests/targets/gap8/test_gvsoc_l3.py's, built for gvsoc_gap8 (edge
 streams):
 - lstm: LSTM(256) -> LSTM(128) -> Dense(4), int8, fused, 8 inputs (keras seed 0); its LSTM(256)'s recurrent
   matrix (262,144 B) is in L3 (HyperRAM), streamed each step in chunks of 16 units (16 KiB) into two L2 slots;
-- camera: tests/support/frames_zoo.py's camera_gru_l3, 24x32 frames, a CNN whose flatten feeds a Dense(128),
+- camera: edgernn/testing/frames_zoo.py's camera_gru_l3, 24x32 frames, a CNN whose flatten feeds a Dense(128),
   then GRU(256), int8, step; the Dense's matrix (393,216 B) and the GRU's recurrent one (196,608 B) are in L3.
 The same project is built four times with make's EDGERNN_L3_BENCH (templates/kernels/edgernn_l3_stream.h,
 templates/targets/gap8/hal/l3/): 0 the firmware as built (its bytes are held to the interpreter by the test), 1 the
@@ -37,14 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
-
-from edgernn.link import LinkClient  # noqa: E402
-from edgernn.targets import device as devices  # noqa: E402
-from edgernn.tflite.oracle import quantize  # noqa: E402
+from edgernn.link import LinkClient
+from edgernn.targets import device as devices
+from edgernn.tflite.oracle import quantize
 
 BOARD = "gvsoc_gap8"
 MODES = {0: "the step as built", 1: "transfers alone", 2: "compute alone", 4: "compute alone, L1"}  # EDGERNN_L3_BENCH
@@ -52,10 +47,10 @@ MODES = {0: "the step as built", 1: "transfers alone", 2: "compute alone", 4: "c
 
 def build(work: Path, which: str) -> Path:
     import keras
-    from frames_zoo import camera_gru_l3, moving_blobs
-    from zoo import trajectories
 
     from edgernn.pipeline.build import build_model as build_folder
+    from edgernn.testing.frames_zoo import camera_gru_l3, moving_blobs
+    from edgernn.testing.zoo import trajectories
 
     out = work / "out"
     if which == "camera":
@@ -73,7 +68,7 @@ def build(work: Path, which: str) -> Path:
 
 
 def inputs(which: str, steps: int, entry: dict) -> np.ndarray:
-    from frames_zoo import moving_blobs
+    from edgernn.testing.frames_zoo import moving_blobs
 
     if which == "camera":
         return quantize(moving_blobs(1, steps, 24, 32, seed=5)[0].reshape(steps, -1), entry)

@@ -14,22 +14,17 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "toy_model"))
+from edgernn.link import LinkClient, open_port
+from edgernn.targets import device as devices
+from edgernn.validate.run import validate
 
-from edgernn.targets import device as devices  # noqa: E402
-from edgernn.link import LinkClient, open_port  # noqa: E402
-from edgernn.validate.run import validate  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class PacedPort:
@@ -65,13 +60,13 @@ class PacedPort:
 
 
 def toy_out(folder: Path, board: str) -> Path:
-    from toy_build import make_toy_out
+    from edgernn.testing.toy_build import make_toy_out
 
     return make_toy_out(folder / board, board=board)
 
 
 def bench_validate(board: str, out: Path | None, steps: int, tmp: Path) -> dict:
-    from toy_build import toy_reference
+    from edgernn.testing.toy_build import toy_reference
 
     ref = None if out else toy_reference
     out = out or toy_out(tmp, board)

@@ -31,12 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from edgernn._version import __version__  # noqa: E402
-from edgernn.resources import templates_dir  # noqa: E402
-from edgernn.targets import device as devices  # noqa: E402
+from edgernn._version import __version__
+from edgernn.resources import templates_dir
+from edgernn.targets import device as devices
 
 BOARD = "gvsoc_gap8"
 N_IN, N_OUT, HELD_ROWS = 256, 256, 128

@@ -28,14 +28,11 @@ Prints a table; asserts nothing.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
-
-import zoo  # noqa: E402
+from edgernn.testing import zoo
 
 
 def cfc_ncp():
@@ -67,7 +64,7 @@ MODELS = {"CfC AutoNCP(16,2)": cfc_ncp, "LTC AutoNCP(16,2)": zoo.ltc_dense, "LST
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-error", type=float, default=0.02)
     parser.add_argument("--board", default=None)
     parser.add_argument("--model", default="", help="the rows of the models whose label starts with this")

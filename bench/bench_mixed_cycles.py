@@ -3,7 +3,7 @@ and state bytes, and parity with LiteRT (issue 28).
 
 The model is an int8 SimpleRNN(9) over 3 inputs, built for the board; the mixed one is the same step
 model with its state held in int16 (its int8 scale / 130) and the cell's TANH in int16 between two
-QUANTIZE seams (tests/support/mixed_models.py). Both are validated over the link on the same 200 steps
+QUANTIZE seams (edgernn/testing/mixed_models.py). Both are validated over the link on the same 200 steps
 (every output and state byte equal to the interpreter's) before a figure is printed. On gvsoc_gap8 the
 cycles are GVSOC's timing model of GAP8, not measurements on a chip.
 
@@ -16,16 +16,13 @@ import argparse
 import contextlib
 import io
 import json
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
-
 
 def main() -> int:
-    import mixed_models as MM
-    import zoo
+    from edgernn.testing import mixed_models as MM
+    from edgernn.testing import zoo
 
     from edgernn.backend.cost import estimate_step_cost
     from edgernn.pipeline.build import build_model

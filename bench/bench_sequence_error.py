@@ -15,30 +15,11 @@ Prints a table; asserts nothing.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from edgernn.tflite import mixed  # noqa: E402
-from edgernn.tflite.quantize import run_step_sequences  # noqa: E402
-
-
-def figures(out: Path, data: np.ndarray, above: float) -> dict:
-    manifest = json.loads((out / "manifest.json").read_text())
-    if manifest.get("mode") != "step" or not (out / "float_step.tflite").is_file():
-        return {"skipped": f"{manifest.get('mode')} mode, quant {manifest.get('quant')}: step models with a float twin only"}
-    states = [s["name"] for s in manifest["states"]]
-    _, want = run_step_sequences((out / "float_step.tflite").read_bytes(), data, states)
-    got = mixed.run_quantized((out / "step.tflite").read_bytes(), data, [(s, s) for s in states])
-    want = np.reshape(want, got.shape)
-    each = np.array([mixed.l2r(g, w) for g, w in zip(got, want) if np.any(w)])
-    return {"quant": manifest["quant"], "l2r": mixed.l2r(got, want), "sequence_l2r": mixed.sequence_l2r(got, want),
-            "median": float(np.median(each)), "p90": float(np.quantile(each, 0.9)), "worst": float(each.max()),
-            "above": int((each > above).sum()), "sequences": len(each)}
+from edgernn.testing.bench import sequence_figures
 
 
 def main() -> None:
@@ -52,7 +33,7 @@ def main() -> None:
           "float_step.tflite (LiteRT)")
     print(f"{'OUT':40s} {'quant':>6s} {'l2r':>8s} {'3 in 4':>8s} {'median':>8s} {'p90':>8s} {'worst':>8s}  above")
     for out in args.outs:
-        f = figures(Path(out), data, args.above)
+        f = sequence_figures(Path(out), data, args.above)
         if "skipped" in f:
             print(f"{out:40s} {f['skipped']}")
             continue

@@ -4,7 +4,7 @@ TFLite Micro, GAP8 MACs per cycle in GVSOC, and rv32imc code size. Prints figure
     GAP_SDK_HOME=/path/to/gap_sdk python bench/bench_speed.py [--only rv32,x86,gap8,size] [--steps 40] [--json F] [--models lstm64,cfc]
 
 All models are int8, have 6 inputs, are built with keras seed 0 and calibrated on the same trajectories
-(tests/support/zoo.py, seed 1); the LSTM(64), CfC and LTC models are bench/bench_gap8.py's.
+(edgernn/testing/zoo.py, seed 1); the LSTM(64), CfC and LTC models are bench/bench_gap8.py's.
 
 rv32  Board qemu_riscv32: each model is built (`edgernn.pipeline.build.build_model`, as `edgernn build
       --board qemu_riscv32`) and validated (`edgernn.validate.run.validate`) over --steps synthetic steps.
@@ -58,16 +58,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from edgernn.testing.bench import Figure, build_gap8, edgernn_instructions, log, run_variant, tflm_instructions
+
 ROOT = Path(__file__).resolve().parents[1]
-BENCH = Path(__file__).resolve().parent
-for p in (ROOT, ROOT / "tests" / "support", ROOT / "tests", ROOT / "tests" / "targets", BENCH):
-    sys.path.insert(0, str(p))
 # the GAP SDK that CI uses (.ci/run), unless the caller names one
 os.environ.setdefault("GAP_SDK_HOME", str(ROOT.parent / "shared" / "gap_sdk"))
 
@@ -110,7 +109,7 @@ class Builds:
 
     def get(self, kind: str, mode: str) -> Path:
         if (kind, mode) not in self.done:
-            from zoo import trajectories
+            from edgernn.testing.zoo import trajectories
 
             from edgernn.pipeline.build import build_model
 
@@ -129,27 +128,6 @@ class Builds:
 # ---------------------------------------------------------------- figures
 
 
-@dataclass
-class Figure:
-    section: str
-    figure: str
-    measured: float | None
-    goal: str = ""                      # "<= 4.0", ">= 6", "" (reported only)
-    unit: str = ""
-    note: str = ""
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def met(self) -> str:
-        if not self.goal:
-            return "-"
-        if self.measured is None:
-            return "n/a"
-        op, value = self.goal.split()
-        limit = float(value.replace(",", ""))
-        return "yes" if (self.measured <= limit if op == "<=" else self.measured >= limit) else "no"
-
-
 def fmt(value: float | None) -> str:
     if value is None:
         return "n/a"
@@ -166,10 +144,6 @@ def print_table(title: str, rows: list[Figure]) -> None:
         print(f"| {r.figure} | {fmt(r.measured)}{(' ' + r.unit) if r.unit else ''} | {r.goal or '-'} | {r.met} "
               f"| {r.note} |")
     sys.stdout.flush()
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------- rv32: instructions on qemu_riscv32
@@ -215,83 +189,6 @@ def rv32_section(builds: Builds, steps: int, models: set[str]) -> list[Figure]:
 
 # ---------------------------------------------------------------- x86: edgernn against TFLite Micro
 
-TFLM_DRIVER = r'''
-import json, sys
-import numpy as np
-from tflite_micro.python.tflite_micro import runtime
-
-spec = json.load(open(sys.argv[1]))
-xq = np.load(sys.argv[2])
-n = int(sys.argv[3])
-interp = runtime.Interpreter.from_file(spec["model"], arena_size=spec["arena_size"])
-states = {int(i): np.full(s, zp, dtype=np.dtype(dt)) for i, s, zp, dt in spec["state_inputs"]}
-ys = []
-for t in range(n):
-    interp.set_input(xq[t].reshape(spec["x_shape"]), spec["x_input"])
-    for i, value in states.items():
-        interp.set_input(value, i)
-    interp.invoke()
-    ys.append(np.array(interp.get_output(spec["y_output"])).reshape(-1))
-    for i, o in spec["feedback"]:          # output o is next step's input i
-        states[int(i)] = np.array(interp.get_output(int(o))).reshape(states[int(i)].shape)
-np.save(sys.argv[4], np.stack(ys))
-'''
-
-
-def _io_spec(folder: Path) -> dict:
-    """Input and output positions of step.tflite (TFLM addresses them by position), from LiteRT's details."""
-    from edgernn.tflite.interpreter import load_interpreter
-
-    interp = load_interpreter(folder / "step.tflite")
-    runner = interp.get_signature_runner("serving_default")
-    sig_in, sig_out = runner.get_input_details(), runner.get_output_details()
-    pos_in = {d["index"]: i for i, d in enumerate(interp.get_input_details())}
-    pos_out = {d["index"]: i for i, d in enumerate(interp.get_output_details())}
-    states = [name for name in sig_in if name != "x"]
-    state_inputs = []
-    for name in states:
-        d = sig_in[name]
-        zp = d["quantization_parameters"]["zero_points"]
-        state_inputs.append([pos_in[d["index"]], [int(v) for v in d["shape"]], int(zp[0]) if len(zp) else 0,
-                             np.dtype(d["dtype"]).name])
-    return {"model": str(folder / "step.tflite"), "arena_size": 1 << 20,
-            "x_input": pos_in[sig_in["x"]["index"]], "x_shape": [int(v) for v in sig_in["x"]["shape"]],
-            "y_output": pos_out[sig_out["y"]["index"]], "state_inputs": state_inputs,
-            "feedback": [[pos_in[sig_in[n]["index"]], pos_out[sig_out[n]["index"]]] for n in states]}
-
-
-def _callgrind_total(text: str) -> int:
-    m = re.search(r"^summary:\s+(\d+)", text, re.M) or re.search(r"^totals:\s+(\d+)", text, re.M)
-    return int(m.group(1)) if m else 0
-
-
-def tflm_instructions(folder: Path, xq: np.ndarray, steps: int, work: Path) -> tuple[float, np.ndarray]:
-    """TFLM instructions per invoke (Invoke only, 2N - N over N) and its y over 2N steps."""
-    driver, spec_file, x_file = work / "tflm_driver.py", work / "tflm_spec.json", work / "tflm_x.npy"
-    driver.write_text(TFLM_DRIVER)
-    spec_file.write_text(json.dumps(_io_spec(folder)))
-    np.save(x_file, xq)
-    counts, ys = [], None
-    for n in (steps, 2 * steps):
-        cg, y_file = work / f"tflm_{n}.callgrind", work / f"tflm_y_{n}.npy"
-        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}",
-                        "--toggle-collect=*MicroInterpreter::Invoke*", sys.executable, str(driver), str(spec_file),
-                        str(x_file), str(n), str(y_file)], check=True, capture_output=True)
-        counts.append(_callgrind_total(cg.read_text()))
-        ys = np.load(y_file)
-    return (counts[1] - counts[0]) / steps, ys
-
-
-def edgernn_instructions(folder: Path, xq: np.ndarray, steps: int) -> float:
-    import backend_harness as H
-    from bench_backend import instructions
-
-    b = H.build(folder, cflags=["-O2"], name="driver_bench")
-    n1 = instructions(b.exe, xq[:steps], folder)
-    n2 = instructions(b.exe, xq, folder)
-    return (n2 - n1) / steps
-
-
 def _host_copy(src: Path, dst: Path) -> Path:
     """The step model and manifest of a build, alone: the host firmware is generated beside them."""
     dst.mkdir(parents=True, exist_ok=True)
@@ -301,8 +198,8 @@ def _host_copy(src: Path, dst: Path) -> Path:
 
 
 def x86_section(builds: Builds, steps: int, work: Path) -> list[Figure]:
-    import backend_harness as H
-    from zoo import trajectories
+    from edgernn.testing import backend_harness as H
+    from edgernn.testing.zoo import trajectories
 
     if shutil.which("valgrind") is None:
         return [Figure("x86", "edgernn / TFLM instructions", None, "<= 0.15", note="not measured: valgrind missing")]
@@ -348,7 +245,6 @@ FC_CLOCK_NOTE = "FC timer from edgernn_step's start to its end (EDGERNN_CYCLES_F
 
 
 def gap8_section(steps: int, work: Path, models: set[str]) -> list[Figure]:
-    import bench_gap8 as G
     from edgernn.targets.gap8 import sdk as gap_sdk
     from edgernn.tflite.oracle import quantize
 
@@ -366,13 +262,13 @@ def gap8_section(steps: int, work: Path, models: set[str]) -> list[Figure]:
         log(f"gap8: {label}")
         if name not in built:
             with contextlib.redirect_stdout(io.StringIO()):
-                built[name] = G.build(name, work)
+                built[name] = build_gap8(name, work)
         out = built[name]
         manifest = json.loads((out / "manifest.json").read_text())
         x_entry = manifest["inputs"][0]
         xs = quantize(np.random.default_rng(0).normal(0, 0.5, (steps, x_entry["shape"][-1])).astype(np.float32),
                       x_entry)
-        result, info = G.run_variant(out, cores, 1, xs, work, fc_clock=fc_clock)
+        result, info = run_variant(out, cores, 1, xs, work, fc_clock=fc_clock)
         base.setdefault(name, result)
         same = (np.array_equal(result.outputs, base[name].outputs)
                 and np.array_equal(result.states, base[name].states))

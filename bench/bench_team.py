@@ -15,16 +15,11 @@ import argparse
 import contextlib
 import io
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 
 def wide_lstm(units: int, seed: int = 0):
@@ -52,9 +47,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2000)
     args = parser.parse_args()
 
-    import backend_harness as H
-    import zoo
     from edgernn.pipeline.convert import convert_model
+    from edgernn.testing import backend_harness as H
+    from edgernn.testing import zoo
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -1,4 +1,4 @@
-"""--quant auto on other trainings of the trained models: the four models of tests/support/trained.py trained again
+"""--quant auto on other trainings of the trained models: the four models of edgernn/testing/trained.py trained again
 with other seeds (their weights and NCP wirings drawn anew, the same task and data), each built at int8, int16 and
 auto for one board and validated over the link on its 8 test trajectories.
 
@@ -26,19 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
-
-
 def main() -> int:
-    import trained
-    from bench_auto_zoo import plan_text
-    from bench_sequence_error import figures
-
     from edgernn.errors import EdgeRNNError
     from edgernn.pipeline.build import build_model
+    from edgernn.testing import trained
+    from edgernn.testing.bench import plan_text, sequence_figures
     from edgernn.validate.run import validate
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -70,7 +62,7 @@ def main() -> int:
                     except EdgeRNNError as err:
                         print(f"{name:22} {seed:>4} {quant:6} error: {err}")
                         continue
-                    seq = figures(out, test, 0.03)
+                    seq = sequence_figures(out, test, 0.03)
                     plan = plan_text(out, missing="")
                     ref, dev = report["reference"], report["device"]
                     print(f"{name:22} {seed:>4} {quant:6} {report['float']['l2r']:7.4f} {seq['worst']:7.4f} "

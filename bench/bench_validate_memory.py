@@ -24,13 +24,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def child(kind: str, out: Path, steps: int) -> None:
-    sys.path[:0] = [str(ROOT / "tests" / "support"), str(ROOT / "tests"),
-                    str(ROOT / "tests" / "fixtures" / "toy_model")]
     from edgernn.validate.run import validate
 
     reference = None
     if kind == "toy":
-        from toy_build import ToyReference, make_toy_out
+        from edgernn.testing.toy_build import ToyReference, make_toy_out
 
         out = make_toy_out(out / "toy")
         reference = ToyReference()
@@ -54,7 +52,7 @@ def build_gru(folder: Path) -> Path:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=("toy", "gru"), default="toy")
     parser.add_argument("--steps", type=int, action="append")
     parser.add_argument("--child", action="store_true")

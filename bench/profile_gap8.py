@@ -23,22 +23,18 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from edgernn.link import LinkClient  # noqa: E402
-from edgernn.targets import device as devices  # noqa: E402
-from edgernn.targets.gap8.sdk import build_gvsoc  # noqa: E402
-from edgernn.targets.gap8.gvsoc_trace import GvsocTracedRun  # noqa: E402
-from edgernn.targets.profile import binutil, disassembly  # noqa: E402
-from edgernn.tflite import model as tfl  # noqa: E402
-from edgernn.tflite.oracle import quantize  # noqa: E402
+from edgernn.link import LinkClient
+from edgernn.targets import device as devices
+from edgernn.targets.gap8.sdk import build_gvsoc
+from edgernn.targets.gap8.gvsoc_trace import GvsocTracedRun
+from edgernn.targets.profile import binutil, disassembly
+from edgernn.testing.bench import build_gap8
+from edgernn.tflite import model as tfl
+from edgernn.tflite.oracle import quantize
 
 BOARD = "gvsoc_gap8"
 
@@ -137,7 +133,6 @@ def main() -> None:
     parser.add_argument("--core", type=int, default=0, help="the cluster core profiled by function and instruction")
     parser.add_argument("--annotate", action="append", default=[], help="a function to list instruction by instruction")
     args = parser.parse_args()
-    import bench_gap8
 
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="profile_gap8_"))
     work.mkdir(parents=True, exist_ok=True)
@@ -147,7 +142,7 @@ def main() -> None:
         manifest = step_facts(out)
     else:
         if not (out / "manifest.json").is_file():
-            out = bench_gap8.build(args.model, work)
+            out = build_gap8(args.model, work)
         manifest = json.loads((out / "manifest.json").read_text())
     x_entry = manifest["inputs"][0]
     width = int(np.prod(x_entry["shape"][1:]))  # a vector's features or a frame's H*W*C

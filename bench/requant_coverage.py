@@ -4,7 +4,7 @@ For each int8 step model given (a step.tflite, or a folder holding one), every F
 reachable accumulator range is computed from its weights, folded bias and the int8 input range, and the
 proof searches for a reduced multiplier whose `mul` + rounding shift gives the exact requantization's byte
 for every accumulator of that range. It prints, per model and in total, the rows covered, and asserts
-nothing. With --zoo, the models of tests/support/zoo.py are converted to int8 first (into --work); the
+nothing. With --zoo, the models of edgernn/testing/zoo.py are converted to int8 first (into --work); the
 builds of bench/profile_gap8.py --work DIR (DIR/lstm64, DIR/cfc, ...) can be given as folders.
 
     python bench/requant_coverage.py [--zoo] [--work DIR] [STEP_TFLITE_OR_FOLDER ...]
@@ -21,11 +21,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from edgernn.backend import quantparams as qp  # noqa: E402
-from edgernn.backend import requant_proof as rp  # noqa: E402
-from edgernn.backend.reader import read_tflite  # noqa: E402
+from edgernn.backend import quantparams as qp
+from edgernn.backend import requant_proof as rp
+from edgernn.backend.reader import read_tflite
 
 
 def fc_rows(path: Path):
@@ -60,8 +59,7 @@ def fc_rows(path: Path):
 
 def convert_zoo(work: Path) -> list[Path]:
     """int8 step models of the test zoo, converted by the edgernn command (one process per model)."""
-    sys.path.insert(0, str(ROOT / "tests" / "support"))
-    import zoo
+    from edgernn.testing import zoo
 
     folders = []
     for name, build in zoo.ZOO.items():

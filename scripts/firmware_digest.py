@@ -2,7 +2,7 @@
 """Print a digest of what ``edgernn build`` generates for every test model, to show that a change of
 edgernn's code left the generated firmware byte-identical.
 
-For each model of tests/support/zoo.py (plus ltc_dense, a fused LSTM, and three of frames_zoo.py: a
+For each model of edgernn/testing/zoo.py (plus ltc_dense, a fused LSTM, and three of frames_zoo.py: a
 CNN + CfC, a causal Conv1D + GRU and a camera CNN + GRU over L2), each quantization and each
 board of --boards, the model is built through the ``edgernn`` command's main function (in this
 process, so TensorFlow loads once) from a model file in --models-dir, saved there once and reused: a
@@ -64,12 +64,27 @@ def _digest_tree(out: Path) -> dict[str, str]:
     return files
 
 
+def _test_helper(name: str):
+    """The tests' helper module ``name`` of the checkout measured: edgernn.testing's, or in a checkout from before
+    that package, its file in tests/support (or, earlier still, tests/)."""
+    import importlib
+    import importlib.util
+
+    try:
+        return importlib.import_module(f"edgernn.testing.{name}")
+    except ModuleNotFoundError as err:
+        if not (err.name or "").startswith("edgernn.testing"):
+            raise
+    path = next(p for p in (ROOT / "tests" / "support" / f"{name}.py", ROOT / "tests" / f"{name}.py") if p.is_file())
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _models():
-    sys.path[:0] = [str(ROOT / "tests" / "support"), str(ROOT / "tests")]   # this layout, and the one before
-    import zoo
-
-    import frames_zoo
-
+    zoo = _test_helper("zoo")
+    frames_zoo = _test_helper("frames_zoo")
     models = dict(zoo.ZOO)
     models["ltc_dense"] = zoo.ltc_dense
     models["frame_cfc"] = frames_zoo.frame_cfc          # CNN front end: convolutions, pools, the fused loop

@@ -19,11 +19,12 @@ The stages, in pipeline order, with the shared leaves first (every stage may imp
     8 validate   run, compare, report
     9 cli        the command line (and python -m edgernn)
    10 edgernn    the package's Python API (edgernn/__init__.py)
+   11 testing    the model builders, data and harnesses the tests and benches share; no stage imports it
 
 An import "back up" goes from a module to one of a later layer. Every import counts, the ones
 inside functions too (edgernn imports TensorFlow and the later stages lazily).
 
---trace builds tests/support/zoo.py's lstm_pre_head for the host board (int8) with a profiler on and
+--trace builds edgernn/testing/zoo.py's lstm_pre_head for the host board (int8) with a profiler on and
 counts the calls between layers, and the calls back up: a function calling a function of a later
 layer (through a lazy import). It also prints the stages (1-6) the executed functions belong to, in
 order, and how often that sequence returns to an earlier stage (the pipeline calling the stages in
@@ -41,7 +42,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 ROOT = Path(os.environ.get("EDGERNN_ROOT", Path(__file__).resolve().parent.parent))
-LAYERS = ["leaves", "keras", "pytorch", "tflite", "link", "backend", "targets", "pipeline", "validate", "cli", "edgernn"]
+LAYERS = ["leaves", "keras", "pytorch", "tflite", "link", "backend", "targets", "pipeline", "validate", "cli", "edgernn",
+          "testing"]
 LEAVES = {"errors", "resources", "procs", "tfenv", "_version", "outdir", "metrics"}
 OLD_LAYOUT = {
     "buildfolder": "leaves", "loading": "keras", "decompose": "keras", "stepmodel": "keras", "fused": "keras",
@@ -165,11 +167,28 @@ def static_report() -> int:
     return len(up) + len(reaches)
 
 
+def _test_helper(name: str):
+    """The tests' helper module ``name`` of the checkout measured: edgernn.testing's, or in a checkout from before
+    that package, its file in tests/support (or, earlier still, tests/)."""
+    import importlib
+    import importlib.util
+
+    try:
+        return importlib.import_module(f"edgernn.testing.{name}")
+    except ModuleNotFoundError as err:
+        if not (err.name or "").startswith("edgernn.testing"):
+            raise
+    path = next(p for p in (ROOT / "tests" / "support" / f"{name}.py", ROOT / "tests" / f"{name}.py") if p.is_file())
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def trace_report() -> None:
     import tempfile
 
-    sys.path[:0] = [str(ROOT / "tests" / "support"), str(ROOT / "tests")]   # this layout, and the one before
-    import zoo
+    zoo = _test_helper("zoo")
 
     model = zoo.lstm_pre_head(seed=0)
     stages = LAYERS[1:7]

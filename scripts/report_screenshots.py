@@ -4,19 +4,17 @@
 
 writes report_pass.png (the top of a PASS: what ran, the summary, exactness), report_pass_details.png (its
 sections "Where the cycles go" and "Where the bytes live") and report_fail.png (the top of a FAIL). The
-browser is the tests' (tests/support/browser.py): a new empty profile, no network, ended with its helpers.
+browser is the tests' (edgernn/testing/browser.py): a new empty profile, no network, ended with its helpers.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "support"))
+from edgernn.testing.browser import Chromium
 
-from browser import Chromium  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 WIDTH = 1100
 

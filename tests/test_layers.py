@@ -51,6 +51,8 @@ def test_an_import_of_a_family_room_is_found(tmp_path, module, line, found):
     ("backend/planted.py", "from edgernn.link import protocol\n", False),
     ("validate/planted.py", "from edgernn.metrics import ErrorSums\n", False),
     ("targets/planted.py", "from edgernn.backend import firmware\n", False),
+    ("pipeline/planted.py", "    from edgernn.testing import zoo\n", True),
+    ("testing/planted.py", "from edgernn.pipeline.build import build_model\n", False),
 ])
 def test_an_import_back_up_is_found(tmp_path, module, line, back_up):
     shutil.copytree(ROOT / "edgernn", tmp_path / "edgernn", ignore=shutil.ignore_patterns("__pycache__"))

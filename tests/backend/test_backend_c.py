@@ -17,9 +17,9 @@ import subprocess
 import numpy as np
 import pytest
 
-import backend_harness as H
-import zoo
 from edgernn.errors import EdgeRNNError
+from edgernn.testing import backend_harness as H
+from edgernn.testing import zoo
 
 QUANTS = ("float32", "int8", "int16")
 

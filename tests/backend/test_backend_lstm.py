@@ -17,10 +17,10 @@ import subprocess
 import numpy as np
 import pytest
 
-import backend_harness as H
-import zoo
 from edgernn.backend.kernels import call_args
 from edgernn.errors import EdgeRNNError
+from edgernn.testing import backend_harness as H
+from edgernn.testing import zoo
 
 FEATURES = zoo.FUSED_FEATURES
 

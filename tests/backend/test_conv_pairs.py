@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.backend.test_conv import STATES, _layers, _model, convert_case, frames
+from edgernn.testing.conv_steps import STATES, convert_case, frames, layers, step_model
 
 pytestmark = pytest.mark.toolchain
 
 
 def _cases():
-    L = _layers()
+    L = layers()
     return {
         # patch 27 (3 mod 4), 5 output channels (one quad and one single)
         "conv_c3_o5_same": ((7, 9, 3), lambda x: L.Conv2D(5, 3, padding="same")(x)),
@@ -50,13 +50,13 @@ VARIANTS = {  # label: compiler flags (the POSIX team of EDGERNN_THREADS workers
 
 @pytest.mark.parametrize("name", sorted(_cases()))
 def test_gap8_convolution_paths_match_the_interpreter(tmp_path, name):
+    from edgernn.testing import backend_harness as H
     from edgernn.tflite.oracle import step_records
-    from tests.support import backend_harness as H
 
     shape, body = _cases()[name]
     folder = tmp_path / name
     folder.mkdir()
-    (folder / "step.tflite").write_bytes(convert_case(_model(shape, body), shape, "int8"))
+    (folder / "step.tflite").write_bytes(convert_case(step_model(shape, body), shape, "int8"))
     xq = frames(folder, shape, steps=6)
     ref, _ = step_records(folder / "step.tflite", xq, STATES)
     for i, (label, flags) in enumerate(VARIANTS.items()):

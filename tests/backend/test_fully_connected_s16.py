@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import backend_harness as H
-import mixed_models as MM
 from edgernn.backend import quantparams as qp
+from edgernn.testing import backend_harness as H
+from edgernn.testing import mixed_models as MM
 from edgernn.tflite.oracle import step_records
 
 pytestmark = pytest.mark.toolchain

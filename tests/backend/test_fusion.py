@@ -17,14 +17,14 @@ import shutil
 import numpy as np
 import pytest
 
-import backend_harness as H
-import zoo
 from edgernn.backend import fusion, fusion_loop
 from edgernn.backend.codegen import lower_graph, state_layout
 from edgernn.backend.kernels import call_args, kernel
 from edgernn.backend.lowering import Call, ConstArray, ConstStruct
 from edgernn.backend.reader import read_tflite
 from edgernn.backend.values import ARENA, ConstArg, Place, SizeOf, StructArg, TensorArg
+from edgernn.testing import backend_harness as H
+from edgernn.testing import zoo
 
 
 def gru_reset_before(seed: int = 0):

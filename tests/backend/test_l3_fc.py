@@ -24,10 +24,10 @@ def checker(tmp_path_factory):
 
     require_tools("gcc")
     import keras
-    from zoo import trajectories
 
     from edgernn.pipeline.build import build_model
     from edgernn.resources import templates_dir
+    from edgernn.testing.zoo import trajectories
 
     keras.utils.set_random_seed(0)
     folder = tmp_path_factory.mktemp("l3fc")

@@ -20,9 +20,9 @@ import json
 import numpy as np
 import pytest
 
-import backend_harness as H
-import mixed_models as MM
-import zoo
+from edgernn.testing import backend_harness as H
+from edgernn.testing import mixed_models as MM
+from edgernn.testing import zoo
 from edgernn.tflite.oracle import step_records
 
 # (name, hops): x's (dtype, scale, zero point), then each QUANTIZE's output. Every int8 input value

@@ -25,9 +25,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import backend_harness as H
 import op_graphs as G
 from edgernn.backend import fusion, grouping
+from edgernn.testing import backend_harness as H
 
 pytestmark = pytest.mark.toolchain
 

@@ -18,9 +18,9 @@ import subprocess
 import numpy as np
 import pytest
 
-import backend_harness as H
+from edgernn.testing import backend_harness as H
 from conftest import tool_unavailable
-import zoo
+from edgernn.testing import zoo
 
 WORKERS = (1, 2, 8)
 

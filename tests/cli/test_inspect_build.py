@@ -7,8 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-import zoo
 from edgernn.cli.main import cli
+from edgernn.testing import zoo
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from frames_zoo import CAMERA, camera_gru, moving_blobs
+
+from edgernn.testing.frames_zoo import CAMERA, camera_gru, moving_blobs
 
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
 

@@ -32,7 +32,7 @@ def build_model(kind: str):
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.pipeline.convert import convert_model
 
@@ -61,7 +61,7 @@ def converted(tmp_path_factory):
 
 
 def check_parity(out):
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.validate.run import validate
 
@@ -103,7 +103,7 @@ def test_validate_profile_on_qemu_riscv32_counts_each_ops_instructions(converted
     firmware's own minstret count of that step within 2 %, and each op its MACs from the step model."""
     import json
 
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.validate.run import validate
 
@@ -175,8 +175,8 @@ def test_the_report_of_a_pass_and_of_a_fail_reads_in_a_browser(converted, tmp_pa
     """report.html rendered by headless Chromium (Debian's): the verdict first, the summary's five cards in
     the first screen, every section, every plot decoded, nothing fetched from anywhere; report.json keeps
     its keys and gains the new ones; no Chromium process outlives the test."""
-    from browser import Chromium, chromium_path
-    from zoo import trajectories
+    from edgernn.testing.browser import Chromium, chromium_path
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.outdir import read_manifest
     from edgernn.validate.run import InterpreterReference, validate

@@ -17,8 +17,8 @@ BOARDS = {"host": 400, "qemu_riscv32": 200, "gvsoc_gap8": 40}
 
 
 def _model_and_data(kind: str, steps: int, seed: int):
-    from frames_zoo import frame_cfc, moving_blobs, tcn_gru
-    from zoo import trajectories
+    from edgernn.testing.frames_zoo import frame_cfc, moving_blobs, tcn_gru
+    from edgernn.testing.zoo import trajectories
 
     if kind == "frame_cfc":
         return frame_cfc(*FRAME), moving_blobs(1, steps, *FRAME, seed=seed)
@@ -28,8 +28,8 @@ def _model_and_data(kind: str, steps: int, seed: int):
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """``built(kind, board, quant)`` -> the OUT folder, built once per module."""
-    from frames_zoo import moving_blobs
-    from zoo import trajectories
+    from edgernn.testing.frames_zoo import moving_blobs
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.pipeline.build import build_model
 

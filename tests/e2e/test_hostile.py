@@ -451,8 +451,8 @@ def test_a_killed_host_firmware_is_noticed_at_once(tmp_path):
     import time
 
     from edgernn.errors import LinkError
+    from edgernn.testing.toy_build import ToyReference, make_toy_out
     from edgernn.validate.run import validate
-    from toy_build import ToyReference, make_toy_out
     from conftest import processes_mentioning
 
     out = make_toy_out(tmp_path / "out")

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from edgernn.errors import EdgeRNNError, LinkError
+from edgernn.testing.toy_build import ToyReference, make_toy_out, toy_reference
 from edgernn.validate.run import exit_code, validate
-from toy_build import ToyReference, make_toy_out, toy_reference
 
 pytestmark = pytest.mark.toolchain
 

@@ -56,7 +56,7 @@ MODELS = {"lstm2_module": LstmHead, "cfc_autoncp_module": _cfc, "linear_gru_onnx
 
 
 def _data(n: int, steps: int, seed: int) -> np.ndarray:
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     return trajectories(n, steps, FEATURES, seed)
 

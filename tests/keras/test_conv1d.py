@@ -13,12 +13,12 @@ import io
 import numpy as np
 import pytest
 
-import backend_harness as H
-import zoo
 from edgernn.errors import EdgeRNNError, UnsupportedLayerError
 from edgernn.keras.decompose import decompose
 from edgernn.keras.fused_rebuild import diagnose
 from edgernn.keras.stepmodel import build_step_model
+from edgernn.testing import backend_harness as H
+from edgernn.testing import zoo
 
 
 def _keras(seed: int = 0):

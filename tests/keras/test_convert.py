@@ -10,7 +10,7 @@ import pytest
 from edgernn.tflite import model as tfl
 from edgernn.tflite.oracle import StepRunner
 
-import zoo
+from edgernn.testing import zoo
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ from edgernn.tflite import model as tfl
 from edgernn.errors import EdgeRNNError
 from edgernn.tflite.oracle import StepRunner, dequantize, quantize
 
-import zoo
+from edgernn.testing import zoo
 
 pytestmark = pytest.mark.slow
 

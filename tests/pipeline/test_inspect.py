@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from edgernn.cli.main import cli
 
-import zoo
+from edgernn.testing import zoo
 
 pytestmark = pytest.mark.slow
 

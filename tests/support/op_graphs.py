@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import mixed_models as MM
 from edgernn.backend import quantparams as qp
+from edgernn.testing import mixed_models as MM
 from edgernn.tflite import model as M
 
 S = M.schema

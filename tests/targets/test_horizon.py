@@ -16,8 +16,8 @@ import io
 import numpy as np
 import pytest
 
-import trained
 from edgernn.errors import EdgeRNNError
+from edgernn.testing import trained
 from edgernn.tflite.quantize import Calibration, check_horizon
 
 

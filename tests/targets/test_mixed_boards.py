@@ -19,8 +19,8 @@ import json
 import numpy as np
 import pytest
 
-import mixed_models as MM
-import zoo
+from edgernn.testing import mixed_models as MM
+from edgernn.testing import zoo
 from conftest import require_gap_sdk, require_tools
 
 STEPS = 200

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import alive, processes_mentioning, wait_until
 from edgernn import procs
-from toy_build import make_toy_out
+from edgernn.testing.toy_build import make_toy_out
 
 pytestmark = pytest.mark.toolchain
 

@@ -17,7 +17,7 @@ import json
 
 import pytest
 
-import zoo
+from edgernn.testing import zoo
 from conftest import require_gap_sdk, require_tools
 
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-import trained
+from edgernn.testing import trained
 
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
 
@@ -63,8 +63,8 @@ def test_trained_ltc_is_byte_exact_over_long_sequences(tmp_path, quant):
     test sequences above and tests/backend/test_op_tables.py are what fail without its variant.)"""
     import numpy as np
 
-    import backend_harness as H
     from edgernn.pipeline.convert import convert_model
+    from edgernn.testing import backend_harness as H
 
     model = trained.trained("ltc_ncp")
     out = tmp_path / "out"

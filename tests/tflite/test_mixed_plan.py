@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import zoo
 from edgernn.cli.main import cli
 from edgernn.pipeline.convert import convert_model
+from edgernn.testing import zoo
 from edgernn.tflite import mixed
 from edgernn.tflite import model as tfl
 from edgernn.tflite.interpreter import load_interpreter
@@ -318,7 +318,7 @@ def test_groups_hold_each_constant_once(converted, name):
 def _same_bytes_as_the_interpreter(out, b) -> None:
     """The host build ``b`` of folder ``out`` writes the interpreter's every output and state byte, over a trajectory
     and over inputs wider than calibration."""
-    import backend_harness as H
+    from edgernn.testing import backend_harness as H
 
     n = int(H.load_interpreter(out / "step.tflite").get_signature_runner().get_input_details()["x"]["shape"][-1])
     for xs in (zoo.trajectories(1, 100, n, seed=4)[0],
@@ -336,7 +336,7 @@ def test_ltc_mixed_model_c_matches_interpreter(converted, tmp_path):
     output and state byte the interpreter's over a trajectory and inputs wider than calibration."""
     import shutil
 
-    import backend_harness as H
+    from edgernn.testing import backend_harness as H
 
     _, _, _, folder = converted("ltc_dense_div", 0.001)
     out = tmp_path / "ltc"
@@ -398,7 +398,7 @@ def test_requantize_in_a_mixed_model_c_matches_interpreter(converted, tmp_path, 
     """A CfC after a Dense(tanh): the requantizing QUANTIZE before its CONCATENATION is an op of the plan, int8 or
     int16 beside a producer of the other type (a seam, then the requantization); through the C backend every
     output and state byte is the interpreter's."""
-    import backend_harness as H
+    from edgernn.testing import backend_harness as H
 
     import shutil
 

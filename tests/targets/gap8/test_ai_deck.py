@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-import zoo
+from edgernn.testing import zoo
 from conftest import TOY_MODEL, gap_sdk_params, require_gap_sdk, require_gap_sdk_at, require_tools
 from edgernn.errors import EdgeRNNError, LinkError
 from edgernn.targets.gap8 import hwloop_check

@@ -8,30 +8,13 @@ import numpy as np
 import pytest
 
 from conftest import gap_sdk_params, require_gap_sdk, require_gap_sdk_at, require_tools
+from edgernn.testing.zoo import gap8_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
 
 BOARD = "gvsoc_gap8"
 STEPS = 1000
 VARIANT_STEPS = 200
-
-
-def build_model(kind: str):
-    import keras
-
-    keras.utils.set_random_seed(0)
-    n_in = 6
-    if kind.startswith("lstm64"):
-        rnn = keras.layers.LSTM(64, return_sequences=True)
-    elif kind.startswith("gru"):
-        rnn = keras.layers.GRU(16, return_sequences=True)
-    else:
-        import ncps.keras
-        from ncps.wirings import AutoNCP
-
-        cell = ncps.keras.CfC if kind.startswith("cfc") else ncps.keras.LTC
-        rnn = cell(AutoNCP(16, 2, seed=0), return_sequences=True)
-    return keras.Sequential([keras.Input((None, n_in)), rnn, keras.layers.Dense(1)], name=kind.split("_")[0]), n_in
 
 
 # kind: (quant, mode)
@@ -60,7 +43,7 @@ def gvsoc():
 @pytest.fixture(scope="module")
 def built(gvsoc, tmp_path_factory):
     """``built(kind)`` -> (OUT folder built for gvsoc_gap8, number of inputs), once per module."""
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.pipeline.build import build_model as build_folder
 
@@ -70,7 +53,7 @@ def built(gvsoc, tmp_path_factory):
         if kind not in made:
             quant, mode = MODELS[kind]
             folder = tmp_path_factory.mktemp(kind)
-            model, n_in = build_model(kind)
+            model, n_in = gap8_model(kind)
             path = folder / f"{kind}.keras"
             model.save(path)
             result = build_folder(str(path), folder / "out", board=BOARD, quant=quant, mode=mode,
@@ -86,7 +69,7 @@ def built(gvsoc, tmp_path_factory):
 
 @pytest.mark.parametrize("kind", list(MODELS))
 def test_validates_on_gvsoc_gap8(built, kind):
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.validate.run import validate
 
@@ -114,7 +97,7 @@ def test_validate_profile_says_where_a_steps_cycles_go_per_op_and_core(built, tm
     all 8 cores at work while the others run on the master alone, and each op's MACs are the step model's."""
     import json
 
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.validate.run import validate
 
@@ -175,7 +158,7 @@ def test_one_core_and_scalar_dot_products_give_the_same_bytes(built, kind, tmp_p
     SIMD ones in gcc's C or in the hand-written assembly, one cluster task for the whole run and one per
     step: identical outputs and states. Every ELF built passed the hardware-loop check (build_gap_project),
     and the assembly's builds have its loops."""
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.tflite.oracle import quantize
 
@@ -210,7 +193,7 @@ def test_the_whole_step_and_the_clusters_work_are_counted_apart(built, tmp_path)
     cluster's, the same counter as the second, and the bytes do not move."""
     import json
 
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.tflite.oracle import quantize
 
@@ -267,7 +250,7 @@ def test_validates_on_gvsoc_built_from_another_sdk(sdk, tmp_path, monkeypatch):
     """The whole flow with another SDK a user has (CI: 4.8.0, Bitcraze's docker image, as upstream ships
     it): GVSOC built from it with edgernn's corrections passes its UART self-test, and a model built
     against it validates with every byte equal to the interpreter."""
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.pipeline.build import build_model as build_folder
     from edgernn.targets.gap8 import sdk as gap_sdk
@@ -280,7 +263,7 @@ def test_validates_on_gvsoc_built_from_another_sdk(sdk, tmp_path, monkeypatch):
     marker = gvsoc_marker(install)
     # the entry is keyed by content: it may have been built from another copy of the same SDK
     assert marker["key"] == gap_sdk.sdk_key(home) and marker["selftest"]["mismatches"] == 0
-    model, n_in = build_model("gru")
+    model, n_in = gap8_model("gru")
     path = tmp_path / "gru.keras"
     model.save(path)
     result = build_folder(str(path), tmp_path / "out", board=BOARD, quant="int8", calib=trajectories(8, 80, n_in, 1))

@@ -31,10 +31,10 @@ def built(tmp_path_factory):
     require_gap_sdk()
     require_tools("make", "riscv64-unknown-elf-gcc")
     import keras
-    from zoo import trajectories
 
     from edgernn.pipeline.build import build_model as build_folder
     from edgernn.targets.gap8 import sdk as gap_sdk
+    from edgernn.testing.zoo import trajectories
 
     gap_sdk.build_gvsoc()
     keras.utils.set_random_seed(0)
@@ -52,7 +52,7 @@ def built(tmp_path_factory):
 def camera_built(tmp_path_factory):
     require_gap_sdk()
     require_tools("make", "riscv64-unknown-elf-gcc")
-    from frames_zoo import camera_gru_l3, moving_blobs
+    from edgernn.testing.frames_zoo import camera_gru_l3, moving_blobs
 
     from edgernn.pipeline.build import build_model as build_folder
     from edgernn.targets.gap8 import sdk as gap_sdk
@@ -124,7 +124,7 @@ def test_the_largest_gate_matrix_goes_to_l3_and_the_flash_image_holds_it(built):
 
 
 def test_validates_in_gvsoc_with_weights_streamed_from_l3(built):
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.validate.run import validate
 
@@ -157,7 +157,7 @@ def test_the_weights_are_found_where_a_radio_flash_puts_the_image_and_stale_ones
     (it boots; its table at 0 points at a readfs that is not there, since the second copy's header lies
     there) and the whole image again at 0x80000. The run gives the same bytes as the plain image's. With one
     byte of that copy's blob changed, init fails and says so, rather than running on wrong weights."""
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.targets import device as devices
     from edgernn.tflite.oracle import quantize
@@ -196,7 +196,7 @@ def test_a_failed_init_reaches_the_host_as_its_reason(built, case):
     reason, not a lost link. At base 0x40000, where no image starts after this JTAG-like layout, the
     loader reads the image's own bytes as offsets: it must pass over them (GVSOC's flash model crashed
     the simulator with SIGSEGV on an address beyond the flash, and the line was never sent)."""
-    from zoo import trajectories
+    from edgernn.testing.zoo import trajectories
 
     from edgernn.errors import DeviceInitError
     from edgernn.targets import device as devices
@@ -259,7 +259,7 @@ def test_a_camera_cnn_and_gru_over_l2_streams_two_fully_connected_and_validates(
     """The Dense behind the flatten (3,072 x 128) and the GRU's recurrent matrix (256 x 768) go to L3, the
     largest first, until L2 fits; both stream each step, one chunk of each in flight while the other's
     computes."""
-    from frames_zoo import moving_blobs
+    from edgernn.testing.frames_zoo import moving_blobs
 
     from edgernn.backend.streaming import blob_checksum
     from edgernn.validate.run import validate

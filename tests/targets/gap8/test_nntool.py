@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import frames_zoo
-import zoo
+from edgernn.testing import frames_zoo
+from edgernn.testing import zoo
 from conftest import tool_unavailable
 
 TESTS = Path(__file__).resolve().parents[2]

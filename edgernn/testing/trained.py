@@ -1,6 +1,6 @@
 """Small TRAINED models of the kinds --quant auto is for, on a real trajectory task, cached on disk.
 
-Random weights (tests/support/zoo.py) exercise the conversion; trained weights are what users bring, and
+Random weights (edgernn/testing/zoo.py) exercise the conversion; trained weights are what users bring, and
 they differ where quantization is concerned: larger, skewed weights, saturating gates, states that drift
 far from zero, sums that grow. Each model here is trained briefly (seeded, a few epochs on CPU) to track a
 forced, damped oscillator from its forcing and a noisy measurement of its position: a small
@@ -20,7 +20,7 @@ rounding corners another's never do: an LTC trained on a newcomer's machine left
 143, on weights no developer's machine had made. So the tests read the seed-0 models as test data,
 ``tests/fixtures/trained/<name>.keras`` (the LTC's is that machine's), the same on every machine; their
 calibration and test trajectories are made again here, which numpy's seeded generator does identically
-everywhere. ``python tests/support/trained.py --write-fixtures`` trains the other three again and writes them.
+everywhere. ``python -m edgernn.testing.trained --write-fixtures`` trains the other three again and writes them.
 
 ``train(name, folder, seed)`` trains (the benches' other seeds, bench/bench_trained_seeds.py); ``trained(name)``
 reads the fixture, or for a model without one trains once and caches the saved model with its trajectories under
@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from edgernn.testing import TESTS
 
 FEATURES, OUTPUTS = 3, 2
 DT = 0.1
@@ -154,7 +156,7 @@ def train(name: str, folder: Path, seed: int = 0) -> None:
         os.replace(tmp, folder / f"{name}{suffix}")
 
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "trained"
+FIXTURES = TESTS / "fixtures" / "trained"
 
 
 # ---- a model whose state matters over hundreds of steps, read once at the end (issue 51's kind) ----

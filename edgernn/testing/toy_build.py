@@ -3,14 +3,27 @@ validate's reference: validate and the link tested without TensorFlow."""
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
 import shutil
 
 import numpy as np
 
-from conftest import TOY_MODEL
+from edgernn.testing import TESTS
 from edgernn.validate.run import ReferenceRun
-from toy import MODEL_SHA256, run_toy
+
+TOY_MODEL = TESTS / "fixtures" / "toy_model"
+
+
+@functools.cache
+def _toy_twin():
+    """The toy model's Python twin, toy.py beside its C (the link tests import it as ``toy``), loaded when first
+    used: an installed edgernn without a checkout imports this module all the same."""
+    spec = importlib.util.spec_from_file_location("edgernn_toy_twin", TOY_MODEL / "toy.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 class ToyReference:
@@ -25,7 +38,7 @@ class ToyReference:
         self.state, self.done = None, 0
 
     def advance(self, xq: np.ndarray) -> ReferenceRun:
-        y, st = run_toy(xq, self.state)
+        y, st = _toy_twin().run_toy(xq, self.state)
         if st:
             self.state = st[-1]
         if self.wrong_at is not None and self.done <= self.wrong_at < self.done + len(xq):
@@ -37,7 +50,9 @@ class ToyReference:
 toy_reference = ToyReference()
 
 
-def make_toy_out(path, board="host", sha=MODEL_SHA256):
+def make_toy_out(path, board="host", sha=None):
+    """An OUT folder of the toy model for ``board``; its manifest names ``sha`` (default: the toy model's own)."""
+    sha = _toy_twin().MODEL_SHA256 if sha is None else sha
     fw = path / "firmware"
     fw.mkdir(parents=True)
     for name in ("model.c", "model.h"):

@@ -76,6 +76,36 @@ def camera_gru(seed: int = 0):
     ], name="camera_gru")
 
 
+# 60x60x1 frames (under the link's 4 KiB frames); a first conv of 10 channels at stride 1 makes the arena
+# (two 36,000-byte activations alive at once) larger than L1's budget
+L2_FRAME = (60, 60, 1)
+
+
+def frame_cfc_l2(dense: int = 40, seed: int = 0):
+    """frame_cfc's layers at a frame whose activations do not fit L1, with a second, strided
+    CONV_2D that reads the arena (bands with a halo, padding at the frame's edges). Dense(40) over the
+    1,800 features makes the weights (72 KB) too large for L1 too, so each convolution's filter is copied
+    into its tiles by DMA; with Dense(8) they are all copied to L1 at init instead."""
+    import keras
+    import ncps.keras
+    from ncps.wirings import AutoNCP
+
+    keras.utils.set_random_seed(seed)
+    L = keras.layers
+    TD = L.TimeDistributed
+    return keras.Sequential([
+        keras.Input((None, *L2_FRAME)),
+        TD(L.Conv2D(10, 3, strides=1, padding="same", activation="relu")),
+        TD(L.DepthwiseConv2D(3, padding="same")),
+        TD(L.ReLU(max_value=6.0)),
+        TD(L.MaxPooling2D(2)),
+        TD(L.Conv2D(8, 3, strides=2, padding="same", activation="relu")),
+        TD(L.Flatten()),
+        L.Dense(dense, activation="tanh"),
+        ncps.keras.CfC(AutoNCP(12, 2, seed=seed), return_sequences=True),
+    ], name="frame_cfc_l2")
+
+
 def camera_gru_l3(h: int = 24, w: int = 32, units: int = 256, seed: int = 0):
     """A camera CNN + GRU over the AI-deck's 320 KiB L2 budget (~700k int8 weights): a 3x3 convolution of 16
     channels and a 2x2 pooling, whose flatten (3,072 values at 24x32) feeds a Dense(128) (393k weights), then

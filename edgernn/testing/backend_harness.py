@@ -15,12 +15,13 @@ from pathlib import Path
 import numpy as np
 
 from edgernn.backend import generate_firmware
-from edgernn.targets.compile import Part, compile_firmware
 from edgernn.targets.board import load_board
+from edgernn.targets.compile import Part, compile_firmware
+from edgernn.testing import TESTS
 from edgernn.tflite.interpreter import load_interpreter
 from edgernn.tflite.oracle import quantize, step_records
 
-DRIVER = Path(__file__).resolve().parents[1] / "c" / "step_driver.c"
+DRIVER = TESTS / "c" / "step_driver.c"
 
 # GAP8's SIMD dot product, written with the GCC vector subscripts of the GAP SDK's own emulation
 # (gap_sdk tools/autotiler_v3/Emulation/GapBuiltins.h): it stands in for the real builtin so the

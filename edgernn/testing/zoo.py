@@ -153,6 +153,26 @@ def tf_keras_lstm_final(seed: int = 0):
     return tf_keras.Sequential([L.InputLayer((None, 3)), L.LSTM(8), L.Dense(2)], name="tf_keras_lstm_final")
 
 
+def gap8_model(kind: str):
+    """The GAP8 tests' and benches' models, an RNN over 6 inputs then Dense(1), keras seed 0, and their input count:
+    LSTM(64) (kinds "lstm64..."), GRU(16) ("gru..."), or a CfC ("cfc...") or LTC (else) on AutoNCP(16, 2)."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    n_in = 6
+    if kind.startswith("lstm64"):
+        rnn = keras.layers.LSTM(64, return_sequences=True)
+    elif kind.startswith("gru"):
+        rnn = keras.layers.GRU(16, return_sequences=True)
+    else:
+        import ncps.keras
+        from ncps.wirings import AutoNCP
+
+        cell = ncps.keras.CfC if kind.startswith("cfc") else ncps.keras.LTC
+        rnn = cell(AutoNCP(16, 2, seed=0), return_sequences=True)
+    return keras.Sequential([keras.Input((None, n_in)), rnn, keras.layers.Dense(1)], name=kind.split("_")[0]), n_in
+
+
 # ---- fused UNIDIRECTIONAL_SEQUENCE_LSTM step models, as the converter's fused mode lays them out ----
 
 FUSED_FEATURES = 3
