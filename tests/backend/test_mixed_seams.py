@@ -2,7 +2,7 @@
 
 A mixed model (issue 28) is a valid TFLite model whose ops are int8 or 16x8, with QUANTIZE ops
 int8 -> int16 and int16 -> int8 where the types meet. The models here are spliced with the flatbuffer
-object API (tests/support/mixed_models.py), so the backend is held to LiteRT without the converter's
+object API (edgernn/testing/mixed_models.py), so the backend is held to LiteRT without the converter's
 mixed precision:
 
 - the QUANTIZE seams alone, over every int8 value and every int16 value, at scales up and down, zero

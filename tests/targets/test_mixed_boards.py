@@ -1,7 +1,7 @@
 """A mixed int8/int16 model validated on host, qemu_riscv32 and gvsoc_gap8 like any other build folder.
 
 The folder is an int8 model built for the board, its step model then replaced by a mixed one
-(tests/support/mixed_models.py): a SimpleRNN with its state held in int16 at a scale that is no power of two
+(edgernn/testing/mixed_models.py): a SimpleRNN with its state held in int16 at a scale that is no power of two
 of the int8 one and the cell's TANH in int16 between two QUANTIZE seams, x and y int8 (every board); a
 Dense-LSTM-Dense with both states in int16, every TANH and two FULLY_CONNECTEDs in 16x8 and x and y in int16
 (host and qemu_riscv32). The firmware is

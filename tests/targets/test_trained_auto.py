@@ -1,4 +1,4 @@
-"""--quant auto on TRAINED models (tests/support/trained.py: CfC and LTC on AutoNCP(16, 2) wirings, an LSTM with a
+"""--quant auto on TRAINED models (edgernn/testing/trained.py: CfC and LTC on AutoNCP(16, 2) wirings, an LSTM with a
 sigmoid activation, a ReLU SimpleRNN after a Dense, each trained on a forced oscillator), built for host at the
 default budget: the plan meets it on the calibration data (on the 8 sequences it was made on and over the horizon, the
 32 windows of 200 steps chained into 6 streams of 1,000, made again to a tighter budget where it missed there), and
