@@ -67,18 +67,15 @@ def _state_keys(graph, states: list | dict | None, input_key: str) -> list:
 
 
 def link_buffer_growth(board, frames: tuple[int, int], input_bytes: int, input_itemsize: int) -> tuple[str, int] | None:
-    """(memory, bytes) the server's link buffers take past the board's frames, which the memory that holds
-    "link buffers" keeps in its ``reserved``: where one step's frames (received, sent) are larger, the
-    receive buffer, the kept answer and its COBS copy grow (templates/firmware/protocol.h), and a wider-than-
-    byte input gets its aligned copy of one step. None when no memory holds link buffers, or the board keeps
-    its frames (EDGERNN_LINK_FIXED_FRAME=1)."""
-    from edgernn.link.framing import DEFAULT_MAX_FRAME
-
-    home = next((m["name"] for m in board.memories if "link buffers" in m.get("holds", [])), None)
-    defines = dict(d.split("=", 1) if "=" in d else (d, "1") for d in board.toolchain.defines)
-    if home is None or defines.get("EDGERNN_LINK_FIXED_FRAME", "0") != "0":
+    """(memory, bytes) the server's link buffers take past the board's frames, which the board's link memory
+    (``placement.link_memory``) keeps in its ``reserved``: where one step's frames (received, sent) are larger,
+    the receive buffer, the kept answer and its COBS copy grow (templates/firmware/protocol.h), and a wider-than-
+    byte input gets its aligned copy of one step. None when the board names no link memory, or keeps its
+    frames (``board.link.fixed``: EDGERNN_LINK_FIXED_FRAME=1)."""
+    home = board.placement.link_memory
+    if home is None or board.link.fixed:
         return None
-    board_frame = int(defines.get("EDGERNN_LINK_MAX_FRAME", DEFAULT_MAX_FRAME), 0)
+    board_frame = board.link.max_frame
     rx, tx = (max(board_frame, f) for f in frames)
 
     def encoded(n: int) -> int:
@@ -226,10 +223,9 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
         "arena_bytes": arena_bytes,
         "liveness_bound_bytes": bound,
         "weight_bytes": weight_bytes,
-        "weights_section": (board.get("placement", {}) or {}).get("weights_section", "") if board is not None else "",
-        "weights_attribute": (board.get("placement", {}) or {}).get("weights_attribute", "") if board is not None else "",
-        "weights_attribute_header": ((board.get("placement", {}) or {}).get("weights_attribute_header", "")
-                                     if board is not None else ""),
+        "weights_section": board.placement.weights_section if board is not None else "",
+        "weights_attribute": board.placement.weights_attribute if board is not None else "",
+        "weights_attribute_header": board.placement.weights_attribute_header if board is not None else "",
         "arena_in_team_memory": bool(placement and placement.arena_in_team_memory),
         "arena_memory": placement.items["arena"][0] if placement else "ram",
         "state_in_team_memory": bool(placement and placement.state_in_team_memory),

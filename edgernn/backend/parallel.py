@@ -65,13 +65,15 @@ class ShareRule:
 def share_rule(board) -> ShareRule:
     """The board's sharing rule. A board of one worker (``[parallel] workers = 1``) shares nothing: its
     team would run every split serially, so a team kernel would only add a call to each op."""
-    parallel = (board.get("parallel", {}) or {}) if board is not None else {}
-    workers = int(parallel.get("workers", 0) or 0)
+    if board is None:
+        return ShareRule()
+    parallel = board.parallel
+    workers = parallel.workers or 0
     if workers == 1:
         return ShareRule(min_count=NOT_SHARED, workers=1)
-    split = parallel.get("split_cycles")
-    return ShareRule(min_count=int(parallel.get("min_count", DEFAULT_MIN_COUNT)), workers=workers,
-                     split_cycles=int(split) if split is not None and workers > 1 else None)
+    split = parallel.split_cycles
+    return ShareRule(min_count=parallel.min_count, workers=workers,
+                     split_cycles=split if split is not None and workers > 1 else None)
 
 
 def min_count(board) -> int:
