@@ -86,7 +86,8 @@ def _args(call) -> dict:
     return dict(zip(k.arg_names, call.args))
 
 
-def _grain(call) -> int:
+def split_grain(call) -> int:
+    """The grain a team's split of ``call`` keeps: each worker's range starts on a multiple of it."""
     k = BY_NAME.get(call.fn)
     if k is None or not k.splits:
         return 1
@@ -137,7 +138,7 @@ def worth_sharing(call, count: int, rule: ShareRule) -> bool:
     if rule.split_cycles is not None:
         estimate = estimate_cycles(call)
         if estimate is not None and count > 0:
-            return _shared_cycles(estimate, count, _grain(call), rule.workers, rule.split_cycles) < estimate
+            return _shared_cycles(estimate, count, split_grain(call), rule.workers, rule.split_cycles) < estimate
     return count >= rule.min_count
 
 

@@ -475,7 +475,7 @@ def test_identical_tables_are_held_once(built, name):
     """A table its quantization alone decides (an LSTM's gates' LOGISTIC, an LTC's six unfolds' constants) is
     in weights.c once however many ops read it; the build is the one test_generated_c_matches_interpreter holds
     to LiteRT. Weight matrices and biases keep their own arrays."""
-    from edgernn.backend import _state_keys, codegen
+    from edgernn.backend import state_keys, codegen
     from edgernn.backend.reader import read_tflite
     from edgernn.outdir import read_manifest
 
@@ -486,7 +486,7 @@ def test_identical_tables_are_held_once(built, name):
               or "_fused" in array or array.endswith("_thresholds")]
     assert tables and len(tables) == len(set(tables))
     graph = read_tflite(b.folder / "step.tflite")
-    states = codegen.state_layout(graph, _state_keys(graph, read_manifest(b.folder).states, "x"))
+    states = codegen.state_layout(graph, state_keys(graph, read_manifest(b.folder).states, "x"))
     rendered = codegen.lower_graph(graph, "edgernn_step", "x", "y", states)
     assert rendered.same, "the model holds no table twice: the case tests nothing"
     assert set(rendered.same.values()) <= {a.name for a in rendered.arrays}
