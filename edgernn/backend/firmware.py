@@ -390,8 +390,9 @@ class FirmwarePlan:
 
 @dataclass
 class FirmwareFacts:
-    """What generate_firmware wrote and measured. Read by attribute; ``facts["arena_bytes"]`` reads the
-    same field, for callers written against the dict this used to be."""
+    """What write_firmware wrote and measured. Read by attribute; ``facts["arena_bytes"]`` and ``facts.get``
+    read the same field, for the callers still written against the dict this used to be (the build stage,
+    edgernn/pipeline/build.py, and the GAP8 adapter's summary, edgernn/targets/gap8.py)."""
 
     arena_bytes: int                  # the static arena: the larger of the step's and the head's plan
     liveness_bound_bytes: int         # the least any placement of the same lives could need

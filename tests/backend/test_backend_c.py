@@ -260,9 +260,9 @@ def test_weights_go_to_the_board_section(converted, tmp_path):
     line = next(l for l in sections.splitlines() if ".edgernn_weights" in l)
     n_objects = (folder / "firmware" / "weights.c").read_text().count("EDGERNN_WEIGHTS_SECTION =")
     # the compiler may pad between objects (x86-64 aligns arrays of 32+ bytes to 32)
-    assert facts["weight_bytes"] <= int(line.split()[2], 16) <= facts["weight_bytes"] + 32 * n_objects
+    assert facts.weight_bytes <= int(line.split()[2], 16) <= facts.weight_bytes + 32 * n_objects
     rodata = next((l for l in sections.splitlines() if " .rodata " in l), None)
-    assert rodata is None or int(rodata.split()[2], 16) < facts["weight_bytes"]
+    assert rodata is None or int(rodata.split()[2], 16) < facts.weight_bytes
     generate_firmware(folder, load_board("host"))   # leave the shared build as the host board makes it
 
 
@@ -449,7 +449,7 @@ def test_maximum_minimum_match_interpreter(tmp_path, quant, op):
     if op == "MAXIMUM":
         _edit_ops(folder / "step.tflite", "MINIMUM", "MAXIMUM")
     b = H.build(folder)
-    assert op in b.facts["ops"] and "edgernn_maximum_minimum.c" in b.facts["sources"]
+    assert op in b.facts.ops and "edgernn_maximum_minimum.c" in b.facts.sources
     for label, xs in _sequences(folder).items():
         xq = H.quantize_x(folder, xs)
         ref, _ = H.reference_bytes(folder, xq)
