@@ -43,6 +43,7 @@ from edgernn.backend.tiling import DmaPlan, band_args, plan_bands
 from edgernn.errors import EdgeRNNError
 from edgernn.outdir import MANIFEST, read_manifest
 
+
 def _version(dist: str) -> str:
     try:
         return metadata.version(dist)
@@ -138,6 +139,53 @@ def _lower_named(file_name: str, graph, *args):
         raise Unsupported(f"{file_name}: {exc}") from None
 
 
+@dataclass(frozen=True)
+class LoweredModels:
+    """The step model (and head) read and lowered to kernel calls, before a board decides anything."""
+
+    graph: Graph                          # the step model as read
+    step: RenderedGraph                   # its kernel calls, constants and arena plan
+    states: list[StateSlot]               # its states, in the manifest's order
+    head: RenderedGraph | None = None     # the head model's, when the folder has one
+
+
+@dataclass(frozen=True)
+class FirmwarePlan:
+    """What ``plan_firmware`` decided, before any file is written: the lowered models with the board's
+    decisions applied to their calls (the team's kernels, DMA bands, streamed chunks, copies in the team's
+    fast memory), and the bytes and placement the firmware will have."""
+
+    board: Any                        # the loaded board (edgernn.targets.board.Board); None: the model alone
+    models: LoweredModels
+    quant: str                        # the manifest's quantization, else the step input's type
+    arrays: list[ConstArray]          # every constant array of the step and head (the streamed ones too)
+    structs: list[ConstStruct]
+    arena_bytes: int                  # the static arena: the larger of the step's and the head's plan
+    liveness_bound_bytes: int         # the least any placement of the same lives could need
+    weight_bytes: int                 # constant arrays and structs
+    state_bytes: int                  # the packed state (the link's STATE layout)
+    state_storage_bytes: int          # the states as stored, each on ALIGN bytes
+    link_frames: tuple[int, int]      # the raw frames one step needs (received, sent)
+    placement: Placement | None       # None without a board
+    fast_weights: list[dict]          # the constants copied into the team's fast memory at init
+    team_ops: list[int]               # operator indices the team shares
+    dma: DmaPlan | None               # the banded convolutions
+    streams: StreamPlan | None        # the weights read in chunks from the stream memory
+    functions: frozenset[str]         # the kernels the calls name
+
+    @property
+    def on_chip_arrays(self) -> list[ConstArray]:
+        """The constant arrays weights.c holds: all but the streamed ones."""
+        streamed = self.placement.streamed if self.streams else {}
+        return [a for a in self.arrays if a.name not in streamed]
+
+    @property
+    def ops(self) -> list[str]:
+        """The builtin ops of the step (and head) model."""
+        head = self.models.head
+        return sorted(set(self.models.graph.op_names) | (set(head.graph.op_names) if head else set()))
+
+
 def lower_models(step_model: str | Path | bytes, *, states: list | dict | None = None,
                  head_model: str | Path | None = None) -> LoweredModels:
     """The step model (a step.tflite, or its bytes) and the head model (head.tflite), read and lowered to
@@ -153,7 +201,7 @@ def lower_models(step_model: str | Path | bytes, *, states: list | dict | None =
     return LoweredModels(graph=graph, step=step, states=slots, head=head)
 
 
-def plan_firmware(out_dir: Path, board) -> "FirmwarePlan":
+def plan_firmware(out_dir: Path, board) -> FirmwarePlan:
     """The plan of OUT/firmware/ for ``board`` (a loaded board, edgernn.targets.board; None: the model alone)
     from OUT/step.tflite (+ head.tflite, manifest.json). Reads the folder and writes nothing; raises
     MemoryBudgetError when the model does not fit the board."""
@@ -230,7 +278,7 @@ def plan_firmware(out_dir: Path, board) -> "FirmwarePlan":
     )
 
 
-def _render_context(plan: "FirmwarePlan", l3_checksum: int | None) -> dict:
+def _render_context(plan: FirmwarePlan, l3_checksum: int | None) -> dict:
     """What the model templates (templates/model/) and the HAL's render from."""
     from edgernn._version import __version__
 
@@ -297,7 +345,7 @@ def _render_context(plan: "FirmwarePlan", l3_checksum: int | None) -> dict:
     }
 
 
-def write_firmware(plan: "FirmwarePlan", dest: Path, *, verbose: bool = False) -> "FirmwareFacts":
+def write_firmware(plan: FirmwarePlan, dest: Path, *, verbose: bool = False) -> "FirmwareFacts":
     """Write the firmware folder ``dest`` (OUT/firmware/) from ``plan``: the kernels, the model and weights
     rendered, the stream memory's blob, and with a board its server, protocol and HAL; return the facts."""
     board, streams, placement = plan.board, plan.streams, plan.placement
@@ -339,53 +387,6 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
     (``plan_firmware``), then the files (``write_firmware``)."""
     plan = plan_firmware(out_dir, board)
     return write_firmware(plan, Path(out_dir) / "firmware", verbose=verbose)
-
-
-@dataclass(frozen=True)
-class LoweredModels:
-    """The step model (and head) read and lowered to kernel calls, before a board decides anything."""
-
-    graph: Graph                          # the step model as read
-    step: RenderedGraph                   # its kernel calls, constants and arena plan
-    states: list[StateSlot]               # its states, in the manifest's order
-    head: RenderedGraph | None = None     # the head model's, when the folder has one
-
-
-@dataclass(frozen=True)
-class FirmwarePlan:
-    """What ``plan_firmware`` decided, before any file is written: the lowered models with the board's
-    decisions applied to their calls (the team's kernels, DMA bands, streamed chunks, copies in the team's
-    fast memory), and the bytes and placement the firmware will have."""
-
-    board: Any                        # the loaded board (edgernn.targets.board.Board); None: the model alone
-    models: LoweredModels
-    quant: str                        # the manifest's quantization, else the step input's type
-    arrays: list[ConstArray]          # every constant array of the step and head (the streamed ones too)
-    structs: list[ConstStruct]
-    arena_bytes: int                  # the static arena: the larger of the step's and the head's plan
-    liveness_bound_bytes: int         # the least any placement of the same lives could need
-    weight_bytes: int                 # constant arrays and structs
-    state_bytes: int                  # the packed state (the link's STATE layout)
-    state_storage_bytes: int          # the states as stored, each on ALIGN bytes
-    link_frames: tuple[int, int]      # the raw frames one step needs (received, sent)
-    placement: Placement | None       # None without a board
-    fast_weights: list[dict]          # the constants copied into the team's fast memory at init
-    team_ops: list[int]               # operator indices the team shares
-    dma: DmaPlan | None               # the banded convolutions
-    streams: StreamPlan | None        # the weights read in chunks from the stream memory
-    functions: frozenset[str]         # the kernels the calls name
-
-    @property
-    def on_chip_arrays(self) -> list[ConstArray]:
-        """The constant arrays weights.c holds: all but the streamed ones."""
-        streamed = self.placement.streamed if self.streams else {}
-        return [a for a in self.arrays if a.name not in streamed]
-
-    @property
-    def ops(self) -> list[str]:
-        """The builtin ops of the step (and head) model."""
-        head = self.models.head
-        return sorted(set(self.models.graph.op_names) | (set(head.graph.op_names) if head else set()))
 
 
 @dataclass
