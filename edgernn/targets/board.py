@@ -9,7 +9,7 @@ every key.
 ``Board`` gives typed sections (``board.serial.baud``, ``board.emulator.start_timeout_s``, ...) with the
 defaults filled in, and the facts derived from them (``board.link``). The backend reads only these.
 ``board["gap_sdk"]["config"]`` still reads the file's tables as written (after ``extends``), for the HAL's
-Jinja templates (templates/hal/*/*.j2).
+Jinja templates (templates/hal/*/*.j2) and the benches.
 """
 
 from __future__ import annotations
@@ -355,7 +355,8 @@ class Board:
         return policy, reason or f"board {self.name} does not support {quant}"
 
     # The tables as written, for the HAL's Jinja templates (board["gap_sdk"]["config"] in
-    # templates/hal/ai_deck/Makefile.j2); Python code reads the typed sections.
+    # templates/hal/ai_deck/Makefile.j2), and benches and tests written against them; the backend reads the
+    # typed sections.
     def __getitem__(self, key: str) -> Any:
         return self.data[key]
 
