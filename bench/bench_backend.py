@@ -57,12 +57,12 @@ def bench(name: str, builder, steps: int, work: Path, cflags: list[str], quant: 
     return {
         "model": name,
         "instructions_per_step": (n2 - n1) / steps,
-        "arena_bytes": b.facts["arena_bytes"],
-        "liveness_bound_bytes": b.facts["liveness_bound_bytes"],
-        "weight_bytes": b.facts["weight_bytes"],
-        "state_bytes": b.facts["state_bytes"],
+        "arena_bytes": b.facts.arena_bytes,
+        "liveness_bound_bytes": b.facts.liveness_bound_bytes,
+        "weight_bytes": b.facts.weight_bytes,
+        "state_bytes": b.facts.state_bytes,
         "code_bytes": b.code_bytes,
-        "ops": ",".join(b.facts["ops"]),
+        "ops": ",".join(b.facts.ops),
     }
 
 

@@ -131,7 +131,7 @@ def main_gap8(args) -> None:
                 cycles[name, cores] = float(np.median(result.cycles[2:]))
                 print(f"{name:40s} {cores} core(s) {cycles[name, cores]:12,.0f} cycles/step, "
                       f"{bad[name, cores]} bad bytes", file=sys.stderr, flush=True)
-            items = facts["placement"]["items"] if facts["placement"] else {}
+            items = facts.placement["items"] if facts.placement else {}
             places[name] = ", ".join(f"{k} {v['memory']}" for k, v in items.items() if k in ("arena", "weights"))
     base = "without the op (the rest of the step)"
     print("| kernel (int8, GVSOC) | cores | MACs | cycles | MAC/cycle | GVSOC ceiling | placed | mismatching bytes |")

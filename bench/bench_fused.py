@@ -90,8 +90,8 @@ def main() -> None:
         xq = H.quantize_x(folder, xs)
         n1 = instructions(b.exe, xq[: args.steps], folder)
         n2 = instructions(b.exe, xq, folder)
-        row.update(instr=(n2 - n1) / args.steps, arena=b.facts["arena_bytes"], weights=b.facts["weight_bytes"],
-                   state=b.facts["state_bytes"])
+        row.update(instr=(n2 - n1) / args.steps, arena=b.facts.arena_bytes, weights=b.facts.weight_bytes,
+                   state=b.facts.state_bytes)
         rows.append(row)
     print(f"LSTM(64) + Dense(1), trained {args.epochs} epochs; calibration {calib.shape[0]} x {calib.shape[1]} "
           f"steps, test {test.shape[0]} x {test.shape[1]} steps (5x longer); errors against the float Keras model")

@@ -352,7 +352,7 @@ def _environment():
 def team_template(board) -> Path:
     from edgernn.resources import templates_dir
 
-    rel = ((board.get("parallel", {}) or {}).get("team") if board is not None else None) or DEFAULT_TEAM
+    rel = (board.parallel.team if board is not None else None) or DEFAULT_TEAM
     path = templates_dir() / rel
     if not path.is_file():
         where = f"board file {board.path}" if board is not None else "the default"
@@ -461,9 +461,9 @@ FIRMWARE_TEMPLATE_FILES = ("protocol.c", "protocol.h", "server.c", "server.h", "
 def _hal_dir(board) -> Path:
     from edgernn.resources import templates_dir
 
-    hal_dir = templates_dir() / board["hal"]["template"]
+    hal_dir = templates_dir() / board.hal.template
     if not hal_dir.is_dir():
-        raise EdgeRNNError(f"board file {board.path}: hal.template {board['hal']['template']!r} is not a folder")
+        raise EdgeRNNError(f"board file {board.path}: hal.template {board.hal.template!r} is not a folder")
     return hal_dir
 
 

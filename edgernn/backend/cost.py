@@ -146,10 +146,10 @@ def call_cycles(call) -> int:
 
 def _share(call) -> tuple[int, int] | None:
     """(output range, grain) of a call as the team splits it, or None when it cannot."""
-    from edgernn.backend.parallel import _grain
+    from edgernn.backend.parallel import split_grain
 
     count = call.n if isinstance(call, FusedCall) else split_count(call)
-    return (count, _grain(call)) if count else None
+    return (count, split_grain(call)) if count else None
 
 
 def fixed_cycles(call) -> int:
@@ -176,17 +176,14 @@ def estimate_step_cost(step_file: str | Path | bytes, states: list | None = None
     """The cost of one step of ``step_file`` (a step.tflite, or its bytes). ``states``: the manifest's states entries
     (else the step model's inputs other than x, as ``generate_firmware`` reads a folder without one).
     ``board`` (a loaded board, edgernn.targets.board): the calls its team shares are counted as shared;
-    without one, every call runs on one core."""
-    from edgernn.backend.codegen import state_layout
-    from edgernn.backend.firmware import _lower_named, _state_keys, _weight_bytes
+    without one, every call runs on one core. The step is lowered as the build's plan lowers it
+    (firmware.lower_models) and shared by the build's rule; it is not placed in the board's memories."""
+    from edgernn.backend.firmware import constant_bytes, lower_models
     from edgernn.backend.kernels import TEAM_KERNELS
     from edgernn.backend.parallel import share_calls, share_rule
-    from edgernn.backend.reader import read_tflite
 
-    name = "step.tflite" if isinstance(step_file, bytes) else Path(step_file).name
-    graph = read_tflite(step_file)
-    slots = state_layout(graph, _state_keys(graph, states, "x"))
-    step = _lower_named(name, graph, "edgernn_step", "x", "y", slots)
+    lowered = lower_models(step_file, states=states)
+    step = lowered.step
     # before the team renames its kernels
     own = {id(call): (call_cycles(call), _share(call), fixed_cycles(call)) for call in step.calls}
     names = {id(call): "fused loop" if isinstance(call, FusedCall) else call.fn for call in step.calls}
@@ -210,6 +207,6 @@ def estimate_step_cost(step_file: str | Path | bytes, states: list | None = None
         by_kernel[names[id(call)]] = by_kernel.get(names[id(call)], 0) + c
     if rule is not None and rule.workers > 1:
         cycles += ENTRY
-    return StepCost(cycles_per_step=cycles, weight_bytes=_weight_bytes(step.arrays, step.structs),
-                    arena_bytes=step.plan.arena_bytes, state_bytes=sum(s.nbytes for s in slots),
+    return StepCost(cycles_per_step=cycles, weight_bytes=constant_bytes(step.arrays, step.structs),
+                    arena_bytes=step.plan.arena_bytes, state_bytes=sum(s.nbytes for s in lowered.states),
                     calls=len(step.calls), shared=shared, by_kernel=by_kernel)

@@ -1,8 +1,11 @@
-"""generate_firmware: the backend's one entry point, from a converted folder to OUT/firmware/.
+"""The backend's entry points, from a converted folder to OUT/firmware/: plan, then write.
 
-It reads the step model (and head), lowers both to kernel calls (codegen.lower_graph), places the
-arena, state and weights in the board's memories (placement), lets the team share the large calls
-(parallel), plans DMA bands (tiling), copies the kernels and renders the templates (codegen).
+``plan_firmware`` decides everything and writes nothing: it reads the step model (and head) and lowers both
+to kernel calls (``lower_models``, codegen.lower_graph), places the arena, state and weights in the board's
+memories (placement), lets the team share the large calls (parallel), plans DMA bands (tiling) and the
+weights read in chunks (streaming), and returns a :class:`FirmwarePlan`. ``write_firmware`` copies the
+kernels and renders the templates from a plan (codegen) and returns the :class:`FirmwareFacts` of the
+build. ``generate_firmware`` is the two in turn.
 """
 
 from __future__ import annotations
@@ -10,9 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from edgernn.backend.codegen import (
     KERNEL_HEADERS,
+    RenderedGraph,
+    StateSlot,
     copy_dma_source,
     copy_stream_sources,
     copy_kernels,
@@ -24,15 +30,19 @@ from edgernn.backend.codegen import (
     render,
     state_layout,
 )
+from edgernn.backend.ir import Graph
 from edgernn.backend.kernels import SIZES
 from edgernn.backend.layout import align
+from edgernn.backend.lowering import ConstArray, ConstStruct
 from edgernn.backend.parallel import share_calls, share_rule
-from edgernn.backend.placement import place
+from edgernn.backend.placement import Placement, place
 from edgernn.backend.reader import read_tflite
 from edgernn.backend import fusion, streaming
-from edgernn.backend.tiling import band_args, plan_bands
+from edgernn.backend.streaming import StreamPlan
+from edgernn.backend.tiling import DmaPlan, band_args, plan_bands
 from edgernn.errors import EdgeRNNError
 from edgernn.outdir import MANIFEST, read_manifest
+
 
 def _version(dist: str) -> str:
     try:
@@ -45,7 +55,7 @@ def _tools() -> str:
     return f"TensorFlow {_version('tensorflow')}, LiteRT {_version('ai-edge-litert')}"
 
 
-def _state_keys(graph, states: list | dict | None, input_key: str) -> list:
+def state_keys(graph, states: list | dict | None, input_key: str) -> list:
     """The states in manifest order: a name (an input and output of the step model), or
     (name, tensor index) for a variable tensor that a fused op updates in place."""
     if states:
@@ -67,18 +77,15 @@ def _state_keys(graph, states: list | dict | None, input_key: str) -> list:
 
 
 def link_buffer_growth(board, frames: tuple[int, int], input_bytes: int, input_itemsize: int) -> tuple[str, int] | None:
-    """(memory, bytes) the server's link buffers take past the board's frames, which the memory that holds
-    "link buffers" keeps in its ``reserved``: where one step's frames (received, sent) are larger, the
-    receive buffer, the kept answer and its COBS copy grow (templates/firmware/protocol.h), and a wider-than-
-    byte input gets its aligned copy of one step. None when no memory holds link buffers, or the board keeps
-    its frames (EDGERNN_LINK_FIXED_FRAME=1)."""
-    from edgernn.link.framing import DEFAULT_MAX_FRAME
-
-    home = next((m["name"] for m in board.memories if "link buffers" in m.get("holds", [])), None)
-    defines = dict(d.split("=", 1) if "=" in d else (d, "1") for d in board.toolchain.defines)
-    if home is None or defines.get("EDGERNN_LINK_FIXED_FRAME", "0") != "0":
+    """(memory, bytes) the server's link buffers take past the board's frames, which the board's link memory
+    (``placement.link_memory``) keeps in its ``reserved``: where one step's frames (received, sent) are larger,
+    the receive buffer, the kept answer and its COBS copy grow (templates/firmware/protocol.h), and a wider-than-
+    byte input gets its aligned copy of one step. None when the board names no link memory, or keeps its
+    frames (``board.link.fixed``: EDGERNN_LINK_FIXED_FRAME=1)."""
+    home = board.placement.link_memory
+    if home is None or board.link.fixed:
         return None
-    board_frame = int(defines.get("EDGERNN_LINK_MAX_FRAME", DEFAULT_MAX_FRAME), 0)
+    board_frame = board.link.max_frame
     rx, tx = (max(board_frame, f) for f in frames)
 
     def encoded(n: int) -> int:
@@ -90,7 +97,8 @@ def link_buffer_growth(board, frames: tuple[int, int], input_bytes: int, input_i
     return home, growth
 
 
-def _weight_bytes(arrays, structs) -> int:
+def constant_bytes(arrays, structs) -> int:
+    """The bytes of constant arrays and parameter structs, as weights.c holds them."""
     total = 0
     for a in arrays:
         total += SIZES[a.ctype] * len(a.values)
@@ -131,46 +139,95 @@ def _lower_named(file_name: str, graph, *args):
         raise Unsupported(f"{file_name}: {exc}") from None
 
 
-def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "FirmwareFacts":
-    """Write OUT/firmware/ from OUT/step.tflite (+ head.tflite); return the facts of the build."""
-    from edgernn._version import __version__
+@dataclass(frozen=True)
+class LoweredModels:
+    """The step model (and head) read and lowered to kernel calls, before a board decides anything."""
 
+    graph: Graph                          # the step model as read
+    step: RenderedGraph                   # its kernel calls, constants and arena plan
+    states: list[StateSlot]               # its states, in the manifest's order
+    head: RenderedGraph | None = None     # the head model's, when the folder has one
+
+
+@dataclass(frozen=True)
+class FirmwarePlan:
+    """What ``plan_firmware`` decided, before any file is written: the lowered models with the board's
+    decisions applied to their calls (the team's kernels, DMA bands, streamed chunks, copies in the team's
+    fast memory), and the bytes and placement the firmware will have."""
+
+    board: Any                        # the loaded board (edgernn.targets.board.Board); None: the model alone
+    models: LoweredModels
+    quant: str                        # the manifest's quantization, else the step input's type
+    arrays: list[ConstArray]          # every constant array of the step and head (the streamed ones too)
+    structs: list[ConstStruct]
+    arena_bytes: int                  # the static arena: the larger of the step's and the head's plan
+    liveness_bound_bytes: int         # the least any placement of the same lives could need
+    weight_bytes: int                 # constant arrays and structs
+    state_bytes: int                  # the packed state (the link's STATE layout)
+    state_storage_bytes: int          # the states as stored, each on ALIGN bytes
+    link_frames: tuple[int, int]      # the raw frames one step needs (received, sent)
+    placement: Placement | None       # None without a board
+    fast_weights: list[dict]          # the constants copied into the team's fast memory at init
+    team_ops: list[int]               # operator indices the team shares
+    dma: DmaPlan | None               # the banded convolutions
+    streams: StreamPlan | None        # the weights read in chunks from the stream memory
+    functions: frozenset[str]         # the kernels the calls name
+
+    @property
+    def on_chip_arrays(self) -> list[ConstArray]:
+        """The constant arrays weights.c holds: all but the streamed ones."""
+        streamed = self.placement.streamed if self.streams else {}
+        return [a for a in self.arrays if a.name not in streamed]
+
+    @property
+    def ops(self) -> list[str]:
+        """The builtin ops of the step (and head) model."""
+        head = self.models.head
+        return sorted(set(self.models.graph.op_names) | (set(head.graph.op_names) if head else set()))
+
+
+def lower_models(step_model: str | Path | bytes, *, states: list | dict | None = None,
+                 head_model: str | Path | None = None) -> LoweredModels:
+    """The step model (a step.tflite, or its bytes) and the head model (head.tflite), read and lowered to
+    kernel calls. ``states``: the manifest's states entries (else the step model's inputs other than x, and
+    its variable tensors)."""
+    name = "step.tflite" if isinstance(step_model, bytes) else Path(step_model).name
+    graph = read_tflite(step_model)
+    slots = state_layout(graph, state_keys(graph, states, "x"))
+    step = _lower_named(name, graph, "edgernn_step", "x", "y", slots)
+    head = None
+    if head_model is not None:
+        head = _lower_named(Path(head_model).name, read_tflite(head_model), "edgernn_head", "h", "y", [])
+    return LoweredModels(graph=graph, step=step, states=slots, head=head)
+
+
+def plan_firmware(out_dir: Path, board) -> FirmwarePlan:
+    """The plan of OUT/firmware/ for ``board`` (a loaded board, edgernn.targets.board; None: the model alone)
+    from OUT/step.tflite (+ head.tflite, manifest.json). Reads the folder and writes nothing; raises
+    MemoryBudgetError when the model does not fit the board."""
     out_dir = Path(out_dir)
     step_path = out_dir / "step.tflite"
     if not step_path.is_file():
         raise EdgeRNNError(f"{step_path} not found: convert the model first (edgernn convert)")
     manifest = read_manifest(out_dir) if (out_dir / MANIFEST).is_file() else None
-    graph = read_tflite(step_path)
-    keys = _state_keys(graph, manifest.states if manifest else None, "x")
-    states = state_layout(graph, keys)
-    step = _lower_named(step_path.name, graph, "edgernn_step", "x", "y", states)
-
-    head_ctx = None
-    head = None
-    if (out_dir / "head.tflite").is_file():
-        hgraph = read_tflite(out_dir / "head.tflite")
-        head = _lower_named("head.tflite", hgraph, "edgernn_head", "h", "y", [])
-        hx, hy = hgraph.tensors[head.input_tensor], hgraph.tensors[head.output_tensor]
-        head_ctx = {"graph": head, "input_size": hx.size, "output_size": hy.size, "in_ctype": hx.ctype,
-                    "out_ctype": hy.ctype, "output_bytes": hy.nbytes}
+    head_path = out_dir / "head.tflite"
+    models = lower_models(step_path, states=manifest.states if manifest else None,
+                          head_model=head_path if head_path.is_file() else None)
+    graph, step, head, states = models.graph, models.step, models.head, models.states
 
     x_t, y_t = graph.tensors[step.input_tensor], graph.tensors[step.output_tensor]
-    packed = 0
-    state_ctx = []
-    for s in states:
-        state_ctx.append({**s.__dict__, "packed_offset": packed, "in_expr": step.places[s.in_tensor],
-                          "out_expr": step.places[s.out_tensor]})
-        packed += s.nbytes
+    head_output_bytes = head.graph.tensors[head.output_tensor].nbytes if head else 0
+    packed = sum(s.nbytes for s in states)
     structs = step.structs + (head.structs if head else [])
     arena_bytes = max(step.plan.arena_bytes, head.plan.arena_bytes if head else 0)
     bound = max(step.plan.liveness_bound_bytes, head.plan.liveness_bound_bytes if head else 0)
     state_storage = sum(align(s.nbytes) for s in states)
-    link_frames = link_model_frames(x_t.nbytes, max(y_t.nbytes, head_ctx["output_bytes"] if head_ctx else 0), packed)
+    link_frames = link_model_frames(x_t.nbytes, max(y_t.nbytes, head_output_bytes), packed)
 
     def placed(arrays):
         if board is None:
             return None
-        return place(board, weight_bytes=_weight_bytes(arrays, structs), state_bytes=state_storage,
+        return place(board, weight_bytes=constant_bytes(arrays, structs), state_bytes=state_storage,
                      arena_bytes=arena_bytes, weight_copy_bytes=_weight_copy_bytes(arrays, structs),
                      link=link_buffer_growth(board, link_frames, x_t.nbytes, x_t.nbytes // max(x_t.size, 1)),
                      streamable=streaming.streamable(board, [step, head], arrays),
@@ -184,7 +241,6 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
     if not keep and _drop_table_copies([step, head]):
         arrays = step.arrays + (head.arrays if head else [])
         placement = placed(arrays)
-    weight_bytes = _weight_bytes(arrays, structs)
     fast = fast_weights(arrays, structs) if placement and placement.weights_in_team_memory else []
     for g in (step, head):
         if g is not None:
@@ -201,15 +257,51 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
     for g in (step, head):
         if g is not None:
             g.streams = streaming.stream_args(streams, g.prefix)
-    on_chip = [a for a in arrays if not (streams and a.name in placement.streamed)]
-    quant = manifest.quant if manifest and manifest.quant else x_t.dtype
-    functions = {c.fn for g in (step, head) if g for call in g.calls for c in [call, *call.more]}
+    return FirmwarePlan(
+        board=board,
+        models=models,
+        quant=manifest.quant if manifest and manifest.quant else x_t.dtype,
+        arrays=arrays,
+        structs=structs,
+        arena_bytes=arena_bytes,
+        liveness_bound_bytes=bound,
+        weight_bytes=constant_bytes(arrays, structs),
+        state_bytes=packed,
+        state_storage_bytes=state_storage,
+        link_frames=link_frames,
+        placement=placement,
+        fast_weights=fast,
+        team_ops=sorted(shared),
+        dma=dma,
+        streams=streams,
+        functions=frozenset(c.fn for g in (step, head) if g for call in g.calls for c in [call, *call.more]),
+    )
+
+
+def _render_context(plan: FirmwarePlan, l3_checksum: int | None) -> dict:
+    """What the model templates (templates/model/) and the HAL's render from."""
+    from edgernn._version import __version__
+
+    board, placement, dma, streams = plan.board, plan.placement, plan.dma, plan.streams
+    graph, step, head = plan.models.graph, plan.models.step, plan.models.head
+    x_t, y_t = graph.tensors[step.input_tensor], graph.tensors[step.output_tensor]
+    head_ctx = None
+    if head is not None:
+        hx, hy = head.graph.tensors[head.input_tensor], head.graph.tensors[head.output_tensor]
+        head_ctx = {"graph": head, "input_size": hx.size, "output_size": hy.size, "in_ctype": hx.ctype,
+                    "out_ctype": hy.ctype, "output_bytes": hy.nbytes}
+    state_ctx = []
+    packed = 0
+    for s in plan.models.states:
+        state_ctx.append({**s.__dict__, "packed_offset": packed, "in_expr": step.places[s.in_tensor],
+                          "out_expr": step.places[s.out_tensor]})
+        packed += s.nbytes
     (xs, xz), (ys, yz) = x_t.qparams(), y_t.qparams()
-    context = {
+    return {
         "version": __version__,
         "sha256": graph.sha256,
         "tools": _tools(),
-        "quant": quant,
+        "quant": plan.quant,
         "input_size": x_t.size,
         "output_size": y_t.size,
         "output_bytes": y_t.nbytes,
@@ -219,22 +311,21 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
         "input_zero_point": xz,
         "output_scale": repr(float(ys)),
         "output_zero_point": yz,
-        "state_bytes": packed,
-        "state_storage_bytes": state_storage,
-        "link_model_frames": link_frames,
+        "state_bytes": plan.state_bytes,
+        "state_storage_bytes": plan.state_storage_bytes,
+        "link_model_frames": plan.link_frames,
         "states": state_ctx,
-        "arena_bytes": arena_bytes,
-        "liveness_bound_bytes": bound,
-        "weight_bytes": weight_bytes,
-        "weights_section": (board.get("placement", {}) or {}).get("weights_section", "") if board is not None else "",
-        "weights_attribute": (board.get("placement", {}) or {}).get("weights_attribute", "") if board is not None else "",
-        "weights_attribute_header": ((board.get("placement", {}) or {}).get("weights_attribute_header", "")
-                                     if board is not None else ""),
+        "arena_bytes": plan.arena_bytes,
+        "liveness_bound_bytes": plan.liveness_bound_bytes,
+        "weight_bytes": plan.weight_bytes,
+        "weights_section": board.placement.weights_section if board is not None else "",
+        "weights_attribute": board.placement.weights_attribute if board is not None else "",
+        "weights_attribute_header": board.placement.weights_attribute_header if board is not None else "",
         "arena_in_team_memory": bool(placement and placement.arena_in_team_memory),
         "arena_memory": placement.items["arena"][0] if placement else "ram",
         "state_in_team_memory": bool(placement and placement.state_in_team_memory),
         "state_memory": placement.items["state"][0] if placement else "ram",
-        "fast_weights": fast,
+        "fast_weights": plan.fast_weights,
         "dma_tile_bytes": dma.tile_bytes if dma else 0,
         "dma_header": Path(dma.source).with_suffix(".h").name if dma else "",
         "dma_layouts": dma.ops if dma else [],
@@ -242,53 +333,67 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
         "weights_home": placement.items.get("weights_src", placement.items["weights"])[0] if placement else "ram",
         "step": step,
         "head": head_ctx,
-        "arrays": on_chip,
-        "structs": structs,
+        "arrays": plan.on_chip_arrays,
+        "structs": plan.structs,
         "l3": ({"header": streaming.KERNEL_HEADER,
                 "calls": [c.fields for c in streams.calls], "tiles_var": streaming.TILES_VAR,
                 "tile_bytes": streams.tile_bytes, "slot_bytes": streams.slot_bytes, "blob": streaming.BLOB,
-                "blob_bytes": streams.blob_bytes, "memory": streams.memory, "step_bytes": streams.step_bytes}
+                "blob_bytes": streams.blob_bytes, "memory": streams.memory, "step_bytes": streams.step_bytes,
+                "checksum": l3_checksum}
                if streams else None),
-        "kernel_headers": kernel_headers(functions),
+        "kernel_headers": kernel_headers(plan.functions),
     }
-    fw = out_dir / "firmware"
+
+
+def write_firmware(plan: FirmwarePlan, dest: Path, *, verbose: bool = False) -> "FirmwareFacts":
+    """Write the firmware folder ``dest`` (OUT/firmware/) from ``plan``: the kernels, the model and weights
+    rendered, the stream memory's blob, and with a board its server, protocol and HAL; return the facts."""
+    board, streams, placement = plan.board, plan.streams, plan.placement
+    fw = Path(dest)
     fw.mkdir(parents=True, exist_ok=True)
-    sources = copy_kernels(fw, board, functions)
-    sources += copy_dma_source(board, fw, dma is not None)
+    sources = copy_kernels(fw, board, plan.functions)
+    sources += copy_dma_source(board, fw, plan.dma is not None)
     sources = copy_stream_sources(board, fw, sources, streams)
-    checksum = streaming.write_blob(streams, arrays, fw)
-    if context["l3"] is not None:
-        context["l3"]["checksum"] = checksum
+    checksum = streaming.write_blob(streams, plan.arrays, fw)
+    context = _render_context(plan, checksum)
     render(context, fw)
     project_files = []
     if board is not None:
         project_files = write_project(board, fw, {**context, "sources": sources + ["model.c", "weights.c"]})
     if verbose:
-        print(f"edgernn: wrote {fw} ({len(graph.operators)} ops, arena {arena_bytes} B, "
-              f"liveness bound {bound} B, constants {weight_bytes} B)")
+        print(f"edgernn: wrote {fw} ({len(plan.models.graph.operators)} ops, arena {plan.arena_bytes} B, "
+              f"liveness bound {plan.liveness_bound_bytes} B, constants {plan.weight_bytes} B)")
     return FirmwareFacts(
-        arena_bytes=arena_bytes,
-        liveness_bound_bytes=bound,
-        weight_bytes=weight_bytes,
-        state_bytes=packed,
+        arena_bytes=plan.arena_bytes,
+        liveness_bound_bytes=plan.liveness_bound_bytes,
+        weight_bytes=plan.weight_bytes,
+        state_bytes=plan.state_bytes,
         firmware_dir=str(fw),
         sources=sources + ["model.c", "weights.c"],
-        headers=list(KERNEL_HEADERS) + kernel_headers(functions) + ["model.h", "weights.h"],
-        ops=sorted(set(graph.op_names) | (set(head.graph.op_names) if head else set())),
+        headers=list(KERNEL_HEADERS) + kernel_headers(plan.functions) + ["model.h", "weights.h"],
+        ops=plan.ops,
         placement=({**placement.as_dict(), **({"streaming": streams.as_dict()} if streams else {})}
                    if placement else None),
         placement_table=placement.table() if placement else [],
         placement_notes=placement.notes if placement else [],
-        team_ops=sorted(shared),
+        team_ops=list(plan.team_ops),
         project_files=project_files,
         streaming=streams.as_dict() if streams else None,
     )
 
 
+def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "FirmwareFacts":
+    """Write OUT/firmware/ from OUT/step.tflite (+ head.tflite); return the facts of the build: the plan
+    (``plan_firmware``), then the files (``write_firmware``)."""
+    plan = plan_firmware(out_dir, board)
+    return write_firmware(plan, Path(out_dir) / "firmware", verbose=verbose)
+
+
 @dataclass
 class FirmwareFacts:
-    """What generate_firmware wrote and measured. Read by attribute; ``facts["arena_bytes"]`` reads the
-    same field, for callers written against the dict this used to be."""
+    """What write_firmware wrote and measured. Read by attribute; ``facts["arena_bytes"]`` and ``facts.get``
+    read the same field, for the callers still written against the dict this used to be (the build stage,
+    edgernn/pipeline/build.py, and the GAP8 adapter's summary, edgernn/targets/gap8.py)."""
 
     arena_bytes: int                  # the static arena: the larger of the step's and the head's plan
     liveness_bound_bytes: int         # the least any placement of the same lives could need

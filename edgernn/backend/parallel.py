@@ -65,13 +65,15 @@ class ShareRule:
 def share_rule(board) -> ShareRule:
     """The board's sharing rule. A board of one worker (``[parallel] workers = 1``) shares nothing: its
     team would run every split serially, so a team kernel would only add a call to each op."""
-    parallel = (board.get("parallel", {}) or {}) if board is not None else {}
-    workers = int(parallel.get("workers", 0) or 0)
+    if board is None:
+        return ShareRule()
+    parallel = board.parallel
+    workers = parallel.workers or 0
     if workers == 1:
         return ShareRule(min_count=NOT_SHARED, workers=1)
-    split = parallel.get("split_cycles")
-    return ShareRule(min_count=int(parallel.get("min_count", DEFAULT_MIN_COUNT)), workers=workers,
-                     split_cycles=int(split) if split is not None and workers > 1 else None)
+    split = parallel.split_cycles
+    return ShareRule(min_count=parallel.min_count, workers=workers,
+                     split_cycles=split if split is not None and workers > 1 else None)
 
 
 def min_count(board) -> int:
@@ -84,7 +86,8 @@ def _args(call) -> dict:
     return dict(zip(k.arg_names, call.args))
 
 
-def _grain(call) -> int:
+def split_grain(call) -> int:
+    """The grain a team's split of ``call`` keeps: each worker's range starts on a multiple of it."""
     k = BY_NAME.get(call.fn)
     if k is None or not k.splits:
         return 1
@@ -135,7 +138,7 @@ def worth_sharing(call, count: int, rule: ShareRule) -> bool:
     if rule.split_cycles is not None:
         estimate = estimate_cycles(call)
         if estimate is not None and count > 0:
-            return _shared_cycles(estimate, count, _grain(call), rule.workers, rule.split_cycles) < estimate
+            return _shared_cycles(estimate, count, split_grain(call), rule.workers, rule.split_cycles) < estimate
     return count >= rule.min_count
 
 

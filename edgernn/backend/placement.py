@@ -79,7 +79,7 @@ class Placement:
 
 
 def _budgets(board) -> dict[str, int]:
-    return {m["name"]: int(m["size"]) - int(m.get("reserved", 0)) for m in board.memories}
+    return {m.name: m.budget for m in board.memories_typed}
 
 
 def _choices(value, default: str) -> list[str]:
@@ -88,8 +88,8 @@ def _choices(value, default: str) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def _checked_choices(board, budgets: dict[str, int], rules: dict, key: str, first: str) -> list[str]:
-    choices = _choices(rules.get(key), first)
+def _checked_choices(board, budgets: dict[str, int], key: str, first: str) -> list[str]:
+    choices = _choices(getattr(board.placement, key), first)
     for name in choices:
         if name not in budgets:
             raise EdgeRNNError(f"board file {board.path}: placement.{key} names no memory {name!r}")
@@ -97,7 +97,7 @@ def _checked_choices(board, budgets: dict[str, int], rules: dict, key: str, firs
 
 
 def _is_team_memory(board, name: str) -> bool:
-    return bool(board.memory(name).get("team_memory", False))
+    return board.memory_typed(name).team_memory
 
 
 def _place_weights_copy(board, placement: Placement, choices: list[str], weight_bytes: int, copy_bytes: int) -> None:
@@ -116,14 +116,14 @@ def _place_weights_copy(board, placement: Placement, choices: list[str], weight_
         placement.notes.append(f"weights ({weight_bytes} B) do not fit {choices[0]}: read from {home}")
 
 
-def _stream_weights(board, placement: Placement, rules: dict, streamable: dict[str, int], tile_bytes: int) -> None:
+def _stream_weights(board, placement: Placement, streamable: dict[str, int], tile_bytes: int) -> None:
     """Move streamable arrays, the largest first, from the weights' home to the stream memory until the
     home fits its budget (nothing moves when it fits already), with room kept for the double buffer
     (``tile_bytes``, item ``stream_tiles`` in the board's stream_tiles_memory)."""
-    memory = rules.get("weights_stream_memory")
+    memory = board.placement.weights_stream_memory
     if not memory or not streamable:
         return
-    tiles = rules.get("stream_tiles_memory") or memory
+    tiles = board.placement.stream_tiles_memory or memory
     for name in (memory, tiles):
         if name not in placement.budgets:
             raise EdgeRNNError(f"board file {board.path}: placement names no memory {name!r} to stream weights")
@@ -156,11 +156,10 @@ def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int,
     ``streamable``: the weight arrays a kernel can read in chunks from the board's stream memory, through
     double buffers of ``stream_tile_bytes`` (edgernn/backend/streaming.py)."""
     budgets = _budgets(board)
-    first = board.memories[0]["name"]
-    rules = board.get("placement", {}) or {}
-    weights_choices = _checked_choices(board, budgets, rules, "weights_memory", first)
-    state_choices = _checked_choices(board, budgets, rules, "state_memory", first)
-    arena_choices = _checked_choices(board, budgets, rules, "arena_memory", first)
+    first = board.memories_typed[0].name
+    weights_choices = _checked_choices(board, budgets, "weights_memory", first)
+    state_choices = _checked_choices(board, budgets, "state_memory", first)
+    arena_choices = _checked_choices(board, budgets, "arena_memory", first)
     items = {"weights": (weights_choices[-1], int(weight_bytes)), "state": (state_choices[-1], int(state_bytes))}
     if link and link[1] > 0:
         items["link"] = (link[0], int(link[1]))
@@ -183,7 +182,7 @@ def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int,
     copy_bytes = int(weight_bytes if weight_copy_bytes is None else weight_copy_bytes)
     _place_weights_copy(board, placement, weights_choices, int(weight_bytes), copy_bytes)
     if not placement.weights_in_team_memory:
-        _stream_weights(board, placement, rules, dict(streamable or {}), stream_tile_bytes)
+        _stream_weights(board, placement, dict(streamable or {}), stream_tile_bytes)
     over = [(mem, placement.used(mem) - budget) for mem, budget in budgets.items()
             if placement.used(mem) > budget]
     if over:

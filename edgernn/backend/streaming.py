@@ -67,8 +67,10 @@ _TEAM_OF = {"edgernn_team_lstm_s8": "edgernn_lstm_s8",
 
 def stream_rules(board) -> tuple[str, str, str] | None:
     """(stream memory, tiles memory, C source) of a board that streams weights, or None."""
-    rules = (board.get("placement", {}) or {}) if board is not None else {}
-    memory, tiles, source = (rules.get(k) for k in ("weights_stream_memory", "stream_tiles_memory", "stream_source"))
+    if board is None:
+        return None
+    rules = board.placement
+    memory, tiles, source = rules.weights_stream_memory, rules.stream_tiles_memory, rules.stream_source
     if not memory:
         return None
     if not (tiles and source):

@@ -130,9 +130,10 @@ class DmaPlan:
 
 def dma_rules(board) -> tuple[str, str] | None:
     """(tiles memory, C source) of the board's banded convolutions, or None."""
-    rules = (board.get("placement", {}) or {}) if board is not None else {}
-    memory, source = rules.get("dma_tiles_memory"), rules.get("dma_source")
-    return (str(memory), str(source)) if memory and source else None
+    if board is None:
+        return None
+    memory, source = board.placement.dma_tiles_memory, board.placement.dma_source
+    return (memory, source) if memory and source else None
 
 
 def _banded(fn: str):
@@ -174,7 +175,7 @@ def plan_bands(board, placement: Placement | None, graphs) -> DmaPlan | None:
     memory, source = rules
     if placement.items["arena"][0] == memory or placement.arena_in_team_memory:
         return None
-    if not board.memory(memory).get("team_memory", False):
+    if not board.memory_typed(memory).team_memory:
         return None
     room = placement.budgets[memory] - placement.used(memory)
     plan = DmaPlan(memory, source)

@@ -7,8 +7,9 @@ naming the file and the key. The defaults live here and nowhere else; docs/board
 every key.
 
 ``Board`` gives typed sections (``board.serial.baud``, ``board.emulator.start_timeout_s``, ...) with the
-defaults filled in. ``board["toolchain"]["cc"]`` and ``board.get("placement", {})`` still read the
-file's tables as written (after ``extends``), for the code generator's templates and its readers.
+defaults filled in, and the facts derived from them (``board.link``). The backend reads only these.
+``board["gap_sdk"]["config"]`` still reads the file's tables as written (after ``extends``), for the HAL's
+Jinja templates (templates/hal/*/*.j2) and the benches.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from edgernn.errors import EdgeRNNError
+from edgernn.link.framing import DEFAULT_MAX_FRAME
 from edgernn.resources import boards_dir
 
 REQUIRED = object()     # a key without a default
@@ -86,6 +88,10 @@ class Placement:
                                                       "from in chunks (the AI-deck's HyperRAM); none: refused")
     stream_tiles_memory: Optional[str] = _key(None, "the memory of the streamed chunks' double buffers")
     stream_source: Optional[str] = _key(None, "the streamed kernels' C source under templates/")
+    link_memory: Optional[str] = _key(None, "the memory that holds the server's link buffers: what a step's frames "
+                                            "need beyond the board's (EDGERNN_LINK_MAX_FRAME) is charged there "
+                                            "(item `link`); default: the memory whose `holds` lists "
+                                            "\"link buffers\", else none (not charged)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -192,6 +198,38 @@ class Hal:
     ready_byte: bool = _key(False, "the HAL sends one 0x00 once it receives; a host that started it waits for it")
 
 
+@dataclass(frozen=True)
+class LinkFrames:
+    """The link's frames the firmware is built with, from ``toolchain.defines`` (what the compiler reads; not
+    keys of their own): EDGERNN_LINK_MAX_FRAME, and EDGERNN_LINK_FIXED_FRAME (templates/firmware/protocol.h)."""
+
+    max_frame: int = DEFAULT_MAX_FRAME     # the board's frame limit, both ways (else the protocol's default)
+    fixed: bool = False                    # the frames stay at max_frame even where a model's step needs more
+
+
+def _link_frames(path: Path, defines: list) -> LinkFrames:
+    values = dict(str(d).split("=", 1) if "=" in str(d) else (str(d), "1") for d in defines)
+    raw = values.get("EDGERNN_LINK_MAX_FRAME")
+    try:
+        max_frame = DEFAULT_MAX_FRAME if raw is None else int(raw, 0)
+    except ValueError:
+        raise EdgeRNNError(f"board file {path}: toolchain.defines: EDGERNN_LINK_MAX_FRAME must be a whole number, "
+                           f"not {raw!r}") from None
+    return LinkFrames(max_frame=max_frame, fixed=values.get("EDGERNN_LINK_FIXED_FRAME", "0") != "0")
+
+
+def _link_memory(path: Path, placement: Placement, memories: tuple[Memory, ...]) -> Placement:
+    """``placement`` with its link_memory resolved: as given (a memory of the board), else the memory whose
+    ``holds`` lists "link buffers" (what board files said before the key), else none."""
+    names = [m.name for m in memories]
+    if placement.link_memory is not None:
+        if placement.link_memory not in names:
+            raise EdgeRNNError(f"board file {path}: placement.link_memory names no memory {placement.link_memory!r}")
+        return placement
+    legacy = next((m.name for m in memories if "link buffers" in m.holds), None)
+    return dataclasses.replace(placement, link_memory=legacy)
+
+
 # table name -> (its dataclass, required table)
 SECTIONS: dict[str, tuple[type, bool]] = {
     "cpu": (Cpu, True), "toolchain": (Toolchain, True), "serial": (Serial, True), "hal": (Hal, True),
@@ -286,6 +324,7 @@ class Board:
     gap_sdk: Optional[GapSdk] = field(init=False, repr=False)
     flash: Flash = field(init=False, repr=False)
     emulator: Optional[Emulator] = field(init=False, repr=False)
+    link: LinkFrames = field(init=False, repr=False)
 
     def __post_init__(self):
         for key, value in _checked(self.path, self.data).items():
@@ -318,7 +357,9 @@ class Board:
         policy, reason = self.quant.policy(quant)
         return policy, reason or f"board {self.name} does not support {quant}"
 
-    # The tables as written, for the code generator and its templates (board["gap_sdk"]["config"]).
+    # The tables as written, for the HAL's Jinja templates (board["gap_sdk"]["config"] in
+    # templates/targets/gap8/hal/Makefile.j2), and benches and tests written against them; the backend reads the
+    # typed sections.
     def __getitem__(self, key: str) -> Any:
         return self.data[key]
 
@@ -376,6 +417,7 @@ def _checked(path: Path, data: dict[str, Any]) -> dict[str, Any]:
                 for name, (cls, required) in SECTIONS.items()}
     if sections["emulator"] is not None:
         sections["emulator"] = _emulator(path, sections["emulator"])
+    sections["placement"] = _link_memory(path, sections["placement"], memories)
     if sections["toolchain"].kind == "gap_sdk" and sections["gap_sdk"] is None:
         raise EdgeRNNError(f"board file {path}: toolchain.kind = \"gap_sdk\" needs a [gap_sdk] table")
     for quant in ("float32", "int8", "int16"):
@@ -383,7 +425,8 @@ def _checked(path: Path, data: dict[str, Any]) -> dict[str, Any]:
         if policy not in QUANT_POLICIES:
             raise EdgeRNNError(f"board file {path}: quant.{quant} must be one of {', '.join(QUANT_POLICIES)}, "
                                f"not {policy!r}")
-    return {**sections, "memories_typed": memories, "emulated": bool(data.get("emulated", False)),
+    return {**sections, "memories_typed": memories, "link": _link_frames(path, sections["toolchain"].defines),
+            "emulated": bool(data.get("emulated", False)),
             "family": data.get("family") or _family(sections)}
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgernn.backend import generate_firmware
+from edgernn.backend import FirmwareFacts, generate_firmware
 from edgernn.targets.board import load_board
 from edgernn.targets.compile import Part, compile_firmware
 from edgernn.testing import TESTS
@@ -56,7 +56,7 @@ def reference_bytes(folder: Path, xq: np.ndarray) -> tuple[np.ndarray, np.dtype]
 @dataclass
 class Build:
     folder: Path
-    facts: dict
+    facts: FirmwareFacts
     exe: Path
     code_bytes: int
     commands: list[str]

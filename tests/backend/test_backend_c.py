@@ -260,9 +260,9 @@ def test_weights_go_to_the_board_section(converted, tmp_path):
     line = next(l for l in sections.splitlines() if ".edgernn_weights" in l)
     n_objects = (folder / "firmware" / "weights.c").read_text().count("EDGERNN_WEIGHTS_SECTION =")
     # the compiler may pad between objects (x86-64 aligns arrays of 32+ bytes to 32)
-    assert facts["weight_bytes"] <= int(line.split()[2], 16) <= facts["weight_bytes"] + 32 * n_objects
+    assert facts.weight_bytes <= int(line.split()[2], 16) <= facts.weight_bytes + 32 * n_objects
     rodata = next((l for l in sections.splitlines() if " .rodata " in l), None)
-    assert rodata is None or int(rodata.split()[2], 16) < facts["weight_bytes"]
+    assert rodata is None or int(rodata.split()[2], 16) < facts.weight_bytes
     generate_firmware(folder, load_board("host"))   # leave the shared build as the host board makes it
 
 
@@ -449,7 +449,7 @@ def test_maximum_minimum_match_interpreter(tmp_path, quant, op):
     if op == "MAXIMUM":
         _edit_ops(folder / "step.tflite", "MINIMUM", "MAXIMUM")
     b = H.build(folder)
-    assert op in b.facts["ops"] and "edgernn_maximum_minimum.c" in b.facts["sources"]
+    assert op in b.facts.ops and "edgernn_maximum_minimum.c" in b.facts.sources
     for label, xs in _sequences(folder).items():
         xq = H.quantize_x(folder, xs)
         ref, _ = H.reference_bytes(folder, xq)
@@ -475,7 +475,7 @@ def test_identical_tables_are_held_once(built, name):
     """A table its quantization alone decides (an LSTM's gates' LOGISTIC, an LTC's six unfolds' constants) is
     in weights.c once however many ops read it; the build is the one test_generated_c_matches_interpreter holds
     to LiteRT. Weight matrices and biases keep their own arrays."""
-    from edgernn.backend import _state_keys, codegen
+    from edgernn.backend import state_keys, codegen
     from edgernn.backend.reader import read_tflite
     from edgernn.outdir import read_manifest
 
@@ -486,7 +486,7 @@ def test_identical_tables_are_held_once(built, name):
               or "_fused" in array or array.endswith("_thresholds")]
     assert tables and len(tables) == len(set(tables))
     graph = read_tflite(b.folder / "step.tflite")
-    states = codegen.state_layout(graph, _state_keys(graph, read_manifest(b.folder).states, "x"))
+    states = codegen.state_layout(graph, state_keys(graph, read_manifest(b.folder).states, "x"))
     rendered = codegen.lower_graph(graph, "edgernn_step", "x", "y", states)
     assert rendered.same, "the model holds no table twice: the case tests nothing"
     assert set(rendered.same.values()) <= {a.name for a in rendered.arrays}

@@ -71,7 +71,7 @@ def _inputs(time: int, invokes: int, seed: int) -> dict[str, np.ndarray]:
 def test_fused_lstm_matches_interpreter(fused, name, quant, record_property):
     b = fused(name, quant)
     time = MODELS[name][0][0]
-    assert "UNIDIRECTIONAL_SEQUENCE_LSTM" in b.facts["ops"]
+    assert "UNIDIRECTIONAL_SEQUENCE_LSTM" in b.facts.ops
     for label, xs in _inputs(time, 160 // time, seed=7).items():
         xq = H.quantize_x(b.folder, xs)
         ref, _ = H.reference_bytes(b.folder, xq)

@@ -236,3 +236,29 @@ def test_a_board_that_keeps_its_frames_charges_no_link_growth(tmp_path):
     assert placed.items["link"] == ("l2", 74_971) and "link" in "\n".join(placed.table())
     with pytest.raises(EdgeRNNError, match="over budget in l2"):
         place(deck, weight_bytes=300_000, state_bytes=64, arena_bytes=1000, link=("l2", 74_971))
+
+
+@pytest.mark.parametrize("board_name", [None, "host", "ai_deck"])
+def test_the_plan_writes_nothing_and_the_writer_writes_what_generate_firmware_writes(tmp_path, board_name):
+    """plan_firmware decides (here: the arena in the AI-deck's L1, calls its cluster shares) without
+    writing a file; write_firmware of the plan writes the same bytes and facts as generate_firmware."""
+    from edgernn.testing import mixed_models as MM
+    from edgernn.backend import generate_firmware, plan_firmware, write_firmware
+    from edgernn.targets.board import load_board
+
+    step = MM.requantize_chain([("int8", 0.1, 0), ("int16", 0.001, 0), ("int8", 0.05, 3)], size=256)
+    folder = MM.write_folder(tmp_path / "chain", step)
+    board = load_board(board_name) if board_name else None
+    plan = plan_firmware(folder, board)
+    assert [p.name for p in folder.iterdir()] == ["step.tflite"]
+    assert plan.ops == ["QUANTIZE"] and plan.state_bytes == 0 and plan.arena_bytes > 0
+    if board_name == "ai_deck":
+        assert plan.placement.items["arena"][0] == "l1" and plan.team_ops
+    facts = write_firmware(plan, tmp_path / "written")
+    again = generate_firmware(folder, board)
+    assert {**facts.as_dict(), "firmware_dir": ""} == {**again.as_dict(), "firmware_dir": ""}
+    written = sorted(p.relative_to(tmp_path / "written") for p in (tmp_path / "written").rglob("*"))
+    assert written == sorted(p.relative_to(folder / "firmware") for p in (folder / "firmware").rglob("*"))
+    for rel in written:
+        if (tmp_path / "written" / rel).is_file():
+            assert (tmp_path / "written" / rel).read_bytes() == (folder / "firmware" / rel).read_bytes(), rel

@@ -66,10 +66,10 @@ def converted(tmp_path_factory):
 
 def _lowered(folder):
     from edgernn.outdir import read_manifest
-    from edgernn.backend import _state_keys
+    from edgernn.backend import state_keys
 
     graph = read_tflite(folder / "step.tflite")
-    states = state_layout(graph, _state_keys(graph, read_manifest(folder).states, "x"))
+    states = state_layout(graph, state_keys(graph, read_manifest(folder).states, "x"))
     return graph, states, lower_graph(graph, "edgernn_step", "x", "y", states)
 
 

@@ -209,7 +209,7 @@ def test_mixed_step_models_match_interpreter(int8_base, tmp_path, name, base, sp
     assert "fully_connected_s8(" in model_c or "fully_connected_group_s8(" in model_c or name.startswith("fc16")
     # each state keeps its own dtype in the packed state: the sum of its own bytes
     packed = sum(int(np.prod(s["shape"])) * np.dtype(s["dtype"]).itemsize for s in mixed["states"])
-    assert b.facts["state_bytes"] == packed
+    assert b.facts.state_bytes == packed
     assert f"#define EDGERNN_STATE_BYTES {packed}" in model_h
     n = int(mixed["inputs"][0]["shape"][-1])
     sequences = {"trajectory": zoo.trajectories(1, 100, n, seed=11)[0],

@@ -3,6 +3,8 @@ output count elsewhere; the estimate and the rule of edgernn/backend/parallel.py
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from edgernn.backend.fusion import FusedCall
@@ -10,10 +12,12 @@ from edgernn.backend.kernels import BY_NAME
 from edgernn.backend.lowering import Call
 from edgernn.backend.parallel import (CYCLES_PER_FUSED_OP, CYCLES_PER_MAC, CYCLES_PER_MAC_S16, CYCLES_PER_ROW,
                                       CYCLES_PER_ROW_S16, estimate_cycles, share_calls, share_rule)
+from edgernn.targets.board import Parallel
 
-GAP8 = {"parallel": {"workers": 8, "min_count": 32, "split_cycles": 150}}
-BY_COUNT = {"parallel": {"workers": 8, "min_count": 32}}
-ONE_WORKER = {"parallel": {"workers": 1, "split_cycles": 150}}
+# the part of a board the rule reads: its typed [parallel] table
+GAP8 = SimpleNamespace(parallel=Parallel(workers=8, min_count=32, split_cycles=150))
+BY_COUNT = SimpleNamespace(parallel=Parallel(workers=8, min_count=32))
+ONE_WORKER = SimpleNamespace(parallel=Parallel(workers=1, split_cycles=150))
 
 
 def fc(n_in: int, n_out: int, rows: int = 1, fn: str = "edgernn_fully_connected_s8") -> Call:

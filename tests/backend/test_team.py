@@ -103,7 +103,7 @@ def test_fused_lstm_workers_give_identical_bytes(converted, quant, tmp_path):
     results = {}
     for n in WORKERS:
         b = H.build(folder, cflags=["-O2", f"-DEDGERNN_THREADS={n}", "-pthread"], name=f"driver_t{n}")
-        assert "UNIDIRECTIONAL_SEQUENCE_LSTM" in b.facts["ops"]
+        assert "UNIDIRECTIONAL_SEQUENCE_LSTM" in b.facts.ops
         model_c = (folder / "firmware" / "model.c").read_text()
         assert ("edgernn_team_lstm_s8(" if quant == "int8" else "edgernn_team_lstm_f32(") in model_c
         got, _ = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)

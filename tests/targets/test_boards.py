@@ -198,3 +198,26 @@ def test_an_unknown_kernel_set_is_refused_never_replaced_by_the_reference(tmp_pa
     path.write_text('extends = "host"\nname = "mine"\n\n[toolchain]\nkernels = "cortex_m9"\n')
     with pytest.raises(EdgeRNNError, match=r"toolchain.kernels 'cortex_m9' is not a kernel set \(known: reference, gap8\)"):
         copy_kernels(tmp_path, load_board(path), ())
+
+
+def test_the_link_memory_is_a_key_or_the_memory_whose_holds_lists_link_buffers(tmp_path):
+    """[placement] link_memory names where the link's buffers are; a board file without it keeps the memory
+    whose holds lists "link buffers", as board files said before the key. The frames come from defines."""
+    assert load_board("ai_deck").placement.link_memory == "l2" and load_board("host").placement.link_memory is None
+    keyed = tmp_path / "keyed.toml"
+    keyed.write_text('extends = "host"\nname = "keyed"\n\n[placement]\nlink_memory = "ram"\n\n[toolchain]\n'
+                     'defines = ["EDGERNN_LINK_MAX_FRAME=0x2000", "EDGERNN_LINK_FIXED_FRAME"]\n')
+    board = load_board(keyed)
+    assert board.placement.link_memory == "ram" and (board.link.max_frame, board.link.fixed) == (8192, True)
+    legacy = tmp_path / "legacy.toml"
+    legacy.write_text(load_board("host").path.read_text().replace('name = "host"', 'name = "legacy"')
+                      .replace('"state", "code"]', '"state", "code", "link buffers"]'))
+    assert load_board(legacy).placement.link_memory == "ram" and not load_board(legacy).link.fixed
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text('extends = "host"\nname = "wrong"\n\n[placement]\nlink_memory = "l9"\n')
+    with pytest.raises(EdgeRNNError, match="placement.link_memory names no memory 'l9'"):
+        load_board(wrong)
+    bad = tmp_path / "bad.toml"
+    bad.write_text('extends = "host"\nname = "bad"\n\n[toolchain]\ndefines = ["EDGERNN_LINK_MAX_FRAME=big"]\n')
+    with pytest.raises(EdgeRNNError, match="EDGERNN_LINK_MAX_FRAME must be a whole number"):
+        load_board(bad)

@@ -74,7 +74,7 @@ def _validates(out, facts, board: str, io_dtype: str = "int8") -> dict:
     manifest = json.loads((out / "manifest.json").read_text())
     assert {s["dtype"] for s in manifest["states"]} == {"int16"}
     assert (manifest["inputs"][0]["dtype"], manifest["outputs"][0]["dtype"]) == (io_dtype, io_dtype)
-    assert facts["state_bytes"] == sum(2 * s["size"] for s in manifest["states"])
+    assert facts.state_bytes == sum(2 * s["size"] for s in manifest["states"])
     report = validate(out, data=zoo.trajectories(1, STEPS, 3, 5))
     ref = report["reference"]
     assert report["board"] == board and report["steps"] >= STEPS

@@ -444,10 +444,10 @@ def test_arena_goes_to_l2_when_l1_is_too_small(deck_build, tmp_path):
         if mem["name"] == "l1":
             mem["reserved"] = mem["size"] - 8      # no room left in L1
     facts = generate_firmware(folder, Board(deck.name, deck.description, deck.path, data))
-    assert facts["placement"]["items"]["arena"]["memory"] == "l2"
+    assert facts.placement["items"]["arena"]["memory"] == "l2"
     model_c = (folder / "firmware" / "model.c").read_text()
     assert "static int64_t edgernn_arena[" in model_c and "edgernn_team_fast_alloc" not in model_c
-    assert facts["placement"]["items"]["state"]["memory"] == "l2" and "static int64_t edgernn_state[" in model_c
+    assert facts.placement["items"]["state"]["memory"] == "l2" and "static int64_t edgernn_state[" in model_c
 
 
 def _deck_with_l1_room(room: int):
@@ -503,8 +503,8 @@ def test_weights_are_copied_into_l1_when_they_fit(deck_build, tmp_path):
     shutil.copytree(out, folder)
     arena = manifest["placement"]["items"]["arena"]["bytes"]
     facts = generate_firmware(folder, _deck_with_l1_room(arena + 8))
-    assert facts["placement"]["items"]["weights"]["memory"] == "l2"
-    assert facts["placement"]["items"]["arena"]["memory"] == "l1"
+    assert facts.placement["items"]["weights"]["memory"] == "l2"
+    assert facts.placement["items"]["arena"]["memory"] == "l1"
     model_c = (folder / "firmware" / "model.c").read_text()
     assert "EDGERNN_FAST_WEIGHT" not in model_c and "edgernn_fill_fast_weights" not in model_c
 
