@@ -25,12 +25,15 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from edgernn import procs
 from edgernn.errors import EdgeRNNError
 from edgernn.targets.board import Board, Emulator
 from edgernn.targets.compile import BuildResult, elf_sizes
+
+if TYPE_CHECKING:
+    from edgernn.backend.firmware import FirmwareFacts
 
 Log = Callable[[str], None]
 
@@ -125,7 +128,7 @@ class Adapter:
     def check_toolchain(self) -> None:
         """Refuse, before any work, a build whose toolchain is missing (where the family needs it)."""
 
-    def generate(self, out_dir: Path, *, verbose: bool = False) -> dict:
+    def generate(self, out_dir: Path, *, verbose: bool = False) -> FirmwareFacts:
         """Write OUT/firmware/ for the board; returns the code generator's facts."""
         from edgernn.backend import generate_firmware
 
@@ -138,7 +141,7 @@ class Adapter:
     def build(self, out_dir: Path, *, scratch: Path, final_out: Path, log: Log, verbose: bool) -> FirmwareBuild:
         raise NotImplementedError
 
-    def summary(self, out: Path, manifest, facts: dict, build: FirmwareBuild) -> list[str]:
+    def summary(self, out: Path, manifest, facts: FirmwareFacts, build: FirmwareBuild) -> list[str]:
         """The lines ``edgernn build`` ends with."""
         return []
 

@@ -14,12 +14,16 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from edgernn import procs
 from edgernn.errors import EdgeRNNError
 from edgernn.targets.adapter import Adapter, Device, FirmwareBuild, Log, require_firmware_folder, stage_firmware
 from edgernn.targets.board import Board
 from edgernn.targets.compile import BuildResult, Part, compile_firmware, find_compiler
+
+if TYPE_CHECKING:
+    from edgernn.backend.firmware import FirmwareFacts
 
 _GAP_COMPILERS = {"gap": "GAP's riscv32-unknown-elf-gcc",
                   "debian": "Debian's riscv64-unknown-elf-gcc through edgernn's GAP8 wrapper"}
@@ -79,10 +83,10 @@ class Gap8Adapter(Adapter):
                              data_bytes=built.data_bytes if built else None, messages=messages, built=built,
                              by_hand=by_hand)
 
-    def summary(self, out: Path, manifest, facts: dict, build: FirmwareBuild) -> list[str]:
+    def summary(self, out: Path, manifest, facts: FirmwareFacts, build: FirmwareBuild) -> list[str]:
         board = self.board
         lines = [f"GAP SDK project for {board.name} in {out / 'firmware'}: arena {manifest.arena_bytes} B, "
-                 f"weights {manifest.weight_bytes} B; {len(facts['team_ops'])} ops split across "
+                 f"weights {manifest.weight_bytes} B; {len(facts.team_ops)} ops split across "
                  f"{board.parallel.workers} cluster cores"]
         placement = _placement_line(facts)
         if placement:
@@ -130,8 +134,8 @@ class Gap8Adapter(Adapter):
                                f"--board {self.board.name} -o {out_dir}`")
 
 
-def _placement_line(facts: dict) -> str:
-    placement = facts.get("placement")
+def _placement_line(facts: FirmwareFacts) -> str:
+    placement = facts.placement
     if not placement:
         return ""
     items = ", ".join(f"{k} {v['bytes']} B in {v['memory']}" for k, v in placement["items"].items())

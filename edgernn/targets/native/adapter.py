@@ -12,6 +12,7 @@ import subprocess
 import threading
 import tty
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from edgernn import procs
 from edgernn.errors import EdgeRNNError
@@ -19,6 +20,9 @@ from edgernn.targets.adapter import (Adapter, Device, FirmwareBuild, Log, is_com
                                      stage_firmware)
 from edgernn.targets.compile import BuildResult, compile_firmware, find_compiler
 from edgernn.targets.profile import StepMap, StepProfiler, TracedRun, binutil, call_returns
+
+if TYPE_CHECKING:
+    from edgernn.backend.firmware import FirmwareFacts
 
 
 def _format(args: list[str], **values) -> list[str]:
@@ -40,7 +44,7 @@ class NativeAdapter(Adapter):
                                        "compilers": [b.compiler for b in built.builds]},
                              code_bytes=built.code_bytes, data_bytes=built.data_bytes, messages=messages, built=built)
 
-    def summary(self, out: Path, manifest, facts: dict, build: FirmwareBuild) -> list[str]:
+    def summary(self, out: Path, manifest, facts: FirmwareFacts, build: FirmwareBuild) -> list[str]:
         lines = [
             f"firmware for {self.board.name}: arena {manifest.arena_bytes} B (liveness bound "
             f"{manifest.build.liveness_bound_bytes} B), weights {manifest.weight_bytes} B, code {manifest.code_bytes} B; "
