@@ -60,11 +60,11 @@ def bench(name: str, builder, steps: int, work: Path, cflags: list[str], quant: 
           mode: str = "step") -> dict:
     import backend_harness as H
     import zoo
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     folder = work / name
     with contextlib.redirect_stdout(io.StringIO()):
-        convert_model(builder(), folder, quant=quant, mode=mode)
+        convert(builder(), folder, quant=quant, mode=mode)
     b = H.build(folder, cflags=cflags, name="driver_bench")
     xs = zoo.trajectories(1, 2 * steps, 3, seed=1)[0]
     xq = H.quantize_x(folder, xs)

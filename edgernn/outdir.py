@@ -165,6 +165,15 @@ class Manifest:
         self.build = facts
         self.absent = self.absent - {"arena_bytes", "weight_bytes", "code_bytes", *BuildFacts.__dataclass_fields__}
 
+    @property
+    def placement(self) -> dict | None:
+        """Where build put the weights, state and arena (``build`` facts); None before build."""
+        return self.build.placement if self.build is not None else None
+
+    @property
+    def state_bytes(self) -> int | None:
+        return self.build.state_bytes if self.build is not None else None
+
 
 _WRITTEN_WHEN_SET = {"fused_states_io", "quantization_error", "precision", "schema", "written"}
 

@@ -152,7 +152,7 @@ def _budget_error(manifest) -> float:
                *(error["horizon"][k] for k in ("l2r", "sequence_l2r") if "horizon" in error))
 
 
-def quantization_error(folder: Path, manifest: dict, sequences: np.ndarray, what: str = "calibration sequences") -> dict:
+def quantization_error(folder: Path, manifest: Manifest, sequences: np.ndarray, what: str = "calibration sequences") -> dict:
     """The quantized step model against the float one, over (up to 8 of) ``sequences``: the calibration windows, or
     the streams of the horizon (``what``)."""
     from edgernn.tflite.mixed import sequence_l2r
@@ -178,10 +178,10 @@ def quantization_error(folder: Path, manifest: dict, sequences: np.ndarray, what
 class _FloatTwin:
     """The float step model kept beside a quantized one while converting (float.tflite in staging)."""
 
-    def __init__(self, folder: Path, manifest: dict):
+    def __init__(self, folder: Path, manifest: Manifest):
         self.data = (folder / FLOAT_STEP).read_bytes()
-        self.states = [s["name"] for s in manifest["states"]]
-        self.fused = manifest.get("mode") == "fused"
+        self.states = [s["name"] for s in manifest.states]
+        self.fused = manifest.mode == "fused"
 
     def y(self, sequences: np.ndarray) -> np.ndarray:
         if self.fused:
@@ -193,21 +193,9 @@ class _FloatTwin:
 
 # ---------------------------------------------------------------- the command
 
-def convert_model(
-    model: Any,
-    out: str | os.PathLike,
-    *,
-    quant: str = "int8",
-    calib: Any = None,
-    mode: str = "auto",
-    unsafe: bool = False,
-    roll: bool = False,
-    board: str | None = None,
-    max_error: float = DEFAULT_MAX_ERROR,
-    horizon: int | None = None,
-    log: Log | None = None,
-    warn: Log | None = None,
-) -> dict:
+def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: Any = None, mode: str = "auto",
+            unsafe: bool = False, roll: bool = False, board: str | None = None, max_error: float = DEFAULT_MAX_ERROR,
+            horizon: int | None = None, log: Log | None = None, warn: Log | None = None) -> Manifest:
     """Convert ``model`` (a path or a Keras model) into ``out``/step.tflite and ``out``/manifest.json.
 
     ``calib`` is a (sequences, steps, features) array, (sequences, steps, H, W, C) for a model of frames, or
@@ -220,16 +208,8 @@ def convert_model(
     (manifest ``precision``).
     ``horizon``: the steps over which a recurrent model's ranges are taken and its error judged, the calibration
     windows chained into streams that long (None: five windows; ``Calibration.streams``).
-    Returns the manifest.
+    Returns the manifest as written.
     """
-    return convert(model, out, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll, board=board,
-                   max_error=max_error, horizon=horizon, log=log, warn=warn).as_dict()
-
-
-def convert(model: Any, out: str | os.PathLike, *, quant: str = "int8", calib: Any = None, mode: str = "auto",
-            unsafe: bool = False, roll: bool = False, board: str | None = None, max_error: float = DEFAULT_MAX_ERROR,
-            horizon: int | None = None, log: Log | None = None, warn: Log | None = None) -> Manifest:
-    """``convert_model``, returning the typed manifest."""
     log = log or _quiet
     warn = warn or log
     if quant not in QUANTS:
@@ -294,9 +274,9 @@ def _run_strategy(diagnosis, loaded, plan, calibration, quant: str, staging: Pat
     manifest = _run_pipeline(strategy, loaded, plan, calibration, quant, staging, log)
     manifest.precision = strategy.precision
     if quant != "float32":
-        manifest.quantization_error = quantization_error(staging, manifest.as_dict(), calibration.sequences)
+        manifest.quantization_error = quantization_error(staging, manifest, calibration.sequences)
         if strategy.streams is not None:
-            manifest.quantization_error["horizon"] = quantization_error(staging, manifest.as_dict(), strategy.streams,
+            manifest.quantization_error["horizon"] = quantization_error(staging, manifest, strategy.streams,
                                                                         "streams")
     return manifest
 

@@ -64,12 +64,12 @@ def test_trained_ltc_is_byte_exact_over_long_sequences(tmp_path, quant):
     import numpy as np
 
     import backend_harness as H
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     model = trained.trained("ltc_ncp")
     out = tmp_path / "out"
     with contextlib.redirect_stdout(io.StringIO()):
-        convert_model(str(model.path), out, quant=quant, calib=model.calib, mode="step")
+        convert(str(model.path), out, quant=quant, calib=model.calib, mode="step")
     b = H.build(out)
     xs, _ = trained.oscillator(3, 1000, seed=11)
     for k, seq in enumerate(xs):
