@@ -293,6 +293,15 @@ class BuildFolder:
             self.abandon(staging)
             raise
 
+    @staticmethod
+    def clear(staging: Path) -> None:
+        """The staging folder (edgernn's own, not yet in place) emptied for another attempt."""
+        for entry in staging.iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+
     def abandon(self, staging: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
         self._remove_created()

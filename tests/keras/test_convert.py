@@ -98,7 +98,7 @@ def test_quantized_error_is_bounded_and_does_not_grow(converted, name, quant, re
     if (name, quant) in KNOWN_POOR:
         from edgernn.pipeline.convert import QUANT_WARN_L2R
 
-        reported = converted(name, quant)[2]["quantization_error"]["l2r"]
+        reported = converted(name, quant)[2].quantization_error["l2r"]
         assert reported > QUANT_WARN_L2R, f"{name} {quant}: l2r {l2r:.3f} but the converter reported {reported:.3f}"
         return
     assert l2r < L2R_BOUND[quant], f"{name} {quant}: l2r {l2r:.4f}"
