@@ -142,7 +142,7 @@ def converted(args, tmp: Path) -> None:
             continue
         step = tfl.read((out / "step.tflite").read_bytes())
         rows.append((label, quant, m.quantization_error["l2r"], m.weight_bytes,
-                     mixed.arena_estimate(step), time.time() - start, _plan_summary(m.get("precision"))))
+                     mixed.arena_estimate(step), time.time() - start, _plan_summary(m.precision)))
     print(f"{'model':24} {'quant':6} {'l2r':>8} {'weights B':>10} {'arena est B':>12} {'convert s':>10}  plan")
     for label, quant, l2r, weights, arena, seconds, extra in rows:
         if l2r is None:

@@ -17,6 +17,7 @@ from edgernn import tfenv
 from edgernn.errors import EdgeRNNError
 from edgernn.keras.decompose import Plan
 from edgernn.keras.reference import keras_reference
+from edgernn.keras.stepmodel import build_head_model
 from edgernn.tflite import model as tfl
 from edgernn.tflite.interpreter import load_interpreter
 from edgernn.tflite.oracle import run_float_head
@@ -115,11 +116,15 @@ def name_head_output(data: bytes) -> bytes:
     return tfl.write(model)
 
 
-def float_head(head_model: Any) -> bytes:
-    """The head (the layers that run on the step output) in float32, its output named ``y``."""
+def float_head(plan: Plan, keras_module: Any) -> tuple[Any, bytes | None]:
+    """(Keras head model, its TFLite form in float32 with its output named ``y``): the layers of ``plan`` that run on
+    the step output, built with ``keras_module``; (None, None) for a model without a head."""
+    head_model = build_head_model(plan, keras_module)
+    if head_model is None:
+        return None, None
     head = name_head_output(convert_float(head_model))
     check_plain_ops(tfl.read(head), "the head model")
-    return head
+    return head_model, head
 
 
 def quantize_head(head_model: Any, ys: np.ndarray, y_range: tuple[float, float] | None, quant: str,

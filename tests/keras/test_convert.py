@@ -210,7 +210,7 @@ def test_last_step_with_nothing_after_it_has_no_head(tmp_path, make, quant):
 
     manifest = convert(make(), tmp_path / "out", quant=quant, calib=zoo.trajectories(4, 40, 3, 0), mode="step")
     assert manifest.sequence_output == "last_step"
-    assert manifest.get("head") is None and not (tmp_path / "out" / "head.tflite").exists()
+    assert manifest.head is None and not (tmp_path / "out" / "head.tflite").exists()
 
 
 @pytest.mark.parametrize("quant", ["int8", "int16"])
