@@ -35,8 +35,8 @@ from edgernn.tflite.keras_converter import (
     check_16x8_ops, check_plain_ops, convert_float, converter, float_head, float_self_check, match_outputs,
     quantization_failure, quantize_head,
 )
-from edgernn.tflite.mixed import DEFAULT_MAX_ERROR, check_max_error
-from edgernn.tflite.oracle import FusedStepper, budget_error_of, quantization_error
+from edgernn.tflite.mixed import DEFAULT_MAX_ERROR, budget_error_of, check_max_error, quantization_error
+from edgernn.tflite.oracle import FusedStepper
 from edgernn.tflite.quantize import (
     QUANT_MODES, Calibration, calibrate, calibration_for, calibration_subset, check_horizon, horizon_widened,
     quantize_calibrated, quantize_with_tied_states, run_step_sequences,

@@ -173,39 +173,6 @@ def run_quantized_head(head: bytes, hs: np.ndarray) -> np.ndarray:
     return np.asarray([dequantize(np.asarray(runner(h=h.reshape(shape))["y"]).reshape(-1), out_entry) for h in hs])
 
 
-def quantization_error(folder: str | Path, manifest: outdir.Manifest, float_step: str, sequences: np.ndarray,
-                       what: str = "calibration sequences") -> dict:
-    """The folder's quantized step model against its float one (``float_step``), over (up to 8 of) ``sequences``: the
-    calibration windows, or the streams of the horizon (``what``)."""
-    from edgernn.tflite.mixed import sequence_l2r
-    from edgernn.tflite.quantize import run_step_sequences
-
-    probe = sequences[:8]
-    got = StepRunner(folder, manifest).run(probe).y_float
-    data = (Path(folder) / float_step).read_bytes()
-    if manifest.mode == "fused":
-        want = FusedStepper(data, {}).run(probe)[0].astype(np.float32)
-    else:
-        want = run_step_sequences(data, probe, [s["name"] for s in manifest.states], what="sequence")[1]
-    err = got - want
-    norm = float(np.linalg.norm(want))
-    shape = (len(probe), probe.shape[1], -1)
-    return {
-        "on": f"{len(probe)} {what} of {probe.shape[1]} steps, per-step output y",
-        "l2r": float(np.linalg.norm(err) / norm) if norm > 0 else 0.0,
-        "sequence_l2r": sequence_l2r(np.reshape(got, shape), np.reshape(want, shape)),
-        "rmse": float(np.sqrt(np.mean(err ** 2))),
-        "max_abs": float(np.max(np.abs(err))),
-    }
-
-
-def budget_error_of(error: dict) -> float:
-    """The error --max-error bounds (edgernn.tflite.mixed.budget_error) from a manifest's ``quantization_error``: on
-    the calibration windows and on the streams of the horizon."""
-    return max(error["l2r"], error.get("sequence_l2r", 0.0),
-               *(error["horizon"][k] for k in ("l2r", "sequence_l2r") if "horizon" in error))
-
-
 def step_records(step_file: str | Path, xq: np.ndarray, states: list[dict]) -> tuple[np.ndarray, np.dtype]:
     """One sequence through the step model, as the device's trace records it: per step, the bytes of
     y then of every state in ``states`` (manifest entries) order; and y's dtype.
