@@ -42,13 +42,13 @@ def cfc64(seed: int = 0):
 
 def bench(name: str, builder, steps: int, work: Path, cflags: list[str], quant: str = "int8",
           mode: str = "step") -> dict:
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
     from edgernn.testing import backend_harness as H
     from edgernn.testing import zoo
 
     folder = work / name
     with contextlib.redirect_stdout(io.StringIO()):
-        convert_model(builder(), folder, quant=quant, mode=mode)
+        convert(builder(), folder, quant=quant, mode=mode)
     b = H.build(folder, cflags=cflags, name="driver_bench")
     xs = zoo.trajectories(1, 2 * steps, 3, seed=1)[0]
     xq = H.quantize_x(folder, xs)

@@ -21,7 +21,7 @@ import numpy as np
 def main() -> None:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     from edgernn import tfenv
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
     from edgernn.keras.decompose import decompose
     from edgernn.tflite.quantize import run_step_sequences
     from edgernn.keras.stepmodel import build_step_model
@@ -37,9 +37,9 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         model.save(Path(tmp) / "lstm64.keras")
-        convert_model(Path(tmp) / "lstm64.keras", Path(tmp) / "warm", quant="int8", calib=calib)  # warm caches
+        convert(Path(tmp) / "lstm64.keras", Path(tmp) / "warm", quant="int8", calib=calib)  # warm caches
         start = time.perf_counter()
-        convert_model(Path(tmp) / "lstm64.keras", Path(tmp) / "out", quant="int8", calib=calib, mode="step")
+        convert(Path(tmp) / "lstm64.keras", Path(tmp) / "out", quant="int8", calib=calib, mode="step")
         edgernn_s = time.perf_counter() - start
 
     plan = decompose(model, "keras")

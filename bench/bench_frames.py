@@ -185,7 +185,8 @@ def own_step_tflite(keras_path: Path, calib: np.ndarray, out: Path) -> float:
     import keras
 
     from edgernn.keras.stepmodel import StepModel
-    from edgernn.pipeline.convert import _convert_float, _converter, _match_outputs, _rename_for_run
+    from edgernn.tflite import model as tfl
+    from edgernn.tflite.keras_converter import convert_float, converter, match_outputs
     from edgernn.tflite.quantize import (calibrate, calibration_subset, quantize_with_tied_states,
                                          run_step_sequences)
 
@@ -195,15 +196,19 @@ def own_step_tflite(keras_path: Path, calib: np.ndarray, out: Path) -> float:
     step_model, state_name = _step_keras_model(model)
     step = StepModel(keras_model=step_model, input_names=[("x", "x"), ("state_0", state_name)],
                      output_names=["y", state_name], state_names=[state_name])
-    keys = _match_outputs(_convert_float(step_model), step_model, ["x", "state_0"])
-    step_float = _rename_for_run(_convert_float(step_model), step, keys)
+    keys = match_outputs(convert_float(step_model), step_model, ["x", "state_0"])
+
+    def public(data: bytes) -> bytes:
+        return tfl.with_signature_keys(data, dict(step.input_names), list(zip(keys, step.output_names)))
+
+    step_float = public(convert_float(step_model))
     samples, ys = run_step_sequences(step_float, calib, [state_name])
     want = np.asarray(model(calib, training=False))
     by_keras = [{"x": s["x"], "state_0": s[state_name]} for s in calibration_subset(samples)]
-    calibrated = calibrate(_converter(step_model), by_keras)
+    calibrated = calibrate(converter(step_model), by_keras)
     quantized, _ = quantize_with_tied_states(calibrated, [("state_0", keys[1])], QUANT)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "step.tflite").write_bytes(_rename_for_run(quantized, step, keys))
+    (out / "step.tflite").write_bytes(public(quantized))
     return float(np.max(np.abs(ys.reshape(want.shape) - want)) / np.max(np.abs(want)))
 
 

@@ -71,7 +71,7 @@ def main() -> None:
 
     from edgernn.testing import backend_harness as H
 
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
     from edgernn.tflite.oracle import StepRunner
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="edgernn-bench-fused-"))
@@ -82,9 +82,9 @@ def main() -> None:
     for mode in ("step", "fused"):
         folder = work / mode
         with contextlib.redirect_stdout(io.StringIO()):
-            manifest = convert_model(model, folder, quant="int8", calib=calib, mode=mode)
+            manifest = convert(model, folder, quant="int8", calib=calib, mode=mode)
         got = StepRunner(folder).run(test)
-        row = {"mode": mode, **errors(got.y_float, reference), "ops": manifest["ops"]}
+        row = {"mode": mode, **errors(got.y_float, reference), "ops": manifest.ops}
         b = H.build(folder, cflags=["-O2"], name="driver_bench")
         xs = np.concatenate([test[0], test[1]])[: 2 * args.steps]
         xq = H.quantize_x(folder, xs)

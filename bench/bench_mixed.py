@@ -125,7 +125,7 @@ def _plan_summary(p: dict) -> str:
 
 def converted(args, tmp: Path) -> None:
     from edgernn.errors import EdgeRNNError
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
     from edgernn.tflite import mixed
     from edgernn.tflite import model as tfl
 
@@ -133,13 +133,13 @@ def converted(args, tmp: Path) -> None:
     for label, model, calib, quant, out in _cases(tmp):
         start = time.time()
         try:
-            m = convert_model(model, out, quant=quant, calib=calib, mode="step", max_error=args.max_error)
+            m = convert(model, out, quant=quant, calib=calib, mode="step", max_error=args.max_error)
         except EdgeRNNError as err:
             rows.append((label, quant, None, None, None, None, str(err)[:60]))
             continue
         step = tfl.read((out / "step.tflite").read_bytes())
-        rows.append((label, quant, m["quantization_error"]["l2r"], m["weight_bytes"],
-                     mixed.arena_estimate(step), time.time() - start, _plan_summary(m.get("precision"))))
+        rows.append((label, quant, m.quantization_error["l2r"], m.weight_bytes,
+                     mixed.arena_estimate(step), time.time() - start, _plan_summary(m.precision)))
     print(f"{'model':24} {'quant':6} {'l2r':>8} {'weights B':>10} {'arena est B':>12} {'convert s':>10}  plan")
     for label, quant, l2r, weights, arena, seconds, extra in rows:
         if l2r is None:

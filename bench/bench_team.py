@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2000)
     args = parser.parse_args()
 
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
     from edgernn.testing import backend_harness as H
     from edgernn.testing import zoo
 
@@ -55,7 +55,7 @@ def main() -> None:
         work = Path(tmp)
         folder = work / "out"
         with contextlib.redirect_stdout(io.StringIO()):
-            convert_model(wide_lstm(args.units), folder, quant="int8")
+            convert(wide_lstm(args.units), folder, quant="int8")
         xs = zoo.trajectories(1, 2 * args.steps, 8, seed=1)[0]
         xq = H.quantize_x(folder, xs)
         print(f"int8 LSTM({args.units}), 8 inputs; host wall time per step (best of 3, 2N - N steps, N = {args.steps})")

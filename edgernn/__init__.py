@@ -16,10 +16,10 @@ from edgernn.keras.interop import (keras_gru_weights, keras_lstm_weights, keras_
 
 def convert(model, out, **options):
     """Convert a model into a step model folder: a path (.keras, .h5, .onnx, SavedModel), a Keras model or a
-    torch module. See :func:`edgernn.pipeline.convert.convert_model`."""
-    from edgernn.pipeline.convert import convert_model
+    torch module. Returns the manifest as a JSON object. See :func:`edgernn.pipeline.convert.convert`."""
+    from edgernn.pipeline.convert import convert as convert_folder
 
-    return convert_model(model, out, **options)
+    return convert_folder(model, out, **options).as_dict()
 
 
 def build(model, out, *, board, **options):

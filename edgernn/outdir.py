@@ -165,6 +165,15 @@ class Manifest:
         self.build = facts
         self.absent = self.absent - {"arena_bytes", "weight_bytes", "code_bytes", *BuildFacts.__dataclass_fields__}
 
+    @property
+    def placement(self) -> dict | None:
+        """Where build put the weights, state and arena (``build`` facts); None before build."""
+        return self.build.placement if self.build is not None else None
+
+    @property
+    def state_bytes(self) -> int | None:
+        return self.build.state_bytes if self.build is not None else None
+
 
 _WRITTEN_WHEN_SET = {"fused_states_io", "quantization_error", "precision", "schema", "written"}
 
@@ -283,6 +292,15 @@ class BuildFolder:
         except BaseException:
             self.abandon(staging)
             raise
+
+    @staticmethod
+    def clear(staging: Path) -> None:
+        """The staging folder (edgernn's own, not yet in place) emptied for another attempt."""
+        for entry in staging.iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
 
     def abandon(self, staging: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)

@@ -211,12 +211,12 @@ def inspect(model, unsafe, quant, as_json, roll):
 @click.pass_context
 def convert(ctx, model, out, quant, mode, calib, unsafe, roll, max_error, horizon):
     """Convert MODEL into OUT/step.tflite (x_t, states) -> (y_t, states') and OUT/manifest.json."""
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert as convert_folder
     from edgernn.cli.render import print_conversion
 
-    manifest = convert_model(model, out, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll,
-                             max_error=max_error, horizon=horizon, log=_say if ctx.obj["verbose"] else None,
-                             warn=_warn)
+    manifest = convert_folder(model, out, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll,
+                              max_error=max_error, horizon=horizon, log=_say if ctx.obj["verbose"] else None,
+                              warn=_warn)
     print_conversion(_console(), manifest, out)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgernn.outdir import Manifest
 from edgernn.validate.report import bytes_text
 
 
@@ -77,30 +78,30 @@ def _io_rows(table, role: str, entries: list[dict]) -> None:
                       "-" if entry.get("zero_point") is None else str(entry["zero_point"]))
 
 
-def print_conversion(console, manifest: dict, out: Any) -> None:
-    table = _table(f"{out}/step.tflite ({manifest['quant']}, mode {manifest['mode']})",
+def print_conversion(console, manifest: Manifest, out: Any) -> None:
+    table = _table(f"{out}/step.tflite ({manifest.quant}, mode {manifest.mode})",
                    "role", "name", "shape", "dtype", "scale", "zero point")
-    _io_rows(table, "input", manifest["inputs"])
-    _io_rows(table, "state", manifest["states"])
-    _io_rows(table, "output", manifest["outputs"])
+    _io_rows(table, "input", manifest.inputs)
+    _io_rows(table, "state", manifest.states)
+    _io_rows(table, "output", manifest.outputs)
     console.print(table)
-    for path in manifest.get("rnn_paths", []):
+    for path in manifest.rnn_paths or []:
         why = f", because {path['why']}" if path["path"] == "step" else ""
         console.print(f"plan: {path['layer']} ({path['class']}): {path['path']}{why}")
-    if manifest["mode"] == "fused":
-        io = manifest["files"].get("fused_states_io")
+    if manifest.mode == "fused":
+        io = manifest.files.get("fused_states_io")
         console.print("the LSTM states live in step.tflite's variable tensors (one invoke per step)"
                       + (f"; {io} has them as inputs and outputs" if io else ""))
-    head = manifest.get("head")
+    head = manifest.head
     extra = f"; head.tflite runs once after the last step" if head else ""
-    check = manifest.get("float_self_check_rel")
+    check = manifest.float_self_check_rel
     check_text = f"; float step model vs Keras: {check:.1e} relative" if check is not None else ""
     console.print(
-        f"ops: {', '.join(manifest['ops'])}\n"
-        f"MACs per step {manifest['macs_per_step']:,}; weights {_bytes(manifest['weight_bytes'])}; "
-        f"calibration: {manifest['calibration']['source']} ({manifest['calibration']['samples']} steps){check_text}{extra}"
+        f"ops: {', '.join(manifest.ops)}\n"
+        f"MACs per step {manifest.macs_per_step:,}; weights {_bytes(manifest.weight_bytes)}; "
+        f"calibration: {manifest.calibration['source']} ({manifest.calibration['samples']} steps){check_text}{extra}"
     )
-    _print_precision(console, manifest.get("precision"))
+    _print_precision(console, manifest.precision)
 
 
 def _print_precision(console, precision: dict | None) -> None:
@@ -186,8 +187,7 @@ def print_build_inspection(console, result: dict) -> None:
 
 
 def print_build(console, result: dict, out: Any) -> None:
-    manifest = result["manifest"]
-    print_conversion(console, manifest, out)
+    print_conversion(console, Manifest.from_dict(result["manifest"]), out)
     for line in result.get("messages", []):
         console.print(line, soft_wrap=True)
 

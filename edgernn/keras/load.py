@@ -37,6 +37,12 @@ class LoadedModel:
     def source_format(self) -> str:
         return self.source.kind if self.source is not None else "keras"
 
+    def source_entry(self) -> dict:
+        """manifest ``source``: what the model came as (keras, onnx or torch) and its name."""
+        if self.source is not None:
+            return {"format": self.source.kind, "name": self.source.name}
+        return {"format": "keras", "name": self.path.name if self.path else str(self.model.name)}
+
     @property
     def keras(self):
         """The Keras module that built this model, to build step models with the same classes."""

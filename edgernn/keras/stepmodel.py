@@ -7,11 +7,12 @@ as the model it comes from.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
 from edgernn.keras.conv1d import CausalConv, conv_step
-from edgernn.keras.decompose import Plan
+from edgernn.keras.decompose import Plan, layer_norm_without_neg
 
 
 @dataclass
@@ -166,3 +167,12 @@ class ltc_without_division:
         for cell in self.cells:
             cell.__dict__.pop("_ode_solver", None)
         return False
+
+
+@contextlib.contextmanager
+def sixteen_bit_forms(plan: Plan, active: bool):
+    """While ``active``, the step model's forms that TF's 16x8 quantizer can take: an LTC divides by multiplying with
+    rsqrt(d)^2 (TF's 16x8 has no DIV), and a LayerNormalization has no NEG (TF's 16x8 has none;
+    docs/quantization.md)."""
+    with ltc_without_division(plan, active=active), layer_norm_without_neg(active=active):
+        yield

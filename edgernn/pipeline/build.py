@@ -56,7 +56,7 @@ def build_model(model: Any, out: str | Path, *, board: str, quant: str = "int8",
                        data_bytes=built.data_bytes, placement=facts["placement"], team_ops=facts["team_ops"],
                        firmware=built.firmware),
             arena_bytes=facts["arena_bytes"], weight_bytes=facts["weight_bytes"], code_bytes=built.code_bytes)
-        from edgernn.pipeline.convert import calibration_sequences
+        from edgernn.tflite.quantize import calibration_sequences
 
         # the calibration steps, for a family that hands them on (GAP8: NNTool's aquant); made only if asked
         adapter.write_extras(inner, manifest,

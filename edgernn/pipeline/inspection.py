@@ -10,6 +10,7 @@ from edgernn.keras.decompose import decompose
 from edgernn.errors import EdgeRNNError
 from edgernn.keras.describe import layer_rows
 from edgernn.keras.fused_rebuild import diagnose
+from edgernn.outdir import Manifest, read_manifest
 from edgernn.pytorch.load import load_any
 
 BYTES_PER_WEIGHT = {"float32": 4, "int16": 1, "int8": 1}  # 16x8 keeps int8 weights
@@ -225,18 +226,16 @@ def inspect_build(folder) -> dict:
     estimated cost of the int8, int16 and chosen plans, and the dtype of every op, by layer."""
     from pathlib import Path
 
-    from edgernn.outdir import read_manifest
-
-    manifest = read_manifest(folder).as_dict()
-    source = manifest.get("source") or {}
-    precision = manifest.get("precision")
-    error = manifest.get("quantization_error") or {}
+    manifest = read_manifest(folder)
+    source = manifest.source or {}
+    precision = manifest.precision
+    error = manifest.quantization_error or {}
     out = {
         "folder": str(Path(folder)),
-        "model": source.get("name") or (Path(manifest["model_file"]).name if manifest.get("model_file") else None),
-        "quant": manifest.get("quant"), "mode": manifest.get("mode"), "board": manifest.get("board"),
-        "ops": len(manifest.get("ops") or []), "macs_per_step": manifest.get("macs_per_step"),
-        "weight_bytes": manifest.get("weight_bytes"), "arena_bytes": manifest.get("arena_bytes"),
+        "model": source.get("name") or (Path(manifest.model_file).name if manifest.model_file else None),
+        "quant": manifest.quant, "mode": manifest.mode, "board": manifest.board,
+        "ops": len(manifest.ops or []), "macs_per_step": manifest.macs_per_step,
+        "weight_bytes": manifest.weight_bytes, "arena_bytes": manifest.arena_bytes,
         "l2r": error.get("l2r"),
         "precision": None,
         "horizon": _horizon(manifest),
@@ -262,16 +261,16 @@ def inspect_build(folder) -> dict:
     return out
 
 
-def _horizon(manifest: dict) -> dict | None:
+def _horizon(manifest: Manifest) -> dict | None:
     """The horizon the quantization was judged over (docs/quantization.md): its steps, the streams, the error on them
     (the plan's held-out check under --quant auto, else the quantized step model's), and the states whose range the
     horizon widened beyond the calibration windows'; None for a model without streams (stateless, float32, or
     calibration windows as long as the horizon)."""
-    calibration = manifest.get("calibration") or {}
+    calibration = manifest.calibration or {}
     if not calibration.get("horizon_streams"):
         return None
-    error = (manifest.get("quantization_error") or {}).get("horizon") or {}
-    held = (manifest.get("precision") or {}).get("held_out") or {}
+    error = (manifest.quantization_error or {}).get("horizon") or {}
+    held = (manifest.precision or {}).get("held_out") or {}
     budget_error = held.get("l2r") if held.get("horizon") else max(error.get("l2r", 0.0),
                                                                    error.get("sequence_l2r", 0.0))
     return {"steps": calibration.get("horizon"), "streams": calibration.get("horizon_streams"),

@@ -27,10 +27,12 @@ from __future__ import annotations
 import copy
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from edgernn.errors import EdgeRNNError
+from edgernn.outdir import Manifest
 from edgernn.metrics import ErrorSums
 from edgernn.tflite import model as tfl
 from edgernn.tflite.interpreter import load_interpreter
@@ -535,6 +537,40 @@ def budget_error(got: np.ndarray, want: np.ndarray) -> float:
     sequences together and ``sequence_l2r``. An l2r over many sequences is weighted by the largest: a plan at
     the budget there can be far above it on a single trajectory (docs/quantization.md)."""
     return max(l2r(got, want), sequence_l2r(got, want))
+
+
+def quantization_error(folder: str | Path, manifest: Manifest, float_step: str, sequences: np.ndarray,
+                       what: str = "calibration sequences") -> dict:
+    """The folder's quantized step model against its float one (``float_step``), over (up to 8 of) ``sequences``: the
+    calibration windows, or the streams of the horizon (``what``)."""
+    from edgernn.tflite.oracle import FusedStepper, StepRunner
+    from edgernn.tflite.quantize import run_step_sequences
+
+    probe = sequences[:8]
+    got = StepRunner(folder, manifest).run(probe).y_float
+    data = (Path(folder) / float_step).read_bytes()
+    if manifest.mode == "fused":
+        want = FusedStepper(data, {}).run(probe)[0].astype(np.float32)
+    else:
+        want = run_step_sequences(data, probe, [s["name"] for s in manifest.states], what="sequence")[1]
+    err = got - want
+    norm = float(np.linalg.norm(want))
+    shape = (len(probe), probe.shape[1], -1)
+    return {
+        "on": f"{len(probe)} {what} of {probe.shape[1]} steps, per-step output y",
+        "l2r": float(np.linalg.norm(err) / norm) if norm > 0 else 0.0,
+        "sequence_l2r": sequence_l2r(np.reshape(got, shape), np.reshape(want, shape)),
+        "rmse": float(np.sqrt(np.mean(err ** 2))),
+        "max_abs": float(np.max(np.abs(err))),
+    }
+
+
+def budget_error_of(error: dict) -> float:
+    """The error --max-error bounds (``budget_error``) from a manifest's ``quantization_error``: on
+    the calibration windows and on the streams of the horizon."""
+    return max(error["l2r"], error.get("sequence_l2r", 0.0),
+               *(error["horizon"][k] for k in ("l2r", "sequence_l2r") if "horizon" in error))
+
 
 
 # ---------------------------------------------------------------- the plan

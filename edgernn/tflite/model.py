@@ -9,6 +9,8 @@ from __future__ import annotations
 import flatbuffers
 import numpy as np
 
+from edgernn.errors import EdgeRNNError
+
 try:
     from ai_edge_litert import schema_py_generated as schema
 except ImportError:  # LiteRT's predecessor ships the same generated module
@@ -88,6 +90,24 @@ def rename_signature(model: "schema.ModelT", inputs: dict[str, str], outputs: di
                 item.name = names[old]
 
 
+def with_signature_keys(data: bytes, inputs: dict[str, str], outputs: list[tuple[str, str]]) -> bytes:
+    """``data`` with its signature's inputs renamed (old key -> new key) and its outputs exactly ``outputs``, each
+    (old key, new key), in that order; tensors keep their indices."""
+    model = read(data)
+    sig = model.signatureDefs[0]
+    by_key = {_text(t.name): t for t in sig.outputs}
+    new_outputs = []
+    for key, public in outputs:
+        entry = type(by_key[key])()
+        entry.name = public
+        entry.tensorIndex = by_key[key].tensorIndex
+        new_outputs.append(entry)
+    sig.outputs = new_outputs
+    for entry in sig.inputs:
+        entry.name = inputs.get(_text(entry.name), _text(entry.name))
+    return write(model)
+
+
 def tensor_quant(model: "schema.ModelT", index: int) -> dict:
     tensor = model.subgraphs[0].tensors[index]
     q = tensor.quantization
@@ -99,6 +119,27 @@ def tensor_quant(model: "schema.ModelT", index: int) -> dict:
         "scale": scale[0] if len(scale) == 1 else (scale or None),
         "zero_point": zero[0] if len(zero) == 1 else (zero or None),
     }
+
+
+def io_entry(model: "schema.ModelT", name: str, index: int) -> dict:
+    """A manifest tensor entry: the public ``name`` and the tensor's dtype, shape, scale and zero point."""
+    return {"name": name, **tensor_quant(model, index)}
+
+
+def head_entry(head: bytes, y_entry: dict, tied: bool) -> tuple[dict, int]:
+    """manifest ``head`` for the head model ``head`` (head.tflite), and its MACs; ``tied``: its input must carry the
+    step output's quantization (``y_entry``)."""
+    hmodel = read(head)
+    hin, hout = signature(hmodel)
+    entry = {
+        "file": "head.tflite",
+        "input": io_entry(hmodel, "h", hin["h"]),
+        "output": io_entry(hmodel, "y", next(iter(hout.values()))),
+        "ops": sorted(set(op_names(hmodel))),
+    }
+    if tied and (entry["input"]["scale"], entry["input"]["zero_point"]) != (y_entry["scale"], y_entry["zero_point"]):
+        raise EdgeRNNError("the head model's input did not get the step output's quantization")
+    return entry, macs(hmodel)
 
 
 def set_min_max(model: "schema.ModelT", index: int, lo: float, hi: float) -> None:

@@ -17,11 +17,6 @@ from edgernn.tflite.interpreter import load_interpreter
 _NP_TYPES = {"float32": np.float32, "int8": np.int8, "int16": np.int16}
 
 
-def read_manifest(out_dir: str | Path) -> dict:
-    """The folder's manifest.json as the oracle reads it (a JSON object)."""
-    return outdir.read_manifest(out_dir).as_dict()
-
-
 def quantize(values: np.ndarray, entry: dict) -> np.ndarray:
     kind = _NP_TYPES[entry["dtype"]]
     if entry["dtype"] == "float32":
@@ -92,22 +87,22 @@ class FusedStepper:
 class StepRunner:
     """The step model (and its head) of an output folder, on the reference kernels."""
 
-    def __init__(self, out_dir: str | Path, manifest: dict | None = None):
+    def __init__(self, out_dir: str | Path, manifest: outdir.Manifest | None = None):
         self.out_dir = Path(out_dir)
-        self.manifest = manifest or read_manifest(out_dir)
-        step_file = self.out_dir / self.manifest["files"]["step"]
+        self.manifest = manifest or outdir.read_manifest(out_dir)
+        step_file = self.out_dir / self.manifest.files["step"]
         self.fused = None
-        if self.manifest.get("mode") == "fused":
-            self.fused = FusedStepper(step_file, {s["name"]: s["tensor"] for s in self.manifest["states"]})
+        if self.manifest.mode == "fused":
+            self.fused = FusedStepper(step_file, {s["name"]: s["tensor"] for s in self.manifest.states})
         else:
             self.runner = load_interpreter(step_file).get_signature_runner()
-        head = self.manifest.get("head")
+        head = self.manifest.head
         self.head = load_interpreter(self.out_dir / head["file"]).get_signature_runner() if head else None
-        self.x_entry = self.manifest["inputs"][0]
-        self.y_entry = self.manifest["outputs"][0]
+        self.x_entry = self.manifest.inputs[0]
+        self.y_entry = self.manifest.outputs[0]
 
     def zero_state(self) -> dict[str, np.ndarray]:
-        return {s["name"]: quantize(np.zeros(s["shape"], np.float32), s) for s in self.manifest["states"]}
+        return {s["name"]: quantize(np.zeros(s["shape"], np.float32), s) for s in self.manifest.states}
 
     def run(self, sequences: np.ndarray, quantized_input: bool = False) -> Trace:
         sequences = np.asarray(sequences)
@@ -119,7 +114,7 @@ class StepRunner:
             if self.head is not None:
                 trace.final = self.run_head(y[:, -1, :])
             return trace
-        ys, states = [], {s["name"]: [] for s in self.manifest["states"]}
+        ys, states = [], {s["name"]: [] for s in self.manifest.states}
         for seq in xq:
             state = self.zero_state()
             seq_y = []
@@ -141,7 +136,7 @@ class StepRunner:
         return trace
 
     def run_head(self, last_y: np.ndarray) -> np.ndarray:
-        entry = self.manifest["head"]
+        entry = self.manifest.head
         outs = []
         for h in last_y:
             result = self.head(h=h.reshape(entry["input"]["shape"]).astype(_NP_TYPES[entry["input"]["dtype"]]))
@@ -150,9 +145,32 @@ class StepRunner:
 
     def model_output(self, trace: Trace) -> np.ndarray:
         """What the Keras model outputs for the same sequences: per step, or once at the end."""
-        if self.manifest["sequence_output"] == "every_step":
+        if self.manifest.sequence_output == "every_step":
             return trace.y_float
         return trace.final if trace.final is not None else trace.y_float[:, -1, :]
+
+
+def run_float_head(head: bytes, hs: np.ndarray, key_in: str = "h") -> np.ndarray:
+    """A float head over the step outputs ``hs``, one at a time: its outputs."""
+    runner = load_interpreter(head).get_signature_runner()
+    details = runner.get_input_details()
+    out = []
+    for h in hs:
+        result = runner(**{key_in: h.reshape(details[key_in]["shape"]).astype(np.float32)})
+        out.append(np.asarray(next(iter(result.values()))).reshape(-1))
+    return np.asarray(out, np.float32)
+
+
+def run_quantized_head(head: bytes, hs: np.ndarray) -> np.ndarray:
+    """A quantized head over the step outputs ``hs`` (their integer codes): its dequantized outputs."""
+    from edgernn.tflite import model as tfl
+
+    model = tfl.read(head)
+    _, outputs = tfl.signature(model)
+    out_entry = tfl.tensor_quant(model, outputs["y"])
+    runner = load_interpreter(head).get_signature_runner()
+    shape = runner.get_input_details()["h"]["shape"]
+    return np.asarray([dequantize(np.asarray(runner(h=h.reshape(shape))["y"]).reshape(-1), out_entry) for h in hs])
 
 
 def step_records(step_file: str | Path, xq: np.ndarray, states: list[dict]) -> tuple[np.ndarray, np.dtype]:

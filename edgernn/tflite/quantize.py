@@ -8,11 +8,12 @@ loop copies state bytes back unchanged.
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -64,6 +65,48 @@ class Calibration:
         return {"source": self.source, "sequences": int(self.sequences.shape[0]), "steps": int(self.sequences.shape[1]),
                 "x_min": float(self.sequences.min()), "x_max": float(self.sequences.max()),
                 "horizon": self.horizon_steps, "horizon_streams": 0 if streams is None else int(streams.shape[0])}
+
+
+def calibration_for(calib: Any, step: tuple[int, ...], quant: str, warn: Callable[[str], None]) -> Calibration:
+    """The calibration of ``calib`` (None: synthetic sequences, with a warning for a quantized model; a .npy path;
+    an array) for a model of one step's shape ``step``: (features,) or a frame (H, W, C)."""
+    if calib is None:
+        if quant != "float32":
+            warn(
+                "WARNING: no --calib data given. Quantization ranges come from synthetic standard-normal "
+                "sequences, which are not what your model sees; pass --calib FILE.npy with real sequences "
+                f"{'(sequences, steps, H, W, C)' if len(step) > 1 else '(sequences, steps, features)'} "
+                "for a trustworthy int8/int16 model."
+            )
+        return Calibration(synthetic_calibration(step), "synthetic")
+    if isinstance(calib, (str, os.PathLike)):
+        found = Calibration(load_sequences(calib, step), f"file:{Path(calib).name}")
+    else:
+        found = Calibration(check_sequences(calib, step, "calibration data"), "array")
+    low, high = float(found.sequences.min()), float(found.sequences.max())
+    if low == high:
+        warn(f"WARNING: the calibration data holds one value only ({low:g} everywhere): the quantization ranges "
+             "say nothing about real inputs; pass sequences the model really sees")
+    return found
+
+
+def calibration_sequences(calib: Any, step: tuple[int, ...]) -> np.ndarray:
+    """The calibration sequences a conversion with ``calib`` used (its warnings were given then)."""
+    return calibration_for(calib, tuple(step), "float32", lambda _: None).sequences
+
+
+def horizon_widened(windows: list[dict], streams: list[dict], names: list[str]) -> dict[str, dict]:
+    """The states whose range over the horizon's streams reaches past their range over the calibration windows by
+    more than 1 % of it: name -> {"windows": [lo, hi], "horizon": [lo, hi]}. Their ranges are the horizon's (the
+    streams' steps are calibration samples), where the windows' alone would have clipped them."""
+    found = {}
+    for name in names:
+        w = np.concatenate([s[name].reshape(-1) for s in windows])
+        h = np.concatenate([s[name].reshape(-1) for s in streams])
+        (wl, wh), (hl, hh) = (float(w.min()), float(w.max())), (float(h.min()), float(h.max()))
+        if hl < wl - 0.01 * (wh - wl) or hh > wh + 0.01 * (wh - wl):
+            found[name] = {"windows": [wl, wh], "horizon": [min(wl, hl), max(wh, hh)]}
+    return found
 
 
 def check_horizon(value: Any) -> int | None:

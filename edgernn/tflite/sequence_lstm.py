@@ -196,3 +196,28 @@ def widen_cell_states(model) -> None:
             lo, hi = max(lo, -MAX_CELL_RANGE), min(hi, MAX_CELL_RANGE)
             op.builtinOptions.cellClip = MAX_CELL_RANGE
         tfl.set_min_max(model, index, lo, hi)
+
+
+def check_states_io(stepwise: bytes, x_entry: dict, states_io: bytes, states: list[dict],
+                    probe: np.ndarray) -> str | None:
+    """None when the states-as-I/O form gives the stepwise form's exact bytes over probe, else why not
+    (``x_entry``: the stepwise form's input, as the manifest describes it)."""
+    from edgernn.tflite.interpreter import load_interpreter
+    from edgernn.tflite.oracle import FusedStepper, quantize
+
+    xq = quantize(probe.astype(np.float32), x_entry)
+    want_y, want_states = FusedStepper(stepwise, {s["name"]: s["tensor"] for s in states}).run(xq)
+    try:
+        runner = load_interpreter(states_io).get_signature_runner()
+        for i, seq in enumerate(xq):
+            state = {s["name"]: quantize(np.zeros(s["shape"], np.float32), s) for s in states}
+            for t, x in enumerate(seq):
+                result = runner(x=x.reshape(x_entry["shape"]), **state)
+                state = {name: np.array(result[name]) for name in state}
+                if not np.array_equal(np.array(result["y"]).reshape(-1), want_y[i, t]) or any(
+                        not np.array_equal(state[n].reshape(-1), want_states[n][i, t]) for n in state):
+                    return f"it differs from step.tflite at sequence {i}, step {t}"
+    except Exception as exc:  # the interpreter refusing the edited graph is an answer, not a bug
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"the interpreter refuses it ({first})"
+    return None

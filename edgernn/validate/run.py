@@ -26,6 +26,7 @@ import numpy as np
 
 from edgernn.errors import EdgeRNNError, LinkError
 from edgernn.link.protocol import INIT_FAILED_STATUS
+from edgernn.outdir import Manifest, read_manifest
 from edgernn.tflite.oracle import dequantize, quantize
 from edgernn.targets.adapter import LinkSettings
 from edgernn.targets.board import Serial
@@ -49,25 +50,23 @@ class ReferenceRun:
     states: np.ndarray     # (steps, state_bytes) uint8: all states after each step
 
 
-def read_build_folder(out_dir: str | os.PathLike) -> dict:
-    from edgernn.outdir import read_manifest
-
+def read_build_folder(out_dir: str | os.PathLike) -> Manifest:
     out = Path(out_dir)
     return read_manifest(out, require=("inputs", "outputs", "states", "model_sha256", "quant"),
-                         rebuild_hint=f": create one with `edgernn build MODEL --board BOARD -o {out}`").as_dict()
+                         rebuild_hint=f": create one with `edgernn build MODEL --board BOARD -o {out}`")
 
 
 def _size(entry: dict) -> int:
     return int(np.prod(entry["shape"]))
 
 
-def _features(manifest: dict) -> int:
-    return _size(manifest["inputs"][0])
+def _features(manifest: Manifest) -> int:
+    return _size(manifest.inputs[0])
 
 
-def _step_shape(manifest: dict) -> tuple[int, ...]:
+def _step_shape(manifest: Manifest) -> tuple[int, ...]:
     """One step's shape: the input tensor's without its batch axis, (H, W, C) for a model of frames."""
-    return tuple(int(d) for d in manifest["inputs"][0]["shape"][1:])
+    return tuple(int(d) for d in manifest.inputs[0]["shape"][1:])
 
 
 def _flat_frames(array: np.ndarray, step: tuple[int, ...]) -> np.ndarray:
@@ -87,7 +86,7 @@ class TestSequences:
     frames takes (sequences, steps, H, W, C), flattened per step):
     from a .npy file (memory-mapped), an array, or made up chunk by chunk."""
 
-    def __init__(self, data: Any, manifest: dict, steps: int | None, sequences: int = 1, seed: int = 0):
+    def __init__(self, data: Any, manifest: Manifest, steps: int | None, sequences: int = 1, seed: int = 0):
         features = _features(manifest)
         self.manifest, self.seed, self.features = manifest, seed, features
         if steps is not None and steps < 1:
@@ -117,7 +116,7 @@ class TestSequences:
         self.steps = int(array.shape[1]) if not steps else min(int(steps), int(array.shape[1]))
 
     def _synthetic_setup(self) -> None:
-        entry = self.manifest["inputs"][0]
+        entry = self.manifest.inputs[0]
         lo, hi = -1.0, 1.0
         if entry["dtype"] != "float32":
             info = np.iinfo(_DTYPES[entry["dtype"]])
@@ -149,25 +148,25 @@ class TestSequences:
         return np.concatenate(list(self.chunks(seq))) if self.steps else np.zeros((0, self.features), np.float32)
 
 
-def load_test_data(data: Any, manifest: dict, steps: int | None, sequences: int = 1, seed: int = 0) -> np.ndarray:
+def load_test_data(data: Any, manifest: Manifest, steps: int | None, sequences: int = 1, seed: int = 0) -> np.ndarray:
     """All test sequences at once (sequences, steps, features) float32; validate itself streams them."""
     test = TestSequences(data, manifest, steps, sequences, seed)
     return np.stack([test.sequence(s) for s in range(test.sequences)])
 
 
-def synthetic_sequences(manifest: dict, steps: int, sequences: int = 1, seed: int = 0) -> np.ndarray:
+def synthetic_sequences(manifest: Manifest, steps: int, sequences: int = 1, seed: int = 0) -> np.ndarray:
     return load_test_data(None, manifest, steps, sequences, seed)
 
 
 class InterpreterReference:
     """The TFLite interpreter on step.tflite, each state fed back, one chunk of a sequence at a time."""
 
-    def __init__(self, out_dir: Path, manifest: dict):
+    def __init__(self, out_dir: Path, manifest: Manifest):
         from edgernn.tflite.oracle import StepRunner
 
-        files = manifest.get("files") or {}
+        files = manifest.files or {}
         for key in ("step", "head"):
-            name = files.get(key) if key != "head" else (manifest.get("head") or {}).get("file")
+            name = files.get(key) if key != "head" else (manifest.head or {}).get("file")
             if key == "step" and not name:
                 raise EdgeRNNError(f"{out_dir}/manifest.json names no step model (files.step); rebuild {out_dir}")
             if name and not (out_dir / name).is_file():
@@ -180,8 +179,8 @@ class InterpreterReference:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise EdgeRNNError(f"the step model in {out_dir} is damaged ({first}): rebuild it with edgernn build") from None
         self.manifest = manifest
-        self.y_dtype = _DTYPES[manifest["outputs"][0]["dtype"]]
-        self.state_entries = manifest["states"]
+        self.y_dtype = _DTYPES[manifest.outputs[0]["dtype"]]
+        self.state_entries = manifest.states
         self.state_bytes = sum(_size(e) * np.dtype(_DTYPES[e["dtype"]]).itemsize for e in self.state_entries)
         self.state = None
 
@@ -193,7 +192,7 @@ class InterpreterReference:
 
     def advance(self, xq: np.ndarray) -> ReferenceRun:
         n = len(xq)
-        ys = np.zeros((n, _size(self.manifest["outputs"][0])), self.y_dtype)
+        ys = np.zeros((n, _size(self.manifest.outputs[0])), self.y_dtype)
         states = np.zeros((n, self.state_bytes), np.uint8)
         shape = self.runner.x_entry["shape"]
         for t, x in enumerate(xq):
@@ -219,27 +218,26 @@ class FloatTwin:
 
     against = "float step model"
 
-    def __init__(self, out_dir: Path, manifest: dict):
+    def __init__(self, out_dir: Path, manifest: Manifest):
         from edgernn.tflite.interpreter import load_interpreter
         from edgernn.tflite.oracle import FusedStepper
 
-        files = manifest.get("files") or {}
-        step = files.get("float_step") or (files.get("step") if manifest["quant"] == "float32" else None)
+        files = manifest.files or {}
+        step = files.get("float_step") or (files.get("step") if manifest.quant == "float32" else None)
         if not step or not (out_dir / step).is_file():
             raise FileNotFoundError(step)
-        source = manifest.get("source") or {}
+        source = manifest.source or {}
         what = {"onnx": f"the ONNX model {source.get('name')}", "torch": f"the torch module {source.get('name')}"}
         self.against = (f"the float step model ({step}), which matched {what.get(source.get('format'), 'the Keras model')} to "
-                        f"{manifest.get('float_self_check_rel') or 0:.1e} (relative) when converted")
-        head = files.get("float_head") or ((manifest.get("head") or {}).get("file") if manifest["quant"] == "float32"
-                                           else None)
-        self.fused = FusedStepper(out_dir / step, {}) if manifest.get("mode") == "fused" else None
+                        f"{manifest.float_self_check_rel or 0:.1e} (relative) when converted")
+        head = files.get("float_head") or ((manifest.head or {}).get("file") if manifest.quant == "float32" else None)
+        self.fused = FusedStepper(out_dir / step, {}) if manifest.mode == "fused" else None
         if self.fused is None:
             self.runner = load_interpreter(out_dir / step).get_signature_runner()
             details = self.runner.get_input_details()
             self.shapes = {k: v["shape"] for k, v in details.items()}
         self.head_runner = load_interpreter(out_dir / head).get_signature_runner() if head else None
-        self.names = [s["name"] for s in manifest["states"]]
+        self.names = [s["name"] for s in manifest.states]
         self.last = None
 
     def start(self, seq: int) -> None:
@@ -275,17 +273,17 @@ class KerasWhole:
     """Folders without a float twin: the Keras model over each whole sequence (memory grows with the
     sequence's length here, and the report says so)."""
 
-    def __init__(self, manifest: dict, test: "TestSequences"):
+    def __init__(self, manifest: Manifest, test: "TestSequences"):
         from edgernn.keras.reference import keras_reference
         from edgernn.keras.load import file_sha256
         from edgernn.pytorch.load import load_any
 
-        path = manifest.get("model_file")
+        path = manifest.model_file
         if not path:
             raise LookupError("the build folder does not record the model file")
         if not Path(path).exists():
             raise LookupError(f"the model file {path} is not there any more")
-        if manifest.get("model_sha256") and file_sha256(path) != manifest["model_sha256"]:
+        if manifest.model_sha256 and file_sha256(path) != manifest.model_sha256:
             raise LookupError(f"{path} changed since the build (SHA-256 differs)")
         try:
             loaded = load_any(path)
@@ -298,7 +296,7 @@ class KerasWhole:
             self.model = loaded.model
             self.reference = keras_reference
         self.test = test
-        self.every_step = manifest.get("sequence_output", "every_step") == "every_step"
+        self.every_step = (manifest.sequence_output or "every_step") == "every_step"
         kind = "ONNX model" if loaded.source is not None else "Keras model"
         self.against = f"the {kind} {Path(path).name}, run over whole sequences"
         self.out = None
@@ -322,7 +320,7 @@ class KerasWhole:
         return self.out.reshape(-1)
 
 
-def _float_source(out: Path, manifest: dict, test: TestSequences):
+def _float_source(out: Path, manifest: Manifest, test: TestSequences):
     """The float model to compare with, or (None, why not)."""
     try:
         return FloatTwin(out, manifest), None
@@ -339,22 +337,22 @@ def _float_source(out: Path, manifest: dict, test: TestSequences):
         return None, f"the Keras loader is not available ({exc})"
 
 
-def firmware_model_sha256(out_dir: Path, manifest: dict) -> str:
+def firmware_model_sha256(out_dir: Path, manifest: Manifest) -> str:
     """The hash the firmware carries: that of step.tflite, which the C was generated from."""
     import hashlib
 
-    step = out_dir / manifest.get("files", {}).get("step", "step.tflite")
+    step = out_dir / (manifest.files or {}).get("step", "step.tflite")
     if step.is_file():
         return hashlib.sha256(step.read_bytes()).hexdigest()
-    return str(manifest["model_sha256"])
+    return str(manifest.model_sha256)
 
 
-def _check_device(info, manifest: dict, url: str, want: str) -> None:
+def _check_device(info, manifest: Manifest, url: str, want: str) -> None:
     if info.model_sha256.lower() != str(want).lower():
         raise LinkError(f"device on {url} carries another model (SHA-256 {info.model_sha256[:12]}…) than "
                         f"this build folder ({str(want)[:12]}…): flash this folder's firmware first")
-    x, y = manifest["inputs"][0], manifest["outputs"][0]
-    state_bytes = sum(_size(s) * np.dtype(_DTYPES[s["dtype"]]).itemsize for s in manifest["states"])
+    x, y = manifest.inputs[0], manifest.outputs[0]
+    state_bytes = sum(_size(s) * np.dtype(_DTYPES[s["dtype"]]).itemsize for s in manifest.states)
     layout = (info.input_size, info.output_size, info.state_bytes, info.input_dtype.itemsize,
               info.output_dtype.itemsize)
     expected = (_size(x), _size(y), state_bytes, np.dtype(_DTYPES[x["dtype"]]).itemsize,
@@ -420,7 +418,7 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
     """
     out = Path(out_dir)
     manifest = read_build_folder(out)
-    board = _manifest_board(manifest.get("board"))
+    board = _manifest_board(manifest.board)
     if port is None and board is not None and not board.emulated:
         raise EdgeRNNError(f"board {board.name} is hardware: flash it (`edgernn flash {out}`), then pass its "
                            "serial port, e.g. `--port /dev/ttyUSB0`")
@@ -498,9 +496,9 @@ class _Tally:
     """The running statistics of a run: reference parity, float error, drift, cycles, the plot, the
     inputs' range, and (with ``save``) the device's outputs."""
 
-    def __init__(self, manifest: dict, test: TestSequences, seed: int):
-        self.x_entry, self.y_entry = manifest["inputs"][0], manifest["outputs"][0]
-        self.every_step = manifest.get("sequence_output", "every_step") == "every_step"
+    def __init__(self, manifest: Manifest, test: TestSequences, seed: int):
+        self.x_entry, self.y_entry = manifest.inputs[0], manifest.outputs[0]
+        self.every_step = (manifest.sequence_output or "every_step") == "every_step"
         windows = compare.drift_windows(test.steps)
         self.reference = compare.ReferenceStats(self.y_entry, windows)
         self.float_sums = compare.ErrorSums()
@@ -509,7 +507,7 @@ class _Tally:
         self.team_cycles = compare.CycleStats(seed)   # the team's own count, from a device that has one
         self.y_size = _size(self.y_entry)
         self.plot = compare.PlotBins(test.steps, min(self.y_size, 3))
-        self.inputs = _InputRange(self.x_entry, manifest.get("calibration") or {})
+        self.inputs = _InputRange(self.x_entry, manifest.calibration or {})
         self.saver = None
         self.frames = self.retries = 0
 
@@ -551,7 +549,7 @@ class _Run:
     seconds: float
 
 
-def _run_on_device(out: Path, manifest: dict, board, port: str | None, test: TestSequences, reference,
+def _run_on_device(out: Path, manifest: Manifest, board, port: str | None, test: TestSequences, reference,
                    floats: _FloatSide, tally: _Tally, files: _ReportFiles, view, *, baud, timeout, states,
                    chunk_steps) -> _Run:
     """Open the link (starting the board first when no port is given), stream every sequence, and stop
@@ -560,8 +558,8 @@ def _run_on_device(out: Path, manifest: dict, board, port: str | None, test: Tes
     from edgernn.targets.device import adapter_for, flash
 
     device = None
-    board_name = manifest.get("board")
-    code_bytes = manifest.get("code_bytes")
+    board_name = manifest.board
+    code_bytes = manifest.code_bytes
     try:
         if port is None:
             device = flash(out)
@@ -644,7 +642,7 @@ def _stream_sequence(link, s: int, test: TestSequences, reference, floats: _Floa
         tally.float_sums.update(mine, floats.source.final())
 
 
-def _report(manifest: dict, test: TestSequences, tally: _Tally, floats: _FloatSide, run: _Run,
+def _report(manifest: Manifest, test: TestSequences, tally: _Tally, floats: _FloatSide, run: _Run,
             files: _ReportFiles) -> dict:
     """report.json's content (docs/report.md)."""
     reference_cmp = tally.reference.result()
@@ -662,8 +660,8 @@ def _report(manifest: dict, test: TestSequences, tally: _Tally, floats: _FloatSi
     report = {
         "pass": bool(parity),
         "board": run.board_name,
-        "quant": manifest["quant"],
-        "model_sha256": manifest["model_sha256"],
+        "quant": manifest.quant,
+        "model_sha256": manifest.model_sha256,
         "steps": int(n_steps),
         "sequences": int(n_seq),
         "reference": reference_cmp,
@@ -673,12 +671,12 @@ def _report(manifest: dict, test: TestSequences, tally: _Tally, floats: _FloatSi
         "device": {
             **tally.cycles.result(),
             "cycle_counter": _cycle_counter(run.board_name),
-            "macs_per_step": manifest.get("macs_per_step"),
-            "arena_bytes": manifest.get("arena_bytes"),
-            "weight_bytes": manifest.get("weight_bytes"),
+            "macs_per_step": manifest.macs_per_step,
+            "arena_bytes": manifest.arena_bytes,
+            "weight_bytes": manifest.weight_bytes,
             "code_bytes": run.code_bytes,
             # what each step reads from the board's stream memory (weights beyond L2 on GAP8; 0: none)
-            "l3_bytes_per_step": int(((manifest.get("placement") or {}).get("streaming") or {})
+            "l3_bytes_per_step": int(((manifest.placement or {}).get("streaming") or {})
                                      .get("l3_bytes_per_step", 0)),
         },
         "link": {
@@ -694,15 +692,15 @@ def _report(manifest: dict, test: TestSequences, tally: _Tally, floats: _FloatSi
         },
         "notes": notes,
     }
-    plan = precision_summary(manifest.get("precision"))
+    plan = precision_summary(manifest.precision)
     if plan is not None:
         # --quant auto: the precision plan beside the error this run reached (docs/report.md)
         report["precision"] = {**plan, "l2r_reached": float_cmp.get("l2r")}
-    budget = (manifest.get("precision") or {}).get("max_error")
+    budget = (manifest.precision or {}).get("max_error")
     if budget is not None and float_cmp.get("l2r") is not None:
         # the budget --quant auto was held to, over the horizon it was judged on: a run longer than that horizon
         # that misses it is still a PASS for parity, and says so
-        horizon = (manifest.get("calibration") or {}).get("horizon")
+        horizon = (manifest.calibration or {}).get("horizon")
         report["error_budget"] = {"max_error": budget, "l2r": float_cmp["l2r"], "met": float_cmp["l2r"] <= budget,
                                   "horizon": horizon, "beyond_horizon": bool(horizon) and n_steps > horizon}
     report["device"].update(run.info.describe_target())
@@ -712,7 +710,7 @@ def _report(manifest: dict, test: TestSequences, tally: _Tally, floats: _FloatSi
         report["device"].update({"cluster_cycles_per_step": team["cycles_per_step"],
                                  "cluster_cycles_per_step_median": team["cycles_per_step_median"],
                                  "cluster_cycle_counter": _cycle_counter(run.board_name, "team_cycle_counter")})
-    macs = manifest.get("macs_per_step")
+    macs = manifest.macs_per_step
     if macs:
         report["device"]["cycles_per_mac"] = report["device"]["cycles_per_step"] / macs
         if report["device"]["cycles_per_step"]:
@@ -865,35 +863,34 @@ def _speed(cycles: float, board) -> dict:
     return {"clock_hz": clock, "us_per_step": cycles / clock * 1e6, "steps_per_second": clock / cycles}
 
 
-def _what_ran(manifest: dict) -> dict:
+def _what_ran(manifest: Manifest) -> dict:
     """The model's name, this edgernn's version and the time the report was made."""
     from datetime import datetime
 
     from edgernn._version import __version__
 
-    source = manifest.get("source") or {}
-    name = source.get("name") or (Path(manifest["model_file"]).name if manifest.get("model_file") else None)
+    source = manifest.source or {}
+    name = source.get("name") or (Path(manifest.model_file).name if manifest.model_file else None)
     return {"model": name, "edgernn_version": __version__,
             "date": datetime.now().astimezone().isoformat(timespec="seconds")}
 
 
-def memory_use(manifest: dict, board, code_bytes: int | None, info=None) -> list[dict]:
+def memory_use(manifest: Manifest, board, code_bytes: int | None, info=None) -> list[dict]:
     """Each memory of the board: its size, the reserve its budget leaves out, and what is placed there (the
     manifest's placement items); the memory that holds the code also shows the code's bytes and the link's
     frame buffers (the frame being received, the last answer and its encoded copy, from the sizes HELLO
     announced)."""
     if board is None:
         return []
-    placement = manifest.get("placement") or {}
+    placement = manifest.placement or {}
     items = placement.get("items") or {}
     budgets = placement.get("budgets") or {}
     code_memory = next((m.name for m in board.memories_typed if "code" in m.holds), None)
     if not items and code_memory:
         # a folder without placement (firmware generated, not built by `edgernn build`): its sizes, in the
         # board's main memory
-        sizes = {"weights": "weight_bytes", "state": "state_bytes", "arena": "arena_bytes"}
-        items = {item: {"memory": code_memory, "bytes": manifest[key]} for item, key in sizes.items()
-                 if manifest.get(key) is not None}
+        sizes = {"weights": manifest.weight_bytes, "state": manifest.state_bytes, "arena": manifest.arena_bytes}
+        items = {item: {"memory": code_memory, "bytes": size} for item, size in sizes.items() if size is not None}
     link = None
     if info is not None and getattr(info, "max_frame", 0):
         sends = info.answer_limit
@@ -923,7 +920,7 @@ def _profiler(out: Path, board):
     return adapter
 
 
-def _profile(out: Path, manifest: dict, adapter, test: TestSequences, view) -> dict:
+def _profile(out: Path, manifest: Manifest, adapter, test: TestSequences, view) -> dict:
     """One step of the first sequence profiled on the board (docs/report.md, ``profile``): each statement of
     the step's body with its ops, cycles, share, MACs and MAC/cycle, and its work and wait on each core,
     beside the firmware's own count of that step."""
@@ -945,13 +942,13 @@ def _profile(out: Path, manifest: dict, adapter, test: TestSequences, view) -> d
             if settings.ready_timeout_s is not None:
                 link.wait_ready(settings.ready_timeout_s * 10)
             link.hello()
-            counted = link.run(quantize(x, manifest["inputs"][0]), states="none")
+            counted = link.run(quantize(x, manifest.inputs[0]), states="none")
             with contextlib.suppress(LinkError):
                 link.bye()
         raw = traced.result()
     finally:
         traced.stop()
-    step_file = out / (manifest.get("files") or {}).get("step", "step.tflite")
+    step_file = out / (manifest.files or {}).get("step", "step.tflite")
     macs = tfl.op_macs(tfl.read(step_file.read_bytes())) if step_file.is_file() else []
     total = raw["cycles"]
     ops = []

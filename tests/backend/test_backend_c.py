@@ -81,7 +81,7 @@ REFUSED: dict[tuple[str, str], str] = {}
 
 @pytest.fixture(scope="session")
 def converted(tmp_path_factory):
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     cache = {}
 
@@ -90,7 +90,7 @@ def converted(tmp_path_factory):
             out = tmp_path_factory.mktemp(f"be_{name}_{quant}") / "out"
             model = MODELS[name]()
             with contextlib.redirect_stdout(io.StringIO()):
-                convert_model(model, out, quant=quant, mode="step")
+                convert(model, out, quant=quant, mode="step")
             cache[(name, quant)] = out
         return cache[(name, quant)]
 
@@ -285,11 +285,11 @@ def test_head_runs_once_on_the_last_output(tmp_path, quant):
     from edgernn.backend import generate_firmware
     from edgernn.targets.compile import Part, compile_firmware
     from edgernn.targets.board import load_board
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     folder = tmp_path / "out"
     with contextlib.redirect_stdout(io.StringIO()):
-        convert_model(zoo.gru_stack_final(), folder, quant=quant)
+        convert(zoo.gru_stack_final(), folder, quant=quant)
     board = load_board("host")
     generate_firmware(folder, board)
     exe = compile_firmware(folder / "firmware", board, part=Part.MODEL, extra_sources=[H.DRIVER.parent / "head_driver.c"],
@@ -350,11 +350,11 @@ def test_ltc_with_dense_head_is_exact_over_1000_steps(tmp_path):
     LiteRT's builtin kernels, whose int8 FULLY_CONNECTED (ruy) rescales with two roundings, halves up; the
     reference kernel (the one every other graph is held against) rounds once. The two differ on about 1 output
     in 100 here (docs/ops.md), so 1000 steps of a trajectory and 300 of noise must all match."""
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     folder = tmp_path / "out"
     with contextlib.redirect_stdout(io.StringIO()):
-        convert_model(zoo.ltc_dense(), folder, quant="int8", mode="step", calib=zoo.trajectories(8, 80, 6, 1))
+        convert(zoo.ltc_dense(), folder, quant="int8", mode="step", calib=zoo.trajectories(8, 80, 6, 1))
     b = H.build(folder)
     sequences = {"trajectory": zoo.trajectories(1, 1000, 6, 5)[0],
                  "random": np.random.default_rng(7).normal(0.0, 1.5, size=(300, 6)).astype(np.float32)}
@@ -439,11 +439,11 @@ def _edit_ops(path, old: str, new: str | None) -> None:
 def test_maximum_minimum_match_interpreter(tmp_path, quant, op):
     """MAXIMUM and MINIMUM share one kernel body for both widths: the clipped model's MINIMUM, made a
     MAXIMUM, and in int16 (which has no RELU kernel) without its final RELU, against LiteRT."""
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     folder = tmp_path / "out"
     with contextlib.redirect_stdout(io.StringIO()):
-        convert_model(gru_clipped(), folder, quant=quant, mode="step")
+        convert(gru_clipped(), folder, quant=quant, mode="step")
     if quant == "int16":
         _edit_ops(folder / "step.tflite", "RELU", None)
     if op == "MAXIMUM":

@@ -48,7 +48,7 @@ ELEMENTS16 = {"gru16": ("edgernn_tanh_s16_elem(", "edgernn_logistic_s16_elem(", 
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     cache = {}
 
@@ -57,7 +57,7 @@ def converted(tmp_path_factory):
             out = tmp_path_factory.mktemp(f"fusion_{name}") / "out"
             build, quant = MODELS[name]
             with contextlib.redirect_stdout(io.StringIO()):
-                convert_model(build(), out, quant=quant, mode="step")
+                convert(build(), out, quant=quant, mode="step")
             cache[name] = out
         return cache[name]
 

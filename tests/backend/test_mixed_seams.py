@@ -152,7 +152,7 @@ BASES = {"simplernn": simplernn_tanh, "lstm": zoo.functional_lstm}
 
 @pytest.fixture(scope="module")
 def int8_base(tmp_path_factory):
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     cache = {}
 
@@ -160,7 +160,7 @@ def int8_base(tmp_path_factory):
         if name not in cache:
             out = tmp_path_factory.mktemp(f"mixed_{name}") / "out"
             with contextlib.redirect_stdout(io.StringIO()):
-                convert_model(BASES[name](), out, quant="int8", mode="step")
+                convert(BASES[name](), out, quant="int8", mode="step")
             cache[name] = ((out / "step.tflite").read_bytes(), json.loads((out / "manifest.json").read_text()))
         return cache[name]
 

@@ -46,7 +46,7 @@ SHARED = {"lstm": "edgernn_team_fully_connected_", "gru": "edgernn_team_fully_co
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     cache = {}
 
@@ -54,7 +54,7 @@ def converted(tmp_path_factory):
         if (name, quant, mode) not in cache:
             out = tmp_path_factory.mktemp(f"team_{name}_{quant}_{mode}") / "out"
             with contextlib.redirect_stdout(io.StringIO()):
-                convert_model(MODELS[name](), out, quant=quant, mode=mode)
+                convert(MODELS[name](), out, quant=quant, mode=mode)
             cache[(name, quant, mode)] = out
         return cache[(name, quant, mode)]
 

@@ -15,11 +15,11 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def auto_folder(tmp_path_factory):
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     folder = tmp_path_factory.mktemp("auto") / "out"
     model = zoo.simplernn_relu()
-    convert_model(model, folder, quant="auto", calib=zoo.trajectories(8, 100, 3, 0), mode="step", max_error=0.01)
+    convert(model, folder, quant="auto", calib=zoo.trajectories(8, 100, 3, 0), mode="step", max_error=0.01)
     return folder
 
 
@@ -39,10 +39,10 @@ def test_inspect_of_a_build_folder_gives_its_precision_plan(auto_folder):
 
 
 def test_inspect_of_a_uniform_build_says_so(tmp_path):
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     folder = tmp_path / "out"
-    convert_model(zoo.simplernn_relu(), folder, quant="int8", calib=zoo.trajectories(4, 50, 3, 0), mode="step")
+    convert(zoo.simplernn_relu(), folder, quant="int8", calib=zoo.trajectories(4, 50, 3, 0), mode="step")
     found = json.loads(CliRunner().invoke(cli, ["inspect", str(folder), "--json"]).output)
     assert found["quant"] == "int8" and found["precision"] is None
     text = CliRunner().invoke(cli, ["inspect", str(folder)]).output

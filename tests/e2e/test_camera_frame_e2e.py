@@ -26,7 +26,7 @@ def camera_frames(n_seq: int, steps: int, seed: int):
 @pytest.fixture(scope="module")
 def camera_build(tmp_path_factory):
     """The model converted once (int8); firmware generated per board."""
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     folder = tmp_path_factory.mktemp("camera")
     path = folder / "camera_gru.keras"
@@ -39,7 +39,7 @@ def camera_build(tmp_path_factory):
             from edgernn.targets.board import load_board
 
             out = tmp_path_factory.mktemp(f"camera_{board}".replace("/", "_")) / "out"
-            convert_model(str(path), out, quant="int8", calib=camera_frames(2, 4, seed=1), board=board)
+            convert(str(path), out, quant="int8", calib=camera_frames(2, 4, seed=1), board=board)
             facts = generate_firmware(out, load_board(board))
             made[board] = out
             placements[board] = facts.placement

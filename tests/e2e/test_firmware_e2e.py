@@ -34,7 +34,7 @@ def build_model(kind: str):
 def converted(tmp_path_factory):
     from edgernn.testing.zoo import trajectories
 
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     made = {}
 
@@ -46,11 +46,11 @@ def converted(tmp_path_factory):
             model.save(path)
             out = folder / "out"
             mode = "fused" if kind.endswith("_fused") else "step"
-            manifest = convert_model(str(path), out, quant="int8", calib=trajectories(8, 80, 2, 1),
+            manifest = convert(str(path), out, quant="int8", calib=trajectories(8, 80, 2, 1),
                                      board=board, mode=mode)
-            assert manifest["mode"] == mode
+            assert manifest.mode == mode
             if mode == "fused":
-                assert "UNIDIRECTIONAL_SEQUENCE_LSTM" in manifest["ops"] and "WHILE" not in manifest["ops"]
+                assert "UNIDIRECTIONAL_SEQUENCE_LSTM" in manifest.ops and "WHILE" not in manifest.ops
             from edgernn.backend import generate_firmware
 
             generate_firmware(out, load_board(board))
@@ -186,7 +186,7 @@ def test_the_report_of_a_pass_and_of_a_fail_reads_in_a_browser(converted, tmp_pa
     out = converted("gru", "host")
     data = trajectories(1, 300, 2, 5)
     passed = validate(out, data=data, json_path=tmp_path / "pass.json")
-    manifest = read_manifest(out).as_dict()
+    manifest = read_manifest(out)
     failed = validate(out, data=data, json_path=tmp_path / "fail.json",
                       reference=OneOutputOff(InterpreterReference(out, manifest), 120))
     assert passed["pass"] and not failed["pass"] and failed["reference"]["first_mismatch"]["step"] == 120
@@ -195,7 +195,7 @@ def test_the_report_of_a_pass_and_of_a_fail_reads_in_a_browser(converted, tmp_pa
                 "inputs", "device", "link", "notes", "files", "model", "edgernn_version", "date", "memory"} <= set(report)
         assert report["model"] == "gru.keras" and report["device"]["clock_hz"] == 10 ** 9
         assert report["memory"][0]["memory"] == "ram" and report["memory"][0]["items"]["weights"] == \
-            manifest["weight_bytes"]
+            manifest.weight_bytes
     browser = Chromium()
     try:
         profile_dir = str(browser.profile)

@@ -258,14 +258,14 @@ C_CASES = [("tcn_gru", q) for q in ("float32", "int8", "int16")] + [
 @pytest.mark.toolchain
 @pytest.mark.parametrize("name, quant", C_CASES)
 def test_generated_c_matches_the_interpreter(tmp_path, name, quant):
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     out = tmp_path / "out"
     model = C_MODELS[name]()
     features = int(model.inputs[0].shape[-1])
     with contextlib.redirect_stdout(io.StringIO()):
-        manifest = convert_model(model, out, quant=quant, calib=zoo.trajectories(8, 60, features, 1), mode="step")
-    assert any(s["name"].endswith(".buf") for s in manifest["states"]) == name.startswith(("tcn", "conv"))
+        manifest = convert(model, out, quant=quant, calib=zoo.trajectories(8, 60, features, 1), mode="step")
+    assert any(s["name"].endswith(".buf") for s in manifest.states) == name.startswith(("tcn", "conv"))
     built = H.build(out)
     sequences = {"trajectory": zoo.trajectories(1, 120, features, seed=11)[0],
                  "random": np.random.default_rng(3).normal(0.0, 1.5, size=(60, features)).astype(np.float32)}
@@ -282,7 +282,7 @@ def test_generated_c_matches_the_interpreter(tmp_path, name, quant):
 
 def _validated(tmp_path, board: str) -> dict:
     from edgernn.backend import generate_firmware
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
     from edgernn.targets.board import load_board
     from edgernn.validate.run import validate
 
@@ -290,7 +290,7 @@ def _validated(tmp_path, board: str) -> dict:
     tcn_gru().save(path)
     out = tmp_path / "out"
     with contextlib.redirect_stdout(io.StringIO()):
-        convert_model(str(path), out, quant="int8", calib=zoo.trajectories(8, 80, 2, 1), board=board, mode="step")
+        convert(str(path), out, quant="int8", calib=zoo.trajectories(8, 80, 2, 1), board=board, mode="step")
     generate_firmware(out, load_board(board))
     report = validate(out, data=zoo.trajectories(1, 400, 2, 5))
     ref = report["reference"]

@@ -43,7 +43,7 @@ def zoo_files(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def converted(zoo_files, tmp_path_factory):
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     cache = {}
 
@@ -53,7 +53,7 @@ def converted(zoo_files, tmp_path_factory):
             features = zoo.features_of(model)
             calib = zoo.trajectories(CALIB_SEQ, CALIB_STEPS, features, seed=1)
             out = tmp_path_factory.mktemp(f"{name}_{quant}") / "out"
-            manifest = convert_model(path, out, quant=quant, calib=calib, mode="step")
+            manifest = convert(path, out, quant=quant, calib=calib, mode="step")
             cache[(name, quant)] = (model, out, manifest)
         return cache[(name, quant)]
 
@@ -84,7 +84,7 @@ def _error_profile(name, quant, converted):
     got = runner.model_output(trace).reshape(want.shape)
     l2r = float(np.linalg.norm(got - want) / np.linalg.norm(want))
     per_step = None
-    if manifest["sequence_output"] == "every_step":
+    if manifest.sequence_output == "every_step":
         per_step = np.sqrt(np.mean((got - want) ** 2, axis=(0, 2)))
     return l2r, per_step, want
 
@@ -98,7 +98,7 @@ def test_quantized_error_is_bounded_and_does_not_grow(converted, name, quant, re
     if (name, quant) in KNOWN_POOR:
         from edgernn.pipeline.convert import QUANT_WARN_L2R
 
-        reported = converted(name, quant)[2]["quantization_error"]["l2r"]
+        reported = converted(name, quant)[2].quantization_error["l2r"]
         assert reported > QUANT_WARN_L2R, f"{name} {quant}: l2r {l2r:.3f} but the converter reported {reported:.3f}"
         return
     assert l2r < L2R_BOUND[quant], f"{name} {quant}: l2r {l2r:.4f}"
@@ -123,7 +123,7 @@ def test_step_model_has_no_loop_no_variables_and_named_io(converted, quant):
     for name, index in {**inputs, **outputs}.items():
         assert graph.subgraphs[0].tensors[index].shape[0] == 1, f"{name} is not batch 1"
     expected = {"float32": "float32", "int8": "int8", "int16": "int16"}[quant]
-    assert [e["dtype"] for e in manifest["inputs"] + manifest["outputs"] + manifest["states"]] == [expected] * 4
+    assert [e["dtype"] for e in manifest.inputs + manifest.outputs + manifest.states] == [expected] * 4
 
 
 @pytest.mark.parametrize("name", ["functional_lstm", "cfc_default", "cfc_nogate_mixed", "gru_stack_final"])
@@ -132,37 +132,37 @@ def test_state_outputs_have_their_inputs_quantization(converted, name, quant):
     _, out, manifest = converted(name, quant)
     graph = tfl.read((out / "step.tflite").read_bytes())
     inputs, outputs = tfl.signature(graph)
-    assert manifest["states"], "a recurrent model has states"
-    for state in manifest["states"]:
+    assert manifest.states, "a recurrent model has states"
+    for state in manifest.states:
         a = tfl.tensor_quant(graph, inputs[state["name"]])
         b = tfl.tensor_quant(graph, outputs[state["name"]])
         assert (a["scale"], a["zero_point"]) == (b["scale"], b["zero_point"]), state["name"]
         if quant == "int16":
             assert a["zero_point"] == 0
-    assert manifest["state_feedback"] == {s["name"]: s["name"] for s in manifest["states"]}
+    assert manifest.state_feedback == {s["name"]: s["name"] for s in manifest.states}
 
 
 def test_head_that_runs_once_is_a_separate_model_tied_to_the_step_output(converted):
     model, out, manifest = converted("gru_stack_final", "int8")
-    assert manifest["sequence_output"] == "last_step"
+    assert manifest.sequence_output == "last_step"
     assert (out / "head.tflite").is_file()
-    head, y = manifest["head"]["input"], manifest["outputs"][0]
+    head, y = manifest.head["input"], manifest.outputs[0]
     assert (head["scale"], head["zero_point"]) == (y["scale"], y["zero_point"])
     grus = [layer.name for layer in model.layers if type(layer).__name__ == "GRU"]
-    assert [s["name"] for s in manifest["states"]] == [f"{g}.h" for g in grus]
+    assert [s["name"] for s in manifest.states] == [f"{g}.h" for g in grus]
 
 
 def test_manifest_carries_the_contract_fields(converted):
     _, out, manifest = converted("cfc_default", "int8")
     on_disk = json.loads((out / "manifest.json").read_text())
-    assert on_disk == manifest
+    assert on_disk == manifest.as_dict()
     for key in ("edgernn_version", "model_sha256", "board", "quant", "mode", "inputs", "outputs", "states",
                 "state_feedback", "macs_per_step", "arena_bytes", "weight_bytes"):
-        assert key in manifest, key
-    assert manifest["quant"] == "int8" and manifest["mode"] == "step"
-    assert len(manifest["model_sha256"]) == 64
-    assert manifest["macs_per_step"] > 0 and manifest["weight_bytes"] > 0
-    calibration = dict(manifest["calibration"])
+        assert key in on_disk, key
+    assert manifest.quant == "int8" and manifest.mode == "step"
+    assert len(manifest.model_sha256) == 64
+    assert manifest.macs_per_step > 0 and manifest.weight_bytes > 0
+    calibration = dict(manifest.calibration)
     assert calibration.pop("x_min") < calibration.pop("x_max")
     # the horizon (five windows) chains the windows into streams, whose steps are calibration samples too
     streams = CALIB_SEQ // 5
@@ -170,22 +170,22 @@ def test_manifest_carries_the_contract_fields(converted):
     assert calibration == {"source": "array", "sequences": CALIB_SEQ, "steps": CALIB_STEPS,
                            "samples": CALIB_SEQ * CALIB_STEPS + streams * 5 * CALIB_STEPS,
                            "horizon": 5 * CALIB_STEPS, "horizon_streams": streams}
-    assert manifest["schema"] == "edgernn-build/1" and "step.tflite" in manifest["written"]
-    assert manifest["files"]["float_step"] == "float_step.tflite" and (out / "float_step.tflite").is_file()
+    assert manifest.schema == "edgernn-build/1" and "step.tflite" in manifest.written
+    assert manifest.files["float_step"] == "float_step.tflite" and (out / "float_step.tflite").is_file()
 
 
 def test_keras3_int8_conversion_of_a_plain_lstm_does_not_crash(tmp_path):
     """TensorFlow's own full-int8 conversion of a Keras 3 LSTM dies in the converter; the step path works."""
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     import keras
 
     keras.utils.set_random_seed(3)
     model = keras.Sequential([keras.Input((None, 4)), keras.layers.LSTM(16)])
-    manifest = convert_model(model, tmp_path / "out", quant="int8", calib=zoo.trajectories(4, 30, 4, 0),
+    manifest = convert(model, tmp_path / "out", quant="int8", calib=zoo.trajectories(4, 30, 4, 0),
                              mode="step")
-    assert manifest["sequence_output"] == "last_step"
-    assert {"FULLY_CONNECTED", "LOGISTIC", "TANH"} <= set(manifest["ops"])
+    assert manifest.sequence_output == "last_step"
+    assert {"FULLY_CONNECTED", "LOGISTIC", "TANH"} <= set(manifest.ops)
 
 
 def _last_step_cfc():
@@ -206,36 +206,36 @@ def _last_step_lstm():
 def test_last_step_with_nothing_after_it_has_no_head(tmp_path, make, quant):
     """return_sequences=False and no layer after: the last step's y is the model's output, no head model (an
     identity head, which TF's 16x8 quantizer cannot quantize, failed int16 and auto)."""
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
-    manifest = convert_model(make(), tmp_path / "out", quant=quant, calib=zoo.trajectories(4, 40, 3, 0), mode="step")
-    assert manifest["sequence_output"] == "last_step"
-    assert manifest.get("head") is None and not (tmp_path / "out" / "head.tflite").exists()
+    manifest = convert(make(), tmp_path / "out", quant=quant, calib=zoo.trajectories(4, 40, 3, 0), mode="step")
+    assert manifest.sequence_output == "last_step"
+    assert manifest.head is None and not (tmp_path / "out" / "head.tflite").exists()
 
 
 @pytest.mark.parametrize("quant", ["int8", "int16"])
 def test_state_from_tanh_takes_the_fixed_tanh_quantization(tmp_path, quant):
     """TFLite fixes TANH's output quantization; a SimpleRNN's state input must take it, whatever calibration says."""
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     keras = zoo._keras(0)
     model = keras.Sequential([keras.Input((None, 3)), keras.layers.SimpleRNN(9, return_sequences=True)])
-    manifest = convert_model(model, tmp_path / "out", quant=quant)  # synthetic calibration reaches tanh's ±1
-    (state,) = manifest["states"]
+    manifest = convert(model, tmp_path / "out", quant=quant)  # synthetic calibration reaches tanh's ±1
+    (state,) = manifest.states
     expected = {"int8": (1 / 128, 0), "int16": (1 / 32768, 0)}[quant]
     assert (state["scale"], state["zero_point"]) == pytest.approx(expected)
 
 
 def test_tf_keras_savedmodel_folder_converts_like_its_model(tmp_path):
     """A tf_keras SavedModel folder loads, hashes its files, and its step model reproduces the model."""
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     model = zoo.tf_keras_lstm_final()
     folder = tmp_path / "saved"
     model.save(str(folder), save_format="tf")
     assert (folder / "saved_model.pb").is_file()
-    manifest = convert_model(str(folder), tmp_path / "out", quant="float32", mode="step")
-    assert manifest["keras"] == "tf_keras" and len(manifest["model_sha256"]) == 64
+    manifest = convert(str(folder), tmp_path / "out", quant="float32", mode="step")
+    assert manifest.keras == "tf_keras" and len(manifest.model_sha256) == 64
     xs = zoo.trajectories(2, 30, 3, seed=4)
     got = StepRunner(tmp_path / "out").run(xs)
     ref = keras_output(model, xs)
@@ -247,7 +247,7 @@ def test_stateful_lstm_converts_with_the_state_starting_at_zero(tmp_path):
     calls the same way, and a sequence starts from zero state, as a freshly reset Keras layer does."""
     import keras
 
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     keras.utils.set_random_seed(3)
     model = keras.Sequential([keras.Input((None, 3), batch_size=1),
@@ -255,8 +255,8 @@ def test_stateful_lstm_converts_with_the_state_starting_at_zero(tmp_path):
                               keras.layers.Dense(2)])
     xs = zoo.trajectories(1, 40, 3, seed=6)
     path = zoo.save(model, tmp_path)
-    manifest = convert_model(path, tmp_path / "out", quant="float32", mode="step")
-    assert [s["name"] for s in manifest["states"]] == ["lstm.h", "lstm.c"]
+    manifest = convert(path, tmp_path / "out", quant="float32", mode="step")
+    assert [s["name"] for s in manifest.states] == ["lstm.h", "lstm.c"]
     got = StepRunner(tmp_path / "out").run(xs).y_float
     model.layers[0].reset_states()
     first = keras_output(model, xs[:, :20])
@@ -269,22 +269,22 @@ def test_tf_keras_layer_norm_before_the_rnn_converts(tmp_path):
     through a time axis of one, where on one step's vector it failed with an IndexError."""
     import tf_keras
 
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     tf_keras.utils.set_random_seed(0)
     L = tf_keras.layers
     model = tf_keras.Sequential([L.InputLayer((None, 3)), L.Dense(6), L.LayerNormalization(),
                                  L.GRU(4, return_sequences=True)])
     assert model.layers[1].axis == [2]
-    manifest = convert_model(model, tmp_path / "out", quant="int8", calib=zoo.trajectories(4, 40, 3, 0), mode="step")
-    assert manifest["float_self_check_rel"] <= 1e-5
-    assert {"MEAN", "RSQRT"} <= set(manifest["ops"])
+    manifest = convert(model, tmp_path / "out", quant="int8", calib=zoo.trajectories(4, 40, 3, 0), mode="step")
+    assert manifest.float_self_check_rel <= 1e-5
+    assert {"MEAN", "RSQRT"} <= set(manifest.ops)
 
 
 def test_ltc_with_mixed_memory_has_int16(tmp_path):
     """ncps' LTC with mixed_memory=True wraps its LTCCell in a MixedMemoryRNN: the cell inside it divides as
     numerator * rsqrt(d)^2 at int16 too (TF's 16x8 has no DIV, which refused it)."""
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     keras = zoo._keras(0)
     import ncps.keras
@@ -292,7 +292,7 @@ def test_ltc_with_mixed_memory_has_int16(tmp_path):
 
     model = keras.Sequential([keras.Input((None, 3)),
                               ncps.keras.LTC(AutoNCP(10, 2, seed=0), mixed_memory=True, return_sequences=True)])
-    manifest = convert_model(model, tmp_path / "out", quant="int16", calib=zoo.trajectories(4, 40, 3, 0), mode="step")
-    assert "RSQRT" in manifest["ops"] and "DIV" not in manifest["ops"]
-    assert manifest["float_self_check_rel"] <= 1e-4
-    assert {s["dtype"] for s in manifest["states"]} == {"int16"}
+    manifest = convert(model, tmp_path / "out", quant="int16", calib=zoo.trajectories(4, 40, 3, 0), mode="step")
+    assert "RSQRT" in manifest.ops and "DIV" not in manifest.ops
+    assert manifest.float_self_check_rel <= 1e-4
+    assert {s["dtype"] for s in manifest.states} == {"int16"}

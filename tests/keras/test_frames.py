@@ -116,11 +116,11 @@ def frame_model(factory, flavour: str, plain: bool, rnn: str):
 
 
 def convert(model, tmp_path, quant: str, calib: np.ndarray | None = None) -> tuple[str, dict]:
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert as convert_folder
 
     out = tmp_path / f"out_{quant}"
     calib = frames(4, 12, seed=1) if calib is None else calib
-    return str(out), convert_model(model, out, quant=quant, calib=calib, mode="step")
+    return str(out), convert_folder(model, out, quant=quant, calib=calib, mode="step")
 
 
 def step_model_output(out: str, sequences: np.ndarray) -> np.ndarray:
@@ -132,7 +132,7 @@ def step_model_output(out: str, sequences: np.ndarray) -> np.ndarray:
 def test_float32_frame_layer_matches_keras(tmp_path, factory, flavour, plain, rnn):
     model = frame_model(factory, flavour, plain, rnn)
     out, manifest = convert(model, tmp_path, "float32")
-    assert manifest["inputs"][0]["shape"] == [1, *FRAME]
+    assert manifest.inputs[0]["shape"] == [1, *FRAME]
     sequences = frames(3, 15, seed=7)
     want = np.asarray(model(sequences, training=False), np.float32)
     got = step_model_output(out, sequences).reshape(want.shape)
@@ -167,7 +167,7 @@ def test_the_manifest_counts_each_convolution_output_times_its_window(tmp_path, 
                               L.Dense(3), L.SimpleRNN(2, return_sequences=True)])
     _, manifest = convert(model, tmp_path, "float32")
     window = 3 * 3 * (1 if depthwise else FRAME[2])       # 4x4x4 outputs either way (8x8 at stride 2)
-    assert manifest["macs_per_step"] == 4 * 4 * 4 * window + 64 * 3 + 3 * 2 + 2 * 2
+    assert manifest.macs_per_step == 4 * 4 * 4 * window + 64 * 3 + 3 * 2 + 2 * 2
 
 
 @pytest.mark.parametrize("quant", ["int8", "int16"])
@@ -176,9 +176,9 @@ def test_quantized_frame_model_is_near_the_float_one(tmp_path, quant, rnn):
     model = front_end(_keras3(), rnn)
     calib = frames(8, 16, seed=1)
     out, manifest = convert(model, tmp_path, quant, calib)
-    assert manifest["inputs"][0]["dtype"] == quant and manifest["inputs"][0]["shape"] == [1, *FRAME]
-    assert {"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D"} <= set(manifest["ops"])
-    assert manifest["quantization_error"]["l2r"] < L2R_BOUND[quant], manifest["quantization_error"]
+    assert manifest.inputs[0]["dtype"] == quant and manifest.inputs[0]["shape"] == [1, *FRAME]
+    assert {"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D"} <= set(manifest.ops)
+    assert manifest.quantization_error["l2r"] < L2R_BOUND[quant], manifest.quantization_error
     sequences = frames(2, 20, seed=5)
     want = np.asarray(model(sequences, training=False), np.float32)
     got = step_model_output(out, sequences).reshape(want.shape)
@@ -196,17 +196,17 @@ def test_batch_norm_after_a_convolution_is_folded_into_it(tmp_path, flavour, pla
                               norm if plain else L.TimeDistributed(norm), L.TimeDistributed(L.Flatten()),
                               L.SimpleRNN(4)])
     out, manifest = convert(model, tmp_path, "int8")
-    assert "MUL" not in manifest["ops"], manifest["ops"]  # the only ADD left is the RNN's own
-    assert manifest["float_self_check_rel"] <= FLOAT_REL
+    assert "MUL" not in manifest.ops, manifest.ops  # the only ADD left is the RNN's own
+    assert manifest.float_self_check_rel <= FLOAT_REL
 
 
 def test_synthetic_calibration_takes_the_frame_shape(tmp_path):
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert as convert_folder
 
     model = front_end(_keras3())
-    manifest = convert_model(model, tmp_path / "o", quant="int8", mode="step")
-    assert manifest["calibration"]["source"] == "synthetic"
-    assert manifest["inputs"][0]["shape"] == [1, *FRAME]
+    manifest = convert_folder(model, tmp_path / "o", quant="int8", mode="step")
+    assert manifest.calibration["source"] == "synthetic"
+    assert manifest.inputs[0]["shape"] == [1, *FRAME]
 
 
 # ---------------------------------------------------------------- refusals: one line naming the layer
@@ -307,9 +307,10 @@ def test_calibration_frames_of_another_shape_name_both(tmp_path, frame_file, sha
 
 
 def test_test_data_frames_of_another_shape_name_both():
+    from edgernn.outdir import Manifest
     from edgernn.validate.run import TestSequences
 
-    manifest = {"inputs": [{"name": "x", "shape": [1, *FRAME], "dtype": "int8", "scale": 0.1, "zero_point": 0}]}
+    manifest = Manifest(inputs=[{"name": "x", "shape": [1, *FRAME], "dtype": "int8", "scale": 0.1, "zero_point": 0}])
     flat = TestSequences(frames(2, 5), manifest, None)
     assert flat.sequences == 2 and flat.chunk(0, 0, 5).shape == (5, int(np.prod(FRAME)))
     np.testing.assert_array_equal(flat.chunk(1, 0, 5), frames(2, 5)[1].reshape(5, -1))

@@ -60,7 +60,7 @@ INT8_CASES = ["lstm_pre_head", "stack_final", "wide_cell"]
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     cache = {}
 
@@ -69,7 +69,7 @@ def converted(tmp_path_factory):
             model = cache.setdefault(name, MODELS[name]())
             out = tmp_path_factory.mktemp(f"{name}_{quant}_{mode}")
             calib = zoo.trajectories(CALIB_SEQ, CALIB_STEPS, zoo.features_of(model), seed=3)
-            manifest = convert_model(model, out / "out", quant=quant, calib=calib, mode=mode)
+            manifest = convert(model, out / "out", quant=quant, calib=calib, mode=mode)
             cache[(name, quant, mode)] = (model, out / "out", manifest)
         return cache[(name, quant, mode)]
 
@@ -88,7 +88,7 @@ def keras_output(model, sequences):
 def test_one_fused_op_per_lstm_and_no_loop(converted, name):
     model, out, manifest = converted(name, "float32")
     names = tfl.op_names(tfl.read((out / "step.tflite").read_bytes()))
-    assert manifest["mode"] == "fused"
+    assert manifest.mode == "fused"
     assert names.count(FUSED_OP) == lstm_count(model)
     assert not set(names) & tfl.CONTROL_FLOW_OPS, names
 
@@ -107,10 +107,10 @@ def test_float32_streamed_step_by_step_reproduces_keras(converted, name):
 def test_manifest_states_are_the_ops_variable_tensors(converted):
     model, out, manifest = converted("stack_final", "float32")
     lstms = [layer.name for layer in model.layers if type(layer).__name__ == "LSTM"]
-    assert [s["name"] for s in manifest["states"]] == [f"{n}.{s}" for n in lstms for s in ("h", "c")]
-    assert manifest["state_feedback"] == {}
+    assert [s["name"] for s in manifest.states] == [f"{n}.{s}" for n in lstms for s in ("h", "c")]
+    assert manifest.state_feedback == {}
     graph = tfl.read((out / "step.tflite").read_bytes()).subgraphs[0]
-    for state in manifest["states"]:
+    for state in manifest.states:
         assert state["variable"] is True and graph.tensors[state["tensor"]].isVariable
     # The last LSTM's h after each step is the step output y (the head runs once, after the last step).
     trace = StepRunner(out).run(zoo.trajectories(1, 30, 3, seed=2))
@@ -123,12 +123,12 @@ def test_states_as_inputs_and_outputs_form_reproduces_keras(converted, name):
     from edgernn.tflite.interpreter import load_interpreter
 
     model, out, manifest = converted(name, "float32")
-    assert manifest["files"]["fused_states_io"] == "fused_states_io.tflite"
+    assert manifest.files["fused_states_io"] == "fused_states_io.tflite"
     runner = load_interpreter(out / "fused_states_io.tflite").get_signature_runner()
     sequences = zoo.trajectories(2, 60, 3, seed=9)
     ys = []
     for seq in sequences:
-        state = {s["name"]: np.zeros(s["shape"], np.float32) for s in manifest["states"]}
+        state = {s["name"]: np.zeros(s["shape"], np.float32) for s in manifest.states}
         for x in seq:
             result = runner(x=x.reshape(1, -1), **state)
             state = {k: np.array(result[k]) for k in state}
@@ -136,7 +136,7 @@ def test_states_as_inputs_and_outputs_form_reproduces_keras(converted, name):
     ys = np.asarray(ys).reshape(len(sequences), 60, -1)
     want = keras_output(model, sequences)
     step = StepRunner(out)
-    got = ys if manifest["sequence_output"] == "every_step" else step.run_head(ys[:, -1, :])
+    got = ys if manifest.sequence_output == "every_step" else step.run_head(ys[:, -1, :])
     rel = float(np.max(np.abs(got.reshape(want.shape) - want)) / np.max(np.abs(want)))
     assert rel <= 1e-5
 
@@ -145,15 +145,15 @@ def test_states_as_inputs_and_outputs_form_reproduces_keras(converted, name):
 def test_int8_fused_is_no_worse_than_int8_step(converted, name, record_property):
     model, out, manifest = converted(name, "int8")
     _, step_out, step_manifest = converted(name, "int8", "step")
-    assert manifest["inputs"][0]["dtype"] == "int8" and manifest["outputs"][0]["dtype"] == "int8"
+    assert manifest.inputs[0]["dtype"] == "int8" and manifest.outputs[0]["dtype"] == "int8"
     names = tfl.op_names(tfl.read((out / "step.tflite").read_bytes()))
     assert names.count(FUSED_OP) == lstm_count(model) and not set(names) & tfl.CONTROL_FLOW_OPS
-    assert manifest["files"]["fused_states_io"] == "fused_states_io.tflite"  # checked byte-exact when converted
-    cells = [s for s in manifest["states"] if s["name"].endswith(".c")]
+    assert manifest.files["fused_states_io"] == "fused_states_io.tflite"  # checked byte-exact when converted
+    cells = [s for s in manifest.states if s["name"].endswith(".c")]
     assert all(s["dtype"] == "int16" for s in cells)  # the integer LSTM keeps its cell state in int16
 
-    fused_cal = manifest["quantization_error"]
-    step_cal = step_manifest["quantization_error"]
+    fused_cal = manifest.quantization_error
+    step_cal = step_manifest.quantization_error
     sequences = zoo.trajectories(TEST_SEQ, TEST_STEPS, zoo.features_of(model), seed=11)
     want = keras_output(model, sequences)
     held_out = {}
@@ -177,13 +177,13 @@ def test_int8_reference_run_is_the_interpreters_bytes(converted):
     trace = StepRunner(out).run(sequences)
     interp = load_interpreter(out / "step.tflite")
     inputs, outputs = tfl.signature(tfl.read((out / "step.tflite").read_bytes()))
-    xq = quantize(sequences, manifest["inputs"][0])
+    xq = quantize(sequences, manifest.inputs[0])
     for i, seq in enumerate(xq):
         interp.reset_all_variables()
-        for state in manifest["states"]:  # reset puts each state at its zero point: the real value 0
+        for state in manifest.states:  # reset puts each state at its zero point: the real value 0
             assert np.all(dequantize(interp.get_tensor(state["tensor"]), state) == 0)
         for t, x in enumerate(seq):
-            interp.set_tensor(inputs["x"], x.reshape(manifest["inputs"][0]["shape"]))
+            interp.set_tensor(inputs["x"], x.reshape(manifest.inputs[0]["shape"]))
             interp.invoke()
             np.testing.assert_array_equal(interp.get_tensor(outputs["y"]).reshape(-1), trace.y[i, t])
 
@@ -267,10 +267,10 @@ def test_the_backend_runs_the_fused_op_so_auto_fuses():
 
 
 def test_mode_fused_on_an_ineligible_model_is_one_line_error(tmp_path):
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
 
     with pytest.raises(EdgeRNNError, match="--mode fused is not possible.*activation=sigmoid") as info:
-        convert_model(zoo.rnn_lstmcell_bn(), tmp_path / "out", quant="float32", mode="fused")
+        convert(zoo.rnn_lstmcell_bn(), tmp_path / "out", quant="float32", mode="fused")
     assert "\n" not in str(info.value)
     assert not (tmp_path / "out").exists()
 

@@ -63,13 +63,13 @@ def test_trained_ltc_is_byte_exact_over_long_sequences(tmp_path, quant):
     test sequences above and tests/backend/test_op_tables.py are what fail without its variant.)"""
     import numpy as np
 
-    from edgernn.pipeline.convert import convert_model
+    from edgernn.pipeline.convert import convert
     from edgernn.testing import backend_harness as H
 
     model = trained.trained("ltc_ncp")
     out = tmp_path / "out"
     with contextlib.redirect_stdout(io.StringIO()):
-        convert_model(str(model.path), out, quant=quant, calib=model.calib, mode="step")
+        convert(str(model.path), out, quant=quant, calib=model.calib, mode="step")
     b = H.build(out)
     xs, _ = trained.oscillator(3, 1000, seed=11)
     for k, seq in enumerate(xs):

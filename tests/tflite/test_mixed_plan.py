@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from edgernn.cli.main import cli
-from edgernn.pipeline.convert import convert_model
+from edgernn.pipeline.convert import convert as convert_folder
 from edgernn.testing import zoo
 from edgernn.tflite import mixed
 from edgernn.tflite import model as tfl
@@ -25,7 +25,7 @@ MODELS = {"simplernn_relu": zoo.simplernn_relu, "ltc_dense": zoo.ltc_dense, "cfc
 
 def budget_error(manifest) -> float:
     """The error --max-error bounds, as convert's own check of step.tflite measures it."""
-    error = manifest["quantization_error"]
+    error = manifest.quantization_error
     return max(error["l2r"], error["sequence_l2r"])
 
 
@@ -48,7 +48,7 @@ def _convert(name, folder, max_error):
     if name.endswith("_div"):
         convert.StepStrategy.without_division = lambda self: ltc_without_division(self.plan, active=False)
     try:
-        manifest = convert_model(model, folder, quant="auto", calib=calib, mode="step", max_error=max_error)
+        manifest = convert_folder(model, folder, quant="auto", calib=calib, mode="step", max_error=max_error)
     finally:
         mixed.quantize_pair = real
         convert.StepStrategy.without_division = rewrite
@@ -175,18 +175,18 @@ def test_plan_meets_the_budget_between_int8_and_int16(converted):
     within the budget, both as the plan measured it and as convert's own check of step.tflite measures it,
     and an estimated cost no dearer than all-int16's."""
     manifest, pair, _, _ = converted("simplernn_relu", 0.01)
-    p = manifest["precision"]
-    assert manifest["quant"] == "auto"
+    p = manifest.precision
+    assert manifest.quant == "auto"
     assert p["int16_error"] < 0.01 < p["int8_error"]
     assert p["met"] and p["error"] <= 0.01
     assert abs(budget_error(manifest) - p["error"]) < 1e-6
     # within the budget over the sequences together and on 3 in 4 of them alone
-    assert manifest["quantization_error"]["l2r"] <= 0.01 and manifest["quantization_error"]["sequence_l2r"] <= 0.01
+    assert manifest.quantization_error["l2r"] <= 0.01 and manifest.quantization_error["sequence_l2r"] <= 0.01
     assert 0 < p["int16_ops"] <= len(pair.can_int16())
     assert [r["dtype"] for r in p["plan"]].count("int16") == p["int16_ops"]
     e = p["estimate"]
     assert e["auto"]["cycles_per_step"] <= e["int16"]["cycles_per_step"] and e["auto"]["bytes"] <= e["int16"]["bytes"]
-    for state in manifest["states"]:
+    for state in manifest.states:
         assert state["dtype"] == p["states"][state["name"]]
 
 
@@ -195,7 +195,7 @@ def test_plan_at_the_ends(converted, budget, int16_ops):
     """A budget int8 meets: the int8 model. One int16 misses: the weights in two parts (tests/tflite/
     test_two_part.py), which meets it. One even that misses: all int16 (of the two-part model), met False."""
     manifest, pair, _, _ = converted("simplernn_relu", budget)
-    p = manifest["precision"]
+    p = manifest.precision
     if int16_ops == "none":
         assert p["int16_ops"] == 0 and p["met"] and p["error"] == p["int8_error"] and p["two_part_weights"] == []
         return
@@ -212,7 +212,7 @@ def test_ltc_mixed_model_divides_in_float_between_int16(converted):
     """LTC: TF has no 16x8 DIV; in its 16x8 precision each DIV runs in float32 between int16 tensors (DEQUANTIZE,
     DIV, QUANTIZE, as TF's float fallback made them), in int8 between QUANTIZE seams; the error is below int8's."""
     manifest, pair, _, folder = converted("ltc_dense_div", 0.001)
-    p = manifest["precision"]
+    p = manifest.precision
     assert pair.float_fallback and p["float_fallback_ops"] == ["DIV"]
     assert p["error"] < p["int8_error"]
     assert list(p["states"].values()) == ["int16"]  # its one state, v, keeps 16 bits
@@ -236,7 +236,7 @@ def test_ltc_under_auto_has_no_division(converted):
     """At int16 and auto an LTC's step model divides as numerator * rsqrt(d)^2: no DIV, every op has a 16x8
     form (no float fallback), and the all-int16 plan is the 16x8 model, RSQRT in int16 included."""
     manifest, pair, _, folder = converted("ltc_dense", 0.001)
-    p = manifest["precision"]
+    p = manifest.precision
     assert not pair.float_fallback and p["float_fallback_ops"] == [] and "DIV" not in pair.ops
     assert pair.can_int16() == list(range(len(pair.ops))) and "RSQRT" in pair.ops
     assert p["error"] < p["int8_error"]
@@ -265,14 +265,14 @@ def test_fused_lstm_auto_is_int8_with_a_note(tmp_path):
     require_module("tf_keras")
     model = zoo.lstm_dense(8, 3, 1, "fused_auto")
     calib = zoo.trajectories(4, 50, 3, 0)
-    manifest = convert_model(model, tmp_path / "auto", quant="auto", calib=calib, mode="fused")
-    int8 = convert_model(model, tmp_path / "int8", quant="int8", calib=calib, mode="fused")
-    assert manifest["mode"] == "fused" and manifest["quant"] == "auto"
-    p = manifest["precision"]
+    manifest = convert_folder(model, tmp_path / "auto", quant="auto", calib=calib, mode="fused")
+    int8 = convert_folder(model, tmp_path / "int8", quant="int8", calib=calib, mode="fused")
+    assert manifest.mode == "fused" and manifest.quant == "auto"
+    p = manifest.precision
     assert p["plan"] == "int8" and "fused" in p["note"]
     assert p["error"] == budget_error(manifest) == budget_error(int8)
     for key in ("ops", "inputs", "outputs", "states", "weight_bytes"):
-        assert manifest[key] == int8[key]
+        assert getattr(manifest, key) == getattr(int8, key)
 
 
 @pytest.mark.parametrize("max_error, path", [(1.0, "fused"), (1e-4, "step")])
@@ -284,18 +284,18 @@ def test_auto_mode_leaves_the_fused_lstm_when_its_int8_misses_the_budget(tmp_pat
     require_module("tf_keras")
     model = zoo.lstm_dense(8, 3, 1, "auto_path")
     calib = zoo.trajectories(4, 50, 3, 0)
-    manifest = convert_model(model, tmp_path / "auto", quant="auto", calib=calib, mode="auto", max_error=max_error)
-    assert manifest["mode"] == path and manifest["mode_requested"] == "auto"
-    assert [p["path"] for p in manifest["rnn_paths"]] == [path]
-    p = manifest["precision"]
+    manifest = convert_folder(model, tmp_path / "auto", quant="auto", calib=calib, mode="auto", max_error=max_error)
+    assert manifest.mode == path and manifest.mode_requested == "auto"
+    assert [p["path"] for p in manifest.rnn_paths] == [path]
+    p = manifest.precision
     if path == "fused":
         assert p["plan"] == "int8" and p["met"]
     else:
-        assert "budget" in manifest["rnn_paths"][0]["why"] and "16x8" in manifest["rnn_paths"][0]["why"]
+        assert "budget" in manifest.rnn_paths[0]["why"] and "16x8" in manifest.rnn_paths[0]["why"]
         assert p["int8_error"] > max_error and p["error"] < p["int8_error"]
         assert budget_error(manifest) == pytest.approx(p["error"], rel=1e-6)
     written = sorted(f.name for f in (tmp_path / "auto").iterdir())
-    assert sorted(manifest["written"]) == written
+    assert sorted(manifest.written) == written
 
 
 @pytest.mark.parametrize("name", ["ltc_dense", "cfc_wired_pure", "simplernn_relu"])
@@ -433,8 +433,8 @@ def test_auto_without_a_mixed_model_takes_a_uniform_one(tmp_path, monkeypatch, b
     monkeypatch.setattr(mixed, "_align", unaligned)
     model = MODELS["simplernn_relu"]()
     calib = zoo.trajectories(8, 200, zoo.features_of(model), 0)
-    manifest = convert_model(model, tmp_path / "out", quant="auto", calib=calib, mode="step", max_error=budget)
-    p = manifest["precision"]
+    manifest = convert_folder(model, tmp_path / "out", quant="auto", calib=calib, mode="step", max_error=budget)
+    p = manifest.precision
     assert p["note"].startswith("the int8 and 16x8 step models do not align: op 3") and \
         f"the uniform {chosen} model" in p["note"], p["note"]
     assert p["met"] is met and p["quantize_ops"] == 0 and p["error"] <= p["int8_error"]
