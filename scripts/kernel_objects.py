@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Show that a change to the C kernels' text left their compiled code as it was: each kernel source is
-compiled at a git revision and in the working tree, by the host's gcc and by the RISC-V gcc of
-qemu_riscv32 (-O2, the kernels' headers rendered from each side's own kernel table), and the disassembly
-of every function is compared, function by function (so a function that moved within a file, or to
-another file, still compares).
+compiled at a git revision and in the working tree, in each configuration of CONFIGS (-O2, the kernels'
+headers rendered from each side's own kernel table): the reference set by the host's gcc and by the
+RISC-V gcc of qemu_riscv32, and the GAP8 kernel set (templates/targets/gap8/kernels/ over the reference
+files, where a side has it) as the GAP8 build compiles it and as the host tests emulate it. The
+disassembly of every function is compared, function by function (so a function that moved within a
+file, or to another file, still compares).
 
     python scripts/kernel_objects.py --rev HEAD~1                       # every templates/kernels/*.c
     python scripts/kernel_objects.py --rev main edgernn_reduce.c edgernn_lstm.c
@@ -25,10 +27,21 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-COMPILERS = {
-    "host gcc": (["gcc"], "objdump"),
-    "riscv32 gcc": (["riscv64-unknown-elf-gcc", "-march=rv32imc", "-mabi=ilp32", "--specs=picolibc.specs"],
-                    "riscv64-unknown-elf-objdump"),
+HOST = (["gcc"], "objdump")
+RV32 = (["riscv64-unknown-elf-gcc", "-march=rv32imc", "-mabi=ilp32", "--specs=picolibc.specs"],
+        "riscv64-unknown-elf-objdump")
+GAP8_BUILTINS = "templates/targets/gap8/sdk/toolchain/gap8_builtins.h"     # what the GAP8 wrapper force-includes
+# label: (compiler, objdump, kernel set, flags); "{tree}" in a flag is the side's checkout
+CONFIGS = {
+    "host gcc": (*HOST, "reference", []),
+    "riscv32 gcc": (*RV32, "reference", []),
+    "GAP8 set, riscv32 gcc as the GAP8 build": (*RV32, "gap8", ["-DEDGERNN_XPULP=1", "-DEDGERNN_DOT_ASM=1",
+                                                                  "-D__GAP8__", "-include", "{tree}/" + GAP8_BUILTINS]),
+    "GAP8 set, riscv32 gcc, .S kernels called": (*RV32, "gap8", ["-DEDGERNN_XPULP=1", "-DEDGERNN_DOT_ASM=2",
+                                                                   "-D__GAP8__", "-include", "{tree}/" + GAP8_BUILTINS]),
+    "GAP8 set, host gcc emulated": (*HOST, "gap8", ["-DEDGERNN_XPULP_EMULATE"]),
+    "GAP8 set, host gcc on GCC vectors": (*HOST, "gap8", ["-DEDGERNN_XPULP=1", "-D__builtin_pulp_sdotsp4(a,b,c)="
+                                                          "((c)+(a)[0]*(b)[0]+(a)[1]*(b)[1]+(a)[2]*(b)[2]+(a)[3]*(b)[3])"]),
 }
 
 
@@ -69,13 +82,25 @@ def _functions(obj: Path, objdump: str) -> dict[str, str]:
     return {k: "\n".join(v) for k, v in functions.items()}
 
 
-def _compile(tree: Path, headers: Path, source: str, compiler: list[str], objdump: str, work: Path) -> dict[str, str]:
-    path = tree / "templates" / "kernels" / source
+def _kernel_dir(tree: Path, kernel_set: str, dest: Path) -> Path:
+    """The side's kernels as a build of kernel_set has them: the reference files, then the set's over them (a
+    side older than the kernel sets has its GAP8 paths in the reference files)."""
+    shutil.copytree(tree / "templates" / "kernels", dest)
+    overlay = tree / "templates" / "targets" / kernel_set / "kernels"
+    if kernel_set != "reference" and overlay.is_dir():
+        for path in overlay.iterdir():
+            shutil.copyfile(path, dest / path.name)
+    return dest
+
+
+def _compile(tree: Path, kernels: Path, headers: Path, source: str, compiler: list[str], flags: list[str],
+             objdump: str, work: Path) -> dict[str, str]:
+    path = kernels / source
     if not path.exists():
         return {}
     obj = work / (source + ".o")
-    subprocess.run([*compiler, "-std=c99", "-O2", "-c", "-I", str(tree / "templates" / "kernels"), "-I", str(headers),
-                    str(path), "-o", str(obj)], check=True)
+    subprocess.run([*compiler, "-std=c99", "-O2", *[f.replace("{tree}", str(tree)) for f in flags], "-c",
+                    "-I", str(kernels), "-I", str(headers), str(path), "-o", str(obj)], check=True)
     return _functions(obj, objdump)
 
 
@@ -94,17 +119,19 @@ def main() -> int:
             sides[side] = tree
         sources = args.sources or sorted({p.name for side in sides.values()
                                           for p in (side / "templates" / "kernels").glob("*.c")})
-        for label, (compiler, objdump) in COMPILERS.items():
+        for label, (compiler, objdump, kernel_set, flags) in CONFIGS.items():
             if shutil.which(compiler[0]) is None:
                 print(f"{label}: {compiler[0]} not found, not compared")
                 continue
             functions = {}
             for side, tree in sides.items():
-                work = tmp / side / label.replace(" ", "-")
+                work = tmp / side / "".join(c if c.isalnum() else "-" for c in label)
                 work.mkdir()
+                kernels = _kernel_dir(tree, kernel_set, work / "kernels")
                 functions[side] = {}
                 for source in sources:
-                    functions[side].update(_compile(tree, tmp / side / "headers", source, compiler, objdump, work))
+                    functions[side].update(_compile(tree, kernels, tmp / side / "headers", source, compiler, flags,
+                                                    objdump, work))
             before, after = functions["before"], functions["after"]
             same = 0
             for name in sorted(set(before) | set(after)):

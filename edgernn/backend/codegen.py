@@ -23,7 +23,7 @@ from edgernn.errors import EdgeRNNError
 
 TEAM_PREFIX = "edgernn_team_"
 KERNEL_HEADERS = [
-    "edgernn_kernels.h", "edgernn_fixedpoint.h", "edgernn_elementwise.h", "edgernn_dot.h", "edgernn_team.h", "edgernn_xpulp_emul.h",
+    "edgernn_kernels.h", "edgernn_fixedpoint.h", "edgernn_elementwise.h", "edgernn_dot.h", "edgernn_team.h", "edgernn_arch.h",
 ]
 # The team implementation, copied as edgernn_team.c: the board file's [parallel] team (a path under
 # templates/), else the portable one (serial, or POSIX threads with -DEDGERNN_THREADS=N).
@@ -367,11 +367,11 @@ def kernel_headers(functions) -> list[str]:
     return [kernel_sources.header_of(s) for s in kernels.OWN_HEADER_SOURCES if s in used]
 
 
-def copy_kernels(dest: Path, board=None, functions=()) -> list[str]:
+def copy_kernels(dest: Path, board=None, functions=(), kernel_set: str | None = None) -> list[str]:
     """Copy the kernels and the board's team implementation into dest, and render those the kernel
     table generates (edgernn/backend/kernels.py); an optional kernel source only
     when one of ``functions`` (the kernel calls of the schedule) is in it, and a stale copy of it is
-    removed otherwise."""
+    removed otherwise. The kernels are the board's set (toolchain.kernels), or ``kernel_set``."""
     from edgernn.resources import templates_dir
 
     src = templates_dir() / "kernels"
@@ -395,7 +395,9 @@ def copy_kernels(dest: Path, board=None, functions=()) -> list[str]:
         else:
             shutil.copyfile(src / name, dest / name)
     shutil.copyfile(team_template(board), dest / TEAM_SOURCE)
-    return sources + [TEAM_SOURCE] + _copy_kernel_set(dest, board, set(sources + KERNEL_HEADERS + headers))
+    chosen = kernel_set_dir(kernel_set or (board.toolchain.kernels if board is not None else REFERENCE_KERNELS),
+                            board)
+    return sources + [TEAM_SOURCE] + _copy_kernel_set(dest, chosen, set(sources + KERNEL_HEADERS + headers))
 
 
 REFERENCE_KERNELS = "reference"
@@ -410,28 +412,26 @@ def kernel_sets() -> list[str]:
                                         if p.is_dir())
 
 
-def kernel_set_dir(board) -> Path | None:
-    """The folder of the board's kernel set (toolchain.kernels), None for the reference set; a set that
-    does not exist is refused, never replaced by the reference."""
+def kernel_set_dir(name: str, board=None) -> Path | None:
+    """The folder of kernel set ``name`` (a board's toolchain.kernels), None for the reference set; a set
+    that does not exist is refused, never replaced by the reference."""
     from edgernn.resources import templates_dir
 
-    name = board.toolchain.kernels if board is not None else REFERENCE_KERNELS
     if name == REFERENCE_KERNELS:
         return None
     path = templates_dir() / "targets" / name / "kernels"
     if not path.is_dir():
-        raise EdgeRNNError(f"board file {board.path}: toolchain.kernels {name!r} is not a kernel set "
-                           f"(known: {', '.join(kernel_sets())})")
+        where = f"board file {board.path}: toolchain.kernels" if board is not None else "kernel set"
+        raise EdgeRNNError(f"{where} {name!r} is not a kernel set (known: {', '.join(kernel_sets())})")
     return path
 
 
-def _copy_kernel_set(dest: Path, board, copied: set[str]) -> list[str]:
-    """Copy the board's optimized kernel set over the reference files just copied: a file of the set
-    replaces the reference file of its name, and its other files are added (its assembly is returned, to
-    be assembled). The files of other sets are removed from dest, where an earlier build left them."""
+def _copy_kernel_set(dest: Path, chosen: Path | None, copied: set[str]) -> list[str]:
+    """Copy an optimized kernel set (its folder, ``chosen``) over the reference files just copied: a file of
+    the set replaces the reference file of its name, and its other files are added (its assembly is returned,
+    to be assembled). The files of other sets are removed from dest, where an earlier build left them."""
     from edgernn.resources import templates_dir
 
-    chosen = kernel_set_dir(board)
     mine = sorted(chosen.iterdir()) if chosen is not None else []
     for other in sorted((templates_dir() / "targets").glob("*/kernels/*")):
         if other.parent != chosen and other.name not in copied:

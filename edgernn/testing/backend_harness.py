@@ -67,8 +67,28 @@ class Build:
         return next(o for o in self.objects if o.name == Path(source).with_suffix(".o").name)
 
 
-def build(folder: Path, board: str = "host", cflags=None, compilers=("gcc",), name: str = "driver") -> Build:
+def kernel_set_of(flags) -> str | None:
+    """The kernel set a build's flags are for: the GAP8 set's own switches (-DEDGERNN_XPULP...) build the GAP8
+    set (None: the board's)."""
+    return "gap8" if any(f.startswith("-DEDGERNN_XPULP") for f in flags) else None
+
+
+def with_kernel_set(board, kernels: str):
+    """The board with another kernel set (toolchain.kernels): the host's build of the GAP8 set's C, on the C
+    emulation of its instructions (-DEDGERNN_XPULP_EMULATE) or on GCC vectors (VECTOR_SDOTSP4)."""
+    from edgernn.targets.board import board_from_data
+
+    data = {**board.data, "toolchain": {**board.data.get("toolchain", {}), "kernels": kernels}}
+    return board_from_data(board.path, data)
+
+
+def build(folder: Path, board: str = "host", cflags=None, compilers=("gcc",), name: str = "driver",
+          kernels: str | None = None) -> Build:
+    """folder's firmware generated for ``board`` (with kernel set ``kernels``, else the board's) and compiled
+    with the test driver."""
     b = load_board(board)
+    if kernels is not None:
+        b = with_kernel_set(b, kernels)
     facts = generate_firmware(folder, b)
     res = compile_firmware(folder / "firmware", b, part=Part.MODEL, extra_sources=[DRIVER],
                            build_dir=folder / "build" / name, output_name=name, cflags=cflags or (),

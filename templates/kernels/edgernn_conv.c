@@ -104,55 +104,9 @@ void edgernn_conv_f32(const edgernn_conv_geom_t *geom_in, const float *in, const
  * An 8-row block is two quads (rows 0-3 at the group's bytes 0-15, rows 4-7 at 16-31, a group being 32
  * bytes). The n mod 4 inputs of the last group (t bytes a row, rows one after the other) are summed one by
  * one. The sums are exact int32 arithmetic, so their order does not change a byte. */
-#if defined(EDGERNN_DOT_XPULP)
+#if defined(EDGERNN_DOT_SIMD4)
 #define CONV_PAIRS 1
 
-/* GAP8 itself (not the host's emulation): the groups as a hardware loop of post-increment loads (Xpulpv2,
- * by their encodings so that any GNU assembler takes them; gap_sdk gvsoc isa_riscv_gen.py):
- *   lp.setup  L, rs1, uimmL  .insn i 0x7b, 4, x<L>, rs1, uimmL   loop L, count rs1, its last instruction
- *                                                                uimmL halfwords after lp.setup
- *   p.lw rd, imm(rs1!)       .insn i 0x0b, 2, rd, rs1, imm       load, then rs1 += imm
- *   pv.sdotsp.b rd, rs1, rs2 .insn r 0x57, 1, 0x5c, rd, rs1, rs2  rd += 4 int8 products
- * The body is 14 uncompressed instructions (.option norvc), the last a pv.sdotsp.b, loop 0 and no loop
- * around it: the rules silicon keeps and GVSOC does not check (tests/targets' hardware-loop test reads them
- * from the ELF). The loop runs only with a count of 1 or more (a count of 0 would run it once): the branch
- * before lp.setup skips it on 0, where the hardware-loop check sees the guard next to the loop. The last
- * weight load steps to the next group: 4 * R - 12 bytes. No load is used by the instruction after it. */
-#if !defined(EDGERNN_XPULP_EMULATE) && (defined(__riscv) || defined(__riscv__))
-#ifndef EDGERNN_CONV_HWLOOP
-#define EDGERNN_CONV_HWLOOP 1
-#endif
-#endif
-
-#if defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
-#define CONV_QUAD_LOOP(WSTEP)                                                                       \
-    __asm__ volatile(                                                                               \
-        ".option push\n\t"                                                                          \
-        ".option norvc\n\t"                                                                         \
-        "beqz %[n], 1f\n\t"                                                                         \
-        ".insn i 0x7b, 4, x0, %[n], 28\n\t"                                                         \
-        ".insn i 0x0b, 2, %[xa], %[px0], 4\n\t"                                                     \
-        ".insn i 0x0b, 2, %[xb], %[px1], 4\n\t"                                                     \
-        ".insn i 0x0b, 2, %[w0], %[pw], 4\n\t"                                                      \
-        ".insn i 0x0b, 2, %[w1], %[pw], 4\n\t"                                                      \
-        ".insn i 0x0b, 2, %[w2], %[pw], 4\n\t"                                                      \
-        ".insn i 0x0b, 2, %[w3], %[pw], " #WSTEP "\n\t"                                             \
-        ".insn r 0x57, 1, 0x5c, %[a0], %[xa], %[w0]\n\t"                                            \
-        ".insn r 0x57, 1, 0x5c, %[a1], %[xa], %[w1]\n\t"                                            \
-        ".insn r 0x57, 1, 0x5c, %[a2], %[xa], %[w2]\n\t"                                            \
-        ".insn r 0x57, 1, 0x5c, %[a3], %[xa], %[w3]\n\t"                                            \
-        ".insn r 0x57, 1, 0x5c, %[b0], %[xb], %[w0]\n\t"                                            \
-        ".insn r 0x57, 1, 0x5c, %[b1], %[xb], %[w1]\n\t"                                            \
-        ".insn r 0x57, 1, 0x5c, %[b2], %[xb], %[w2]\n\t"                                            \
-        ".insn r 0x57, 1, 0x5c, %[b3], %[xb], %[w3]\n\t"                                            \
-        "1:\n\t"                                                                                    \
-        ".option pop"                                                                               \
-        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [b0] "+r"(b0), [b1] "+r"(b1),  \
-          [b2] "+r"(b2), [b3] "+r"(b3), [px0] "+r"(p0), [px1] "+r"(p1), [pw] "+r"(pw), [xa] "=&r"(xa),  \
-          [xb] "=&r"(xb), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3)              \
-        : [n] "r"(groups)                                                                           \
-        : "memory")
-#endif
 
 /* acc[k] += x0 . row k, acc[4 + k] += x1 . row k for the quad's rows k < 4: wg its first group's words,
  * wt its first row's tail (t bytes a row), R the block's rows. */
@@ -164,7 +118,7 @@ static inline __attribute__((always_inline)) void conv_quad_s8(const int8_t *x0,
     int32_t b0 = acc[4], b1 = acc[5], b2 = acc[6], b3 = acc[7];
     const int8_t *p0 = x0, *p1 = x1, *pw = wg;
     int j;
-#if defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+#if defined(CONV_QUAD_LOOP)
     if (groups > 0) {
         uint32_t xa, xb, w0, w1, w2, w3;
         if (R == 8) {
@@ -842,7 +796,7 @@ static int dw_planes_apply(const edgernn_conv_geom_t *g)
  * costs GVSOC one more cycle); memcpy elsewhere. */
 static inline edgernn_v4s dw_load4(const uint8_t *p)
 {
-#if defined(EDGERNN_XPULP_EMULATE) || !(defined(__riscv) || defined(__riscv__))
+#if !(defined(__riscv) || defined(__riscv__))
     edgernn_v4s v;
     memcpy(&v, p, sizeof v);
     return v;

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "edgernn_dot.h" /* which Xpulp path, if any (edgernn_clamp) */
+#include "edgernn_dot.h" /* and through it the kernel set's edgernn_arch.h (edgernn_clamp, edgernn_mbqm_hi_tight) */
 
 /* gemmlowp's SaturatingRoundingDoublingHighMul. Its nudge (2^30, or 1 - 2^30 for a negative product)
  * followed by a division that truncates toward zero is the same as floor((a*b + 2^30) / 2^31) for
@@ -137,27 +137,7 @@ static inline int edgernn_mbqm_hi_tight_applies(int32_t multiplier, int32_t shif
     return multiplier > ((int32_t)1 << 30) && shift <= -2;
 }
 
-#if defined(EDGERNN_DOT_XPULP) && !defined(EDGERNN_XPULP_EMULATE) && EDGERNN_XPULP_INSN
-#define EDGERNN_MBQM_HI_TIGHT_ASM 1
-static inline __attribute__((always_inline)) int32_t edgernn_mbqm_hi_tight(int32_t x, int32_t multiplier, int32_t e1)
-{
-    int32_t lo, hi, s, t;
-    const int32_t sign_bit = (int32_t)0x80000000u, quarter = 0x40000000;
-    /* mulh's 5 cycles are a stall in GVSOC's model whatever follows; lo is used 5 instructions after its mul */
-    __asm__("mul %[lo], %[x], %[m]\n\t"
-            "mulh %[hi], %[x], %[m]\n\t"
-            "and %[t], %[x], %[sb]\n\t"
-            "srai %[s], %[x], 31\n\t"
-            "xor %[t], %[t], %[q]\n\t"
-            "add %[t], %[lo], %[t]\n\t"
-            "sltu %[t], %[t], %[lo]\n\t"
-            "add %[hi], %[hi], %[t]\n\t"
-            ".insn r 0x5b, 6, 0x20, %[hi], %[s], %[e1]" /* p.addRN hi, s, e1 */
-            : [lo] "=&r"(lo), [hi] "=&r"(hi), [s] "=&r"(s), [t] "=&r"(t)
-            : [x] "r"(x), [m] "r"(multiplier), [e1] "r"(e1), [sb] "r"(sign_bit), [q] "r"(quarter));
-    return hi;
-}
-#else
+#if !defined(EDGERNN_MBQM_HI_TIGHT_ASM)
 static inline int32_t edgernn_mbqm_hi_tight(int32_t x, int32_t multiplier, int32_t e1)
 {
     const int64_t p = (int64_t)x * (int64_t)multiplier;
@@ -204,18 +184,7 @@ static inline int32_t edgernn_mbqm64(int64_t x, int32_t multiplier, int shift)
     return (int32_t)((x * (int64_t)multiplier + round) >> total_shift);
 }
 
-#if defined(EDGERNN_DOT_XPULP) && !defined(EDGERNN_XPULP_EMULATE) && EDGERNN_XPULP_INSN
-/* GAP8 built by a compiler without Xpulp (edgernn_dot.h): the clamp as Xpulp's p.max and p.min by their
- * encodings (OP major opcode, funct7 0000010, funct3 6 and 4; gap_sdk gvsoc isa_riscv_gen.py), one
- * cycle each, where the compiler's compare-and-branch pays a taken branch in the common, unclamped case
- * (GAP's own gcc emits these for the C below). */
-static inline int32_t edgernn_clamp(int32_t x, int32_t lo, int32_t hi)
-{
-    __asm__(".insn r 0x33, 6, 2, %0, %0, %1" : "+r"(x) : "r"(lo)); /* p.max */
-    __asm__(".insn r 0x33, 4, 2, %0, %0, %1" : "+r"(x) : "r"(hi)); /* p.min */
-    return x;
-}
-#else
+#if !defined(EDGERNN_ARCH_CLAMP)
 static inline int32_t edgernn_clamp(int32_t x, int32_t lo, int32_t hi)
 {
     return x < lo ? lo : (x > hi ? hi : x);

@@ -9,7 +9,7 @@
 
 int edgernn_dot_simd(void)
 {
-#if defined(EDGERNN_DOT_XPULP)
+#if defined(EDGERNN_DOT_SIMD4)
     return 1;
 #else
     return 0;
@@ -58,11 +58,8 @@ static inline int32_t rescale_s8(int32_t acc, int32_t multiplier, int32_t shift,
         if (rounding == EDGERNN_ROUND_TWICE_UP) {
             hi += (uint32_t)p >= 0xC0000000u; /* the carry of lo + 2^30 */
         }
-#if defined(EDGERNN_DOT_XPULP) && !defined(EDGERNN_XPULP_EMULATE) && EDGERNN_XPULP_INSN
-        /* Xpulp's p.addRN rd, rs1, rs2 by its encoding (funct7 0100000, funct3 6, opcode 0x5b; gap_sdk
-         * gvsoc isa_riscv_gen.py): rd = (rd + rs1 + 2^(rs2 - 1)) >> rs2, the same 32-bit add and
-         * arithmetic shift as the C below in one cycle, rs2 = -shift - 1 >= 1 */
-        __asm__(".insn r 0x5b, 6, 0x20, %0, x0, %1" : "+r"(hi) : "r"(~shift));
+#if defined(EDGERNN_ARCH_ROUND_HI)
+        EDGERNN_ARCH_ROUND_HI(hi, shift); /* the set's one instruction for the line below */
         return hi;
 #else
         return (hi + (1 << (-shift - 2))) >> (-shift - 1);
@@ -139,84 +136,6 @@ static inline int8_t requantize_s8(int32_t acc, int32_t multiplier, int32_t shif
     y[o + (k)] = requantize_s8(acc[k], multiplier[o + (k)], shift[o + (k)], rounding, output_offset, act_min, \
                                act_max)
 
-/* GAP8 built by a compiler without Xpulp (edgernn_dot.h's EDGERNN_XPULP_INSN): the requantization of a
- * block of 8 (or 4) outputs as one stretch of Xpulp, the block's sums in registers from the dot loop to
- * the stores. Per output, with the right shift e = -shift >= 2 of rescale_s8's high-word form:
- *   p.lw m, 4(mp!)         the row's multiplier        p.lw s, 4(sp!)       its shift
- *   mulh h, acc, m         hi (5 cycles in GVSOC's model: a stall of the pipeline, whatever follows)
- *   [mul l, acc, m; sltu l, 0xBFFFFFFF < l; add h, h, l]   EDGERNN_ROUND_TWICE_UP: the carry of lo + 2^30
- *   not s, s               -shift - 1 = e - 1          p.min t, t, s        the least e - 1 of the block
- *   p.addRN h, x0, s       (h + 2^(e-2)) >> (e-1), the rounding of rescale_s8 in one instruction
- *   add h, h, zp; p.max h, h, act_min; p.min h, h, act_max; p.sb h, 1(y!)
- * 10 instructions and the mulh's 4 stalls (13 and 4 for TWICE_UP), no branch. A row with e < 2 (shift >= -1)
- * is not that form: t ends below 1 and the caller writes the block again with rescale_s8 (the sums are
- * inputs of the asm, left as they were). p.lw's result is used two instructions later, so no load stalls.
- * The encodings: p.lw post-increment `.insn i 0x0b, 2`, p.sb post-increment `.insn s 0x2b, 0`, p.addRN
- * (register shift) `.insn r 0x5b, 6, 0x20`, p.max/p.min `.insn r 0x33, 6/4, 2` (gap_sdk gvsoc
- * isa_riscv_gen.py; GVSOC's lib_ADD_NR_R: a 32-bit add, then the arithmetic shift). tests/targets/
- * test_gap8_requant.py holds the bytes against Python's reference over a table of edge cases in GVSOC. */
-#if defined(EDGERNN_DOT_XPULP) && !defined(EDGERNN_XPULP_EMULATE) && EDGERNN_XPULP_INSN && \
-    !defined(EDGERNN_FC_REQUANT_C)
-#define EDGERNN_FC_REQUANT_ASM 1
-#define FC_RQ_LOADS(a)                                                                              \
-    ".insn i 0x0b, 2, %[m], 4(%[mp])\n\t"                                                            \
-    ".insn i 0x0b, 2, %[s], 4(%[sp])\n\t"                                                            \
-    "mulh %[h], %[" a "], %[m]\n\t"
-/* TWICE_UP: mul after both loads (the multiplier's used 2 instructions on), its low word used 2 on */
-#define FC_RQ_CARRY(a)                                                                              \
-    ".insn i 0x0b, 2, %[m], 4(%[mp])\n\t"                                                            \
-    ".insn i 0x0b, 2, %[s], 4(%[sp])\n\t"                                                            \
-    "mul %[l], %[" a "], %[m]\n\t"                                                                   \
-    "mulh %[h], %[" a "], %[m]\n\t"                                                                  \
-    "sltu %[l], %[c], %[l]\n\t"                                                                      \
-    "add %[h], %[h], %[l]\n\t"
-#define FC_RQ_TAIL                                                                                  \
-    "not %[s], %[s]\n\t"                                                                             \
-    ".insn r 0x33, 4, 2, %[t], %[t], %[s]\n\t"                                                       \
-    ".insn r 0x5b, 6, 0x20, %[h], x0, %[s]\n\t"                                                      \
-    "add %[h], %[h], %[zp]\n\t"                                                                      \
-    ".insn r 0x33, 6, 2, %[h], %[h], %[lo]\n\t"                                                      \
-    ".insn r 0x33, 4, 2, %[h], %[h], %[hi]\n\t"                                                      \
-    ".insn s 0x2b, 0, %[h], 1(%[y])\n\t"
-#define FC_RQ_ONCE(a) FC_RQ_LOADS(a) FC_RQ_TAIL
-#define FC_RQ_TWICE(a) FC_RQ_CARRY(a) FC_RQ_TAIL
-#define FC_RQ_IN8                                                                                    \
-    [a0] "r"(acc[0]), [a1] "r"(acc[1]), [a2] "r"(acc[2]), [a3] "r"(acc[3]), [a4] "r"(acc[4]),          \
-        [a5] "r"(acc[5]), [a6] "r"(acc[6]), [a7] "r"(acc[7]), [zp] "r"(output_offset), [lo] "r"(act_min),  \
-        [hi] "r"(act_max)
-#define FC_RQ_IN4                                                                                    \
-    [a0] "r"(acc[0]), [a1] "r"(acc[1]), [a2] "r"(acc[2]), [a3] "r"(acc[3]), [zp] "r"(output_offset),    \
-        [lo] "r"(act_min), [hi] "r"(act_max)
-#define FC_RQ_OUT                                                                                    \
-    [mp] "+r"(mp), [sp] "+r"(sp), [y] "+r"(yp), [t] "+r"(t_), [m] "=&r"(m_), [s] "=&r"(s_), [h] "=&r"(h_)
-/* ONCE: the sums, the zero point and the clamp in registers; TWICE_UP: the low word and its threshold too */
-#define FC_RQ_BLOCK_ONCE(BODY, IN, OUT, EACH)                                                       \
-    do {                                                                                            \
-        const int32_t *mp = multiplier + o, *sp = shift + o;                                        \
-        int8_t *yp = y + o;                                                                         \
-        int32_t m_, s_, h_, t_ = 31;                                                                \
-        __asm__ volatile(BODY : FC_RQ_OUT : IN : "memory");                                         \
-        if (__builtin_expect(t_ < 1, 0)) {                                                          \
-            EACH(OUT);                                                                              \
-        }                                                                                           \
-    } while (0)
-#define FC_RQ_BLOCK_TWICE(BODY, IN, OUT, EACH)                                                      \
-    do {                                                                                            \
-        const int32_t *mp = multiplier + o, *sp = shift + o;                                        \
-        int8_t *yp = y + o;                                                                         \
-        int32_t m_, s_, h_, l_, t_ = 31;                                                            \
-        __asm__ volatile(BODY : FC_RQ_OUT, [l] "=&r"(l_) : IN, [c] "r"(carry_above) : "memory");    \
-        if (__builtin_expect(t_ < 1, 0)) {                                                          \
-            EACH(OUT);                                                                              \
-        }                                                                                           \
-    } while (0)
-#define FC_RQ8(RQ) RQ("a0") RQ("a1") RQ("a2") RQ("a3") RQ("a4") RQ("a5") RQ("a6") RQ("a7")
-#define FC_RQ4(RQ) RQ("a0") RQ("a1") RQ("a2") RQ("a3")
-#define FC_ASM8_ONCE(OUT) FC_RQ_BLOCK_ONCE(FC_RQ8(FC_RQ_ONCE), FC_RQ_IN8, OUT, FC_EACH8)
-#define FC_ASM4_ONCE(OUT) FC_RQ_BLOCK_ONCE(FC_RQ4(FC_RQ_ONCE), FC_RQ_IN4, OUT, FC_EACH4)
-#define FC_ASM8_TWICE_UP(OUT) FC_RQ_BLOCK_TWICE(FC_RQ8(FC_RQ_TWICE), FC_RQ_IN8, OUT, FC_EACH8)
-#define FC_ASM4_TWICE_UP(OUT) FC_RQ_BLOCK_TWICE(FC_RQ4(FC_RQ_TWICE), FC_RQ_IN4, OUT, FC_EACH4)
-#endif
 
 /* One row of the input (FC_S8_BLOCKS); rounding is a constant once inlined. */
 #if defined(EDGERNN_FC_REQUANT_ASM)

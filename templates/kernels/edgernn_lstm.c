@@ -30,11 +30,11 @@
 #define FX_INLINE inline
 #endif
 
-/* GAP8 (its cluster and FC, any variant of the build): a divider of many cycles, and a 4 KiB instruction
- * cache on the cluster (GVSOC: 64 sets of 4 ways of 16 bytes) that the code of one unit's step must fit,
- * or the dot loop's lines are fetched again for every unit. */
-#if defined(EDGERNN_DOT_XPULP) || defined(__GAP8__)
-#define LSTM_GAP8 1
+/* A kernel set whose cores have a divider of many cycles and a small instruction cache, which the code of
+ * one unit's step must fit or the dot loop's lines are fetched again for every unit (edgernn_arch.h's
+ * EDGERNN_ARCH_SMALL_ICACHE: GAP8's, 4 KiB on the cluster): one copy of each part of the step. */
+#if defined(EDGERNN_ARCH_SMALL_ICACHE)
+#define LSTM_COMPACT 1
 #endif
 
 /* SaturatingRoundingDoublingHighMul of int16: its nudge and truncating division equal
@@ -400,7 +400,7 @@ static FX_INLINE int32_t fx_exp_on_negative(int32_t u, int ib, int max_ib)
  * holds fx_newton_half_reciprocal against gemmlowp on every e). It saves about 20 instructions per
  * activation on rv32imc. -DEDGERNN_LSTM_NEWTON keeps the Newton steps anywhere; so does optimizing for
  * size (EDGERNN_LSTM_SMALL_TABLES), which saves the table's 2 KiB. */
-#if !defined(LSTM_GAP8) && !defined(EDGERNN_LSTM_NEWTON) && !defined(EDGERNN_LSTM_SMALL_TABLES)
+#if !defined(LSTM_COMPACT) && !defined(EDGERNN_LSTM_NEWTON) && !defined(EDGERNN_LSTM_SMALL_TABLES)
 #define FX_RECIPROCAL_BY_DIVISION 1
 #endif
 
@@ -607,7 +607,7 @@ static FX_INLINE int16_t fx_tanh_q3(int16_t a)
  * integer bits, each inlined with its constant shifts and only the exp stages it has (LSTM(16) on
  * rv32imc, 1 integer bit: 7 instructions fewer per unit); for size, or for GAP8's small
  * instruction cache, the one copy. */
-#if defined(__GNUC__) && !defined(__OPTIMIZE_SIZE__) && !defined(LSTM_GAP8)
+#if defined(__GNUC__) && !defined(__OPTIMIZE_SIZE__) && !defined(LSTM_COMPACT)
 static inline int16_t fx_tanh(int16_t a, int ib)
 {
     switch (ib) {
@@ -726,7 +726,7 @@ static inline int32_t lstm_scaled(const lstm_scale_t *s, int32_t x)
 /* Optimizing for speed, the gates have a second copy for when all eight of their scales shift right
  * (the usual case), which calls lstm_scaled_right without the test; not for size, nor on GAP8, whose
  * instruction cache the second copy would not leave room for. */
-#if defined(__OPTIMIZE_SIZE__) || defined(LSTM_GAP8)
+#if defined(__OPTIMIZE_SIZE__) || defined(LSTM_COMPACT)
 #define LSTM_SCALE_RIGHT_COPY 0
 #else
 #define LSTM_SCALE_RIGHT_COPY 1
@@ -773,7 +773,7 @@ static inline int32_t lstm_product_rdbpot(int32_t x, int e)
 /* The tail inlined into the block on a scalar core; on GAP8 one called copy, for the cluster's small
  * instruction cache (LSTM(16) in GVSOC: 16,558 cycles a step inlined, 13,349 called; the block itself
  * called as well: 13,961). */
-#if defined(LSTM_GAP8) && defined(__GNUC__)
+#if defined(LSTM_COMPACT) && defined(__GNUC__)
 #define LSTM_TAIL_INLINE __attribute__((noinline))
 #else
 #define LSTM_TAIL_INLINE FX_INLINE

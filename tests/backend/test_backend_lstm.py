@@ -102,7 +102,7 @@ def test_int8_gate_dot_product_paths_are_byte_exact(fused, name):
                 "emulated": ["-DEDGERNN_XPULP_EMULATE"], "vector": ["-DEDGERNN_XPULP=1", H.VECTOR_SDOTSP4]}
     builds, objects = {}, {}
     for label, flags in variants.items():
-        builds[label] = H.build(folder, cflags=["-O2", *flags], name=f"driver_dot_{label}")
+        builds[label] = H.build(folder, cflags=["-O2", *flags], name=f"driver_dot_{label}", kernels=H.kernel_set_of(flags))
         objects[label] = builds[label].object_of("edgernn_lstm.c").read_bytes()
     # the macros select other code, or the comparison below would prove nothing
     assert all(objects[k] != objects["portable"] for k in variants if k != "portable")

@@ -27,7 +27,7 @@ def _words(tmp_path) -> list[tuple[int, bytes]]:
     """(address, bytes) of every instruction of the object's .text, as objdump walks it."""
     from edgernn.backend.codegen import copy_kernels
 
-    copy_kernels(tmp_path, None, {"edgernn_conv_s8", "edgernn_depthwise_conv_s8"})
+    copy_kernels(tmp_path, None, {"edgernn_conv_s8", "edgernn_depthwise_conv_s8"}, kernel_set="gap8")
     obj = tmp_path / "conv.o"
     subprocess.run([CC, "-march=rv32imc", "-mabi=ilp32", "--specs=picolibc.specs", "-O3", "-DEDGERNN_XPULP=1",
                     "-I", str(tmp_path), "-c", str(tmp_path / "edgernn_conv.c"), "-o", str(obj)],

@@ -1,5 +1,5 @@
 """GAP8's int8 convolution paths on the host: CONV_2D's 4x2 blocking (two pixels' patches against 4 output
-channels) and DEPTHWISE_CONV_2D by channel planes (edgernn_conv.c, compiled where Xpulp is: EDGERNN_DOT_XPULP),
+channels) and DEPTHWISE_CONV_2D by channel planes (edgernn_conv.c, compiled where the kernel set has a 4-lane dot product: the GAP8 set's EDGERNN_DOT_SIMD4),
 built here on the C emulation of pv.sdotsp.b (-DEDGERNN_XPULP_EMULATE) and on GCC vectors (the builtin's
 form), on 1 and 8 POSIX threads (the team as GAP8's cluster splits it), every output and state byte held
 against the LiteRT interpreter. The shapes are the odd ones: channels not a multiple of 4 (tails of the
@@ -61,6 +61,6 @@ def test_gap8_convolution_paths_match_the_interpreter(tmp_path, name):
     ref, _ = step_records(folder / "step.tflite", xq, STATES)
     for i, (label, flags) in enumerate(VARIANTS.items()):
         flags = [H.VECTOR_SDOTSP4 if f == "VECTOR" else f for f in flags]
-        b = H.build(folder, cflags=["-O2", *flags], name=f"driver_{i}")
+        b = H.build(folder, cflags=["-O2", *flags], name=f"driver_{i}", kernels=H.kernel_set_of(flags))
         got, _ = H.run_driver(b.exe, xq, ref.shape[1], folder)
         assert H.compare(got, ref, "int8")["mismatches"] == 0, label

@@ -28,6 +28,7 @@ from edgernn.backend.lowering.blocking import blocked_rows
 from edgernn.backend.cprint import c_expr
 from edgernn.backend.values import NULL, ConstArg, Enum, TensorArg
 from edgernn.resources import templates_dir
+from edgernn.testing.backend_harness import kernel_set_of
 
 
 class _Graph:
@@ -234,15 +235,20 @@ def _check(tmp_path, source: str):
 
     require_tools("gcc")
     cc = shutil.which("gcc")
-    kdir = tmp_path / "k"
+    kdir = tmp_path / "k"          # the reference kernels, and the GAP8 set's beside them for its variant
     shutil.copytree(templates_dir() / "kernels", kdir)
     write_sources(kdir)
+    gap8 = tmp_path / "k_gap8"
+    shutil.copytree(kdir, gap8)
+    for path in (templates_dir() / "targets" / "gap8" / "kernels").iterdir():
+        shutil.copyfile(path, gap8 / path.name)
     (tmp_path / "check.c").write_text(source)
 
     def check(label: str, flags: list[str]) -> str:
         exe = tmp_path / f"check_{label}"
-        subprocess.run([cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", *flags, f"-I{kdir}",
-                        str(tmp_path / "check.c"), str(kdir / "edgernn_fully_connected.c"), "-o", str(exe)],
+        kernels = gap8 if kernel_set_of(flags) == "gap8" else kdir
+        subprocess.run([cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", *flags, f"-I{kernels}",
+                        str(tmp_path / "check.c"), str(kernels / "edgernn_fully_connected.c"), "-o", str(exe)],
                        check=True, capture_output=True, text=True)
         return subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.strip()
     return check

@@ -182,13 +182,19 @@ def test_a_board_builds_from_the_kernel_set_its_file_names(tmp_path):
     assert kernel_sets() == ["reference", "gap8"]
     assert load_board("ai_deck").toolchain.kernels == "gap8" and load_board("gvsoc_gap8").toolchain.kernels == "gap8"
     assert load_board("host").toolchain.kernels == "reference"
-    gap8_set = sorted(p.name for p in (templates_dir() / "targets" / "gap8" / "kernels").iterdir())
+    gap8_dir = templates_dir() / "targets" / "gap8" / "kernels"
+    gap8_set = sorted(p.name for p in gap8_dir.iterdir())
+    replaced = [name for name in gap8_set if (templates_dir() / "kernels" / name).is_file()]
+    assert replaced == ["edgernn_arch.h"]     # the set's own instructions, under the reference file's name
     fw = tmp_path / "fw"
     fw.mkdir()
     sources = copy_kernels(fw, load_board("ai_deck"), ())
-    assert "edgernn_dot_xpulp.S" in sources and all((fw / name).is_file() for name in gap8_set)
+    assert "edgernn_dot_xpulp.S" in sources
+    assert all((fw / name).read_bytes() == (gap8_dir / name).read_bytes() for name in gap8_set)
     sources = copy_kernels(fw, load_board("host"), ())
-    assert "edgernn_dot_xpulp.S" not in sources and not any((fw / name).exists() for name in gap8_set)
+    assert "edgernn_dot_xpulp.S" not in sources
+    assert not any((fw / name).exists() for name in gap8_set if name not in replaced)
+    assert (fw / "edgernn_arch.h").read_bytes() == (templates_dir() / "kernels" / "edgernn_arch.h").read_bytes()
 
 
 def test_an_unknown_kernel_set_is_refused_never_replaced_by_the_reference(tmp_path):

@@ -1,0 +1,22 @@
+/* The reference kernel set's own instructions: none. The reference kernels (templates/kernels/) are
+ * portable C, with the vector units the compiler finds (SSE2 on x86-64, edgernn_dot.h); they are what the
+ * host tests hold to LiteRT. A family's optimized set (templates/targets/<set>/kernels/, chosen by the board
+ * file's toolchain.kernels) replaces this file with its own edgernn_arch.h, which may define these hooks:
+ *
+ *   EDGERNN_DOT_SIMD4, edgernn_v4s, EDGERNN_SDOTSP4(a, b, acc)
+ *                                  four int8 lanes in a word and their dot product added to acc
+ *                                  (edgernn_dot.h's blocks, edgernn_conv.c's patch pairs)
+ *   EDGERNN_DOT_USE_ASM, EDGERNN_DOT8_ASM, EDGERNN_DOT4_ASM, EDGERNN_DOT_ASM_MIN_INPUTS
+ *                                  a block's whole groups of 4 inputs in the set's own routine
+ *   EDGERNN_MBQM_HI_TIGHT_ASM, edgernn_mbqm_hi_tight    edgernn_fixedpoint.h's tight requantization
+ *   EDGERNN_ARCH_CLAMP, edgernn_clamp                    a clamp without branches
+ *   EDGERNN_ARCH_ROUND_HI(hi, shift)                     hi = (hi + 2^(e-2)) >> (e-1), e = -shift
+ *   EDGERNN_FC_REQUANT_ASM, FC_ASM8_ONCE ...             FULLY_CONNECTED's block requantization
+ *   CONV_QUAD_LOOP(WSTEP)                                a quad of CONV_2D's patch pairs
+ *   EDGERNN_ARCH_SMALL_ICACHE                            one copy of the LSTM's code, not two
+ *
+ * Each must compute the reference C's exact bytes: the kernels' tests compile both. */
+#ifndef EDGERNN_ARCH_H
+#define EDGERNN_ARCH_H
+
+#endif /* EDGERNN_ARCH_H */
