@@ -391,9 +391,7 @@ def generate_firmware(out_dir: Path, board, *, verbose: bool = False) -> "Firmwa
 
 @dataclass
 class FirmwareFacts:
-    """What write_firmware wrote and measured. Read by attribute; ``facts["arena_bytes"]`` and ``facts.get``
-    read the same field, for the callers still written against the dict this used to be (the build stage,
-    edgernn/pipeline/build.py, and the GAP8 adapter's summary, edgernn/targets/gap8.py)."""
+    """What write_firmware wrote and measured, read by attribute (``as_dict()`` for a JSON record)."""
 
     arena_bytes: int                  # the static arena: the larger of the step's and the head's plan
     liveness_bound_bytes: int         # the least any placement of the same lives could need
@@ -410,16 +408,5 @@ class FirmwareFacts:
     project_files: list[str]          # the server, protocol and HAL files written beside the model
     streaming: dict | None = None     # the weights read from the stream memory (streaming.StreamPlan.as_dict)
 
-    def __getitem__(self, key: str):
-        if key not in self.keys():
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def get(self, key: str, default=None):
-        return getattr(self, key) if key in self.keys() else default
-
-    def keys(self) -> list[str]:
-        return [f.name for f in fields(self)]
-
     def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in self.keys()}
+        return {f.name: getattr(self, f.name) for f in fields(self)}

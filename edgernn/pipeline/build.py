@@ -52,10 +52,10 @@ def build_model(model: Any, out: str | Path, *, board: str, quant: str = "int8",
         facts = adapter.generate(inner, verbose=verbose)
         built = adapter.build(inner, scratch=staging, final_out=out, log=log, verbose=verbose)
         manifest.record_build(
-            BuildFacts(liveness_bound_bytes=facts["liveness_bound_bytes"], state_bytes=facts["state_bytes"],
-                       data_bytes=built.data_bytes, placement=facts["placement"], team_ops=facts["team_ops"],
+            BuildFacts(liveness_bound_bytes=facts.liveness_bound_bytes, state_bytes=facts.state_bytes,
+                       data_bytes=built.data_bytes, placement=facts.placement, team_ops=facts.team_ops,
                        firmware=built.firmware),
-            arena_bytes=facts["arena_bytes"], weight_bytes=facts["weight_bytes"], code_bytes=built.code_bytes)
+            arena_bytes=facts.arena_bytes, weight_bytes=facts.weight_bytes, code_bytes=built.code_bytes)
         from edgernn.tflite.quantize import calibration_sequences
 
         # the calibration steps, for a family that hands them on (GAP8: NNTool's aquant); made only if asked
