@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from edgernn.backend import FirmwareFacts, generate_firmware
+from edgernn.outdir import read_manifest
 from edgernn.targets.board import load_board
 from edgernn.targets.compile import Part, compile_firmware
 from edgernn.testing import TESTS
@@ -25,15 +26,14 @@ DRIVER = TESTS / "c" / "step_driver.c"
 
 # GAP8's SIMD dot product, written with the GCC vector subscripts of the GAP SDK's own emulation
 # (gap_sdk tools/autotiler_v3/Emulation/GapBuiltins.h): it stands in for the real builtin so the
-# device-side types and loads of the Xpulp path (templates/kernels/edgernn_dot.h) compile and run on
+# device-side types and loads of the GAP8 set's Xpulp path (templates/targets/gap8/kernels/edgernn_arch.h) compile and run on
 # the host too.
 VECTOR_SDOTSP4 = ("-D__builtin_pulp_sdotsp4(a,b,c)="
                   "((c)+(a)[0]*(b)[0]+(a)[1]*(b)[1]+(a)[2]*(b)[2]+(a)[3]*(b)[3])")
 
 
 def state_keys(folder: Path) -> list[str]:
-    manifest = json.loads((folder / "manifest.json").read_text())
-    return [s["name"] for s in manifest["states"]]
+    return [s["name"] for s in read_manifest(folder).states]
 
 
 def quantize_x(folder: Path, xs: np.ndarray) -> np.ndarray:
@@ -49,8 +49,7 @@ def quantize_x(folder: Path, xs: np.ndarray) -> np.ndarray:
 
 def reference_bytes(folder: Path, xq: np.ndarray) -> tuple[np.ndarray, np.dtype]:
     """(steps, bytes) records of y then every state, from the interpreter (edgernn's oracle), and y's dtype."""
-    manifest = json.loads((folder / "manifest.json").read_text())
-    return step_records(folder / "step.tflite", xq, manifest["states"])
+    return step_records(folder / "step.tflite", xq, read_manifest(folder).states)
 
 
 @dataclass
@@ -128,7 +127,7 @@ def compare(got: np.ndarray, ref: np.ndarray, quant: str) -> dict:
 
 def tensor_sizes(folder: Path, record_values: int) -> list[int]:
     """The values of a record per tensor: y, then each state of the manifest."""
-    states = [s["size"] for s in json.loads((folder / "manifest.json").read_text())["states"]]
+    states = [s["size"] for s in read_manifest(folder).states]
     return [record_values - sum(states)] + states
 
 
@@ -157,8 +156,8 @@ def compare_float_per_tensor(got: np.ndarray, ref: np.ndarray, sizes: list[int])
 def compare_tensors(got: np.ndarray, ref: np.ndarray, folder: Path) -> dict:
     """Mismatches of two integer record arrays whose tensors (y, then each state of the manifest) may
     each have their own dtype, as a mixed int8/int16 model's do: {tensor: (mismatching values, max LSB)}."""
-    manifest = json.loads((folder / "manifest.json").read_text())
-    entries = [("y", manifest["outputs"][0])] + [(s["name"], s) for s in manifest["states"]]
+    manifest = read_manifest(folder)
+    entries = [("y", manifest.outputs[0])] + [(s["name"], s) for s in manifest.states]
     stats, start = {}, 0
     for name, e in entries:
         dt = np.dtype(e["dtype"])

@@ -186,7 +186,9 @@ def run_variant(out: Path, cores: int, simd: int, xs: np.ndarray, work: Path, fc
 def plan_text(out: Path, missing: str = "-") -> str:
     """OUT's --quant auto plan in a table cell: int16/int8 ops, QUANTIZE seams, FULLY_CONNECTEDs in two parts, the
     error on calibration; ``missing`` for a build without a plan."""
-    p = json.loads((out / "manifest.json").read_text()).get("precision") or {}
+    from edgernn.outdir import read_manifest
+
+    p = read_manifest(out).precision or {}
     if "int16_ops" not in p:
         return missing
     return (f"{p['int16_ops']}/{p['int8_ops']}, {p['quantize_ops']}, {len(p.get('two_part_weights') or [])}, "
@@ -200,14 +202,16 @@ def sequence_figures(out: Path, data: np.ndarray, above: float) -> dict:
     from edgernn.tflite import mixed
     from edgernn.tflite.quantize import run_step_sequences
 
-    manifest = json.loads((out / "manifest.json").read_text())
-    if manifest.get("mode") != "step" or not (out / "float_step.tflite").is_file():
-        return {"skipped": f"{manifest.get('mode')} mode, quant {manifest.get('quant')}: step models with a float twin only"}
-    states = [s["name"] for s in manifest["states"]]
+    from edgernn.outdir import read_manifest
+
+    manifest = read_manifest(out)
+    if manifest.mode != "step" or not (out / "float_step.tflite").is_file():
+        return {"skipped": f"{manifest.mode} mode, quant {manifest.quant}: step models with a float twin only"}
+    states = [s["name"] for s in manifest.states]
     _, want = run_step_sequences((out / "float_step.tflite").read_bytes(), data, states)
     got = mixed.run_quantized((out / "step.tflite").read_bytes(), data, [(s, s) for s in states])
     want = np.reshape(want, got.shape)
     each = np.array([mixed.l2r(g, w) for g, w in zip(got, want) if np.any(w)])
-    return {"quant": manifest["quant"], "l2r": mixed.l2r(got, want), "sequence_l2r": mixed.sequence_l2r(got, want),
+    return {"quant": manifest.quant, "l2r": mixed.l2r(got, want), "sequence_l2r": mixed.sequence_l2r(got, want),
             "median": float(np.median(each)), "p90": float(np.quantile(each, 0.9)), "worst": float(each.max()),
             "above": int((each > above).sum()), "sequences": len(each)}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgernn.outdir import Manifest
 from edgernn.tflite import model as M
 
 S = M.schema
@@ -204,10 +205,10 @@ def io16(step_int8: bytes, x_scale: float, y_scale: float) -> bytes:
     return M.write(model)
 
 
-def write_folder(folder, step: bytes, manifest: dict | None = None):
+def write_folder(folder, step: bytes, manifest: Manifest | None = None):
     """A build folder holding ``step`` as step.tflite and, from ``manifest`` (the int8 model's), a
     manifest.json whose inputs, outputs and states carry the mixed model's own dtypes and quantization."""
-    import json
+    import copy
     from pathlib import Path
 
     from edgernn.tflite.interpreter import load_interpreter
@@ -219,14 +220,14 @@ def write_folder(folder, step: bytes, manifest: dict | None = None):
         return folder
     runner = load_interpreter(step).get_signature_runner("serving_default")
     details = {**runner.get_input_details(), **{("out", k): v for k, v in runner.get_output_details().items()}}
-    manifest = json.loads(json.dumps(manifest))
-    for key, entries in (("x", manifest["inputs"]), (("out", "y"), manifest["outputs"]), (None, manifest["states"])):
+    manifest = copy.deepcopy(manifest)
+    for key, entries in (("x", manifest.inputs), (("out", "y"), manifest.outputs), (None, manifest.states)):
         for e in entries:
             d = details[key if key is not None else e["name"]]
             q = d["quantization_parameters"]
             e.update(dtype=np.dtype(d["dtype"]).name, scale=float(q["scales"][0]), zero_point=int(q["zero_points"][0]))
-    manifest["quant"] = "mixed"
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    manifest.quant = "mixed"
+    (folder / "manifest.json").write_text(manifest.to_json())
     return folder
 
 

@@ -20,6 +20,7 @@ import json
 import numpy as np
 import pytest
 
+from edgernn.outdir import Manifest, read_manifest
 from edgernn.testing import backend_harness as H
 from edgernn.testing import mixed_models as MM
 from edgernn.testing import zoo
@@ -161,15 +162,15 @@ def int8_base(tmp_path_factory):
             out = tmp_path_factory.mktemp(f"mixed_{name}") / "out"
             with contextlib.redirect_stdout(io.StringIO()):
                 convert(BASES[name](), out, quant="int8", mode="step")
-            cache[name] = ((out / "step.tflite").read_bytes(), json.loads((out / "manifest.json").read_text()))
+            cache[name] = ((out / "step.tflite").read_bytes(), read_manifest(out))
         return cache[name]
 
     return get
 
 
-def _states16(step: bytes, manifest: dict, divisor: float) -> bytes:
+def _states16(step: bytes, manifest: Manifest, divisor: float) -> bytes:
     """Every state in int16, at its int8 scale over ``divisor``."""
-    for s in manifest["states"]:
+    for s in manifest.states:
         step = MM.state16(step, s["name"], s["scale"] / divisor)
     return step
 
@@ -182,9 +183,9 @@ MIXED = [
     ("tanh16_lstm", "lstm", lambda m, man: MM.tanh16(m)),
     ("fc16", "simplernn", lambda m, man: MM.fc16(m, count=2)),     # both gate FULLY_CONNECTEDs in 16x8
     ("fc16_lstm", "lstm", lambda m, man: MM.fc16(m, count=3)),      # the Dense's and the LSTM's first two
-    ("io16", "lstm", lambda m, man: MM.io16(m, man["inputs"][0]["scale"] / 200, man["outputs"][0]["scale"] / 150)),
+    ("io16", "lstm", lambda m, man: MM.io16(m, man.inputs[0]["scale"] / 200, man.outputs[0]["scale"] / 150)),
     ("all", "lstm", lambda m, man: MM.io16(MM.fc16(MM.tanh16(_states16(m, man, 130.0)), count=2),
-                                            man["inputs"][0]["scale"] / 64, man["outputs"][0]["scale"] / 64)),
+                                            man.inputs[0]["scale"] / 64, man.outputs[0]["scale"] / 64)),
 ]
 
 
@@ -243,7 +244,7 @@ def test_step_cost_counts_the_seams_and_each_states_width(int8_base, tmp_path):
     gap8 = load_board("gvsoc_gap8")
     costs = {}
     for label, folder in (("int8", plain), ("mixed", mixed)):
-        states = json.loads((folder / "manifest.json").read_text())["states"]
+        states = read_manifest(folder).states
         cost = estimate_step_cost(folder / "step.tflite", states)
         facts = generate_firmware(folder, None)
         assert (cost.weight_bytes, cost.arena_bytes, cost.state_bytes) == \
@@ -252,7 +253,7 @@ def test_step_cost_counts_the_seams_and_each_states_width(int8_base, tmp_path):
         on_board = estimate_step_cost(folder / "step.tflite", states, board=gap8)
         assert on_board.shared == len(generate_firmware(folder, gap8).team_ops)
         costs[label] = cost
-    size = sum(int(np.prod(s["shape"])) for s in manifest["states"])
+    size = sum(int(np.prod(s["shape"])) for s in manifest.states)
     assert costs["mixed"].state_bytes == 2 * costs["int8"].state_bytes == 2 * size
     # the seams: the state's QUANTIZE into int8 before its FULLY_CONNECTED is a call of its own; the one
     # back to int16 after the cell's TANH joins the TANH's loop
