@@ -19,7 +19,7 @@ from edgernn.targets.board import load_board
 from edgernn.targets.compile import Part, compile_firmware
 from edgernn.testing import TESTS
 from edgernn.tflite.interpreter import load_interpreter
-from edgernn.tflite.oracle import quantize, step_records
+from edgernn.tflite.oracle import Stepper, quantize
 
 DRIVER = TESTS / "c" / "step_driver.c"
 
@@ -50,7 +50,7 @@ def quantize_x(folder: Path, xs: np.ndarray) -> np.ndarray:
 def reference_bytes(folder: Path, xq: np.ndarray) -> tuple[np.ndarray, np.dtype]:
     """(steps, bytes) records of y then every state, from the interpreter (edgernn's oracle), and y's dtype."""
     manifest = json.loads((folder / "manifest.json").read_text())
-    return step_records(folder / "step.tflite", xq, manifest["states"])
+    return Stepper(folder / "step.tflite", manifest["states"]).records(xq)
 
 
 @dataclass
