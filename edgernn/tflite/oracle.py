@@ -154,6 +154,8 @@ class Stepper:
             x = x.astype(self.x_dtype)
         if self._feeds is not None:
             self._feeds.append({self.x_key: x, **self.state})
+        # tensors by index, not the signature runner: one path for states fed back and for states held in
+        # variable tensors, which are read between invokes
         self.interp.set_tensor(self.x_index, x)
         for name, (index, _) in self._fed_io.items():
             self.interp.set_tensor(index, self.state[name])
