@@ -104,7 +104,7 @@ def main_gap8(args) -> None:
     from edgernn.backend import generate_firmware
     from edgernn.targets import device as devices
     from edgernn.targets.gap8 import sdk as gap_sdk
-    from edgernn.tflite.oracle import step_records
+    from edgernn.tflite.oracle import Stepper
 
     gap_sdk.build_gvsoc()
     board = devices.load_board("gvsoc_gap8")
@@ -121,7 +121,7 @@ def main_gap8(args) -> None:
             (folder / "step.tflite").write_bytes(convert_case(step_model(GAP8_FRAME, body), GAP8_FRAME, "int8"))
             facts = generate_firmware(folder, board)
             xq = frames(folder, GAP8_FRAME, steps=args.steps)
-            ref, _ = step_records(folder / "step.tflite", xq, STATES)
+            ref, _ = Stepper(folder / "step.tflite", STATES).records(xq)
             macs_of[name] = op_macs(folder)
             for cores in (1, 8):
                 result, _ = run_variant(folder, cores, 1, xq.reshape(len(xq), -1), work)
@@ -206,7 +206,7 @@ def main() -> None:
         main_gap8(args)
         return
     from edgernn.testing.backend_harness import compare
-    from edgernn.tflite.oracle import step_records
+    from edgernn.tflite.oracle import Stepper
 
     cases = bench_cases()
     names = [n for n in cases if not args.only or any(o in n for o in args.only.split(","))]
@@ -220,7 +220,7 @@ def main() -> None:
                 folder.mkdir()
                 (folder / "step.tflite").write_bytes(convert_case(step_model(shape, body), shape, quant))
                 xq = frames(folder, shape, steps=6)
-                ref, _ = step_records(folder / "step.tflite", xq, STATES)
+                ref, _ = Stepper(folder / "step.tflite", STATES).records(xq)
                 got, instr = run_qemu(folder, xq, ref.shape[1])
                 bad = compare(got, ref, quant)["mismatches"]
                 per_step = int(np.median(instr))

@@ -72,7 +72,7 @@ def main() -> None:
     from edgernn.testing import backend_harness as H
 
     from edgernn.pipeline.convert import convert
-    from edgernn.tflite.oracle import StepRunner
+    from edgernn.tflite.oracle import Stepper
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="edgernn-bench-fused-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -83,7 +83,7 @@ def main() -> None:
         folder = work / mode
         with contextlib.redirect_stdout(io.StringIO()):
             manifest = convert(model, folder, quant="int8", calib=calib, mode=mode)
-        got = StepRunner(folder).run(test)
+        got = Stepper.of_folder(folder).run(test, quantize_input=True)
         row = {"mode": mode, **errors(got.y_float, reference), "ops": manifest.ops}
         b = H.build(folder, cflags=["-O2"], name="driver_bench")
         xs = np.concatenate([test[0], test[1]])[: 2 * args.steps]

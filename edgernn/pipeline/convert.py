@@ -36,7 +36,7 @@ from edgernn.tflite.keras_converter import (
     quantization_failure, quantize_head,
 )
 from edgernn.tflite.mixed import DEFAULT_MAX_ERROR, budget_error_of, check_max_error, quantization_error
-from edgernn.tflite.oracle import FusedStepper
+from edgernn.tflite.oracle import Stepper
 from edgernn.tflite.quantize import (
     QUANT_MODES, Calibration, calibrate, calibration_for, calibration_subset, check_horizon, horizon_widened,
     quantize_calibrated, quantize_with_tied_states, run_step_sequences,
@@ -414,8 +414,7 @@ class FusedStrategy:
 
     @staticmethod
     def run_float(step_float: bytes, probe: np.ndarray) -> np.ndarray:
-        ys, _ = FusedStepper(step_float, {}).run(probe)
-        return ys
+        return Stepper(step_float).run(probe).y
 
     @staticmethod
     def self_check_refusal(rel: float) -> str:
@@ -438,9 +437,9 @@ class FusedStrategy:
         sequence_lstm.check_fused_ops(quantized, len(self.plan.recurrent))
         ys = y_range = None
         if with_head:
-            ys, _ = FusedStepper(step_float, {}).run(self.picked)
+            ys = Stepper(step_float).run(self.picked).y
             if len(self.picked_streams):
-                more, _ = FusedStepper(step_float, {}).run(self.picked_streams)
+                more = Stepper(step_float).run(self.picked_streams).y
                 ys = np.concatenate([ys.reshape(-1, ys.shape[-1]), more.reshape(-1, more.shape[-1])])
             calibrated_model = tfl.read(calibrated)
             y_range = tfl.get_min_max(calibrated_model, tfl.signature(calibrated_model)[1]["y"])

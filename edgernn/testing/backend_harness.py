@@ -7,7 +7,6 @@ output states fed back as its next input states. The comparison covers every byt
 
 from __future__ import annotations
 
-import json
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,7 @@ from edgernn.targets.board import load_board
 from edgernn.targets.compile import Part, compile_firmware
 from edgernn.testing import TESTS
 from edgernn.tflite.interpreter import load_interpreter
-from edgernn.tflite.oracle import quantize, step_records
+from edgernn.tflite.oracle import Stepper, quantize
 
 DRIVER = TESTS / "c" / "step_driver.c"
 
@@ -49,7 +48,7 @@ def quantize_x(folder: Path, xs: np.ndarray) -> np.ndarray:
 
 def reference_bytes(folder: Path, xq: np.ndarray) -> tuple[np.ndarray, np.dtype]:
     """(steps, bytes) records of y then every state, from the interpreter (edgernn's oracle), and y's dtype."""
-    return step_records(folder / "step.tflite", xq, read_manifest(folder).states)
+    return Stepper(folder / "step.tflite", read_manifest(folder).states).records(xq)
 
 
 @dataclass

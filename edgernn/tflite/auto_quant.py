@@ -21,7 +21,7 @@ from edgernn import tfenv
 from edgernn.tflite import mixed, rounding, two_part
 from edgernn.tflite import model as tfl
 from edgernn.tflite.model import schema as S
-from edgernn.tflite.oracle import quantize, run_float_head, run_quantized_head
+from edgernn.tflite.oracle import Head, dequantize, quantize
 
 Log = Callable[[str], None]
 # what a plan is weighed by: a step model's estimated (cycles per step, bytes), None where it cannot be estimated
@@ -286,13 +286,16 @@ def choose_head(step_float: bytes, head_float: bytes, step_final: bytes, head8: 
               sequences[:PLAN_SEQUENCES + HELD_OUT_SEQUENCES])
     # the model's output as validate compares it: the head on the last step's output, float against quantized
     ties = [(n, n) for n in state_names]
-    want = run_float_head(head_float, mixed.run_quantized(step_float, judged, ties)[:, -1])[:, None, :]
+    want = np.asarray(Head(head_float).run(mixed.run_quantized(step_float, judged, ties)[:, -1]), np.float32)
+    want = want[:, None, :]
     model = tfl.read(step_final)
     y_codes = quantize(mixed.run_quantized(step_final, judged, ties)[:, -1],
                        tfl.tensor_quant(model, tfl.signature(model)[1]["y"]))
 
     def error(head: bytes) -> float:
-        return mixed.budget_error(run_quantized_head(head, y_codes)[:, None, :], want)
+        head_model = tfl.read(head)
+        out_entry = tfl.tensor_quant(head_model, tfl.signature(head_model)[1]["y"])
+        return mixed.budget_error(dequantize(Head(head).run(y_codes), out_entry)[:, None, :], want)
 
     e8 = error(head8)
     behind = head_behind_seam(head16(), step_final)

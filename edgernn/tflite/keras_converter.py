@@ -20,7 +20,7 @@ from edgernn.keras.reference import keras_reference
 from edgernn.keras.stepmodel import build_head_model
 from edgernn.tflite import model as tfl
 from edgernn.tflite.interpreter import load_interpreter
-from edgernn.tflite.oracle import run_float_head
+from edgernn.tflite.oracle import Head
 from edgernn.tflite.quantize import calibrate, explain_quantization_failure, quantize_calibrated
 
 # Ops that TFLite emits for layers, to name the layer when an op cannot be quantized.
@@ -160,7 +160,10 @@ def float_self_check(plan: Plan, run: Callable[[bytes, np.ndarray], np.ndarray],
     if want is None:
         return None
     ys = run(step_float, probe)
-    got = ys if plan.head_per_step else run_float_head(head_float, ys[:, -1, :]) if head_float else ys[:, -1, :]
+    if plan.head_per_step or not head_float:
+        got = ys if plan.head_per_step else ys[:, -1, :]
+    else:
+        got = np.asarray(Head(head_float).run(ys[:, -1, :]), np.float32)
     got = got.reshape(want.shape)
     scale = max(float(np.max(np.abs(want))), 1e-6)
     return float(np.max(np.abs(got - want)) / scale)

@@ -35,7 +35,6 @@ from edgernn.errors import EdgeRNNError
 from edgernn.outdir import Manifest
 from edgernn.metrics import ErrorSums
 from edgernn.tflite import model as tfl
-from edgernn.tflite.interpreter import load_interpreter
 from edgernn.tflite.quantize import quantize_calibrated, quantize_with_tied_states
 
 schema = tfl.schema
@@ -498,24 +497,13 @@ def run_quantized(data: bytes, sequences: np.ndarray, ties: list[tuple[str, str]
                   y_key: str = "y") -> np.ndarray:
     """Run a quantized step model over float sequences, states fed back, from zero states: the
     dequantized outputs (sequences, steps, outputs). ``ties``: (input key, output key) of each state."""
-    from edgernn.tflite.oracle import dequantize, quantize
+    from edgernn.tflite.oracle import Stepper, quantize
 
     model = tfl.read(data)
     inputs, outputs = tfl.signature(model)
-    entries = {key: tfl.tensor_quant(model, index) for key, index in inputs.items()}
-    y_entry = tfl.tensor_quant(model, outputs[y_key])
-    runner = load_interpreter(data).get_signature_runner()
-    details = runner.get_input_details()
-    result = []
-    for sequence in sequences:
-        state = {key: quantize(np.zeros(details[key]["shape"], np.float32), entries[key]) for key, _ in ties}
-        ys = []
-        for x in sequence:
-            out = runner(**{x_key: quantize(x.reshape(details[x_key]["shape"]), entries[x_key]), **state})
-            ys.append(dequantize(np.asarray(out[y_key]), y_entry).reshape(-1))
-            state = {key: np.asarray(out[out_key]) for key, out_key in ties}
-        result.append(ys)
-    return np.asarray(result, np.float32)
+    stepper = Stepper(data, ties, x_key=x_key, y_key=y_key, y_entry=tfl.tensor_quant(model, outputs[y_key]))
+    return np.asarray(stepper.run(quantize(np.asarray(sequences), tfl.tensor_quant(model, inputs[x_key]))).y_float,
+                      np.float32)
 
 
 def l2r(got: np.ndarray, want: np.ndarray) -> float:
@@ -543,14 +531,14 @@ def quantization_error(folder: str | Path, manifest: Manifest, float_step: str, 
                        what: str = "calibration sequences") -> dict:
     """The folder's quantized step model against its float one (``float_step``), over (up to 8 of) ``sequences``: the
     calibration windows, or the streams of the horizon (``what``)."""
-    from edgernn.tflite.oracle import FusedStepper, StepRunner
+    from edgernn.tflite.oracle import Stepper
     from edgernn.tflite.quantize import run_step_sequences
 
     probe = sequences[:8]
-    got = StepRunner(folder, manifest).run(probe).y_float
+    got = Stepper.of_folder(folder, manifest).run(probe, quantize_input=True).y_float
     data = (Path(folder) / float_step).read_bytes()
     if manifest.mode == "fused":
-        want = FusedStepper(data, {}).run(probe)[0].astype(np.float32)
+        want = Stepper(data).run(probe).y.astype(np.float32)
     else:
         want = run_step_sequences(data, probe, [s["name"] for s in manifest.states], what="sequence")[1]
     err = got - want

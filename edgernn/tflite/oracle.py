@@ -1,7 +1,9 @@
-"""Run a converted step model over whole sequences with the TFLite interpreter.
+"""Step a converted step model with the TFLite interpreter: the one stepping loop of the package.
 
 This is the oracle the device is held against: the interpreter's own bytes, state fed back step by
-step, and the same values dequantized for comparison with the float Keras model. No TensorFlow.
+step (or held in a fused op's variable tensors), and the same values dequantized for comparison with
+the float model. Calibration, the quantization search and validate step models through ``Stepper`` too.
+No TensorFlow.
 """
 
 from __future__ import annotations
@@ -39,168 +41,190 @@ class Trace:
     x: np.ndarray  # (sequences, steps, features) in the model's input type
     y: np.ndarray  # (sequences, steps, outputs) raw
     states: dict[str, np.ndarray]  # name -> (sequences, steps, size) raw, after each step
-    y_float: np.ndarray  # y dequantized
+    y_float: np.ndarray | None  # y dequantized (None: a quantized model whose output quantization is not known)
     final: np.ndarray | None = None  # the head's output per sequence (dequantized), when there is a head
+    feeds: list[dict[str, np.ndarray]] | None = None  # per step, what the model was fed (x and the states before it)
 
 
-class FusedStepper:
-    """A fused step model: one invoke per time step, the LSTM states in the interpreter's variable tensors.
+@dataclass(frozen=True)
+class State:
+    """One state of a step model.
 
-    ``reset_all_variables()`` zeroes them (each at its zero point) for a new sequence; ``get_tensor`` with
-    the manifest's tensor index reads them after each invoke.
+    Fed through the signature (``tensor`` None): input ``name``, back on output ``output`` (``name`` when empty),
+    zero-point at the start of each sequence. Held in a variable tensor (a fused LSTM's): ``tensor`` is its index,
+    read after each invoke; the interpreter resets it."""
+
+    name: str
+    output: str = ""
+    tensor: int | None = None
+
+    @classmethod
+    def of(cls, spec: "State | str | tuple[str, str] | dict") -> "State":
+        """A signature key, an (input key, output key) pair, or a manifest state entry."""
+        if isinstance(spec, State):
+            return spec
+        if isinstance(spec, str):
+            return cls(spec)
+        if isinstance(spec, dict):
+            return cls(spec["name"], tensor=int(spec["tensor"]) if spec.get("variable") else None)
+        name, output = spec
+        return cls(name, output)
+
+
+class Head:
+    """A head model (input ``h``, output ``y``), invoked once per row of step outputs: its raw outputs."""
+
+    def __init__(self, model):
+        self.interp = load_interpreter(model)
+        signature = self.interp.get_signature_runner()
+        h = signature.get_input_details()["h"]
+        self.h_index, self.h_shape, self.h_dtype = h["index"], h["shape"], h["dtype"]
+        self.y_index = signature.get_output_details()["y"]["index"]
+
+    def __call__(self, h: np.ndarray) -> np.ndarray:
+        self.interp.set_tensor(self.h_index, np.asarray(h).reshape(self.h_shape).astype(self.h_dtype))
+        self.interp.invoke()
+        return self.interp.get_tensor(self.y_index).reshape(-1)
+
+    def run(self, hs: np.ndarray) -> np.ndarray:
+        """(rows, outputs) raw, for ``hs`` (rows, step outputs)."""
+        return np.asarray([self(h) for h in hs])
+
+
+class Stepper:
+    """A step model ``(x_t, state) -> (y_t, state')`` on the interpreter: the one stepping loop of the package.
+
+    ``model``: a .tflite path or its bytes. ``states`` (``State.of`` each): fed through the signature, or held in
+    variable tensors and read by index. ``reset()`` starts a sequence from the zero-point state; ``step`` and
+    ``advance`` go on from where the last left off; ``run`` takes whole sequences, each from a reset. Values in and
+    out are raw (the model's own types). ``head``: the head model run once on a sequence's last output.
+    ``x_entry``/``y_entry``/``head_entry`` (manifest entries) say how to quantize and dequantize, where known.
     """
 
-    def __init__(self, model, state_tensors: dict[str, int]):
+    def __init__(self, model, states=(), *, head=None, x_key: str = "x", y_key: str = "y",
+                 x_entry: dict | None = None, y_entry: dict | None = None, head_entry: dict | None = None):
         self.interp = load_interpreter(model)
-        details = self.interp.get_signature_runner()
-        self.x_index = details.get_input_details()["x"]["index"]
-        self.y_index = details.get_output_details()["y"]["index"]
-        self.x_shape = details.get_input_details()["x"]["shape"]
-        self.state_tensors = state_tensors
+        signature = self.interp.get_signature_runner()
+        inputs, outputs = signature.get_input_details(), signature.get_output_details()
+        self.x_key = x_key
+        self.x_index, self.x_shape, self.x_dtype = (inputs[x_key][k] for k in ("index", "shape", "dtype"))
+        self.y_index = outputs[y_key]["index"]
+        self.y_size = int(np.prod(outputs[y_key]["shape"]))
+        self.states = [State.of(s) for s in states]
+        self.fed = [s for s in self.states if s.tensor is None]
+        self._fed_io = {s.name: (inputs[s.name]["index"], outputs[s.output or s.name]["index"]) for s in self.fed}
+        self.zero = {}
+        for s in self.fed:
+            d = inputs[s.name]
+            zp = d["quantization_parameters"]["zero_points"]
+            self.zero[s.name] = np.full(d["shape"], int(zp[0]) if len(zp) else 0, dtype=d["dtype"])
+        self.head = Head(head) if head is not None else None
+        self.x_entry, self.y_entry, self.head_entry = x_entry, y_entry, head_entry
+        self.manifest = None
+        self.state: dict[str, np.ndarray] = {}
+        self._feeds: list | None = None
+        self.reset()
+
+    @classmethod
+    def of_folder(cls, out_dir: str | Path, manifest: outdir.Manifest | None = None) -> "Stepper":
+        """The step model (and its head) of an output folder, as its manifest describes them."""
+        out_dir = Path(out_dir)
+        manifest = manifest or outdir.read_manifest(out_dir)
+        if manifest.mode == "fused":
+            states = [State(s["name"], tensor=int(s["tensor"])) for s in manifest.states]
+        else:
+            states = [State(s["name"]) for s in manifest.states]
+        head = manifest.head
+        stepper = cls(out_dir / manifest.files["step"], states, head=out_dir / head["file"] if head else None,
+                      x_entry=manifest.inputs[0], y_entry=manifest.outputs[0], head_entry=head)
+        stepper.manifest = manifest
+        return stepper
 
     def reset(self) -> None:
+        """The zero-point state: fed states at their zero points, variable tensors reset by the interpreter."""
         self.interp.reset_all_variables()
+        self.state = dict(self.zero)
 
     def step(self, x: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        self.interp.set_tensor(self.x_index, x.reshape(self.x_shape))
+        """One step: y, and every state after it (name -> value), raw."""
+        x = np.asarray(x).reshape(self.x_shape)
+        if x.dtype != self.x_dtype:
+            if np.issubdtype(self.x_dtype, np.integer) and not np.issubdtype(x.dtype, np.integer):
+                raise TypeError(f"the step model takes {np.dtype(self.x_dtype).name} codes, not {x.dtype.name} values")
+            x = x.astype(self.x_dtype)
+        if self._feeds is not None:
+            self._feeds.append({self.x_key: x, **self.state})
+        # tensors by index, not the signature runner: one path for states fed back and for states held in
+        # variable tensors, which are read between invokes
+        self.interp.set_tensor(self.x_index, x)
+        for name, (index, _) in self._fed_io.items():
+            self.interp.set_tensor(index, self.state[name])
         self.interp.invoke()
-        y = np.array(self.interp.get_tensor(self.y_index))
-        return y, {name: np.array(self.interp.get_tensor(index)) for name, index in self.state_tensors.items()}
+        y = self.interp.get_tensor(self.y_index)
+        self.state = {name: self.interp.get_tensor(out).reshape(self.zero[name].shape)
+                      for name, (_, out) in self._fed_io.items()}
+        return y, {s.name: self.state[s.name] if s.tensor is None else self.interp.get_tensor(s.tensor)
+                   for s in self.states}
 
-    def run(self, sequences: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """(y (sequences, steps, outputs), states name -> (sequences, steps, size)), raw values."""
-        ys, states = [], {name: [] for name in self.state_tensors}
-        for seq in sequences:
-            self.reset()
-            seq_y, seq_states = [], {name: [] for name in self.state_tensors}
-            for x in seq:
-                y, now = self.step(x)
-                seq_y.append(y.reshape(-1))
-                for name, value in now.items():
-                    seq_states[name].append(value.reshape(-1))
-            ys.append(seq_y)
-            for name in states:
-                states[name].append(seq_states[name])
-        return np.asarray(ys), {k: np.asarray(v) for k, v in states.items()}
+    def advance(self, xs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Steps over ``xs`` (steps, ...) from the current state: y (steps, outputs) and each state (steps, size)."""
+        ys, states = [], {s.name: [] for s in self.states}
+        for x in xs:
+            y, now = self.step(x)
+            ys.append(y.reshape(-1))
+            for name, value in now.items():
+                states[name].append(value.reshape(-1))
+        if not ys:
+            now = {s.name: self.state[s.name] if s.tensor is None else self.interp.get_tensor(s.tensor)
+                   for s in self.states}
+            return (np.zeros((0, self.y_size), self.interp.get_tensor(self.y_index).dtype),
+                    {name: np.zeros((0, value.size), value.dtype) for name, value in now.items()})
+        return np.stack(ys), {name: np.stack(values) for name, values in states.items()}
 
-
-class StepRunner:
-    """The step model (and its head) of an output folder, on the reference kernels."""
-
-    def __init__(self, out_dir: str | Path, manifest: outdir.Manifest | None = None):
-        self.out_dir = Path(out_dir)
-        self.manifest = manifest or outdir.read_manifest(out_dir)
-        step_file = self.out_dir / self.manifest.files["step"]
-        self.fused = None
-        if self.manifest.mode == "fused":
-            self.fused = FusedStepper(step_file, {s["name"]: s["tensor"] for s in self.manifest.states})
-        else:
-            self.runner = load_interpreter(step_file).get_signature_runner()
-        head = self.manifest.head
-        self.head = load_interpreter(self.out_dir / head["file"]).get_signature_runner() if head else None
-        self.x_entry = self.manifest.inputs[0]
-        self.y_entry = self.manifest.outputs[0]
-
-    def zero_state(self) -> dict[str, np.ndarray]:
-        return {s["name"]: quantize(np.zeros(s["shape"], np.float32), s) for s in self.manifest.states}
-
-    def run(self, sequences: np.ndarray, quantized_input: bool = False) -> Trace:
+    def run(self, sequences: np.ndarray, quantize_input: bool = False, keep_feeds: bool = False) -> Trace:
+        """Each sequence from a reset. ``sequences`` (sequences, steps, ...) raw, or values that ``quantize_input``
+        quantizes with x_entry. ``keep_feeds``: the trace keeps what each step was fed."""
         sequences = np.asarray(sequences)
-        xq = sequences if quantized_input else quantize(sequences.astype(np.float32), self.x_entry)
-        shape = self.x_entry["shape"]
-        if self.fused is not None:
-            y, states = self.fused.run(xq)
-            trace = Trace(x=xq, y=y, states=states, y_float=dequantize(y, self.y_entry))
-            if self.head is not None:
-                trace.final = self.run_head(y[:, -1, :])
-            return trace
-        ys, states = [], {s["name"]: [] for s in self.manifest.states}
-        for seq in xq:
-            state = self.zero_state()
-            seq_y = []
-            seq_states = {name: [] for name in states}
-            for x in seq:
-                result = self.runner(x=x.reshape(shape), **state)
-                seq_y.append(np.array(result["y"]).reshape(-1))
-                state = {name: np.array(result[name]) for name in state}
-                for name in state:
-                    seq_states[name].append(state[name].reshape(-1))
-            ys.append(seq_y)
-            for name in states:
-                states[name].append(seq_states[name])
+        xq = quantize(sequences.astype(np.float32), self.x_entry) if quantize_input else sequences
+        self._feeds = [] if keep_feeds else None
+        ys, states = [], {s.name: [] for s in self.states}
+        try:
+            for seq in xq:
+                self.reset()
+                y, now = self.advance(seq)
+                ys.append(y)
+                for name, value in now.items():
+                    states[name].append(value)
+            feeds = self._feeds
+        finally:
+            self._feeds = None
         y = np.asarray(ys)
-        trace = Trace(x=xq, y=y, states={k: np.asarray(v) for k, v in states.items()},
-                      y_float=dequantize(y, self.y_entry))
+        if self.y_entry is not None:
+            y_float = dequantize(y, self.y_entry)
+        else:
+            y_float = y if y.dtype == np.float32 else None
+        trace = Trace(x=xq, y=y, states={k: np.asarray(v) for k, v in states.items()}, y_float=y_float, feeds=feeds)
         if self.head is not None:
             trace.final = self.run_head(y[:, -1, :])
         return trace
 
+    def records(self, xq: np.ndarray) -> tuple[np.ndarray, np.dtype]:
+        """One sequence (steps, ...) from a reset, as the device's trace records it: per step, the bytes of y then
+        of every state in order; and y's dtype."""
+        self.reset()
+        ys, states = self.advance(xq)
+        parts = [ys] + [states[s.name] for s in self.states]
+        return np.concatenate([np.ascontiguousarray(p).view(np.uint8) for p in parts], axis=1), ys.dtype
+
     def run_head(self, last_y: np.ndarray) -> np.ndarray:
-        entry = self.manifest.head
-        outs = []
-        for h in last_y:
-            result = self.head(h=h.reshape(entry["input"]["shape"]).astype(_NP_TYPES[entry["input"]["dtype"]]))
-            outs.append(dequantize(np.array(result["y"]).reshape(-1), entry["output"]))
-        return np.asarray(outs)
+        """The head over each row of ``last_y`` (raw step outputs): its outputs, dequantized by head_entry."""
+        out = self.head.run(last_y)
+        if self.head_entry is None:
+            return out
+        return np.asarray([dequantize(row, self.head_entry["output"]) for row in out])
 
     def model_output(self, trace: Trace) -> np.ndarray:
         """What the Keras model outputs for the same sequences: per step, or once at the end."""
         if self.manifest.sequence_output == "every_step":
             return trace.y_float
         return trace.final if trace.final is not None else trace.y_float[:, -1, :]
-
-
-def run_float_head(head: bytes, hs: np.ndarray, key_in: str = "h") -> np.ndarray:
-    """A float head over the step outputs ``hs``, one at a time: its outputs."""
-    runner = load_interpreter(head).get_signature_runner()
-    details = runner.get_input_details()
-    out = []
-    for h in hs:
-        result = runner(**{key_in: h.reshape(details[key_in]["shape"]).astype(np.float32)})
-        out.append(np.asarray(next(iter(result.values()))).reshape(-1))
-    return np.asarray(out, np.float32)
-
-
-def run_quantized_head(head: bytes, hs: np.ndarray) -> np.ndarray:
-    """A quantized head over the step outputs ``hs`` (their integer codes): its dequantized outputs."""
-    from edgernn.tflite import model as tfl
-
-    model = tfl.read(head)
-    _, outputs = tfl.signature(model)
-    out_entry = tfl.tensor_quant(model, outputs["y"])
-    runner = load_interpreter(head).get_signature_runner()
-    shape = runner.get_input_details()["h"]["shape"]
-    return np.asarray([dequantize(np.asarray(runner(h=h.reshape(shape))["y"]).reshape(-1), out_entry) for h in hs])
-
-
-def step_records(step_file: str | Path, xq: np.ndarray, states: list[dict]) -> tuple[np.ndarray, np.dtype]:
-    """One sequence through the step model, as the device's trace records it: per step, the bytes of
-    y then of every state in ``states`` (manifest entries) order; and y's dtype.
-
-    States that are inputs and outputs of the step model start at their zero point and are fed back;
-    states in variable tensors (a fused op's, ``"variable": true``) live in the interpreter between
-    invokes and are read back by their tensor index.
-    """
-    interp = load_interpreter(step_file)
-    runner = interp.get_signature_runner("serving_default")
-    details = runner.get_input_details()
-    shape = details["x"]["shape"]
-    fed = [s["name"] for s in states if not s.get("variable")]
-    state = {}
-    for name in fed:
-        zp = details[name]["quantization_parameters"]["zero_points"]
-        state[name] = np.full(details[name]["shape"], int(zp[0]) if len(zp) else 0, dtype=details[name]["dtype"])
-    records = []
-    y_dtype = None
-    for t in range(xq.shape[0]):
-        out = runner(x=xq[t].reshape(shape), **state)
-        y_dtype = out["y"].dtype
-        parts = [out["y"].reshape(-1)]
-        for s in states:
-            if s.get("variable"):
-                parts.append(interp.get_tensor(int(s["tensor"])).reshape(-1))
-            else:
-                state[s["name"]] = out[s["name"]].copy()
-                parts.append(state[s["name"]].reshape(-1))
-        records.append(np.concatenate([p.view(np.uint8) for p in parts]))
-    return np.stack(records), y_dtype

@@ -19,7 +19,6 @@ import numpy as np
 
 from edgernn.tflite import model as tfl
 from edgernn.errors import EdgeRNNError
-from edgernn.tflite.interpreter import load_interpreter
 
 QUANT_MODES = ("float32", "int8", "int16")
 MAX_CALIBRATION_SAMPLES = 4000
@@ -217,23 +216,17 @@ def run_step_sequences(tflite: bytes, sequences: np.ndarray, state_keys: list[st
     output or state is not finite (a model that diverges on these inputs) is a one-line error naming it
     (``what`` and the sequence's index): no range, and so no quantization, can be made from it.
     """
-    interp = load_interpreter(tflite)
-    runner = interp.get_signature_runner()
-    details = runner.get_input_details()
-    samples, outputs = [], []
-    for sequence in sequences:
-        state = {key: np.zeros(details[key]["shape"], np.float32) for key in state_keys}
-        ys = []
-        for x in sequence:
-            feed = {x_key: x.reshape(details[x_key]["shape"]).astype(np.float32), **state}
-            samples.append(feed)
-            result = runner(**feed)
-            ys.append(np.array(result[y_key]).reshape(-1))
-            state = {key: np.array(result[key]) for key in state_keys}
-            if not _bounded(ys[-1]) or not all(_bounded(v) for v in state.values()):
-                raise EdgeRNNError(_diverged(len(outputs), len(ys) - 1, what))
-        outputs.append(ys)
-    return samples, np.asarray(outputs, np.float32)
+    from edgernn.tflite.oracle import Stepper
+
+    trace = Stepper(tflite, state_keys, x_key=x_key, y_key=y_key).run(np.asarray(sequences), keep_feeds=True)
+    steps = trace.y.shape[:2]
+    bounded = np.all(np.abs(trace.y.reshape(*steps, -1)) <= DIVERGED, axis=-1)
+    for values in trace.states.values():
+        bounded &= np.all(np.abs(values.reshape(*steps, -1)) <= DIVERGED, axis=-1)
+    if not bounded.all():
+        index, step = np.argwhere(~bounded)[0]
+        raise EdgeRNNError(_diverged(int(index), int(step), what))
+    return trace.feeds, np.asarray(trace.y, np.float32)
 
 
 # a value beyond this is a model that diverges: far above any signal a model carries, far enough below float32's

@@ -202,22 +202,20 @@ def check_states_io(stepwise: bytes, x_entry: dict, states_io: bytes, states: li
                     probe: np.ndarray) -> str | None:
     """None when the states-as-I/O form gives the stepwise form's exact bytes over probe, else why not
     (``x_entry``: the stepwise form's input, as the manifest describes it)."""
-    from edgernn.tflite.interpreter import load_interpreter
-    from edgernn.tflite.oracle import FusedStepper, quantize
+    from edgernn.tflite.oracle import State, Stepper, quantize
 
     xq = quantize(probe.astype(np.float32), x_entry)
-    want_y, want_states = FusedStepper(stepwise, {s["name"]: s["tensor"] for s in states}).run(xq)
+    want = Stepper(stepwise, [State(s["name"], tensor=int(s["tensor"])) for s in states]).run(xq)
     try:
-        runner = load_interpreter(states_io).get_signature_runner()
-        for i, seq in enumerate(xq):
-            state = {s["name"]: quantize(np.zeros(s["shape"], np.float32), s) for s in states}
-            for t, x in enumerate(seq):
-                result = runner(x=x.reshape(x_entry["shape"]), **state)
-                state = {name: np.array(result[name]) for name in state}
-                if not np.array_equal(np.array(result["y"]).reshape(-1), want_y[i, t]) or any(
-                        not np.array_equal(state[n].reshape(-1), want_states[n][i, t]) for n in state):
-                    return f"it differs from step.tflite at sequence {i}, step {t}"
+        got = Stepper(states_io, [s["name"] for s in states]).run(xq)
     except Exception as exc:  # the interpreter refusing the edited graph is an answer, not a bug
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return f"the interpreter refuses it ({first})"
+    pairs = [(got.y, want.y)] + [(got.states[name], want.states[name]) for name in want.states]
+    if any(a.shape != b.shape for a, b in pairs):
+        return "it differs from step.tflite at sequence 0, step 0"
+    differs = np.any([np.any(a != b, axis=-1) for a, b in pairs], axis=0)
+    if differs.any():
+        i, t = np.argwhere(differs)[0]
+        return f"it differs from step.tflite at sequence {i}, step {t}"
     return None

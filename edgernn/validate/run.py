@@ -159,10 +159,10 @@ def synthetic_sequences(manifest: Manifest, steps: int, sequences: int = 1, seed
 
 
 class InterpreterReference:
-    """The TFLite interpreter on step.tflite, each state fed back, one chunk of a sequence at a time."""
+    """The TFLite interpreter on step.tflite (``Stepper``), one chunk of a sequence at a time."""
 
     def __init__(self, out_dir: Path, manifest: Manifest):
-        from edgernn.tflite.oracle import StepRunner
+        from edgernn.tflite.oracle import Stepper
 
         files = manifest.files or {}
         for key in ("step", "head"):
@@ -172,7 +172,7 @@ class InterpreterReference:
             if name and not (out_dir / name).is_file():
                 raise EdgeRNNError(f"{out_dir / name} is missing: rebuild {out_dir} with edgernn build")
         try:
-            self.runner = StepRunner(out_dir, manifest)
+            self.stepper = Stepper.of_folder(out_dir, manifest)
         except EdgeRNNError:
             raise
         except Exception as exc:  # the interpreter refuses a damaged flatbuffer with assorted errors
@@ -181,46 +181,29 @@ class InterpreterReference:
         self.manifest = manifest
         self.y_dtype = _DTYPES[manifest.outputs[0]["dtype"]]
         self.state_entries = manifest.states
-        self.state_bytes = sum(_size(e) * np.dtype(_DTYPES[e["dtype"]]).itemsize for e in self.state_entries)
-        self.state = None
 
     def start(self) -> None:
-        if self.runner.fused is not None:
-            self.runner.fused.reset()
-        else:
-            self.state = self.runner.zero_state()
+        self.stepper.reset()
 
     def advance(self, xq: np.ndarray) -> ReferenceRun:
-        n = len(xq)
-        ys = np.zeros((n, _size(self.manifest.outputs[0])), self.y_dtype)
-        states = np.zeros((n, self.state_bytes), np.uint8)
-        shape = self.runner.x_entry["shape"]
-        for t, x in enumerate(xq):
-            if self.runner.fused is not None:
-                y, now = self.runner.fused.step(x)
-            else:
-                result = self.runner.runner(x=x.reshape(shape), **self.state)
-                y = result["y"]
-                now = self.state = {name: np.array(result[name]) for name in self.state}
-            ys[t] = np.asarray(y).reshape(-1)
-            states[t] = np.frombuffer(b"".join(
-                np.ascontiguousarray(np.asarray(now[e["name"]]).astype(_DTYPES[e["dtype"]])).tobytes()
-                for e in self.state_entries), np.uint8)
-        return ReferenceRun(ys, states)
+        ys, now = self.stepper.advance(xq)
+        states = [np.ascontiguousarray(now[e["name"]].astype(_DTYPES[e["dtype"]])).view(np.uint8)
+                  for e in self.state_entries]
+        states = np.concatenate(states, axis=1) if states else np.zeros((len(xq), 0), np.uint8)
+        return ReferenceRun(ys.astype(self.y_dtype), states)
 
     def head(self, y_last: np.ndarray) -> np.ndarray | None:
-        return self.runner.run_head(y_last[None])[0] if self.runner.head is not None else None
+        return self.stepper.run_head(y_last[None])[0] if self.stepper.head is not None else None
 
 
 class FloatTwin:
     """The float step model (float_step.tflite, or step.tflite of a float32 build) and its float head,
-    stepped beside the device: the quantization error per step, without TensorFlow."""
+    stepped beside the device (``Stepper``): the quantization error per step, without TensorFlow."""
 
     against = "float step model"
 
     def __init__(self, out_dir: Path, manifest: Manifest):
-        from edgernn.tflite.interpreter import load_interpreter
-        from edgernn.tflite.oracle import FusedStepper
+        from edgernn.tflite.oracle import Stepper
 
         files = manifest.files or {}
         step = files.get("float_step") or (files.get("step") if manifest.quant == "float32" else None)
@@ -231,42 +214,24 @@ class FloatTwin:
         self.against = (f"the float step model ({step}), which matched {what.get(source.get('format'), 'the Keras model')} to "
                         f"{manifest.float_self_check_rel or 0:.1e} (relative) when converted")
         head = files.get("float_head") or ((manifest.head or {}).get("file") if manifest.quant == "float32" else None)
-        self.fused = FusedStepper(out_dir / step, {}) if manifest.mode == "fused" else None
-        if self.fused is None:
-            self.runner = load_interpreter(out_dir / step).get_signature_runner()
-            details = self.runner.get_input_details()
-            self.shapes = {k: v["shape"] for k, v in details.items()}
-        self.head_runner = load_interpreter(out_dir / head).get_signature_runner() if head else None
-        self.names = [s["name"] for s in manifest.states]
+        # a fused model's states live in its variable tensors (indices of step.tflite, not of this model): not read
+        states = [] if manifest.mode == "fused" else [s["name"] for s in manifest.states]
+        self.stepper = Stepper(out_dir / step, states, head=out_dir / head if head else None)
         self.last = None
 
     def start(self, seq: int) -> None:
-        if self.fused is not None:
-            self.fused.reset()
-        else:
-            self.state = {k: np.zeros(self.shapes[k], np.float32) for k in self.names}
+        self.stepper.reset()
 
     def advance(self, x: np.ndarray) -> np.ndarray:
-        out = []
-        for xt in x:
-            if self.fused is not None:
-                y, _ = self.fused.step(xt.astype(np.float32))
-            else:
-                result = self.runner(x=xt.reshape(self.shapes["x"]).astype(np.float32), **self.state)
-                y = result["y"]
-                self.state = {k: np.array(result[k]) for k in self.names}
-            out.append(np.asarray(y, np.float32).reshape(-1))
-        ys = np.asarray(out, np.float32).reshape(len(x), -1)
+        ys = self.stepper.advance(np.asarray(x).astype(np.float32))[0].astype(np.float32).reshape(len(x), -1)
         if len(ys):
             self.last = ys[-1]
         return ys
 
     def final(self) -> np.ndarray:
-        if self.head_runner is None:
+        if self.stepper.head is None:
             return self.last
-        details = self.head_runner.get_input_details()["h"]
-        result = self.head_runner(h=self.last.reshape(details["shape"]).astype(np.float32))
-        return np.asarray(result["y"], np.float32).reshape(-1)
+        return self.stepper.head(self.last).astype(np.float32)
 
 
 class KerasWhole:

@@ -60,10 +60,10 @@ def case_folder(tmp: Path, name: str, quant: str) -> tuple[Path, tuple[int, int,
 
 
 def check_exact(folder: Path, shape, quant: str, board: str = "host") -> dict:
-    from edgernn.tflite.oracle import step_records
+    from edgernn.tflite.oracle import Stepper
 
     xq = frames(folder, shape)
-    ref, _ = step_records(folder / "step.tflite", xq, STATES)
+    ref, _ = Stepper(folder / "step.tflite", STATES).records(xq)
     if board == "host":
         b = build(folder)
         got, _ = run_driver(b.exe, xq, ref.shape[1], folder)
@@ -217,9 +217,9 @@ def test_int8_convolution_dot_paths_are_byte_exact(tmp_path, name):
 
     folder, shape = case_folder(tmp_path, name, "int8")
     xq = frames(folder, shape)
-    from edgernn.tflite.oracle import step_records
+    from edgernn.tflite.oracle import Stepper
 
-    ref, _ = step_records(folder / "step.tflite", xq, STATES)
+    ref, _ = Stepper(folder / "step.tflite", STATES).records(xq)
     variants = {"portable": [], "scalar": ["-DEDGERNN_FC_SCALAR"], "emulated": ["-DEDGERNN_XPULP_EMULATE"],
                 "vector": ["-DEDGERNN_XPULP=1", H.VECTOR_SDOTSP4]}
     objects = {}
@@ -241,11 +241,11 @@ def test_team_shares_int8_convolutions_with_identical_bytes(tmp_path, name, quan
     gathering its own patches, and the int8 DEPTHWISE_CONV_2D's and pools' rows give the bytes of the
     single-core build and the interpreter's."""
     from edgernn.testing import backend_harness as H
-    from edgernn.tflite.oracle import step_records
+    from edgernn.tflite.oracle import Stepper
 
     folder, shape = case_folder(tmp_path, name, quant)
     xq = frames(folder, shape)
-    ref, _ = step_records(folder / "step.tflite", xq, STATES)
+    ref, _ = Stepper(folder / "step.tflite", STATES).records(xq)
     suffix = "s8" if quant == "int8" else "s16"
     for n in (1, 3, 8, 9):
         b = H.build(folder, cflags=["-O2", f"-DEDGERNN_THREADS={n}", "-pthread"], name=f"driver_t{n}")
@@ -269,13 +269,13 @@ def test_sanitizers_report_nothing_on_the_front_end(tmp_path, name, quant):
     import os
 
     from edgernn.testing import backend_harness as H
-    from edgernn.tflite.oracle import step_records
+    from edgernn.tflite.oracle import Stepper
 
     folder, shape = case_folder(tmp_path, name, quant)
     b = H.build(folder, cflags=["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                                 "-fno-omit-frame-pointer"], name="driver_asan")
     xq = frames(folder, shape)
-    ref, _ = step_records(folder / "step.tflite", xq, STATES)
+    ref, _ = Stepper(folder / "step.tflite", STATES).records(xq)
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0", UBSAN_OPTIONS="print_stacktrace=1")
     got, stderr = H.run_driver(b.exe, xq, ref.shape[1], folder, env=env)
     assert "runtime error" not in stderr and "AddressSanitizer" not in stderr, stderr
@@ -315,7 +315,7 @@ def test_thread_sanitizer_reports_nothing_on_the_shared_convolutions(tmp_path):
     import subprocess
 
     from edgernn.testing import backend_harness as H
-    from edgernn.tflite.oracle import step_records
+    from edgernn.tflite.oracle import Stepper
 
     tsan = ["-fsanitize=thread", "-g", "-O1", "-pthread"]
     probe = tmp_path / "race.c"
@@ -334,7 +334,7 @@ def test_thread_sanitizer_reports_nothing_on_the_shared_convolutions(tmp_path):
 
     folder, shape = case_folder(tmp_path, "stack", "int8")
     xq = frames(folder, shape, steps=4)
-    ref, _ = step_records(folder / "step.tflite", xq, STATES)
+    ref, _ = Stepper(folder / "step.tflite", STATES).records(xq)
     b = H.build(folder, cflags=[*tsan, "-DEDGERNN_THREADS=8"], name="driver_tsan")
     assert "edgernn_team_depthwise_conv_s8(" in (folder / "firmware" / "model.c").read_text()
     inp, out = tmp_path / "tsan.in", tmp_path / "tsan.out"

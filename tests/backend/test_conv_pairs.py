@@ -51,14 +51,14 @@ VARIANTS = {  # label: compiler flags (the POSIX team of EDGERNN_THREADS workers
 @pytest.mark.parametrize("name", sorted(_cases()))
 def test_gap8_convolution_paths_match_the_interpreter(tmp_path, name):
     from edgernn.testing import backend_harness as H
-    from edgernn.tflite.oracle import step_records
+    from edgernn.tflite.oracle import Stepper
 
     shape, body = _cases()[name]
     folder = tmp_path / name
     folder.mkdir()
     (folder / "step.tflite").write_bytes(convert_case(step_model(shape, body), shape, "int8"))
     xq = frames(folder, shape, steps=6)
-    ref, _ = step_records(folder / "step.tflite", xq, STATES)
+    ref, _ = Stepper(folder / "step.tflite", STATES).records(xq)
     for i, (label, flags) in enumerate(VARIANTS.items()):
         flags = [H.VECTOR_SDOTSP4 if f == "VECTOR" else f for f in flags]
         b = H.build(folder, cflags=["-O2", *flags], name=f"driver_{i}", kernels=H.kernel_set_of(flags))

@@ -20,7 +20,7 @@ import pytest
 from edgernn.backend import quantparams as qp
 from edgernn.testing import backend_harness as H
 from edgernn.testing import mixed_models as MM
-from edgernn.tflite.oracle import step_records
+from edgernn.tflite.oracle import Stepper
 
 pytestmark = pytest.mark.toolchain
 
@@ -106,7 +106,7 @@ def test_fully_connected_s16_is_byte_exact(tmp_path, name, n_in, n_out, bias, su
     xq = np.concatenate([rng.integers(-32767, 32768, (256, n_in)).astype(np.int16), parting])
     if sum_first:
         xq = xq.reshape(len(xq), 1, n_in)
-    ref, _ = step_records(folder / "step.tflite", xq.reshape(len(xq), -1), [])
+    ref, _ = Stepper(folder / "step.tflite", []).records(xq.reshape(len(xq), -1))
     got, _ = H.run_driver(build.exe, xq.reshape(len(xq), -1), ref.shape[1], tmp_path)
     bad = (got.view(np.int16) != ref.view(np.int16)).any(axis=1)
     assert not bad.any(), f"{name}: {int(bad.sum())} of {len(xq)} steps differ (first at step {int(np.argmax(bad))})"

@@ -24,7 +24,7 @@ from edgernn.outdir import Manifest, read_manifest
 from edgernn.testing import backend_harness as H
 from edgernn.testing import mixed_models as MM
 from edgernn.testing import zoo
-from edgernn.tflite.oracle import step_records
+from edgernn.tflite.oracle import Stepper
 
 # (name, hops): x's (dtype, scale, zero point), then each QUANTIZE's output. Every int8 input value
 # is fed once; every int16 input value once (256 steps of 256).
@@ -67,7 +67,7 @@ def test_quantize_seams_match_interpreter(tmp_path, name, hops):
     else:                   # a chain of seams: one fused loop, an element function a seam
         assert "_fused" in model_c and model_c.count("= edgernn_requantize_") == len(hops) - 1
     xq = _all_values(hops[0][0])
-    ref, _ = step_records(folder / "step.tflite", xq, [])
+    ref, _ = Stepper(folder / "step.tflite", []).records(xq)
     got, _ = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
     assert np.array_equal(got, ref), f"{name}: {int((got != ref).sum())} bytes differ"
     # the case reaches what it is named for: both ends of the output type when it saturates
@@ -92,7 +92,7 @@ def test_int16_sum_saturates_as_the_interpreter_does(tmp_path):
                      np.tile(np.array([32767, 32767, -32768, -32768], np.int16), 64),
                      rng.integers(-4000, 4000, 256).astype(np.int16)])
     xq = np.concatenate([every, runs])
-    ref, _ = step_records(folder / "step.tflite", xq, [])
+    ref, _ = Stepper(folder / "step.tflite", []).records(xq)
     got, _ = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
     assert np.array_equal(got, ref), f"{int((got != ref).sum())} bytes differ"
     y = ref.copy().view(np.int16).reshape(-1)
@@ -112,7 +112,7 @@ def test_int16_rsqrt_matches_the_interpreter(tmp_path, s_in, s_out, distinct):
     b = H.build(folder)
     assert "lut_s16(" in (folder / "firmware" / "model.c").read_text()
     xq = np.arange(0, 32768, dtype=np.int16).reshape(128, 256)
-    ref, _ = step_records(folder / "step.tflite", xq, [])
+    ref, _ = Stepper(folder / "step.tflite", []).records(xq)
     got, _ = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
     assert np.array_equal(got, ref), f"{int((got != ref).sum())} bytes differ"
     y = ref.copy().view(np.int16).reshape(-1)
@@ -130,7 +130,7 @@ def test_quantize_seams_split_across_the_team(tmp_path, monkeypatch, fused):
     hops = [("int16", 1e-3, 0), ("int8", 0.011, 3), ("int16", 2e-4, 0)]
     folder = MM.write_folder(tmp_path / "team", MM.requantize_chain(hops, size=4096))
     xq = np.random.default_rng(7).integers(-32768, 32768, (4, 4096)).astype(np.int16)
-    ref, _ = step_records(folder / "step.tflite", xq, [])
+    ref, _ = Stepper(folder / "step.tflite", []).records(xq)
     for n in (1, 8):
         b = H.build(folder, cflags=["-O2", f"-DEDGERNN_THREADS={n}", "-pthread"], name=f"driver_t{n}")
         model_c = (folder / "firmware" / "model.c").read_text()
@@ -281,7 +281,7 @@ def test_sanitizers_report_nothing_on_the_seams(tmp_path, monkeypatch, fused):
     else:
         assert "_fused" not in model_c
     xq = _all_values("int16")
-    ref, _ = step_records(folder / "step.tflite", xq, [])
+    ref, _ = Stepper(folder / "step.tflite", []).records(xq)
     got, stderr = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
     assert "runtime error" not in stderr and "AddressSanitizer" not in stderr, stderr
     assert np.array_equal(got, ref)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from edgernn.tflite import model as tfl
-from edgernn.tflite.oracle import StepRunner
+from edgernn.tflite.oracle import Stepper
 
 from edgernn.testing import zoo
 
@@ -68,8 +68,8 @@ def keras_output(model, sequences):
 def test_float32_step_model_reproduces_keras(converted, name):
     model, out, manifest = converted(name, "float32")
     sequences = zoo.trajectories(3, 120, zoo.features_of(model), seed=7)
-    runner = StepRunner(out)
-    got = runner.model_output(runner.run(sequences))
+    runner = Stepper.of_folder(out)
+    got = runner.model_output(runner.run(sequences, quantize_input=True))
     want = keras_output(model, sequences)
     rel = float(np.max(np.abs(got.reshape(want.shape) - want)) / np.max(np.abs(want)))
     assert rel <= 1e-5, f"{name}: float32 step model differs from Keras by {rel:.2e} relative"
@@ -78,8 +78,8 @@ def test_float32_step_model_reproduces_keras(converted, name):
 def _error_profile(name, quant, converted):
     model, out, manifest = converted(name, quant)
     sequences = zoo.trajectories(TEST_SEQ, TEST_STEPS, zoo.features_of(model), seed=11)
-    runner = StepRunner(out)
-    trace = runner.run(sequences)
+    runner = Stepper.of_folder(out)
+    trace = runner.run(sequences, quantize_input=True)
     want = keras_output(model, sequences)
     got = runner.model_output(trace).reshape(want.shape)
     l2r = float(np.linalg.norm(got - want) / np.linalg.norm(want))
@@ -237,9 +237,9 @@ def test_tf_keras_savedmodel_folder_converts_like_its_model(tmp_path):
     manifest = convert(str(folder), tmp_path / "out", quant="float32", mode="step")
     assert manifest.keras == "tf_keras" and len(manifest.model_sha256) == 64
     xs = zoo.trajectories(2, 30, 3, seed=4)
-    got = StepRunner(tmp_path / "out").run(xs)
+    got = Stepper.of_folder(tmp_path / "out").run(xs, quantize_input=True)
     ref = keras_output(model, xs)
-    np.testing.assert_allclose(StepRunner(tmp_path / "out").model_output(got), ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(Stepper.of_folder(tmp_path / "out").model_output(got), ref, rtol=1e-5, atol=1e-6)
 
 
 def test_stateful_lstm_converts_with_the_state_starting_at_zero(tmp_path):
@@ -257,7 +257,7 @@ def test_stateful_lstm_converts_with_the_state_starting_at_zero(tmp_path):
     path = zoo.save(model, tmp_path)
     manifest = convert(path, tmp_path / "out", quant="float32", mode="step")
     assert [s["name"] for s in manifest.states] == ["lstm.h", "lstm.c"]
-    got = StepRunner(tmp_path / "out").run(xs).y_float
+    got = Stepper.of_folder(tmp_path / "out").run(xs, quantize_input=True).y_float
     model.layers[0].reset_states()
     first = keras_output(model, xs[:, :20])
     second = keras_output(model, xs[:, 20:])   # carries on from the first half's state

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from edgernn.cli.main import cli
 from edgernn.errors import EdgeRNNError
-from edgernn.tflite.oracle import StepRunner
+from edgernn.tflite.oracle import Stepper
 
 pytestmark = pytest.mark.slow
 
@@ -124,8 +124,8 @@ def convert(model, tmp_path, quant: str, calib: np.ndarray | None = None) -> tup
 
 
 def step_model_output(out: str, sequences: np.ndarray) -> np.ndarray:
-    runner = StepRunner(out)
-    return runner.model_output(runner.run(sequences))
+    runner = Stepper.of_folder(out)
+    return runner.model_output(runner.run(sequences, quantize_input=True))
 
 
 @pytest.mark.parametrize("factory, flavour, plain, rnn", CASES)

@@ -9,7 +9,7 @@ import pytest
 
 from edgernn.tflite import model as tfl
 from edgernn.errors import EdgeRNNError
-from edgernn.tflite.oracle import StepRunner, dequantize, quantize
+from edgernn.tflite.oracle import Stepper, dequantize, quantize
 
 from edgernn.testing import zoo
 
@@ -97,8 +97,8 @@ def test_one_fused_op_per_lstm_and_no_loop(converted, name):
 def test_float32_streamed_step_by_step_reproduces_keras(converted, name):
     model, out, _ = converted(name, "float32")
     sequences = zoo.trajectories(TEST_SEQ, TEST_STEPS, zoo.features_of(model), seed=7)
-    runner = StepRunner(out)
-    got = runner.model_output(runner.run(sequences))
+    runner = Stepper.of_folder(out)
+    got = runner.model_output(runner.run(sequences, quantize_input=True))
     want = keras_output(model, sequences)
     rel = float(np.max(np.abs(got.reshape(want.shape) - want)) / np.max(np.abs(want)))
     assert rel <= 1e-5, f"{name}: fused float32 differs from Keras by {rel:.2e} relative"
@@ -113,7 +113,7 @@ def test_manifest_states_are_the_ops_variable_tensors(converted):
     for state in manifest.states:
         assert state["variable"] is True and graph.tensors[state["tensor"]].isVariable
     # The last LSTM's h after each step is the step output y (the head runs once, after the last step).
-    trace = StepRunner(out).run(zoo.trajectories(1, 30, 3, seed=2))
+    trace = Stepper.of_folder(out).run(zoo.trajectories(1, 30, 3, seed=2), quantize_input=True)
     np.testing.assert_array_equal(trace.states[f"{lstms[-1]}.h"], trace.y)
     assert np.any(trace.states[f"{lstms[0]}.c"] != 0)
 
@@ -135,7 +135,7 @@ def test_states_as_inputs_and_outputs_form_reproduces_keras(converted, name):
             ys.append(np.array(result["y"]).reshape(-1))
     ys = np.asarray(ys).reshape(len(sequences), 60, -1)
     want = keras_output(model, sequences)
-    step = StepRunner(out)
+    step = Stepper.of_folder(out)
     got = ys if manifest.sequence_output == "every_step" else step.run_head(ys[:, -1, :])
     rel = float(np.max(np.abs(got.reshape(want.shape) - want)) / np.max(np.abs(want)))
     assert rel <= 1e-5
@@ -158,8 +158,8 @@ def test_int8_fused_is_no_worse_than_int8_step(converted, name, record_property)
     want = keras_output(model, sequences)
     held_out = {}
     for label, folder in (("fused", out), ("step", step_out)):
-        runner = StepRunner(folder)
-        got = runner.model_output(runner.run(sequences)).reshape(want.shape)
+        runner = Stepper.of_folder(folder)
+        got = runner.model_output(runner.run(sequences, quantize_input=True)).reshape(want.shape)
         held_out[label] = float(np.linalg.norm(got - want) / np.linalg.norm(want))
     figures = {"fused_calibration": fused_cal, "step_calibration": step_cal, "held_out_l2r_vs_keras": held_out}
     record_property("int8_figures", json.dumps(figures))
@@ -169,12 +169,12 @@ def test_int8_fused_is_no_worse_than_int8_step(converted, name, record_property)
 
 
 def test_int8_reference_run_is_the_interpreters_bytes(converted):
-    """StepRunner's fused trace: states read with get_tensor after each invoke, reset between sequences."""
+    """The Stepper's fused trace: states read with get_tensor after each invoke, reset between sequences."""
     from edgernn.tflite.interpreter import load_interpreter
 
     _, out, manifest = converted("lstm_pre_head", "int8")
     sequences = zoo.trajectories(2, 20, 3, seed=4)
-    trace = StepRunner(out).run(sequences)
+    trace = Stepper.of_folder(out).run(sequences, quantize_input=True)
     interp = load_interpreter(out / "step.tflite")
     inputs, outputs = tfl.signature(tfl.read((out / "step.tflite").read_bytes()))
     xq = quantize(sequences, manifest.inputs[0])

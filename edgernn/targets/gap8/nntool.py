@@ -89,32 +89,22 @@ def _record_steps(float_model: bytes, inputs: list[str], outputs: list[str], seq
                   fused: bool) -> tuple[list[dict[str, np.ndarray]], list[list[np.ndarray]]]:
     """The float model's own trajectories: per step, the inputs it was fed (x and the states before the step),
     and for a fused LSTM its states h and c before the step, read from its variable tensors (else [])."""
-    from edgernn.tflite.interpreter import load_interpreter
+    from edgernn.tflite.oracle import State, Stepper
 
-    runner = load_interpreter(float_model).get_signature_runner()
-    details = runner.get_input_details()
     picks = np.linspace(0, len(sequences) - 1, min(CALIBRATION_SEQUENCES, len(sequences))).astype(int)
-    steps, fused_states = [], []
-    for s in np.unique(picks):
-        if fused:
-            # one interpreter per sequence, its variable states from zero; read between invokes
-            interp = load_interpreter(float_model)
-            variables = fused_state_tensors(float_model)
-            x_in, = interp.get_input_details()
-            for x in sequences[s][:CALIBRATION_STEPS]:
-                feed = {"x": x.reshape(x_in["shape"]).astype(np.float32)}
-                steps.append(feed)
-                fused_states.append([interp.get_tensor(v).astype(np.float32).copy() for v in variables])
-                interp.set_tensor(x_in["index"], feed["x"])
-                interp.invoke()
-            continue
-        states = {n: np.zeros(details[n]["shape"], np.float32) for n in inputs[1:]}
-        for x in sequences[s][:CALIBRATION_STEPS]:
-            feed = {"x": x.reshape(details["x"]["shape"]).astype(np.float32), **states}
-            steps.append(feed)
-            out = runner(**feed)
-            states = {n: out[n] for n in inputs[1:]}
-    return steps, fused_states
+    chosen = np.stack([np.asarray(sequences[s])[:CALIBRATION_STEPS] for s in np.unique(picks)]).astype(np.float32)
+    if not fused:
+        return Stepper(float_model, inputs[1:]).run(chosen, keep_feeds=True).feeds, []
+    # the variable states before each step: as reset before the first, then as the step before left them
+    variables = [State(f"tensor {v}", tensor=v) for v in fused_state_tensors(float_model)]
+    stepper = Stepper(float_model, variables)
+    start = [stepper.interp.get_tensor(v.tensor).astype(np.float32) for v in variables]
+    trace = stepper.run(chosen, keep_feeds=True)
+    after = [trace.states[v.name].reshape(*chosen.shape[:2], *first.shape).astype(np.float32)
+             for v, first in zip(variables, start)]
+    fused_states = [[first if t == 0 else states[s, t - 1] for first, states in zip(start, after)]
+                    for s in range(chosen.shape[0]) for t in range(chosen.shape[1])]
+    return trace.feeds, fused_states
 
 
 def write_nntool(out_dir: Path, manifest: Manifest | dict, sequences: np.ndarray) -> list[str]:
