@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import tempfile
 from pathlib import Path
 
 
 def main() -> int:
+    from edgernn.outdir import read_manifest
     from edgernn.testing import mixed_models as MM
     from edgernn.testing import zoo
 
@@ -45,21 +45,21 @@ def main() -> int:
         data = zoo.trajectories(1, args.steps, 3, 5)
         rows = []
         for label in ("int8", "mixed"):
-            manifest = json.loads((out / "manifest.json").read_text())
+            manifest = read_manifest(out)
             if label == "mixed":
-                state = manifest["states"][0]
+                state = manifest.states[0]
                 step = MM.tanh16(MM.state16((out / "step.tflite").read_bytes(), state["name"], state["scale"] / 130))
                 MM.write_folder(out, step, manifest)
                 adapter = adapter_for(args.board)
                 adapter.generate(out)
                 adapter.build(out, scratch=root / "scratch", final_out=out, log=lambda _: None, verbose=False)
-                manifest = json.loads((out / "manifest.json").read_text())
+                manifest = read_manifest(out)
             report = validate(out, data=data)
             ref, dev = report["reference"], report["device"]
             if not (report["pass"] and ref["mismatches"] == 0 and ref["state_mismatches"] == 0):
                 print(f"{label}: parity FAILED: {ref}")
                 return 1
-            cost = estimate_step_cost(out / "step.tflite", manifest["states"])
+            cost = estimate_step_cost(out / "step.tflite", manifest.states)
             rows.append((label, dev.get("cycles_per_step_median"), dev.get("cluster_cycles_per_step_median"),
                          cost.cycles_per_step, cost.weight_bytes, cost.arena_bytes, cost.state_bytes))
     print(f"board {args.board}, {args.steps} steps, 0 mismatching bytes of y and state in both")

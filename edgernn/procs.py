@@ -34,18 +34,23 @@ class Interrupted(BaseException):
 
 
 _received: list[int] = []
+# The main thread is starting a process group: a signal that comes before the group is remembered in _live
+# only marks itself, and spawn raises it once the group is remembered (or ended), so none escapes.
+_starting = [False]
 
 
 def _raise_interrupted(signum, _frame):
     # remembered as well: raised inside a finalizer (a TensorFlow object's __del__), the exception is
     # printed and dropped by Python, and the command would go on as if nothing had come
     _received.append(signum)
-    raise Interrupted(signum)
+    if not _starting[0]:
+        raise Interrupted(signum)
 
 
 def _raise_keyboard_interrupt(signum, _frame):
     _received.append(signum)
-    raise KeyboardInterrupt
+    if not _starting[0]:
+        raise KeyboardInterrupt
 
 
 def received() -> int | None:
@@ -77,11 +82,24 @@ def ignore_signals() -> None:
 
 
 def spawn(command: list[str], **kwargs: Any) -> subprocess.Popen:
-    """Popen in a new process group, remembered until ``stop`` (or ``stop_all``) ends it."""
+    """Popen in a new process group, remembered until ``stop`` (or ``stop_all``) ends it. A signal that
+    comes while the group starts (the child may already run its own children) is raised once the group
+    is remembered, after it is ended: between Popen and the registry no group escapes."""
     kwargs.setdefault("start_new_session", True)
-    process = subprocess.Popen(command, **kwargs)
-    with _lock:
-        _live[process.pid] = process
+    main = threading.current_thread() is threading.main_thread()
+    came = len(_received)
+    if main:
+        _starting[0] = True
+    try:
+        process = subprocess.Popen(command, **kwargs)
+        with _lock:
+            _live[process.pid] = process
+    finally:
+        if main:
+            _starting[0] = False
+    if main and len(_received) > came:
+        stop(process, timeout=2.0)
+        raise_if_interrupted()
     return process
 
 

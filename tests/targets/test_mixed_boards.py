@@ -19,6 +19,7 @@ import json
 import numpy as np
 import pytest
 
+from edgernn.outdir import Manifest, read_manifest
 from edgernn.testing import mixed_models as MM
 from edgernn.testing import zoo
 from conftest import require_gap_sdk, require_tools
@@ -32,17 +33,17 @@ def simplernn(seed: int = 0):
                             name="mixed_simplernn")
 
 
-def _simplernn_state_and_tanh(step: bytes, manifest: dict) -> bytes:
-    state = manifest["states"][0]
+def _simplernn_state_and_tanh(step: bytes, manifest: Manifest) -> bytes:
+    state = manifest.states[0]
     return MM.tanh16(MM.state16(step, state["name"], state["scale"] / 130))
 
 
-def _lstm_everything(step: bytes, manifest: dict) -> bytes:
+def _lstm_everything(step: bytes, manifest: Manifest) -> bytes:
     """Both states in int16, every TANH and the first two FULLY_CONNECTEDs in 16x8, x and y in int16."""
-    for state in manifest["states"]:
+    for state in manifest.states:
         step = MM.state16(step, state["name"], state["scale"] / 130)
     step = MM.fc16(MM.tanh16(step), count=2)
-    return MM.io16(step, manifest["inputs"][0]["scale"] / 64, manifest["outputs"][0]["scale"] / 64)
+    return MM.io16(step, manifest.inputs[0]["scale"] / 64, manifest.outputs[0]["scale"] / 64)
 
 
 # kind: (Keras model, splice)
@@ -60,7 +61,7 @@ def build_mixed(tmp_path, board: str, kind: str = "simplernn"):
     out = tmp_path / "out"
     with contextlib.redirect_stdout(io.StringIO()):
         build_model(str(path), out, board=board, quant="int8", mode="step", calib=zoo.trajectories(4, 60, 3, 1))
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = read_manifest(out)
     MM.write_folder(out, splice((out / "step.tflite").read_bytes(), manifest), manifest)
     adapter = adapter_for(board)
     facts = adapter.generate(out)

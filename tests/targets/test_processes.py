@@ -75,3 +75,34 @@ def test_a_signal_to_flash_stops_the_emulated_board(tmp_path, sig, code):
     finally:
         if cli.poll() is None:
             os.killpg(cli.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("sig, raised", [(signal.SIGTERM, procs.Interrupted), (signal.SIGINT, KeyboardInterrupt)])
+def test_a_signal_while_a_group_starts_leaves_no_orphan(tmp_path, monkeypatch, sig, raised):
+    """A signal between the child's start (it may already have children of its own) and the group's place in
+    the registry: the group ends and the signal is raised, where it used to leave the group running."""
+    pids = tmp_path / "pids"
+    real_popen = subprocess.Popen
+
+    class SignalledWhileStarting(real_popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            deadline = time.monotonic() + 10
+            while not (pids.is_file() and pids.read_text().strip()) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            os.kill(os.getpid(), sig)          # the handler runs here, before spawn remembers the group
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    procs.install_signal_handlers()
+    monkeypatch.setattr(subprocess, "Popen", SignalledWhileStarting)
+    try:
+        with pytest.raises(raised):
+            procs.run(["bash", "-c", f"sleep 60 & echo $! > {pids}; wait"])
+    finally:
+        monkeypatch.undo()
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+        procs._received.clear()
+    child = int(pids.read_text())
+    assert wait_until(lambda: not alive(child)), "the group's child outlived the signal"
+    assert procs._live == {}
