@@ -30,15 +30,16 @@ ROOT = Path(__file__).resolve().parent.parent
 HOST = (["gcc"], "objdump")
 RV32 = (["riscv64-unknown-elf-gcc", "-march=rv32imc", "-mabi=ilp32", "--specs=picolibc.specs"],
         "riscv64-unknown-elf-objdump")
-GAP8_BUILTINS = "templates/targets/gap8/sdk/toolchain/gap8_builtins.h"     # what the GAP8 wrapper force-includes
-# label: (compiler, objdump, kernel set, flags); "{tree}" in a flag is the side's checkout
+# what the GAP8 wrapper force-includes: this checkout's, on both sides (it is the toolchain's, not a kernel)
+GAP8_BUILTINS = str(ROOT / "templates" / "targets" / "gap8" / "sdk" / "toolchain" / "gap8_builtins.h")
+# label: (compiler, objdump, kernel set, flags)
 CONFIGS = {
     "host gcc": (*HOST, "reference", []),
     "riscv32 gcc": (*RV32, "reference", []),
     "GAP8 set, riscv32 gcc as the GAP8 build": (*RV32, "gap8", ["-DEDGERNN_XPULP=1", "-DEDGERNN_DOT_ASM=1",
-                                                                  "-D__GAP8__", "-include", "{tree}/" + GAP8_BUILTINS]),
+                                                                  "-D__GAP8__", "-include", GAP8_BUILTINS]),
     "GAP8 set, riscv32 gcc, .S kernels called": (*RV32, "gap8", ["-DEDGERNN_XPULP=1", "-DEDGERNN_DOT_ASM=2",
-                                                                   "-D__GAP8__", "-include", "{tree}/" + GAP8_BUILTINS]),
+                                                                   "-D__GAP8__", "-include", GAP8_BUILTINS]),
     "GAP8 set, host gcc emulated": (*HOST, "gap8", ["-DEDGERNN_XPULP_EMULATE"]),
     "GAP8 set, host gcc on GCC vectors": (*HOST, "gap8", ["-DEDGERNN_XPULP=1", "-D__builtin_pulp_sdotsp4(a,b,c)="
                                                           "((c)+(a)[0]*(b)[0]+(a)[1]*(b)[1]+(a)[2]*(b)[2]+(a)[3]*(b)[3])"]),
@@ -93,13 +94,13 @@ def _kernel_dir(tree: Path, kernel_set: str, dest: Path) -> Path:
     return dest
 
 
-def _compile(tree: Path, kernels: Path, headers: Path, source: str, compiler: list[str], flags: list[str],
+def _compile(kernels: Path, headers: Path, source: str, compiler: list[str], flags: list[str],
              objdump: str, work: Path) -> dict[str, str]:
     path = kernels / source
     if not path.exists():
         return {}
     obj = work / (source + ".o")
-    subprocess.run([*compiler, "-std=c99", "-O2", *[f.replace("{tree}", str(tree)) for f in flags], "-c",
+    subprocess.run([*compiler, "-std=c99", "-O2", *flags, "-c",
                     "-I", str(kernels), "-I", str(headers), str(path), "-o", str(obj)], check=True)
     return _functions(obj, objdump)
 
@@ -130,7 +131,7 @@ def main() -> int:
                 kernels = _kernel_dir(tree, kernel_set, work / "kernels")
                 functions[side] = {}
                 for source in sources:
-                    functions[side].update(_compile(tree, kernels, tmp / side / "headers", source, compiler, flags,
+                    functions[side].update(_compile(kernels, tmp / side / "headers", source, compiler, flags,
                                                     objdump, work))
             before, after = functions["before"], functions["after"]
             same = 0
