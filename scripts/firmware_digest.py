@@ -39,6 +39,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from layers import test_helper  # scripts/layers.py, beside this script: a helper module of the checkout measured
+
 ROOT = Path(os.environ.get("EDGERNN_ROOT", Path(__file__).resolve().parent.parent))
 SKIP_DIRS = {"build", "__pycache__"}
 SKIP_SUFFIXES = {".elf", ".o", ".bin", ".img", ".map", ".d", ".a"}
@@ -64,27 +66,9 @@ def _digest_tree(out: Path) -> dict[str, str]:
     return files
 
 
-def _test_helper(name: str):
-    """The tests' helper module ``name`` of the checkout measured: edgernn.testing's, or in a checkout from before
-    that package, its file in tests/support (or, earlier still, tests/)."""
-    import importlib
-    import importlib.util
-
-    try:
-        return importlib.import_module(f"edgernn.testing.{name}")
-    except ModuleNotFoundError as err:
-        if not (err.name or "").startswith("edgernn.testing"):
-            raise
-    path = next(p for p in (ROOT / "tests" / "support" / f"{name}.py", ROOT / "tests" / f"{name}.py") if p.is_file())
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _models():
-    zoo = _test_helper("zoo")
-    frames_zoo = _test_helper("frames_zoo")
+    zoo = test_helper("zoo")
+    frames_zoo = test_helper("frames_zoo")
     models = dict(zoo.ZOO)
     models["ltc_dense"] = zoo.ltc_dense
     models["frame_cfc"] = frames_zoo.frame_cfc          # CNN front end: convolutions, pools, the fused loop

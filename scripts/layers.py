@@ -167,7 +167,7 @@ def static_report() -> int:
     return len(up) + len(reaches)
 
 
-def _test_helper(name: str):
+def test_helper(name: str):
     """The tests' helper module ``name`` of the checkout measured: edgernn.testing's, or in a checkout from before
     that package, its file in tests/support (or, earlier still, tests/)."""
     import importlib
@@ -188,7 +188,7 @@ def _test_helper(name: str):
 def trace_report() -> None:
     import tempfile
 
-    zoo = _test_helper("zoo")
+    zoo = test_helper("zoo")
 
     model = zoo.lstm_pre_head(seed=0)
     stages = LAYERS[1:7]

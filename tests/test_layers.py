@@ -19,6 +19,12 @@ def _layers():
     return module
 
 
+def _plant(root: Path, module: str, line: str) -> None:
+    """A copy of the package under root with ``line`` in a new module (inside a function when indented)."""
+    shutil.copytree(ROOT / "edgernn", root / "edgernn", ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "edgernn" / module).write_text(f"def f():\n{line}" if line.startswith(" ") else line)
+
+
 def test_no_module_imports_a_later_stage():
     _, _, up = _layers().layer_imports(ROOT)
     assert up == []
@@ -38,8 +44,7 @@ def test_no_stage_imports_a_family_room():
     ("targets/planted.py", "from edgernn.targets.gap8 import sdk\n", False),
 ])
 def test_an_import_of_a_family_room_is_found(tmp_path, module, line, found):
-    shutil.copytree(ROOT / "edgernn", tmp_path / "edgernn", ignore=shutil.ignore_patterns("__pycache__"))
-    (tmp_path / "edgernn" / module).write_text(f"def f():\n{line}" if line.startswith(" ") else line)
+    _plant(tmp_path, module, line)
     reaches = _layers().family_reaches(tmp_path)
     assert [r.split(":")[0] for r in reaches] == ([f"edgernn/{module}"] if found else [])
 
@@ -55,7 +60,6 @@ def test_an_import_of_a_family_room_is_found(tmp_path, module, line, found):
     ("testing/planted.py", "from edgernn.pipeline.build import build_model\n", False),
 ])
 def test_an_import_back_up_is_found(tmp_path, module, line, back_up):
-    shutil.copytree(ROOT / "edgernn", tmp_path / "edgernn", ignore=shutil.ignore_patterns("__pycache__"))
-    (tmp_path / "edgernn" / module).write_text(f"def f():\n{line}" if line.startswith(" ") else line)
+    _plant(tmp_path, module, line)
     _, _, up = _layers().layer_imports(tmp_path)
     assert [u.split(":")[0] for u in up] == ([f"edgernn/{module}"] if back_up else [])

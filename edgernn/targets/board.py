@@ -9,7 +9,7 @@ every key.
 ``Board`` gives typed sections (``board.serial.baud``, ``board.emulator.start_timeout_s``, ...) with the
 defaults filled in, and the facts derived from them (``board.link``). The backend reads only these.
 ``board["gap_sdk"]["config"]`` still reads the file's tables as written (after ``extends``), for the HAL's
-Jinja templates (templates/hal/*/*.j2) and the benches.
+Jinja templates (templates/targets/<family>/hal/*.j2) and the benches.
 """
 
 from __future__ import annotations
@@ -515,7 +515,7 @@ MOVED_TEMPLATES = {
 
 
 def _follow_moved_templates(data: dict[str, Any]) -> None:
-    """A board file's template paths (hal.template, and placement's dma_source, stream_source and team)
+    """A board file's template paths (hal.template, placement's dma_source and stream_source, parallel.team)
     written before the templates moved into family rooms, read as where they are now."""
     for table, key in (("hal", "template"), ("placement", "dma_source"), ("placement", "stream_source"),
                        ("parallel", "team")):

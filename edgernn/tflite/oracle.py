@@ -163,8 +163,12 @@ class Stepper:
         y = self.interp.get_tensor(self.y_index)
         self.state = {name: self.interp.get_tensor(out).reshape(self.zero[name].shape)
                       for name, (_, out) in self._fed_io.items()}
-        return y, {s.name: self.state[s.name] if s.tensor is None else self.interp.get_tensor(s.tensor)
-                   for s in self.states}
+        return y, self._now()
+
+    def _now(self) -> dict[str, np.ndarray]:
+        """Every state as it is now (name -> value): fed ones as kept, variable tensors read back."""
+        return {s.name: self.state[s.name] if s.tensor is None else self.interp.get_tensor(s.tensor)
+                for s in self.states}
 
     def advance(self, xs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Steps over ``xs`` (steps, ...) from the current state: y (steps, outputs) and each state (steps, size)."""
@@ -175,8 +179,7 @@ class Stepper:
             for name, value in now.items():
                 states[name].append(value.reshape(-1))
         if not ys:
-            now = {s.name: self.state[s.name] if s.tensor is None else self.interp.get_tensor(s.tensor)
-                   for s in self.states}
+            now = self._now()
             return (np.zeros((0, self.y_size), self.interp.get_tensor(self.y_index).dtype),
                     {name: np.zeros((0, value.size), value.dtype) for name, value in now.items()})
         return np.stack(ys), {name: np.stack(values) for name, values in states.items()}
