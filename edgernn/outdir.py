@@ -112,6 +112,7 @@ class Manifest:
     layers: list[dict] | None = None
     fused_states_io: dict | None = None
     board: str | None = None
+    link: str | None = None
     mode_requested: str | None = None
     rnn_paths: list[dict] | None = None
     quantization_error: dict | None = None
@@ -175,7 +176,7 @@ class Manifest:
         return self.build.state_bytes if self.build is not None else None
 
 
-_WRITTEN_WHEN_SET = {"fused_states_io", "quantization_error", "precision", "schema", "written"}
+_WRITTEN_WHEN_SET = {"link", "fused_states_io", "quantization_error", "precision", "schema", "written"}
 
 
 def read_manifest(folder: str | os.PathLike, *, require: tuple[str, ...] = (), rebuild_hint: str = "") -> Manifest:

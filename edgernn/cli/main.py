@@ -224,16 +224,19 @@ def convert(ctx, model, out, quant, mode, calib, unsafe, roll, max_error, horizo
 @click.argument("model", type=click.Path())
 @click.option("--board", required=True, help="Board name (see `edgernn boards`) or path of a board .toml.")
 @click.option("-o", "--out", required=True, type=click.Path(), help="Output folder.")
+@click.option("--link", type=click.Choice(["uart", "wifi"]), default=None,
+              help="The validation link the firmware speaks: uart (the board's serial port, the default) or wifi "
+                   "(ai_deck: CPX through the deck's ESP32; validate with --port cpx://HOST).")
 @_model_options
 @click.pass_context
-def build(ctx, model, board, out, quant, mode, calib, unsafe, roll, max_error, horizon):
+def build(ctx, model, board, out, link, quant, mode, calib, unsafe, roll, max_error, horizon):
     """Convert MODEL, generate OUT/firmware/ for BOARD, and compile it where the toolchain is present."""
     from edgernn.pipeline.build import build_model
     from edgernn.cli.render import print_build
 
     result = build_model(model, out, board=board, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll,
-                         max_error=max_error, horizon=horizon,
-                            verbose=ctx.obj["verbose"], log=_say if ctx.obj["verbose"] else None, warn=_warn)
+                         max_error=max_error, horizon=horizon, link=link,
+                         verbose=ctx.obj["verbose"], log=_say if ctx.obj["verbose"] else None, warn=_warn)
     print_build(_console(), result, out)
 
 
@@ -265,7 +268,9 @@ def flash(ctx, out, port, radio):
 
 @cli.command()
 @click.argument("out", type=click.Path())
-@click.option("--port", default=None, help="pyserial URL or device: /dev/ttyUSB0, socket://host:port, a pty.")
+@click.option("--port", default=None,
+              help="pyserial URL or device: /dev/ttyUSB0, socket://host:port, a pty; or cpx://HOST[:PORT] for the "
+                   "AI-deck's WiFi (CPX, port 5000 by default).")
 @click.option("--baud", default=None, type=int, help="Baud rate (default: the board's).")
 @click.option("--data", type=click.Path(dir_okay=False), default=None,
               help="Test sequences, .npy (sequences, steps, features), or (sequences, steps, H, W, C) frames.")

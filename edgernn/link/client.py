@@ -37,12 +37,17 @@ class RunResult:
 
 
 def open_port(url: str, baud: int = 115200, **kwargs):
-    """A pyserial port by URL; a missing port becomes a LinkError.
+    """A pyserial port by URL (or, for ``cpx://HOST[:PORT]``, edgernn.link.cpx's port of the same interface);
+    a missing port becomes a LinkError.
 
     A ``socket://`` port (GVSOC's UART) keeps what arrived while it was opened: pyserial empties the
     input of every port it opens, and a simulator that has queued its ready byte sends it the moment
     the connection is accepted, before that emptying. A serial device's input is emptied as usual:
     what it holds was sent before this session."""
+    if url.startswith("cpx://"):
+        from edgernn.link.cpx import CpxPort
+
+        return CpxPort(url)             # the AI-deck's WiFi: CPX over TCP through its ESP32
     import serial
 
     try:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from edgernn.errors import EdgeRNNError
 from edgernn.outdir import BuildFacts, BuildFolder
 from edgernn.pipeline.convert import convert
-from edgernn.targets.board import Board
+from edgernn.targets.board import Board, load_board, with_link
 from edgernn.targets.device import adapter_for
 
 Log = Callable[[str], None]
@@ -32,11 +32,12 @@ def _check_quant(board: Board, quant: str, warn: Log | None) -> None:
 def build_model(model: Any, out: str | Path, *, board: str, quant: str = "int8", calib: Any = None,
                 mode: str = "auto", unsafe: bool = False, roll: bool = False, verbose: bool = False,
                 log: Log | None = None, warn: Log | None = None, max_error: float = 0.02,
-                horizon: int | None = None) -> dict:
+                horizon: int | None = None, link: str | None = None) -> dict:
     """A model to a build folder: returns ``{"manifest", "firmware", "messages"}``; OUT holds step.tflite,
-    manifest.json, firmware/ (and what the board's family writes beside it)."""
+    manifest.json, firmware/ (and what the board's family writes beside it). ``link``: one of the board's
+    links (``serial.links``; its first by default), recorded in the manifest."""
     log = log or (lambda _: None)
-    adapter = adapter_for(board)
+    adapter = adapter_for(with_link(load_board(board), link))
     board_obj = adapter.board
     _check_quant(board_obj, quant, warn)
     adapter.check_toolchain()
@@ -48,7 +49,8 @@ def build_model(model: Any, out: str | Path, *, board: str, quant: str = "int8",
         inner = staging / "out"
         manifest = convert(model, inner, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll,
                            board=board_obj.name, max_error=max_error, horizon=horizon, log=log, warn=warn)
-        log(f"generating C for board {board_obj.name}")
+        manifest.link = link or board_obj.serial.links[0]
+        log(f"generating C for board {board_obj.name} (link: {manifest.link})")
         facts = adapter.generate(inner, verbose=verbose)
         built = adapter.build(inner, scratch=staging, final_out=out, log=log, verbose=verbose)
         manifest.record_build(

@@ -14,6 +14,7 @@ Jinja templates (templates/targets/<family>/hal/*.j2) and the benches.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import tomllib
 import types
@@ -189,6 +190,8 @@ class Serial:
     transport: str = _key("pty", "`pty`, `tcp` or `uart`, for people")
     baud: int = _key(115200, "the default of `validate --baud`")
     timeout_s: float = _key(5.0, "how long validate waits for an answer beyond its line time")
+    links: list = _key(["uart"], "the links a firmware can be built with (`edgernn build --link`), the default first: "
+                                 "`uart` (this serial port), `wifi` (the AI-deck's CPX through its ESP32)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -367,6 +370,23 @@ class Board:
         return self.data.get(key, default)
 
 
+LINKS = ("uart", "wifi")
+
+
+def with_link(board: Board, link: str | None) -> Board:
+    """The board as a build over ``link`` sees it: unchanged for its default link (or None); for another of its
+    links, every build also defines EDGERNN_LINK_<LINK>=1 (the HAL picks its link by it). One line for a link
+    the board does not have."""
+    if link is None or link == board.serial.links[0]:
+        return board
+    if link not in board.serial.links:
+        raise EdgeRNNError(f"board {board.name} has no {link!r} link (its links: {', '.join(board.serial.links)})")
+    data = copy.deepcopy(board.data)
+    toolchain = data.setdefault("toolchain", {})
+    toolchain["defines"] = [*toolchain.get("defines", []), f"EDGERNN_LINK_{link.upper()}=1"]
+    return board_from_data(board.path, data)
+
+
 def known_boards() -> list[str]:
     return sorted(p.stem for p in boards_dir().glob("*.toml"))
 
@@ -420,6 +440,10 @@ def _checked(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     sections["placement"] = _link_memory(path, sections["placement"], memories)
     if sections["toolchain"].kind == "gap_sdk" and sections["gap_sdk"] is None:
         raise EdgeRNNError(f"board file {path}: toolchain.kind = \"gap_sdk\" needs a [gap_sdk] table")
+    links = sections["serial"].links
+    if not links or any(link not in LINKS for link in links) or len(set(links)) != len(links):
+        raise EdgeRNNError(f"board file {path}: serial.links must list links of {', '.join(LINKS)}, each once "
+                           f"(got {links})")
     for quant in ("float32", "int8", "int16"):
         policy = sections["quant"].policy(quant)[0]
         if policy not in QUANT_POLICIES:

@@ -83,17 +83,46 @@ def _file_sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def run_config_path(work_dir: str | os.PathLike, uart_port: int) -> Path:
-    return Path(work_dir).resolve() / f"gvsoc_uart{uart_port}.json"
+LINKS = ("uart", "wifi")
+
+
+def run_config_path(work_dir: str | os.PathLike, uart_port: int, link: str = "uart") -> Path:
+    return Path(work_dir).resolve() / f"gvsoc_{link}{uart_port}.json"
+
+
+def _wire_esp32(board: dict, port: int) -> None:
+    """The deck's ESP32 (edgernn's model, nina_w10.so: templates/targets/gap8/sdk/overrides/) as the board's
+    WiFi device, its TCP server on 127.0.0.1:port, and the GAP8's GPIO3 (its request-to-send line) wired to
+    it beside the ready line the SDK's configuration already wires (GPIO18)."""
+    wifi = board.get("wifi")
+    if wifi is None:
+        raise EdgeRNNError("this GVSOC's ai_deck configuration has no WiFi device (board.wifi): the --link wifi "
+                           "firmware needs the deck's ESP32")
+    wifi["port"] = str(int(port))
+    if "gpio_gap_rtt" not in wifi.setdefault("vp_ports", []):
+        wifi["vp_ports"].append("gpio_gap_rtt")
+    dpi_ports = board["dpi"].setdefault("vp_ports", [])
+    if "gpio3" not in dpi_ports:
+        dpi_ports.append("gpio3")
+    if ["chip->gpio3", "dpi->gpio3"] not in board["vp_bindings"]:
+        board["vp_bindings"].append(["chip->gpio3", "dpi->gpio3"])
+    if ["chip->gpio3", "wifi->gpio_gap_rtt"] not in board["tb_bindings"]:
+        board["tb_bindings"].append(["chip->gpio3", "wifi->gpio_gap_rtt"])
 
 
 def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int,
                       install: str | os.PathLike, log: Log = None, baud: int | None = None,
-                      readfs_files: list | tuple = (), trace: Trace | None = None) -> Path:
+                      readfs_files: list | tuple = (), trace: Trace | None = None, link: str = "uart",
+                      esp32_module: str | os.PathLike | None = None) -> Path:
     """Make work_dir ready to run elf with the UART on 127.0.0.1:uart_port (its testbench at ``baud``,
     when given), ``readfs_files`` in the flash image and, with ``trace``, GVSOC's traces of the components
     it names written to its file; returns the launcher's configuration. gapy runs only when work_dir was
-    prepared for other bytes (or never)."""
+    prepared for other bytes (or never).
+
+    With ``link="wifi"`` the port is the deck's ESP32's instead (CPX over TCP, edgernn.link.cpx), and the UART's
+    bytes go to GVSOC's output (gvsoc.log); ``esp32_module`` replaces the ESP32's model (a test's broken one)."""
+    if link not in LINKS:
+        raise EdgeRNNError(f"GVSOC has no link {link!r} (links: {', '.join(LINKS)})")
     install = Path(install)
     elf, work_dir = Path(elf).resolve(), Path(work_dir).resolve()
     if not elf.is_file():
@@ -119,10 +148,17 @@ def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_
         state = {"elf": str(elf), "elf_sha256": elf_sha, "install": str(install), **({"readfs": files} if files else {})}
         state_path.write_text(json.dumps(state) + "\n")
     config = json.loads(config_path.read_text())
-    uart = config["target"]["system_tree"]["board"]["uart"]
-    # TX goes to the TCP client only (not to stdout, not to tx_uart.log); RX comes from it.
-    uart.update({"telnet": True, "telnet_port": int(uart_port), "stdout": False, "stdin": False,
-                 "tx_file": "", "loopback": False})
+    board = config["target"]["system_tree"]["board"]
+    uart = board["uart"]
+    if link == "uart":
+        # TX goes to the TCP client only (not to stdout, not to tx_uart.log); RX comes from it.
+        uart.update({"telnet": True, "telnet_port": int(uart_port), "stdout": False, "stdin": False,
+                     "tx_file": "", "loopback": False})
+    else:
+        uart.update({"telnet": False, "stdout": True, "stdin": False, "tx_file": "", "loopback": False})
+        _wire_esp32(board, uart_port)
+        if esp32_module is not None:
+            board["wifi"]["module"] = str(Path(esp32_module).resolve())
     if baud is not None:
         uart["baudrate"] = int(baud)
     if trace is not None:
@@ -130,7 +166,7 @@ def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_
         config["gvsoc"]["traces"].update({"enabled": True, "level": "debug",
                                           "include_regex": [f"{trace.components}:{trace.path}"]})
         config["gvsoc"]["debug-mode"] = True
-    run_config = run_config_path(work_dir, uart_port)
+    run_config = run_config_path(work_dir, uart_port, link)
     run_config.write_text(json.dumps(config))
     return run_config
 
@@ -138,11 +174,13 @@ def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_
 def gvsoc_run_command(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int,
                       install: str | os.PathLike, log: Log = None,
                       baud: int | None = None, readfs_files: list | tuple = (),
-                      trace: Trace | None = None) -> list[str]:
-    """The command that runs elf in GVSOC with the UART on 127.0.0.1:uart_port (prepared first).
-    Run it with ``cwd=work_dir`` and ``env=gvsoc_env(install)``."""
+                      trace: Trace | None = None, link: str = "uart",
+                      esp32_module: str | os.PathLike | None = None) -> list[str]:
+    """The command that runs elf in GVSOC with the UART (or, ``link="wifi"``, the ESP32) on 127.0.0.1:uart_port
+    (prepared first). Run it with ``cwd=work_dir`` and ``env=gvsoc_env(install)``."""
     install = Path(install)
-    config = prepare_gvsoc_run(elf, work_dir, uart_port, install, log, baud, readfs_files, trace)
+    config = prepare_gvsoc_run(elf, work_dir, uart_port, install, log, baud, readfs_files, trace, link,
+                               esp32_module)
     launcher = "gvsoc_launcher_debug" if trace is not None else "gvsoc_launcher"
     return [str(Path(install) / "bin" / launcher), f"--config={config}"]
 
@@ -188,17 +226,19 @@ def _listens(pid: int, port: int) -> bool:
 
 @dataclass
 class GvsocProcess:
-    """A GAP8 ELF running in GVSOC; its UART is ``url`` (``socket://127.0.0.1:port``)."""
+    """A GAP8 ELF running in GVSOC; its link is ``url``: the UART (``socket://127.0.0.1:port``), or the deck's
+    ESP32 (``cpx://127.0.0.1:port``)."""
 
     process: subprocess.Popen
     port: int
     work_dir: Path
     log_path: Path
     command: list[str] = field(default_factory=list)
+    link: str = "uart"
 
     @property
     def url(self) -> str:
-        return f"socket://127.0.0.1:{self.port}"
+        return f"cpx://127.0.0.1:{self.port}" if self.link == "wifi" else f"socket://127.0.0.1:{self.port}"
 
     def running(self) -> bool:
         return self.process.poll() is None
@@ -227,30 +267,35 @@ class GvsocProcess:
 def start_gvsoc(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int | None = None, *,
                 install: str | os.PathLike, log: Log = None,
                 timeout: float = 20.0, baud: int | None = None, readfs_files: list | tuple = (),
-                trace: Trace | None = None) -> GvsocProcess:
-    """Run elf in GVSOC in the background and return once the UART's TCP port listens. The simulator
-    runs in its own process group (``stop()`` ends it); its stdout and stderr go to
-    ``work_dir/gvsoc.log``. With ``trace``, GVSOC's debug build runs, writing that trace."""
+                trace: Trace | None = None, link: str = "uart",
+                esp32_module: str | os.PathLike | None = None) -> GvsocProcess:
+    """Run elf in GVSOC in the background and return once the link's TCP port (the UART's, or with
+    ``link="wifi"`` the ESP32's) listens. The simulator runs in its own process group (``stop()`` ends it);
+    its stdout and stderr go to ``work_dir/gvsoc.log``. With ``trace``, GVSOC's debug build runs, writing
+    that trace."""
     install = Path(install)
     work_dir = Path(work_dir).resolve()
     port = uart_port if uart_port is not None else free_port()
-    command = gvsoc_run_command(elf, work_dir, port, install, log, baud, readfs_files, trace)
+    command = gvsoc_run_command(elf, work_dir, port, install, log, baud, readfs_files, trace, link, esp32_module)
     log_path = work_dir / "gvsoc.log"
     with open(log_path, "wb") as out:
         proc = procs.spawn(command, cwd=work_dir, env=gvsoc_env(install), stdin=subprocess.DEVNULL,
                            stdout=out, stderr=subprocess.STDOUT)
-    sim = GvsocProcess(proc, port, work_dir, log_path, command)
+    sim = GvsocProcess(proc, port, work_dir, log_path, command, link)
+    what = "the ESP32's TCP server" if link == "wifi" else "its UART"
     try:
         deadline = time.monotonic() + timeout
         while not _listens(proc.pid, port):
             if proc.poll() is not None:
                 tail = sim.output().strip().splitlines()[-1:] or ["(no output)"]
-                raise EdgeRNNError(f"GVSOC ended (exit status {proc.returncode}) before its UART listened on "
+                raise EdgeRNNError(f"GVSOC ended (exit status {proc.returncode}) before {what} listened on "
                                    f"port {port}: {tail[0]} (log: {log_path})")
-            if "open telnet port failed" in sim.output():     # GVSOC goes on without a UART then
+            output = sim.output()
+            # GVSOC goes on without a UART (or an ESP32's server) then
+            if "open telnet port failed" in output or "edgernn-esp32: cannot listen" in output:
                 raise EdgeRNNError(f"GVSOC could not listen on 127.0.0.1:{port} (taken?); log: {log_path}")
             if time.monotonic() > deadline:
-                raise EdgeRNNError(f"GVSOC's UART did not listen on 127.0.0.1:{port} within {timeout:.0f} s "
+                raise EdgeRNNError(f"GVSOC: {what} did not listen on 127.0.0.1:{port} within {timeout:.0f} s "
                                    f"(port taken? log: {log_path})")
             time.sleep(0.01)
     except BaseException:

@@ -49,17 +49,24 @@ class GvsocGap8Adapter(Gap8Adapter):
         return Adapter.flash(self, out_dir, rebuild=rebuild)
 
     def start(self, elf, port: int | None = None) -> Device:
-        """GAP8 firmware in GVSOC, its UART on 127.0.0.1 (``port``, else a free one). The flash image and
-        the simulator's configuration go beside the ELF, in gvsoc/."""
+        """GAP8 firmware in GVSOC, its link on 127.0.0.1 (``port``, else a free one): the UART, or for a
+        ``--link wifi`` build the deck's ESP32 (CPX over TCP). The flash image and the simulator's
+        configuration go beside the ELF, in gvsoc/."""
         from edgernn.targets.gap8 import gvsoc
         from edgernn.targets.gap8.sdk import build_gvsoc
 
         elf = Path(elf)
         if not elf.is_file():
             raise EdgeRNNError(f"no firmware at {elf}: build it first")
-        sim = gvsoc.start_gvsoc(elf, elf.parent / "gvsoc", uart_port=port, install=build_gvsoc(),
+        link = project_link(elf)
+        install = build_gvsoc()
+        if link == "wifi":
+            from edgernn.targets.gap8.cpx_check import require_cpx_self_test
+
+            require_cpx_self_test(install)
+        sim = gvsoc.start_gvsoc(elf, elf.parent / "gvsoc", uart_port=port, install=install,
                                 timeout=self.board.emulator.start_timeout_s, baud=self.board.serial.baud,
-                                readfs_files=_readfs_files(elf))
+                                readfs_files=_readfs_files(elf), link=link)
         return Device(self.board, sim.url, elf, sim.process, [], sim.command, simulator=sim,
                       restarter=self._restart)
 
@@ -82,6 +89,23 @@ class GvsocGap8Adapter(Gap8Adapter):
         device.simulator.stop()
         restarted = self.start(device.elf, port)
         device.simulator, device.process, device.url = restarted.simulator, restarted.process, restarted.url
+
+
+def _project_dir(elf: Path) -> Path | None:
+    """The project folder (its Makefile) that holds the ELF's BUILD/ tree."""
+    for folder in Path(elf).resolve().parents:
+        if (folder / "Makefile").is_file():
+            return folder
+    return None
+
+
+def project_link(elf: Path) -> str:
+    """The link the ELF's project was built with: ``wifi`` when its Makefile defines EDGERNN_LINK_WIFI=1 (what
+    `edgernn build --link wifi` writes), else ``uart``."""
+    folder = _project_dir(elf)
+    if folder is not None and "-DEDGERNN_LINK_WIFI=1" in (folder / "Makefile").read_text(errors="replace"):
+        return "wifi"
+    return "uart"
 
 
 def _readfs_files(elf: Path) -> list[Path]:

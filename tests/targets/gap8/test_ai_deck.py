@@ -46,8 +46,12 @@ ALLOWED_PMSIS = {
     "pi_bsp_init", "__pi_pmu_voltage_set",
     # EDGERNN_CYCLES_FC=1 (the default): the FreeRTOS tick timer's count (the GAP8 FreeRTOS PMSIS timer driver)
     "pi_timer_value_read",
+    # the WiFi link (link_cpx.c, EDGERNN_LINK_WIFI=1): SPI1 and two GPIOs to the ESP32, as Bitcraze's lib/cpx uses them
+    "pi_spi_conf", "pi_spi_conf_init", "pi_spi_open", "pi_spi_transfer", "pi_gpio_conf", "pi_gpio_conf_init",
+    "pi_gpio_open", "pi_gpio_pin_configure", "pi_gpio_pin_write", "pi_gpio_pin_read", "pi_gpio_pin_notif_configure",
+    "pi_gpio_callback_init", "pi_gpio_callback_add", "pi_gpio_callback_t", "pi_pad_set_function",
 }
-HAL_FILES = ("hal.c", "main.c", "edgernn_team.c", "edgernn_libm.c")
+HAL_FILES = ("hal.c", "main.c", "edgernn_team.c", "edgernn_libm.c", "link_cpx.c")
 ELF = "BUILD/GAP8_V2/GCC_RISCV_FREERTOS/edgernn"
 
 pytestmark = pytest.mark.slow
@@ -193,11 +197,13 @@ def test_hal_turns_uart_receive_on_after_open():
     through the open device, and it must do so before it queues the first read."""
     hal = (TEMPLATES / "targets" / "gap8" / "hal" / "hal.c").read_text()
     init = _body(hal, "edgernn_hal_init")
-    order = ["pi_freq_set(PI_FREQ_DOMAIN_FC", "pi_uart_conf_init(&uart_conf)", "uart_conf.enable_rx = 1",
+    assert init.index("pi_freq_set(PI_FREQ_DOMAIN_FC") < init.index("open_link()")
+    uart = _body(hal, "open_link")      # the first: the UART's (the CPX one is under EDGERNN_LINK_WIFI)
+    order = ["pi_uart_conf_init(&uart_conf)", "uart_conf.enable_rx = 1",
              "pi_uart_open(&uart)", "pi_uart_ioctl(&uart, PI_UART_IOCTL_CONF_SETUP, &uart_conf)",
              "pi_uart_ioctl(&uart, PI_UART_IOCTL_ENABLE_RX", "pi_uart_ioctl(&uart, PI_UART_IOCTL_ENABLE_TX",
              "rx_queue(&rx_slots[i])"]
-    at = [init.index(s) for s in order]
+    at = [uart.index(s) for s in order]
     assert at == sorted(at), dict(zip(order, at))
     # and the board does not give UART0 to printf at all
     from edgernn.targets.board import load_board

@@ -26,6 +26,9 @@
  * from L2, and the caller's bytes may be elsewhere), and sent with a blocking pi_uart_write. Before
  * pmsis_exit the UART is drained (edgernn_hal_exit).
  *
+ * Over WiFi (`edgernn build --link wifi`, EDGERNN_LINK_WIFI=1) the link is CPX through the deck's ESP32
+ * instead (link_cpx.c), and the UART is not opened: what this file says of it holds for the UART link only.
+ *
  * An init that failed (init_failed.h): the firmware stays, and sends its lines again whenever the host
  * sends something, for a host that opened the link after the first ones. */
 #include "pmsis.h"
@@ -33,6 +36,7 @@
 #include "bsp/bsp.h"                /* pi_bsp_init */
 
 #include "init_failed.h"
+#include "link_cpx.h"
 
 #include "hal.h"
 
@@ -62,6 +66,7 @@
 /* The step's cycles, counted on the cluster by edgernn_team.c */
 uint64_t edgernn_team_cluster_cycles(void);
 
+#if !EDGERNN_LINK_WIFI
 typedef struct {
     pi_task_t task;
     uint32_t word;  /* the uDMA writes the byte into word's first byte */
@@ -79,15 +84,8 @@ static int rx_queue(rx_slot_t *slot)
     return pi_uart_read_async(&uart, &slot->word, 1, &slot->task);
 }
 
-void edgernn_hal_init(int argc, char **argv)
+static void open_link(void)
 {
-    (void)argc;
-    (void)argv;
-    pi_bsp_init();
-    if (EDGERNN_FC_HZ != 0) {
-        __pi_pmu_voltage_set(PI_PMU_DOMAIN_FC, EDGERNN_FC_MV);
-        pi_freq_set(PI_FREQ_DOMAIN_FC, EDGERNN_FC_HZ);
-    }
     pi_uart_conf_init(&uart_conf);
     uart_conf.baudrate_bps = EDGERNN_UART_BAUD;
     /* Under FreeRTOS pi_uart_conf_init leaves both directions off: turn them on explicitly. */
@@ -111,13 +109,6 @@ void edgernn_hal_init(int argc, char **argv)
         }
     }
     rx_next = 0;
-    /* Every receive transfer is queued: from now on no byte is lost. Say so with one idle delimiter
-     * (0x00, which the frame parser takes for an idle line), for a host that waits for it before its
-     * first request (boards/ai_deck.toml: hal.ready_byte; edgernn validate on gvsoc_gap8). */
-    {
-        static const uint8_t ready = 0;
-        edgernn_hal_uart_write(&ready, 1);
-    }
 }
 
 int edgernn_hal_uart_read(uint8_t *buf, int max)
@@ -151,6 +142,52 @@ void edgernn_hal_uart_write(const uint8_t *buf, int len)
         (void)pi_uart_write(&uart, tx, (uint32_t)n);
         buf += n;
         len -= n;
+    }
+}
+
+/* pi_uart_write returns once the uDMA has fetched the last bytes from L2 (GVSOC ends a TX transfer there),
+ * while the UART may still hold some of them and shifts out the last stop bit after that. Wait for the
+ * UART's TX-busy bit to clear, then for two more character times, so that pmsis_exit does not cut the end
+ * of the final line; each loop turn takes several cycles. */
+static void drain_link(void)
+{
+    const uint32_t turns = pi_freq_get(PI_FREQ_DOMAIN_FC) / EDGERNN_UART_BAUD * 20u;
+    while (hal_uart_tx_status_get(uart_conf.uart_id)) {
+    }
+    for (volatile uint32_t i = 0; i < turns; ++i) {
+    }
+}
+#else
+/* CPX (link_cpx.c): a write returns once its last transfer has ended, so there is nothing left to drain. */
+static void open_link(void)
+{
+    if (edgernn_cpx_open() != 0) {
+        pmsis_exit(-1);
+    }
+}
+
+static void drain_link(void)
+{
+}
+#endif
+
+void edgernn_hal_init(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    pi_bsp_init();
+    if (EDGERNN_FC_HZ != 0) {
+        __pi_pmu_voltage_set(PI_PMU_DOMAIN_FC, EDGERNN_FC_MV);
+        pi_freq_set(PI_FREQ_DOMAIN_FC, EDGERNN_FC_HZ);
+    }
+    open_link();
+    /* Every receive transfer is queued (the UART), or the ESP32 keeps what comes until the GAP8 takes it
+     * (CPX): from now on no byte is lost. Say so with one idle delimiter (0x00, which the frame parser
+     * takes for an idle line), for a host that waits for it before its first request (boards/ai_deck.toml:
+     * hal.ready_byte; edgernn validate on gvsoc_gap8). */
+    {
+        static const uint8_t ready = 0;
+        edgernn_hal_uart_write(&ready, 1);
     }
 }
 
@@ -223,15 +260,7 @@ uint64_t edgernn_hal_team_cycles(void)
 
 void edgernn_hal_exit(int code)
 {
-    /* pi_uart_write returns once the uDMA has fetched the last bytes from L2 (GVSOC ends a TX transfer
-     * there), while the UART may still hold some of them and shifts out the last stop bit after that.
-     * Wait for the UART's TX-busy bit to clear, then for two more character times, so that pmsis_exit
-     * does not cut the end of the final line; each loop turn takes several cycles. */
-    const uint32_t turns = pi_freq_get(PI_FREQ_DOMAIN_FC) / EDGERNN_UART_BAUD * 20u;
-    while (hal_uart_tx_status_get(uart_conf.uart_id)) {
-    }
-    for (volatile uint32_t i = 0; i < turns; ++i) {
-    }
+    drain_link();
     pmsis_exit(code);
 }
 
