@@ -21,36 +21,49 @@ from pathlib import Path
 from edgernn.testing.frames_zoo import CAMERA, camera_gru, moving_blobs
 
 
-def run_board(board: str, work: Path, steps: int) -> None:
+def run_board(board: str, work: Path, steps: int, link_name: str | None = None) -> float:
+    """Build and validate; returns the link's host seconds per step."""
     from edgernn.pipeline.build import build_model
     from edgernn.validate.run import validate
 
-    out = work / board
+    name = f"{board}-{link_name}" if link_name else board
+    out = work / name
     started = time.monotonic()
-    build_model(camera_gru(), out, board=board, quant="int8", calib=moving_blobs(2, 4, *CAMERA, seed=1))
+    build_model(camera_gru(), out, board=board, quant="int8", calib=moving_blobs(2, 4, *CAMERA, seed=1),
+                link=link_name)
     built = time.monotonic() - started
-    report = validate(out, data=moving_blobs(1, steps, *CAMERA, seed=3), json_path=work / f"{board}.json")
+    report = validate(out, data=moving_blobs(1, steps, *CAMERA, seed=3), json_path=work / f"{name}.json")
     link, device, ref = report["link"], report["device"], report["reference"]
-    print(f"{board}: parity {'PASS' if report['pass'] else 'FAIL'}, {ref['mismatches']} mismatching output bytes, "
-          f"{ref['state_mismatches']} state, over {report['steps']} steps")
+    print(f"{name}: parity {'PASS' if report['pass'] else 'FAIL'}, {ref['mismatches']} mismatching output bytes, "
+          f"{ref['state_mismatches']} state, over {report['steps']} steps; link: {link['transport']}")
     print(f"  protocol version {link['protocol_version']}; device frames (HELLO): receives {link['device_frames']['receives']} B, "
           f"sends {link['device_frames']['sends']} B")
     print(f"  link: {link['payload_bytes']} payload bytes in {link['seconds']:.1f} s of host time "
           f"({link['payload_bytes'] / link['seconds'] / 1000:.1f} KB/s), {link['seconds'] / report['steps']:.1f} s a step")
     print(f"  cycles per step {device['cycles_per_step']:.0f} ({device.get('cycle_counter')}); build {built:.0f} s")
+    return link["seconds"] / report["steps"]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boards", default="host,qemu_riscv32")
+    parser.add_argument("--links", default="", help="comma-separated links to build each board with (where it has them)")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="build folders here (kept) instead of a temporary folder")
     args = parser.parse_args(argv)
     work = args.keep or Path(tempfile.mkdtemp(prefix="edgernn-camera-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
+        from edgernn.targets.board import load_board
+
         for board in args.boards.split(","):
-            run_board(board, work, args.steps)
+            links = [link for link in args.links.split(",") if link and link in load_board(board).serial.links]
+            seconds = {link: run_board(board, work, args.steps, link) for link in links or [None]}
+            if len(seconds) > 1 and "uart" in seconds:
+                for link, s in seconds.items():
+                    if link != "uart":
+                        print(f"{board}: host seconds per camera frame over {link} {s:.2f}, over uart "
+                              f"{seconds['uart']:.2f}: {s / seconds['uart']:.3f}x")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

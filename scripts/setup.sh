@@ -34,6 +34,10 @@ fi
 
 python3 -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 python3 -m pip install -q -e ".[dev]"
+# cflib's CPX module (Bitcraze's Crazyflie library): the framing tests/link/test_cpx.py holds edgernn's WiFi link to.
+# Without its dependencies: their pins (packaging~=25, ...) would move what TensorFlow's stack installed, and
+# cflib.cpx imports none of them.
+python3 -m pip install -q --no-deps "cflib==0.1.34"
 
 # With a GAP SDK named, build its GVSOC (the gvsoc_gap8 board) into edgernn's cache now, once, ending
 # with its UART self-test: a cache hit takes a second, a first build 4 to 7 minutes on 2 cores.

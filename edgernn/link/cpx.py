@@ -108,6 +108,7 @@ class CpxPort:
         self._stream = bytearray()          # edgernn's bytes, joined from its packets
         self._raw = bytearray()             # TCP bytes not yet a whole frame
         self._closed_by_peer = False
+        self._closed_how = ""
         host, port = parse_url(url)
         try:
             self._sock = socket.create_connection((host, port), timeout=connect_timeout)
@@ -136,18 +137,27 @@ class CpxPort:
                 del self.other[:-64]
 
     def _receive(self, wait: float | None) -> None:
-        """Take what the socket holds, waiting up to ``wait`` seconds for the first byte."""
+        """Take what the socket holds, waiting up to ``wait`` seconds for the first byte. Once the deck has closed
+        the connection, what it sent before is still read; then CpxClosed says how it ended."""
         if self._closed_by_peer:
-            raise CpxClosed("the deck closed the connection")
+            if not self._stream:
+                raise CpxClosed(self._closed_how)
+            return
         ready, _, _ = select.select([self._sock], [], [], wait)
         while ready:
             chunk = self._sock.recv(65536)
             if not chunk:
                 self._closed_by_peer = True
                 self._take_frames()
-                if self._raw:
-                    raise CpxClosed(f"the deck closed the connection {len(self._raw)} bytes into a CPX frame")
-                raise CpxClosed("the deck closed the connection")
+                self._closed_how = "the deck closed the connection"
+                if not self.packets_in and not self._raw:
+                    self._closed_how += " before it sent anything (its ESP32 serves one client: is another connected?)"
+                elif self._raw:
+                    whole = 2 + struct.unpack_from("<H", self._raw)[0] if len(self._raw) >= 2 else "?"
+                    self._closed_how += f" {len(self._raw)} of {whole} bytes into a CPX frame"
+                if not self._stream:
+                    raise CpxClosed(self._closed_how)
+                return
             self._raw += chunk
             ready, _, _ = select.select([self._sock], [], [], 0)
         self._take_frames()

@@ -502,6 +502,16 @@ class _Tally:
         return device_y
 
 
+def link_transport(url: str, emulated: bool) -> str:
+    """What carried the protocol, for people: the port's kind, and for an emulated board what stands in."""
+    if url.startswith("cpx://"):
+        return ("CPX over TCP through the simulated ESP32 (edgernn's model of the deck's, in GVSOC)" if emulated
+                else "CPX over TCP through the AI-deck's ESP32 (WiFi)")
+    if url.startswith("socket://"):
+        return "TCP to the simulated UART" if emulated else "TCP (a serial port behind a socket)"
+    return "the emulator's UART (a pseudo-terminal)" if emulated else "serial port"
+
+
 @dataclass
 class _Run:
     """What the device run leaves beside the tally."""
@@ -512,6 +522,7 @@ class _Run:
     info: Any
     payload_bytes: int
     seconds: float
+    emulated: bool = False          # the device is a simulator edgernn started
 
 
 def _run_on_device(out: Path, manifest: Manifest, board, port: str | None, test: TestSequences, reference,
@@ -576,7 +587,7 @@ def _run_on_device(out: Path, manifest: Manifest, board, port: str | None, test:
     finally:
         if device is not None:
             device.stop()
-    return _Run(board_name, code_bytes, port, info, int(link.payload_bytes), elapsed)
+    return _Run(board_name, code_bytes, port, info, int(link.payload_bytes), elapsed, device is not None)
 
 
 def _stream_sequence(link, s: int, test: TestSequences, reference, floats: _FloatSide, tally: _Tally,
@@ -646,6 +657,8 @@ def _report(manifest: Manifest, test: TestSequences, tally: _Tally, floats: _Flo
         },
         "link": {
             "port": run.port,
+            "transport": link_transport(run.port, run.emulated),
+            "firmware_link": manifest.link or "uart",
             "frames": int(tally.frames),
             "retries": int(tally.retries),
             "payload_bytes": run.payload_bytes,
