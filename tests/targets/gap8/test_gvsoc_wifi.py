@@ -58,9 +58,12 @@ def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 
 
 def _one_line(proc: subprocess.CompletedProcess) -> str:
+    """The one error line the command ended with (and no traceback)."""
     lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    return lines[0]
+    assert lines and lines[-1].startswith("error: "), proc.stderr
+    assert sum(line.startswith("error: ") for line in lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    return lines[-1]
 
 
 def test_validates_over_wifi_through_the_simulated_esp32(wifi_build, tmp_path):
