@@ -135,6 +135,7 @@ private:
   void accept_loop();
   void client_loop(int fd);
   void sender_loop();
+  int take_host_frames(std::vector<uint8_t> &wire);
   bool read_exactly(int fd, uint8_t *buf, size_t n);
   bool send_all(int fd, const uint8_t *buf, size_t n, int timeout_ms);
 
@@ -483,6 +484,21 @@ bool Esp32::send_all(int fd, const uint8_t *buf, size_t n, int timeout_ms)
   return true;
 }
 
+// The packets queued for the host as TCP frames ([u16 length][packet] each), taken off the queue; the lock is held.
+int Esp32::take_host_frames(std::vector<uint8_t> &wire)
+{
+  wire.clear();
+  while (!this->to_host.empty())
+  {
+    const Packet &p = this->to_host.front();
+    wire.push_back((uint8_t)(p.size() & 0xFF));
+    wire.push_back((uint8_t)(p.size() >> 8));
+    wire.insert(wire.end(), p.begin(), p.end());
+    this->to_host.pop_front();
+  }
+  return this->client;
+}
+
 void Esp32::sender_loop()
 {
   std::vector<uint8_t> wire;
@@ -492,16 +508,7 @@ void Esp32::sender_loop()
     {
       std::unique_lock<std::mutex> guard(this->lock);
       this->for_host.wait(guard, [this] { return !this->to_host.empty(); });
-      fd = this->client;
-      wire.clear();
-      while (!this->to_host.empty())
-      {
-        const Packet &p = this->to_host.front();
-        wire.push_back((uint8_t)(p.size() & 0xFF));
-        wire.push_back((uint8_t)(p.size() >> 8));
-        wire.insert(wire.end(), p.begin(), p.end());
-        this->to_host.pop_front();
-      }
+      fd = this->take_host_frames(wire);
     }
     if (fd >= 0)
       this->send_all(fd, wire.data(), wire.size(), -1);
@@ -515,15 +522,7 @@ void Esp32::flush_at_exit(int timeout_ms)
   int fd;
   {
     std::unique_lock<std::mutex> guard(this->lock);
-    fd = this->client;
-    while (!this->to_host.empty())
-    {
-      const Packet &p = this->to_host.front();
-      wire.push_back((uint8_t)(p.size() & 0xFF));
-      wire.push_back((uint8_t)(p.size() >> 8));
-      wire.insert(wire.end(), p.begin(), p.end());
-      this->to_host.pop_front();
-    }
+    fd = this->take_host_frames(wire);
   }
   if (fd >= 0 && !wire.empty())
     this->send_all(fd, wire.data(), wire.size(), timeout_ms);
