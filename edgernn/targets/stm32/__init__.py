@@ -1,0 +1,15 @@
+"""The STM32 family: the Crazyflie's MCU, an STM32F405 (Cortex-M4F). ``qemu_stm32f405`` is the chip bare metal
+in QEMU's netduinoplus2 machine, which edgernn compiles and validates like qemu_riscv32.
+
+    adapter.py    the family's verbs
+
+Its C is in templates/targets/stm32/ (the HAL with its start-up and linker script, one folder a board), its
+boards in boards/qemu_stm32f405.toml, its manual in docs/boards/stm32.md.
+"""
+
+
+def adapters():
+    """The family's adapters, for edgernn.targets.device's registry."""
+    from edgernn.targets.stm32.adapter import Stm32Adapter
+
+    return (Stm32Adapter,)
