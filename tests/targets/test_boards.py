@@ -129,7 +129,7 @@ def test_a_gap_sdk_toolchain_needs_its_table_and_an_unknown_family_is_refused(tm
     with pytest.raises(EdgeRNNError, match=r'toolchain\.kind = "gap_sdk" needs a \[gap_sdk\] table'):
         load_board(board)
     board = write(tmp_path / "fam.toml", 'extends = "host"\nname = "fam"\ndescription = "d"\nfamily = "abacus"\n')
-    with pytest.raises(EdgeRNNError, match="unknown family 'abacus' .known: native, gap8, gvsoc_gap8."):
+    with pytest.raises(EdgeRNNError, match="unknown family 'abacus' .known: native, stm32, gap8, gvsoc_gap8."):
         adapter_for(board)
 
 
