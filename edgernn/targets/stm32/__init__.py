@@ -1,7 +1,8 @@
 """The STM32 family: the Crazyflie's MCU, an STM32F405 (Cortex-M4F). ``qemu_stm32f405`` is the chip bare metal
 in QEMU's netduinoplus2 machine, which edgernn compiles and validates like qemu_riscv32.
 
-    adapter.py    the family's verbs
+    adapter.py       the family's verbs
+    insn_plugin.py   the TCG plugin that counts the instructions QEMU runs (its C: templates/targets/stm32/qemu_plugin/)
 
 Its C is in templates/targets/stm32/ (the HAL with its start-up and linker script, one folder a board), its
 boards in boards/qemu_stm32f405.toml, its manual in docs/boards/stm32.md.

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from edgernn.errors import EdgeRNNError
-from edgernn.targets.adapter import FirmwareBuild, Log, is_complete, require_firmware_folder, stage_firmware
+from edgernn.targets.adapter import Device, FirmwareBuild, Log, is_complete, require_firmware_folder, stage_firmware
 from edgernn.targets.board import Board, board_from_data
 from edgernn.targets.compile import BuildResult, compile_firmware, find_compiler
 from edgernn.targets.native.adapter import NativeAdapter
@@ -50,3 +50,12 @@ class Stm32Adapter(NativeAdapter):
         cflags = [*(extra_cflags or []), *([optimize] if optimize else [])]
         return compile_firmware(firmware_dir, linked_board(board, firmware_dir), build_dir=build_dir, cflags=cflags,
                                 compilers=[find_compiler(board)])
+
+    def start_counted(self, elf, log: Path, marks: list[int] = ()) -> Device:
+        """Start a firmware in QEMU with the family's instruction-counting plugin (insn_plugin), which logs the
+        count at each executed instruction of ``marks`` and the total into ``log``."""
+        from edgernn.targets.stm32 import insn_plugin
+
+        if self.board.emulator is None:
+            return super().start(elf)
+        return self._start_announced(Path(elf), insn_plugin.qemu_args(insn_plugin.build_plugin(), Path(log), marks))
