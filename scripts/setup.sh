@@ -14,7 +14,6 @@ packages=(
     picolibc-riscv64-unknown-elf      # the C library of the qemu_riscv32 firmware
     qemu-system-misc                  # qemu-system-riscv32
     gcc-arm-none-eabi                 # qemu_stm32f405 and crazyflie: the Cortex-M4F firmware
-    picolibc-arm-none-eabi            # the C library of the qemu_stm32f405 firmware
     libnewlib-arm-none-eabi           # the Crazyflie firmware's C library (nano.specs), and TFLite Micro's
     libstdc++-arm-none-eabi-newlib    # TFLite Micro (C++), built by bench/bench_tflm.py
     qemu-system-arm                   # qemu-system-arm -M netduinoplus2 (the STM32F405)

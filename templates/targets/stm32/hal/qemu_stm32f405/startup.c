@@ -1,15 +1,13 @@
 /* Start-up of the STM32F405 (Cortex-M4F) for `qemu_stm32f405` and the bare-metal builds of its family:
- * the vector table at the start of flash, the copy of .data (and picolibc's .tdata) from flash to SRAM,
- * .bss cleared, picolibc's thread pointer set (errno is thread-local there), the FPU switched on, then main.
+ * the vector table at the start of flash, the copy of .data from flash to SRAM, .bss cleared, the FPU switched
+ * on, then main. The C library is newlib's nano (as in the Crazyflie firmware), which needs no set-up here.
  * The memory map is stm32f405.ld's, rendered from the board file's [[memory]] tables. */
 #include <stdint.h>
 #include <string.h>
 
 extern int main(int argc, char **argv);
-extern void _set_tls(void *tls);
 extern char __data_start[], __data_source[], __data_size[];
 extern char __bss_start[], __bss_size[];
-extern char __tls_base[];
 extern char __stack[];
 
 void edgernn_reset_handler(void);
@@ -22,7 +20,6 @@ void edgernn_reset_handler(void)
 {
     memcpy(__data_start, __data_source, (size_t)__data_size);
     memset(__bss_start, 0, (size_t)__bss_size);
-    _set_tls(__tls_base);
     /* CP10 and CP11 full access: without it the first floating-point instruction faults (UsageFault). */
     SCB_CPACR |= 0xFu << 20;
     __asm__ volatile("dsb\n\tisb" ::: "memory");
