@@ -158,7 +158,7 @@ def resolver_method(op: str) -> str:
     return RESOLVER_NAMES.get(op) or "".join(word.capitalize() for word in op.split("_"))
 
 
-def run_tflm(tree: Path, out: Path, xq, work: Path, name: str) -> Run:
+def run_tflm(tree: Path, out: Path, xq, work: Path, name: str, timeout_s: float = 120.0) -> Run:
     import jinja2
 
     from edgernn import procs
@@ -203,7 +203,13 @@ def run_tflm(tree: Path, out: Path, xq, work: Path, name: str) -> Run:
     serial = work / "serial.txt"
     board = load_board(BOARD)
     command = [a.format(elf=elf) for a in board.emulator.command] + ["-serial", f"file:{serial}"]
-    done = procs.run(command, timeout=600)
+    try:
+        done = procs.run(command, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        # TFLM's TFLITE_ABORT prints "HALTED" and loops forever (cortex_m_generic's AbortImpl)
+        said = re.findall(r"TFLM: ([^\n]*?)(?=TFLM: |\n|$)", serial.read_text() if serial.is_file() else "")
+        raise RuntimeError(f"TFLM stopped in step {(serial.read_text().count(chr(10)) - 1) if serial.is_file() else 0}"
+                           f" ({' '.join(w for w in said if w) or 'no message'}; {timeout_s:.0f} s)") from None
     text = serial.read_text() if serial.is_file() else ""
     if "~~~TFLM DONE~~~" not in text:
         raise RuntimeError(f"TFLM did not finish ({done.returncode}): {text[-300:] or done.stderr[-300:]}")

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "tensorflow/lite/micro/cortex_m_generic/debug_log_callback.h"
 #include "tensorflow/lite/micro/micro_interpreter.h"
 #include "tensorflow/lite/micro/micro_mutable_op_resolver.h"
 #include "tensorflow/lite/schema/schema_generated.h"
@@ -25,6 +26,12 @@ void* __dso_handle = nullptr;
 alignas(16) static uint8_t arena[TFLM_ARENA_BYTES];
 
 static void put(const char* s) { edgernn_hal_uart_write(reinterpret_cast<const uint8_t*>(s), strlen(s)); }
+
+// TFLM's own messages (MicroPrintf: a failed Prepare, an abort's reason) on the same UART, as "TFLM: ..." lines
+static void debug_log(const char* s) {
+  put("TFLM: ");
+  put(s);
+}
 
 static void put_u32(uint32_t v) {
   char b[11];
@@ -57,6 +64,7 @@ static void fail(const char* what) {
 int main(int, char**) {
   __libc_init_array();
   edgernn_hal_init(0, nullptr);
+  RegisterDebugLogCallback(debug_log);
   const tflite::Model* model = tflite::GetModel(tflm_model);
   // the model's own operators only, so that the image holds the kernels it runs, as edgernn's does
   static tflite::MicroMutableOpResolver<TFLM_OPS> ops;
