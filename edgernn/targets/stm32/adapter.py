@@ -24,9 +24,6 @@ def linked_board(board: Board, firmware_dir: Path) -> Board:
 class Stm32Adapter(NativeAdapter):
     family = "stm32"
 
-    # QEMU's instruction log reads RISC-V's trace lines; the Cortex-M4's are not read yet.
-    profiler = ""
-
     def build(self, out_dir: Path, *, scratch: Path, final_out: Path, log: Log, verbose: bool) -> FirmwareBuild:
         log("compiling")
         firmware = Path(out_dir) / "firmware"

@@ -114,11 +114,16 @@ def make_command(app: Path, base: Path) -> list[str]:
     return command
 
 
+def firmware_checkout(base: Path) -> Path:
+    if not (base / "tools" / "make" / "oot.mk").is_file():
+        raise EdgeRNNError(f"${BASE_ENV}={base} is no crazyflie-firmware checkout (no tools/make/oot.mk)")
+    return base
+
+
 def build_image(app: Path, base: Path) -> AppSizes:
     """The whole cf2 image with the app (its Makefile, oot.mk) in app/build/, and what the app takes, from the
     map."""
-    if not (base / "tools" / "make" / "oot.mk").is_file():
-        raise EdgeRNNError(f"${BASE_ENV}={base} is no crazyflie-firmware checkout (no tools/make/oot.mk)")
+    firmware_checkout(base)
     command = make_command(app, base)
     env = None
     if any(word.startswith("CC=ccache") for word in command):
@@ -137,7 +142,11 @@ class CrazyflieAdapter(Adapter):
     family = "crazyflie"
 
     def check_toolchain(self) -> None:
+        """The compiler, and a $CRAZYFLIE_BASE that is a firmware checkout where it is set: refused before converting."""
         find_compiler(self.board)
+        base = os.environ.get(BASE_ENV)
+        if base:
+            firmware_checkout(Path(base))
 
     def build(self, out_dir: Path, *, scratch: Path, final_out: Path, log: Log, verbose: bool) -> FirmwareBuild:
         app = Path(out_dir) / "firmware"

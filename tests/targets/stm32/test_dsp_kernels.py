@@ -15,10 +15,10 @@ from edgernn.testing import zoo
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
 
 
-def lstm32(seed: int = 0):
+def lstm24(seed: int = 0):
     keras = zoo._keras(seed)
-    return keras.Sequential([keras.Input((None, 6)), keras.layers.LSTM(32, return_sequences=True),
-                             keras.layers.Dense(3)], name="lstm32")
+    return keras.Sequential([keras.Input((None, 6)), keras.layers.LSTM(24, return_sequences=True),
+                             keras.layers.Dense(3)], name="lstm24")
 
 
 def validated(tmp_path, board: str):
@@ -27,12 +27,12 @@ def validated(tmp_path, board: str):
     from edgernn.targets.board import load_board
     from edgernn.validate.run import validate
 
-    model = lstm32()
-    model.save(tmp_path / "lstm32.keras")
+    model = lstm24()
+    model.save(tmp_path / "lstm24.keras")
     out = tmp_path / "out"
-    convert(str(tmp_path / "lstm32.keras"), out, quant="int8", calib=zoo.trajectories(6, 60, 6, 1), board=board)
+    convert(str(tmp_path / "lstm24.keras"), out, quant="int8", calib=zoo.trajectories(4, 40, 6, 1), board=board)
     generate_firmware(out, load_board(board))
-    report = validate(out, data=zoo.trajectories(1, 200, 6, 5))
+    report = validate(out, data=zoo.trajectories(1, 100, 6, 5))
     assert report["reference"]["mismatches"] == 0 and report["reference"]["state_mismatches"] == 0
     assert report["pass"]
     elf = next((out / "firmware" / "build").glob("*/firmware.elf"))

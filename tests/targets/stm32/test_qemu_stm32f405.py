@@ -15,7 +15,7 @@ from edgernn.testing import zoo
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
 
 BOARD = "qemu_stm32f405"
-STEPS = 300
+STEPS = 200
 
 
 def gru16(seed: int = 0):
@@ -25,7 +25,9 @@ def gru16(seed: int = 0):
 
 
 MODELS = {"lstm": zoo.functional_lstm, "gru": gru16, "cfc": zoo.cfc_default, "ltc": zoo.ltc_wired}
-CASES = [(name, quant) for name in MODELS for quant in ("int8", "int16", "float32")]
+# the LTC, the slowest to convert, in int8 only (its int16 and float32 kernels are the ones the CfC and the
+# host's tests run)
+CASES = [(name, quant) for name in MODELS for quant in ("int8", "int16", "float32") if name != "ltc" or quant == "int8"]
 
 
 @pytest.fixture(scope="module")

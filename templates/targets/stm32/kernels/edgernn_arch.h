@@ -32,6 +32,65 @@ static inline __attribute__((always_inline)) int32_t edgernn_sdot4_dsp(edgernn_v
     return __smlad(a13, b13, __smlad(a02, b02, acc));
 }
 #define EDGERNN_SDOTSP4(a, b, acc) edgernn_sdot4_dsp((a), (b), (acc))
+
+/* ---- a block's whole groups of 4 inputs (EDGERNN_DOT_USE_ASM): 4 rows a pass ----
+ * Eight rows' sums, the input's two halves, eight weight words and the pointers do not fit the M4's 13
+ * registers: gcc keeps half of the sums on the stack. So a block of 8 rows is two passes of 4 rows over its
+ * groups (the second at the block's offset of 16 bytes), which re-extends the input word (2 instructions a
+ * group) and keeps every sum in a register; SXTB16's rotated form takes lanes 1 and 3 in one instruction. */
+#define EDGERNN_DOT_USE_ASM 1
+#define EDGERNN_DOT_ASM_MIN_INPUTS 8
+
+static inline __attribute__((always_inline)) int16x2_t edgernn_sxtb16_ror8(uint32_t v)
+{
+    int16x2_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
+    return r;
+}
+
+static inline __attribute__((always_inline)) uint32_t edgernn_word(const int8_t *p)
+{
+    uint32_t v;
+    __builtin_memcpy(&v, __builtin_assume_aligned(p, 4), sizeof v);
+    return v;
+}
+
+/* acc[r] += rows r = 0..3 of `groups` groups of 4 inputs, a group's 4 rows `stride` bytes after the last's */
+static inline __attribute__((always_inline)) void edgernn_dot_rows4_dsp(const int8_t *x, const int8_t *w,
+                                                                        int groups, int stride, int32_t acc[4])
+{
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    const int8_t *const xe = x + 4 * groups;
+    for (; x < xe; x += 4, w += stride) {
+        const uint32_t xv = edgernn_word(x);
+        const int16x2_t x02 = __sxtb16((int8x4_t)xv), x13 = edgernn_sxtb16_ror8(xv);
+        const uint32_t w0 = edgernn_word(w), w1 = edgernn_word(w + 4);
+        const uint32_t w2 = edgernn_word(w + 8), w3 = edgernn_word(w + 12);
+        a0 = __smlad(x13, edgernn_sxtb16_ror8(w0), __smlad(x02, __sxtb16((int8x4_t)w0), a0));
+        a1 = __smlad(x13, edgernn_sxtb16_ror8(w1), __smlad(x02, __sxtb16((int8x4_t)w1), a1));
+        a2 = __smlad(x13, edgernn_sxtb16_ror8(w2), __smlad(x02, __sxtb16((int8x4_t)w2), a2));
+        a3 = __smlad(x13, edgernn_sxtb16_ror8(w3), __smlad(x02, __sxtb16((int8x4_t)w3), a3));
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
+static inline __attribute__((always_inline)) void edgernn_dot8_s8_dsp(const int8_t *x, const int8_t *w, int groups,
+                                                                      int32_t acc[8])
+{
+    edgernn_dot_rows4_dsp(x, w, groups, 32, acc);
+    edgernn_dot_rows4_dsp(x, w + 16, groups, 32, acc + 4);
+}
+
+static inline __attribute__((always_inline)) void edgernn_dot4_s8_dsp(const int8_t *x, const int8_t *w, int groups,
+                                                                      int32_t acc[4])
+{
+    edgernn_dot_rows4_dsp(x, w, groups, 16, acc);
+}
+#define EDGERNN_DOT8_ASM edgernn_dot8_s8_dsp
+#define EDGERNN_DOT4_ASM edgernn_dot4_s8_dsp
 #endif
 
 #endif /* EDGERNN_ARCH_H */
