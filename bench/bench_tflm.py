@@ -208,8 +208,9 @@ def run_tflm(tree: Path, out: Path, xq, work: Path, name: str, timeout_s: float 
     except subprocess.TimeoutExpired:
         # TFLM's TFLITE_ABORT prints "HALTED" and loops forever (cortex_m_generic's AbortImpl)
         said = re.findall(r"TFLM: ([^\n]*?)(?=TFLM: |\n|$)", serial.read_text() if serial.is_file() else "")
-        raise RuntimeError(f"TFLM stopped in step {(serial.read_text().count(chr(10)) - 1) if serial.is_file() else 0}"
-                           f" ({' '.join(w for w in said if w) or 'no message'}; {timeout_s:.0f} s)") from None
+        done_steps = sum(line.startswith("S ") for line in serial.read_text().splitlines()) if serial.is_file() else 0
+        raise RuntimeError(f"TFLM stopped in step {done_steps} ({' '.join(w for w in said if w) or 'no message'}; "
+                           f"no step ended in {timeout_s:.0f} s)") from None
     text = serial.read_text() if serial.is_file() else ""
     if "~~~TFLM DONE~~~" not in text:
         raise RuntimeError(f"TFLM did not finish ({done.returncode}): {text[-300:] or done.stderr[-300:]}")
