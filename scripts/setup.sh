@@ -13,6 +13,10 @@ packages=(
     gcc-riscv64-unknown-elf           # qemu_riscv32 and the GAP8 firmware (through the GAP SDK's rules)
     picolibc-riscv64-unknown-elf      # the C library of the qemu_riscv32 firmware
     qemu-system-misc                  # qemu-system-riscv32
+    gcc-arm-none-eabi                 # qemu_stm32f405 and crazyflie: the Cortex-M4F firmware
+    libnewlib-arm-none-eabi           # the Crazyflie firmware's C library (nano.specs), and TFLite Micro's
+    libstdc++-arm-none-eabi-newlib    # TFLite Micro (C++), built by bench/bench_tflm.py
+    qemu-system-arm                   # qemu-system-arm -M netduinoplus2 (the STM32F405)
     rsync scons cmake zlib1g-dev      # building GVSOC, the GAP8 simulator, from the GAP SDK
     git                               # edgernn setup gvsoc --fetch: upstream gap_sdk, sparse and shallow
     ccache                            # GAP8 builds: every project compiles the same PMSIS/FreeRTOS sources

@@ -32,7 +32,7 @@ def test_no_module_imports_a_later_stage():
 
 def test_no_stage_imports_a_family_room():
     layers = _layers()
-    assert layers.family_rooms(ROOT) == ["edgernn.targets.gap8", "edgernn.targets.native"]
+    assert layers.family_rooms(ROOT) == ["edgernn.targets.gap8", "edgernn.targets.native", "edgernn.targets.stm32"]
     assert layers.family_reaches(ROOT) == []
 
 

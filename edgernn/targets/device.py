@@ -12,7 +12,7 @@ from pathlib import Path
 
 from edgernn.errors import EdgeRNNError
 from edgernn.outdir import read_manifest
-from edgernn.targets import gap8, native
+from edgernn.targets import gap8, native, stm32
 from edgernn.targets.adapter import Adapter, Device, LinkSettings, is_complete, stage_firmware  # noqa: F401
 from edgernn.targets.board import Board, load_board
 from edgernn.targets.compile import BuildResult
@@ -21,6 +21,7 @@ from edgernn.targets.compile import BuildResult
 # adds its room here.
 ROOMS = (
     native,     # host, qemu_riscv32: edgernn compiles, a process or QEMU runs it
+    stm32,      # qemu_stm32f405: the Crazyflie's Cortex-M4F, edgernn compiles, QEMU runs it
     gap8,       # ai_deck: a GAP SDK project, flashed over JTAG or the radio; gvsoc_gap8: the same in GVSOC
 )
 FAMILIES: dict[str, type[Adapter]] = {adapter.family: adapter for room in ROOMS for adapter in room.adapters()}

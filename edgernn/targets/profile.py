@@ -374,12 +374,13 @@ class TracePipe:
 
 
 def call_returns(elf: Path, objdump: str) -> dict[int, int]:
-    """The ELF's calls (jal, jalr: they write ra): address -> the return address (the next instruction's)."""
+    """The ELF's calls (RISC-V's jal, jalr: they write ra; Arm's bl, blx: lr): address -> the return address (the
+    next instruction's)."""
     out = subprocess.run([objdump, "-d", str(elf)], capture_output=True, text=True).stdout
     found = {}
     for line in out.splitlines():
         m = re.match(r"^\s*([0-9a-f]+):\s+((?:[0-9a-f]{2,8} )+)\s*(\S+)", line)
-        if m and m.group(3) in ("jal", "jalr"):
+        if m and m.group(3) in ("jal", "jalr", "bl", "blx"):
             size = sum(len(word) for word in m.group(2).split()) // 2
             found[int(m.group(1), 16)] = int(m.group(1), 16) + size
     return found

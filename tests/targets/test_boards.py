@@ -129,7 +129,7 @@ def test_a_gap_sdk_toolchain_needs_its_table_and_an_unknown_family_is_refused(tm
     with pytest.raises(EdgeRNNError, match=r'toolchain\.kind = "gap_sdk" needs a \[gap_sdk\] table'):
         load_board(board)
     board = write(tmp_path / "fam.toml", 'extends = "host"\nname = "fam"\ndescription = "d"\nfamily = "abacus"\n')
-    with pytest.raises(EdgeRNNError, match="unknown family 'abacus' .known: native, gap8, gvsoc_gap8."):
+    with pytest.raises(EdgeRNNError, match="unknown family 'abacus' .known: native, stm32, crazyflie, gap8, gvsoc_gap8."):
         adapter_for(board)
 
 
@@ -179,7 +179,7 @@ def test_a_board_builds_from_the_kernel_set_its_file_names(tmp_path):
     ai_deck, none for host, and a folder rebuilt for another board loses the other set's files."""
     from edgernn.backend.codegen import copy_kernels, kernel_sets
 
-    assert kernel_sets() == ["reference", "gap8"]
+    assert kernel_sets() == ["reference", "gap8", "stm32"]
     assert load_board("ai_deck").toolchain.kernels == "gap8" and load_board("gvsoc_gap8").toolchain.kernels == "gap8"
     assert load_board("host").toolchain.kernels == "reference"
     gap8_dir = templates_dir() / "targets" / "gap8" / "kernels"
@@ -202,7 +202,7 @@ def test_an_unknown_kernel_set_is_refused_never_replaced_by_the_reference(tmp_pa
 
     path = tmp_path / "mine.toml"
     path.write_text('extends = "host"\nname = "mine"\n\n[toolchain]\nkernels = "cortex_m9"\n')
-    with pytest.raises(EdgeRNNError, match=r"toolchain.kernels 'cortex_m9' is not a kernel set \(known: reference, gap8\)"):
+    with pytest.raises(EdgeRNNError, match=r"toolchain.kernels 'cortex_m9' is not a kernel set \(known: reference, gap8, stm32\)"):
         copy_kernels(tmp_path, load_board(path), ())
 
 

@@ -1,0 +1,96 @@
+/* The STM32 family's kernel set (toolchain.kernels = "stm32"): the Cortex-M4's DSP extension under the
+ * reference kernels' hooks (templates/kernels/edgernn_arch.h lists them). Everything else is the reference C.
+ *
+ *   EDGERNN_DOT_SIMD4, edgernn_v4s, EDGERNN_SDOTSP4(a, b, acc)
+ *       four int8 lanes in a word and their dot product added to acc: SXTB16 takes lanes 0 and 2 (and, of the
+ *       word rotated by 8, lanes 1 and 3) to two int16 halves, SMLAD adds both halves' products to acc. This is
+ *       CMSIS-NN's arm_nn_vec_mat_mult_t_s8 blocking: edgernn_dot.h walks 8 (then 4) weight rows per group of
+ *       4 inputs, so the input's two extended words are computed once a group (the compiler shares them across
+ *       the rows: the intrinsics are pure) and each row costs one word load, two SXTB16 and two SMLAD.
+ *
+ * The sums are the reference's exact int32 sums (SMLAD wraps as the C int32 sum does; the products of two
+ * int8 cannot overflow an int16 x int16 product), so the bytes are the reference's, which are LiteRT's:
+ * tests/targets/stm32/test_qemu_stm32f405.py validates the board with this set, and test_dsp_kernels.py
+ * holds both sets' outputs equal and checks the ELF for the instructions. */
+#ifndef EDGERNN_ARCH_H
+#define EDGERNN_ARCH_H
+
+#include <stdint.h>
+
+#if defined(__ARM_FEATURE_SIMD32) && __ARM_FEATURE_SIMD32 && !defined(EDGERNN_FC_SCALAR)
+#include <arm_acle.h>
+
+#define EDGERNN_DOT_SIMD4 1
+typedef uint32_t edgernn_v4s;
+
+static inline __attribute__((always_inline)) int32_t edgernn_sdot4_dsp(edgernn_v4s a, edgernn_v4s b, int32_t acc)
+{
+    const int16x2_t a02 = __sxtb16((int8x4_t)a);
+    const int16x2_t a13 = __sxtb16((int8x4_t)((a >> 8) | (a << 24)));
+    const int16x2_t b02 = __sxtb16((int8x4_t)b);
+    const int16x2_t b13 = __sxtb16((int8x4_t)((b >> 8) | (b << 24)));
+    return __smlad(a13, b13, __smlad(a02, b02, acc));
+}
+#define EDGERNN_SDOTSP4(a, b, acc) edgernn_sdot4_dsp((a), (b), (acc))
+
+/* ---- a block's whole groups of 4 inputs (EDGERNN_DOT_USE_ASM): 4 rows a pass ----
+ * Eight rows' sums, the input's two halves, eight weight words and the pointers do not fit the M4's 13
+ * registers: gcc keeps half of the sums on the stack. So a block of 8 rows is two passes of 4 rows over its
+ * groups (the second at the block's offset of 16 bytes), which re-extends the input word (2 instructions a
+ * group) and keeps every sum in a register; SXTB16's rotated form takes lanes 1 and 3 in one instruction. */
+#define EDGERNN_DOT_USE_ASM 1
+#define EDGERNN_DOT_ASM_MIN_INPUTS 8
+
+static inline __attribute__((always_inline)) int16x2_t edgernn_sxtb16_ror8(uint32_t v)
+{
+    int16x2_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
+    return r;
+}
+
+static inline __attribute__((always_inline)) uint32_t edgernn_word(const int8_t *p)
+{
+    uint32_t v;
+    __builtin_memcpy(&v, __builtin_assume_aligned(p, 4), sizeof v);
+    return v;
+}
+
+/* acc[r] += rows r = 0..3 of `groups` groups of 4 inputs, a group's 4 rows `stride` bytes after the last's */
+static inline __attribute__((always_inline)) void edgernn_dot_rows4_dsp(const int8_t *x, const int8_t *w,
+                                                                        int groups, int stride, int32_t acc[4])
+{
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    const int8_t *const xe = x + 4 * groups;
+    for (; x < xe; x += 4, w += stride) {
+        const uint32_t xv = edgernn_word(x);
+        const int16x2_t x02 = __sxtb16((int8x4_t)xv), x13 = edgernn_sxtb16_ror8(xv);
+        const uint32_t w0 = edgernn_word(w), w1 = edgernn_word(w + 4);
+        const uint32_t w2 = edgernn_word(w + 8), w3 = edgernn_word(w + 12);
+        a0 = __smlad(x13, edgernn_sxtb16_ror8(w0), __smlad(x02, __sxtb16((int8x4_t)w0), a0));
+        a1 = __smlad(x13, edgernn_sxtb16_ror8(w1), __smlad(x02, __sxtb16((int8x4_t)w1), a1));
+        a2 = __smlad(x13, edgernn_sxtb16_ror8(w2), __smlad(x02, __sxtb16((int8x4_t)w2), a2));
+        a3 = __smlad(x13, edgernn_sxtb16_ror8(w3), __smlad(x02, __sxtb16((int8x4_t)w3), a3));
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
+static inline __attribute__((always_inline)) void edgernn_dot8_s8_dsp(const int8_t *x, const int8_t *w, int groups,
+                                                                      int32_t acc[8])
+{
+    edgernn_dot_rows4_dsp(x, w, groups, 32, acc);
+    edgernn_dot_rows4_dsp(x, w + 16, groups, 32, acc + 4);
+}
+
+static inline __attribute__((always_inline)) void edgernn_dot4_s8_dsp(const int8_t *x, const int8_t *w, int groups,
+                                                                      int32_t acc[4])
+{
+    edgernn_dot_rows4_dsp(x, w, groups, 16, acc);
+}
+#define EDGERNN_DOT8_ASM edgernn_dot8_s8_dsp
+#define EDGERNN_DOT4_ASM edgernn_dot4_s8_dsp
+#endif
+
+#endif /* EDGERNN_ARCH_H */

@@ -1,0 +1,87 @@
+"""The qemu_stm32f405 board end to end: models of the zoo converted in float32, int8 and int16, the firmware
+built with arm-none-eabi-gcc for the Cortex-M4F (hard float, picolibc, the family's start-up and linker
+script), run in qemu-system-arm's netduinoplus2 and validated over USART1. Every output and state byte equal
+to the interpreter's (float32: within 1e-5 relative); the instructions a step are counted, the same at
+every step."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import require_tools
+from edgernn.targets.board import load_board
+from edgernn.testing import zoo
+
+pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
+
+BOARD = "qemu_stm32f405"
+STEPS = 200
+
+
+def gru16(seed: int = 0):
+    keras = zoo._keras(seed)
+    return keras.Sequential([keras.Input((None, 2)), keras.layers.GRU(16, return_sequences=True),
+                             keras.layers.Dense(1)], name="gru16")
+
+
+MODELS = {"lstm": zoo.functional_lstm, "gru": gru16, "cfc": zoo.cfc_default, "ltc": zoo.ltc_wired}
+# the LTC, the slowest to convert, in int8 only (its int16 and float32 kernels are the ones the CfC and the
+# host's tests run)
+CASES = [(name, quant) for name in MODELS for quant in ("int8", "int16", "float32") if name != "ltc" or quant == "int8"]
+
+
+@pytest.fixture(scope="module")
+def tools():
+    require_tools("arm-none-eabi-gcc", "qemu-system-arm")
+
+
+def convert_for_board(folder, make, quant: str, mode: str = "step"):
+    from edgernn.backend import generate_firmware
+    from edgernn.pipeline.convert import convert
+
+    model = make()
+    path = folder / f"{model.name}.keras"
+    model.save(path)
+    out = folder / "out"
+    features = zoo.features_of(model)
+    manifest = convert(str(path), out, quant=quant, calib=zoo.trajectories(8, 60, features, 1), board=BOARD,
+                       mode=mode)
+    generate_firmware(out, load_board(BOARD))
+    return out, manifest, features
+
+
+def check_parity(out, features: int, quant: str) -> dict:
+    from edgernn.validate.run import validate
+
+    report = validate(out, data=zoo.trajectories(1, STEPS, features, 5))
+    ref = report["reference"]
+    assert report["steps"] == STEPS and report["board"] == BOARD
+    assert ref["mismatches"] == 0 and ref["state_mismatches"] == 0, (
+        f"{ref['mismatches']} output and {ref['state_mismatches']} state mismatches, "
+        f"max {ref['max_abs_lsb']} LSB, first at {ref['first_mismatch']}")
+    assert report["pass"]
+    device = report["device"]
+    # instructions (QEMU), counted by TIM2 under -icount shift=0; an integer step runs nearly the same code
+    # every time, a float32 step's expf and tanhf take paths that depend on their arguments
+    assert "instructions (QEMU)" in device["cycle_counter"] and device["cycles_per_step"] > 0
+    if quant != "float32":
+        assert device["cycles_per_step_max"] - device["cycles_per_step"] < 0.01 * device["cycles_per_step"]
+    return report
+
+
+@pytest.mark.parametrize("name,quant", CASES)
+def test_zoo_model_validates_on_qemu_stm32f405(tools, tmp_path, name, quant):
+    out, manifest, features = convert_for_board(tmp_path, MODELS[name], quant)
+    assert manifest.quant == quant
+    check_parity(out, features, quant)
+
+
+def test_fused_lstm_validates_on_qemu_stm32f405(tools, tmp_path):
+    def lstm64():
+        keras = zoo._keras(0)
+        return keras.Sequential([keras.Input((None, 2)), keras.layers.LSTM(64, return_sequences=True),
+                                 keras.layers.Dense(1)], name="lstm64")
+
+    out, manifest, features = convert_for_board(tmp_path, lstm64, "int8", mode="fused")
+    assert "UNIDIRECTIONAL_SEQUENCE_LSTM" in manifest.ops
+    check_parity(out, features, "int8")
