@@ -332,14 +332,24 @@ def _profile(report: dict) -> dict | None:
               _g(r.get("macs_per_cycle"), 3), f"{sum(1 for w in r['work'] if w):d} of {len(prof['cores'])}")
              for r in prof["ops"]]
     counted = prof.get("counted_cycles")
-    check = f"The ops add up to {prof['cycles']:,} cycles, the traced step's body on the master core"
-    if counted:
-        check += (f"; the firmware's own counter gave {counted:,} cycles for that step "
-                  f"({100 * (prof['cycles'] - counted) / counted:+.2f} %).")
+    traced = prof.get("traced_cycles", prof["cycles"])
+    check = f"The rows add up to {prof['cycles']:,} cycles"
     whole = prof.get("whole_step_cycles")
-    if whole and counted and whole != counted:
-        check += (f" The whole step as the application sees it took {whole:,} cycles: the other "
+    if whole == prof["cycles"]:
+        check += ", the whole step as the application sees it"
+    check += f". The traced step's body on the master core is {traced:,} of them"
+    if counted:
+        check += (f"; the firmware's own counter gave {counted:,} cycles for the body "
+                  f"({100 * (traced - counted) / counted:+.2f} %)")
+    if any(r.get("outside") for r in prof["ops"]):
+        check += (". The rows after the body's are the step's cycles outside the trace (the team's call and "
+                  "counter, the hand-over to the cluster and back), from the firmware's counts; every core waits "
+                  "in them but the master in the team's.")
+    elif whole and counted and whole != counted:    # a report from before those rows
+        check += (f". The whole step as the application sees it took {whole:,} cycles: the other "
                   f"{whole - counted:,} are the hand-over to the cluster and back.")
+    else:
+        check += "."
     say = (f"Step {prof['step'] + 1} of the first sequence, from {prof['source']}. An op lasts from the master "
            "core's first instruction of it to its first of the next; every core's cycles in that time are the "
            "op's, at work or waiting (asleep at a barrier, or idle while the op runs on fewer cores).")
