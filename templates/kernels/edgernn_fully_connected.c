@@ -163,12 +163,17 @@ static EDGERNN_DOT_INLINE void fc_s8_row(const int8_t *x, const int8_t *w, const
 }
 #endif
 
-/* Rows [r0, r1) of the output, r0 a multiple of 8, are the same call with w, bias, multiplier, shift
- * advanced by r0 rows, out by r0, and n_out = r1 - r0 (rows == 1). */
-void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
-                                const int32_t *multiplier, const int32_t *shift, int rounding,
-                                int32_t output_offset, int32_t act_min, int32_t act_max, int rows, int n_in,
-                                int n_out, int8_t *out)
+#if defined(__GNUC__)
+#define FC_NOINLINE __attribute__((noinline))
+#else
+#define FC_NOINLINE
+#endif
+
+/* Every row of the input, in blocks of outputs (FC_S8_BLOCKS): edgernn_fully_connected_s8 but for one output */
+static FC_NOINLINE void fully_connected_s8_blocks(const int8_t *in, const int8_t *w, const int32_t *bias,
+                                                  const int32_t *multiplier, const int32_t *shift, int rounding,
+                                                  int32_t output_offset, int32_t act_min, int32_t act_max,
+                                                  int rows, int n_in, int n_out, int8_t *out)
 {
     int r;
     for (r = 0; r < rows; ++r) {
@@ -182,6 +187,25 @@ void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t
                       n_out, y);
         }
     }
+}
+
+/* Rows [r0, r1) of the output, r0 a multiple of 8, are the same call with w, bias, multiplier, shift
+ * advanced by r0 rows, out by r0, and n_out = r1 - r0 (rows == 1). */
+void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
+                                const int32_t *multiplier, const int32_t *shift, int rounding,
+                                int32_t output_offset, int32_t act_min, int32_t act_max, int rows, int n_in,
+                                int n_out, int8_t *out)
+{
+    if (rows == 1 && n_out == 1) {
+        /* One output (a Dense(1) head, a cell's last small FC): the blocks' code for a last single row, the
+         * same dot product and requantization, without their set-up; on GAP8 that set-up is some 200
+         * instructions and their instruction-cache lines, ten times the work of a short row. */
+        out[0] = requantize_s8(edgernn_dot1_s8(in, w, n_in, bias[0]), multiplier[0], shift[0], rounding,
+                               output_offset, act_min, act_max);
+        return;
+    }
+    fully_connected_s8_blocks(in, w, bias, multiplier, shift, rounding, output_offset, act_min, act_max, rows, n_in,
+                              n_out, out);
 }
 
 /* A group of int8 FULLY_CONNECTED ops that read the same input (same n_in, one row each): one call over
@@ -214,6 +238,24 @@ void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t
         *y++ = (int8_t)edgernn_clamp((hi_ + rnd[o + (k)]) >> shift[o + (k)], act_min, act_max);   \
     } while (0)
 
+/* The block's outputs in a loop, not written out: a group is a small cell's heads (a few dozen rows), whose
+ * step is short enough that the code's size costs more than the loop (on GAP8 its cluster's 4 KiB
+ * instruction cache: a CfC(16) step's code is more than that, and every line missed is refetched from L2). */
+#define FC_LOOP8(OUT)                                                                               \
+    do {                                                                                            \
+        int k_;                                                                                     \
+        for (k_ = 0; k_ < 8; ++k_) {                                                                \
+            OUT(k_);                                                                                \
+        }                                                                                           \
+    } while (0)
+#define FC_LOOP4(OUT)                                                                               \
+    do {                                                                                            \
+        int k_;                                                                                     \
+        for (k_ = 0; k_ < 4; ++k_) {                                                                \
+            OUT(k_);                                                                                \
+        }                                                                                           \
+    } while (0)
+
 static EDGERNN_DOT_INLINE void fc_s8_group(const int8_t *x, const int8_t *w, const int32_t *bias,
                                            const int32_t *multiplier, const int32_t *rnd, const int32_t *shift,
                                            int rounding, const int32_t *ends, int row0, int32_t act_min,
@@ -227,7 +269,7 @@ static EDGERNN_DOT_INLINE void fc_s8_group(const int8_t *x, const int8_t *w, con
     }
     y = out[m] + (row0 - (m ? ends[m - 1] : 0));
     end = ends[m] - row0;
-    FC_S8_BLOCKS(FC_GROUP_OUT);
+    FC_S8_BLOCKS_BY(FC_GROUP_OUT, FC_LOOP8, FC_LOOP4);
 }
 
 void edgernn_fully_connected_group_s8(const int8_t *in, const int8_t *w, const int32_t *bias,

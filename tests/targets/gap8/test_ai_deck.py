@@ -610,6 +610,12 @@ def test_build_links_with_the_gap_sdk(sdk_built):
     assert gap_sdk_setup(devices.load_board("ai_deck")).home == home
 
 
+def _fc_s8_words(elf):
+    """The int8 FULLY_CONNECTED's words: its entry and its blocks (a function of their own, which a call of
+    one output skips)."""
+    return _words(elf, "edgernn_fully_connected_s8") + _words(elf, "fully_connected_s8_blocks")
+
+
 def test_int8_dot_products_are_xpulp_and_the_variants_build(sdk_built, tmp_path):
     """The int8 FULLY_CONNECTED runs on pv.sdotsp.b, in the encoding GVSOC decodes (its ISA table in the
     SDK), its dot products' whole groups in the Xpulp assembly (edgernn_dot_xpulp.S); `EDGERNN_XPULP=0 EDGERNN_CLUSTER_CORES=1` on make's command line builds the same project
@@ -620,21 +626,21 @@ def test_int8_dot_products_are_xpulp_and_the_variants_build(sdk_built, tmp_path)
     out, _ = built["int8"]
     pattern = _sdotsp_pattern(home)
     elf = out / "firmware" / ELF
-    assert sum(_is_sdotsp(w, pattern) for w in _words(elf, "edgernn_fully_connected_s8")) >= 4
+    assert sum(_is_sdotsp(w, pattern) for w in _fc_s8_words(elf)) >= 4
     # the whole groups of 4 inputs go through the hand-written loops, inlined into the kernel (Debian's gcc)
     # or called in edgernn_dot_xpulp.S (EDGERNN_DOT_ASM=2, and GAP's compiler), each loop within the
     # silicon's rules (hwloop_check, which the build itself ran too)
-    assert any(_is_lp_setup(w) for w in _words(elf, "edgernn_fully_connected_s8")) == (not _gap_compiler())
+    assert any(_is_lp_setup(w) for w in _fc_s8_words(elf)) == (not _gap_compiler())
     loops, problems = hwloop_check.check_elf(elf, _riscv_tool("objdump"))
     assert len(loops) >= 2 and problems == [], [str(p) for p in problems]
     called = devices.build_elf(out / "firmware", "ai_deck", tmp_path / "called", make_vars={"EDGERNN_DOT_ASM": 2})
     assert [sum(_is_sdotsp(w, pattern) for w in _words(called.elf, f"edgernn_dot{r}_s8_xpulp")) for r in (8, 4)] == \
         [8, 4]
-    assert not any(_is_lp_setup(w) for w in _words(called.elf, "edgernn_fully_connected_s8"))
+    assert not any(_is_lp_setup(w) for w in _fc_s8_words(called.elf))
     assert called.hardware_loops >= 2
     scalar = devices.build_elf(out / "firmware", "ai_deck", tmp_path / "scalar",
                                     make_vars={"EDGERNN_XPULP": 0, "EDGERNN_CLUSTER_CORES": 1})
-    assert not any(_is_sdotsp(w, pattern) for w in _words(scalar.elf, "edgernn_fully_connected_s8"))
+    assert not any(_is_sdotsp(w, pattern) for w in _fc_s8_words(scalar.elf))
     assert scalar.hardware_loops == 0 and "edgernn_dot8_s8_xpulp" not in _symbols(scalar.elf)
     # (EDGERNN_CLUSTER_CORES reaches the compiler by the same make variable; the team's own arithmetic
     # for 1, 2 and 8 workers is tested on the host, tests/backend/test_team.py)
