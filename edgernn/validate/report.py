@@ -61,11 +61,12 @@ OP_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "
 WAIT_COLOR = "#c9ced4"
 OUTPUT_POINTS = 400     # the output plot shows the first steps, where a line can be followed
 PLACED_COLORS = {"weights": "#4e79a7", "weights_src": "#a0cbe8", "state": "#f28e2b", "arena": "#59a14f",
-                 "dma_tiles": "#b07aa1", "stream_tiles": "#ff9da7"}
+                 "dma_tiles": "#b07aa1", "stream_tiles": "#ff9da7", "input": "#e15759"}
 STREAMED_COLOR = "#9c755f"
 CODE_COLOR, LINK_COLOR, RESERVE_COLOR = "#76b7b2", "#edc948", "#d5d9de"
 PLACED_NAMES = {"weights": "weights", "weights_src": "weights (the source of the fast copy)", "state": "state",
-                "arena": "arena", "dma_tiles": "DMA tiles", "stream_tiles": "stream tiles"}
+                "arena": "arena", "dma_tiles": "DMA tiles", "stream_tiles": "stream tiles",
+                "input": "the step's input, copied"}
 
 
 def _g(value, digits: int = 4) -> str:

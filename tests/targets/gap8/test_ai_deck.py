@@ -422,6 +422,29 @@ def test_validate_on_a_port_that_does_not_answer(deck_build):
     assert not (out / "report.json").exists()
 
 
+def test_the_steps_input_is_copied_into_l1_for_the_team_kernels_that_read_it(deck_build):
+    """The step's input sits where the caller left it (L2 on GAP8: some 9 cycles a load from the cluster, byte by
+    byte at an unknown alignment). When a team kernel reads it and the arena is in L1, placement keeps it a
+    copy there (item input, on 8 bytes) and the body copies it first, once; with the arena in L2 there is none.
+    The body reads the team memory's bases once, into locals, not from their L2 globals after every call."""
+    from edgernn.backend.placement import place
+    from edgernn.targets.board import load_board
+
+    deck = load_board("ai_deck")
+    small = place(deck, weight_bytes=1000, state_bytes=64, arena_bytes=2048, input_stage_bytes=6)
+    assert small.items["input"] == ("l1", 8)
+    large = place(deck, weight_bytes=1000, state_bytes=64, arena_bytes=60000, input_stage_bytes=6)
+    assert "input" not in large.items
+    out, _, _ = deck_build
+    model_c = (out / "firmware" / "model.c").read_text()
+    body = model_c[model_c.index("static void edgernn_step_body"):model_c.index("edgernn_status_t edgernn_step(")]
+    # the LSTM's input FC (a team kernel) reads x: the copy is made before the first op
+    assert body.index("edgernn_move_bytes(edgernn_input_stage, x, ") < body.index("/* op ")
+    assert "edgernn_team_fully_connected_s8(x," in body
+    for name in ("edgernn_arena", "edgernn_state", "edgernn_fast_weights"):
+        assert f"*const {name} = {name}_at_entry;" in body
+
+
 def test_arena_goes_to_l2_when_l1_is_too_small(deck_build, tmp_path):
     import copy
     import shutil
