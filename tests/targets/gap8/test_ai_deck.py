@@ -634,9 +634,10 @@ def test_build_links_with_the_gap_sdk(sdk_built):
 
 
 def _fc_s8_words(elf):
-    """The int8 FULLY_CONNECTED's words: its entry and its blocks (a function of their own, which a call of
-    one output skips)."""
-    return _words(elf, "edgernn_fully_connected_s8") + _words(elf, "fully_connected_s8_blocks")
+    """The int8 FULLY_CONNECTED's words: its entry and its blocks (a function of their own per rounding, which
+    a call of one output skips)."""
+    return sum((_words(elf, f) for f in ("edgernn_fully_connected_s8", "fully_connected_s8_once",
+                                          "fully_connected_s8_twice_up")), [])
 
 
 def test_int8_dot_products_are_xpulp_and_the_variants_build(sdk_built, tmp_path):
