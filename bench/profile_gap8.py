@@ -35,6 +35,7 @@ from edgernn.targets.profile import binutil, disassembly
 from edgernn.testing.bench import build_gap8
 from edgernn.tflite import model as tfl
 from edgernn.tflite.oracle import quantize
+from edgernn.validate.run import outside_rows
 
 BOARD = "gvsoc_gap8"
 
@@ -69,7 +70,12 @@ def report(traced: GvsocTracedRun, elf: Path, out: Path, n_pcs: int, annotate: l
         m = sum(macs[i] for i in row["ops"] if i < len(macs))
         print(f"{row['label'][:48]:48s} {row['cycles']:8,d} {100 * row['cycles'] / total:5.1f}% {m:8,d} "
               f"{m / row['cycles'] if row['cycles'] and m else 0:8.3f}  {row['work']}")
-    print(f"{'cores':48s} work {prof['work']}, wait {prof['wait']}")
+    whole = int(traced.counted.cycles[step])
+    for row in outside_rows(prof, int(team[step]) if team is not None else None, whole):
+        print(f"{row['label'][:48]:48s} {row['cycles']:8,d} {100 * row['cycles'] / total:5.1f}% {0:8,d} {0:8.3f}  "
+              f"{row['work']}")
+    print(f"{'the rows add up to the whole step':48s} {whole:8,d}")
+    print(f"{'cores':48s} work {prof['work']}, wait {prof['wait']} (in the body)")
     per_fn = profiler.by_function(core)
     print(f"\ncluster core {core} by function:\n{'function':44s} {'cycles':>9s} {'share':>6s} {'insns':>8s} {'cyc/insn':>8s}")
     for fn, (c, n) in sorted(per_fn.items(), key=lambda kv: -kv[1][0]):

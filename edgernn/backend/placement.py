@@ -148,8 +148,12 @@ def _stream_weights(board, placement: Placement, streamable: dict[str, int], til
 
 def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int,
           weight_copy_bytes: int | None = None, link: tuple[str, int] | None = None,
-          streamable: dict[str, int] | None = None, stream_tile_bytes: int = 0) -> Placement:
+          streamable: dict[str, int] | None = None, stream_tile_bytes: int = 0,
+          input_stage_bytes: int = 0) -> Placement:
     """Put weights, state and arena in the board's memories; raise MemoryBudgetError when over budget.
+    ``input_stage_bytes``: a copy of the step's input beside the arena when the arena is in a team memory
+    (item ``input``: the step's body copies its input there first, so that the team's cores read it from
+    their fast memory rather than from where the caller left it, GAP8's L2); none elsewhere.
     ``weight_copy_bytes``: the size of the weights' copy in a team memory (default: ``weight_bytes``).
     ``link``: (memory, bytes) of the link's buffers beyond what the memory's ``reserved`` keeps for them
     (a frame model's receive buffer, edgernn.backend.firmware.link_buffer_growth), charged as item ``link``.
@@ -172,6 +176,8 @@ def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int,
             break
     items["arena"] = (arena_mem, int(arena_bytes))
     placement = Placement(board.name, items, budgets, arena_in_team_memory=_is_team_memory(board, arena_mem))
+    if input_stage_bytes and placement.arena_in_team_memory:
+        placement.items["input"] = (arena_mem, -(-int(input_stage_bytes) // 8) * 8)
     if arena_mem != arena_choices[0]:
         placement.notes.append(f"arena ({arena_bytes} B) does not fit {arena_choices[0]}: placed in {arena_mem}")
     for name in state_choices[:-1]:

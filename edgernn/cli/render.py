@@ -269,9 +269,11 @@ def print_profile(console, profile: dict) -> None:
         console.print(f"waiting, core by core: {', '.join(f'{w:,}' for w in profile['wait'])}", highlight=False,
                       soft_wrap=True)
     counted = profile.get("counted_cycles")
+    traced = profile.get("traced_cycles", profile["cycles"])
     if counted:
-        console.print(f"the ops add up to {profile['cycles']:,} cycles; the firmware counted {counted:,} for that step "
-                      f"({100 * (profile['cycles'] - counted) / counted:+.2f} %)", highlight=False, soft_wrap=True)
+        console.print(f"the rows add up to {profile['cycles']:,} cycles, the whole step as the firmware counted it; "
+                      f"the traced body's ops to {traced:,}, against the firmware's count of the body {counted:,} "
+                      f"({100 * (traced - counted) / counted:+.2f} %)", highlight=False, soft_wrap=True)
 
 
 class ValidationView:

@@ -61,11 +61,12 @@ OP_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "
 WAIT_COLOR = "#c9ced4"
 OUTPUT_POINTS = 400     # the output plot shows the first steps, where a line can be followed
 PLACED_COLORS = {"weights": "#4e79a7", "weights_src": "#a0cbe8", "state": "#f28e2b", "arena": "#59a14f",
-                 "dma_tiles": "#b07aa1", "stream_tiles": "#ff9da7"}
+                 "dma_tiles": "#b07aa1", "stream_tiles": "#ff9da7", "input": "#e15759"}
 STREAMED_COLOR = "#9c755f"
 CODE_COLOR, LINK_COLOR, RESERVE_COLOR = "#76b7b2", "#edc948", "#d5d9de"
 PLACED_NAMES = {"weights": "weights", "weights_src": "weights (the source of the fast copy)", "state": "state",
-                "arena": "arena", "dma_tiles": "DMA tiles", "stream_tiles": "stream tiles"}
+                "arena": "arena", "dma_tiles": "DMA tiles", "stream_tiles": "stream tiles",
+                "input": "the step's input, copied"}
 
 
 def _g(value, digits: int = 4) -> str:
@@ -332,14 +333,24 @@ def _profile(report: dict) -> dict | None:
               _g(r.get("macs_per_cycle"), 3), f"{sum(1 for w in r['work'] if w):d} of {len(prof['cores'])}")
              for r in prof["ops"]]
     counted = prof.get("counted_cycles")
-    check = f"The ops add up to {prof['cycles']:,} cycles, the traced step's body on the master core"
-    if counted:
-        check += (f"; the firmware's own counter gave {counted:,} cycles for that step "
-                  f"({100 * (prof['cycles'] - counted) / counted:+.2f} %).")
+    traced = prof.get("traced_cycles", prof["cycles"])
+    check = f"The rows add up to {prof['cycles']:,} cycles"
     whole = prof.get("whole_step_cycles")
-    if whole and counted and whole != counted:
-        check += (f" The whole step as the application sees it took {whole:,} cycles: the other "
+    if whole == prof["cycles"]:
+        check += ", the whole step as the application sees it"
+    check += f". The traced step's body on the master core is {traced:,} of them"
+    if counted:
+        check += (f"; the firmware's own counter gave {counted:,} cycles for the body "
+                  f"({100 * (traced - counted) / counted:+.2f} %)")
+    if any(r.get("outside") for r in prof["ops"]):
+        check += (". The rows after the body's are the step's cycles outside the trace (the team's call and "
+                  "counter, the hand-over to the cluster and back), from the firmware's counts; every core waits "
+                  "in them but the master in the team's.")
+    elif whole and counted and whole != counted:    # a report from before those rows
+        check += (f". The whole step as the application sees it took {whole:,} cycles: the other "
                   f"{whole - counted:,} are the hand-over to the cluster and back.")
+    else:
+        check += "."
     say = (f"Step {prof['step'] + 1} of the first sequence, from {prof['source']}. An op lasts from the master "
            "core's first instruction of it to its first of the next; every core's cycles in that time are the "
            "op's, at work or waiting (asleep at a barrier, or idle while the op runs on fewer cores).")

@@ -928,19 +928,49 @@ def _profile(out: Path, manifest: Manifest, adapter, test: TestSequences, view) 
         traced.stop()
     step_file = out / (manifest.files or {}).get("step", "step.tflite")
     macs = tfl.op_macs(tfl.read(step_file.read_bytes())) if step_file.is_file() else []
-    total = raw["cycles"]
+    whole = int(counted.cycles[step])
+    team = int(counted.team_cycles[step]) if counted.team_cycles is not None else None
+    rows = [dict(row) for row in raw["statements"]] + outside_rows(raw, team, whole)
+    total = sum(row["cycles"] for row in rows)
     ops = []
-    for row in raw["statements"]:
+    for row in rows:
         op_macs = sum(macs[i] for i in row["ops"] if i < len(macs))
         ops.append({"label": row["label"], "ops": row["ops"], "cycles": row["cycles"],
                     "share": row["cycles"] / total if total else 0.0, "macs": op_macs,
                     "macs_per_cycle": op_macs / row["cycles"] if row["cycles"] and op_macs else None,
-                    "work": row["work"], "wait": row["wait"]})
-    whole = int(counted.cycles[step])
-    team = int(counted.team_cycles[step]) if counted.team_cycles is not None else None
-    return {"source": raw["source"], "step": raw["step"], "cycles": total,
+                    "work": row["work"], "wait": row["wait"], "outside": bool(row.get("outside"))})
+    return {"source": raw["source"], "step": raw["step"], "cycles": total, "traced_cycles": raw["cycles"],
             "counted_cycles": team if team is not None else whole, "whole_step_cycles": whole,
-            "cores": raw["cores"], "ops": ops, "work": raw["work"], "wait": raw["wait"]}
+            "cores": raw["cores"], "ops": ops,
+            "work": [sum(r["work"][k] for r in rows) for k in range(len(raw["cores"]))],
+            "wait": [sum(r["wait"][k] for r in rows) for k in range(len(raw["cores"]))]}
+
+
+TEAM_ROW = "team: call into the body, counter"
+FC_ROW = "fabric controller: dispatch, wake-up"
+CALL_ROW = "call around the body"
+
+
+def outside_rows(raw: dict, team: int | None, whole: int) -> list[dict]:
+    """The step's cycles outside the traced window, as rows that make the profile's rows add up to the whole
+    step as the application sees it (``whole``, the firmware's count of the step that was traced). With a
+    team's own count (GAP8's cluster, ``team``): the master core's cycles around the body inside that count
+    (TEAM_ROW: its call and its counter's reads; the other cores wait at their barrier), then the rest of the
+    whole step (FC_ROW: the fabric controller's dispatch, the cluster's wake-up and the return, while every
+    cluster core waits). Without one, the rest of the whole step is one row (CALL_ROW). A row of 0 cycles is
+    left out; the figures are the firmware's and the trace's own, so a row can only be negative if they
+    disagree, which it then shows."""
+    cores, master = raw["cores"], 0
+    traced = raw["cycles"]
+
+    def row(label: str, cycles: int, master_works: bool) -> dict:
+        work = [cycles if master_works and k == master else 0 for k in range(len(cores))]
+        wait = [cycles - w for w in work]
+        return {"label": label, "ops": [], "cycles": cycles, "work": work, "wait": wait, "outside": True}
+
+    parts = [(TEAM_ROW, team - traced, True), (FC_ROW, whole - team, False)] if team is not None else \
+        [(CALL_ROW, whole - traced, True)]
+    return [row(label, cycles, works) for label, cycles, works in parts if cycles]
 
 
 def _cycle_counter(board_name: str | None, field: str = "cycle_counter") -> str | None:

@@ -163,6 +163,30 @@ static EDGERNN_DOT_INLINE void fc_s8_row(const int8_t *x, const int8_t *w, const
 }
 #endif
 
+#if defined(__GNUC__)
+#define FC_NOINLINE __attribute__((noinline))
+#else
+#define FC_NOINLINE
+#endif
+
+/* Every row of the input, in blocks of outputs (FC_S8_BLOCKS), one function per rounding: a model uses one, and
+ * its code then lies in one stretch half the size of both, which a small instruction cache (GAP8's cluster:
+ * 4 KiB, 4 ways of 1 KiB) holds with fewer of its lines competing for the same sets. */
+#define FC_S8_ROWS(NAME, ROUNDING)                                                                  \
+    static FC_NOINLINE void NAME(const int8_t *in, const int8_t *w, const int32_t *bias,             \
+                                 const int32_t *multiplier, const int32_t *shift, int32_t output_offset, \
+                                 int32_t act_min, int32_t act_max, int rows, int n_in, int n_out,     \
+                                 int8_t *out)                                                       \
+    {                                                                                               \
+        int r;                                                                                      \
+        for (r = 0; r < rows; ++r) {                                                                \
+            fc_s8_row(in + (size_t)r * n_in, w, bias, multiplier, shift, ROUNDING, output_offset,    \
+                      act_min, act_max, n_in, n_out, out + (size_t)r * n_out);                      \
+        }                                                                                           \
+    }
+FC_S8_ROWS(fully_connected_s8_once, EDGERNN_ROUND_ONCE)
+FC_S8_ROWS(fully_connected_s8_twice_up, EDGERNN_ROUND_TWICE_UP)
+
 /* Rows [r0, r1) of the output, r0 a multiple of 8, are the same call with w, bias, multiplier, shift
  * advanced by r0 rows, out by r0, and n_out = r1 - r0 (rows == 1). */
 void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
@@ -170,17 +194,19 @@ void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t
                                 int32_t output_offset, int32_t act_min, int32_t act_max, int rows, int n_in,
                                 int n_out, int8_t *out)
 {
-    int r;
-    for (r = 0; r < rows; ++r) {
-        const int8_t *x = in + (size_t)r * n_in;
-        int8_t *y = out + (size_t)r * n_out;
-        if (rounding == EDGERNN_ROUND_TWICE_UP) {
-            fc_s8_row(x, w, bias, multiplier, shift, EDGERNN_ROUND_TWICE_UP, output_offset, act_min, act_max, n_in,
-                      n_out, y);
-        } else {
-            fc_s8_row(x, w, bias, multiplier, shift, EDGERNN_ROUND_ONCE, output_offset, act_min, act_max, n_in,
-                      n_out, y);
-        }
+    if (rows == 1 && n_out == 1) {
+        /* One output (a Dense(1) head, a cell's last small FC): the blocks' code for a last single row, the
+         * same dot product and requantization, without their set-up; on GAP8 that set-up is some 200
+         * instructions and their instruction-cache lines, ten times the work of a short row. */
+        out[0] = requantize_s8(edgernn_dot1_s8(in, w, n_in, bias[0]), multiplier[0], shift[0], rounding,
+                               output_offset, act_min, act_max);
+        return;
+    }
+    if (rounding == EDGERNN_ROUND_TWICE_UP) {
+        fully_connected_s8_twice_up(in, w, bias, multiplier, shift, output_offset, act_min, act_max, rows, n_in, n_out,
+                                    out);
+    } else {
+        fully_connected_s8_once(in, w, bias, multiplier, shift, output_offset, act_min, act_max, rows, n_in, n_out, out);
     }
 }
 
@@ -214,6 +240,24 @@ void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t
         *y++ = (int8_t)edgernn_clamp((hi_ + rnd[o + (k)]) >> shift[o + (k)], act_min, act_max);   \
     } while (0)
 
+/* The block's outputs in a loop, not written out: a group is a small cell's heads (a few dozen rows), whose
+ * step is short enough that the code's size costs more than the loop (on GAP8 its cluster's 4 KiB
+ * instruction cache: a CfC(16) step's code is more than that, and every line missed is refetched from L2). */
+#define FC_LOOP8(OUT)                                                                               \
+    do {                                                                                            \
+        int k_;                                                                                     \
+        for (k_ = 0; k_ < 8; ++k_) {                                                                \
+            OUT(k_);                                                                                \
+        }                                                                                           \
+    } while (0)
+#define FC_LOOP4(OUT)                                                                               \
+    do {                                                                                            \
+        int k_;                                                                                     \
+        for (k_ = 0; k_ < 4; ++k_) {                                                                \
+            OUT(k_);                                                                                \
+        }                                                                                           \
+    } while (0)
+
 static EDGERNN_DOT_INLINE void fc_s8_group(const int8_t *x, const int8_t *w, const int32_t *bias,
                                            const int32_t *multiplier, const int32_t *rnd, const int32_t *shift,
                                            int rounding, const int32_t *ends, int row0, int32_t act_min,
@@ -227,7 +271,7 @@ static EDGERNN_DOT_INLINE void fc_s8_group(const int8_t *x, const int8_t *w, con
     }
     y = out[m] + (row0 - (m ? ends[m - 1] : 0));
     end = ends[m] - row0;
-    FC_S8_BLOCKS(FC_GROUP_OUT);
+    FC_S8_BLOCKS_BY(FC_GROUP_OUT, FC_LOOP8, FC_LOOP4);
 }
 
 void edgernn_fully_connected_group_s8(const int8_t *in, const int8_t *w, const int32_t *bias,

@@ -138,3 +138,31 @@ def test_a_trace_that_ends_before_the_step_returns_says_so():
     one_step(profiler, 1000, [])
     with pytest.raises(Exception, match="before step 4's body returned .1 entries"):
         profiler.result()
+
+
+@pytest.mark.parametrize("team, whole, labels", [
+    (106, 180, ["team: call into the body, counter",
+                "fabric controller: dispatch, wake-up"]),
+    (None, 112, ["call around the body"]),     # a board without a team count (QEMU)
+    (100, 100, []),                                         # nothing outside the window: no row of 0
+], ids=["cluster", "one-core", "nothing-outside"])
+def test_the_rows_outside_the_window_make_the_profile_add_up_to_the_whole_step(team, whole, labels):
+    """An accounting identity, not a timing: the body's rows plus the rows for the team's call and counter and
+    the fabric controller's share add up to the whole step the firmware counted, on every core as work plus
+    wait; outside the body only the master works (in the team's call), the others wait."""
+    from edgernn.validate.run import outside_rows
+
+    profiler = StepProfiler(STEP_MAP, step=1)
+    one_step(profiler, 1000, [(1, 1050, True)])
+    profiler.instruction(1, 1990, 0x300)
+    one_step(profiler, 2000, [(1, 140, True)])
+    raw = profiler.result()
+    extra = outside_rows(raw, team, whole)
+    assert [r["label"] for r in extra] == labels
+    rows = raw["statements"] + extra
+    assert sum(r["cycles"] for r in rows) == whole
+    for k in range(len(raw["cores"])):
+        assert sum(r["work"][k] + r["wait"][k] for r in rows) == whole
+    for r in extra:
+        assert r["ops"] == [] and r["outside"] and r["work"][1] == 0
+        assert r["work"][0] == (r["cycles"] if not r["label"].startswith("fabric") else 0)

@@ -102,7 +102,7 @@ def test_the_pictures_of_cycles_and_bytes_are_to_scale():
     cores = html[html.index('id="cycles-by-core"'):html.index('<section id="memory"')]
     # core 0 at work in both ops; core 1 at work 600 cycles of the FC and waiting 400
     assert widths(cores) == [75.0, 25.0, 0.0, 60.0, 40.0]
-    assert "the firmware&#39;s own counter gave 1,010 cycles for that step (-0.99 %)" in html
+    assert "the firmware&#39;s own counter gave 1,010 cycles for the body (-0.99 %)" in html
     assert "the other 290 are the hand-over to the cluster and back" in html
     l2 = html[html.index('id="memory-l2"'):html.index('id="memory-l1"')]
     # weights, then the budget's free part, then the reserve: code, link frames, the rest of it

@@ -428,6 +428,29 @@ def test_validate_on_a_port_that_does_not_answer(deck_build):
     assert not (out / "report.json").exists()
 
 
+def test_the_steps_input_is_copied_into_l1_for_the_team_kernels_that_read_it(deck_build):
+    """The step's input sits where the caller left it (L2 on GAP8: some 9 cycles a load from the cluster, byte by
+    byte at an unknown alignment). When a team kernel reads it and the arena is in L1, placement keeps it a
+    copy there (item input, on 8 bytes) and the body copies it first, once; with the arena in L2 there is none.
+    The body reads the team memory's bases once, into locals, not from their L2 globals after every call."""
+    from edgernn.backend.placement import place
+    from edgernn.targets.board import load_board
+
+    deck = load_board("ai_deck")
+    small = place(deck, weight_bytes=1000, state_bytes=64, arena_bytes=2048, input_stage_bytes=6)
+    assert small.items["input"] == ("l1", 8)
+    large = place(deck, weight_bytes=1000, state_bytes=64, arena_bytes=60000, input_stage_bytes=6)
+    assert "input" not in large.items
+    out, _, _ = deck_build
+    model_c = (out / "firmware" / "model.c").read_text()
+    body = model_c[model_c.index("static void edgernn_step_body"):model_c.index("edgernn_status_t edgernn_step(")]
+    # the LSTM's input FC (a team kernel) reads x: the copy is made before the first op
+    assert body.index("edgernn_move_bytes(edgernn_input_stage, x, ") < body.index("/* op ")
+    assert "edgernn_team_fully_connected_s8(x," in body
+    for name in ("edgernn_arena", "edgernn_state", "edgernn_fast_weights"):
+        assert f"*const {name} = {name}_at_entry;" in body
+
+
 def test_arena_goes_to_l2_when_l1_is_too_small(deck_build, tmp_path):
     import copy
     import shutil
@@ -616,6 +639,13 @@ def test_build_links_with_the_gap_sdk(sdk_built):
     assert gap_sdk_setup(devices.load_board("ai_deck")).home == home
 
 
+def _fc_s8_words(elf):
+    """The int8 FULLY_CONNECTED's words: its entry and its blocks (a function of their own per rounding, which
+    a call of one output skips)."""
+    return sum((_words(elf, f) for f in ("edgernn_fully_connected_s8", "fully_connected_s8_once",
+                                          "fully_connected_s8_twice_up")), [])
+
+
 def test_int8_dot_products_are_xpulp_and_the_variants_build(sdk_built, tmp_path):
     """The int8 FULLY_CONNECTED runs on pv.sdotsp.b, in the encoding GVSOC decodes (its ISA table in the
     SDK), its dot products' whole groups in the Xpulp assembly (edgernn_dot_xpulp.S); `EDGERNN_XPULP=0 EDGERNN_CLUSTER_CORES=1` on make's command line builds the same project
@@ -626,21 +656,21 @@ def test_int8_dot_products_are_xpulp_and_the_variants_build(sdk_built, tmp_path)
     out, _ = built["int8"]
     pattern = _sdotsp_pattern(home)
     elf = out / "firmware" / ELF
-    assert sum(_is_sdotsp(w, pattern) for w in _words(elf, "edgernn_fully_connected_s8")) >= 4
+    assert sum(_is_sdotsp(w, pattern) for w in _fc_s8_words(elf)) >= 4
     # the whole groups of 4 inputs go through the hand-written loops, inlined into the kernel (Debian's gcc)
     # or called in edgernn_dot_xpulp.S (EDGERNN_DOT_ASM=2, and GAP's compiler), each loop within the
     # silicon's rules (hwloop_check, which the build itself ran too)
-    assert any(_is_lp_setup(w) for w in _words(elf, "edgernn_fully_connected_s8")) == (not _gap_compiler())
+    assert any(_is_lp_setup(w) for w in _fc_s8_words(elf)) == (not _gap_compiler())
     loops, problems = hwloop_check.check_elf(elf, _riscv_tool("objdump"))
     assert len(loops) >= 2 and problems == [], [str(p) for p in problems]
     called = devices.build_elf(out / "firmware", "ai_deck", tmp_path / "called", make_vars={"EDGERNN_DOT_ASM": 2})
     assert [sum(_is_sdotsp(w, pattern) for w in _words(called.elf, f"edgernn_dot{r}_s8_xpulp")) for r in (8, 4)] == \
         [8, 4]
-    assert not any(_is_lp_setup(w) for w in _words(called.elf, "edgernn_fully_connected_s8"))
+    assert not any(_is_lp_setup(w) for w in _fc_s8_words(called.elf))
     assert called.hardware_loops >= 2
     scalar = devices.build_elf(out / "firmware", "ai_deck", tmp_path / "scalar",
                                     make_vars={"EDGERNN_XPULP": 0, "EDGERNN_CLUSTER_CORES": 1})
-    assert not any(_is_sdotsp(w, pattern) for w in _words(scalar.elf, "edgernn_fully_connected_s8"))
+    assert not any(_is_sdotsp(w, pattern) for w in _fc_s8_words(scalar.elf))
     assert scalar.hardware_loops == 0 and "edgernn_dot8_s8_xpulp" not in _symbols(scalar.elf)
     # (EDGERNN_CLUSTER_CORES reaches the compiler by the same make variable; the team's own arithmetic
     # for 1, 2 and 8 workers is tested on the host, tests/backend/test_team.py)

@@ -93,13 +93,14 @@ def test_validates_on_gvsoc_gap8(built, kind):
 
 def test_validate_profile_says_where_a_steps_cycles_go_per_op_and_core(built, tmp_path):
     """validate --profile traces one step of the cluster's 8 cores in GVSOC: each op of model.c's step gets its
-    cycles, the ops add up to the firmware's own count of that step within 2 %, the ops the team shares keep
+    cycles, the ops add up to the firmware's own count of that step's body within 2 %, every row (the
+    team's call and the fabric controller's share too) to the whole step it counted, the ops the team shares keep
     all 8 cores at work while the others run on the master alone, and each op's MACs are the step model's."""
     import json
 
     from edgernn.testing.zoo import trajectories
 
-    from edgernn.validate.run import validate
+    from edgernn.validate.run import FC_ROW, TEAM_ROW, validate
 
     out, n_in = built("lstm64")
     manifest = json.loads((out / "manifest.json").read_text())
@@ -107,13 +108,23 @@ def test_validate_profile_says_where_a_steps_cycles_go_per_op_and_core(built, tm
     assert report["pass"]
     prof = report["profile"]
     assert prof["step"] == 2 and prof["cores"] == list(range(8)) and "GVSOC" in prof["source"]
+    # An accounting identity, not a timing: the rows add up to the whole step the firmware counted (the
+    # FC's timer, dispatch included), the body's rows to the traced window, and the two rows after them
+    # are the team's call and counter and the fabric controller's share, named.
     total = sum(op["cycles"] for op in prof["ops"])
-    assert total == prof["cycles"]
+    assert total == prof["cycles"] == prof["whole_step_cycles"]
+    body = [op for op in prof["ops"] if not op["outside"]]
+    assert sum(op["cycles"] for op in body) == prof["traced_cycles"]
+    assert [op["label"] for op in prof["ops"] if op["outside"]] == [TEAM_ROW, FC_ROW]
+    fc_row = prof["ops"][-1]
+    assert fc_row["cycles"] == prof["whole_step_cycles"] - prof["counted_cycles"] > 0
+    assert fc_row["work"] == [0] * 8 and fc_row["wait"] == [fc_row["cycles"]] * 8
     # the trace's window against the firmware's own count (PI_PERF_CYCLES around the step's body)
-    assert abs(total - prof["counted_cycles"]) <= 0.02 * prof["counted_cycles"], prof
+    assert abs(prof["traced_cycles"] - prof["counted_cycles"]) <= 0.02 * prof["counted_cycles"], prof
     assert prof["counted_cycles"] < prof["whole_step_cycles"]
     for k in range(8):
         assert sum(op["work"][k] + op["wait"][k] for op in prof["ops"]) == total
+        assert prof["work"][k] + prof["wait"][k] == total
     ops = {op["label"]: op for op in prof["ops"] if op["ops"]}
     assert [label.split(": ")[1] for label in ops][:2] == ["FULLY_CONNECTED", "FULLY_CONNECTED"]
     for label, op in ops.items():
