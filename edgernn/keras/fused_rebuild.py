@@ -152,6 +152,11 @@ def diagnose(plan: Plan, quant: str, mode: str = "auto") -> Diagnosis:
     A model is fused only when every recurrent layer can be, and every per-step layer around them can be
     rebuilt in tf_keras: one step model holds either fused ops or step cells, never both.
     """
+    if not plan.recurrent:   # a stateless per-frame model: one step model of its own layers, nothing to fuse
+        if mode == "fused":
+            raise EdgeRNNError("--mode fused is not possible for this model (it has no LSTM; it is a stateless "
+                               "per-frame model); use --mode auto or step")
+        return Diagnosis(mode=mode, fused=False, paths=[])
     own = {rnn.name: lstm_obstacle(rnn, quant) for rnn in plan.recurrent}
     if any(why is None for why in own.values()):
         from edgernn import tfenv

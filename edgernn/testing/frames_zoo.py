@@ -142,6 +142,81 @@ def tcn_gru(features: int = 3, seed: int = 0):
     ], name="tcn_gru")
 
 
+# ---------------------------------------------------------------- per-frame models with no recurrent layer
+
+def frame_cnn(h: int = 12, w: int = 12, c: int = 1, outputs: int = 3, form: str = "sequential", seed: int = 0):
+    """A small CNN with no recurrent layer: each frame to ``outputs`` values, stateless. ``form``: "sequential"
+    or "functional" on (H, W, C) frames, "timedistributed" on (None, H, W, C) sequences of them, "add" (a
+    residual block joined by Add) or "concatenate" (two branches joined along the channels), both functional."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    L = keras.layers
+    if form == "timedistributed":
+        TD = L.TimeDistributed
+        return keras.Sequential([
+            keras.Input((None, h, w, c)),
+            TD(L.Conv2D(4, 3, strides=2, padding="same", activation="relu")),
+            TD(L.MaxPooling2D(2)),
+            TD(L.Flatten()),
+            L.Dense(outputs),
+        ], name="frame_cnn_td")
+    layers = [L.Conv2D(4, 3, strides=2, padding="same", activation="relu"), L.MaxPooling2D(2), L.Flatten(),
+              L.Dense(outputs)]
+    if form == "sequential":
+        return keras.Sequential([keras.Input((h, w, c)), *layers], name="frame_cnn")
+    x = keras.Input((h, w, c))
+    z = layers[0](x)
+    if form == "add":
+        branch = L.Conv2D(4, 3, padding="same", activation="relu")(z)
+        branch = L.Conv2D(4, 3, padding="same")(branch)
+        z = L.ReLU()(L.Add()([z, branch]))
+    elif form == "concatenate":
+        z = L.Concatenate()([L.Conv2D(3, 1, activation="relu")(z), L.DepthwiseConv2D(3, padding="same")(z)])
+    elif form != "functional":
+        raise ValueError(f"unknown form {form!r}")
+    for layer in layers[1:]:
+        z = layer(z)
+    return keras.Model(x, z, name=f"frame_cnn_{form}")
+
+
+DRONET_FRAME = (200, 200, 1)
+
+
+# PULP-Dronet's widths (stem, then the three residual blocks), and a quarter of them: with the full widths the
+# stem's 100x100x32 output (320 KB int8) and the 0.32 M conv weights do not fit the AI-deck's L2 together, and
+# edgernn streams only Dense and LSTM weights from L3, so the full-width model is refused for ai_deck
+DRONET_WIDTHS = (32, 32, 64, 128)
+DRONET_WIDTHS_L2 = (8, 16, 32, 64)
+
+
+def dronet_class(widths: tuple[int, int, int, int] = DRONET_WIDTHS, seed: int = 0):
+    """A PULP-Dronet-class CNN (Palossi et al., "A 64mW DNN-based Visual Navigation Engine for Autonomous
+    Nano-Drones", 2019): a 200x200x1 frame, a 5x5 stride-2 stem of 32 channels and a 3x3 stride-2 max-pool,
+    three ResNet-8 residual blocks (conv3x3 s2 -> BN -> ReLU -> conv3x3, a 1x1 s2 convolution as shortcut,
+    joined by Add, then ReLU) of 32, 64 and 128 channels, and a Dense(2) on the flattened 7x7x128 (steering,
+    collision): about 0.32 M parameters and 41 M MACs a frame at PULP-Dronet's widths (DRONET_WIDTHS); about
+    82 k and 8 M at DRONET_WIDTHS_L2, which fits the AI-deck's L2."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    L = keras.layers
+    x = keras.Input(DRONET_FRAME)
+    z = L.Conv2D(widths[0], 5, strides=2, padding="same", name="stem")(x)
+    z = L.MaxPooling2D(3, strides=2, padding="same", name="stem_pool")(z)
+    for i, channels in enumerate(widths[1:], start=1):
+        branch = L.Conv2D(channels, 3, strides=2, padding="same", name=f"block{i}_conv1")(z)
+        branch = L.BatchNormalization(name=f"block{i}_bn")(branch)
+        branch = L.ReLU(name=f"block{i}_relu1")(branch)
+        branch = L.Conv2D(channels, 3, padding="same", name=f"block{i}_conv2")(branch)
+        shortcut = L.Conv2D(channels, 1, strides=2, padding="same", name=f"block{i}_shortcut")(z)
+        z = L.ReLU(name=f"block{i}_out")(L.Add(name=f"block{i}_add")([shortcut, branch]))
+    y = L.Dense(2, name="steer_collision")(L.Flatten()(z))
+    model = keras.Model(x, y, name="dronet_class")
+    _randomize_batchnorm(model, seed)
+    return model
+
+
 def _randomize_batchnorm(model, seed: int) -> None:
     """Trained statistics, not the identity a fresh BatchNormalization is, so that folding it is tested."""
     rng = np.random.default_rng(seed)
