@@ -180,6 +180,40 @@ def frame_cnn(h: int = 12, w: int = 12, c: int = 1, outputs: int = 3, form: str 
     return keras.Model(x, z, name=f"frame_cnn_{form}")
 
 
+def frame_cnn_onnx(path, h: int = 12, w: int = 12, seed: int = 0):
+    """A torch residual CNN on (1, 1, h, w) images exported to ``path`` (.onnx): a stride-2 convolution of padding
+    1 with BatchNorm and ReLU, a residual block joined by an Add, a 1x1 and a depthwise branch joined by a Concat
+    along the channels, a max-pool, a flatten in torch's (C, H, W) order and a Linear to 2 outputs."""
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(seed)
+
+    class FrameCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem, self.bn = nn.Conv2d(1, 4, 3, stride=2, padding=1), nn.BatchNorm2d(4)
+            self.conv1, self.conv2 = nn.Conv2d(4, 4, 3, padding=1), nn.Conv2d(4, 4, 3, padding=1)
+            self.pointwise, self.depthwise = nn.Conv2d(4, 2, 1), nn.Conv2d(4, 4, 3, padding=1, groups=4)
+            self.pool = nn.MaxPool2d(2)
+            self.fc = nn.Linear(6 * (h // 4) * (w // 4), 2)
+
+        def forward(self, x):
+            z = torch.relu(self.bn(self.stem(x)))
+            z = torch.relu(z + self.conv2(torch.relu(self.conv1(z))))
+            z = torch.cat([self.pointwise(z), self.depthwise(z)], 1)
+            return self.fc(torch.flatten(self.pool(z), 1))
+
+    module = FrameCNN()
+    with torch.no_grad():   # trained statistics, so that the batch norm is not the identity
+        module.bn.running_mean.uniform_(-0.2, 0.2)
+        module.bn.running_var.uniform_(0.5, 2.0)
+    module.eval()
+    torch.onnx.export(module, torch.zeros(1, 1, h, w), str(path), dynamo=False, input_names=["x"],
+                      output_names=["y"])
+    return path
+
+
 DRONET_FRAME = (200, 200, 1)
 
 
