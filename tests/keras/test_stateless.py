@@ -151,3 +151,15 @@ def test_an_onnx_node_edgernn_does_not_map_is_refused_in_one_line(tmp_path):
     with pytest.raises(EdgeRNNError, match=r"dilated.onnx: node .*\(Conv\) dilates \[2, 2\]") as err:
         load_any(path)
     assert "\n" not in str(err.value)
+
+
+def test_a_torch_cnn_module_is_refused_with_the_way_to_its_onnx_export():
+    """A module does not say its frame size; its ONNX export does."""
+    torch = pytest.importorskip("torch")
+
+    from edgernn.pytorch.module import from_torch
+
+    module = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.Flatten(), torch.nn.Linear(200, 2))
+    with pytest.raises(EdgeRNNError, match=r"Sequential is a per-frame CNN .*torch.onnx.export") as err:
+        from_torch(module)
+    assert "\n" not in str(err.value)
