@@ -507,7 +507,7 @@ def decompose(model: Any, flavour: str) -> Plan:
     layers = _flat_layers(model)
     if not any(_stateful_kind(layer) for layer in layers):
         return _decompose_per_frame(model, flavour, layers)
-    _check_chain(model, layers)
+    branched = _branching_front(model, layers)
     steps, input_shape = _input_shape(model)
     shape = input_shape
 
@@ -530,6 +530,8 @@ def decompose(model: Any, flavour: str) -> Plan:
             if head:  # what looked like a per-step head runs between the last stateful layer and this one
                 between[recurrent[-1].name] = _as_between(head, order)
                 head = []
+            if branched and not recurrent:   # the front end's join, not the last of its layers in model order
+                shape = tuple(int(d or 0) for d in _one_input_shape(layer)[2:])
             if len(shape) > 1:
                 raise _refuse(layer, f"it receives frames of shape {shape}; flatten or pool each frame before it")
             rnn = _recurrent(layer) if kind in RECURRENT_LAYERS else causal_conv(layer)
@@ -538,6 +540,18 @@ def decompose(model: Any, flavour: str) -> Plan:
             recurrent.append(rnn)
             order.append(("rnn", layer))
             shape = (rnn.units,)
+            continue
+        if not recurrent and branched:   # one step's shape from the layer's own input: its branch's
+            full_in = _one_input_shape(layer)
+            shape, rank = tuple(int(d or 0) for d in full_in[2:]), len(full_in)
+            step = _merge_step(layer, rank, True) if kind in MERGE_LAYERS else _step_layer(layer, "pre", rank, steps,
+                                                                                            shape)
+            if isinstance(step, str):
+                raise _refuse(layer, step)
+            step.shape_in, step.shape_out = shape, _step_shape(layer, shape, True)
+            shape = step.shape_out
+            pre.append(step)
+            order.append(("pre", layer))
             continue
         if not recurrent:
             role, rank = "pre", 2 + len(shape)
@@ -559,8 +573,34 @@ def decompose(model: Any, flavour: str) -> Plan:
     head_per_step = recurrent[-1].return_sequences
     return Plan(
         model=model, flavour=flavour, input_shape=input_shape, steps=steps, pre=pre, recurrent=recurrent,
-        head=head, head_per_step=head_per_step, dropped=dropped, order=order, between=between,
+        head=head, head_per_step=head_per_step, dropped=dropped, order=order, between=between, branched=branched,
     )
+
+
+def _branching_front(model: Any, layers: list[Any]) -> bool:
+    """False for a chain; True for a recurrent model whose per-frame front end (the layers before the first stateful
+    one) branches and joins, and which is a chain from the first stateful layer on; else refused as a chain is."""
+    if _is_chain(model, layers) or type(model).__name__ == "Sequential" or not hasattr(model, "_run_through_graph"):
+        _check_chain(model, layers)
+        return False
+    if any(hasattr(layer, "layers") for layer in model.layers):
+        _check_chain(model, layers)
+    first = next(i for i, layer in enumerate(layers) if _stateful_kind(layer))
+    if first == 0:
+        _check_chain(model, layers)
+    previous = None
+    for layer in layers[first:]:
+        try:
+            inbound = layer.input
+        except (AttributeError, ValueError):
+            inbound = None
+        if isinstance(inbound, (list, tuple)) or inbound is None or (
+                previous is not None and inbound is not previous.output):
+            raise UnsupportedLayerError(
+                f"the graph branches at layer '{layer.name}', after the first recurrent layer; edgernn streams "
+                "models that are a single chain of layers from the first recurrent layer on")
+        previous = layer
+    return True
 
 
 # ---------------------------------------------------------------- models with no recurrent layer

@@ -165,6 +165,8 @@ def diagnose(plan: Plan, quant: str, mode: str = "auto") -> Diagnosis:
             own = {name: why or "tf_keras is not installed (the fused model is rebuilt in it)" for name, why in own.items()}
     around = [why for step in [*plan.pre, *(plan.head if plan.head_per_step else [])]
               for why in [_layer_obstacle(step.layer, plan.flavour)] if why]
+    if plan.branched:
+        around.insert(0, "the per-frame front end branches, and the fused model is rebuilt in tf_keras as a chain")
     around += [f"layer '{step.layer.name}' ({type(step.layer).__name__}) sits between two RNN layers, "
                "where only the step path runs per-step layers" for steps in plan.between.values() for step in steps]
     blocked = [name for name, why in own.items() if why]

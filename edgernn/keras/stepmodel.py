@@ -102,7 +102,7 @@ def build_step_model(plan: Plan, keras_module: Any) -> StepModel:
 
 
 def _through_graph(plan: Plan, K: Any, x: Any) -> Any:
-    """One frame through a branching per-frame graph: each layer of the model's own graph applied as its step
+    """One frame through a branching per-frame graph (a stateless model's, or a recurrent model's front end): each layer of the model's own graph applied as its step
     layer (a dropped one as the identity), so that the branches and their joins stay as the model has them."""
     steps = {id(step.layer): step for step in plan.pre}
 
@@ -113,7 +113,10 @@ def _through_graph(plan: Plan, K: Any, x: Any) -> Any:
             return args[0] if step is None else step.apply(K, args[0])
         return call
 
-    return plan.model._run_through_graph(x, operation_fn=operation_fn)
+    graph = plan.model
+    if plan.recurrent:   # a branching front end: the model's graph up to the first stateful layer
+        graph = K.Model(plan.model.inputs, plan.recurrent[0].layer.input)
+    return graph._run_through_graph(x, operation_fn=operation_fn)
 
 
 def build_head_model(plan: Plan, keras_module: Any) -> Any | None:

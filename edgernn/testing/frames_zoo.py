@@ -180,6 +180,24 @@ def frame_cnn(h: int = 12, w: int = 12, c: int = 1, outputs: int = 3, form: str 
     return keras.Model(x, z, name=f"frame_cnn_{form}")
 
 
+def frame_res_gru(h: int = 12, w: int = 12, c: int = 1, rnn: str = "GRU", seed: int = 0):
+    """A recurrent model whose per-frame front end branches: TimeDistributed convolutions with a residual Add and a
+    Concatenate of two branches, a pooling and flatten per frame, Dense(8), then a GRU (or LSTM) of 6 and
+    Dense(2) at every step."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    L = keras.layers
+    TD = L.TimeDistributed
+    x = keras.Input((None, h, w, c))
+    a = TD(L.Conv2D(4, 3, strides=2, padding="same", activation="relu"))(x)
+    z = L.Add()([a, TD(L.Conv2D(4, 3, padding="same"))(a)])
+    z = L.Concatenate()([z, TD(L.Conv2D(2, 1))(z)])
+    z = L.Dense(8, activation="tanh")(TD(L.Flatten())(TD(L.MaxPooling2D(2))(z)))
+    z = getattr(L, rnn)(6, return_sequences=True)(z)
+    return keras.Model(x, L.Dense(2)(z), name=f"frame_res_{rnn.lower()}")
+
+
 def frame_cnn_onnx(path, h: int = 12, w: int = 12, seed: int = 0):
     """A torch residual CNN on (1, 1, h, w) images exported to ``path`` (.onnx): a stride-2 convolution of padding
     1 with BatchNorm and ReLU, a residual block joined by an Add, a 1x1 and a depthwise branch joined by a Concat

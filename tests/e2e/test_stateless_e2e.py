@@ -1,7 +1,8 @@
 """Models with no recurrent layer, end to end: small per-frame CNNs (Keras Sequential, functional, under
 TimeDistributed, with an Add residual block or a Concatenate of two branches, and a torch export to ONNX with both)
 become stateless step models (no state inputs or outputs, 0 state bytes), built for host and qemu_riscv32 at each
-quantization and validated frame by frame over the serial link: every output byte equal to the interpreter's."""
+quantization and validated frame by frame over the serial link: every output byte equal to the interpreter's. And a
+recurrent model whose per-frame front end branches (frames_zoo.frame_res_gru): every output and state byte."""
 
 from __future__ import annotations
 
@@ -33,14 +34,17 @@ def built(tmp_path_factory):
     from edgernn.outdir import read_manifest
     from edgernn.pipeline.convert import convert
     from edgernn.targets.board import load_board
-    from edgernn.testing.frames_zoo import frame_cnn, frame_cnn_onnx
+    from edgernn.testing.frames_zoo import frame_cnn, frame_cnn_onnx, frame_res_gru
 
     models, converted, made = {}, {}, {}
 
     def model_path(form: str):
         if form not in models:
             folder = tmp_path_factory.mktemp(form)
-            if form == "onnx":
+            if form == "res_gru":
+                models[form] = folder / "frame_res_gru.keras"
+                frame_res_gru(*FRAME).save(models[form])
+            elif form == "onnx":
                 pytest.importorskip("torch")
                 models[form] = frame_cnn_onnx(folder / "frame_cnn.onnx", *FRAME[:2])
             else:
@@ -86,3 +90,22 @@ def test_a_stateless_frame_model_validates_byte_exact(built, form, quant, board,
     assert (report["steps"], report["sequences"], report["board"]) == (STEPS, SEQUENCES, board)
     assert ref["mismatches"] == 0 and ref["state_mismatches"] == 0, ref
     assert report["pass"]
+
+
+FRONT_CASES = [("int8", "host"), ("int16", "host"), ("float32", "host"), ("int8", "qemu_riscv32")]
+
+
+@pytest.mark.parametrize("quant,board", [
+    pytest.param(*case, id="-".join(case), marks=[pytest.mark.qemu] if case[1] == "qemu_riscv32" else [])
+    for case in FRONT_CASES])
+def test_a_recurrent_model_whose_front_end_branches_validates_byte_exact(built, quant, board, tmp_path):
+    from edgernn.validate.run import validate
+
+    out = built("res_gru", quant, board)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [s["size"] for s in manifest["states"]] == [6]
+    assert {"ADD", "CONCATENATION"} <= set(manifest["ops"])
+    report = validate(out, data=frames(SEQUENCES, 2 * STEPS, seed=3), json_path=tmp_path / "report.json")
+    ref = report["reference"]
+    assert ref["mismatches"] == 0 and ref["state_mismatches"] == 0, ref
+    assert report["pass"] and report["steps"] == 2 * STEPS

@@ -163,3 +163,29 @@ def test_a_torch_cnn_module_is_refused_with_the_way_to_its_onnx_export():
     with pytest.raises(EdgeRNNError, match=r"Sequential is a per-frame CNN .*torch.onnx.export") as err:
         from_torch(module)
     assert "\n" not in str(err.value)
+
+
+def test_a_recurrent_model_whose_front_end_branches_keeps_its_branches():
+    """The front end up to the first recurrent layer is traced through the model's graph; the rest is a chain. Its
+    LSTM is not fused: the fused model is rebuilt in tf_keras as a chain."""
+    from edgernn.keras.fused_rebuild import diagnose
+    from edgernn.testing.frames_zoo import frame_res_gru
+
+    plan = decompose(frame_res_gru(*FRAME), "keras")
+    assert plan.branched and not plan.stateless and [r.kind for r in plan.recurrent] == ["GRU"]
+    assert plan.state_specs[0][1] == 6
+    lstm = decompose(frame_res_gru(*FRAME, rnn="LSTM"), "keras")
+    paths = diagnose(lstm, "int8", "auto").paths
+    assert [p.path for p in paths] == ["step"] and "front end branches" in paths[0].why
+
+
+def test_a_branch_after_the_first_recurrent_layer_is_refused_in_one_line():
+    import keras
+
+    L = keras.layers
+    x = keras.Input((None, 3))
+    z = L.GRU(4, return_sequences=True)(x)
+    y = L.Add(name="skip")([z, L.Dense(4)(z)])
+    with pytest.raises(EdgeRNNError, match="the graph branches at layer .*after the first recurrent layer") as err:
+        decompose(keras.Model(x, y), "keras")
+    assert "\n" not in str(err.value)
