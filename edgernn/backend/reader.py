@@ -96,7 +96,10 @@ def read_tflite(source: bytes | str | Path, signature: str = "serving_default") 
         buf = model.buffers[t.buffer] if t.buffer < len(model.buffers) and not is_variable else None
         if buf is not None and buf.data is not None and len(buf.data) > 0:
             raw = np.asarray(buf.data, dtype=np.uint8).tobytes()
-            data = np.frombuffer(raw, dtype=np.dtype(_np_dtype(dtype)).newbyteorder("<")).reshape(shape).copy()
+            values = np.frombuffer(raw, dtype=np.dtype(_np_dtype(dtype)).newbyteorder("<"))
+            # TF's converter can give equal constants one buffer though their lengths differ (a [2] STRIDED_SLICE
+            # begin of zeros in a buffer of four): LiteRT reads a tensor's own elements from the buffer's start
+            data = values[: int(np.prod(shape))].reshape(shape).copy()
         elif buf is not None and getattr(buf, "offset", 0):
             start, size = int(buf.offset), int(buf.size)
             data = np.frombuffer(blob[start : start + size], dtype=_np_dtype(dtype)).reshape(shape).copy()

@@ -8,6 +8,10 @@ the reason.
 A step is a vector of features, or a frame (H, W, C) when the input is (batch, time, H, W, C): then
 per-frame layers (convolutions, pooling, flatten) before the first recurrent layer turn each frame into
 the vector the recurrent layer reads, inside the step model.
+
+A model with no recurrent layer at all (a CNN of per-frame layers, on (batch, H, W, C) or under TimeDistributed on
+(batch, time, H, W, C)) is a stateless per-frame model: its step model is its own graph on one frame, branches
+(Add, Concatenate) included, with no state inputs or outputs.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ FRAME_LAYERS = {
     "GlobalMaxPooling2D", "Flatten", "Reshape",
 }
 CONV_LAYERS = {"Conv2D", "DepthwiseConv2D", "SeparableConv2D"}
+# Layers that join the branches of a per-frame graph, element by element or along the channels.
+MERGE_LAYERS = {"Add", "Concatenate"}
 RECURRENT_LAYERS = {"LSTM", "GRU", "SimpleRNN", "RNN", "CfC", "LTC"}
 KNOWN_CELLS = {
     "LSTMCell": ("h", "c"),
@@ -132,6 +138,15 @@ class Plan:
     order: list[tuple[str, Any]]  # (role, layer) in model order, dropped layers included
     # Per-step layers between two stateful layers, by the name of the one they follow (Conv1D -> ReLU -> GRU).
     between: dict[str, list[StepLayer]] = field(default_factory=dict)
+    # A stateless per-frame model: False when its input has no time axis ((batch, H, W, C) or (batch, features)),
+    # so that each frame of a sequence is one call of the model.
+    timed: bool = True
+    # The per-frame graph branches (Add, Concatenate): the step model is traced through the model's own graph.
+    branched: bool = False
+
+    @property
+    def stateless(self) -> bool:
+        return not self.recurrent
 
     @property
     def state_specs(self) -> list[tuple[str, int, RecurrentLayer]]:
@@ -490,7 +505,9 @@ def _as_between(steps: list[StepLayer], order: list[tuple[str, Any]]) -> list[St
 
 def decompose(model: Any, flavour: str) -> Plan:
     layers = _flat_layers(model)
-    _check_chain(model, layers)
+    if not any(_stateful_kind(layer) for layer in layers):
+        return _decompose_per_frame(model, flavour, layers)
+    branched = _branching_front(model, layers)
     steps, input_shape = _input_shape(model)
     shape = input_shape
 
@@ -513,6 +530,8 @@ def decompose(model: Any, flavour: str) -> Plan:
             if head:  # what looked like a per-step head runs between the last stateful layer and this one
                 between[recurrent[-1].name] = _as_between(head, order)
                 head = []
+            if branched and not recurrent:   # the front end's join, not the last of its layers in model order
+                shape = tuple(int(d or 0) for d in _one_input_shape(layer)[2:])
             if len(shape) > 1:
                 raise _refuse(layer, f"it receives frames of shape {shape}; flatten or pool each frame before it")
             rnn = _recurrent(layer) if kind in RECURRENT_LAYERS else causal_conv(layer)
@@ -521,6 +540,18 @@ def decompose(model: Any, flavour: str) -> Plan:
             recurrent.append(rnn)
             order.append(("rnn", layer))
             shape = (rnn.units,)
+            continue
+        if not recurrent and branched:   # one step's shape from the layer's own input: its branch's
+            full_in = _one_input_shape(layer)
+            shape, rank = tuple(int(d or 0) for d in full_in[2:]), len(full_in)
+            step = _merge_step(layer, rank, True) if kind in MERGE_LAYERS else _step_layer(layer, "pre", rank, steps,
+                                                                                            shape)
+            if isinstance(step, str):
+                raise _refuse(layer, step)
+            step.shape_in, step.shape_out = shape, _step_shape(layer, shape, True)
+            shape = step.shape_out
+            pre.append(step)
+            order.append(("pre", layer))
             continue
         if not recurrent:
             role, rank = "pre", 2 + len(shape)
@@ -542,5 +573,129 @@ def decompose(model: Any, flavour: str) -> Plan:
     head_per_step = recurrent[-1].return_sequences
     return Plan(
         model=model, flavour=flavour, input_shape=input_shape, steps=steps, pre=pre, recurrent=recurrent,
-        head=head, head_per_step=head_per_step, dropped=dropped, order=order, between=between,
+        head=head, head_per_step=head_per_step, dropped=dropped, order=order, between=between, branched=branched,
+    )
+
+
+def _branching_front(model: Any, layers: list[Any]) -> bool:
+    """False for a chain; True for a recurrent model whose per-frame front end (the layers before the first stateful
+    one) branches and joins, and which is a chain from the first stateful layer on; else refused as a chain is."""
+    if _is_chain(model, layers) or type(model).__name__ == "Sequential" or not hasattr(model, "_run_through_graph"):
+        _check_chain(model, layers)
+        return False
+    if any(hasattr(layer, "layers") for layer in model.layers):
+        _check_chain(model, layers)
+    first = next(i for i, layer in enumerate(layers) if _stateful_kind(layer))
+    if first == 0:
+        _check_chain(model, layers)
+    previous = None
+    for layer in layers[first:]:
+        try:
+            inbound = layer.input
+        except (AttributeError, ValueError):
+            inbound = None
+        if isinstance(inbound, (list, tuple)) or inbound is None or (
+                previous is not None and inbound is not previous.output):
+            raise UnsupportedLayerError(
+                f"the graph branches at layer '{layer.name}', after the first recurrent layer; edgernn streams "
+                "models that are a single chain of layers from the first recurrent layer on")
+        previous = layer
+    return True
+
+
+# ---------------------------------------------------------------- models with no recurrent layer
+
+def _stateful_kind(layer: Any) -> bool:
+    """A layer that carries something from step to step, or is refused as one: what the streaming plan is for."""
+    kind = type(layer).__name__
+    return kind in RECURRENT_LAYERS or kind in CONV_KINDS or kind in ("Bidirectional",) or kind.startswith("ConvLSTM")
+
+
+def _is_chain(model: Any, layers: list[Any]) -> bool:
+    try:
+        _check_chain(model, layers)
+    except UnsupportedLayerError:
+        return False
+    return True
+
+
+def _one_input_shape(layer: Any) -> tuple:
+    inbound = layer.input
+    if isinstance(inbound, (list, tuple)):
+        inbound = inbound[0]
+    return tuple(inbound.shape)
+
+
+def _merge_step(layer: Any, rank: int, timed: bool) -> StepLayer | str:
+    """Add, or Concatenate along an axis that is not the time axis (counted without it in one step)."""
+    if type(layer).__name__ == "Concatenate":
+        axis = int(layer.axis)
+        if timed and axis in (1, 1 - rank):
+            return "it concatenates along the time axis"
+        if timed and axis > 1:
+            def apply(module: Any, tensors: Any, layer=layer, axis=axis) -> Any:
+                return module.layers.Concatenate(axis=axis - 1, name=f"{layer.name}_frame")(list(tensors))
+            return StepLayer(layer=layer, role="pre", apply=apply, note="per frame: joins the branches")
+    return StepLayer(layer=layer, role="pre", apply=lambda module, tensors, layer=layer: layer(list(tensors)),
+                     note="per frame: joins the branches")
+
+
+def _decompose_per_frame(model: Any, flavour: str, layers: list[Any]) -> Plan:
+    """A model with no recurrent layer: each frame (or vector) through the model's own per-frame layers."""
+    if len(model.inputs) != 1 or len(model.outputs) != 1:
+        _check_chain(model, layers)  # refuses, in the words of a chain
+    shape = tuple(model.inputs[0].shape)
+    timed = len(shape) in (3, 5)
+    if len(shape) not in (2, 3, 4, 5) or any(d is None for d in shape[1 + timed:]):
+        raise UnsupportedLayerError(
+            f"model '{model.name}' takes input of shape {shape}; edgernn runs (batch, H, W, C) frames, "
+            "(batch, features) vectors, or sequences of them, of a fixed size"
+        )
+    steps = (None if shape[1] is None else int(shape[1])) if timed else None
+    input_shape = tuple(int(d) for d in shape[1 + timed:])
+    branched = type(model).__name__ != "Sequential" and not _is_chain(model, layers)
+    if branched:
+        if not hasattr(model, "_run_through_graph"):
+            raise UnsupportedLayerError(
+                f"model '{model.name}' branches; edgernn follows the branches of a Keras 3 functional model, "
+                f"and this one is {flavour}'s")
+        nested = [layer.name for layer in model.layers if hasattr(layer, "layers")]
+        if nested:
+            raise UnsupportedLayerError(
+                f"model '{model.name}' branches and nests the model '{nested[0]}'; edgernn follows the branches "
+                "of one functional model (build it flat)")
+    lead = 1 + timed
+    pre, dropped, order = [], [], []
+    for layer in layers:
+        kind = type(layer).__name__
+        inner_kind = type(layer.layer).__name__ if kind == "TimeDistributed" else None
+        if kind in INFERENCE_NO_OPS or inner_kind in INFERENCE_NO_OPS:
+            if kind != "InputLayer":
+                dropped.append((layer, "identity at inference"))
+                order.append(("dropped", layer))
+            continue
+        try:
+            full_in, full_out = _one_input_shape(layer), tuple(layer.output.shape)
+        except (AttributeError, ValueError):
+            raise UnsupportedLayerError(
+                f"layer '{layer.name}' is called more than once; edgernn runs each layer of a per-frame graph once"
+            ) from None
+        step_in = tuple(int(d or 0) for d in full_in[lead:])
+        if kind in MERGE_LAYERS:
+            step = _merge_step(layer, len(full_in), timed)
+        elif timed:
+            step = _step_layer(layer, "pre", len(full_in), steps, step_in)
+        elif kind in ("TimeDistributed", *RECURRENT_LAYERS):
+            step = f"it needs a time axis, and the model's input {shape} has none"
+        else:
+            why = _frame_obstacle(layer) if kind in FRAME_LAYERS else None
+            step = why or StepLayer(layer=layer, role="pre", apply=_apply_direct(layer, 0), note="per frame")
+        if isinstance(step, str):
+            raise _refuse(layer, step)
+        step.shape_in, step.shape_out = step_in, tuple(int(d or 0) for d in full_out[lead:])
+        pre.append(step)
+        order.append(("pre", layer))
+    return Plan(
+        model=model, flavour=flavour, input_shape=input_shape, steps=steps, pre=pre, recurrent=[], head=[],
+        head_per_step=True, dropped=dropped, order=order, timed=timed, branched=branched,
     )

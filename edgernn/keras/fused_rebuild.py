@@ -152,6 +152,11 @@ def diagnose(plan: Plan, quant: str, mode: str = "auto") -> Diagnosis:
     A model is fused only when every recurrent layer can be, and every per-step layer around them can be
     rebuilt in tf_keras: one step model holds either fused ops or step cells, never both.
     """
+    if not plan.recurrent:   # a stateless per-frame model: one step model of its own layers, nothing to fuse
+        if mode == "fused":
+            raise EdgeRNNError("--mode fused is not possible for this model (it has no LSTM; it is a stateless "
+                               "per-frame model); use --mode auto or step")
+        return Diagnosis(mode=mode, fused=False, paths=[])
     own = {rnn.name: lstm_obstacle(rnn, quant) for rnn in plan.recurrent}
     if any(why is None for why in own.values()):
         from edgernn import tfenv
@@ -160,6 +165,8 @@ def diagnose(plan: Plan, quant: str, mode: str = "auto") -> Diagnosis:
             own = {name: why or "tf_keras is not installed (the fused model is rebuilt in it)" for name, why in own.items()}
     around = [why for step in [*plan.pre, *(plan.head if plan.head_per_step else [])]
               for why in [_layer_obstacle(step.layer, plan.flavour)] if why]
+    if plan.branched:
+        around.insert(0, "the per-frame front end branches, and the fused model is rebuilt in tf_keras as a chain")
     around += [f"layer '{step.layer.name}' ({type(step.layer).__name__}) sits between two RNN layers, "
                "where only the step path runs per-step layers" for steps in plan.between.values() for step in steps]
     blocked = [name for name, why in own.items() if why]

@@ -15,6 +15,12 @@ from edgernn import tfenv
 
 def keras_reference(model: Any, sequences: np.ndarray) -> np.ndarray | None:
     """The original model's own output on sequences, or None when its input length is fixed otherwise."""
+    if len(model.inputs[0].shape) in (2, 4):   # a per-frame model with no time axis: each frame on its own
+        frames = sequences.reshape(-1, *(int(d) for d in model.inputs[0].shape[1:]))
+        with warnings.catch_warnings(), tfenv.native_stderr_captured():
+            warnings.simplefilter("ignore")
+            out = np.asarray(model(frames, training=False), np.float32)
+        return out.reshape(*sequences.shape[:2], *out.shape[1:])
     batch, steps = model.inputs[0].shape[0], model.inputs[0].shape[1]
     if steps is not None and int(steps) != sequences.shape[1]:
         return None

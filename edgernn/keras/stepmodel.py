@@ -78,8 +78,8 @@ def build_step_model(plan: Plan, keras_module: Any) -> StepModel:
         inputs.append(tensor)
         input_names.append((key, public))
 
-    z = x_in
-    for step in plan.pre:
+    z = _through_graph(plan, K, x_in) if plan.branched else x_in
+    for step in ([] if plan.branched else plan.pre):
         z = step.apply(K, z)
     new_states = []
     for rnn in plan.recurrent:
@@ -99,6 +99,24 @@ def build_step_model(plan: Plan, keras_module: Any) -> StepModel:
     model = K.Model(inputs=inputs, outputs=[z, *new_states], name="edgernn_step")
     return StepModel(keras_model=model, input_names=input_names, output_names=["y", *state_names],
                      state_names=state_names)
+
+
+def _through_graph(plan: Plan, K: Any, x: Any) -> Any:
+    """One frame through a branching per-frame graph (a stateless model's, or a recurrent model's front end): each layer of the model's own graph applied as its step
+    layer (a dropped one as the identity), so that the branches and their joins stay as the model has them."""
+    steps = {id(step.layer): step for step in plan.pre}
+
+    def operation_fn(layer: Any):
+        step = steps.get(id(layer))
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return args[0] if step is None else step.apply(K, args[0])
+        return call
+
+    graph = plan.model
+    if plan.recurrent:   # a branching front end: the model's graph up to the first stateful layer
+        graph = K.Model(plan.model.inputs, plan.recurrent[0].layer.input)
+    return graph._run_through_graph(x, operation_fn=operation_fn)
 
 
 def build_head_model(plan: Plan, keras_module: Any) -> Any | None:

@@ -46,7 +46,12 @@ def _onnx(path: Path, roll: bool) -> LoadedModel:
         raise EdgeRNNError(f"{path} is a folder, not an .onnx model file")
     check_readable(path)
     model = read_onnx(path)
-    source = _onnx_cell(path, model, roll) or load_onnx(path, model)
+    from edgernn.pytorch.onnx_frames import is_frame_model, load_frame_onnx
+
+    if is_frame_model(model):   # a per-frame CNN (or MLP) with no recurrent node: a stateless model
+        source = load_frame_onnx(path, model)
+    else:
+        source = _onnx_cell(path, model, roll) or load_onnx(path, model)
     return LoadedModel(model=source.model, flavour="keras", path=path.resolve(), sha256=file_sha256(path),
                        source=source)
 

@@ -97,6 +97,11 @@ def from_torch(module: Any) -> Source:
 
     if not isinstance(module, torch.nn.Module):
         raise EdgeRNNError(f"expected a torch.nn.Module, got {type(module).__name__}")
+    kinds = {type(sub).__name__ for sub in module.modules()}
+    if not kinds & (_RNN_MODULES | {"CfC", "LTC"}) and any(k.startswith(("Conv", "MaxPool", "AvgPool")) for k in kinds):
+        raise EdgeRNNError(f"{type(module).__name__} is a per-frame CNN (no recurrent submodule), whose frame size the "
+                           "module does not say: export it, torch.onnx.export(module, torch.zeros(1, C, H, W), "
+                           "'model.onnx'), and convert the .onnx file (docs/layers.md, models with no recurrent layer)")
     keras = tfenv.keras3()
     with _inference(module):
         chain, out = _trace(module, torch, keras)

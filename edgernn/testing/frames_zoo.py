@@ -142,6 +142,133 @@ def tcn_gru(features: int = 3, seed: int = 0):
     ], name="tcn_gru")
 
 
+# ---------------------------------------------------------------- per-frame models with no recurrent layer
+
+def frame_cnn(h: int = 12, w: int = 12, c: int = 1, outputs: int = 3, form: str = "sequential", seed: int = 0):
+    """A small CNN with no recurrent layer: each frame to ``outputs`` values, stateless. ``form``: "sequential"
+    or "functional" on (H, W, C) frames, "timedistributed" on (None, H, W, C) sequences of them, "add" (a
+    residual block joined by Add) or "concatenate" (two branches joined along the channels), both functional."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    L = keras.layers
+    if form == "timedistributed":
+        TD = L.TimeDistributed
+        return keras.Sequential([
+            keras.Input((None, h, w, c)),
+            TD(L.Conv2D(4, 3, strides=2, padding="same", activation="relu")),
+            TD(L.MaxPooling2D(2)),
+            TD(L.Flatten()),
+            L.Dense(outputs),
+        ], name="frame_cnn_td")
+    layers = [L.Conv2D(4, 3, strides=2, padding="same", activation="relu"), L.MaxPooling2D(2), L.Flatten(),
+              L.Dense(outputs)]
+    if form == "sequential":
+        return keras.Sequential([keras.Input((h, w, c)), *layers], name="frame_cnn")
+    x = keras.Input((h, w, c))
+    z = layers[0](x)
+    if form == "add":
+        branch = L.Conv2D(4, 3, padding="same", activation="relu")(z)
+        branch = L.Conv2D(4, 3, padding="same")(branch)
+        z = L.ReLU()(L.Add()([z, branch]))
+    elif form == "concatenate":
+        z = L.Concatenate()([L.Conv2D(3, 1, activation="relu")(z), L.DepthwiseConv2D(3, padding="same")(z)])
+    elif form != "functional":
+        raise ValueError(f"unknown form {form!r}")
+    for layer in layers[1:]:
+        z = layer(z)
+    return keras.Model(x, z, name=f"frame_cnn_{form}")
+
+
+def frame_res_gru(h: int = 12, w: int = 12, c: int = 1, rnn: str = "GRU", seed: int = 0):
+    """A recurrent model whose per-frame front end branches: TimeDistributed convolutions with a residual Add and a
+    Concatenate of two branches, a pooling and flatten per frame, Dense(8), then a GRU (or LSTM) of 6 and
+    Dense(2) at every step."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    L = keras.layers
+    TD = L.TimeDistributed
+    x = keras.Input((None, h, w, c))
+    a = TD(L.Conv2D(4, 3, strides=2, padding="same", activation="relu"))(x)
+    z = L.Add()([a, TD(L.Conv2D(4, 3, padding="same"))(a)])
+    z = L.Concatenate()([z, TD(L.Conv2D(2, 1))(z)])
+    z = L.Dense(8, activation="tanh")(TD(L.Flatten())(TD(L.MaxPooling2D(2))(z)))
+    z = getattr(L, rnn)(6, return_sequences=True)(z)
+    return keras.Model(x, L.Dense(2)(z), name=f"frame_res_{rnn.lower()}")
+
+
+def frame_cnn_onnx(path, h: int = 12, w: int = 12, seed: int = 0):
+    """A torch residual CNN on (1, 1, h, w) images exported to ``path`` (.onnx): a stride-2 convolution of padding
+    1 with BatchNorm and ReLU, a residual block joined by an Add, a 1x1 and a depthwise branch joined by a Concat
+    along the channels, a max-pool, a flatten in torch's (C, H, W) order and a Linear to 2 outputs."""
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(seed)
+
+    class FrameCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem, self.bn = nn.Conv2d(1, 4, 3, stride=2, padding=1), nn.BatchNorm2d(4)
+            self.conv1, self.conv2 = nn.Conv2d(4, 4, 3, padding=1), nn.Conv2d(4, 4, 3, padding=1)
+            self.pointwise, self.depthwise = nn.Conv2d(4, 2, 1), nn.Conv2d(4, 4, 3, padding=1, groups=4)
+            self.pool = nn.MaxPool2d(2)
+            self.fc = nn.Linear(6 * (h // 4) * (w // 4), 2)
+
+        def forward(self, x):
+            z = torch.relu(self.bn(self.stem(x)))
+            z = torch.relu(z + self.conv2(torch.relu(self.conv1(z))))
+            z = torch.cat([self.pointwise(z), self.depthwise(z)], 1)
+            return self.fc(torch.flatten(self.pool(z), 1))
+
+    module = FrameCNN()
+    with torch.no_grad():   # trained statistics, so that the batch norm is not the identity
+        module.bn.running_mean.uniform_(-0.2, 0.2)
+        module.bn.running_var.uniform_(0.5, 2.0)
+    module.eval()
+    torch.onnx.export(module, torch.zeros(1, 1, h, w), str(path), dynamo=False, input_names=["x"],
+                      output_names=["y"])
+    return path
+
+
+DRONET_FRAME = (200, 200, 1)
+
+
+# PULP-Dronet's widths (stem, then the three residual blocks), and a quarter of them: with the full widths the
+# stem's 100x100x32 output (320 KB int8) and the 0.32 M conv weights do not fit the AI-deck's L2 together, and
+# edgernn streams only Dense and LSTM weights from L3, so the full-width model is refused for ai_deck
+DRONET_WIDTHS = (32, 32, 64, 128)
+DRONET_WIDTHS_L2 = (8, 16, 32, 64)
+
+
+def dronet_class(widths: tuple[int, int, int, int] = DRONET_WIDTHS, seed: int = 0):
+    """A PULP-Dronet-class CNN (Palossi et al., "A 64mW DNN-based Visual Navigation Engine for Autonomous
+    Nano-Drones", 2019): a 200x200x1 frame, a 5x5 stride-2 stem of 32 channels and a 3x3 stride-2 max-pool,
+    three ResNet-8 residual blocks (conv3x3 s2 -> BN -> ReLU -> conv3x3, a 1x1 s2 convolution as shortcut,
+    joined by Add, then ReLU) of 32, 64 and 128 channels, and a Dense(2) on the flattened 7x7x128 (steering,
+    collision): about 0.32 M parameters and 41 M MACs a frame at PULP-Dronet's widths (DRONET_WIDTHS); about
+    82 k and 8 M at DRONET_WIDTHS_L2, which fits the AI-deck's L2."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    L = keras.layers
+    x = keras.Input(DRONET_FRAME)
+    z = L.Conv2D(widths[0], 5, strides=2, padding="same", name="stem")(x)
+    z = L.MaxPooling2D(3, strides=2, padding="same", name="stem_pool")(z)
+    for i, channels in enumerate(widths[1:], start=1):
+        branch = L.Conv2D(channels, 3, strides=2, padding="same", name=f"block{i}_conv1")(z)
+        branch = L.BatchNormalization(name=f"block{i}_bn")(branch)
+        branch = L.ReLU(name=f"block{i}_relu1")(branch)
+        branch = L.Conv2D(channels, 3, padding="same", name=f"block{i}_conv2")(branch)
+        shortcut = L.Conv2D(channels, 1, strides=2, padding="same", name=f"block{i}_shortcut")(z)
+        z = L.ReLU(name=f"block{i}_out")(L.Add(name=f"block{i}_add")([shortcut, branch]))
+    y = L.Dense(2, name="steer_collision")(L.Flatten()(z))
+    model = keras.Model(x, y, name="dronet_class")
+    _randomize_batchnorm(model, seed)
+    return model
+
+
 def _randomize_batchnorm(model, seed: int) -> None:
     """Trained statistics, not the identity a fresh BatchNormalization is, so that folding it is tested."""
     rng = np.random.default_rng(seed)
