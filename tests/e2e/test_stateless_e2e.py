@@ -11,6 +11,8 @@ import shutil
 
 import pytest
 
+from conftest import require_module
+
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
 
 FRAME = (12, 12, 1)
@@ -45,7 +47,7 @@ def built(tmp_path_factory):
                 models[form] = folder / "frame_res_gru.keras"
                 frame_res_gru(*FRAME).save(models[form])
             elif form == "onnx":
-                pytest.importorskip("torch")
+                require_module("torch")
                 models[form] = frame_cnn_onnx(folder / "frame_cnn.onnx", *FRAME[:2])
             else:
                 models[form] = folder / "frame_cnn.keras"

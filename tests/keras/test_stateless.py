@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import require_module
+
 from edgernn.errors import EdgeRNNError
 from edgernn.keras.decompose import decompose
 from edgernn.testing.frames_zoo import frame_cnn, moving_blobs
@@ -132,7 +134,7 @@ def test_an_explicit_padding_becomes_same_with_a_grown_kernel(size, kernel, stri
 
 
 def test_an_onnx_node_edgernn_does_not_map_is_refused_in_one_line(tmp_path):
-    pytest.importorskip("torch")
+    require_module("torch")
     import torch
 
     from edgernn.pytorch.load import load_any
@@ -155,7 +157,7 @@ def test_an_onnx_node_edgernn_does_not_map_is_refused_in_one_line(tmp_path):
 
 def test_a_torch_cnn_module_is_refused_with_the_way_to_its_onnx_export():
     """A module does not say its frame size; its ONNX export does."""
-    torch = pytest.importorskip("torch")
+    torch = require_module("torch")
 
     from edgernn.pytorch.module import from_torch
 
