@@ -36,7 +36,13 @@
 #include "bsp/bsp.h"                /* pi_bsp_init */
 
 #include "init_failed.h"
+/* 1: the link is CPX through the deck's ESP32 (`edgernn build --link wifi`, link_cpx.c); 0: the UART below */
+#ifndef EDGERNN_LINK_WIFI
+#define EDGERNN_LINK_WIFI 0
+#endif
+#if EDGERNN_LINK_WIFI
 #include "link_cpx.h"
+#endif
 
 #include "hal.h"
 
