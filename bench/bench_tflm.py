@@ -32,6 +32,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from edgernn.resources import cache_root
+
 ROOT = Path(__file__).resolve().parent.parent
 BOARD = "qemu_stm32f405"
 LIB_DIR = "gen/cortex_m_generic_cortex-m4+fp_default_cmsis_nn_gcc/lib"
@@ -87,12 +89,6 @@ CASES = {
 }
 
 
-def cache_root() -> Path:
-    if os.environ.get("EDGERNN_CACHE"):
-        return Path(os.environ["EDGERNN_CACHE"]).expanduser()
-    if os.environ.get("XDG_CACHE_HOME"):
-        return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "edgernn"
-    return Path.home() / ".cache" / "edgernn"
 
 
 def tflm_library(source: Path) -> Path:

@@ -1,9 +1,10 @@
-"""Where the shipped templates and board files are.
+"""Where the shipped templates and board files are, and edgernn's cache.
 
 In a wheel they sit inside the package (``edgernn/templates``, ``edgernn/boards``); in a source
 checkout or an editable install they sit beside the package at the repository root.
 """
 
+import os
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -22,3 +23,12 @@ def templates_dir() -> Path:
 
 def boards_dir() -> Path:
     return _data_dir("boards")
+
+
+def cache_root() -> Path:
+    """edgernn's cache: ``$EDGERNN_CACHE``, else ``$XDG_CACHE_HOME/edgernn``, else ``~/.cache/edgernn``."""
+    if os.environ.get("EDGERNN_CACHE"):
+        return Path(os.environ["EDGERNN_CACHE"]).expanduser()
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "edgernn"
+    return Path.home() / ".cache" / "edgernn"

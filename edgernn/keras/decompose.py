@@ -503,6 +503,19 @@ def _as_between(steps: list[StepLayer], order: list[tuple[str, Any]]) -> list[St
     return steps
 
 
+def _dropped_at_inference(layer: Any, dropped: list, order: list) -> bool:
+    """Whether a layer is an identity at inference (an InputLayer, Dropout, ..., or one under TimeDistributed);
+    each but the InputLayer is recorded in ``dropped`` and ``order``."""
+    kind = type(layer).__name__
+    inner_kind = type(layer.layer).__name__ if kind == "TimeDistributed" else None
+    if kind not in INFERENCE_NO_OPS and inner_kind not in INFERENCE_NO_OPS:
+        return False
+    if kind != "InputLayer":
+        dropped.append((layer, "identity at inference"))
+        order.append(("dropped", layer))
+    return True
+
+
 def decompose(model: Any, flavour: str) -> Plan:
     layers = _flat_layers(model)
     if not any(_stateful_kind(layer) for layer in layers):
@@ -516,11 +529,7 @@ def decompose(model: Any, flavour: str) -> Plan:
     head_per_step = True
     for layer in layers:
         kind = type(layer).__name__
-        inner_kind = type(layer.layer).__name__ if kind == "TimeDistributed" else None
-        if kind in INFERENCE_NO_OPS or inner_kind in INFERENCE_NO_OPS:
-            if kind != "InputLayer":
-                dropped.append((layer, "identity at inference"))
-                order.append(("dropped", layer))
+        if _dropped_at_inference(layer, dropped, order):
             continue
         if kind == "Bidirectional":
             raise _refuse(layer, WHY_NOT["Bidirectional"])
@@ -668,11 +677,7 @@ def _decompose_per_frame(model: Any, flavour: str, layers: list[Any]) -> Plan:
     pre, dropped, order = [], [], []
     for layer in layers:
         kind = type(layer).__name__
-        inner_kind = type(layer.layer).__name__ if kind == "TimeDistributed" else None
-        if kind in INFERENCE_NO_OPS or inner_kind in INFERENCE_NO_OPS:
-            if kind != "InputLayer":
-                dropped.append((layer, "identity at inference"))
-                order.append(("dropped", layer))
+        if _dropped_at_inference(layer, dropped, order):
             continue
         try:
             full_in, full_out = _one_input_shape(layer), tuple(layer.output.shape)

@@ -38,7 +38,7 @@ from typing import Iterator
 
 from edgernn import procs
 from edgernn.errors import EdgeRNNError
-from edgernn.resources import templates_dir
+from edgernn.resources import cache_root, templates_dir
 from edgernn.targets.gap8.toolchain import gap_compiler  # noqa: F401  (where board adapters ask)
 from edgernn.targets.gap8.gvsoc_install import (BUILT, GVSOC_TARGET, LAYOUT_VERSION, MARKER, PATH_VARIABLES, Log,
                                            environment, read_json, read_marker, say)
@@ -99,17 +99,7 @@ BUILD_LOG = "build.log"
 SHELL_VARIABLES = {"PWD", "OLDPWD", "SHLVL", "_", "HOME"}
 
 
-
-# ---- where things are ----
-
-def cache_root() -> Path:
-    """edgernn's cache: ``$EDGERNN_CACHE``, else ``$XDG_CACHE_HOME/edgernn``, else ``~/.cache/edgernn``."""
-    if os.environ.get("EDGERNN_CACHE"):
-        return Path(os.environ["EDGERNN_CACHE"]).expanduser()
-    if os.environ.get("XDG_CACHE_HOME"):
-        return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "edgernn"
-    return Path.home() / ".cache" / "edgernn"
-
+# ---- where things are (cache_root: edgernn.resources) ----
 
 def fetched_sdk() -> Path | None:
     """The SDK that ``edgernn setup gvsoc --fetch`` put in the cache (the newest, if several), or None."""

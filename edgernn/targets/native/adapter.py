@@ -18,6 +18,7 @@ from edgernn import procs
 from edgernn.errors import EdgeRNNError
 from edgernn.targets.adapter import (Adapter, Device, FirmwareBuild, Log, is_complete, require_firmware_folder,
                                      stage_firmware)
+from edgernn.targets.board import Board
 from edgernn.targets.compile import BuildResult, compile_firmware, find_compiler
 from edgernn.targets.profile import StepMap, StepProfiler, TracedRun, binutil, call_returns
 
@@ -35,10 +36,16 @@ class NativeAdapter(Adapter):
     def check_toolchain(self) -> None:
         find_compiler(self.board)
 
+    def compiled_board(self, firmware_dir: Path) -> Board:
+        """The board as it compiles the firmware folder ``firmware_dir``: the board itself here; a family whose
+        flags name the folder (stm32's rendered linker script) fills them in."""
+        return self.board
+
     def build(self, out_dir: Path, *, scratch: Path, final_out: Path, log: Log, verbose: bool) -> FirmwareBuild:
         log("compiling")
+        firmware = Path(out_dir) / "firmware"
         # the board's compiler, then each installed `also` compiler into its own build folder
-        built = compile_firmware(Path(out_dir) / "firmware", self.board)
+        built = compile_firmware(firmware, self.compiled_board(firmware))
         messages = [f"compiled: {line}" for line in built.command_lines] if verbose else []
         return FirmwareBuild(firmware={"elf": str(built.elf.relative_to(out_dir)),
                                        "compilers": [b.compiler for b in built.builds]},
@@ -66,7 +73,7 @@ class NativeAdapter(Adapter):
         if not is_complete(firmware_dir, board):
             firmware_dir = stage_firmware(firmware_dir, board, build_dir / "project")
         cflags = [*(extra_cflags or []), *([optimize] if optimize else [])]
-        return compile_firmware(firmware_dir, board, build_dir=build_dir, cflags=cflags,
+        return compile_firmware(firmware_dir, self.compiled_board(firmware_dir), build_dir=build_dir, cflags=cflags,
                                 compilers=[find_compiler(board)])
 
     def start(self, elf) -> Device:

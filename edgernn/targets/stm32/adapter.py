@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edgernn.errors import EdgeRNNError
-from edgernn.targets.adapter import Device, FirmwareBuild, Log, is_complete, require_firmware_folder, stage_firmware
+from edgernn.targets.adapter import Device
 from edgernn.targets.board import Board, board_from_data
-from edgernn.targets.compile import BuildResult, compile_firmware, find_compiler
 from edgernn.targets.native.adapter import NativeAdapter
 
 
@@ -24,29 +22,9 @@ def linked_board(board: Board, firmware_dir: Path) -> Board:
 class Stm32Adapter(NativeAdapter):
     family = "stm32"
 
-    def build(self, out_dir: Path, *, scratch: Path, final_out: Path, log: Log, verbose: bool) -> FirmwareBuild:
-        log("compiling")
-        firmware = Path(out_dir) / "firmware"
-        built = compile_firmware(firmware, linked_board(self.board, firmware))
-        messages = [f"compiled: {line}" for line in built.command_lines] if verbose else []
-        return FirmwareBuild(firmware={"elf": str(built.elf.relative_to(out_dir)),
-                                       "compilers": [b.compiler for b in built.builds]},
-                             code_bytes=built.code_bytes, data_bytes=built.data_bytes, messages=messages, built=built)
-
-    def build_elf(self, firmware_dir, build_dir=None, optimize=None, extra_cflags=None, make_vars=None) -> BuildResult:
-        """The native family's build_elf (a bare model staged with the server and HAL first), linked with the
-        board's linker script from the folder that is compiled."""
-        board = self.board
-        firmware_dir = Path(firmware_dir)
-        require_firmware_folder(firmware_dir)
-        if make_vars:
-            raise EdgeRNNError(f"board {board.name} is compiled by edgernn: pass compiler flags, not make_vars")
-        build_dir = Path(build_dir) if build_dir else firmware_dir / "build" / board.name
-        if not is_complete(firmware_dir, board):
-            firmware_dir = stage_firmware(firmware_dir, board, build_dir / "project")
-        cflags = [*(extra_cflags or []), *([optimize] if optimize else [])]
-        return compile_firmware(firmware_dir, linked_board(board, firmware_dir), build_dir=build_dir, cflags=cflags,
-                                compilers=[find_compiler(board)])
+    def compiled_board(self, firmware_dir: Path) -> Board:
+        """The board with its linker script's folder filled in (linked_board)."""
+        return linked_board(self.board, firmware_dir)
 
     def start_counted(self, elf, log: Path, marks: list[int] = ()) -> Device:
         """Start a firmware in QEMU with the family's instruction-counting plugin (insn_plugin), which logs the

@@ -17,19 +17,12 @@ from pathlib import Path
 
 from edgernn import procs
 from edgernn.errors import EdgeRNNError
-from edgernn.resources import templates_dir
+from edgernn.resources import cache_root, templates_dir
 
 SOURCE = Path("targets") / "stm32" / "qemu_plugin" / "insn_count.c"
 FLAGS = ["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror"]
 
 
-def cache_root() -> Path:
-    """edgernn's cache, as the GAP8 family's (``$EDGERNN_CACHE``, ``$XDG_CACHE_HOME/edgernn``, ``~/.cache/edgernn``)."""
-    if os.environ.get("EDGERNN_CACHE"):
-        return Path(os.environ["EDGERNN_CACHE"]).expanduser()
-    if os.environ.get("XDG_CACHE_HOME"):
-        return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "edgernn"
-    return Path.home() / ".cache" / "edgernn"
 
 
 def build_plugin(cc: str = "gcc") -> Path:

@@ -1,5 +1,5 @@
 """The qemu_stm32f405 board end to end: models of the zoo converted in float32, int8 and int16, the firmware
-built with arm-none-eabi-gcc for the Cortex-M4F (hard float, picolibc, the family's start-up and linker
+built with arm-none-eabi-gcc for the Cortex-M4F (hard float, newlib-nano, the family's start-up and linker
 script), run in qemu-system-arm's netduinoplus2 and validated over USART1. Every output and state byte equal
 to the interpreter's (float32: within 1e-5 relative); the instructions a step are counted, the same at
 every step."""
