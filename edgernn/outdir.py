@@ -113,6 +113,7 @@ class Manifest:
     fused_states_io: dict | None = None
     board: str | None = None
     link: str | None = None
+    app: dict | None = None
     mode_requested: str | None = None
     rnn_paths: list[dict] | None = None
     quantization_error: dict | None = None
@@ -176,7 +177,7 @@ class Manifest:
         return self.build.state_bytes if self.build is not None else None
 
 
-_WRITTEN_WHEN_SET = {"link", "fused_states_io", "quantization_error", "precision", "schema", "written"}
+_WRITTEN_WHEN_SET = {"link", "app", "fused_states_io", "quantization_error", "precision", "schema", "written"}
 
 
 def read_manifest(folder: str | os.PathLike, *, require: tuple[str, ...] = (), rebuild_hint: str = "") -> Manifest:

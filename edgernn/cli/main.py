@@ -227,17 +227,52 @@ def convert(ctx, model, out, quant, mode, calib, unsafe, roll, max_error, horizo
 @click.option("--link", type=click.Choice(["uart", "wifi"]), default=None,
               help="The validation link the firmware speaks: uart (the board's serial port, the default) or wifi "
                    "(ai_deck: CPX through the deck's ESP32; validate with --port cpx://HOST).")
+@click.option("--app", type=click.Choice(["camera"]), default=None,
+              help="Write an application instead of the validation server: camera (ai_deck, gvsoc_gap8: the deck's "
+                   "camera feeds the model, its outputs go to the Crazyflie as CPX APP packets; docs/app.md).")
+@click.option("--pre-factor", type=int, default=None,
+              help="--app camera: reduce the frame by this integer factor (each pixel the mean of its block); "
+                   "default: the largest that fits the model's input.")
+@click.option("--pre-crop", default=None, metavar="X,Y",
+              help="--app camera: the model's window in the reduced frame, its top-left corner; default: centred.")
+@click.option("--pre-scale", type=float, default=None,
+              help="--app camera: the model's input is pixel * scale + offset (default scale 1/255).")
+@click.option("--pre-offset", type=float, default=None, help="--app camera: see --pre-scale (default 0).")
+@click.option("--app-wifi", is_flag=True,
+              help="--app camera: send the outputs to the WiFi host too (always on gvsoc_gap8).")
 @_model_options
 @click.pass_context
-def build(ctx, model, board, out, link, quant, mode, calib, unsafe, roll, max_error, horizon):
+def build(ctx, model, board, out, link, app, pre_factor, pre_crop, pre_scale, pre_offset, app_wifi, quant, mode, calib,
+          unsafe, roll, max_error, horizon):
     """Convert MODEL, generate OUT/firmware/ for BOARD, and compile it where the toolchain is present."""
     from edgernn.pipeline.build import build_model
     from edgernn.cli.render import print_build
 
+    options = _app_options(app, pre_factor, pre_crop, pre_scale, pre_offset, app_wifi)
     result = build_model(model, out, board=board, quant=quant, calib=calib, mode=mode, unsafe=unsafe, roll=roll,
-                         max_error=max_error, horizon=horizon, link=link,
+                         max_error=max_error, horizon=horizon, link=link, app=options,
                          verbose=ctx.obj["verbose"], log=_say if ctx.obj["verbose"] else None, warn=_warn)
     print_build(_console(), result, out)
+
+
+def _app_options(app, factor, crop, scale, offset, wifi):
+    """--app and its options, as edgernn.targets.camera.AppOptions (None without --app)."""
+    given = [name for name, v in (("--pre-factor", factor), ("--pre-crop", crop), ("--pre-scale", scale),
+                                  ("--pre-offset", offset), ("--app-wifi", wifi or None)) if v is not None]
+    if app is None:
+        if given:
+            raise EdgeRNNError(f"{given[0]} is an option of --app camera")
+        return None
+    from edgernn.targets.camera import AppOptions
+
+    where = None
+    if crop is not None:
+        try:
+            x, y = (int(v) for v in crop.split(","))
+        except ValueError:
+            raise EdgeRNNError(f"--pre-crop {crop!r}: give the corner as X,Y (two whole numbers)") from None
+        where = (x, y)
+    return AppOptions(kind=app, factor=factor, crop=where, scale=scale, offset=offset, wifi=bool(wifi))
 
 
 @cli.command()

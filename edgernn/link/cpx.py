@@ -102,7 +102,8 @@ class CpxPort:
         self.baudrate = 0                   # no line rate: LinkClient counts no wire time
         self.timeout = timeout
         self.write_timeout = write_timeout
-        self.other: list[Packet] = []       # packets of other functions, kept for whoever wants them (last 64)
+        self.other: list[Packet] = []       # packets of other functions, kept for whoever wants them
+        self.keep_other = 64                # ... the last this many (``packets`` takes them out)
         self.packets_in = 0
         self.packets_out = 0
         self._stream = bytearray()          # edgernn's bytes, joined from its packets
@@ -134,7 +135,7 @@ class CpxPort:
                 self._stream += packet.data
             else:
                 self.other.append(packet)
-                del self.other[:-64]
+                del self.other[:-self.keep_other]
 
     def _receive(self, wait: float | None) -> None:
         """Take what the socket holds, waiting up to ``wait`` seconds for the first byte. Once the deck has closed
@@ -161,6 +162,13 @@ class CpxPort:
             self._raw += chunk
             ready, _, _ = select.select([self._sock], [], [], 0)
         self._take_frames()
+
+    def packets(self, wait: float | None = 0.0) -> list[Packet]:
+        """The packets of other functions than edgernn's protocol (APP, ...) that have arrived, taken out; waits up
+        to ``wait`` seconds for the first byte."""
+        self._receive(wait)
+        out, self.other = self.other, []
+        return out
 
     def read(self, size: int = 1) -> bytes:
         """Up to ``size`` bytes of edgernn's stream: what is there, else what arrives within the timeout."""

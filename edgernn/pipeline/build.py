@@ -14,7 +14,7 @@ from typing import Any, Callable
 from edgernn.errors import EdgeRNNError
 from edgernn.outdir import BuildFacts, BuildFolder
 from edgernn.pipeline.convert import convert
-from edgernn.targets.board import Board, load_board, with_link
+from edgernn.targets.board import Board, load_board, with_app, with_link
 from edgernn.targets.device import adapter_for
 
 Log = Callable[[str], None]
@@ -32,12 +32,23 @@ def _check_quant(board: Board, quant: str, warn: Log | None) -> None:
 def build_model(model: Any, out: str | Path, *, board: str, quant: str = "int8", calib: Any = None,
                 mode: str = "auto", unsafe: bool = False, roll: bool = False, verbose: bool = False,
                 log: Log | None = None, warn: Log | None = None, max_error: float = 0.02,
-                horizon: int | None = None, link: str | None = None) -> dict:
+                horizon: int | None = None, link: str | None = None, app=None) -> dict:
     """A model to a build folder: returns ``{"manifest", "firmware", "messages"}``; OUT holds step.tflite,
     manifest.json, firmware/ (and what the board's family writes beside it). ``link``: one of the board's
-    links (``serial.links``; its first by default), recorded in the manifest."""
+    links (``serial.links``; its first by default), recorded in the manifest. ``app``: an application
+    (edgernn.targets.gap8.app.AppOptions) instead of the validation server, on a board whose family has one."""
     log = log or (lambda _: None)
-    adapter = adapter_for(with_link(load_board(board), link))
+    loaded = load_board(board)
+    if app is not None:
+        if link == "uart":
+            raise EdgeRNNError("the camera application sends its outputs over CPX (the deck's ESP32): "
+                               "--link uart does not apply to --app")
+        family = adapter_for(loaded)
+        if app.kind not in family.app_kinds:
+            raise EdgeRNNError(f"board {loaded.name} has no {app.kind!r} application (boards with one: ai_deck, "
+                               "gvsoc_gap8)")
+        link = "wifi"
+    adapter = adapter_for(with_app(with_link(loaded, link), app.kind if app is not None else None))
     board_obj = adapter.board
     _check_quant(board_obj, quant, warn)
     adapter.check_toolchain()
@@ -52,6 +63,9 @@ def build_model(model: Any, out: str | Path, *, board: str, quant: str = "int8",
         manifest.link = link or board_obj.serial.links[0]
         log(f"generating C for board {board_obj.name} (link: {manifest.link})")
         facts = adapter.generate(inner, verbose=verbose)
+        if app is not None:
+            manifest.app = adapter.write_app(inner, manifest, app, facts)
+            log(f"the {app.kind} application: {_app_line(manifest.app)}")
         built = adapter.build(inner, scratch=staging, final_out=out, log=log, verbose=verbose)
         manifest.record_build(
             BuildFacts(liveness_bound_bytes=facts.liveness_bound_bytes, state_bytes=facts.state_bytes,
@@ -69,3 +83,10 @@ def build_model(model: Any, out: str | Path, *, board: str, quant: str = "int8",
     return {"manifest": manifest.as_dict(), "firmware": str(out / "firmware"), "messages": messages}
 
 
+
+
+def _app_line(record: dict) -> str:
+    pre = record["preprocess"]
+    return (f"frames reduced by {pre['factor']}, a {pre['width']} x {pre['height']} window at ({pre['crop_x']}, "
+            f"{pre['crop_y']}), value = pixel * {pre['scale']:.6g} + {pre['offset']:.6g}; {record['frame_buffers']} "
+            f"frame buffer(s); outputs to {' and '.join(record['destinations'])}")

@@ -134,6 +134,13 @@ class Adapter:
 
         return generate_firmware(out_dir, self.board, verbose=verbose)
 
+    app_kinds: tuple[str, ...] = ()     # the applications ``edgernn build --app`` writes for this family's boards
+
+    def write_app(self, out_dir: Path, manifest, options, facts: FirmwareFacts) -> dict:
+        """Turn OUT/firmware/ (the model and the validation server, just generated) into the application that
+        ``options`` asks for; returns the manifest's ``app`` record."""
+        raise EdgeRNNError(f"board {self.board.name} has no {options.kind!r} application")
+
     def write_extras(self, out_dir: Path, manifest, calibration=None) -> None:
         """Write what the family adds beside the firmware, once the manifest records the build;
         ``calibration()`` gives the build's calibration sequences, for a family that needs them."""
@@ -179,6 +186,12 @@ class Adapter:
 
     def start(self, elf: str | os.PathLike) -> Device:
         raise EdgeRNNError(f"board {self.board.name} is not emulated: flash it with its own tools and pass --port")
+
+    def start_app(self, out_dir: Path, camera_stream: str) -> Device:
+        """Run OUT's application on an emulated board, its camera playing ``camera_stream`` (image files, a path
+        with %d for the frame index)."""
+        raise EdgeRNNError(f"board {self.board.name} cannot run an application here: validate an app build on "
+                           "gvsoc_gap8")
 
     def link_settings(self, *, started: bool, baud: int | None = None, timeout: float | None = None) -> LinkSettings:
         """The link's settings: the board file's, with the caller's baud and timeout first. ``started``:

@@ -387,6 +387,26 @@ def with_link(board: Board, link: str | None) -> Board:
     return board_from_data(board.path, data)
 
 
+APP_DEFINE = "EDGERNN_APP_CAMERA=1"
+
+
+def with_app(board: Board, app: str | None) -> Board:
+    """The board as the build of an application sees it (``edgernn build --app camera``): every build defines
+    EDGERNN_APP_CAMERA=1, and the CPX transport (EDGERNN_LINK_WIFI=1) that the application sends its outputs
+    through. Unchanged without an application; which boards have one is their family's (Adapter.app_kinds)."""
+    if app is None:
+        return board
+    data = copy.deepcopy(board.data)
+    toolchain = data.setdefault("toolchain", {})
+    defines = [d for d in toolchain.get("defines", []) if d != "EDGERNN_LINK_WIFI=1"]
+    toolchain["defines"] = [*defines, "EDGERNN_LINK_WIFI=1", APP_DEFINE]
+    return board_from_data(board.path, data)
+
+
+def is_app_build(board: Board) -> bool:
+    return APP_DEFINE in board.toolchain.defines
+
+
 def known_boards() -> list[str]:
     return sorted(p.stem for p in boards_dir().glob("*.toml"))
 

@@ -39,6 +39,14 @@ class Gap8Adapter(Adapter):
             # a supported release (older than 4.8.0) is refused before any work
             gap_sdk_config(board)
 
+    app_kinds = ("camera",)
+
+    def write_app(self, out_dir: Path, manifest, options, facts: FirmwareFacts) -> dict:
+        """The deck application (edgernn.targets.gap8.app): camera, model, CPX out."""
+        from edgernn.targets.gap8.app import write_camera_app
+
+        return write_camera_app(out_dir, manifest, options, self.board, facts.placement)
+
     def write_extras(self, out_dir: Path, manifest, calibration=None) -> None:
         """GreenWaves' NNTool flow's files (OUT/nntool/), with calibration steps for its aquant; none for a
         model its script cannot describe (more than one fused LSTM), which the firmware still runs."""

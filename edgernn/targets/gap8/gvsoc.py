@@ -113,14 +113,16 @@ def _wire_esp32(board: dict, port: int) -> None:
 def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int,
                       install: str | os.PathLike, log: Log = None, baud: int | None = None,
                       readfs_files: list | tuple = (), trace: Trace | None = None, link: str = "uart",
-                      esp32_module: str | os.PathLike | None = None) -> Path:
+                      esp32_module: str | os.PathLike | None = None, camera_stream: str | None = None) -> Path:
     """Make work_dir ready to run elf with the UART on 127.0.0.1:uart_port (its testbench at ``baud``,
     when given), ``readfs_files`` in the flash image and, with ``trace``, GVSOC's traces of the components
     it names written to its file; returns the launcher's configuration. gapy runs only when work_dir was
     prepared for other bytes (or never).
 
     With ``link="wifi"`` the port is the deck's ESP32's instead (CPX over TCP, edgernn.link.cpx), and the UART's
-    bytes go to GVSOC's output (gvsoc.log); ``esp32_module`` replaces the ESP32's model (a test's broken one)."""
+    bytes go to GVSOC's output (gvsoc.log); ``esp32_module`` replaces the ESP32's model (a test's broken one).
+    ``camera_stream``: the camera's image files, a path with %d for the frame index (``.raw``: 324 x 244 bytes of
+    gray each, read by edgernn's camera model, templates/targets/gap8/sdk/overrides/.../camera/camera.cpp)."""
     if link not in LINKS:
         raise EdgeRNNError(f"GVSOC has no link {link!r} (links: {', '.join(LINKS)})")
     install = Path(install)
@@ -161,6 +163,11 @@ def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_
             board["wifi"]["module"] = str(Path(esp32_module).resolve())
     if baud is not None:
         uart["baudrate"] = int(baud)
+    if camera_stream is not None:
+        if "camera" not in board:
+            raise EdgeRNNError("this GVSOC's ai_deck configuration has no camera (board.camera): the camera "
+                               "application needs the deck's Himax")
+        board["camera"]["image-stream"] = str(camera_stream)
     if trace is not None:
         # traces are compiled into GVSOC's debug models only (gvsoc_launcher_debug)
         config["gvsoc"]["traces"].update({"enabled": True, "level": "debug",
@@ -175,12 +182,12 @@ def gvsoc_run_command(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_
                       install: str | os.PathLike, log: Log = None,
                       baud: int | None = None, readfs_files: list | tuple = (),
                       trace: Trace | None = None, link: str = "uart",
-                      esp32_module: str | os.PathLike | None = None) -> list[str]:
+                      esp32_module: str | os.PathLike | None = None, camera_stream: str | None = None) -> list[str]:
     """The command that runs elf in GVSOC with the UART (or, ``link="wifi"``, the ESP32) on 127.0.0.1:uart_port
     (prepared first). Run it with ``cwd=work_dir`` and ``env=gvsoc_env(install)``."""
     install = Path(install)
     config = prepare_gvsoc_run(elf, work_dir, uart_port, install, log, baud, readfs_files, trace, link,
-                               esp32_module)
+                               esp32_module, camera_stream)
     launcher = "gvsoc_launcher_debug" if trace is not None else "gvsoc_launcher"
     return [str(Path(install) / "bin" / launcher), f"--config={config}"]
 
@@ -268,7 +275,7 @@ def start_gvsoc(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: 
                 install: str | os.PathLike, log: Log = None,
                 timeout: float = 20.0, baud: int | None = None, readfs_files: list | tuple = (),
                 trace: Trace | None = None, link: str = "uart",
-                esp32_module: str | os.PathLike | None = None) -> GvsocProcess:
+                esp32_module: str | os.PathLike | None = None, camera_stream: str | None = None) -> GvsocProcess:
     """Run elf in GVSOC in the background and return once the link's TCP port (the UART's, or with
     ``link="wifi"`` the ESP32's) listens. The simulator runs in its own process group (``stop()`` ends it);
     its stdout and stderr go to ``work_dir/gvsoc.log``. With ``trace``, GVSOC's debug build runs, writing
@@ -276,7 +283,8 @@ def start_gvsoc(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: 
     install = Path(install)
     work_dir = Path(work_dir).resolve()
     port = uart_port if uart_port is not None else free_port()
-    command = gvsoc_run_command(elf, work_dir, port, install, log, baud, readfs_files, trace, link, esp32_module)
+    command = gvsoc_run_command(elf, work_dir, port, install, log, baud, readfs_files, trace, link, esp32_module,
+                                camera_stream)
     log_path = work_dir / "gvsoc.log"
     with open(log_path, "wb") as out:
         proc = procs.spawn(command, cwd=work_dir, env=gvsoc_env(install), stdin=subprocess.DEVNULL,

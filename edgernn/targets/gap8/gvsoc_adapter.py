@@ -70,6 +70,27 @@ class GvsocGap8Adapter(Gap8Adapter):
         return Device(self.board, sim.url, elf, sim.process, [], sim.command, simulator=sim,
                       restarter=self._restart)
 
+    def start_app(self, out_dir: Path, camera_stream: str) -> Device:
+        """OUT's camera application in GVSOC, the camera playing ``camera_stream`` (image files, a path with %d
+        for the frame index) and the deck's ESP32 on 127.0.0.1 (``device.url``: cpx://...), where the application
+        sends its outputs once a host has connected."""
+        from edgernn.targets.gap8 import gvsoc
+        from edgernn.targets.gap8.cpx_check import require_cpx_self_test
+        from edgernn.targets.gap8.sdk import build_gvsoc
+
+        out_dir = Path(out_dir)
+        self._require_project(out_dir)
+        elf = self.find_firmware(out_dir)
+        if elf is None:
+            raise EdgeRNNError(f"{out_dir}/firmware has no built application: build it with `edgernn build MODEL "
+                               f"--board {self.board.name} --app camera -o {out_dir}`")
+        install = build_gvsoc()
+        require_cpx_self_test(install)
+        sim = gvsoc.start_gvsoc(elf, Path(elf).parent / "gvsoc", install=install,
+                                timeout=self.board.emulator.start_timeout_s, readfs_files=_readfs_files(elf),
+                                link="wifi", camera_stream=camera_stream)
+        return Device(self.board, sim.url, Path(elf), sim.process, [], sim.command, simulator=sim)
+
     def start_profiled(self, out_dir: Path, step: int):
         """OUT's firmware in GVSOC's debug build, every cluster core's instructions traced
         (edgernn.targets.gap8.gvsoc_trace.GvsocTracedRun)."""

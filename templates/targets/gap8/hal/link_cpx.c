@@ -22,7 +22,7 @@
  * nothing costs one exchange and is otherwise harmless (the ESP32's own firmware does the same). */
 #include "link_cpx.h"
 
-#if EDGERNN_LINK_WIFI
+#if EDGERNN_LINK_WIFI || EDGERNN_APP_CAMERA
 
 #include "pmsis.h"
 #include "FreeRTOS.h"
@@ -30,8 +30,9 @@
 
 #include "hal.h"
 
-#define CPX_TARGET_WIFI_HOST 3u
-#define CPX_TARGET_GAP8 4u
+#define CPX_TARGET_WIFI_HOST EDGERNN_CPX_WIFI_HOST
+#define CPX_TARGET_GAP8 EDGERNN_CPX_GAP8
+#define CPX_WIFI_CLIENT_NEWS 0x32u                 /* WIFI_CTRL: a host connected (1) or left (0) */
 #define CPX_LAST_PACKET 0x40u
 #define CPX_FIRST_TRANSFER 4                       /* bytes: both lengths, and the start of both headers */
 #define CPX_BUFFER_BYTES (EDGERNN_CPX_MTU + 2 + 4) /* length, packet, and room for the rounding up to 4 bytes */
@@ -57,6 +58,7 @@ static uint32_t rx_words[(CPX_BUFFER_BYTES + 3) / 4];
 static uint8_t rx_ring[EDGERNN_CPX_RX_BYTES];
 static uint32_t rx_head, rx_tail;                  /* bytes taken in and read out, modulo 2^32 */
 static uint32_t rx_dropped;                        /* bytes that found the ring full (the host's retry resends) */
+static volatile int host_connected;                /* the ESP32's last WIFI_CTRL news of its WiFi client */
 
 static void ready_edge(void *arg)
 {
@@ -117,8 +119,13 @@ static void take_packet(const uint8_t *packet, int length)
     const uint8_t route = packet[0];
     const uint8_t function = packet[1];
 
+    if ((route & 0x7u) == CPX_TARGET_GAP8 && (function & 0x3Fu) == EDGERNN_CPX_F_WIFI_CTRL && length >= 4
+        && packet[2] == CPX_WIFI_CLIENT_NEWS) {
+        host_connected = packet[3] != 0u;
+        return;
+    }
     if ((route & 0x7u) != CPX_TARGET_GAP8 || (function & 0x3Fu) != EDGERNN_CPX_FUNCTION || (function >> 6) != 0u) {
-        return;     /* not edgernn's: the ESP32's WIFI_CTRL news, CONSOLE or APP traffic */
+        return;     /* not edgernn's: the ESP32's other news, CONSOLE or APP traffic */
     }
     for (int i = 2; i < length; ++i) {
         if (rx_head - rx_tail == (uint32_t)EDGERNN_CPX_RX_BYTES) {
@@ -180,18 +187,33 @@ int edgernn_hal_uart_read(uint8_t *buf, int max)
     return n;
 }
 
-void edgernn_hal_uart_write(const uint8_t *buf, int len)
+void edgernn_cpx_send(unsigned destination, unsigned function, int last, const uint8_t *data, int n)
 {
     uint8_t *tx = (uint8_t *)tx_words;
 
+    tx[2] = (uint8_t)((destination & 0x7u) | (CPX_TARGET_GAP8 << 3) | (last ? CPX_LAST_PACKET : 0u));
+    tx[3] = (uint8_t)(function & 0x3Fu);
+    for (int i = 0; i < n; ++i) {
+        tx[4 + i] = data[i];
+    }
+    exchange(n + 2);
+}
+
+void edgernn_cpx_poll(void)
+{
+    exchange(0);
+}
+
+int edgernn_cpx_host_connected(void)
+{
+    return host_connected;
+}
+
+void edgernn_hal_uart_write(const uint8_t *buf, int len)
+{
     while (len > 0) {
         const int n = len < EDGERNN_CPX_MTU - 2 ? len : EDGERNN_CPX_MTU - 2;
-        tx[2] = (uint8_t)(CPX_TARGET_WIFI_HOST | (CPX_TARGET_GAP8 << 3) | (n == len ? CPX_LAST_PACKET : 0u));
-        tx[3] = (uint8_t)EDGERNN_CPX_FUNCTION;
-        for (int i = 0; i < n; ++i) {
-            tx[4 + i] = buf[i];
-        }
-        exchange(n + 2);
+        edgernn_cpx_send(CPX_TARGET_WIFI_HOST, EDGERNN_CPX_FUNCTION, n == len, buf, n);
         buf += n;
         len -= n;
     }
