@@ -13,7 +13,8 @@
 //   2. The sensor's streaming modes, as the HM01B0's datasheet gives them, through its I2C registers:
 //      MODE_SELECT (0x0100): 0 standby, 1 streaming, 3 streaming N frames (N in PMU_AUTOSLEEP_FRAMECNT,
 //      0x3020), after which it returns to standby by itself; SW_RESET (0x0103) puts it in standby. A frame
-//      starts only while the sensor streams, and a frame that has started is sent whole; reading
+//      starts only while the sensor streams, and a frame that has started is sent whole. Writing 3 while a
+//      frame is being sent asks for N more after it (the count is taken as each frame starts). Reading
 //      MODE_SELECT gives the mode. So one image file is one frame the sensor sent, and a firmware that
 //      triggers one frame at a time receives the files in order, however long it computes between them.
 //      The model's ID (0x0000, 0x0001: 0x01B0) reads as upstream's did.
@@ -268,6 +269,8 @@ void Camera::clock_gen()
       case STATE_INIT:
         if (!this->streaming())
           break;                    // standby: no frame starts
+        if (this->mode_select == 3)
+          this->frames_left--;      // N-frame streaming: this frame is one of the N
         this->trace_msg(this->trace, 4, "State INIT");
         this->cnt = 0;
         this->targetcnt = 3*TLINE;
@@ -397,7 +400,7 @@ void Camera::clock_gen()
           this->state = STATE_INIT;   // the next frame starts from INIT, when the sensor streams
           this->cnt = 0;
           this->targetcnt = 3*TLINE;
-          if (this->mode_select == 3 && --this->frames_left <= 0)
+          if (this->mode_select == 3 && this->frames_left <= 0)
           {
             this->mode_select = 0;      // N frames sent: back to standby by itself
             this->trace_msg(this->trace, 2, "N-frame streaming done: standby");
