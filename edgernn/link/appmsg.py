@@ -44,8 +44,11 @@ from edgernn.link import cpx
 
 MAGIC = 0xED
 VERSION = 1
-HEADER = struct.Struct("<BBBBHHIIII")
+FIELDS = (("magic", "B"), ("version", "B"), ("dtype", "B"), ("flags", "B"), ("n_outputs", "H"), ("reserved", "H"),
+          ("frame", "I"), ("capture_cycles", "I"), ("preprocess_cycles", "I"), ("model_cycles", "I"))
+HEADER = struct.Struct("<" + "".join(code for _, code in FIELDS))
 HEADER_BYTES = HEADER.size                       # 24
+OFFSETS = {name: struct.calcsize("<" + "".join(code for _, code in FIELDS[:i])) for i, (name, _) in enumerate(FIELDS)}
 STM32_MTU = 100                                  # CPX_MAX_PAYLOAD_SIZE (crazyflie-firmware cpx.h): header + data
 PART_DATA = STM32_MTU - cpx.HEADER               # 98 bytes of CPX data a packet
 PART_BYTES = PART_DATA - 1                       # 97 bytes of the message a packet, after the part index
