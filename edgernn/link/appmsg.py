@@ -55,6 +55,7 @@ PART_BYTES = PART_DATA - 1                       # 97 bytes of the message a pac
 MAX_PARTS = 256                                  # the part index is a u8
 MAX_MESSAGE_BYTES = MAX_PARTS * PART_BYTES       # 24,832
 FLAG_OVERLAP = 0x01
+KEPT_ERRORS = 64                                 # a Reassembler's errors: the last ones (rejected counts them all)
 
 
 class Dtype(IntEnum):
@@ -234,10 +235,10 @@ class Reassembler:
     the C receiver is generated for one model.
 
     ``feed`` takes one packet's lastPacket flag and data and returns the message it completes, or None. Each
-    rejection is counted in ``rejected`` and kept in ``errors``; ``strict`` (the default) also raises it as an
-    AppMessageError, after which the reassembler is still usable. A packet that both rejects the message in
-    progress (a part 0 in the middle of one) and completes a one-part message raises in strict mode, and that
-    message is lost; a tolerant reassembler returns it."""
+    rejection is counted in ``rejected`` and kept in ``errors`` (the last 64); ``strict`` (the default) also
+    raises it as an AppMessageError, after which the reassembler is still usable. A packet that both rejects the
+    message in progress (a part 0 in the middle of one) and completes a one-part message raises in strict mode,
+    and that message is lost; a tolerant reassembler returns it."""
 
     def __init__(self, *, n_outputs: int | None = None, dtype: str | Dtype | None = None, strict: bool = True):
         self.n_outputs = n_outputs
@@ -255,6 +256,7 @@ class Reassembler:
         error = AppMessageError(code, text)
         self.rejected += 1
         self.errors.append(error)
+        del self.errors[:-KEPT_ERRORS]
         raised.append(error)
         self._buffer.clear()
         self._next = 0

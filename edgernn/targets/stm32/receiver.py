@@ -53,7 +53,10 @@ class ReceiverSpec:
     stale_ms: int = STALE_MS
 
     def __post_init__(self):
-        dtype = appmsg.Dtype.named(self.dtype)           # ValueError for another type
+        try:
+            dtype = appmsg.Dtype.named(self.dtype)
+        except ValueError as exc:
+            raise EdgeRNNError(f"the receiver's outputs: {exc}") from None
         object.__setattr__(self, "dtype", dtype.name.lower())
         if not 1 <= self.n_outputs <= appmsg.max_outputs(dtype):
             raise EdgeRNNError(f"the receiver takes 1 to {appmsg.max_outputs(dtype)} {self.dtype} outputs (one "

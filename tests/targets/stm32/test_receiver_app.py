@@ -74,7 +74,7 @@ def test_the_scale_is_the_shortest_float_literal_of_its_float32(receiver, value,
     (dict(model_sha256="abc"), "64 lowercase hex"),
 ])
 def test_a_spec_that_cannot_be_received_is_refused(receiver, tmp_path, changes, match):
-    with pytest.raises((EdgeRNNError, ValueError), match=match):
+    with pytest.raises(EdgeRNNError, match=match):
         receiver.write_receiver(tmp_path / "app", spec(**changes))
     assert not (tmp_path / "app").exists()
 
