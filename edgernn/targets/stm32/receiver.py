@@ -42,7 +42,8 @@ class ReceiverSpec:
 
     ``n_outputs``: elements of the output; ``dtype``: 'int8', 'int16' or 'float32'; ``scale`` and
     ``zero_point``: the output's quantization, to dequantize it (None for float32); ``model_sha256`` and
-    ``model_name``: which model, as the banners and the console say."""
+    ``model_name``: which model, as the banners and the console say; ``stale_ms``: how old the newest outputs
+    may be for edgernnLatest to return true."""
 
     n_outputs: int
     dtype: str
@@ -64,6 +65,8 @@ class ReceiverSpec:
         if dtype != appmsg.Dtype.FLOAT32 and (self.scale is None or not np.isfinite(self.scale) or self.scale <= 0):
             raise EdgeRNNError(f"{self.dtype} outputs need their scale (a positive number) to be dequantized; "
                                f"got {self.scale!r}")
+        if not 1 <= int(self.stale_ms) <= 3_600_000:
+            raise EdgeRNNError(f"stale_ms is 1 to 3,600,000 milliseconds; got {self.stale_ms!r}")
         if not re.fullmatch(r"[0-9a-f]{64}", self.model_sha256 or ""):
             raise EdgeRNNError(f"model_sha256 is 64 lowercase hex digits; got {self.model_sha256!r}")
 

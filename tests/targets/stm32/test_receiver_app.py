@@ -48,6 +48,7 @@ def test_the_app_folder_is_complete_and_says_what_it_was_generated_for(receiver,
     header = (app / "src" / "edgernn_receiver.h").read_text()
     assert "bool edgernnLatest(float *y, uint32_t *frame, uint32_t *ageMs);" in header
     assert "#define EDGERNN_RECEIVER_N_OUTPUTS 150u" in header and SHA in header
+    assert "#define EDGERNN_RECEIVER_STALE_MS 500u" in header
     source = (app / "src" / "edgernn_receiver.c").read_text()
     assert f"#define MESSAGE_BYTES {appmsg.message_bytes(150, 'int16')}u" in source
     assert "#define OUTPUT_DTYPE EDGERNN_APPMSG_INT16" in source
@@ -72,6 +73,7 @@ def test_the_scale_is_the_shortest_float_literal_of_its_float32(receiver, value,
     (dict(scale=None), "need their scale"),
     (dict(scale=-1.0), "need their scale"),
     (dict(model_sha256="abc"), "64 lowercase hex"),
+    (dict(stale_ms=0), "stale_ms"),
 ])
 def test_a_spec_that_cannot_be_received_is_refused(receiver, tmp_path, changes, match):
     with pytest.raises(EdgeRNNError, match=match):
