@@ -5,6 +5,8 @@ real Crazyflie 2.x, the model in an app of Bitcraze's firmware, compiled with th
     adapter.py       the family's verbs
     crazyflie.py     the verbs of ``crazyflie``: an out-of-tree app of the Crazyflie firmware, its cf2 image
     insn_plugin.py   the TCG plugin that counts the instructions QEMU runs (its C: templates/targets/stm32/qemu_plugin/)
+    receiver.py      the Crazyflie app that receives the AI-deck camera application's outputs (write_receiver,
+                     build_receiver; its C: templates/targets/stm32/receiver/), for ``--app camera``
 
 Its C is in templates/targets/stm32/ (the HAL with its start-up and linker script, one folder a board), its
 boards in boards/qemu_stm32f405.toml and boards/crazyflie.toml, its manual in docs/boards/stm32.md.
