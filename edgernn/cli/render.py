@@ -202,6 +202,33 @@ def print_boards(console, boards: list) -> None:
     console.print(table)
 
 
+def print_app_validation(console, report: dict) -> None:
+    """A camera application's verdict (edgernn.validate.app)."""
+    from rich.table import Table
+
+    ref, flt, app = report["reference"], report["float"], report["app"]
+    cyc = app["cycles_per_frame"]
+    table = Table(title=f"edgernn validate — camera application on {report['board']} ({report['quant']})",
+                  show_header=False)
+    table.add_column("what")
+    table.add_column("value")
+    table.add_row("parity with the interpreter", "[green]PASS[/green]" if report["pass"] else "[red]FAIL[/red]")
+    table.add_row("frames × sequences", f"{report['steps']} × {report['sequences']}")
+    table.add_row("output mismatches", f"{ref['mismatches']} of {ref['compared_values']} "
+                  f"(max {ref['max_abs_lsb']} LSB)")
+    if flt.get("rmse") is not None:
+        table.add_row("vs the float model", f"rmse {flt['rmse']:.4g}  max {flt['max_abs']:.4g}  l2r {flt['l2r']:.4g}")
+    else:
+        table.add_row("vs the float model", f"skipped: {flt.get('skipped')}")
+    fps = app.get("frames_per_second")
+    table.add_row("frames per second", f"{fps:,.1f} at {app['clock_hz'] / 1e6:g} MHz" if fps else "-")
+    table.add_row("per frame (cycles)", f"capture {cyc['capture']:,.0f} · preprocessing {cyc['preprocess']:,.0f} · "
+                  f"model {cyc['model']:,.0f}")
+    table.add_row("capture overlapped compute", "yes" if app["capture_overlapped_compute"] else "no")
+    table.add_row("timing", app["timing"])
+    console.print(table)
+
+
 def print_validation(console, report: dict) -> None:
     """validate's verdict table (stdout) and its notes."""
     from rich.table import Table
@@ -305,4 +332,7 @@ class ValidationView:
         Console(stderr=True).print(line, highlight=False, soft_wrap=True)
 
     def summary(self, report: dict) -> None:
-        print_validation(self.console, report)
+        if "app" in report:
+            print_app_validation(self.console, report)
+        else:
+            print_validation(self.console, report)

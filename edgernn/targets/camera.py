@@ -69,9 +69,15 @@ class Preprocess:
     @classmethod
     def from_dict(cls, data: dict) -> "Preprocess":
         try:
-            return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+            pre = cls(**{k: data[k] for k in cls.__dataclass_fields__})
         except (KeyError, TypeError) as exc:
             raise EdgeRNNError(f"the manifest's app.preprocess is incomplete ({exc}): rebuild with edgernn build") from None
+        (x0, y0), f = pre.origin, pre.factor
+        if min(pre.height, pre.width, f) < 1 or min(x0, y0) < 0 or y0 + pre.height * f > SENSOR_HEIGHT \
+                or x0 + pre.width * f > SENSOR_WIDTH:
+            raise EdgeRNNError(f"the manifest's app.preprocess ({data}) leaves the camera's frame: rebuild with edgernn "
+                               "build")
+        return pre
 
 
 def image_input(shape) -> tuple[int, int]:

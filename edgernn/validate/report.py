@@ -471,3 +471,49 @@ def write_html(report: dict, path: str | Path, *, plot, every_step: bool) -> Pat
     path = Path(path)
     _write_whole(path, render_html(report, plot, every_step))
     return path
+
+
+def render_app_html(report: dict) -> str:
+    """The report of a camera application's validation (edgernn.validate.app): the verdict, the exactness, the
+    error against the float model, and each frame's split between capture, preprocessing and model."""
+    import html
+
+    app, ref, flt, dev = report["app"], report["reference"], report["float"], report["device"]
+    cyc = app["cycles_per_frame"]
+
+    def row(name, value):
+        return f"<tr><th>{html.escape(str(name))}</th><td>{html.escape(str(value))}</td></tr>"
+
+    fps = app.get("frames_per_second")
+    rows = [
+        row("verdict", "PASS" if report["pass"] else "FAIL"),
+        row("board", report["board"]), row("quant", report["quant"]), row("model SHA-256", report["model_sha256"]),
+        row("frames x sequences", f"{report['steps']} x {report['sequences']}"),
+        row("output values that differ from the interpreter", f"{ref['mismatches']:,} of {ref['compared_values']:,}"),
+        row("largest difference", f"{ref['max_abs_lsb']} LSB ({_g(ref['max_abs'])})"),
+        row("vs the float model", f"l2r {_g(flt.get('l2r'))}, rmse {_g(flt.get('rmse'))}, max {_g(flt.get('max_abs'))}"
+            if flt.get("rmse") is not None else f"not compared: {flt.get('skipped')}"),
+        row("frames per second", f"{fps:,.1f} at {_hz(app['clock_hz'])}" if fps else "-"),
+        row("capture (rest of the period), per frame", _count(cyc["capture"])),
+        row("preprocessing, per frame", _count(cyc["preprocess"])),
+        row("model, per frame", _count(cyc["model"])),
+        row("frame period", _count(cyc["period"])),
+        row("capture overlapped compute", "yes" if app["capture_overlapped_compute"] else "no"),
+        row("bound by", "the camera" if app["camera_bound"] else "compute"),
+        row("cycles", app["cycle_counter"]), row("timing", app["timing"]),
+        row("MAC per cycle (model)", _g(dev.get("macs_per_cycle"), 3)),
+    ]
+    frames = "".join(f"<tr><td>{f['sequence']}</td><td>{f['frame']}</td><td>{f['capture']:,}</td>"
+                     f"<td>{f['preprocess']:,}</td><td>{f['model']:,}</td></tr>" for f in app["per_frame"])
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>edgernn validate: camera application</title>"
+            "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}th,td{border:1px solid "
+            "#ccc;padding:3px 8px;text-align:left}</style></head><body>"
+            f"<h1>Camera application: {'PASS' if report['pass'] else 'FAIL'}</h1><table>{''.join(rows)}</table>"
+            "<h2>Frames</h2><table><tr><th>sequence</th><th>frame</th><th>capture</th><th>preprocessing</th>"
+            f"<th>model</th></tr>{frames}</table></body></html>\n")
+
+
+def write_app_html(report: dict, path: str | Path) -> Path:
+    path = Path(path)
+    _write_whole(path, render_app_html(report))
+    return path

@@ -384,6 +384,14 @@ def validate(out_dir: str | os.PathLike, port: str | None = None, baud: int | No
     out = Path(out_dir)
     manifest = read_build_folder(out)
     board = _manifest_board(manifest.board)
+    if manifest.app:
+        from edgernn.validate.app import validate_app
+
+        if profile or save is not None or states != "every":
+            raise EdgeRNNError(f"{out} holds a camera application: --profile and --save are for the validation "
+                               "server's builds")
+        return validate_app(out, manifest, board, port=port, data=data, steps=steps, json_path=json_path,
+                            html_path=html_path, timeout=timeout, view=view)
     if port is None and board is not None and not board.emulated:
         raise EdgeRNNError(f"board {board.name} is hardware: flash it (`edgernn flash {out}`), then pass its "
                            "serial port, e.g. `--port /dev/ttyUSB0`")

@@ -19,8 +19,10 @@
  * a window of the model's input size is cut from it, and each mean goes through a table of 256 entries that
  * holds the model's quantized input for pixel * scale + offset (app_config.h, generated).
  *
- * Cycles (edgernn_hal_cycles: the FC's timer, in cluster cycles at the cluster's clock): for each frame, the
- * wait for its capture, its preprocessing, and the model's step (the head with it), sent in the message. */
+ * Cycles (edgernn_hal_cycles: the FC's timer, in cluster cycles at the cluster's clock), for each frame, sent in
+ * its message: "capture", the rest of the frame period (since the previous frame's step ended: sending its
+ * outputs, then waiting for this frame's capture); the preprocessing; the model's step (the head with it).
+ * The three add up to the period from frame to frame. */
 #include "pmsis.h"
 #include "bsp/camera/himax.h"
 
@@ -202,6 +204,7 @@ static void app_main(void)
 {
     uint32_t frame = 0;
     int current = 0;
+    uint64_t mark;
 
     edgernn_hal_init(0, (char **)0);
     if (edgernn_init() != EDGERNN_OK || open_camera() != 0) {
@@ -221,11 +224,11 @@ static void app_main(void)
     pi_camera_control(&camera, PI_CAMERA_CMD_START, 0);
     sensor_write(HIMAX_MODE_SELECT, HIMAX_MODE_STREAMING);
     sensor_write(HIMAX_MODE_SELECT, HIMAX_MODE_STANDBY);
+    mark = edgernn_hal_cycles();
     for (;;) {
         const int next = (current + 1) % EDGERNN_APP_FRAME_BUFFERS;
-        uint64_t t0, t1, t2, t3;
+        uint64_t t1, t2, t3;
 
-        t0 = edgernn_hal_cycles();
         pi_task_wait_on(&captured[current]);
         t1 = edgernn_hal_cycles();
 #if EDGERNN_APP_FRAME_BUFFERS > 1
@@ -250,7 +253,10 @@ static void app_main(void)
         }
 #endif
         t3 = edgernn_hal_cycles();
-        send_outputs(frame, (uint32_t)(t1 - t0), (uint32_t)(t2 - t1), (uint32_t)(t3 - t2), 1);
+        /* capture: the rest of the frame period, since the previous frame's model ended (its outputs sent, then
+         * the wait for this frame); so the three counts add up to the period from frame to frame */
+        send_outputs(frame, (uint32_t)(t1 - mark), (uint32_t)(t2 - t1), (uint32_t)(t3 - t2), 1);
+        mark = t3;
         ++frame;
         current = next;
     }
