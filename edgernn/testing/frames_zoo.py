@@ -280,3 +280,21 @@ def _randomize_batchnorm(model, seed: int) -> None:
                                rng.uniform(-0.2, 0.2, beta.shape).astype(np.float32),
                                rng.uniform(-0.2, 0.2, mean.shape).astype(np.float32),
                                rng.uniform(0.5, 2.0, var.shape).astype(np.float32)])
+
+
+def camera_frames(n_seq: int, frames: int, seed: int = 0) -> np.ndarray:
+    """(n_seq, frames, 244, 324) uint8, as the AI-deck's Himax gives them: a textured background, sensor noise,
+    and a bright blob that moves from frame to frame (so a model's state has something to follow)."""
+    rng = np.random.default_rng(seed)
+    h, w = 244, 324
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    out = np.empty((n_seq, frames, h, w), np.uint8)
+    for s in range(n_seq):
+        background = 60 + 40 * np.sin(xx / rng.uniform(9, 25)) * np.cos(yy / rng.uniform(9, 25))
+        pos, vel = rng.uniform([40, 40], [h - 40, w - 40]), rng.uniform(-12, 12, size=2)
+        for t in range(frames):
+            pos = np.clip(pos + vel, 0, [h - 1, w - 1])
+            blob = 150 * np.exp(-((yy - pos[0]) ** 2 + (xx - pos[1]) ** 2) / (2 * 18.0 ** 2))
+            noise = rng.normal(0, 6, (h, w))
+            out[s, t] = np.clip(background + blob + noise, 0, 255).astype(np.uint8)
+    return out

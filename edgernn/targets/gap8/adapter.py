@@ -84,6 +84,10 @@ class Gap8Adapter(Adapter):
                 messages.append(GAP_COMPILER_UNTESTED)
             if verbose:
                 messages.append(f"built: {shlex.join(built.command)}")
+        if (Path(out_dir) / "firmware" / "app_config.h").is_file():
+            from edgernn.targets.gap8.app import build_crazyflie_side
+
+            messages += build_crazyflie_side(Path(out_dir))
         record = {"project": "firmware/Makefile", "built": built is not None,
                   "elf": f"firmware/{sdk.elf}" if built else None, "image": f"firmware/{sdk.image}",
                   "compilers": [_GAP_COMPILERS[built.compiler]] if built else []}

@@ -22,6 +22,7 @@ FRAME_BYTES = camera.SENSOR_HEIGHT * camera.SENSOR_WIDTH
 SERVER_FILES = ("server.c", "server.h", "protocol.c")     # the validation server's, which the app does not have
 OUT_DTYPE_CODES = {"int8": 0, "int16": 1, "float32": 2}
 MESSAGE_HEADER = 24                                         # docs/protocol.md, "The camera application's outputs"
+RECEIVER_DIR = "crazyflie_app"                              # OUT/crazyflie_app/: the Crazyflie's side
 
 
 def app_outputs(manifest) -> dict:
@@ -93,6 +94,7 @@ def write_camera_app(out_dir: Path, manifest, options: camera.AppOptions, board,
     for name in SERVER_FILES:
         (fw / name).unlink(missing_ok=True)
     n_out = int(np.prod(y_entry["shape"][1:])) if len(y_entry["shape"]) > 1 else int(y_entry["shape"][0])
+    write_crazyflie_side(Path(out_dir), manifest, y_entry, n_out)
     return {
         "kind": options.kind,
         "preprocess": pre.as_dict(),
@@ -102,4 +104,32 @@ def write_camera_app(out_dir: Path, manifest, options: camera.AppOptions, board,
         "outputs": {"source": "head" if manifest.head else "step", "dtype": y_entry["dtype"], "count": n_out,
                     "scale": y_entry.get("scale"), "zero_point": y_entry.get("zero_point")},
         "message": {"version": 1, "header_bytes": MESSAGE_HEADER},
+        "crazyflie_app": RECEIVER_DIR,
     }
+
+
+def write_crazyflie_side(out_dir: Path, manifest, y_entry: dict, n_outputs: int) -> Path:
+    """OUT/crazyflie_app/: the Crazyflie's app that receives the outputs (edgernn.targets.stm32.receiver), generated
+    for this model's output."""
+    from edgernn.targets.stm32.receiver import ReceiverSpec, write_receiver
+
+    spec = ReceiverSpec(n_outputs=n_outputs, dtype=y_entry["dtype"], scale=y_entry.get("scale"),
+                        zero_point=int(y_entry.get("zero_point") or 0), model_sha256=manifest.model_sha256,
+                        model_name=Path(manifest.model_file or "model").stem)
+    return write_receiver(Path(out_dir) / RECEIVER_DIR, spec)
+
+
+def build_crazyflie_side(out_dir: Path) -> list[str]:
+    """Build OUT/crazyflie_app/ into a cf2 image where $CRAZYFLIE_BASE names the firmware; the lines to say."""
+    import os
+
+    from edgernn.targets.stm32.receiver import BASE_ENV, build_receiver
+
+    app = Path(out_dir) / RECEIVER_DIR
+    if not app.is_dir():
+        return []
+    if not os.environ.get(BASE_ENV):
+        return [f"the Crazyflie's receiver app: {app} (not built here: set ${BASE_ENV} to a crazyflie-firmware "
+                f"checkout, or `make -C {app} CRAZYFLIE_BASE=/path/to/crazyflie-firmware`)"]
+    sizes = build_receiver(app)
+    return [f"the Crazyflie's receiver app: {app}, built into {app / 'build' / 'cf2.bin'}", *sizes.lines()]

@@ -1,0 +1,166 @@
+"""The deck's camera application end to end in GVSOC (`edgernn build --app camera`, `edgernn validate --data
+frames.npy`): camera frames played as image files through GVSOC's camera model, the application as built
+capturing, preprocessing and stepping its model, and every output it sends (CPX APP packets through the
+simulated ESP32) equal to the interpreter's on the host twin's bytes, over whole sequences: a CNN + GRU whose head
+runs after every frame, and a stateless CNN at int16 with every preprocessing option set. Also: the report's
+frame timing, a validation that fails when the twin does not match, the refusals, and no process left behind."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import processes_mentioning, require_gap_sdk, require_tools
+
+pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
+
+BOARD = "gvsoc_gap8"
+FRAMES = 8
+
+
+@pytest.fixture(scope="module")
+def gvsoc():
+    require_gap_sdk()
+    require_tools("make", "riscv64-unknown-elf-gcc", "g++")
+    from edgernn.targets.gap8 import sdk as gap_sdk
+
+    return gap_sdk.build_gvsoc()
+
+
+def _cnn_gru_head(seed: int):
+    """A camera CNN + GRU, its last frame's state through a Dense head (the head runs after every frame here)."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    L, TD = keras.layers, keras.layers.TimeDistributed
+    return keras.Sequential([
+        keras.Input((None, 48, 64, 1)),
+        TD(L.Conv2D(6, 3, strides=2, padding="same", activation="relu")),
+        TD(L.MaxPooling2D(2)),
+        TD(L.Conv2D(8, 3, strides=2, padding="same", activation="relu")),
+        TD(L.Flatten()),
+        L.Dense(12, activation="tanh"),
+        L.GRU(8),
+        L.Dense(3),
+    ], name="cam_gru_head")
+
+
+def _plain_cnn(seed: int):
+    """A stateless per-frame CNN with a residual join, (H, W, 1) -> 2."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    L = keras.layers
+    x = keras.Input((36, 40, 1))
+    a = L.Conv2D(4, 3, strides=2, padding="same", activation="relu")(x)
+    b = L.Conv2D(4, 3, padding="same", activation="relu")(a)
+    y = L.Add()([a, b])
+    y = L.MaxPooling2D(2)(y)
+    y = L.Flatten()(y)
+    return keras.Model(x, L.Dense(2)(y), name="plain_cnn")
+
+
+CASES = {
+    # name: (model, quant, app options)
+    "cnn_gru_head_int8": (_cnn_gru_head, "int8", {}),
+    "cnn_int16_options": (_plain_cnn, "int16", {"factor": 2, "crop": (30, 20), "scale": 2 / 255, "offset": -1.0}),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def app_build(request, gvsoc, tmp_path_factory):
+    """(name, OUT, frames) of an application built for gvsoc_gap8, calibrated on the twin's float inputs."""
+    from edgernn.pipeline.build import build_model
+    from edgernn.targets import camera
+    from edgernn.testing.frames_zoo import camera_frames
+
+    name = request.param
+    make, quant, options = CASES[name]
+    folder = tmp_path_factory.mktemp(name)
+    model = make(seed=len(name))
+    path = folder / f"{name}.keras"
+    model.save(path)
+    shape = model.input_shape[2:] if len(model.input_shape) == 5 else model.input_shape[1:]
+    pre = camera.plan_preprocess(shape, **options)
+    calib = camera.float_inputs(camera_frames(4, 12, seed=1), pre)
+    result = build_model(str(path), folder / "out", board=BOARD, quant=quant, calib=calib,
+                         app=camera.AppOptions(**options))
+    app = result["manifest"]["app"]
+    assert app["kind"] == "camera" and app["preprocess"] == pre.as_dict(), app
+    assert "wifi" in app["destinations"] and app["waits_for_host"], app
+    assert (folder / "out" / "crazyflie_app" / "src" / "edgernn_receiver.h").is_file()
+    frames = camera_frames(2, FRAMES, seed=7)
+    np.save(folder / "frames.npy", frames)
+    return name, folder / "out", folder / "frames.npy"
+
+
+def test_every_output_of_every_frame_equals_the_interpreter(app_build, tmp_path):
+    from edgernn.validate.run import validate
+
+    name, out, frames = app_build
+    report = validate(out, data=str(frames), json_path=tmp_path / "report.json")
+    ref, app = report["reference"], report["app"]
+    n_out = 3 if name.startswith("cnn_gru") else 2
+    assert report["pass"] and ref["mismatches"] == 0, ref
+    assert ref["compared_values"] == 2 * FRAMES * n_out
+    assert (report["steps"], report["sequences"], app["frames"]) == (FRAMES, 2, 2 * FRAMES)
+    assert [(f["sequence"], f["frame"]) for f in app["per_frame"]] == [(s, t) for s in range(2) for t in range(FRAMES)]
+    cycles = app["cycles_per_frame"]
+    assert min(cycles["capture"], cycles["preprocess"], cycles["model"]) > 0
+    assert cycles["period"] == pytest.approx(cycles["capture"] + cycles["preprocess"] + cycles["model"])
+    assert app["frames_per_second"] == pytest.approx(175e6 / cycles["period"])
+    assert app["capture_overlapped_compute"] and "GVSOC's timing model" in app["timing"]
+    assert report["float"]["cos"] > 0.95, report["float"]     # int8 and int16 of a random model: near, not equal
+    saved = json.loads((tmp_path / "report.json").read_text())
+    assert saved["pass"] and (tmp_path / "report.html").read_text().count("<tr>") > 2 * FRAMES
+    assert processes_mentioning(str(out)) == []
+
+
+def test_a_twin_that_differs_from_the_device_fails(app_build, tmp_path):
+    """The comparison can fail: the same firmware against a host twin whose offset moved by 0.05."""
+    from edgernn.validate.run import exit_code, validate
+
+    name, out, frames = app_build
+    moved = tmp_path / "out"
+    shutil.copytree(out, moved, symlinks=True)
+    manifest = json.loads((moved / "manifest.json").read_text())
+    manifest["app"]["preprocess"]["offset"] += 0.05
+    (moved / "manifest.json").write_text(json.dumps(manifest))
+    report = validate(moved, data=str(frames), steps=3, json_path=tmp_path / "report.json")
+    assert not report["pass"] and report["reference"]["mismatches"] > 0 and exit_code(report) == 1
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "edgernn", *args], capture_output=True, text=True, timeout=600)
+
+
+def _one_line(proc: subprocess.CompletedProcess) -> str:
+    lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+    assert lines and lines[-1].startswith("error: "), proc.stderr
+    assert sum(line.startswith("error: ") for line in lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    return lines[-1]
+
+
+@pytest.mark.parametrize("app_build", ["cnn_gru_head_int8"], indirect=True)
+@pytest.mark.parametrize("extra, data, message", [
+    (["--port", "cpx://127.0.0.1:5000"], "frames", "not over --port"),
+    ([], "features", "camera frames"),
+    ([], None, "needs camera frames"),
+])
+def test_validate_refuses_what_an_application_cannot_take(app_build, tmp_path, extra, data, message):
+    name, out, frames = app_build
+    args = ["validate", str(out), "--json", str(tmp_path / "r.json"), *extra]
+    if data == "frames":
+        args += ["--data", str(frames)]
+    elif data == "features":
+        np.save(tmp_path / "x.npy", np.zeros((1, 4, 48, 64, 1), np.float32))
+        args += ["--data", str(tmp_path / "x.npy")]
+    proc = _cli(*args)
+    assert proc.returncode == 2 and message in _one_line(proc)
+    assert processes_mentioning(str(out)) == []
