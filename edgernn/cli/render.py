@@ -221,7 +221,9 @@ def print_app_validation(console, report: dict) -> None:
     else:
         table.add_row("vs the float model", f"skipped: {flt.get('skipped')}")
     fps = app.get("frames_per_second")
-    table.add_row("frames per second", f"{fps:,.1f} at {app['clock_hz'] / 1e6:g} MHz" if fps else "-")
+    table.add_row("frames per second", f"{fps:,.1f} at {app['clock_hz'] / 1e6:g} MHz, "
+                  f"{'camera' if app['camera_bound'] else 'compute'}-bound; the GAP8's work alone: "
+                  f"{app['compute_frames_per_second']:,.1f}" if fps else "-")
     table.add_row("per frame (cycles)", f"capture {cyc['capture']:,.0f} · preprocessing {cyc['preprocess']:,.0f} · "
                   f"model {cyc['model']:,.0f}")
     table.add_row("capture overlapped compute", "yes" if app["capture_overlapped_compute"] else "no")

@@ -202,6 +202,8 @@ def _report(manifest, board, frames, reference, floats, float_note, against, per
         "cycle_counter": board.cpu.cycle_counter,
         "clock_hz": clock,
         "frames_per_second": clock / period if period and clock else None,
+        # what the GAP8's work alone would allow, were the camera never waited for
+        "compute_frames_per_second": clock / (pre + model) if (pre + model) and clock else None,
         "capture_overlapped_compute": bool(all(r[5] for r in per_frame)),
         "camera_bound": bool(capture > pre + model),
         "per_frame": [{"sequence": r[0], "frame": r[1], "capture": r[2], "preprocess": r[3], "model": r[4]}

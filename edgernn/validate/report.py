@@ -494,6 +494,7 @@ def render_app_html(report: dict) -> str:
         row("vs the float model", f"l2r {_g(flt.get('l2r'))}, rmse {_g(flt.get('rmse'))}, max {_g(flt.get('max_abs'))}"
             if flt.get("rmse") is not None else f"not compared: {flt.get('skipped')}"),
         row("frames per second", f"{fps:,.1f} at {_hz(app['clock_hz'])}" if fps else "-"),
+        row("frames per second, the GAP8's work alone", _g(app.get("compute_frames_per_second"), 4)),
         row("capture (rest of the period), per frame", _count(cyc["capture"])),
         row("preprocessing, per frame", _count(cyc["preprocess"])),
         row("model, per frame", _count(cyc["model"])),

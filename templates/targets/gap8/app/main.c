@@ -14,8 +14,8 @@
  * and the sending. With one buffer, frame n is preprocessed first, then the next capture is queued, so it
  * overlaps the model and the sending only.
  *
- * Preprocessing (on the fabric controller; its host twin is edgernn.targets.camera, which gives the same
- * bytes): the frame is reduced by an integer factor (each pixel the rounded mean of its factor x factor block),
+ * Preprocessing (on the cluster, the window's rows split across its cores; its host twin is
+ * edgernn.targets.camera, which gives the same bytes): the frame is reduced by an integer factor (each pixel the rounded mean of its factor x factor block),
  * a window of the model's input size is cut from it, and each mean goes through a table of 256 entries that
  * holds the model's quantized input for pixel * scale + offset (app_config.h, generated).
  *
@@ -29,6 +29,7 @@
 #include "hal.h"
 #include "link_cpx.h"
 #include "model.h"
+#include "edgernn_team.h"
 #include "app_config.h"
 
 #define SENSOR_W 324
@@ -129,15 +130,16 @@ static void trigger_frame(void)
     sensor_write(HIMAX_MODE_SELECT, HIMAX_MODE_N_FRAMES);
 }
 
-/* The frame to the model's input: the rounded mean of each factor x factor block, through the table. The mean
- * is (sum + area/2) * MEAN_MUL >> MEAN_SHIFT, which the generator proved equal to (sum + area/2) / area for every
- * sum a block can have. */
-static void preprocess(const uint8_t *frame)
+/* The frame to the model's input, rows [begin, end) of it: the rounded mean of each factor x factor block, through
+ * the table. The mean is (sum + area/2) * MEAN_MUL >> MEAN_SHIFT, which the generator proved equal to
+ * (sum + area/2) / area for every sum a block can have. */
+static void preprocess_rows(const void *args, int begin, int end)
 {
-    const uint8_t *row = frame + (EDGERNN_APP_ORIGIN_Y * SENSOR_W) + EDGERNN_APP_ORIGIN_X;
-    edgernn_in_t *out = x;
+    const uint8_t *frame = (const uint8_t *)args;
+    const uint8_t *row = frame + ((EDGERNN_APP_ORIGIN_Y + begin * EDGERNN_APP_FACTOR) * SENSOR_W) + EDGERNN_APP_ORIGIN_X;
+    edgernn_in_t *out = x + begin * EDGERNN_APP_IN_W;
 
-    for (int oy = 0; oy < EDGERNN_APP_IN_H; ++oy) {
+    for (int oy = begin; oy < end; ++oy) {
         const uint8_t *p = row;
         for (int ox = 0; ox < EDGERNN_APP_IN_W; ++ox) {
 #if EDGERNN_APP_FACTOR == 1
@@ -156,6 +158,17 @@ static void preprocess(const uint8_t *frame)
         }
         row += EDGERNN_APP_FACTOR * SENSOR_W;
     }
+}
+
+static void preprocess_body(void *frame)
+{
+    edgernn_team_split(preprocess_rows, frame, EDGERNN_APP_IN_H, 1);
+}
+
+/* On the team (GAP8's cluster), the window's rows split across its cores */
+static void preprocess(const uint8_t *frame)
+{
+    edgernn_team_enter(preprocess_body, (void *)frame);
 }
 
 /* One frame's message, in parts, to each destination */
