@@ -298,3 +298,35 @@ def camera_frames(n_seq: int, frames: int, seed: int = 0) -> np.ndarray:
             noise = rng.normal(0, 6, (h, w))
             out[s, t] = np.clip(background + blob + noise, 0, 255).astype(np.uint8)
     return out
+
+
+def camera_cnn_gru_head(seed: int = 0):
+    """A camera CNN + GRU on a 48x64 gray frame (the Himax's frame reduced by 5), the GRU's last state through a
+    Dense(3) head: in the camera application the head runs after every frame."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    L, TD = keras.layers, keras.layers.TimeDistributed
+    return keras.Sequential([
+        keras.Input((None, 48, 64, 1)),
+        TD(L.Conv2D(6, 3, strides=2, padding="same", activation="relu")),
+        TD(L.MaxPooling2D(2)),
+        TD(L.Conv2D(8, 3, strides=2, padding="same", activation="relu")),
+        TD(L.Flatten()),
+        L.Dense(12, activation="tanh"),
+        L.GRU(8),
+        L.Dense(3),
+    ], name="camera_cnn_gru_head")
+
+
+def camera_residual_cnn(seed: int = 0):
+    """A stateless per-frame CNN on a 36x40 gray frame with a residual join (Add), 2 outputs."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    L = keras.layers
+    x = keras.Input((36, 40, 1))
+    a = L.Conv2D(4, 3, strides=2, padding="same", activation="relu")(x)
+    b = L.Conv2D(4, 3, padding="same", activation="relu")(a)
+    y = L.Flatten()(L.MaxPooling2D(2)(L.Add()([a, b])))
+    return keras.Model(x, L.Dense(2)(y), name="camera_residual_cnn")

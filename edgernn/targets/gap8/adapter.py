@@ -103,6 +103,12 @@ class Gap8Adapter(Adapter):
         placement = _placement_line(facts)
         if placement:
             lines.append(placement)
+        if manifest.app:
+            app, pre = manifest.app, manifest.app["preprocess"]
+            lines.append(f"the camera application (docs/app.md): frames reduced by {pre['factor']}, the "
+                         f"{pre['width']} x {pre['height']} window at ({pre['crop_x']}, {pre['crop_y']}), value = pixel x "
+                         f"{pre['scale']:.6g} + {pre['offset']:.6g}; {app['frame_buffers']} frame buffer(s); outputs to "
+                         f"{' and '.join(app['destinations'])}; the Crazyflie's side: {out / app['crazyflie_app']}")
         if getattr(self, "nntool_skipped", ""):
             lines.append(f"no NNTool flow: {self.nntool_skipped}")
         else:

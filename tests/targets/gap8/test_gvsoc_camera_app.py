@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from conftest import processes_mentioning, require_gap_sdk, require_tools
+from edgernn.testing.frames_zoo import camera_cnn_gru_head, camera_residual_cnn
 
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
 
@@ -32,43 +33,10 @@ def gvsoc():
     return gap_sdk.build_gvsoc()
 
 
-def _cnn_gru_head(seed: int):
-    """A camera CNN + GRU, its last frame's state through a Dense head (the head runs after every frame here)."""
-    import keras
-
-    keras.utils.set_random_seed(seed)
-    L, TD = keras.layers, keras.layers.TimeDistributed
-    return keras.Sequential([
-        keras.Input((None, 48, 64, 1)),
-        TD(L.Conv2D(6, 3, strides=2, padding="same", activation="relu")),
-        TD(L.MaxPooling2D(2)),
-        TD(L.Conv2D(8, 3, strides=2, padding="same", activation="relu")),
-        TD(L.Flatten()),
-        L.Dense(12, activation="tanh"),
-        L.GRU(8),
-        L.Dense(3),
-    ], name="cam_gru_head")
-
-
-def _plain_cnn(seed: int):
-    """A stateless per-frame CNN with a residual join, (H, W, 1) -> 2."""
-    import keras
-
-    keras.utils.set_random_seed(seed)
-    L = keras.layers
-    x = keras.Input((36, 40, 1))
-    a = L.Conv2D(4, 3, strides=2, padding="same", activation="relu")(x)
-    b = L.Conv2D(4, 3, padding="same", activation="relu")(a)
-    y = L.Add()([a, b])
-    y = L.MaxPooling2D(2)(y)
-    y = L.Flatten()(y)
-    return keras.Model(x, L.Dense(2)(y), name="plain_cnn")
-
-
 CASES = {
     # name: (model, quant, app options)
-    "cnn_gru_head_int8": (_cnn_gru_head, "int8", {}),
-    "cnn_int16_options": (_plain_cnn, "int16", {"factor": 2, "crop": (30, 20), "scale": 2 / 255, "offset": -1.0}),
+    "cnn_gru_head_int8": (camera_cnn_gru_head, "int8", {}),
+    "cnn_int16_options": (camera_residual_cnn, "int16", {"factor": 2, "crop": (30, 20), "scale": 2 / 255, "offset": -1.0}),
 }
 
 
