@@ -426,7 +426,12 @@ static void fc_s16_row(const int16_t *x, const int8_t *w, const int64_t *bias, c
         for (i0 = 0; i0 < n_in; i0 += EDGERNN_S16_CHUNK) {
             const int end = n_in - i0 < EDGERNN_S16_CHUNK ? n_in : i0 + EDGERNN_S16_CHUNK;
             int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-            for (i = i0; i < end; ++i) {
+            i = i0;
+#if defined(EDGERNN_FC_S16_ROWS4)
+            /* the set's routine for the chunk's whole groups of 4 inputs, the C below for the rest */
+            i += 4 * EDGERNN_FC_S16_ROWS4(x + i, w0 + i, w1 + i, w2 + i, w3 + i, (end - i) >> 2, &s0, &s1, &s2, &s3);
+#endif
+            for (; i < end; ++i) {
                 EDGERNN_FC_MAC4_S16(i);
             }
             acc[0] += s0;
@@ -451,6 +456,9 @@ static void fc_s16_row(const int16_t *x, const int8_t *w, const int64_t *bias, c
             const int end = n_in - i0 < EDGERNN_S16_CHUNK ? n_in : i0 + EDGERNN_S16_CHUNK;
             int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
             i = i0;
+#if defined(EDGERNN_FC_S16_ROWS4)
+            i += 4 * EDGERNN_FC_S16_ROWS4(x + i, w0 + i, w1 + i, w2 + i, w3 + i, (end - i) >> 2, &s0, &s1, &s2, &s3);
+#endif
 #if defined(EDGERNN_DOT_VECTOR_BLOCK)
             for (; i + 16 <= end; i += 16) {
                 int k;

@@ -74,6 +74,20 @@ def test_zoo_model_validates_on_qemu_stm32f405(tools, tmp_path, name, quant):
     out, manifest, features = convert_for_board(tmp_path, MODELS[name], quant)
     assert manifest.quant == quant
     check_parity(out, features, quant)
+    if quant == "int16":
+        # the 16x8 FULLY_CONNECTED ran on the family's DSP routine (EDGERNN_FC_S16_ROWS4): SMLAD in its row function
+        assert "\tsmlad\t" in function_code(out, "fc_s16_row")
+
+
+def function_code(out, name: str) -> str:
+    """The disassembly of one function of the board's firmware ELF."""
+    import subprocess
+
+    elf = out / "firmware" / "build" / BOARD / "firmware.elf"
+    listing = subprocess.run(["arm-none-eabi-objdump", "-d", "--no-show-raw-insn", str(elf)], capture_output=True,
+                             text=True, check=True).stdout
+    start = listing.index(f"<{name}>:\n")
+    return listing[start:listing.find("\n\n", start)]
 
 
 def test_fused_lstm_validates_on_qemu_stm32f405(tools, tmp_path):

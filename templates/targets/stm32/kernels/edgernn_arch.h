@@ -91,6 +91,48 @@ static inline __attribute__((always_inline)) void edgernn_dot4_s8_dsp(const int8
 }
 #define EDGERNN_DOT8_ASM edgernn_dot8_s8_dsp
 #define EDGERNN_DOT4_ASM edgernn_dot4_s8_dsp
+
+/* ---- 16x8: int16 inputs times int8 weights (edgernn_fully_connected.c's EDGERNN_FC_S16_ROWS4) ----
+ * SMLAD multiplies int16 halves pairwise, so a group of 4 inputs x0..x3 (two words, x0 x1 and x2 x3) is
+ * repacked once into x0 x2 and x1 x3 (PKHBT, PKHTB), the lanes SXTB16 gives a row's weight word: w0 w2 and,
+ * rotated by 8, w1 w3. A row then costs what an int8 row costs: one word load, two SXTB16, two SMLAD
+ * (CMSIS-NN's arm_nn_vec_mat_mult_t_s16 repacks the weights instead, two more instructions a row). The caller's
+ * chunk holds at most 256 inputs, so each sum (|x w| < 2^22) stays within int32, as the reference's does: the
+ * sums are its exact int32 sums, whatever order SMLAD adds them in. Rows are row-major, at any alignment (the
+ * M4 loads unaligned words; a row of n_in bytes starts anywhere). */
+static inline __attribute__((always_inline)) uint32_t edgernn_word_any(const void *p)
+{
+    uint32_t v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* s_r += rows r = 0..3 (w0..w3) of `groups` groups of 4 inputs of x; returns groups */
+static inline __attribute__((always_inline)) int edgernn_fc_s16_rows4_dsp(const int16_t *x, const int8_t *w0,
+                                                                          const int8_t *w1, const int8_t *w2,
+                                                                          const int8_t *w3, int groups, int32_t *s0,
+                                                                          int32_t *s1, int32_t *s2, int32_t *s3)
+{
+    int32_t a0 = *s0, a1 = *s1, a2 = *s2, a3 = *s3;
+    int g;
+    for (g = 0; g < groups; ++g, x += 4, w0 += 4, w1 += 4, w2 += 4, w3 += 4) {
+        const uint32_t x01 = edgernn_word_any(x), x23 = edgernn_word_any(x + 2);
+        const int16x2_t x02 = (int16x2_t)((x01 & 0xFFFFu) | (x23 << 16));   /* PKHBT */
+        const int16x2_t x13 = (int16x2_t)((x23 & 0xFFFF0000u) | (x01 >> 16)); /* PKHTB */
+        const uint32_t v0 = edgernn_word_any(w0), v1 = edgernn_word_any(w1);
+        const uint32_t v2 = edgernn_word_any(w2), v3 = edgernn_word_any(w3);
+        a0 = __smlad(x13, edgernn_sxtb16_ror8(v0), __smlad(x02, __sxtb16((int8x4_t)v0), a0));
+        a1 = __smlad(x13, edgernn_sxtb16_ror8(v1), __smlad(x02, __sxtb16((int8x4_t)v1), a1));
+        a2 = __smlad(x13, edgernn_sxtb16_ror8(v2), __smlad(x02, __sxtb16((int8x4_t)v2), a2));
+        a3 = __smlad(x13, edgernn_sxtb16_ror8(v3), __smlad(x02, __sxtb16((int8x4_t)v3), a3));
+    }
+    *s0 = a0;
+    *s1 = a1;
+    *s2 = a2;
+    *s3 = a3;
+    return groups;
+}
+#define EDGERNN_FC_S16_ROWS4 edgernn_fc_s16_rows4_dsp
 #endif
 
 #endif /* EDGERNN_ARCH_H */
