@@ -180,6 +180,8 @@ class Emulator:
     command: list = _key([], "the command, with {elf} (and {fd})")
     serial_args: list = _key([], "arguments after the command that expose the UART")
     serial_announce: str = _key("", "a regular expression whose group 1 is the UART's path in the output")
+    serial_url: str = _key("{announced}", "the port URL made of what serial_announce matched ({announced}): "
+                                          "`socket://{announced}` for a UART on a TCP port")
     start_timeout_s: float = _key(60.0, "how long to wait for the board to start (UART announced, ready byte)")
     target: str = _key("", "GVSOC: gapy's --target")
     install_hint: str = _key("install it", "what to install when the emulator is missing")
