@@ -107,24 +107,52 @@ static inline __attribute__((always_inline)) uint32_t edgernn_word_any(const voi
     return v;
 }
 
-/* s_r += rows r = 0..3 (w0..w3) of `groups` groups of 4 inputs of x; returns groups */
+/* s_r += rows r = 0..3 (w0..w3) of `groups` groups of 4 inputs of x; returns groups. In asm: the loop needs 14
+ * registers (the input pointer, a count, 4 row pointers, 4 sums, the repacked pair, a weight word and its
+ * extended halves), all the M4 has besides sp and pc, and gcc's C version keeps two row pointers and the end on
+ * the stack and repacks with 5 instructions instead of PKHBT and PKHTB: 37 instructions a group, here 26. */
 static inline __attribute__((always_inline)) int edgernn_fc_s16_rows4_dsp(const int16_t *x, const int8_t *w0,
                                                                           const int8_t *w1, const int8_t *w2,
                                                                           const int8_t *w3, int groups, int32_t *s0,
                                                                           int32_t *s1, int32_t *s2, int32_t *s3)
 {
     int32_t a0 = *s0, a1 = *s1, a2 = *s2, a3 = *s3;
-    int g;
-    for (g = 0; g < groups; ++g, x += 4, w0 += 4, w1 += 4, w2 += 4, w3 += 4) {
-        const uint32_t x01 = edgernn_word_any(x), x23 = edgernn_word_any(x + 2);
-        const int16x2_t x02 = (int16x2_t)((x01 & 0xFFFFu) | (x23 << 16));   /* PKHBT */
-        const int16x2_t x13 = (int16x2_t)((x23 & 0xFFFF0000u) | (x01 >> 16)); /* PKHTB */
-        const uint32_t v0 = edgernn_word_any(w0), v1 = edgernn_word_any(w1);
-        const uint32_t v2 = edgernn_word_any(w2), v3 = edgernn_word_any(w3);
-        a0 = __smlad(x13, edgernn_sxtb16_ror8(v0), __smlad(x02, __sxtb16((int8x4_t)v0), a0));
-        a1 = __smlad(x13, edgernn_sxtb16_ror8(v1), __smlad(x02, __sxtb16((int8x4_t)v1), a1));
-        a2 = __smlad(x13, edgernn_sxtb16_ror8(v2), __smlad(x02, __sxtb16((int8x4_t)v2), a2));
-        a3 = __smlad(x13, edgernn_sxtb16_ror8(v3), __smlad(x02, __sxtb16((int8x4_t)v3), a3));
+    int count = groups;
+    uint32_t x02, x13, v, t;
+    if (count > 0) {
+        __asm__ volatile(
+            "1:\n\t"
+            "ldr %[v], [%[x]], #4\n\t"                 /* x0 x1 */
+            "ldr %[x13], [%[x]], #4\n\t"               /* x2 x3 */
+            "pkhbt %[x02], %[v], %[x13], lsl #16\n\t"  /* x0 x2 */
+            "pkhtb %[x13], %[x13], %[v], asr #16\n\t"  /* x1 x3 */
+            "ldr %[v], [%[w0]], #4\n\t"
+            "sxtb16 %[t], %[v]\n\t"
+            "smlad %[a0], %[x02], %[t], %[a0]\n\t"
+            "sxtb16 %[t], %[v], ror #8\n\t"
+            "smlad %[a0], %[x13], %[t], %[a0]\n\t"
+            "ldr %[v], [%[w1]], #4\n\t"
+            "sxtb16 %[t], %[v]\n\t"
+            "smlad %[a1], %[x02], %[t], %[a1]\n\t"
+            "sxtb16 %[t], %[v], ror #8\n\t"
+            "smlad %[a1], %[x13], %[t], %[a1]\n\t"
+            "ldr %[v], [%[w2]], #4\n\t"
+            "sxtb16 %[t], %[v]\n\t"
+            "smlad %[a2], %[x02], %[t], %[a2]\n\t"
+            "sxtb16 %[t], %[v], ror #8\n\t"
+            "smlad %[a2], %[x13], %[t], %[a2]\n\t"
+            "ldr %[v], [%[w3]], #4\n\t"
+            "sxtb16 %[t], %[v]\n\t"
+            "smlad %[a3], %[x02], %[t], %[a3]\n\t"
+            "sxtb16 %[t], %[v], ror #8\n\t"
+            "smlad %[a3], %[x13], %[t], %[a3]\n\t"
+            "subs %[n], %[n], #1\n\t"
+            "bne 1b"
+            : [x] "+r"(x), [n] "+r"(count), [w0] "+r"(w0), [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3),
+              [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x02] "=&r"(x02), [x13] "=&r"(x13),
+              [v] "=&r"(v), [t] "=&r"(t)
+            :
+            : "cc", "memory");
     }
     *s0 = a0;
     *s1 = a1;
@@ -133,6 +161,27 @@ static inline __attribute__((always_inline)) int edgernn_fc_s16_rows4_dsp(const 
     return groups;
 }
 #define EDGERNN_FC_S16_ROWS4 edgernn_fc_s16_rows4_dsp
+/* the 16x8 requantization inlined into the row function: its call passed 8 arguments, 4 on the stack, and cost
+ * as much as the requantization itself (the M4 has no instruction cache to spare, as GAP8's cluster must) */
+#define EDGERNN_S16_REQUANT_INLINE 1
+
+/* ---- saturation: SSAT ----
+ * A clamp to the whole int8 or int16 range, where the bounds are known when compiling (the requantizations
+ * that end a 16-bit op's arithmetic, a fused loop's constants once inlined), is SSAT #8 or #16: one instruction
+ * for the two compares and two conditional moves of the C; any other clamp is the C. Same value for every x. */
+#define EDGERNN_ARCH_CLAMP 1
+static inline __attribute__((always_inline)) int32_t edgernn_clamp(int32_t x, int32_t lo, int32_t hi)
+{
+    if (__builtin_constant_p(lo) && __builtin_constant_p(hi)) {
+        if (lo == -32768 && hi == 32767) {
+            return __ssat(x, 16);
+        }
+        if (lo == -128 && hi == 127) {
+            return __ssat(x, 8);
+        }
+    }
+    return x < lo ? lo : (x > hi ? hi : x);
+}
 #endif
 
 #endif /* EDGERNN_ARCH_H */
