@@ -49,6 +49,9 @@ class Cpu:
     fpu: bool = _key(False, "whether the CPU has an FPU (shown by `edgernn boards`)")
     clock_hz: int = _key(0, "the clock `cycle_counter` counts in; 0: not a clock")
     cycle_counter: str = _key("", "what `cycles_per_step` of report.json counts")
+    count_unit: str = _key("cycles", "what one count of `cycle_counter` is, in the reports' words (report.json's "
+                                     "`device.count_unit`, the labels of validate's table and report.html): "
+                                     "`cycles`, or `instructions (QEMU)` where an emulator counts instructions")
     team_cycle_counter: str = _key("", "what `cluster_cycles_per_step` of report.json counts (a board whose HAL "
                                        "counts its team's own cycles too: EDGERNN_HAL_TEAM_CYCLES=1)")
     fc_cores: Optional[int] = _key(None, "GAP8: cores of the fabric controller")
