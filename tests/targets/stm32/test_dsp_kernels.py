@@ -114,6 +114,14 @@ def test_the_dsp_set_matches_the_reference_on_edge_values(tmp_path):
     assert done.returncode == 0, done.stderr
     symbols = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True).stdout
     assert " T ref_fully_connected_s16" in symbols and " T edgernn_fully_connected_s16" in symbols
+    # the set's instructions are in the set's object, the DSP products not in the reference's (gcc finds SSAT
+    # by itself for a clamp whose constant bounds it sees directly, as in the probe, but not through a fused
+    # loop's constants, where the set's edgernn_clamp asks for it)
+    code = {name: subprocess.run(["arm-none-eabi-objdump", "-d", str(tmp_path / f"{name}.o")], capture_output=True,
+                                 text=True, check=True).stdout for name in ("probe_dsp", "probe_ref")}
+    assert "\tssat\t" in code["probe_dsp"]
+    for instruction in ("\tpkhbt\t", "\tpkhtb\t", "\tsmlad\t"):
+        assert instruction in code["probe_dsp"] and instruction not in code["probe_ref"], instruction
 
     serial = tmp_path / "serial.txt"
     command = [a.format(elf=elf) for a in board.emulator.command] + ["-serial", f"file:{serial}"]

@@ -168,7 +168,9 @@ static inline __attribute__((always_inline)) int edgernn_fc_s16_rows4_dsp(const 
 /* ---- saturation: SSAT ----
  * A clamp to the whole int8 or int16 range, where the bounds are known when compiling (the requantizations
  * that end a 16-bit op's arithmetic, a fused loop's constants once inlined), is SSAT #8 or #16: one instruction
- * for the two compares and two conditional moves of the C; any other clamp is the C. Same value for every x. */
+ * for the two compares and two conditional moves of the C; any other clamp is the C. Same value for every x.
+ * gcc finds SSAT by itself only where it sees the bounds in the clamp's own expression: a GRU(64) int16 firmware
+ * held none with the reference's clamp, and 8 (its fused element-wise loops) with this one. */
 #define EDGERNN_ARCH_CLAMP 1
 static inline __attribute__((always_inline)) int32_t edgernn_clamp(int32_t x, int32_t lo, int32_t hi)
 {
