@@ -127,6 +127,9 @@ def test_validate_starts_qemu_with_usart1_on_a_loopback_tcp_port(built_gru8):
     assert report["pass"]
     assert report["link"]["port"].startswith("socket://127.0.0.1:")
     assert report["link"]["transport"] == "TCP to the simulated UART"
+    assert report["device"]["count_unit"] == "instructions (QEMU)"      # what report.html and the table call them
+    html = (built_gru8 / "report.html").read_text()
+    assert "instructions (QEMU)/step" in html and "cycles/step" not in html
 
 
 # (signal, exit status): every way a command is stopped ends QEMU with it
