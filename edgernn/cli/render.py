@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from edgernn.outdir import Manifest
-from edgernn.validate.report import bytes_text
+from edgernn.validate.report import bytes_text, count_words
 
 
 def _table(title: str, *columns: str, **kwargs):
@@ -270,23 +270,26 @@ def print_validation(console, report: dict) -> None:
     for row in report.get("drift") or []:
         if row.get("rmse") is not None:
             table.add_row(f"drift, steps {row['label']}", f"rmse {row['rmse']:.4g}  max {row['max_abs']:.4g}")
-    table.add_row("cycles per step", f"{dev['cycles_per_step']:.1f} ({dev.get('cycle_counter') or 'board counter'})")
+    table.add_row(f"{count_words(dev)[0]} per step",
+                  f"{dev['cycles_per_step']:.1f} ({dev.get('cycle_counter') or 'board counter'})")
     link = report["link"]
     table.add_row("link", f"{link['frames']} frames, {link['retries']} retries, {link['steps_per_second']} steps/s")
     table.add_row("report", report["files"]["html"])
     console.print(table)
     if report.get("profile"):
-        print_profile(console, report["profile"])
+        print_profile(console, report["profile"], report["device"])
     for note in report.get("notes") or []:
         console.print(f"note: {note}", highlight=False, soft_wrap=True)
 
 
-def print_profile(console, profile: dict) -> None:
+def print_profile(console, profile: dict, device: dict | None = None) -> None:
     """validate --profile: each op's cycles, share and MAC/cycle, and the cores at work in it (the fewest and
-    the most cycles one of them worked); then each core's cycles waiting."""
+    the most cycles one of them worked); then each core's cycles waiting. In the device's count unit
+    (``device.count_unit``: cycles, or instructions (QEMU))."""
+    unit, one = count_words(device or {})
     cores = profile["cores"]
-    table = _table(f"where step {profile['step'] + 1}'s cycles go: {profile['source']}", "op", "cycles", "share",
-                   "MAC/cycle", "cores at work")
+    table = _table(f"where step {profile['step'] + 1}'s {unit} go: {profile['source']}", "op", unit, "share",
+                   f"MAC/{one}", "cores at work")
     for row in profile["ops"]:
         mpc = f"{row['macs_per_cycle']:.3g}" if row.get("macs_per_cycle") else "-"
         busy = [w for w in row["work"] if w]
@@ -300,7 +303,7 @@ def print_profile(console, profile: dict) -> None:
     counted = profile.get("counted_cycles")
     traced = profile.get("traced_cycles", profile["cycles"])
     if counted:
-        console.print(f"the rows add up to {profile['cycles']:,} cycles, the whole step as the firmware counted it; "
+        console.print(f"the rows add up to {profile['cycles']:,} {unit}, the whole step as the firmware counted it; "
                       f"the traced body's ops to {traced:,}, against the firmware's count of the body {counted:,} "
                       f"({100 * (traced - counted) / counted:+.2f} %)", highlight=False, soft_wrap=True)
 

@@ -49,6 +49,9 @@ class Cpu:
     fpu: bool = _key(False, "whether the CPU has an FPU (shown by `edgernn boards`)")
     clock_hz: int = _key(0, "the clock `cycle_counter` counts in; 0: not a clock")
     cycle_counter: str = _key("", "what `cycles_per_step` of report.json counts")
+    count_unit: str = _key("cycles", "what one count of `cycle_counter` is, in the reports' words (report.json's "
+                                     "`device.count_unit`, the labels of validate's table and report.html): "
+                                     "`cycles`, or `instructions (QEMU)` where an emulator counts instructions")
     team_cycle_counter: str = _key("", "what `cluster_cycles_per_step` of report.json counts (a board whose HAL "
                                        "counts its team's own cycles too: EDGERNN_HAL_TEAM_CYCLES=1)")
     fc_cores: Optional[int] = _key(None, "GAP8: cores of the fabric controller")
@@ -180,6 +183,8 @@ class Emulator:
     command: list = _key([], "the command, with {elf} (and {fd})")
     serial_args: list = _key([], "arguments after the command that expose the UART")
     serial_announce: str = _key("", "a regular expression whose group 1 is the UART's path in the output")
+    serial_url: str = _key("{announced}", "the port URL made of what serial_announce matched ({announced}): "
+                                          "`socket://{announced}` for a UART on a TCP port")
     start_timeout_s: float = _key(60.0, "how long to wait for the board to start (UART announced, ready byte)")
     target: str = _key("", "GVSOC: gapy's --target")
     install_hint: str = _key("install it", "what to install when the emulator is missing")

@@ -268,9 +268,18 @@ def _drift(report: dict) -> dict:
             "table": table}
 
 
+def count_words(device: dict) -> tuple[str, str]:
+    """The unit of the board's counts as the reports write it: (plural, singular), ("cycles", "cycle") unless the
+    board says otherwise (``cpu.count_unit``: "instructions (QEMU)" -> ("instructions (QEMU)", "instruction"))."""
+    plural = device.get("count_unit") or "cycles"
+    noun = plural.split(" (")[0]
+    return plural, noun[:-1] if noun.endswith("s") else noun
+
+
 def _speed(report: dict) -> tuple[dict, dict]:
     dev = report["device"]
     cycles = dev.get("cycles_per_step") or 0
+    unit, one = count_words(dev)
     clock = dev.get("clock_hz")
     lines = []
     if clock and dev.get("us_per_step") is not None:
@@ -278,17 +287,17 @@ def _speed(report: dict) -> tuple[dict, dict]:
     else:
         lines.append(f"no clock: counted as {dev.get('cycle_counter') or 'the board counts'}")
     if dev.get("macs_per_cycle"):
-        lines.append(f"{_g(dev['macs_per_cycle'], 3)} MAC/cycle ({_count(dev.get('macs_per_step'))} MACs/step)")
+        lines.append(f"{_g(dev['macs_per_cycle'], 3)} MAC/{one} ({_count(dev.get('macs_per_step'))} MACs/step)")
     if dev.get("cluster_cycles_per_step"):
         lines.append(f"the cluster's work alone: {_count(dev['cluster_cycles_per_step'])} cycles")
-    card = {"id": "speed", "title": "speed", "big": f"{_count(cycles)} cycles/step", "tone": "plain",
+    card = {"id": "speed", "title": "speed", "big": f"{_count(cycles)} {unit}/step", "tone": "plain",
             "lines": lines, "bars": []}
     say = [f"cycles_per_step counts {dev.get('cycle_counter') or 'what the board counts'}."]
     if dev.get("cluster_cycle_counter"):
         say.append(f"cluster_cycles_per_step counts {dev['cluster_cycle_counter']}.")
     if report.get("board") in ("gvsoc_gap8",):
         say.append("These are GVSOC's timing model, not cycles measured on a GAP8.")
-    rows = [("cycles per step (mean)", _count(cycles)), ("median", _count(dev.get("cycles_per_step_median"))),
+    rows = [(f"{unit} per step (mean)", _count(cycles)), ("median", _count(dev.get("cycles_per_step_median"))),
             ("largest", _count(dev.get("cycles_per_step_max")))]
     if dev.get("cluster_cycles_per_step"):
         rows += [("the cluster's work alone (mean)", _count(dev["cluster_cycles_per_step"])),
@@ -296,8 +305,8 @@ def _speed(report: dict) -> tuple[dict, dict]:
     if clock:
         rows += [("clock", _hz(clock)), ("µs per step", _g(dev.get("us_per_step"))),
                  ("steps per second", _count(dev.get("steps_per_second")))]
-    rows += [("MACs per step", _count(dev.get("macs_per_step"))), ("MAC per cycle", _g(dev.get("macs_per_cycle"), 3)),
-             ("cycles per MAC", _g(dev.get("cycles_per_mac"), 3))]
+    rows += [("MACs per step", _count(dev.get("macs_per_step"))), (f"MAC per {one}", _g(dev.get("macs_per_cycle"), 3)),
+             (f"{unit} per MAC", _g(dev.get("cycles_per_mac"), 3))]
     if dev.get("workers"):
         rows.append(("what ran the step", f"{dev['workers']} core{'s' if dev['workers'] > 1 else ''}"
                      + (", SIMD dot products" if dev.get("simd_dot") else "")
@@ -313,11 +322,12 @@ def _profile(report: dict) -> dict | None:
     if not prof:
         return None
     total = prof["cycles"] or 1
+    unit, one = count_words(report["device"])
     colors = {}
     ops = []
     for i, r in enumerate(prof["ops"]):
         colors[r["label"]] = OP_COLORS[i % len(OP_COLORS)]
-        mpc = f" · {_g(r['macs_per_cycle'], 3)} MAC/cycle" if r.get("macs_per_cycle") else ""
+        mpc = f" · {_g(r['macs_per_cycle'], 3)} MAC/{one}" if r.get("macs_per_cycle") else ""
         ops.append({"label": r["label"], "color": colors[r["label"]], "pct": round(100 * r["cycles"] / total, 2),
                     "value": f"{r['cycles']:,} · {100 * r['share']:.1f} %{mpc}"})
     cores = []
@@ -334,13 +344,13 @@ def _profile(report: dict) -> dict | None:
              for r in prof["ops"]]
     counted = prof.get("counted_cycles")
     traced = prof.get("traced_cycles", prof["cycles"])
-    check = f"The rows add up to {prof['cycles']:,} cycles"
+    check = f"The rows add up to {prof['cycles']:,} {unit}"
     whole = prof.get("whole_step_cycles")
     if whole == prof["cycles"]:
         check += ", the whole step as the application sees it"
     check += f". The traced step's body on the master core is {traced:,} of them"
     if counted:
-        check += (f"; the firmware's own counter gave {counted:,} cycles for the body "
+        check += (f"; the firmware's own counter gave {counted:,} {unit} for the body "
                   f"({100 * (traced - counted) / counted:+.2f} %)")
     if any(r.get("outside") for r in prof["ops"]):
         check += (". The rows after the body's are the step's cycles outside the trace (the team's call and "
@@ -355,7 +365,8 @@ def _profile(report: dict) -> dict | None:
            "core's first instruction of it to its first of the next; every core's cycles in that time are the "
            "op's, at work or waiting (asleep at a barrier, or idle while the op runs on fewer cores).")
     legend = [(r["label"], colors[r["label"]]) for r in prof["ops"]] + [("waiting", WAIT_COLOR)]
-    return {"say": say, "ops": ops, "cores": cores, "table": table, "check": check, "legend": legend}
+    return {"say": say, "ops": ops, "cores": cores, "table": table, "check": check, "legend": legend, "unit": unit,
+            "one": one}
 
 
 def _memory(report: dict) -> tuple[dict, dict]:

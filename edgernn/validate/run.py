@@ -655,6 +655,7 @@ def _report(manifest: Manifest, test: TestSequences, tally: _Tally, floats: _Flo
         "device": {
             **tally.cycles.result(),
             "cycle_counter": _cycle_counter(run.board_name),
+            "count_unit": _cycle_counter(run.board_name, "count_unit") or "cycles",
             "macs_per_step": manifest.macs_per_step,
             "arena_bytes": manifest.arena_bytes,
             "weight_bytes": manifest.weight_bytes,

@@ -14,6 +14,10 @@
  *   EDGERNN_FC_REQUANT_ASM, FC_ASM8_ONCE ...             FULLY_CONNECTED's block requantization
  *   CONV_QUAD_LOOP(WSTEP)                                a quad of CONV_2D's patch pairs
  *   EDGERNN_ARCH_SMALL_ICACHE                            one copy of the LSTM's code, not two
+ *   EDGERNN_FC_S16_ROWS4(x, w0, w1, w2, w3, groups, &s0, &s1, &s2, &s3)
+ *                                  16x8 FULLY_CONNECTED: 4 rows' int32 sums over whole groups of 4 int16
+ *                                  inputs (at most 64 groups, so no sum overflows); returns the groups done
+ *   EDGERNN_S16_REQUANT_INLINE     the 16x8 requantization inlined into its row (not one shared call)
  *
  * Each must compute the reference C's exact bytes: the kernels' tests compile both. */
 #ifndef EDGERNN_ARCH_H

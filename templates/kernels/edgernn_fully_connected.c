@@ -347,7 +347,9 @@ static int32_t rescale_s16_double(int64_t acc, int64_t scale_bits)
  * generation checks it), so P fits in int64. EDGERNN_ROUND_TWICE_UP: its builtin kernel without a bias, which
  * goes through ruy: the sum in int32 (below 2^31: checked) and ruy's two roundings, halves up, as the 8-bit
  * kernel's. */
-#if defined(__GNUC__)
+#if defined(__GNUC__) && defined(EDGERNN_S16_REQUANT_INLINE)
+__attribute__((always_inline)) inline /* the set's choice: no call, no stacked arguments, per output */
+#elif defined(__GNUC__)
 __attribute__((noinline)) /* one copy: GAP8's cluster shares a 4 KB instruction cache, the MACs are the hot loop */
 #endif
 static int16_t requantize_s16(int64_t acc, int32_t multiplier, int32_t shift, int64_t scale_bits,
@@ -422,11 +424,22 @@ static void fc_s16_row(const int16_t *x, const int8_t *w, const int64_t *bias, c
         const int8_t *w1 = rows > 1 ? w0 + n_in : w0;
         const int8_t *w2 = rows > 2 ? w0 + 2 * (size_t)n_in : w0;
         const int8_t *w3 = rows > 3 ? w0 + 3 * (size_t)n_in : w0;
-        int64_t acc[4] = {0, 0, 0, 0};
+        int64_t acc[4];
+        /* four stores, not an initializer: gcc clears a 32-byte array with a call of memset, which newlib-nano's
+         * byte loop makes some 100 instructions on the M4, once per 4 outputs */
+        acc[0] = 0;
+        acc[1] = 0;
+        acc[2] = 0;
+        acc[3] = 0;
         for (i0 = 0; i0 < n_in; i0 += EDGERNN_S16_CHUNK) {
             const int end = n_in - i0 < EDGERNN_S16_CHUNK ? n_in : i0 + EDGERNN_S16_CHUNK;
             int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-            for (i = i0; i < end; ++i) {
+            i = i0;
+#if defined(EDGERNN_FC_S16_ROWS4)
+            /* the set's routine for the chunk's whole groups of 4 inputs, the C below for the rest */
+            i += 4 * EDGERNN_FC_S16_ROWS4(x + i, w0 + i, w1 + i, w2 + i, w3 + i, (end - i) >> 2, &s0, &s1, &s2, &s3);
+#endif
+            for (; i < end; ++i) {
                 EDGERNN_FC_MAC4_S16(i);
             }
             acc[0] += s0;
@@ -451,6 +464,9 @@ static void fc_s16_row(const int16_t *x, const int8_t *w, const int64_t *bias, c
             const int end = n_in - i0 < EDGERNN_S16_CHUNK ? n_in : i0 + EDGERNN_S16_CHUNK;
             int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
             i = i0;
+#if defined(EDGERNN_FC_S16_ROWS4)
+            i += 4 * EDGERNN_FC_S16_ROWS4(x + i, w0 + i, w1 + i, w2 + i, w3 + i, (end - i) >> 2, &s0, &s1, &s2, &s3);
+#endif
 #if defined(EDGERNN_DOT_VECTOR_BLOCK)
             for (; i + 16 <= end; i += 16) {
                 int k;

@@ -111,3 +111,40 @@ def test_the_pictures_of_cycles_and_bytes_are_to_scale():
     assert "150 B placed of its 600 B budget (25.0 %); 1000 B in all, 400 B kept out of the budget" in l2
     l1 = html[html.index('id="memory-l1"'):html.index("</section>", html.index('id="memory-l1"'))]
     assert widths(l1) == [25.0, 5.0] and 'class="budget"' not in l1
+
+
+# (the board's count unit, words the page must hold, words it must not)
+UNITS = [
+    (None, ["9,000 cycles/step", "cycles per step (mean)", "MAC per cycle", "<h2>Where the cycles go</h2>",
+            '<th class="n">MAC/cycle</th>'], ["instructions (QEMU)", "MAC/instruction"]),
+    ("instructions (QEMU)", ["9,000 instructions (QEMU)/step", "instructions (QEMU) per step (mean)",
+                             "MAC per instruction", "<h2>Where the instructions (QEMU) go</h2>",
+                             '<th class="n">MAC/instruction</th>',
+                             "the firmware&#39;s own counter gave 1,010 instructions (QEMU) for the body"],
+     ["cycles/step", "cycles per step", "MAC per cycle", "MAC/cycle", "1,010 cycles"]),
+]
+
+
+@pytest.mark.parametrize("unit, present, absent", UNITS, ids=["cycles", "instructions (QEMU)"])
+def test_the_page_and_the_table_count_in_the_boards_unit(unit, present, absent):
+    """A board whose counts are instructions (qemu_stm32f405: cpu.count_unit) is never labelled in cycles:
+    report.html and validate's table say its unit (report.json keeps the key names)."""
+    import io
+
+    from rich.console import Console
+
+    from edgernn.cli.render import print_profile
+
+    report = a_report(profile=True)
+    if unit:
+        report["device"]["count_unit"] = unit
+    html = page_of(report)
+    for words in present:
+        assert words in html, words
+    for words in absent:
+        assert words not in html, words
+    console = Console(file=io.StringIO(), width=200)
+    print_profile(console, report["profile"], report["device"])
+    said = console.file.getvalue()
+    assert f"where step 3's {unit or 'cycles'} go" in said
+    assert ("MAC/instruction" in said) == bool(unit) and ("MAC/cycle" in said) == (not unit)

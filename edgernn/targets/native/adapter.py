@@ -1,6 +1,7 @@
 """The native family: firmware that edgernn compiles itself with the board's compiler (``host``,
 ``qemu_riscv32``), run as a process on a pty (``emulator.kind = "fd"``) or in an emulator that announces
-its UART (``"announce"``: QEMU)."""
+its UART (``"announce"``: QEMU, on a pty or, with ``serial_url = "socket://{announced}"``, a loopback TCP
+port that QEMU picks and prints)."""
 
 from __future__ import annotations
 
@@ -116,7 +117,7 @@ class NativeAdapter(Adapter):
                 device.output.append(line.rstrip())
                 match = pattern.search(line)
                 if match and not found.is_set():
-                    device.url = match.group(1)
+                    device.url = emulator.serial_url.format(announced=match.group(1))
                     found.set()
             found.set()
 

@@ -74,6 +74,20 @@ def test_zoo_model_validates_on_qemu_stm32f405(tools, tmp_path, name, quant):
     out, manifest, features = convert_for_board(tmp_path, MODELS[name], quant)
     assert manifest.quant == quant
     check_parity(out, features, quant)
+    if quant == "int16":
+        # the 16x8 FULLY_CONNECTED ran on the family's DSP routine (EDGERNN_FC_S16_ROWS4): SMLAD in its row function
+        assert "\tsmlad\t" in function_code(out, "fc_s16_row")
+
+
+def function_code(out, name: str) -> str:
+    """The disassembly of one function of the board's firmware ELF."""
+    import subprocess
+
+    elf = out / "firmware" / "build" / BOARD / "firmware.elf"
+    listing = subprocess.run(["arm-none-eabi-objdump", "-d", "--no-show-raw-insn", str(elf)], capture_output=True,
+                             text=True, check=True).stdout
+    start = listing.index(f"<{name}>:\n")
+    return listing[start:listing.find("\n\n", start)]
 
 
 def test_fused_lstm_validates_on_qemu_stm32f405(tools, tmp_path):
@@ -85,3 +99,74 @@ def test_fused_lstm_validates_on_qemu_stm32f405(tools, tmp_path):
     out, manifest, features = convert_for_board(tmp_path, lstm64, "int8", mode="fused")
     assert "UNIDIRECTIONAL_SEQUENCE_LSTM" in manifest.ops
     check_parity(out, features, "int8")
+
+
+@pytest.fixture(scope="module")
+def built_gru8(tools, tmp_path_factory):
+    """A GRU(8) int8 firmware for the board, built as `edgernn build` builds it."""
+    import contextlib
+    import io
+
+    from edgernn.pipeline.build import build_model
+
+    folder = tmp_path_factory.mktemp("gru8")
+    keras = zoo._keras(0)
+    model = keras.Sequential([keras.Input((None, 2)), keras.layers.GRU(8, return_sequences=True),
+                              keras.layers.Dense(1)], name="gru8")
+    model.save(folder / "gru8.keras")
+    with contextlib.redirect_stdout(io.StringIO()):
+        build_model(str(folder / "gru8.keras"), folder / "out", board=BOARD, quant="int8",
+                    calib=zoo.trajectories(4, 40, 2, 1))
+    return folder / "out"
+
+
+def test_validate_starts_qemu_with_usart1_on_a_loopback_tcp_port(built_gru8):
+    from edgernn.validate.run import validate
+
+    report = validate(built_gru8, data=zoo.trajectories(1, 20, 2, 5))
+    assert report["pass"]
+    assert report["link"]["port"].startswith("socket://127.0.0.1:")
+    assert report["link"]["transport"] == "TCP to the simulated UART"
+    assert report["device"]["count_unit"] == "instructions (QEMU)"      # what report.html and the table call them
+    html = (built_gru8 / "report.html").read_text()
+    assert "instructions (QEMU)/step" in html and "cycles/step" not in html
+
+
+# (signal, exit status): every way a command is stopped ends QEMU with it
+SIGNALS = [("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129)]
+
+
+@pytest.mark.parametrize("name, code", SIGNALS)
+def test_flash_serves_the_tcp_port_and_a_signal_ends_qemu(built_gru8, name, code):
+    """`edgernn flash` prints socket://127.0.0.1:PORT; validate passes through it; a signal to flash ends QEMU and
+    flash exits with 128 + the signal; validate against the port QEMU left says so in one line, exit 3."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import processes_mentioning, wait_until
+
+    cli = subprocess.Popen([sys.executable, "-m", "edgernn", "flash", str(built_gru8)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        line = ""
+        while "port:" not in line:
+            line = cli.stdout.readline()
+            assert line, "flash ended before it printed the port: " + cli.stderr.read()
+        url = line.split("port:")[1].split()[0]
+        assert url.startswith("socket://127.0.0.1:")
+        assert processes_mentioning(str(built_gru8)), "no QEMU is running"
+        validated = subprocess.run([sys.executable, "-m", "edgernn", "validate", str(built_gru8), "--port", url,
+                                    "--steps", "10"], capture_output=True, text=True, timeout=120)
+        assert validated.returncode == 0, validated.stderr[-500:]
+        cli.send_signal(getattr(signal, name))
+        assert cli.wait(20) == code
+        assert wait_until(lambda: not processes_mentioning(str(built_gru8))), "QEMU outlived edgernn flash"
+        refused = subprocess.run([sys.executable, "-m", "edgernn", "validate", str(built_gru8), "--port", url,
+                                  "--steps", "10"], capture_output=True, text=True, timeout=120)
+        errors = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+        assert refused.returncode == 3 and len(errors) == 1 and "cannot open port" in errors[0], refused.stderr
+    finally:
+        if cli.poll() is None:
+            os.killpg(cli.pid, signal.SIGKILL)

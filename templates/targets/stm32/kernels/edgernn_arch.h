@@ -91,6 +91,99 @@ static inline __attribute__((always_inline)) void edgernn_dot4_s8_dsp(const int8
 }
 #define EDGERNN_DOT8_ASM edgernn_dot8_s8_dsp
 #define EDGERNN_DOT4_ASM edgernn_dot4_s8_dsp
+
+/* ---- 16x8: int16 inputs times int8 weights (edgernn_fully_connected.c's EDGERNN_FC_S16_ROWS4) ----
+ * SMLAD multiplies int16 halves pairwise, so a group of 4 inputs x0..x3 (two words, x0 x1 and x2 x3) is
+ * repacked once into x0 x2 and x1 x3 (PKHBT, PKHTB), the lanes SXTB16 gives a row's weight word: w0 w2 and,
+ * rotated by 8, w1 w3. A row then costs what an int8 row costs: one word load, two SXTB16, two SMLAD
+ * (CMSIS-NN's arm_nn_vec_mat_mult_t_s16 repacks the weights instead, two more instructions a row). The caller's
+ * chunk holds at most 256 inputs, so each sum (|x w| < 2^22) stays within int32, as the reference's does: the
+ * sums are its exact int32 sums, whatever order SMLAD adds them in. Rows are row-major, at any alignment (the
+ * M4 loads unaligned words; a row of n_in bytes starts anywhere). */
+static inline __attribute__((always_inline)) uint32_t edgernn_word_any(const void *p)
+{
+    uint32_t v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* s_r += rows r = 0..3 (w0..w3) of `groups` groups of 4 inputs of x; returns groups. In asm: the loop needs 14
+ * registers (the input pointer, a count, 4 row pointers, 4 sums, the repacked pair, a weight word and its
+ * extended halves), all the M4 has besides sp and pc, and gcc's C version keeps two row pointers and the end on
+ * the stack and repacks with 5 instructions instead of PKHBT and PKHTB: 37 instructions a group, here 26. */
+static inline __attribute__((always_inline)) int edgernn_fc_s16_rows4_dsp(const int16_t *x, const int8_t *w0,
+                                                                          const int8_t *w1, const int8_t *w2,
+                                                                          const int8_t *w3, int groups, int32_t *s0,
+                                                                          int32_t *s1, int32_t *s2, int32_t *s3)
+{
+    int32_t a0 = *s0, a1 = *s1, a2 = *s2, a3 = *s3;
+    int count = groups;
+    uint32_t x02, x13, v, t;
+    if (count > 0) {
+        __asm__ volatile(
+            "1:\n\t"
+            "ldr %[v], [%[x]], #4\n\t"                 /* x0 x1 */
+            "ldr %[x13], [%[x]], #4\n\t"               /* x2 x3 */
+            "pkhbt %[x02], %[v], %[x13], lsl #16\n\t"  /* x0 x2 */
+            "pkhtb %[x13], %[x13], %[v], asr #16\n\t"  /* x1 x3 */
+            "ldr %[v], [%[w0]], #4\n\t"
+            "sxtb16 %[t], %[v]\n\t"
+            "smlad %[a0], %[x02], %[t], %[a0]\n\t"
+            "sxtb16 %[t], %[v], ror #8\n\t"
+            "smlad %[a0], %[x13], %[t], %[a0]\n\t"
+            "ldr %[v], [%[w1]], #4\n\t"
+            "sxtb16 %[t], %[v]\n\t"
+            "smlad %[a1], %[x02], %[t], %[a1]\n\t"
+            "sxtb16 %[t], %[v], ror #8\n\t"
+            "smlad %[a1], %[x13], %[t], %[a1]\n\t"
+            "ldr %[v], [%[w2]], #4\n\t"
+            "sxtb16 %[t], %[v]\n\t"
+            "smlad %[a2], %[x02], %[t], %[a2]\n\t"
+            "sxtb16 %[t], %[v], ror #8\n\t"
+            "smlad %[a2], %[x13], %[t], %[a2]\n\t"
+            "ldr %[v], [%[w3]], #4\n\t"
+            "sxtb16 %[t], %[v]\n\t"
+            "smlad %[a3], %[x02], %[t], %[a3]\n\t"
+            "sxtb16 %[t], %[v], ror #8\n\t"
+            "smlad %[a3], %[x13], %[t], %[a3]\n\t"
+            "subs %[n], %[n], #1\n\t"
+            "bne 1b"
+            : [x] "+r"(x), [n] "+r"(count), [w0] "+r"(w0), [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3),
+              [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x02] "=&r"(x02), [x13] "=&r"(x13),
+              [v] "=&r"(v), [t] "=&r"(t)
+            :
+            : "cc", "memory");
+    }
+    *s0 = a0;
+    *s1 = a1;
+    *s2 = a2;
+    *s3 = a3;
+    return groups;
+}
+#define EDGERNN_FC_S16_ROWS4 edgernn_fc_s16_rows4_dsp
+/* the 16x8 requantization inlined into the row function: its call passed 8 arguments, 4 on the stack, and cost
+ * as much as the requantization itself (the M4 has no instruction cache to spare, as GAP8's cluster must) */
+#define EDGERNN_S16_REQUANT_INLINE 1
+
+/* ---- saturation: SSAT ----
+ * A clamp to the whole int8 or int16 range, where the bounds are known when compiling (the requantizations
+ * that end a 16-bit op's arithmetic, a fused loop's constants once inlined), is SSAT #8 or #16: one instruction
+ * for the two compares and two conditional moves of the C; any other clamp is the C. Same value for every x.
+ * gcc finds SSAT by itself only where it sees the bounds in the clamp's own expression: a GRU(64) int16 firmware
+ * held none with the reference's clamp, and 8 (its fused element-wise loops) with this one. */
+#define EDGERNN_ARCH_CLAMP 1
+static inline __attribute__((always_inline)) int32_t edgernn_clamp(int32_t x, int32_t lo, int32_t hi)
+{
+    if (__builtin_constant_p(lo) && __builtin_constant_p(hi)) {
+        if (lo == -32768 && hi == 32767) {
+            return __ssat(x, 16);
+        }
+        if (lo == -128 && hi == 127) {
+            return __ssat(x, 8);
+        }
+    }
+    return x < lo ? lo : (x > hi ? hi : x);
+}
 #endif
 
 #endif /* EDGERNN_ARCH_H */
