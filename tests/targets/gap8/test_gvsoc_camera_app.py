@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import processes_mentioning, require_gap_sdk, require_tools
+from conftest import gap_sdk_params, processes_mentioning, require_gap_sdk, require_gap_sdk_at, require_tools
 from edgernn.testing.frames_zoo import camera_cnn_gru_head, camera_residual_cnn
 
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
@@ -132,3 +132,25 @@ def test_validate_refuses_what_an_application_cannot_take(app_build, tmp_path, e
     proc = _cli(*args)
     assert proc.returncode == 2 and message in _one_line(proc)
     assert processes_mentioning(str(out)) == []
+
+
+@pytest.mark.parametrize("sdk", gap_sdk_params())
+def test_the_application_runs_on_each_sdk(sdk, gvsoc, tmp_path, monkeypatch):
+    """The same application built against each SDK the tests have ($GAP_SDK_HOME; CI: ../shared/gap_sdk, and 4.8.0,
+    Bitcraze's docker SDK, through $EDGERNN_TEST_GAP_SDKS), its GVSOC built from that SDK: 4 frames exact."""
+    from edgernn.pipeline.build import build_model
+    from edgernn.targets import camera
+    from edgernn.targets.gap8 import sdk as gap_sdk
+    from edgernn.testing.frames_zoo import camera_frames
+    from edgernn.validate.run import validate
+
+    monkeypatch.setenv("GAP_SDK_HOME", str(require_gap_sdk_at(sdk)))
+    gap_sdk.build_gvsoc()
+    model = camera_cnn_gru_head(seed=5)
+    model.save(tmp_path / "m.keras")
+    pre = camera.plan_preprocess((48, 64, 1))
+    build_model(str(tmp_path / "m.keras"), tmp_path / "out", board=BOARD, quant="int8",
+                calib=camera.float_inputs(camera_frames(2, 8, seed=2), pre), app=camera.AppOptions())
+    report = validate(tmp_path / "out", data=camera_frames(1, 4, seed=9), json_path=tmp_path / "r.json")
+    assert report["pass"] and report["reference"]["compared_values"] == 4 * 3, report["reference"]
+    assert processes_mentioning(str(tmp_path)) == []
