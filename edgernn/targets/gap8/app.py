@@ -42,16 +42,17 @@ def _l2_room(placement: dict | None) -> int | None:
     return budget - used
 
 
-def frame_buffers(placement: dict | None, input_bytes: int) -> int:
-    """2 frame buffers where L2 has room for them beside the model, else 1; one line when not even one fits."""
+def frame_buffers(placement: dict | None, input_bytes: int, buffer_bytes: int = FRAME_BYTES) -> int:
+    """2 frame buffers of ``buffer_bytes`` (the window's rows of a frame) where L2 has room for them beside the
+    model, else 1; one line when not even one fits."""
     room = _l2_room(placement)
     if room is None:
         return 2
     for n in (2, 1):
-        if n * FRAME_BYTES + input_bytes <= room:
+        if n * buffer_bytes + input_bytes <= room:
             return n
-    raise EdgeRNNError(f"the camera application needs a {FRAME_BYTES}-byte frame buffer and the model's "
-                       f"{input_bytes}-byte input in L2; the model leaves {max(room, 0)} B of L2's budget")
+    raise EdgeRNNError(f"the camera application needs a {buffer_bytes}-byte frame buffer (the window's rows) and "
+                       f"the model's {input_bytes}-byte input in L2; the model leaves {max(room, 0)} B of L2's budget")
 
 
 def _c_values(table: np.ndarray) -> list[str]:
@@ -78,7 +79,8 @@ def write_camera_app(out_dir: Path, manifest, options: camera.AppOptions, board,
         raise EdgeRNNError(f"the camera application sends int8, int16 or float32 outputs; this model's are "
                            f"{y_entry['dtype']}")
     input_bytes = pre.height * pre.width * table.itemsize
-    buffers = frame_buffers(placement, input_bytes)
+    buffer_bytes = pre.height * pre.factor * camera.SENSOR_WIDTH
+    buffers = frame_buffers(placement, input_bytes, buffer_bytes)
     wait_host = bool(board.emulated)
     wifi = bool(options.wifi or board.emulated)
     fw = Path(out_dir) / "firmware"
@@ -99,6 +101,7 @@ def write_camera_app(out_dir: Path, manifest, options: camera.AppOptions, board,
         "kind": options.kind,
         "preprocess": pre.as_dict(),
         "frame_buffers": buffers,
+        "frame_buffer_bytes": buffer_bytes,
         "destinations": ["stm32", *(["wifi"] if wifi else [])],
         "waits_for_host": wait_host,
         "outputs": {"source": "head" if manifest.head else "step", "dtype": y_entry["dtype"], "count": n_out,

@@ -3,7 +3,8 @@
  * with EDGERNN_APP_WIFI=1, the same packets to the WiFi host). docs/app.md says what it does and how to fly it;
  * docs/protocol.md, "The camera application's outputs", gives the message.
  *
- * Capture. The Himax HM01B0 (324 x 244, 8-bit gray) on the CPI, through PMSIS's Himax driver. The sensor is
+ * Capture. The Himax HM01B0 (324 x 244, 8-bit gray) on the CPI, through PMSIS's Himax driver, the CPI's slicer keeping
+ * the rows the model's window covers (EDGERNN_APP_ROWS x 324 bytes a frame buffer). The sensor is
  * triggered one frame at a time: PMU_AUTOSLEEP_FRAMECNT = 1 once, then MODE_SELECT = 3 ("stream N frames")
  * for each frame, after which the sensor returns to standby by itself. So every frame the sensor sends is one
  * this application captures, in order, however long the model takes. The very first frame comes from the
@@ -34,7 +35,8 @@
 
 #define SENSOR_W 324
 #define SENSOR_H 244
-#define FRAME_BYTES (SENSOR_W * SENSOR_H)
+/* the rows of the frame the CPI keeps (its slicer, whole rows): the window's, EDGERNN_APP_ROWS from EDGERNN_APP_ORIGIN_Y */
+#define FRAME_BYTES (SENSOR_W * EDGERNN_APP_ROWS)
 
 /* the sensor's registers (Himax HM01B0 datasheet; gap_sdk rtos/pmsis/bsp/camera/himax/himax.h) */
 #define HIMAX_MODE_SELECT 0x0100u
@@ -105,6 +107,12 @@ static int open_camera(void)
 
     pi_himax_conf_init(&conf);
     conf.format = PI_CAMERA_QVGA;
+    /* the CPI's slicer keeps the window's rows only (whole rows: the slicer's columns count pairs of bytes) */
+    conf.roi.slice_en = 1;
+    conf.roi.x = 0;
+    conf.roi.y = EDGERNN_APP_ORIGIN_Y;
+    conf.roi.w = SENSOR_W;
+    conf.roi.h = EDGERNN_APP_ROWS;
     pi_open_from_conf(&camera, &conf);
     if (pi_camera_open(&camera) != 0) {
         return -1;
@@ -136,7 +144,7 @@ static void trigger_frame(void)
 static void preprocess_rows(const void *args, int begin, int end)
 {
     const uint8_t *frame = (const uint8_t *)args;
-    const uint8_t *row = frame + ((EDGERNN_APP_ORIGIN_Y + begin * EDGERNN_APP_FACTOR) * SENSOR_W) + EDGERNN_APP_ORIGIN_X;
+    const uint8_t *row = frame + (begin * EDGERNN_APP_FACTOR * SENSOR_W) + EDGERNN_APP_ORIGIN_X;
     edgernn_in_t *out = x + begin * EDGERNN_APP_IN_W;
 
     for (int oy = begin; oy < end; ++oy) {
