@@ -345,7 +345,8 @@ typedef struct {
     const int32_t *bias, *multiplier, *shift;
     int32_t pad, output_offset, act_min, act_max;
     int n_in, slot_elems, workers;
-    int8_t *scratch, *out;
+    int n_out;              /* the output channels computed: g->out_c, or a streamed chunk's (edgernn_l3_conv.c) */
+    int8_t *scratch, *out;  /* out: the first computed channel of pixel 0; a pixel's channels g->out_c apart */
 } conv_s8_team_t;
 
 /* One int8 patch as CONV_PATCH gathers it, a word at a time where a row of taps is whole words (in_c a
@@ -412,7 +413,7 @@ static void conv_s8_pixels(const void *args, int k_begin, int k_end)
         edgernn_team_range(k, a->workers, n_pix, EDGERNN_CONV_SLOT_PATCHES, &begin, &end);
         if (a->scratch == NULL) {
             conv_s8_rows(in + (size_t)begin * n_in, end - begin, n_in, n_in, a->w, a->bias, a->multiplier, a->shift,
-                         a->output_offset, a->act_min, a->act_max, g->out_c, g->out_c, a->out + (size_t)begin * g->out_c);
+                         a->output_offset, a->act_min, a->act_max, a->n_out, g->out_c, a->out + (size_t)begin * g->out_c);
             continue;
         }
         if (begin >= end) {
@@ -432,23 +433,21 @@ static void conv_s8_pixels(const void *args, int k_begin, int k_end)
                 }
             }
             conv_s8_rows(slot, two, n_in, patch, a->w, a->bias, a->multiplier, a->shift, a->output_offset, a->act_min,
-                         a->act_max, g->out_c, g->out_c, a->out + (size_t)p * g->out_c);
+                         a->act_max, a->n_out, g->out_c, a->out + (size_t)p * g->out_c);
             p += two;
         }
     }
 }
 
-void edgernn_team_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w, const int32_t *bias,
-                          const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
-                          int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out)
+/* Output channels [0, n_out) of every pixel (w, bias, multiplier, shift and out at the first of them), split by
+ * pixels across the team (team) or on this core in one worker's slot. */
+static void conv_s8_channels(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w,
+                             const int32_t *bias, const int32_t *multiplier, const int32_t *shift,
+                             int32_t input_zero_point, int32_t output_offset, int32_t act_min, int32_t act_max,
+                             int8_t *scratch, int8_t *out, int n_out, int team)
 {
     conv_s8_team_t a;
-    const int workers = edgernn_team_workers();
-    if (workers > EDGERNN_CONV_TEAM_SLOTS) {
-        edgernn_conv_s8(geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
-                        scratch, out);
-        return;
-    }
+    const int workers = team ? edgernn_team_workers() : 1;
     a.g = geom_in;
     a.in = in;
     a.w = w;
@@ -462,9 +461,27 @@ void edgernn_team_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, 
     a.n_in = geom_in->k_h * geom_in->k_w * geom_in->in_c;
     a.slot_elems = EDGERNN_CONV_SLOT_PATCHES * ((a.n_in + 3) & ~3);
     a.workers = workers;
+    a.n_out = n_out;
     a.scratch = CONV_POINTWISE(geom_in) ? NULL : scratch;
     a.out = out;
-    edgernn_team_split(conv_s8_pixels, &a, workers, 1);
+    if (team) {
+        edgernn_team_split(conv_s8_pixels, &a, workers, 1);
+    } else {
+        conv_s8_pixels(&a, 0, 1);
+    }
+}
+
+void edgernn_team_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w, const int32_t *bias,
+                          const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
+                          int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out)
+{
+    if (edgernn_team_workers() > EDGERNN_CONV_TEAM_SLOTS) {
+        edgernn_conv_s8(geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
+                        scratch, out);
+        return;
+    }
+    conv_s8_channels(geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
+                     scratch, out, geom_in->out_c, 1);
 }
 
 /* tflite::MultiplyByQuantizedMultiplier(int64_t, int32_t, int) of the 16x8 reference convolutions: the
@@ -1151,6 +1168,88 @@ static void pool_s8_split(edgernn_range_fn rows, const edgernn_conv_geom_t *g, c
     }
 
 POOL_S8_KERNELS(max_pool)
+
+/* CONV_2D whose output only a MAX_POOL_2D reads, both 8-bit: the convolution's output never exists whole. The
+ * pool's output rows are made in bands of band_rows: for each band, the convolution's rows that the band's
+ * windows read (conv_rows_read: the pool's halo; a row two bands share is computed twice) are computed into
+ * scratch after the convolution's own patches, then pooled into the band's rows of out. Each band's geometry
+ * is the frame's with in_h the rows it has, out_h the band's rows and pad_top moved by the rows it skips, as
+ * in the DMA's bands (edgernn_conv_dma.c): every output byte is the unfused pair's. scratch: the
+ * convolution's scratch, then at rows_at the band's convolution rows. */
+static void conv_rows_read(const edgernn_conv_geom_t *g, int32_t oy0, int32_t oy1, int32_t *r0, int32_t *r1)
+{
+    const int32_t first = oy0 * g->stride_h - g->pad_top;
+    const int32_t end = (oy1 - 1) * g->stride_h - g->pad_top + (g->k_h - 1) * g->dil_h + 1;
+    *r0 = first < 0 ? 0 : first;
+    *r1 = end > g->in_h ? g->in_h : end;
+    if (*r1 < *r0) {
+        *r1 = *r0;
+    }
+}
+
+static void conv_pool_band(const edgernn_conv_geom_t *conv, const edgernn_conv_geom_t *pool, int32_t p0, int32_t p1,
+                           edgernn_conv_geom_t *conv_band, edgernn_conv_geom_t *pool_band, int32_t *in0)
+{
+    int32_t c0, c1, i0, i1;
+    conv_rows_read(pool, p0, p1, &c0, &c1);
+    conv_rows_read(conv, c0, c1, &i0, &i1);
+    *conv_band = *conv;
+    conv_band->in_h = i1 - i0;
+    conv_band->out_h = c1 - c0;
+    conv_band->pad_top = conv->pad_top + i0 - c0 * conv->stride_h;
+    *pool_band = *pool;
+    pool_band->in_h = c1 - c0;
+    pool_band->out_h = p1 - p0;
+    pool_band->pad_top = pool->pad_top + c0 - p0 * pool->stride_h;
+    *in0 = i0;
+}
+
+static void conv_max_pool_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias,
+                             const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
+                             int32_t output_offset, int32_t act_min, int32_t act_max, const edgernn_conv_geom_t *pool,
+                             int32_t pool_min, int32_t pool_max, int32_t band_rows, int32_t rows_at,
+                             int8_t *scratch, int8_t *out, int team)
+{
+    const edgernn_conv_geom_t conv = *g, pg = *pool;
+    const size_t in_row = (size_t)conv.in_w * conv.in_c, out_row = (size_t)pg.out_w * pg.out_c;
+    int8_t *rows = scratch + rows_at;
+    int32_t p0;
+    for (p0 = 0; p0 < pg.out_h; p0 += band_rows) {
+        const int32_t p1 = p0 + band_rows < pg.out_h ? p0 + band_rows : pg.out_h;
+        edgernn_conv_geom_t cb, pb;
+        int32_t i0;
+        conv_pool_band(&conv, &pg, p0, p1, &cb, &pb, &i0);
+        if (team) {
+            edgernn_team_conv_s8(&cb, in + (size_t)i0 * in_row, w, bias, multiplier, shift, input_zero_point,
+                                 output_offset, act_min, act_max, scratch, rows);
+            edgernn_team_max_pool_s8(&pb, rows, pool_min, pool_max, out + (size_t)p0 * out_row);
+        } else {
+            edgernn_conv_s8(&cb, in + (size_t)i0 * in_row, w, bias, multiplier, shift, input_zero_point, output_offset,
+                            act_min, act_max, scratch, rows);
+            edgernn_max_pool_s8(&pb, rows, pool_min, pool_max, out + (size_t)p0 * out_row);
+        }
+    }
+}
+
+void edgernn_conv_max_pool_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias,
+                              const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
+                              int32_t output_offset, int32_t act_min, int32_t act_max, const edgernn_conv_geom_t *pool,
+                              int32_t pool_min, int32_t pool_max, int32_t band_rows, int32_t rows_at, int8_t *scratch,
+                              int8_t *out)
+{
+    conv_max_pool_s8(g, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max, pool,
+                     pool_min, pool_max, band_rows, rows_at, scratch, out, 0);
+}
+
+void edgernn_team_conv_max_pool_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w,
+                                   const int32_t *bias, const int32_t *multiplier, const int32_t *shift,
+                                   int32_t input_zero_point, int32_t output_offset, int32_t act_min, int32_t act_max,
+                                   const edgernn_conv_geom_t *pool, int32_t pool_min, int32_t pool_max,
+                                   int32_t band_rows, int32_t rows_at, int8_t *scratch, int8_t *out)
+{
+    conv_max_pool_s8(g, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max, pool,
+                     pool_min, pool_max, band_rows, rows_at, scratch, out, 1);
+}
 
 void edgernn_max_pool_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, int32_t act_min, int32_t act_max,
                           int16_t *out)

@@ -78,6 +78,7 @@ typedef struct {
     uint8_t *w, *bias, *multiplier, *shift;   /* the op's constants in L1, when copied */
     uint8_t *scratch;                         /* the team kernel's patch slots; NULL for a 1x1 stride-1 filter */
     uint8_t *in[2], *out[2];
+    uint8_t *mid;                             /* a fused CONV_2D + MAX_POOL_2D's convolution rows */
 } tiles_t;
 
 /* A part of the tiles at its offset, or NULL when the op has not that part. */
@@ -97,6 +98,7 @@ static void lay_tiles(uint8_t *p, const edgernn_dma_layout_t *layout, tiles_t *t
     t->in[1] = tile_part(p, layout->in[1]);
     t->out[0] = tile_part(p, layout->out[0]);
     t->out[1] = tile_part(p, layout->out[1]);
+    t->mid = tile_part(p, layout->mid);
 }
 
 /* One band's output rows computed from its input tile by the team kernel. */
@@ -337,4 +339,84 @@ void edgernn_dma_conv_s16(uint8_t *tiles, const edgernn_dma_layout_t *layout, co
     wait_consts(&consts);
     run_bands(&geom, layout->band_rows, 2u, (const uint8_t *)(const void *)in, (uint8_t *)(void *)out, &t,
               conv_s16_band, &c);
+}
+
+/* The fused CONV_2D + MAX_POOL_2D (edgernn_conv.c's edgernn_team_conv_max_pool_s8) in bands of the pool's output
+ * rows: the input rows a band's convolution rows read come into an input tile, the team computes those rows
+ * into mid and pools them into an output tile, which goes back to L2. The convolution's output is never in L2.
+ * Double-buffered as run_bands. The band geometries are the pair's own over the frame with pad_top moved, as
+ * edgernn_conv.c's conv_pool_band, so the bytes are the unfused pair's. */
+static void conv_pool_band(const edgernn_conv_geom_t *conv, const edgernn_conv_geom_t *pool, int32_t p0, int32_t p1,
+                           edgernn_conv_geom_t *conv_band, edgernn_conv_geom_t *pool_band, int32_t *i0, int32_t *i1)
+{
+    int32_t c0, c1;
+    band_rows_read(pool, p0, p1, &c0, &c1);
+    band_rows_read(conv, c0, c1, i0, i1);
+    *conv_band = *conv;
+    conv_band->in_h = *i1 - *i0;
+    conv_band->out_h = c1 - c0;
+    conv_band->pad_top = conv->pad_top + *i0 - c0 * conv->stride_h;
+    *pool_band = *pool;
+    pool_band->in_h = c1 - c0;
+    pool_band->out_h = p1 - p0;
+    pool_band->pad_top = pool->pad_top + c0 - p0 * pool->stride_h;
+}
+
+void edgernn_dma_conv_max_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
+                                  const int8_t *in, const int8_t *w, const int32_t *bias, const int32_t *multiplier,
+                                  const int32_t *shift, int32_t input_zero_point, int32_t output_offset, int32_t act_min,
+                                  int32_t act_max, const edgernn_conv_geom_t *pool, int32_t pool_min, int32_t pool_max,
+                                  int32_t band_rows, int32_t rows_at, int8_t *scratch, int8_t *out)
+{
+    const edgernn_conv_geom_t conv = *g, pg = *pool;
+    const size_t in_row = (size_t)conv.in_w * conv.in_c, out_row = (size_t)pg.out_w * pg.out_c;
+    const size_t out_c = (size_t)conv.out_c;
+    int32_t rows, n_bands, b, i0, i1;
+    dma_job_t in_job, out_job[2];
+    conv_s8_ctx_t c;
+    const_jobs_t consts;
+    tiles_t t;
+    if (EDGERNN_CLUSTER_CORES == 0 || tiles == NULL || layout->band_rows <= 0 || layout->mid < 0
+        || edgernn_team_workers() > DMA_TEAM_SLOTS) {
+        edgernn_team_conv_max_pool_s8(g, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min,
+                                      act_max, pool, pool_min, pool_max, band_rows, rows_at, scratch, out);
+        return;
+    }
+    lay_tiles(tiles, layout, &t);
+    c.w = (const int8_t *)copy_const(&consts.job[0], t.w, w, out_c * conv.k_h * conv.k_w * conv.in_c);
+    c.bias = (const int32_t *)copy_const(&consts.job[1], t.bias, bias, out_c * 4u);
+    c.multiplier = (const int32_t *)copy_const(&consts.job[2], t.multiplier, multiplier, out_c * 4u);
+    c.shift = (const int32_t *)copy_const(&consts.job[3], t.shift, shift, out_c * 4u);
+    rows = layout->band_rows;
+    n_bands = (pg.out_h + rows - 1) / rows;
+    out_job[0].n = out_job[1].n = 0;
+    {
+        edgernn_conv_geom_t cb, pb;
+        conv_pool_band(&conv, &pg, 0, rows < pg.out_h ? rows : pg.out_h, &cb, &pb, &i0, &i1);
+        dma_start(&in_job, (const uint8_t *)in + (size_t)i0 * in_row, t.in[0], (size_t)(i1 - i0) * in_row,
+                  PI_CL_DMA_DIR_EXT2LOC);
+    }
+    wait_consts(&consts);
+    for (b = 0; b < n_bands; ++b) {
+        const int32_t p0 = b * rows, p1 = p0 + rows < pg.out_h ? p0 + rows : pg.out_h;
+        edgernn_conv_geom_t cb, pb;
+        conv_pool_band(&conv, &pg, p0, p1, &cb, &pb, &i0, &i1);
+        dma_wait(&in_job);
+        if (b + 1 < n_bands) {
+            const int32_t q1 = p1 + rows < pg.out_h ? p1 + rows : pg.out_h;
+            edgernn_conv_geom_t nc, np;
+            int32_t n0, n1;
+            conv_pool_band(&conv, &pg, p1, q1, &nc, &np, &n0, &n1);
+            dma_start(&in_job, (const uint8_t *)in + (size_t)n0 * in_row, t.in[(b + 1) & 1],
+                      (size_t)(n1 - n0) * in_row, PI_CL_DMA_DIR_EXT2LOC);
+        }
+        dma_wait(&out_job[b & 1]);
+        edgernn_team_conv_s8(&cb, (const int8_t *)t.in[b & 1], c.w, c.bias, c.multiplier, c.shift, input_zero_point,
+                             output_offset, act_min, act_max, (int8_t *)t.scratch, (int8_t *)t.mid);
+        edgernn_team_max_pool_s8(&pb, (const int8_t *)t.mid, pool_min, pool_max, (int8_t *)t.out[b & 1]);
+        dma_start(&out_job[b & 1], (uint8_t *)out + (size_t)p0 * out_row, t.out[b & 1], (size_t)(p1 - p0) * out_row,
+                  PI_CL_DMA_DIR_LOC2EXT);
+    }
+    dma_wait(&out_job[0]);
+    dma_wait(&out_job[1]);
 }

@@ -22,6 +22,7 @@ typedef struct {
     int32_t w, bias, multiplier, shift;
     int32_t scratch;
     int32_t in[2], out[2];
+    int32_t mid;   /* a CONV_2D fused with its MAX_POOL_2D: the convolution's rows of a band; -1 elsewhere */
 } edgernn_dma_layout_t;
 
 /* edgernn_team_conv_s8's arguments after two of the plan: the L1 tiles and the op's layout in them. */
@@ -40,6 +41,14 @@ void edgernn_dma_depthwise_conv_s8(uint8_t *tiles, const edgernn_dma_layout_t *l
                                    int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out);
 void edgernn_dma_max_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
                              const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out);
+/* The same for edgernn_team_conv_max_pool_s8: bands of the pool's output rows, the convolution's rows each band
+ * reads computed into the tiles' part mid and pooled from there (band_rows, rows_at and scratch, the arena's
+ * band, are for the call without tiles). */
+void edgernn_dma_conv_max_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
+                                  const int8_t *in, const int8_t *w, const int32_t *bias, const int32_t *multiplier,
+                                  const int32_t *shift, int32_t input_zero_point, int32_t output_offset, int32_t act_min,
+                                  int32_t act_max, const edgernn_conv_geom_t *pool, int32_t pool_min, int32_t pool_max,
+                                  int32_t band_rows, int32_t rows_at, int8_t *scratch, int8_t *out);
 void edgernn_dma_avg_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
                              const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out);
 
