@@ -13,6 +13,7 @@
  *   EDGERNN_ARCH_ROUND_HI(hi, shift)                     hi = (hi + 2^(e-2)) >> (e-1), e = -shift
  *   EDGERNN_FC_REQUANT_ASM, FC_ASM8_ONCE ...             FULLY_CONNECTED's block requantization
  *   CONV_QUAD_LOOP(WSTEP)                                a quad of CONV_2D's patch pairs
+ *   EDGERNN_MAX4(a, b)                                   each int8 lane's maximum of two words (MAX_POOL_2D)
  *   EDGERNN_ARCH_SMALL_ICACHE                            one copy of the LSTM's code, not two
  *
  * Each must compute the reference C's exact bytes: the kernels' tests compile both. */

@@ -1169,6 +1169,95 @@ static void pool_s8_split(edgernn_range_fn rows, const edgernn_conv_geom_t *g, c
 
 POOL_S8_KERNELS(max_pool)
 
+/* The int8 MAX_POOL_2D over output pixels [begin, end) (the split's range: a band of few rows still gives every
+ * worker pixels), four channels a word: in_c a multiple of 4, in and out word-aligned, and no clamp narrower
+ * than int8 (the caller checks: max_pool_s8_by_words). Each word's maximum over the window's taps inside the
+ * frame, as POOL_ROWS takes them, in a register: lane by lane the same maximum, so the same bytes. GAP8 takes
+ * its lanes' maximum in one pv.max.b (edgernn_arch.h's EDGERNN_MAX4). */
+#if defined(EDGERNN_MAX4)
+#define POOL_MAX4(a, b) EDGERNN_MAX4((a), (b))
+#else
+static inline uint32_t pool_max4(uint32_t a, uint32_t b)
+{
+    uint32_t r = 0;
+    int k;
+    for (k = 0; k < 32; k += 8) {
+        const int32_t x = (int32_t)(int8_t)(uint8_t)(a >> k), y = (int32_t)(int8_t)(uint8_t)(b >> k);
+        r |= (uint32_t)(uint8_t)(x > y ? x : y) << k;
+    }
+    return r;
+}
+#define POOL_MAX4(a, b) pool_max4((a), (b))
+#endif
+
+static void max_pool_s8_words(const void *args, int begin, int end)
+{
+    const pool_s8_split_t *a = (const pool_s8_split_t *)args;
+    GEOM_LOCAL_FROM(a->g);
+    const int32_t words = g->in_c >> 2, row = g->in_w * words;
+    const uint32_t *const in = (const uint32_t *)(const void *)a->in;
+    uint32_t *out = (uint32_t *)(void *)a->out + (size_t)begin * (size_t)words;
+    int32_t oy = begin / g->out_w, ox = begin % g->out_w;
+    int p;
+    for (p = begin; p < end; ++p) {
+        const int32_t y0 = oy * g->stride_h - g->pad_top, x0 = ox * g->stride_w - g->pad_left;
+        const int32_t ky0 = y0 < 0 ? -y0 : 0, ky1 = g->in_h - y0 < g->k_h ? g->in_h - y0 : g->k_h;
+        const int32_t kx0 = x0 < 0 ? -x0 : 0, kx1 = g->in_w - x0 < g->k_w ? g->in_w - x0 : g->k_w;
+        const uint32_t *const first = in + (size_t)(y0 + ky0) * (size_t)row + (size_t)(x0 + kx0) * (size_t)words;
+        int32_t w;
+        for (w = 0; w < words; ++w) {
+            uint32_t acc = first[w];
+            int32_t ky, kx;
+            for (ky = 0; ky < ky1 - ky0; ++ky) {
+                const uint32_t *tap = first + (size_t)ky * (size_t)row + w;
+                for (kx = 0; kx < kx1 - kx0; ++kx, tap += words) {
+                    acc = POOL_MAX4(acc, *tap);
+                }
+            }
+            *out++ = acc;
+        }
+        if (++ox == g->out_w) {
+            ox = 0;
+            ++oy;
+        }
+    }
+}
+
+/* The team's int8 MAX_POOL_2D of the fused pair: by words over the pixels where max_pool_s8_words applies, else
+ * edgernn_team_max_pool_s8 (or the single-core kernel, team 0). */
+static void max_pool_s8_by_words(const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max,
+                                 int8_t *out, int team)
+{
+    pool_s8_split_t a;
+    if ((g->in_c & 3) != 0 || ((((uintptr_t)in) | (uintptr_t)out) & 3u) != 0 || act_min > -128 || act_max < 127) {
+        if (team) {
+            edgernn_team_max_pool_s8(g, in, act_min, act_max, out);
+        } else {
+            edgernn_max_pool_s8(g, in, act_min, act_max, out);
+        }
+        return;
+    }
+    a.g = g;
+    a.in = in;
+    a.act_min = act_min;
+    a.act_max = act_max;
+    a.out = out;
+    if (team) {
+        edgernn_team_split(max_pool_s8_words, &a, g->out_h * g->out_w, 1);
+    } else {
+        max_pool_s8_words(&a, 0, g->out_h * g->out_w);
+    }
+}
+
+/* The fused pair's int8 MAX_POOL_2D of a band (edgernn_conv_dma.c's bands too): max_pool_s8_by_words on the team. */
+void edgernn_team_conv_pool_band_s8(const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max,
+                                    int8_t *out);
+void edgernn_team_conv_pool_band_s8(const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max,
+                                    int8_t *out)
+{
+    max_pool_s8_by_words(g, in, act_min, act_max, out, 1);
+}
+
 /* CONV_2D whose output only a MAX_POOL_2D reads, both 8-bit: the convolution's output never exists whole. The
  * pool's output rows are made in bands of band_rows: for each band, the convolution's rows that the band's
  * windows read (conv_rows_read: the pool's halo; a row two bands share is computed twice) are computed into
@@ -1222,11 +1311,11 @@ static void conv_max_pool_s8(const edgernn_conv_geom_t *g, const int8_t *in, con
         if (team) {
             edgernn_team_conv_s8(&cb, in + (size_t)i0 * in_row, w, bias, multiplier, shift, input_zero_point,
                                  output_offset, act_min, act_max, scratch, rows);
-            edgernn_team_max_pool_s8(&pb, rows, pool_min, pool_max, out + (size_t)p0 * out_row);
+            max_pool_s8_by_words(&pb, rows, pool_min, pool_max, out + (size_t)p0 * out_row, 1);
         } else {
             edgernn_conv_s8(&cb, in + (size_t)i0 * in_row, w, bias, multiplier, shift, input_zero_point, output_offset,
                             act_min, act_max, scratch, rows);
-            edgernn_max_pool_s8(&pb, rows, pool_min, pool_max, out + (size_t)p0 * out_row);
+            max_pool_s8_by_words(&pb, rows, pool_min, pool_max, out + (size_t)p0 * out_row, 0);
         }
     }
 }

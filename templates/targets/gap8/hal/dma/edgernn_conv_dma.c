@@ -413,7 +413,7 @@ void edgernn_dma_conv_max_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *la
         dma_wait(&out_job[b & 1]);
         edgernn_team_conv_s8(&cb, (const int8_t *)t.in[b & 1], c.w, c.bias, c.multiplier, c.shift, input_zero_point,
                              output_offset, act_min, act_max, (int8_t *)t.scratch, (int8_t *)t.mid);
-        edgernn_team_max_pool_s8(&pb, (const int8_t *)t.mid, pool_min, pool_max, (int8_t *)t.out[b & 1]);
+        edgernn_team_conv_pool_band_s8(&pb, (const int8_t *)t.mid, pool_min, pool_max, (int8_t *)t.out[b & 1]);
         dma_start(&out_job[b & 1], (uint8_t *)out + (size_t)p0 * out_row, t.out[b & 1], (size_t)(p1 - p0) * out_row,
                   PI_CL_DMA_DIR_LOC2EXT);
     }

@@ -49,6 +49,9 @@ void edgernn_dma_conv_max_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *la
                                   const int32_t *shift, int32_t input_zero_point, int32_t output_offset, int32_t act_min,
                                   int32_t act_max, const edgernn_conv_geom_t *pool, int32_t pool_min, int32_t pool_max,
                                   int32_t band_rows, int32_t rows_at, int8_t *scratch, int8_t *out);
+/* edgernn_conv.c's MAX_POOL_2D of a fused pair's band on the team (four channels a word where it can). */
+void edgernn_team_conv_pool_band_s8(const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max,
+                                    int8_t *out);
 void edgernn_dma_avg_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
                              const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out);
 
