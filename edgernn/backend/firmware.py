@@ -40,7 +40,7 @@ from edgernn.backend.reader import read_tflite
 from edgernn.backend.values import TensorArg
 from edgernn.backend import fusion, streaming
 from edgernn.backend.streaming import StreamPlan
-from edgernn.backend.tiling import DmaPlan, band_args, plan_bands
+from edgernn.backend.tiling import TILES_VAR, DmaPlan, band_args, plan_bands
 from edgernn.errors import EdgeRNNError
 from edgernn.outdir import MANIFEST, read_manifest
 
@@ -281,7 +281,10 @@ def plan_firmware(out_dir: Path, board) -> FirmwarePlan:
     streams = streaming.plan_streams(board, placement, [step, head], arrays)
     for g in (step, head):
         if g is not None:
-            g.streams = streaming.stream_args(streams, g.prefix)
+            # a streamed CONV_2D works in the DMA tiles (L1), free between the banded ops
+            work = (TILES_VAR, dma.tile_bytes) if dma is not None else None
+            g.streams = streaming.stream_args(streams, g.prefix, work, {c.op_index: c.scratch[1]
+                                                                       for c in g.calls if c.scratch})
     return FirmwarePlan(
         board=board,
         models=models,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgernn.backend import kernels
-from edgernn.backend.values import ConstArg, StructArg
+from edgernn.backend.values import NULL, ConstArg, StructArg
 from edgernn.errors import EdgeRNNError
 
 BLOB = "edgernn_l3.bin"              # the file of the flash image's readfs that holds the streamed arrays
@@ -243,13 +243,22 @@ def plan_streams(board, placement, graphs, arrays) -> StreamPlan | None:
     return plan
 
 
-def stream_args(plan: StreamPlan | None, prefix: str) -> dict[int, tuple[str, list, set, list]]:
+def stream_args(plan: StreamPlan | None, prefix: str, fast: tuple[str, int] | None = None,
+                scratch: dict[int, int] | None = None) -> dict[int, tuple[str, list, set, list]]:
     """op index -> (the streamed kernel, the arguments before the call's, the arrays passed as NULL, the
-    arguments after it) for one graph."""
+    arguments after it) for one graph. ``fast``: (the C name, bytes) of a work area in the team's fast memory
+    that a streamed CONV_2D may use (GAP8: the DMA tiles), ``scratch``: each op's scratch bytes."""
     if plan is None:
         return {}
-    return {c.op_index: (c.fn, [StructArg(c.name)], set(c.streamed), [1 if c.team else 0])
-            for c in plan.calls if c.graph == prefix}
+    out = {}
+    for c in plan.calls:
+        if c.graph != prefix:
+            continue
+        after = [1 if c.team else 0]
+        if c.fn == _CONV.fn:
+            after += ([ConstArg(fast[0]), fast[1]] if fast else [NULL, 0]) + [(scratch or {}).get(c.op_index, 0)]
+        out[c.op_index] = (c.fn, [StructArg(c.name)], set(c.streamed), after)
+    return out
 
 
 def sources(plan: StreamPlan) -> list[str]:

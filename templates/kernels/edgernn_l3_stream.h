@@ -42,10 +42,12 @@ void edgernn_l3_fully_connected_s8(const edgernn_l3_stream_t *s, const int8_t *i
                                    int n_out, int8_t *out, int team);
 
 /* edgernn_conv_s8 whose filter w (NULL here) comes from the stream memory, in chunks of output channels; team:
- * split each chunk's pixels across the team (as edgernn_team_conv_s8), else one core. */
+ * split each chunk's pixels across the team (as edgernn_team_conv_s8), else one core; fast (NULL: none): a work
+ * area of fast_bytes in the team's fast memory for the input, a chunk and the patches (scratch_bytes of them). */
 void edgernn_l3_conv_s8(const edgernn_l3_stream_t *s, const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w,
                         const int32_t *bias, const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
-                        int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out, int team);
+                        int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out, int team,
+                        uint8_t *fast, int32_t fast_bytes, int32_t scratch_bytes);
 
 /* edgernn_fully_connected_group_s8 whose w (NULL here) comes from the stream memory; team as above. */
 void edgernn_l3_fully_connected_group_s8(const edgernn_l3_stream_t *s, const int8_t *in, const int8_t *w,
