@@ -173,6 +173,39 @@ static inline __attribute__((always_inline)) void conv_quad_s8(const int8_t *x0,
         y1[o + (k)] = (int8_t)edgernn_clamp(edgernn_mbqm_hi(acc[4 + (k)], m_, s_) + output_offset, act_min, act_max); \
     } while (0)
 
+/* The same where the channel's multiplier and shift take edgernn_mbqm_hi_tight (its 9 instructions, same value;
+ * the quad's four channels checked once: conv_quad_tight). A convolution of few inputs a pixel (a camera CNN's
+ * stem: 25) spends more on its outputs' requantization than on its MACs. */
+#define CONV_S8_PAIR_OUT_TIGHT(k)                                                                   \
+    do {                                                                                            \
+        const int32_t m_ = multiplier[o + (k)], e1_ = -shift[o + (k)] - 1;                          \
+        y0[o + (k)] = (int8_t)edgernn_clamp(edgernn_mbqm_hi_tight(acc[k], m_, e1_) + output_offset, act_min, act_max); \
+        y1[o + (k)] = (int8_t)edgernn_clamp(edgernn_mbqm_hi_tight(acc[4 + (k)], m_, e1_) + output_offset, act_min, \
+                                            act_max);                                               \
+    } while (0)
+
+static inline int conv_quad_tight(const int32_t *multiplier, const int32_t *shift, int o)
+{
+    return edgernn_mbqm_hi_tight_applies(multiplier[o], shift[o]) &&
+           edgernn_mbqm_hi_tight_applies(multiplier[o + 1], shift[o + 1]) &&
+           edgernn_mbqm_hi_tight_applies(multiplier[o + 2], shift[o + 2]) &&
+           edgernn_mbqm_hi_tight_applies(multiplier[o + 3], shift[o + 3]);
+}
+
+/* A quad's four outputs of both pixels, tight where its channels allow. */
+#define CONV_S8_PAIR_QUAD_OUT()                                                                     \
+    do {                                                                                            \
+        if (conv_quad_tight(multiplier, shift, o)) {                                                \
+            for (k = 0; k < 4; ++k) {                                                               \
+                CONV_S8_PAIR_OUT_TIGHT(k);                                                          \
+            }                                                                                       \
+        } else {                                                                                    \
+            for (k = 0; k < 4; ++k) {                                                               \
+                CONV_S8_PAIR_OUT(k);                                                                \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
+
 /* Every output channel of two pixels: the blocks of 8 rows as two quads each, a block of 4 as one quad, the
  * last rows one by one. x0, x1 and w 4-byte aligned (the blocks then are too: 8 * n_in and 4 * n_in bytes). */
 static void conv_s8_pair(const int8_t *x0, const int8_t *x1, int n_in, const int8_t *w, const int32_t *bias,
@@ -188,17 +221,13 @@ static void conv_s8_pair(const int8_t *x0, const int8_t *x1, int n_in, const int
             acc[k] = acc[4 + k] = bias[o + k];
         }
         conv_quad_s8(x0, x1, groups, t, w, tail, 8, acc);
-        for (k = 0; k < 4; ++k) {
-            CONV_S8_PAIR_OUT(k);
-        }
+        CONV_S8_PAIR_QUAD_OUT();
         o += 4;
         for (k = 0; k < 4; ++k) {
             acc[k] = acc[4 + k] = bias[o + k];
         }
         conv_quad_s8(x0, x1, groups, t, w + 16, tail + 4 * t, 8, acc);
-        for (k = 0; k < 4; ++k) {
-            CONV_S8_PAIR_OUT(k);
-        }
+        CONV_S8_PAIR_QUAD_OUT();
         o -= 4;
     }
     if (o + 4 <= n_out) {
@@ -206,9 +235,7 @@ static void conv_s8_pair(const int8_t *x0, const int8_t *x1, int n_in, const int
             acc[k] = acc[4 + k] = bias[o + k];
         }
         conv_quad_s8(x0, x1, groups, t, w, w + 16 * (size_t)groups, 4, acc);
-        for (k = 0; k < 4; ++k) {
-            CONV_S8_PAIR_OUT(k);
-        }
+        CONV_S8_PAIR_QUAD_OUT();
         o += 4;
         w += 4 * (size_t)n_in;
     }
