@@ -246,6 +246,31 @@ def plan_bands(board, placement: Placement | None, graphs) -> DmaPlan | None:
     return plan
 
 
+def filters_beyond_tiles(board, placement: Placement | None, graphs, streamable: dict[str, int]) -> dict[str, int]:
+    """The int8 CONV_2D filters (of ``streamable``) that not one band of their op's rows can hold beside them in
+    the tiles' memory, when the arena is elsewhere: such an op would read its filter from the slow memory for
+    every pixel pair, where streamed it is read in chunks of channels through the same memory (edgernn_l3_conv.c:
+    the input, a chunk and the patches in the tiles). name -> bytes."""
+    rules = dma_rules(board)
+    if rules is None or placement is None or placement.arena_in_team_memory or placement.items["arena"][0] == rules[0]:
+        return {}
+    memory = rules[0]
+    room = placement.budgets[memory] - placement.used(memory)
+    conv = kernels.kernel("edgernn_conv_s8")
+    out = {}
+    for rg in graphs:
+        for call in (rg.calls if rg is not None else []):
+            if call.fn not in ("edgernn_conv_s8", "edgernn_team_conv_s8") or not call.structs:
+                continue
+            w = dict(zip(conv.arg_names, call.args))["w"]
+            if isinstance(w, TensorArg) or w.name not in streamable:
+                continue
+            g = dict(zip(GEOM_FIELDS, (int(v) for v in call.structs[0].fields)))
+            if tile_bytes(g, 1, True, 1, 4) > room >= tile_bytes(g, 1, False, 1, 4):
+                out[w.name] = streamable[w.name]
+    return out
+
+
 def band_args(plan: DmaPlan | None, prefix: str) -> dict[int, tuple[str, list]]:
     """op index -> (the banded kernel, the arguments before the team kernel's) for one graph."""
     if plan is None:

@@ -12,7 +12,7 @@ import pytest
 
 from edgernn.backend import conv_pool, streaming, tiling
 from edgernn.backend.lowering.base import Call, ConstStruct
-from edgernn.backend.values import StructArg, TensorArg
+from edgernn.backend.values import ConstArg, StructArg, TensorArg
 
 
 def _rows(in_h: int, k: int, stride: int, padding: str) -> dict:
@@ -134,3 +134,23 @@ def test_a_conv_filter_streams_in_chunks_of_whole_channel_blocks(in_c, k, out_c,
     n = streaming.chunk_units(how, units, unit_bytes)
     assert n == chunk and n % how.grain == 0
     assert streaming.slot_bytes(how, units, unit_bytes) == slot
+
+
+# (in_c, out_c, flagged): block 2's second convolution of PULP-Dronet (13x13x64 -> 64, 36,864 B of filter) does
+# not fit the AI-deck's L1 tiles beside one band of its rows; block 1's (32 channels, 9,216 B) does
+@pytest.mark.parametrize("in_c,out_c,flagged", [(64, 64, True), (32, 32, False)])
+def test_a_filter_beyond_the_tiles_streams_when_the_arena_is_in_l2(in_c, out_c, flagged):
+    from edgernn.backend.placement import place
+    from edgernn.targets.board import load_board
+
+    geom = ConstStruct("g0", "edgernn_conv_geom_t", list(_geom(13, 13, in_c, 13, 13, out_c, 3, 1, 1, 1).values()))
+    w = f"w{in_c}"
+    args = [StructArg("g0"), TensorArg(0), ConstArg(w), None, None, None, 0, 0, -128, 127, None, TensorArg(1)]
+    graph = type("G", (), {"calls": [Call(0, "CONV_2D", "edgernn_conv_s8", args, structs=[geom])]})()
+    deck = load_board("ai_deck")
+    streamable = {w: 9 * in_c * out_c}
+    placement = place(deck, weight_bytes=100_000, state_bytes=0, arena_bytes=200_000, streamable=streamable)
+    assert placement.items["arena"][0] == "l2"
+    assert tiling.filters_beyond_tiles(deck, placement, [graph], streamable) == (streamable if flagged else {})
+    on_l1 = place(deck, weight_bytes=100_000, state_bytes=0, arena_bytes=2_000, streamable=streamable)
+    assert tiling.filters_beyond_tiles(deck, on_l1, [graph], streamable) == {}
