@@ -344,7 +344,7 @@ void edgernn_dma_conv_s16(uint8_t *tiles, const edgernn_dma_layout_t *layout, co
 /* The fused CONV_2D + MAX_POOL_2D (edgernn_conv.c's edgernn_team_conv_max_pool_s8) in bands of the pool's output
  * rows: the input rows a band's convolution rows read come into an input tile, the team computes those rows
  * into mid and pools them into an output tile, which goes back to L2. The convolution's output is never in L2.
- * Double-buffered as run_bands. The band geometries are the pair's own over the frame with pad_top moved, as
+ * The rows two bands share stay in mid for the next band, not computed twice. Double-buffered as run_bands. The band geometries are the pair's own over the frame with pad_top moved, as
  * edgernn_conv.c's conv_pool_band, so the bytes are the unfused pair's. */
 static void conv_pool_band(const edgernn_conv_geom_t *conv, const edgernn_conv_geom_t *pool, int32_t p0, int32_t p1,
                            edgernn_conv_geom_t *conv_band, edgernn_conv_geom_t *pool_band, int32_t *i0, int32_t *i1)
@@ -362,6 +362,24 @@ static void conv_pool_band(const edgernn_conv_geom_t *conv, const edgernn_conv_g
     pool_band->pad_top = pool->pad_top + c0 - p0 * pool->stride_h;
 }
 
+/* n bytes from src down to dst < src (the ranges may overlap), forward: words where both ends and n allow (the SDK
+ * has no memmove). */
+static void shift_down(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    size_t k;
+    if ((((uintptr_t)dst | (uintptr_t)src | n) & 3u) == 0) {
+        uint32_t *d = (uint32_t *)(void *)dst;
+        const uint32_t *s_ = (const uint32_t *)(const void *)src;
+        for (k = 0; k < n / 4u; ++k) {
+            d[k] = s_[k];
+        }
+        return;
+    }
+    for (k = 0; k < n; ++k) {
+        dst[k] = src[k];
+    }
+}
+
 void edgernn_dma_conv_max_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
                                   const int8_t *in, const int8_t *w, const int32_t *bias, const int32_t *multiplier,
                                   const int32_t *shift, int32_t input_zero_point, int32_t output_offset, int32_t act_min,
@@ -370,8 +388,8 @@ void edgernn_dma_conv_max_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *la
 {
     const edgernn_conv_geom_t conv = *g, pg = *pool;
     const size_t in_row = (size_t)conv.in_w * conv.in_c, out_row = (size_t)pg.out_w * pg.out_c;
-    const size_t out_c = (size_t)conv.out_c;
-    int32_t rows, n_bands, b, i0, i1;
+    const size_t out_c = (size_t)conv.out_c, mid_row = (size_t)conv.out_w * conv.out_c;
+    int32_t rows, n_bands, b, i0, i1, prev_c0 = 0, prev_c1 = 0;
     dma_job_t in_job, out_job[2];
     conv_s8_ctx_t c;
     const_jobs_t consts;
@@ -411,8 +429,32 @@ void edgernn_dma_conv_max_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *la
                       (size_t)(n1 - n0) * in_row, PI_CL_DMA_DIR_EXT2LOC);
         }
         dma_wait(&out_job[b & 1]);
-        edgernn_team_conv_s8(&cb, (const int8_t *)t.in[b & 1], c.w, c.bias, c.multiplier, c.shift, input_zero_point,
-                             output_offset, act_min, act_max, (int8_t *)t.scratch, (int8_t *)t.mid);
+        {
+            /* the convolution rows this band shares with the one before (the pool's halo) are in mid already:
+             * moved to its start, and only the rows after them computed, from their own input rows of the tile */
+            int32_t c0, c1, keep = 0;
+            band_rows_read(&pg, p0, p1, &c0, &c1);
+            if (b > 0 && prev_c1 > c0) {
+                keep = prev_c1 - c0;
+                shift_down(t.mid, t.mid + (size_t)(c0 - prev_c0) * mid_row, (size_t)keep * mid_row);
+            }
+            if (keep > 0) {
+                int32_t j0, j1;
+                band_rows_read(&conv, c0 + keep, c1, &j0, &j1);
+                cb.in_h = j1 - j0;
+                cb.out_h = c1 - c0 - keep;
+                cb.pad_top = conv.pad_top + j0 - (c0 + keep) * conv.stride_h;
+                edgernn_team_conv_s8(&cb, (const int8_t *)t.in[b & 1] + (size_t)(j0 - i0) * in_row, c.w, c.bias,
+                                     c.multiplier, c.shift, input_zero_point, output_offset, act_min, act_max,
+                                     (int8_t *)t.scratch, (int8_t *)t.mid + (size_t)keep * mid_row);
+            } else {
+                edgernn_team_conv_s8(&cb, (const int8_t *)t.in[b & 1], c.w, c.bias, c.multiplier, c.shift,
+                                     input_zero_point, output_offset, act_min, act_max, (int8_t *)t.scratch,
+                                     (int8_t *)t.mid);
+            }
+            prev_c0 = c0;
+            prev_c1 = c1;
+        }
         edgernn_team_conv_pool_band_s8(&pb, (const int8_t *)t.mid, pool_min, pool_max, (int8_t *)t.out[b & 1]);
         dma_start(&out_job[b & 1], (uint8_t *)out + (size_t)p0 * out_row, t.out[b & 1], (size_t)(p1 - p0) * out_row,
                   PI_CL_DMA_DIR_LOC2EXT);
