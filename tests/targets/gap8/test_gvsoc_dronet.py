@@ -5,7 +5,8 @@ validated frame by frame in GVSOC: every output byte equal to the interpreter's,
 
 It fits the AI-deck because the stem's convolution is fused with its max-pool (its 100x100x32 output, 320 KB, never
 exists: bands of pooled rows through L1, edgernn/backend/conv_pool.py) and the largest filters (the last block's,
-221 KB) stream from L3 in chunks of output channels (edgernn/backend/streaming.py)."""
+221 KB, and block 2's second, too large for the L1 tiles beside a band) stream from L3 in chunks of output channels
+(edgernn/backend/streaming.py)."""
 
 from __future__ import annotations
 
