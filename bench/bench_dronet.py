@@ -27,7 +27,8 @@ from pathlib import Path
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--widths", default="32,32,64,128", help="stem and block channels (PULP-Dronet's; quarter: 8,16,32,64)")
+    ap.add_argument("--widths", default="32,32,64,128",
+                    help="stem and block channels (PULP-Dronet's; a quarter: 8,16,32,64)")
     ap.add_argument("--frames", type=int, default=3, help="frames validated (each some 20 s over GVSOC's UART)")
     ap.add_argument("--quant", default="int8", choices=["int8", "int16", "float32"])
     ap.add_argument("--keep", help="build in this folder and keep it")
