@@ -215,7 +215,7 @@ KERNELS: list[Kernel] = [
            doc="The same without broadcasting, on n elements: a range [i0, i1) of the output is the same call with\n"
                "every pointer advanced by i0 and n = i1 - i0.",
            splits=(_FLAT,), team_doc="The same without broadcasting, over n elements.",
-           source="edgernn_elementwise.c"),
+           source="edgernn_elementwise.c", banded="edgernn_dma_addsub_n_s8"),
     Kernel("edgernn_addsub_n_s16",
            "const edgernn_addsub_params_t *p, int subtract, const int16_t *in1, const int16_t *in2, int n, "
            "int16_t *out", splits=(_FLAT,), source="edgernn_elementwise.c"),

@@ -147,6 +147,32 @@ class DmaPlan:
         return max((p.tile_bytes for p in self.ops), default=0)
 
 
+# an int8 ADD or SUB of two tensors of the same shape over an arena in the slow memory: in chunks of elements
+# through the tiles (its operands' chunks in in0 and in1, its output's in out0 and out1), band_rows the chunk's
+# elements (edgernn_conv_dma.c's edgernn_dma_addsub_n_s8)
+ADDSUB = "edgernn_addsub_n_s8"
+# fewer elements than this are added in L2 directly: the transfers' set-up would cost more than the loads they save
+# (a recurrent cell's ADDs of tens of elements); a CNN's residual ADDs are thousands
+ADDSUB_MIN_ELEMENTS = 2048
+
+
+def addsub_layout(elems: int) -> tuple[dict, int]:
+    """(offsets, bytes) of an element-wise op's tiles: two operand chunks and two output chunks of ``elems``."""
+    return _offsets([("in0", elems), ("in1", elems), ("out0", elems), ("out1", elems)])
+
+
+def _addsub_chunk(rg, k, call, room: int) -> tuple[int, int] | None:
+    """(elements a chunk, the op's elements) of an ADD whose operands and output lie in the arena, or None."""
+    args = dict(zip(k.arg_names, call.args))
+    if not all(isinstance(args[a], TensorArg) and _in_arena(rg, args[a].index) for a in ("in1", "in2", "out")):
+        return None
+    n = args["n"]
+    if not isinstance(n, int) or n < ADDSUB_MIN_ELEMENTS:
+        return None
+    elems = min(n, (room // 4) // 8 * 8)
+    return (elems, n) if elems >= 64 else None
+
+
 def dma_rules(board) -> tuple[str, str] | None:
     """(tiles memory, C source) of the board's banded convolutions, or None."""
     if board is None:
@@ -206,6 +232,14 @@ def plan_bands(board, placement: Placement | None, graphs) -> DmaPlan | None:
         for call in rg.calls:
             k = _banded(call.fn)
             if k is None or not call.structs:
+                continue
+            if k.name == ADDSUB:
+                chunk = _addsub_chunk(rg, k, call, room)
+                if chunk is not None:
+                    elems, n = chunk
+                    offsets, nbytes = addsub_layout(elems)
+                    plan.ops.append(BandPlan(rg.prefix, call.op_index, k.banded, elems, -(-n // elems), False, nbytes,
+                                             offsets, call.op))
                 continue
             kind = _kind(k.name)
             band_fn, elem = k.banded, _elem_bytes(k, "in")

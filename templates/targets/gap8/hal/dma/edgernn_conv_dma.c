@@ -462,3 +462,34 @@ void edgernn_dma_conv_max_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *la
     dma_wait(&out_job[0]);
     dma_wait(&out_job[1]);
 }
+
+/* The int8 ADD (SUB) in chunks through the tiles: both operands' chunk copied in, the team's kernel over it in L1
+ * (each element the same arithmetic as over L2), the output's chunk copied back while the next one is added.
+ * The arena plan gives the output bytes of its own, apart from both operands (their lives meet at this op). */
+void edgernn_dma_addsub_n_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_addsub_params_t *p,
+                             int subtract, const int8_t *in1, const int8_t *in2, int n, int8_t *out)
+{
+    const int32_t chunk = layout->band_rows;
+    dma_job_t a_job, b_job, out_job[2];
+    tiles_t t;
+    int32_t i0, k;
+    if (EDGERNN_CLUSTER_CORES == 0 || tiles == NULL || chunk <= 0) {
+        edgernn_team_addsub_n_s8(p, subtract, in1, in2, n, out);
+        return;
+    }
+    lay_tiles(tiles, layout, &t);
+    out_job[0].n = out_job[1].n = 0;
+    for (i0 = 0, k = 0; i0 < n; i0 += chunk, ++k) {
+        const int32_t len = n - i0 < chunk ? n - i0 : chunk;
+        dma_start(&a_job, (const uint8_t *)in1 + i0, t.in[0], (size_t)len, PI_CL_DMA_DIR_EXT2LOC);
+        dma_start(&b_job, (const uint8_t *)in2 + i0, t.in[1], (size_t)len, PI_CL_DMA_DIR_EXT2LOC);
+        dma_wait(&a_job);
+        dma_wait(&b_job);
+        dma_wait(&out_job[k & 1]);
+        edgernn_team_addsub_n_s8(p, subtract, (const int8_t *)t.in[0], (const int8_t *)t.in[1], len,
+                                 (int8_t *)t.out[k & 1]);
+        dma_start(&out_job[k & 1], (uint8_t *)out + i0, t.out[k & 1], (size_t)len, PI_CL_DMA_DIR_LOC2EXT);
+    }
+    dma_wait(&out_job[0]);
+    dma_wait(&out_job[1]);
+}

@@ -52,6 +52,10 @@ void edgernn_dma_conv_max_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *la
 /* edgernn_conv.c's MAX_POOL_2D of a fused pair's band on the team (four channels a word where it can). */
 void edgernn_team_conv_pool_band_s8(const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max,
                                     int8_t *out);
+/* edgernn_team_addsub_n_s8 over an arena in L2: chunks of layout->band_rows elements of both operands copied into
+ * the tiles (in[0], in[1]), added there by the team into an output tile (out[0] or out[1]) that goes back to L2. */
+void edgernn_dma_addsub_n_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_addsub_params_t *p,
+                             int subtract, const int8_t *in1, const int8_t *in2, int n, int8_t *out);
 void edgernn_dma_avg_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
                              const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out);
 
