@@ -11,7 +11,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edgernn.backend import fusion, fusion_loop, grouping, kernel_sources, kernels
+from edgernn.backend import conv_pool, fusion, fusion_loop, grouping, kernel_sources, kernels
 from edgernn.backend.cprint import c_expr, c_initializer
 from edgernn.backend.ir import Graph
 from edgernn.backend.lowering import Call, ConstArray, ConstStruct, Lowering
@@ -205,6 +205,7 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
     calls = lowering.lower()
     keep = set(graph.outputs.values()) | {s.out_tensor for s in state_slots}
     aliases: dict[int, tuple[int, int]] = {}
+    calls = conv_pool.fuse_conv_pool(graph, calls, keep)
     if fusion.ENABLED:
         calls = fusion.fuse_calls(graph, calls, prefix, keep)
         calls, aliases = fusion.slice_aliases(graph, calls, keep)
@@ -220,7 +221,7 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
     if grouping.ENABLED:
         calls = grouping.group_calls(graph, calls, prefix)
         consts -= grouping.dropped_consts(calls, consts)
-    lives = _liveness(graph, fixed, fusion.positions(calls), fusion.unstored(calls),
+    lives = _liveness(graph, fixed, fusion.positions(calls), fusion.unstored(calls) | conv_pool.unstored(calls),
                       {dst: src for dst, (src, _) in aliases.items()})
     scratch = {_scratch_key(c.op_index): c.scratch for c in calls if c.scratch}
     lives += [([key], nbytes, -1 - key, -1 - key) for key, (_, nbytes) in scratch.items()]

@@ -40,7 +40,7 @@ from edgernn.backend.reader import read_tflite
 from edgernn.backend.values import TensorArg
 from edgernn.backend import fusion, streaming
 from edgernn.backend.streaming import StreamPlan
-from edgernn.backend.tiling import DmaPlan, band_args, plan_bands
+from edgernn.backend.tiling import TILES_VAR, DmaPlan, band_args, filters_beyond_tiles, plan_bands
 from edgernn.errors import EdgeRNNError
 from edgernn.outdir import MANIFEST, read_manifest
 
@@ -249,12 +249,20 @@ def plan_firmware(out_dir: Path, board) -> FirmwarePlan:
     def placed(arrays):
         if board is None:
             return None
-        return place(board, weight_bytes=constant_bytes(arrays, structs), state_bytes=state_storage,
-                     input_stage_bytes=stage,
-                     arena_bytes=arena_bytes, weight_copy_bytes=_weight_copy_bytes(arrays, structs),
-                     link=link_buffer_growth(board, link_frames, x_t.nbytes, x_t.nbytes // max(x_t.size, 1)),
-                     streamable=streaming.streamable(board, [step, head], arrays),
-                     stream_tile_bytes=streaming.slot_bound(board, [step, head]) * 2)
+        streamable = streaming.streamable(board, [step, head], arrays)
+
+        def attempt(always):
+            return place(board, weight_bytes=constant_bytes(arrays, structs), state_bytes=state_storage,
+                         input_stage_bytes=stage,
+                         arena_bytes=arena_bytes, weight_copy_bytes=_weight_copy_bytes(arrays, structs),
+                         link=link_buffer_growth(board, link_frames, x_t.nbytes, x_t.nbytes // max(x_t.size, 1)),
+                         streamable=streamable, stream_tile_bytes=streaming.slot_bound(board, [step, head]) * 2,
+                         stream_always=always)
+
+        first = attempt(None)
+        # a filter too large for the DMA tiles beside a band of its rows streams, read through the tiles in chunks
+        wide = filters_beyond_tiles(board, first, [step, head], streamable)
+        return attempt(wide) if wide else first
 
     arrays = step.arrays + (head.arrays if head else [])
     placement = placed(arrays)
@@ -281,7 +289,10 @@ def plan_firmware(out_dir: Path, board) -> FirmwarePlan:
     streams = streaming.plan_streams(board, placement, [step, head], arrays)
     for g in (step, head):
         if g is not None:
-            g.streams = streaming.stream_args(streams, g.prefix)
+            # a streamed CONV_2D works in the DMA tiles (L1), free between the banded ops
+            work = (TILES_VAR, dma.tile_bytes) if dma is not None else None
+            g.streams = streaming.stream_args(streams, g.prefix, work, {c.op_index: c.scratch[1]
+                                                                       for c in g.calls if c.scratch})
     return FirmwarePlan(
         board=board,
         models=models,

@@ -215,7 +215,7 @@ KERNELS: list[Kernel] = [
            doc="The same without broadcasting, on n elements: a range [i0, i1) of the output is the same call with\n"
                "every pointer advanced by i0 and n = i1 - i0.",
            splits=(_FLAT,), team_doc="The same without broadcasting, over n elements.",
-           source="edgernn_elementwise.c"),
+           source="edgernn_elementwise.c", banded="edgernn_dma_addsub_n_s8"),
     Kernel("edgernn_addsub_n_s16",
            "const edgernn_addsub_params_t *p, int subtract, const int16_t *in1, const int16_t *in2, int n, "
            "int16_t *out", splits=(_FLAT,), source="edgernn_elementwise.c"),
@@ -425,6 +425,18 @@ KERNELS: list[Kernel] = [
            splits=(Split("g.out_h", weight=4),), wrapper=False,
            team_doc="MAX_POOL_2D, 8-bit: the output rows split (a row counted as 4 FULLY_CONNECTED outputs, a guess).\n"
                     "Defined in edgernn_conv.c.", source="edgernn_conv.c", banded="edgernn_dma_max_pool_s8"),
+    Kernel("edgernn_conv_max_pool_s8",
+           "const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias, "
+           "const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point, int32_t output_offset, "
+           "int32_t act_min, int32_t act_max, const edgernn_conv_geom_t *pool, int32_t pool_min, int32_t pool_max, "
+           "int32_t band_rows, int32_t rows_at, int8_t *scratch, int8_t *out",
+           doc="edgernn_conv_s8 then edgernn_max_pool_s8 (geometry pool, its clamp pool_min..pool_max) over the\n"
+               "convolution's output, in bands of band_rows pooled rows: the convolution's rows a band reads are\n"
+               "computed at scratch + rows_at (the convolution's own scratch before them), so its whole output\n"
+               "never exists (edgernn/backend/conv_pool.py). The pair's bytes.",
+           splits=(Split("g.out_h", weight=8),), wrapper=False,
+           team_doc="CONV_2D + MAX_POOL_2D, 8-bit: each band's convolution and pool split as their own team kernels.\n"
+                    "Defined in edgernn_conv.c.", source="edgernn_conv.c", banded="edgernn_dma_conv_max_pool_s8"),
     Kernel("edgernn_max_pool_s16",
            "const edgernn_conv_geom_t *g, const int16_t *in, int32_t act_min, int32_t act_max, int16_t *out",
            source="edgernn_conv.c"),

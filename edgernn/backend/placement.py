@@ -116,11 +116,14 @@ def _place_weights_copy(board, placement: Placement, choices: list[str], weight_
         placement.notes.append(f"weights ({weight_bytes} B) do not fit {choices[0]}: read from {home}")
 
 
-def _stream_weights(board, placement: Placement, streamable: dict[str, int], tile_bytes: int) -> None:
+def _stream_weights(board, placement: Placement, streamable: dict[str, int], tile_bytes: int,
+                    always: dict[str, int] | None = None) -> None:
     """Move streamable arrays, the largest first, from the weights' home to the stream memory until the
     home fits its budget (nothing moves when it fits already), with room kept for the double buffer
-    (``tile_bytes``, item ``stream_tiles`` in the board's stream_tiles_memory)."""
+    (``tile_bytes``, item ``stream_tiles`` in the board's stream_tiles_memory). ``always``: arrays that move
+    first, whether the home fits or not (a filter that its op reads faster in chunks: plan_firmware)."""
     memory = board.placement.weights_stream_memory
+    always = {n: b for n, b in (always or {}).items() if n in streamable}
     if not memory or not streamable:
         return
     tiles = board.placement.stream_tiles_memory or memory
@@ -128,12 +131,14 @@ def _stream_weights(board, placement: Placement, streamable: dict[str, int], til
         if name not in placement.budgets:
             raise EdgeRNNError(f"board file {board.path}: placement names no memory {name!r} to stream weights")
     home, weight_bytes = placement.items["weights"]
-    if placement.used(home) <= placement.budgets[home]:
+    if placement.used(home) <= placement.budgets[home] and not always:
         return
     placement.items["stream_tiles"] = (tiles, int(tile_bytes))
-    over = placement.used(home) - placement.budgets[home]
-    moved: dict[str, int] = {}
+    over = placement.used(home) - placement.budgets[home] - sum(always.values())
+    moved: dict[str, int] = dict(always)
     for name, n in sorted(streamable.items(), key=lambda kv: (-kv[1], kv[0])):
+        if name in moved:
+            continue
         if over <= 0:
             break
         moved[name] = int(n)
@@ -149,7 +154,7 @@ def _stream_weights(board, placement: Placement, streamable: dict[str, int], til
 def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int,
           weight_copy_bytes: int | None = None, link: tuple[str, int] | None = None,
           streamable: dict[str, int] | None = None, stream_tile_bytes: int = 0,
-          input_stage_bytes: int = 0) -> Placement:
+          input_stage_bytes: int = 0, stream_always: dict[str, int] | None = None) -> Placement:
     """Put weights, state and arena in the board's memories; raise MemoryBudgetError when over budget.
     ``input_stage_bytes``: a copy of the step's input beside the arena when the arena is in a team memory
     (item ``input``: the step's body copies its input there first, so that the team's cores read it from
@@ -158,7 +163,8 @@ def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int,
     ``link``: (memory, bytes) of the link's buffers beyond what the memory's ``reserved`` keeps for them
     (a frame model's receive buffer, edgernn.backend.firmware.link_buffer_growth), charged as item ``link``.
     ``streamable``: the weight arrays a kernel can read in chunks from the board's stream memory, through
-    double buffers of ``stream_tile_bytes`` (edgernn/backend/streaming.py)."""
+    double buffers of ``stream_tile_bytes`` (edgernn/backend/streaming.py); ``stream_always``: those of them
+    that go there even when the weights' home has room."""
     budgets = _budgets(board)
     first = board.memories_typed[0].name
     weights_choices = _checked_choices(board, budgets, "weights_memory", first)
@@ -188,7 +194,7 @@ def place(board, *, weight_bytes: int, state_bytes: int, arena_bytes: int,
     copy_bytes = int(weight_bytes if weight_copy_bytes is None else weight_copy_bytes)
     _place_weights_copy(board, placement, weights_choices, int(weight_bytes), copy_bytes)
     if not placement.weights_in_team_memory:
-        _stream_weights(board, placement, dict(streamable or {}), stream_tile_bytes)
+        _stream_weights(board, placement, dict(streamable or {}), stream_tile_bytes, stream_always)
     over = [(mem, placement.used(mem) - budget) for mem, budget in budgets.items()
             if placement.used(mem) > budget]
     if over:

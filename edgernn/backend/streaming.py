@@ -1,8 +1,8 @@
 """Weights read in chunks from the board's stream memory (the AI-deck's L3) while the team computes.
 
 Placement (placement.py) decides which arrays go there, from the candidates this module names
-(``streamable``: the weight matrices of the int8 fused LSTM, ``w_in`` and ``w_rec``, and of the int8
-FULLY_CONNECTED and its groups, ``w``). This module then plans the rest, the one place it is computed:
+(``streamable``: the weight matrices of the int8 fused LSTM, ``w_in`` and ``w_rec``, of the int8
+FULLY_CONNECTED and its groups, ``w``, and the int8 CONV_2D's filter ``w``). This module then plans the rest, the one place it is computed:
 the blob the firmware image carries (the streamed arrays, each on ``ALIGN`` bytes), each streamed call's
 chunks (units per chunk, a multiple of the kernel's grain, the chunk's rows of its streamed matrices within
 ``CHUNK_BYTES`` unless one grain is more), the two slots of the double buffer in the tiles' memory, and the
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgernn.backend import kernels
-from edgernn.backend.values import ConstArg, StructArg
+from edgernn.backend.values import NULL, ConstArg, StructArg
 from edgernn.errors import EdgeRNNError
 
 BLOB = "edgernn_l3.bin"              # the file of the flash image's readfs that holds the streamed arrays
@@ -47,6 +47,10 @@ class Streamed:
             struct = next(s for s in [*g.structs, *call.structs] if s.name == params.name)
             n_in, n_cell = int(struct.fields[0]), int(struct.fields[1])
             return n_cell, (4 * n_in, 4 * n_cell)
+        if self.fn == "edgernn_l3_conv_s8":
+            geom = next(s for s in [*g.structs, *call.structs] if s.name == args["g"].name)
+            f = kernels.struct_fields(geom)
+            return int(f["out_c"]), (int(f["k_h"]) * int(f["k_w"]) * int(f["in_c"]),)
         return int(args["n_out"]), (int(args["n_in"]),)
 
 
@@ -54,15 +58,18 @@ _LSTM = Streamed("edgernn_l3_lstm_s8", "edgernn_l3_lstm.c", ("w_in", "w_rec"), 4
 _FC = Streamed("edgernn_l3_fully_connected_s8", "edgernn_l3_fc.c", ("w",), 8, replaces="edgernn_fully_connected.c")
 _GROUP = Streamed("edgernn_l3_fully_connected_group_s8", "edgernn_l3_fc.c", ("w",), 8,
                   replaces="edgernn_fully_connected.c")
+_CONV = Streamed("edgernn_l3_conv_s8", "edgernn_l3_conv.c", ("w",), 8, replaces="edgernn_conv.c")
 # kernel (and its team version) -> how it streams; the team version's arguments are its kernel's
 STREAMED: dict[str, Streamed] = {
     "edgernn_lstm_s8": _LSTM, "edgernn_team_lstm_s8": _LSTM,
     "edgernn_fully_connected_s8": _FC, "edgernn_team_fully_connected_s8": _FC,
     "edgernn_fully_connected_group_s8": _GROUP, "edgernn_team_fully_connected_group_s8": _GROUP,
+    "edgernn_conv_s8": _CONV, "edgernn_team_conv_s8": _CONV,
 }
 _TEAM_OF = {"edgernn_team_lstm_s8": "edgernn_lstm_s8",
             "edgernn_team_fully_connected_s8": "edgernn_fully_connected_s8",
-            "edgernn_team_fully_connected_group_s8": "edgernn_fully_connected_group_s8"}
+            "edgernn_team_fully_connected_group_s8": "edgernn_fully_connected_group_s8",
+            "edgernn_team_conv_s8": "edgernn_conv_s8"}
 
 
 def stream_rules(board) -> tuple[str, str, str] | None:
@@ -104,6 +111,14 @@ def chunk_units(how: Streamed, units: int, unit_bytes: tuple[int, ...], streamed
     return min(n, -(-units // how.grain) * how.grain)
 
 
+def chunk_bytes(n: int, units: int, unit_bytes: tuple[int, ...], streamed: tuple[bool, ...]) -> int:
+    """The bytes a slot needs for chunks of ``n`` units of a call of ``units``: each streamed matrix's rows of a
+    chunk, at n units' bytes from the one before, the last one only as many units as a chunk can have (a Dense(2)
+    over a CNN's 6,272 features needs 12,544 bytes, not the 50,176 of its grain of 8 rows)."""
+    on = [b for b, o in zip(unit_bytes, streamed) if o]
+    return sum(n * b for b in on[:-1]) + min(n, units) * on[-1] if on else 0
+
+
 def streamable(board, graphs, arrays) -> dict[str, int]:
     """The arrays a kernel of ``graphs`` can read from the board's stream memory: name -> bytes."""
     if stream_rules(board) is None:
@@ -126,8 +141,7 @@ def slot_bytes(how: Streamed, units: int, unit_bytes: tuple[int, ...]) -> int:
     best = 0
     for on in product((False, True), repeat=len(unit_bytes)):
         if any(on):
-            n = chunk_units(how, units, unit_bytes, on)
-            best = max(best, n * sum(b for b, o in zip(unit_bytes, on) if o))
+            best = max(best, chunk_bytes(chunk_units(how, units, unit_bytes, on), units, unit_bytes, on))
     return best
 
 
@@ -210,7 +224,7 @@ def plan_streams(board, placement, graphs, arrays) -> StreamPlan | None:
             continue
         units, unit_bytes = how.dims(g, call)
         n = chunk_units(how, units, unit_bytes, on)
-        plan.slot_bytes = max(plan.slot_bytes, n * sum(b for b, o in zip(unit_bytes, on) if o))
+        plan.slot_bytes = max(plan.slot_bytes, chunk_bytes(n, units, unit_bytes, on))
         mine = [args[k].name for k, o in zip(how.matrices, on) if o]
         l3 = [offsets[args[k].name] if o else -1 for k, o in zip(how.matrices, on)]
         plan.calls.append(StreamedCall(g.prefix, call.op_index, f"{g.prefix}_op{call.op_index}_l3", how.fn,
@@ -229,13 +243,22 @@ def plan_streams(board, placement, graphs, arrays) -> StreamPlan | None:
     return plan
 
 
-def stream_args(plan: StreamPlan | None, prefix: str) -> dict[int, tuple[str, list, set, list]]:
+def stream_args(plan: StreamPlan | None, prefix: str, fast: tuple[str, int] | None = None,
+                scratch: dict[int, int] | None = None) -> dict[int, tuple[str, list, set, list]]:
     """op index -> (the streamed kernel, the arguments before the call's, the arrays passed as NULL, the
-    arguments after it) for one graph."""
+    arguments after it) for one graph. ``fast``: (the C name, bytes) of a work area in the team's fast memory
+    that a streamed CONV_2D may use (GAP8: the DMA tiles), ``scratch``: each op's scratch bytes."""
     if plan is None:
         return {}
-    return {c.op_index: (c.fn, [StructArg(c.name)], set(c.streamed), [1 if c.team else 0])
-            for c in plan.calls if c.graph == prefix}
+    out = {}
+    for c in plan.calls:
+        if c.graph != prefix:
+            continue
+        after = [1 if c.team else 0]
+        if c.fn == _CONV.fn:
+            after += ([ConstArg(fast[0]), fast[1]] if fast else [NULL, 0]) + [(scratch or {}).get(c.op_index, 0)]
+        out[c.op_index] = (c.fn, [StructArg(c.name)], set(c.streamed), after)
+    return out
 
 
 def sources(plan: StreamPlan) -> list[str]:

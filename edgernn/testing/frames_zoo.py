@@ -235,9 +235,9 @@ def frame_cnn_onnx(path, h: int = 12, w: int = 12, seed: int = 0):
 DRONET_FRAME = (200, 200, 1)
 
 
-# PULP-Dronet's widths (stem, then the three residual blocks), and a quarter of them: with the full widths the
-# stem's 100x100x32 output (320 KB int8) and the 0.32 M conv weights do not fit the AI-deck's L2 together, and
-# edgernn streams only Dense and LSTM weights from L3, so the full-width model is refused for ai_deck
+# PULP-Dronet's widths (stem, then the three residual blocks), and a quarter of them. The full widths fit the
+# AI-deck with the stem fused with its pool and the largest filters streamed from L3 (docs/boards/ai_deck.md, "A
+# camera CNN beyond L2"); the quarter fits L2 with neither
 DRONET_WIDTHS = (32, 32, 64, 128)
 DRONET_WIDTHS_L2 = (8, 16, 32, 64)
 
@@ -248,7 +248,7 @@ def dronet_class(widths: tuple[int, int, int, int] = DRONET_WIDTHS, seed: int = 
     three ResNet-8 residual blocks (conv3x3 s2 -> BN -> ReLU -> conv3x3, a 1x1 s2 convolution as shortcut,
     joined by Add, then ReLU) of 32, 64 and 128 channels, and a Dense(2) on the flattened 7x7x128 (steering,
     collision): about 0.32 M parameters and 41 M MACs a frame at PULP-Dronet's widths (DRONET_WIDTHS); about
-    82 k and 8 M at DRONET_WIDTHS_L2, which fits the AI-deck's L2."""
+    82 k and 8 M at DRONET_WIDTHS_L2."""
     import keras
 
     keras.utils.set_random_seed(seed)

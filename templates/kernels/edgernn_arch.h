@@ -13,6 +13,7 @@
  *   EDGERNN_ARCH_ROUND_HI(hi, shift)                     hi = (hi + 2^(e-2)) >> (e-1), e = -shift
  *   EDGERNN_FC_REQUANT_ASM, FC_ASM8_ONCE ...             FULLY_CONNECTED's block requantization
  *   CONV_QUAD_LOOP(WSTEP)                                a quad of CONV_2D's patch pairs
+ *   EDGERNN_MAX4(a, b)                                   each int8 lane's maximum of two words (MAX_POOL_2D)
  *   EDGERNN_ARCH_SMALL_ICACHE                            one copy of the LSTM's code, not two
  *   EDGERNN_FC_S16_ROWS4(x, w0, w1, w2, w3, groups, &s0, &s1, &s2, &s3)
  *                                  16x8 FULLY_CONNECTED: 4 rows' int32 sums over whole groups of 4 int16

@@ -173,6 +173,39 @@ static inline __attribute__((always_inline)) void conv_quad_s8(const int8_t *x0,
         y1[o + (k)] = (int8_t)edgernn_clamp(edgernn_mbqm_hi(acc[4 + (k)], m_, s_) + output_offset, act_min, act_max); \
     } while (0)
 
+/* The same where the channel's multiplier and shift take edgernn_mbqm_hi_tight (its 9 instructions, same value;
+ * the quad's four channels checked once: conv_quad_tight). A convolution of few inputs a pixel (a camera CNN's
+ * stem: 25) spends more on its outputs' requantization than on its MACs. */
+#define CONV_S8_PAIR_OUT_TIGHT(k)                                                                   \
+    do {                                                                                            \
+        const int32_t m_ = multiplier[o + (k)], e1_ = -shift[o + (k)] - 1;                          \
+        y0[o + (k)] = (int8_t)edgernn_clamp(edgernn_mbqm_hi_tight(acc[k], m_, e1_) + output_offset, act_min, act_max); \
+        y1[o + (k)] = (int8_t)edgernn_clamp(edgernn_mbqm_hi_tight(acc[4 + (k)], m_, e1_) + output_offset, act_min, \
+                                            act_max);                                               \
+    } while (0)
+
+static inline int conv_quad_tight(const int32_t *multiplier, const int32_t *shift, int o)
+{
+    return edgernn_mbqm_hi_tight_applies(multiplier[o], shift[o]) &&
+           edgernn_mbqm_hi_tight_applies(multiplier[o + 1], shift[o + 1]) &&
+           edgernn_mbqm_hi_tight_applies(multiplier[o + 2], shift[o + 2]) &&
+           edgernn_mbqm_hi_tight_applies(multiplier[o + 3], shift[o + 3]);
+}
+
+/* A quad's four outputs of both pixels, tight where its channels allow. */
+#define CONV_S8_PAIR_QUAD_OUT()                                                                     \
+    do {                                                                                            \
+        if (conv_quad_tight(multiplier, shift, o)) {                                                \
+            for (k = 0; k < 4; ++k) {                                                               \
+                CONV_S8_PAIR_OUT_TIGHT(k);                                                          \
+            }                                                                                       \
+        } else {                                                                                    \
+            for (k = 0; k < 4; ++k) {                                                               \
+                CONV_S8_PAIR_OUT(k);                                                                \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
+
 /* Every output channel of two pixels: the blocks of 8 rows as two quads each, a block of 4 as one quad, the
  * last rows one by one. x0, x1 and w 4-byte aligned (the blocks then are too: 8 * n_in and 4 * n_in bytes). */
 static void conv_s8_pair(const int8_t *x0, const int8_t *x1, int n_in, const int8_t *w, const int32_t *bias,
@@ -188,17 +221,13 @@ static void conv_s8_pair(const int8_t *x0, const int8_t *x1, int n_in, const int
             acc[k] = acc[4 + k] = bias[o + k];
         }
         conv_quad_s8(x0, x1, groups, t, w, tail, 8, acc);
-        for (k = 0; k < 4; ++k) {
-            CONV_S8_PAIR_OUT(k);
-        }
+        CONV_S8_PAIR_QUAD_OUT();
         o += 4;
         for (k = 0; k < 4; ++k) {
             acc[k] = acc[4 + k] = bias[o + k];
         }
         conv_quad_s8(x0, x1, groups, t, w + 16, tail + 4 * t, 8, acc);
-        for (k = 0; k < 4; ++k) {
-            CONV_S8_PAIR_OUT(k);
-        }
+        CONV_S8_PAIR_QUAD_OUT();
         o -= 4;
     }
     if (o + 4 <= n_out) {
@@ -206,9 +235,7 @@ static void conv_s8_pair(const int8_t *x0, const int8_t *x1, int n_in, const int
             acc[k] = acc[4 + k] = bias[o + k];
         }
         conv_quad_s8(x0, x1, groups, t, w, w + 16 * (size_t)groups, 4, acc);
-        for (k = 0; k < 4; ++k) {
-            CONV_S8_PAIR_OUT(k);
-        }
+        CONV_S8_PAIR_QUAD_OUT();
         o += 4;
         w += 4 * (size_t)n_in;
     }
@@ -345,7 +372,8 @@ typedef struct {
     const int32_t *bias, *multiplier, *shift;
     int32_t pad, output_offset, act_min, act_max;
     int n_in, slot_elems, workers;
-    int8_t *scratch, *out;
+    int n_out;              /* the output channels computed: g->out_c, or a streamed chunk's (edgernn_l3_conv.c) */
+    int8_t *scratch, *out;  /* out: the first computed channel of pixel 0; a pixel's channels g->out_c apart */
 } conv_s8_team_t;
 
 /* One int8 patch as CONV_PATCH gathers it, a word at a time where a row of taps is whole words (in_c a
@@ -412,7 +440,7 @@ static void conv_s8_pixels(const void *args, int k_begin, int k_end)
         edgernn_team_range(k, a->workers, n_pix, EDGERNN_CONV_SLOT_PATCHES, &begin, &end);
         if (a->scratch == NULL) {
             conv_s8_rows(in + (size_t)begin * n_in, end - begin, n_in, n_in, a->w, a->bias, a->multiplier, a->shift,
-                         a->output_offset, a->act_min, a->act_max, g->out_c, g->out_c, a->out + (size_t)begin * g->out_c);
+                         a->output_offset, a->act_min, a->act_max, a->n_out, g->out_c, a->out + (size_t)begin * g->out_c);
             continue;
         }
         if (begin >= end) {
@@ -432,23 +460,21 @@ static void conv_s8_pixels(const void *args, int k_begin, int k_end)
                 }
             }
             conv_s8_rows(slot, two, n_in, patch, a->w, a->bias, a->multiplier, a->shift, a->output_offset, a->act_min,
-                         a->act_max, g->out_c, g->out_c, a->out + (size_t)p * g->out_c);
+                         a->act_max, a->n_out, g->out_c, a->out + (size_t)p * g->out_c);
             p += two;
         }
     }
 }
 
-void edgernn_team_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w, const int32_t *bias,
-                          const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
-                          int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out)
+/* Output channels [0, n_out) of every pixel (w, bias, multiplier, shift and out at the first of them), split by
+ * pixels across the team (team) or on this core in one worker's slot. */
+static void conv_s8_channels(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w,
+                             const int32_t *bias, const int32_t *multiplier, const int32_t *shift,
+                             int32_t input_zero_point, int32_t output_offset, int32_t act_min, int32_t act_max,
+                             int8_t *scratch, int8_t *out, int n_out, int team)
 {
     conv_s8_team_t a;
-    const int workers = edgernn_team_workers();
-    if (workers > EDGERNN_CONV_TEAM_SLOTS) {
-        edgernn_conv_s8(geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
-                        scratch, out);
-        return;
-    }
+    const int workers = team ? edgernn_team_workers() : 1;
     a.g = geom_in;
     a.in = in;
     a.w = w;
@@ -462,9 +488,27 @@ void edgernn_team_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, 
     a.n_in = geom_in->k_h * geom_in->k_w * geom_in->in_c;
     a.slot_elems = EDGERNN_CONV_SLOT_PATCHES * ((a.n_in + 3) & ~3);
     a.workers = workers;
+    a.n_out = n_out;
     a.scratch = CONV_POINTWISE(geom_in) ? NULL : scratch;
     a.out = out;
-    edgernn_team_split(conv_s8_pixels, &a, workers, 1);
+    if (team) {
+        edgernn_team_split(conv_s8_pixels, &a, workers, 1);
+    } else {
+        conv_s8_pixels(&a, 0, 1);
+    }
+}
+
+void edgernn_team_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const int8_t *w, const int32_t *bias,
+                          const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
+                          int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out)
+{
+    if (edgernn_team_workers() > EDGERNN_CONV_TEAM_SLOTS) {
+        edgernn_conv_s8(geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
+                        scratch, out);
+        return;
+    }
+    conv_s8_channels(geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
+                     scratch, out, geom_in->out_c, 1);
 }
 
 /* tflite::MultiplyByQuantizedMultiplier(int64_t, int32_t, int) of the 16x8 reference convolutions: the
@@ -1151,6 +1195,177 @@ static void pool_s8_split(edgernn_range_fn rows, const edgernn_conv_geom_t *g, c
     }
 
 POOL_S8_KERNELS(max_pool)
+
+/* The int8 MAX_POOL_2D over output pixels [begin, end) (the split's range: a band of few rows still gives every
+ * worker pixels), four channels a word: in_c a multiple of 4, in and out word-aligned, and no clamp narrower
+ * than int8 (the caller checks: max_pool_s8_by_words). Each word's maximum over the window's taps inside the
+ * frame, as POOL_ROWS takes them, in a register: lane by lane the same maximum, so the same bytes. GAP8 takes
+ * its lanes' maximum in one pv.max.b (edgernn_arch.h's EDGERNN_MAX4). */
+#if defined(EDGERNN_MAX4)
+#define POOL_MAX4(a, b) EDGERNN_MAX4((a), (b))
+#else
+static inline uint32_t pool_max4(uint32_t a, uint32_t b)
+{
+    uint32_t r = 0;
+    int k;
+    for (k = 0; k < 32; k += 8) {
+        const int32_t x = (int32_t)(int8_t)(uint8_t)(a >> k), y = (int32_t)(int8_t)(uint8_t)(b >> k);
+        r |= (uint32_t)(uint8_t)(x > y ? x : y) << k;
+    }
+    return r;
+}
+#define POOL_MAX4(a, b) pool_max4((a), (b))
+#endif
+
+static void max_pool_s8_words(const void *args, int begin, int end)
+{
+    const pool_s8_split_t *a = (const pool_s8_split_t *)args;
+    GEOM_LOCAL_FROM(a->g);
+    const int32_t words = g->in_c >> 2, row = g->in_w * words;
+    const uint32_t *const in = (const uint32_t *)(const void *)a->in;
+    uint32_t *out = (uint32_t *)(void *)a->out + (size_t)begin * (size_t)words;
+    int32_t oy = begin / g->out_w, ox = begin % g->out_w;
+    int p;
+    for (p = begin; p < end; ++p) {
+        const int32_t y0 = oy * g->stride_h - g->pad_top, x0 = ox * g->stride_w - g->pad_left;
+        const int32_t ky0 = y0 < 0 ? -y0 : 0, ky1 = g->in_h - y0 < g->k_h ? g->in_h - y0 : g->k_h;
+        const int32_t kx0 = x0 < 0 ? -x0 : 0, kx1 = g->in_w - x0 < g->k_w ? g->in_w - x0 : g->k_w;
+        const uint32_t *const first = in + (size_t)(y0 + ky0) * (size_t)row + (size_t)(x0 + kx0) * (size_t)words;
+        int32_t w;
+        for (w = 0; w < words; ++w) {
+            uint32_t acc = first[w];
+            int32_t ky, kx;
+            for (ky = 0; ky < ky1 - ky0; ++ky) {
+                const uint32_t *tap = first + (size_t)ky * (size_t)row + w;
+                for (kx = 0; kx < kx1 - kx0; ++kx, tap += words) {
+                    acc = POOL_MAX4(acc, *tap);
+                }
+            }
+            *out++ = acc;
+        }
+        if (++ox == g->out_w) {
+            ox = 0;
+            ++oy;
+        }
+    }
+}
+
+/* The team's int8 MAX_POOL_2D of the fused pair: by words over the pixels where max_pool_s8_words applies, else
+ * edgernn_team_max_pool_s8 (or the single-core kernel, team 0). */
+static void max_pool_s8_by_words(const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max,
+                                 int8_t *out, int team)
+{
+    pool_s8_split_t a;
+    if ((g->in_c & 3) != 0 || ((((uintptr_t)in) | (uintptr_t)out) & 3u) != 0 || act_min > -128 || act_max < 127) {
+        if (team) {
+            edgernn_team_max_pool_s8(g, in, act_min, act_max, out);
+        } else {
+            edgernn_max_pool_s8(g, in, act_min, act_max, out);
+        }
+        return;
+    }
+    a.g = g;
+    a.in = in;
+    a.act_min = act_min;
+    a.act_max = act_max;
+    a.out = out;
+    if (team) {
+        edgernn_team_split(max_pool_s8_words, &a, g->out_h * g->out_w, 1);
+    } else {
+        max_pool_s8_words(&a, 0, g->out_h * g->out_w);
+    }
+}
+
+/* The fused pair's int8 MAX_POOL_2D of a band (edgernn_conv_dma.c's bands too): max_pool_s8_by_words on the team. */
+void edgernn_team_conv_pool_band_s8(const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max,
+                                    int8_t *out);
+void edgernn_team_conv_pool_band_s8(const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max,
+                                    int8_t *out)
+{
+    max_pool_s8_by_words(g, in, act_min, act_max, out, 1);
+}
+
+/* CONV_2D whose output only a MAX_POOL_2D reads, both 8-bit: the convolution's output never exists whole. The
+ * pool's output rows are made in bands of band_rows: for each band, the convolution's rows that the band's
+ * windows read (conv_rows_read: the pool's halo; a row two bands share is computed twice) are computed into
+ * scratch after the convolution's own patches, then pooled into the band's rows of out. Each band's geometry
+ * is the frame's with in_h the rows it has, out_h the band's rows and pad_top moved by the rows it skips, as
+ * in the DMA's bands (edgernn_conv_dma.c): every output byte is the unfused pair's. scratch: the
+ * convolution's scratch, then at rows_at the band's convolution rows. */
+static void conv_rows_read(const edgernn_conv_geom_t *g, int32_t oy0, int32_t oy1, int32_t *r0, int32_t *r1)
+{
+    const int32_t first = oy0 * g->stride_h - g->pad_top;
+    const int32_t end = (oy1 - 1) * g->stride_h - g->pad_top + (g->k_h - 1) * g->dil_h + 1;
+    *r0 = first < 0 ? 0 : first;
+    *r1 = end > g->in_h ? g->in_h : end;
+    if (*r1 < *r0) {
+        *r1 = *r0;
+    }
+}
+
+static void conv_pool_band(const edgernn_conv_geom_t *conv, const edgernn_conv_geom_t *pool, int32_t p0, int32_t p1,
+                           edgernn_conv_geom_t *conv_band, edgernn_conv_geom_t *pool_band, int32_t *in0)
+{
+    int32_t c0, c1, i0, i1;
+    conv_rows_read(pool, p0, p1, &c0, &c1);
+    conv_rows_read(conv, c0, c1, &i0, &i1);
+    *conv_band = *conv;
+    conv_band->in_h = i1 - i0;
+    conv_band->out_h = c1 - c0;
+    conv_band->pad_top = conv->pad_top + i0 - c0 * conv->stride_h;
+    *pool_band = *pool;
+    pool_band->in_h = c1 - c0;
+    pool_band->out_h = p1 - p0;
+    pool_band->pad_top = pool->pad_top + c0 - p0 * pool->stride_h;
+    *in0 = i0;
+}
+
+static void conv_max_pool_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias,
+                             const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
+                             int32_t output_offset, int32_t act_min, int32_t act_max, const edgernn_conv_geom_t *pool,
+                             int32_t pool_min, int32_t pool_max, int32_t band_rows, int32_t rows_at,
+                             int8_t *scratch, int8_t *out, int team)
+{
+    const edgernn_conv_geom_t conv = *g, pg = *pool;
+    const size_t in_row = (size_t)conv.in_w * conv.in_c, out_row = (size_t)pg.out_w * pg.out_c;
+    int8_t *rows = scratch + rows_at;
+    int32_t p0;
+    for (p0 = 0; p0 < pg.out_h; p0 += band_rows) {
+        const int32_t p1 = p0 + band_rows < pg.out_h ? p0 + band_rows : pg.out_h;
+        edgernn_conv_geom_t cb, pb;
+        int32_t i0;
+        conv_pool_band(&conv, &pg, p0, p1, &cb, &pb, &i0);
+        if (team) {
+            edgernn_team_conv_s8(&cb, in + (size_t)i0 * in_row, w, bias, multiplier, shift, input_zero_point,
+                                 output_offset, act_min, act_max, scratch, rows);
+            max_pool_s8_by_words(&pb, rows, pool_min, pool_max, out + (size_t)p0 * out_row, 1);
+        } else {
+            edgernn_conv_s8(&cb, in + (size_t)i0 * in_row, w, bias, multiplier, shift, input_zero_point, output_offset,
+                            act_min, act_max, scratch, rows);
+            max_pool_s8_by_words(&pb, rows, pool_min, pool_max, out + (size_t)p0 * out_row, 0);
+        }
+    }
+}
+
+void edgernn_conv_max_pool_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias,
+                              const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
+                              int32_t output_offset, int32_t act_min, int32_t act_max, const edgernn_conv_geom_t *pool,
+                              int32_t pool_min, int32_t pool_max, int32_t band_rows, int32_t rows_at, int8_t *scratch,
+                              int8_t *out)
+{
+    conv_max_pool_s8(g, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max, pool,
+                     pool_min, pool_max, band_rows, rows_at, scratch, out, 0);
+}
+
+void edgernn_team_conv_max_pool_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w,
+                                   const int32_t *bias, const int32_t *multiplier, const int32_t *shift,
+                                   int32_t input_zero_point, int32_t output_offset, int32_t act_min, int32_t act_max,
+                                   const edgernn_conv_geom_t *pool, int32_t pool_min, int32_t pool_max,
+                                   int32_t band_rows, int32_t rows_at, int8_t *scratch, int8_t *out)
+{
+    conv_max_pool_s8(g, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max, pool,
+                     pool_min, pool_max, band_rows, rows_at, scratch, out, 1);
+}
 
 void edgernn_max_pool_s16(const edgernn_conv_geom_t *geom_in, const int16_t *in, int32_t act_min, int32_t act_max,
                           int16_t *out)

@@ -4,7 +4,8 @@
  *   edgernn_l3_stream.c  the chunks' transfers, shared by every streamed call of a model, so that each
  *                        call fetches the first chunk of the one after it;
  *   edgernn_l3_lstm.c    the int8 fused LSTM, in chunks of units;
- *   edgernn_l3_fc.c      the int8 FULLY_CONNECTED (and its groups), in chunks of output rows. */
+ *   edgernn_l3_fc.c      the int8 FULLY_CONNECTED (and its groups), in chunks of output rows;
+ *   edgernn_l3_conv.c    the int8 CONV_2D, in chunks of output channels. */
 #ifndef EDGERNN_L3_STREAM_H
 #define EDGERNN_L3_STREAM_H
 
@@ -13,7 +14,7 @@
 #include "edgernn_kernels.h"
 
 /* One streamed call, written by the build. A unit is what a chunk counts: an LSTM's cell (4 rows of each
- * gate matrix), a FULLY_CONNECTED's output row. A chunk's slot holds its units of matrix 0, then (at
+ * gate matrix), a FULLY_CONNECTED's output row, a CONV_2D's output channel. A chunk's slot holds its units of matrix 0, then (at
  * chunk_units * unit_bytes[0] when matrix 0 is streamed) those of matrix 1. */
 typedef struct edgernn_l3_stream_s {
     int32_t units;          /* the call's units */
@@ -39,6 +40,14 @@ void edgernn_l3_fully_connected_s8(const edgernn_l3_stream_t *s, const int8_t *i
                                    const int32_t *bias, const int32_t *multiplier, const int32_t *shift, int rounding,
                                    int32_t output_offset, int32_t act_min, int32_t act_max, int rows, int n_in,
                                    int n_out, int8_t *out, int team);
+
+/* edgernn_conv_s8 whose filter w (NULL here) comes from the stream memory, in chunks of output channels; team:
+ * split each chunk's pixels across the team (as edgernn_team_conv_s8), else one core; fast (NULL: none): a work
+ * area of fast_bytes in the team's fast memory for the input, a chunk and the patches (scratch_bytes of them). */
+void edgernn_l3_conv_s8(const edgernn_l3_stream_t *s, const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w,
+                        const int32_t *bias, const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
+                        int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out, int team,
+                        uint8_t *fast, int32_t fast_bytes, int32_t scratch_bytes);
 
 /* edgernn_fully_connected_group_s8 whose w (NULL here) comes from the stream memory; team as above. */
 void edgernn_l3_fully_connected_group_s8(const edgernn_l3_stream_t *s, const int8_t *in, const int8_t *w,

@@ -62,6 +62,26 @@ def test_the_largest_streamable_arrays_go_to_l3(case, rest, arrays, l3, expected
         assert "streamed" not in described and not p.stream_memory
 
 
+# (case, weights outside the arrays, streamable arrays, those streamed always, expected L3 arrays): an array that
+# its op reads faster in chunks (a conv filter beyond the DMA tiles) streams whether L2 has room or not, first
+ALWAYS = [
+    ("L2 has room: only it moves", 50 * KIB, {"a": 40 * KIB, "w": 36 * KIB}, {"w": 36 * KIB}, ["w"]),
+    ("over L2: it first, then the largest", 250 * KIB, {"a": 60 * KIB, "b": 50 * KIB, "w": 30 * KIB},
+     {"w": 30 * KIB}, ["a", "w"]),
+    ("not streamable: ignored", 50 * KIB, {"a": 40 * KIB}, {"x": 36 * KIB}, []),
+]
+
+
+@pytest.mark.parametrize("case,rest,arrays,always,expected", ALWAYS, ids=[c[0] for c in ALWAYS])
+def test_arrays_streamed_always_move_first(case, rest, arrays, always, expected):
+    total = rest + sum(arrays.values())
+    p = place(_deck(), weight_bytes=total, state_bytes=64, arena_bytes=2048, streamable=arrays,
+              stream_always=always)
+    assert sorted(p.streamed) == sorted(expected)
+    assert p.items["weights"] == ("l2", total - sum(arrays[n] for n in expected))
+    assert p.used("l2") <= L2_BUDGET
+
+
 def test_without_a_stream_memory_a_model_over_l2_is_refused():
     with pytest.raises(MemoryBudgetError, match=r"over budget in l2"):
         place(_deck(stream=False), weight_bytes=400 * KIB, state_bytes=64, arena_bytes=2048,

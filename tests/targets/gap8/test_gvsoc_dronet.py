@@ -1,10 +1,12 @@
-"""A PULP-Dronet-class CNN on GAP8: frames_zoo.dronet_class (200x200x1 frame, 5x5 stride-2 stem and max-pool,
-three ResNet-8 residual blocks joined by Add, Dense(2)), a stateless per-frame model with branches, built for
-gvsoc_gap8 and validated frame by frame in GVSOC: every output byte equal to the interpreter's, no state.
+"""A PULP-Dronet-class CNN on GAP8 at PULP-Dronet's own widths: frames_zoo.dronet_class (200x200x1 frame, 5x5
+stride-2 stem of 32 channels and a max-pool, three ResNet-8 residual blocks of 32, 64 and 128 channels joined by Add,
+Dense(2); 0.32 M parameters, 41 M MACs), a stateless per-frame model with branches, built for gvsoc_gap8 and
+validated frame by frame in GVSOC: every output byte equal to the interpreter's, no state.
 
-At PULP-Dronet's own widths (0.32 M parameters) the model is refused for ai_deck with the placement table: the stem's
-100x100x32 int8 output (320 KB) and the conv weights do not fit L2 together, and edgernn streams only Dense and LSTM
-weights from L3. The test builds it at a quarter of the widths (DRONET_WIDTHS_L2, 82 k parameters), which fits."""
+It fits the AI-deck because the stem's convolution is fused with its max-pool (its 100x100x32 output, 320 KB, never
+exists: bands of pooled rows through L1, edgernn/backend/conv_pool.py) and the largest filters (the last block's,
+221 KB, and block 2's second, too large for the L1 tiles beside a band) stream from L3 in chunks of output channels
+(edgernn/backend/streaming.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from conftest import require_gap_sdk, require_tools
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
 
 BOARD = "gvsoc_gap8"
-FRAMES = 2   # some 20 s of host time each over GVSOC's UART (40,000 bytes a frame)
+FRAMES = 2   # each some 20 s of host time over GVSOC's UART (40,000 bytes a frame), and the model's own
 
 
 @pytest.fixture(scope="module")
@@ -26,47 +28,37 @@ def dronet_built(tmp_path_factory):
     require_tools("make", "riscv64-unknown-elf-gcc")
     from edgernn.pipeline.build import build_model
     from edgernn.targets.gap8 import sdk as gap_sdk
-    from edgernn.testing.frames_zoo import DRONET_FRAME, DRONET_WIDTHS_L2, dronet_class, moving_blobs
+    from edgernn.testing.frames_zoo import DRONET_FRAME, dronet_class, moving_blobs
 
     gap_sdk.build_gvsoc()
     folder = tmp_path_factory.mktemp("dronet")
     path = folder / "dronet_class.keras"
-    dronet_class(DRONET_WIDTHS_L2).save(path)
+    model = dronet_class()
+    assert 300_000 < model.count_params() < 340_000
+    model.save(path)
     build_model(str(path), folder / "out", board=BOARD, quant="int8", calib=moving_blobs(2, 4, *DRONET_FRAME, seed=1))
     return folder / "out"
 
 
-def test_a_dronet_class_cnn_validates_frame_by_frame_in_gvsoc(dronet_built, tmp_path):
+def test_pulp_dronet_validates_frame_by_frame_in_gvsoc(dronet_built, tmp_path):
     from edgernn.testing.frames_zoo import DRONET_FRAME, moving_blobs
     from edgernn.validate.run import validate
 
     manifest = json.loads((dronet_built / "manifest.json").read_text())
     assert manifest["states"] == [] and {"ADD", "CONV_2D", "MAX_POOL_2D"} <= set(manifest["ops"])
     assert manifest["inputs"][0]["shape"] == [1, *DRONET_FRAME]
+    placement = manifest["placement"]
+    # the stem and its pool fused, in bands through L1; the last block's filters in L3
+    assert "edgernn_dma_conv_max_pool_s8" in [p["kernel"] for p in placement["dma"]]
+    assert manifest["arena_bytes"] < 100 * 100 * 32
+    assert placement["streamed"]["memory"] == "l3" and placement["streamed"]["bytes"] >= 3 * 3 * 64 * 128
     report = validate(dronet_built, data=moving_blobs(1, FRAMES, *DRONET_FRAME, seed=3),
                       json_path=tmp_path / "report.json")
     ref = report["reference"]
     assert ref["mismatches"] == 0 and ref["state_mismatches"] == 0, ref
     assert report["pass"] and report["steps"] == FRAMES
     assert (report["device"]["workers"], report["device"]["offloaded"]) == (8, True)
-
-
-def test_pulp_dronet_widths_are_refused_for_the_ai_deck_with_the_placement(tmp_path):
-    """The full widths: 0.32 M parameters; the placement table says what overflows L2, in the error."""
-    from edgernn.backend import generate_firmware
-    from edgernn.errors import EdgeRNNError
-    from edgernn.pipeline.convert import convert
-    from edgernn.targets.board import load_board
-    from edgernn.testing.frames_zoo import DRONET_FRAME, dronet_class, moving_blobs
-
-    model = dronet_class()
-    assert 300_000 < model.count_params() < 340_000
-    path = tmp_path / "dronet_full.keras"
-    model.save(path)
-    out = tmp_path / "out"
-    convert(str(path), out, quant="int8", calib=moving_blobs(1, 2, *DRONET_FRAME, seed=1), board="ai_deck")
-    with pytest.raises(EdgeRNNError, match=r"does not fit board ai_deck: over budget in l2"):
-        generate_firmware(out, load_board("ai_deck"))
+    assert report["device"]["l3_bytes_per_step"] == placement["streamed"]["bytes"]
 
 
 @pytest.mark.parametrize("form,quant", [("add", "int8"), ("concatenate", "int16"), ("timedistributed", "float32")])

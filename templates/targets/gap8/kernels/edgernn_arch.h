@@ -62,9 +62,23 @@ static inline __attribute__((always_inline)) int32_t edgernn_sdotsp4_insn(edgern
     return acc;
 }
 #define EDGERNN_SDOTSP4(a, b, acc) edgernn_sdotsp4_insn((a), (b), (acc))
+
+/* pv.max.b: each int8 lane's maximum (gap_sdk gvsoc isa_riscv_gen.py: funct7 001100x, funct3 1, OP-V). */
+static inline __attribute__((always_inline)) uint32_t edgernn_max4_insn(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__(".insn r 0x57, 1, 0x18, %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+#define EDGERNN_MAX4(a, b) edgernn_max4_insn((a), (b))
 #else
 typedef signed char edgernn_v4s __attribute__((vector_size(4)));
 #define EDGERNN_SDOTSP4(a, b, acc) __builtin_pulp_sdotsp4((a), (b), (acc))
+/* pv.max.b by its builtin, unless the dot product's builtin is a macro standing in for it (a host test's) and
+ * this one is not: then the portable lanes (edgernn_conv.c) */
+#if defined(__builtin_pulp_max4) || !defined(__builtin_pulp_sdotsp4)
+#define EDGERNN_MAX4(a, b) ((uint32_t)__builtin_pulp_max4((edgernn_v4s)(a), (edgernn_v4s)(b)))
+#endif
 #endif
 #endif
 

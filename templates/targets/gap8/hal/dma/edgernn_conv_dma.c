@@ -78,6 +78,7 @@ typedef struct {
     uint8_t *w, *bias, *multiplier, *shift;   /* the op's constants in L1, when copied */
     uint8_t *scratch;                         /* the team kernel's patch slots; NULL for a 1x1 stride-1 filter */
     uint8_t *in[2], *out[2];
+    uint8_t *mid;                             /* a fused CONV_2D + MAX_POOL_2D's convolution rows */
 } tiles_t;
 
 /* A part of the tiles at its offset, or NULL when the op has not that part. */
@@ -97,6 +98,7 @@ static void lay_tiles(uint8_t *p, const edgernn_dma_layout_t *layout, tiles_t *t
     t->in[1] = tile_part(p, layout->in[1]);
     t->out[0] = tile_part(p, layout->out[0]);
     t->out[1] = tile_part(p, layout->out[1]);
+    t->mid = tile_part(p, layout->mid);
 }
 
 /* One band's output rows computed from its input tile by the team kernel. */
@@ -337,4 +339,157 @@ void edgernn_dma_conv_s16(uint8_t *tiles, const edgernn_dma_layout_t *layout, co
     wait_consts(&consts);
     run_bands(&geom, layout->band_rows, 2u, (const uint8_t *)(const void *)in, (uint8_t *)(void *)out, &t,
               conv_s16_band, &c);
+}
+
+/* The fused CONV_2D + MAX_POOL_2D (edgernn_conv.c's edgernn_team_conv_max_pool_s8) in bands of the pool's output
+ * rows: the input rows a band's convolution rows read come into an input tile, the team computes those rows
+ * into mid and pools them into an output tile, which goes back to L2. The convolution's output is never in L2.
+ * The rows two bands share stay in mid for the next band, not computed twice. Double-buffered as run_bands. The band geometries are the pair's own over the frame with pad_top moved, as
+ * edgernn_conv.c's conv_pool_band, so the bytes are the unfused pair's. */
+static void conv_pool_band(const edgernn_conv_geom_t *conv, const edgernn_conv_geom_t *pool, int32_t p0, int32_t p1,
+                           edgernn_conv_geom_t *conv_band, edgernn_conv_geom_t *pool_band, int32_t *i0, int32_t *i1)
+{
+    int32_t c0, c1;
+    band_rows_read(pool, p0, p1, &c0, &c1);
+    band_rows_read(conv, c0, c1, i0, i1);
+    *conv_band = *conv;
+    conv_band->in_h = *i1 - *i0;
+    conv_band->out_h = c1 - c0;
+    conv_band->pad_top = conv->pad_top + *i0 - c0 * conv->stride_h;
+    *pool_band = *pool;
+    pool_band->in_h = c1 - c0;
+    pool_band->out_h = p1 - p0;
+    pool_band->pad_top = pool->pad_top + c0 - p0 * pool->stride_h;
+}
+
+/* n bytes from src down to dst < src (the ranges may overlap), forward: words where both ends and n allow (the SDK
+ * has no memmove). */
+static void shift_down(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    size_t k;
+    if ((((uintptr_t)dst | (uintptr_t)src | n) & 3u) == 0) {
+        uint32_t *d = (uint32_t *)(void *)dst;
+        const uint32_t *s_ = (const uint32_t *)(const void *)src;
+        for (k = 0; k < n / 4u; ++k) {
+            d[k] = s_[k];
+        }
+        return;
+    }
+    for (k = 0; k < n; ++k) {
+        dst[k] = src[k];
+    }
+}
+
+void edgernn_dma_conv_max_pool_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_conv_geom_t *g,
+                                  const int8_t *in, const int8_t *w, const int32_t *bias, const int32_t *multiplier,
+                                  const int32_t *shift, int32_t input_zero_point, int32_t output_offset, int32_t act_min,
+                                  int32_t act_max, const edgernn_conv_geom_t *pool, int32_t pool_min, int32_t pool_max,
+                                  int32_t band_rows, int32_t rows_at, int8_t *scratch, int8_t *out)
+{
+    const edgernn_conv_geom_t conv = *g, pg = *pool;
+    const size_t in_row = (size_t)conv.in_w * conv.in_c, out_row = (size_t)pg.out_w * pg.out_c;
+    const size_t out_c = (size_t)conv.out_c, mid_row = (size_t)conv.out_w * conv.out_c;
+    int32_t rows, n_bands, b, i0, i1, prev_c0 = 0, prev_c1 = 0;
+    dma_job_t in_job, out_job[2];
+    conv_s8_ctx_t c;
+    const_jobs_t consts;
+    tiles_t t;
+    if (EDGERNN_CLUSTER_CORES == 0 || tiles == NULL || layout->band_rows <= 0 || layout->mid < 0
+        || edgernn_team_workers() > DMA_TEAM_SLOTS) {
+        edgernn_team_conv_max_pool_s8(g, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min,
+                                      act_max, pool, pool_min, pool_max, band_rows, rows_at, scratch, out);
+        return;
+    }
+    lay_tiles(tiles, layout, &t);
+    c.w = (const int8_t *)copy_const(&consts.job[0], t.w, w, out_c * conv.k_h * conv.k_w * conv.in_c);
+    c.bias = (const int32_t *)copy_const(&consts.job[1], t.bias, bias, out_c * 4u);
+    c.multiplier = (const int32_t *)copy_const(&consts.job[2], t.multiplier, multiplier, out_c * 4u);
+    c.shift = (const int32_t *)copy_const(&consts.job[3], t.shift, shift, out_c * 4u);
+    rows = layout->band_rows;
+    n_bands = (pg.out_h + rows - 1) / rows;
+    out_job[0].n = out_job[1].n = 0;
+    {
+        edgernn_conv_geom_t cb, pb;
+        conv_pool_band(&conv, &pg, 0, rows < pg.out_h ? rows : pg.out_h, &cb, &pb, &i0, &i1);
+        dma_start(&in_job, (const uint8_t *)in + (size_t)i0 * in_row, t.in[0], (size_t)(i1 - i0) * in_row,
+                  PI_CL_DMA_DIR_EXT2LOC);
+    }
+    wait_consts(&consts);
+    for (b = 0; b < n_bands; ++b) {
+        const int32_t p0 = b * rows, p1 = p0 + rows < pg.out_h ? p0 + rows : pg.out_h;
+        edgernn_conv_geom_t cb, pb;
+        conv_pool_band(&conv, &pg, p0, p1, &cb, &pb, &i0, &i1);
+        dma_wait(&in_job);
+        if (b + 1 < n_bands) {
+            const int32_t q1 = p1 + rows < pg.out_h ? p1 + rows : pg.out_h;
+            edgernn_conv_geom_t nc, np;
+            int32_t n0, n1;
+            conv_pool_band(&conv, &pg, p1, q1, &nc, &np, &n0, &n1);
+            dma_start(&in_job, (const uint8_t *)in + (size_t)n0 * in_row, t.in[(b + 1) & 1],
+                      (size_t)(n1 - n0) * in_row, PI_CL_DMA_DIR_EXT2LOC);
+        }
+        dma_wait(&out_job[b & 1]);
+        {
+            /* the convolution rows this band shares with the one before (the pool's halo) are in mid already:
+             * moved to its start, and only the rows after them computed, from their own input rows of the tile */
+            int32_t c0, c1, keep = 0;
+            band_rows_read(&pg, p0, p1, &c0, &c1);
+            if (b > 0 && prev_c1 > c0) {
+                keep = prev_c1 - c0;
+                shift_down(t.mid, t.mid + (size_t)(c0 - prev_c0) * mid_row, (size_t)keep * mid_row);
+            }
+            if (keep > 0) {
+                int32_t j0, j1;
+                band_rows_read(&conv, c0 + keep, c1, &j0, &j1);
+                cb.in_h = j1 - j0;
+                cb.out_h = c1 - c0 - keep;
+                cb.pad_top = conv.pad_top + j0 - (c0 + keep) * conv.stride_h;
+                edgernn_team_conv_s8(&cb, (const int8_t *)t.in[b & 1] + (size_t)(j0 - i0) * in_row, c.w, c.bias,
+                                     c.multiplier, c.shift, input_zero_point, output_offset, act_min, act_max,
+                                     (int8_t *)t.scratch, (int8_t *)t.mid + (size_t)keep * mid_row);
+            } else {
+                edgernn_team_conv_s8(&cb, (const int8_t *)t.in[b & 1], c.w, c.bias, c.multiplier, c.shift,
+                                     input_zero_point, output_offset, act_min, act_max, (int8_t *)t.scratch,
+                                     (int8_t *)t.mid);
+            }
+            prev_c0 = c0;
+            prev_c1 = c1;
+        }
+        edgernn_team_conv_pool_band_s8(&pb, (const int8_t *)t.mid, pool_min, pool_max, (int8_t *)t.out[b & 1]);
+        dma_start(&out_job[b & 1], (uint8_t *)out + (size_t)p0 * out_row, t.out[b & 1], (size_t)(p1 - p0) * out_row,
+                  PI_CL_DMA_DIR_LOC2EXT);
+    }
+    dma_wait(&out_job[0]);
+    dma_wait(&out_job[1]);
+}
+
+/* The int8 ADD (SUB) in chunks through the tiles: both operands' chunk copied in, the team's kernel over it in L1
+ * (each element the same arithmetic as over L2), the output's chunk copied back while the next one is added.
+ * The arena plan gives the output bytes of its own, apart from both operands (their lives meet at this op). */
+void edgernn_dma_addsub_n_s8(uint8_t *tiles, const edgernn_dma_layout_t *layout, const edgernn_addsub_params_t *p,
+                             int subtract, const int8_t *in1, const int8_t *in2, int n, int8_t *out)
+{
+    const int32_t chunk = layout->band_rows;
+    dma_job_t a_job, b_job, out_job[2];
+    tiles_t t;
+    int32_t i0, k;
+    if (EDGERNN_CLUSTER_CORES == 0 || tiles == NULL || chunk <= 0) {
+        edgernn_team_addsub_n_s8(p, subtract, in1, in2, n, out);
+        return;
+    }
+    lay_tiles(tiles, layout, &t);
+    out_job[0].n = out_job[1].n = 0;
+    for (i0 = 0, k = 0; i0 < n; i0 += chunk, ++k) {
+        const int32_t len = n - i0 < chunk ? n - i0 : chunk;
+        dma_start(&a_job, (const uint8_t *)in1 + i0, t.in[0], (size_t)len, PI_CL_DMA_DIR_EXT2LOC);
+        dma_start(&b_job, (const uint8_t *)in2 + i0, t.in[1], (size_t)len, PI_CL_DMA_DIR_EXT2LOC);
+        dma_wait(&a_job);
+        dma_wait(&b_job);
+        dma_wait(&out_job[k & 1]);
+        edgernn_team_addsub_n_s8(p, subtract, (const int8_t *)t.in[0], (const int8_t *)t.in[1], len,
+                                 (int8_t *)t.out[k & 1]);
+        dma_start(&out_job[k & 1], (uint8_t *)out + i0, t.out[k & 1], (size_t)len, PI_CL_DMA_DIR_LOC2EXT);
+    }
+    dma_wait(&out_job[0]);
+    dma_wait(&out_job[1]);
 }
