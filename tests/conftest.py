@@ -120,6 +120,16 @@ def wait_until(predicate, seconds: float = 10.0) -> bool:
     return predicate()
 
 
+def one_error_line(proc) -> str:
+    """The one `error: ` line a command ended with (a subprocess.CompletedProcess): the last of its stderr, the only
+    one, with no traceback and no "internal error"."""
+    lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+    assert lines and lines[-1].startswith("error: "), proc.stderr
+    assert sum(line.startswith("error: ") for line in lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    return lines[-1]
+
+
 def pytest_runtest_setup(item):
     if item.get_closest_marker("qemu") is not None:
         require_tools(*QEMU_TOOLS)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import require_module
+from conftest import one_error_line, require_module
 
 pytestmark = pytest.mark.slow
 
@@ -18,12 +18,6 @@ def _cli(*args) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
-def _one_line(proc: subprocess.CompletedProcess) -> str:
-    lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
-    assert lines and lines[-1].startswith("error: "), proc.stderr
-    assert sum(line.startswith("error: ") for line in lines) == 1, proc.stderr
-    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
-    return lines[-1]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -37,7 +31,7 @@ def _one_line(proc: subprocess.CompletedProcess) -> str:
 def test_options_refused_before_any_work(tmp_path, args, message):
     out = tmp_path / "out"
     proc = _cli("build", tmp_path / "absent.keras", "-o", out, *args)
-    assert proc.returncode == 2 and message in _one_line(proc)
+    assert proc.returncode == 2 and message in one_error_line(proc)
     assert not out.exists()
 
 
@@ -62,5 +56,5 @@ def test_models_and_options_the_camera_cannot_feed(tmp_path, make, options, mess
     model.save(path)
     out = tmp_path / "out"
     proc = _cli("build", path, "--board", "ai_deck", "--app", "camera", "-o", out, *options)
-    assert proc.returncode == 2 and message in _one_line(proc)
+    assert proc.returncode == 2 and message in one_error_line(proc)
     assert not out.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

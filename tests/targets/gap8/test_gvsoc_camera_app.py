@@ -15,7 +15,8 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import gap_sdk_params, processes_mentioning, require_gap_sdk, require_gap_sdk_at, require_tools
+from conftest import (gap_sdk_params, one_error_line, processes_mentioning, require_gap_sdk, require_gap_sdk_at,
+                      require_tools)
 from edgernn.testing.frames_zoo import camera_cnn_gru_head, camera_residual_cnn
 
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
@@ -107,12 +108,6 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "edgernn", *args], capture_output=True, text=True, timeout=600)
 
 
-def _one_line(proc: subprocess.CompletedProcess) -> str:
-    lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
-    assert lines and lines[-1].startswith("error: "), proc.stderr
-    assert sum(line.startswith("error: ") for line in lines) == 1, proc.stderr
-    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
-    return lines[-1]
 
 
 @pytest.mark.parametrize("app_build", ["cnn_gru_head_int8"], indirect=True)
@@ -130,7 +125,7 @@ def test_validate_refuses_what_an_application_cannot_take(app_build, tmp_path, e
         np.save(tmp_path / "x.npy", np.zeros((1, 4, 48, 64, 1), np.float32))
         args += ["--data", str(tmp_path / "x.npy")]
     proc = _cli(*args)
-    assert proc.returncode == 2 and message in _one_line(proc)
+    assert proc.returncode == 2 and message in one_error_line(proc)
     assert processes_mentioning(str(out)) == []
 
 

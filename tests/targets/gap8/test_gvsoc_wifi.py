@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import (gap_sdk_params, processes_mentioning, require_gap_sdk, require_gap_sdk_at, require_tools,
-                      wait_until)
+from conftest import (gap_sdk_params, one_error_line, processes_mentioning, require_gap_sdk, require_gap_sdk_at,
+                      require_tools, wait_until)
 from edgernn.testing.zoo import gap8_model, trajectories
 
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
@@ -57,13 +57,6 @@ def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "edgernn", *args], capture_output=True, text=True, timeout=timeout)
 
 
-def _one_line(proc: subprocess.CompletedProcess) -> str:
-    """The one error line the command ended with (and no traceback)."""
-    lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
-    assert lines and lines[-1].startswith("error: "), proc.stderr
-    assert sum(line.startswith("error: ") for line in lines) == 1, proc.stderr
-    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
-    return lines[-1]
 
 
 def test_validates_over_wifi_through_the_simulated_esp32(wifi_build, tmp_path):
@@ -157,7 +150,7 @@ def test_fault_a_connection_dropped_mid_frame(wifi_build):
         relay = _Relay(int(device.url.rsplit(":", 1)[1]), cut_after=150)
         proc = _cli("validate", str(out), "--port", f"cpx://127.0.0.1:{relay.port}", "--steps", "300")
     assert proc.returncode == 3
-    assert "closed the connection" in _one_line(proc)
+    assert "closed the connection" in one_error_line(proc)
 
 
 def test_fault_a_second_client_is_refused(wifi_build):
@@ -171,7 +164,7 @@ def test_fault_a_second_client_is_refused(wifi_build):
         finally:
             first.close()
     assert proc.returncode == 3
-    line = _one_line(proc)
+    line = one_error_line(proc)
     assert "closed the connection" in line and "one client" in line
 
 
@@ -189,7 +182,7 @@ def test_fault_gvsoc_killed_mid_validate(wifi_build, tmp_path):
             os.kill(pid, signal.SIGKILL)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 3
-    assert _one_line(subprocess.CompletedProcess([], 3, "", stderr))
+    assert one_error_line(subprocess.CompletedProcess([], 3, "", stderr))
     assert wait_until(lambda: processes_mentioning(work) == [], 10), processes_mentioning(work)
 
 
@@ -223,7 +216,7 @@ def test_fault_a_device_of_another_protocol_version(wifi_build, tmp_path):
     build_gap_project(other / "firmware", load_board(BOARD), make_vars=load_board(BOARD).gap_sdk.make_vars)
     proc = _cli("validate", str(other), "--steps", "5")
     assert proc.returncode == 3
-    assert "protocol version mismatch" in _one_line(proc) and "speaks version 7" in proc.stderr
+    assert "protocol version mismatch" in one_error_line(proc) and "speaks version 7" in proc.stderr
     assert processes_mentioning(str(other)) == []
 
 
@@ -247,4 +240,4 @@ def test_ai_deck_wifi_firmware_builds_against_each_sdk(sdk, tmp_path, monkeypatc
 def test_a_board_without_wifi_refuses_the_link(tmp_path):
     proc = _cli("build", "nonexistent.keras", "--board", "host", "--link", "wifi", "-o", str(tmp_path / "o"))
     assert proc.returncode == 2
-    assert _one_line(proc).endswith("board host has no 'wifi' link (its links: uart)")
+    assert one_error_line(proc).endswith("board host has no 'wifi' link (its links: uart)")
