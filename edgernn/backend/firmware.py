@@ -34,6 +34,7 @@ from edgernn.backend.ir import Graph
 from edgernn.backend.kernels import SIZES
 from edgernn.backend.layout import align
 from edgernn.backend.lowering import ConstArray, ConstStruct
+from edgernn.backend.cells import plan_cells
 from edgernn.backend.parallel import TEAM_KERNELS, share_calls, share_rule
 from edgernn.backend.placement import Placement, place
 from edgernn.backend.reader import read_tflite
@@ -272,6 +273,9 @@ def plan_firmware(out_dir: Path, board) -> FirmwarePlan:
     shared = share_calls(step.calls, rule) + (share_calls(head.calls, rule) if head else [])
     if placement is not None and "input" in placement.items and not _team_reads(step, step.input_tensor):
         del placement.items["input"]     # only the master reads the input: no copy is worth its cycles
+    # runs of team ops joined into one split by units (a recurrent cell's gates and their finish), after the
+    # input's copy was decided: the run's workers read the input as its ops' team kernels did
+    step.cells = plan_cells(step, rule)
     # the team's CONV_2D over an arena in L2: bands through DMA tiles in L1, when the board has them
     dma = plan_bands(board, placement, [step, head])
     for g in (step, head):
