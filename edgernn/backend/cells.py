@@ -32,6 +32,11 @@ PLAIN = {team: plain for plain, team in TEAM_KERNELS.items()}
 # What a worker pays, beyond the work, for each extra call of a kernel's sub-range (G calls instead of one):
 # the call, its arguments, a block's set-up (GVSOC's profile of the int8 FULLY_CONNECTED: some 40 cycles)
 CYCLES_PER_SUBCALL = 40
+# the kernels whose sub-range writes exactly its elements' outputs, one after the other (the split's `out`
+# advanced by a whole step per element): an int8 FULLY_CONNECTED of one row, the SUMs by steps of an outer 1
+KNOWN = ("edgernn_fully_connected_s8", "edgernn_sum_thresholds_s8", "edgernn_sum_s16")
+# kernels with an entry that walks the gates itself (one call's set-up a worker), and fused loops do too
+GATED = ("edgernn_fully_connected_s8",)
 # the memories a worker writes; every other (the input stage, constants) is only read
 _WRITABLE = (ARENA, STATE)
 
@@ -55,7 +60,7 @@ def member_count(call) -> int | None:
         if not call.team or (call.dims is not None and sum(d > 1 for d in call.dims) > 1):
             return None
         return call.n
-    if call.fn not in PLAIN or call.more:
+    if call.fn not in PLAIN or PLAIN[call.fn] not in KNOWN or call.more:
         return None
     plain = _as_plain(call)
     k = BY_NAME[plain.fn]
@@ -117,12 +122,14 @@ def _accesses(graph, call, count: int):
         if not isinstance(value, TensorArg):
             continue
         place = graph.places[value.index]
-        if name in advance:
+        if value.index in op_outputs:
+            if name not in advance:
+                return None               # an output that does not move with the range
             step = advance[name] if isinstance(advance[name], int) else int(args[advance[name]])
-            (writes if value.index in op_outputs else reads).append((place, step))
-        elif value.index in op_outputs:
-            return None                   # an output that does not move with the range
+            writes.append((place, step))
         else:
+            # read whole by every unit: a FULLY_CONNECTED's input is; a SUM's strided sub-range is taken as if
+            # it were, which can only refuse a run, never allow a wrong one
             whole.append((place, graph.graph.tensors[value.index].size))
     return writes, reads, whole
 
@@ -209,7 +216,7 @@ def worth_it(members: list, units: int, grain: int, rule: ShareRule) -> bool:
         apart += _shared_cycles(est, n, _grain(c), rule.workers, rule.split_cycles)
         gates = n // units
         together += est * _busiest(units, grain, rule.workers) / units
-        if not isinstance(c, fusion.FusedCall):
+        if not isinstance(c, fusion.FusedCall) and _as_plain(c).fn not in GATED:
             together += CYCLES_PER_SUBCALL * (gates - 1)
     return together < apart
 

@@ -80,9 +80,27 @@ class RenderedGraph:
             for j, c in enumerate(cell.members):
                 gates = cell.gates(c)
                 if isinstance(c, fusion.FusedCall):
-                    parts.append({"kind": "loop", "fn": c.fn, "gates": gates})
+                    # the loop walks the gates itself (fusion_loop.Loop.gates): one call, its constants set up once
+                    parts.append({"kind": "loop", "fn": c.fn, "gates": 1})
                     continue
                 k = kernels.BY_NAME[c.fn]
+                if c.fn == "edgernn_fully_connected_s8":
+                    # every gate's rows in one call (edgernn_fully_connected_gates_s8): one call's set-up, not G
+                    values = dict(zip(k.arg_names, c.args))
+                    g = kernels.BY_NAME["edgernn_fully_connected_gates_s8"]
+                    given = {"stride": cell.units, "gates": gates}
+                    args = []
+                    for a in g.args:
+                        if a.name in ("begin", "end"):
+                            args.append({"kind": a.name, "pointer": False})
+                        elif a.name in given:
+                            args.append({"kind": "plain", "value": given[a.name], "pointer": False})
+                        else:
+                            v = values[a.name]
+                            args.append({"kind": "plain", "name": f"p{j}_{a.name}", "ctype": a.ctype,
+                                         "value": self.arg(v), "pointer": a.ctype.endswith("*") and v is not NULL})
+                    parts.append({"kind": "kernel", "fn": g.name, "gates": 1, "args": args})
+                    continue
                 split = cells_mod.applied_split(c)
                 advance = dict(split.advance)
                 values = dict(zip(k.arg_names, c.args))
@@ -110,10 +128,19 @@ class RenderedGraph:
         # a loop's tensor operands are read where they live, a constant one from its copy in the team's fast
         # memory where it has one (self.place): on GAP8 the constant itself is in L2, about 10 cycles a load
         # in GVSOC (LTC's six 256-element loops read five such operands an element)
-        return [fusion_loop.build_loop(c, self.place, {s.name: s for m in c.members for s in m.structs},
-                                       self.input_tensor, lambda t: self.aliases.get(t, (t, 0))[0], self.fast,
-                                       self.same)
-                for c in self.calls if isinstance(c, fusion.FusedCall)]
+        loops = []
+        for c in self.calls:
+            if not isinstance(c, fusion.FusedCall):
+                continue
+            loop = fusion_loop.build_loop(c, self.place, {s.name: s for m in c.members for s in m.structs},
+                                          self.input_tensor, lambda t: self.aliases.get(t, (t, 0))[0], self.fast,
+                                          self.same)
+            cell = getattr(c, "cell", None)
+            if cell is not None:
+                # a member of a split by units: the range [begin, end) is units, and the loop walks each gate's
+                loop.gates, loop.units = cell.gates(c), cell.units
+            loops.append(loop)
+        return loops
 
     def place(self, tensor: int) -> Place:
         """Where a tensor is read: its place, or the copy in fast memory of a constant that has one."""
