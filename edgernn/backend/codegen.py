@@ -119,7 +119,8 @@ class RenderedGraph:
                     args.append(item)
                 parts.append({"kind": "kernel", "fn": c.fn, "gates": gates, "args": args})
             out.append({"fn": cell.fn, "units": cell.units, "parts": parts,
-                        "ops": ", ".join(f"{c.op_index} ({c.op})" for c in cell.members)})
+                        "ops": ", ".join(f"{m.op_index} ({m.op})" for c in cell.members
+                                         for m in (c.members if isinstance(c, fusion.FusedCall) else [c]))})
         return out
 
     @property
@@ -164,8 +165,8 @@ class RenderedGraph:
                     traced = [t for k, t in enumerate(traced) if not any(
                         _overlap(t["expr"], t["nbytes"], later["expr"], later["nbytes"]) for later in traced[k + 1:])]
                     x = self.places[self.input_tensor]
-                    out.append({"op": f"{cell.members[-1].op_index}: " + "+".join(c.op for c in cell.members)
-                                + " (one split by units)", "index": cell.members[-1].op_index,
+                    out.append({"op": f"{cell.members[0].op_index}: " + "+".join(c.op for c in cell.members)
+                                + " (one split by units)", "index": cell.members[0].op_index,
                                 "fn": "edgernn_team_split", "args": [Function(cell.fn), x, cell.units, cell.grain],
                                 "traced": traced})
                 continue
