@@ -37,6 +37,7 @@ CYCLES_PER_SUBCALL = 40
 KNOWN = ("edgernn_fully_connected_s8", "edgernn_sum_thresholds_s8", "edgernn_sum_s16")
 # kernels with an entry that walks the gates itself (one call's set-up a worker), and fused loops do too
 GATED = ("edgernn_fully_connected_s8",)
+SUMS = ("edgernn_sum_thresholds_s8", "edgernn_sum_s16")
 # the memories a worker writes; every other (the input stage, constants) is only read
 _WRITABLE = (ARENA, STATE)
 
@@ -96,9 +97,9 @@ def applied_split(call):
 
 
 def _accesses(graph, call, count: int):
-    """Per output element i of ``call``: the bytes it reads and writes in writable memory, as
-    (writes, reads, whole) where writes/reads are lists of (tensor place, element stride, elements per
-    output) and ``whole`` lists the places read whole by every element."""
+    """Per output element i of ``call``: the elements it reads and writes, as (writes, reads, whole). writes and
+    reads list (tensor place, step, reps, stride): element i touches i * step + r * stride + k for r < reps and
+    k < step; ``whole`` lists (place, size) read whole by every element."""
     op_outputs = set(graph.graph.operators[call.op_index].outputs) if not isinstance(call, fusion.FusedCall) else set()
     writes, reads, whole = [], [], []
     if isinstance(call, fusion.FusedCall):
@@ -109,10 +110,10 @@ def _accesses(graph, call, count: int):
                     continue
                 if graph.graph.tensors[t].size != count:
                     return None
-                reads.append((graph.places[t], 1))
+                reads.append((graph.places[t], 1, 1, 0))
             out = fusion.call_output(m)
             if out in call.stored:
-                writes.append((graph.places[out], 1))
+                writes.append((graph.places[out], 1, 1, 0))
         return writes, reads, whole
     plain = _as_plain(call)
     k = BY_NAME[plain.fn]
@@ -126,7 +127,11 @@ def _accesses(graph, call, count: int):
             if name not in advance:
                 return None               # an output that does not move with the range
             step = advance[name] if isinstance(advance[name], int) else int(args[advance[name]])
-            writes.append((place, step))
+            writes.append((place, step, 1, 0))
+        elif name == "in" and plain.fn in SUMS and isinstance(args.get("stride"), int):
+            # a SUM by steps of an outer 1: output i is the sum of in[r * stride + i] over r < reduced, so a
+            # unit reads exactly the elements of its own synapses where they lie gate by gate (an LTC's)
+            reads.append((place, 1, int(args["reduced"]), int(args["stride"])))
         else:
             # read whole by every unit: a FULLY_CONNECTED's input is; a SUM's strided sub-range is taken as if
             # it were, which can only refuse a run, never allow a wrong one
@@ -158,14 +163,17 @@ def unit_conflict(graph, members: list, units: int) -> bool:
                     return True
                 readers[key] = -1
         for kind, lst in (("r", reads), ("w", writes)):
-            for place, step in lst:
+            for place, step, reps, stride in lst:
                 if place.memory not in _WRITABLE:
                     continue
                 item = SIZES[place.ctype]
                 start = place.offset + place.elements * item
                 for i in range(count):
                     u = i % units
-                    for b in range(start + i * step * item, start + (i + 1) * step * item):
+                    touched = (b for r in range(reps)
+                               for b in range(start + (i * step + r * stride) * item,
+                                              start + ((i + 1) * step + r * stride) * item))
+                    for b in touched:
                         key = (place.memory, b)
                         w = writer.get(key)
                         if w is not None and w != u:

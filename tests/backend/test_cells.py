@@ -134,3 +134,28 @@ def test_a_run_whose_units_read_each_others_bytes_is_refused():
         Call(2, "LOGISTIC", "edgernn_lut_s8", [ConstArg("lut"), TensorArg(1), 16, TensorArg(3)])],
         n=16, stored={3}, team=True)
     assert cells.valid(graph, [first, loop]) == (16, 8)
+
+
+def test_a_sum_by_steps_joins_the_loop_whose_elements_it_reduces():
+    """A SUM over r of in[r * stride + i] (an LTC's synapses onto neuron i) reads only its unit's elements of a
+    loop laid out gate by gate; taken as read whole it would cut the run."""
+    from types import SimpleNamespace
+
+    from edgernn.backend import cells, fusion
+    from edgernn.backend.lowering import Call
+    from edgernn.backend.values import ARENA, STATE, ConstArg, Place, TensorArg
+
+    tensors = {0: SimpleNamespace(size=64), 1: SimpleNamespace(size=64), 2: SimpleNamespace(size=16)}
+    places = {0: Place(STATE, "int8_t", 0), 1: Place(ARENA, "int8_t", 0), 2: Place(ARENA, "int8_t", 64)}
+    ops = {0: SimpleNamespace(outputs=[1]), 1: SimpleNamespace(outputs=[2])}
+    graph = SimpleNamespace(graph=SimpleNamespace(tensors=tensors, operators=ops), places=places, prefix="t")
+    loop = fusion.FusedCall(0, "LOGISTIC", "t_fused0", [], members=[
+        Call(0, "LOGISTIC", "edgernn_lut_s8", [ConstArg("lut"), TensorArg(0), 64, TensorArg(1)])],
+        n=64, stored={1}, team=True)
+    total = Call(1, "SUM", "edgernn_team_sum_thresholds_s8",
+                 [TensorArg(1), 1, 4, 16, 16, ConstArg("thresholds"), 255, -128, TensorArg(2)])
+    assert cells.valid(graph, [loop, total]) == (16, 1)
+    # a stride that mixes units: output i would sum in[r * 8 + i], elements of units i and i + 8
+    mixed = Call(1, "SUM", "edgernn_team_sum_thresholds_s8",
+                 [TensorArg(1), 1, 4, 16, 8, ConstArg("thresholds"), 255, -128, TensorArg(2)])
+    assert cells.valid(graph, [loop, mixed]) is None
