@@ -1,5 +1,5 @@
 """One split by units (edgernn/backend/cells.py): a recurrent cell's gate rows and their element-wise finish in
-one team split. On a board that splits by cost (GAP8's rule, here on the host with a POSIX thread team of 1, 2,
+one team split, and the state's copy back by words where it is long. On a board that splits by cost (GAP8's rule, here on the host with a POSIX thread team of 1, 2,
 3 and 8 workers), the joined runs give the interpreter's bytes for every shape: units a multiple of the FC's
 block of 8 rows or not, odd sizes, GRUs (both reset placements), a SimpleRNN and a stacked LSTM; and the check
 that refuses a run whose units would read each other's bytes is exercised on its own.
@@ -100,6 +100,8 @@ def test_cell_splits_give_the_interpreters_bytes(name, board_file, tmp_path):
         model_c = (out / "firmware" / "model.c").read_text()
         if must_split:
             assert "one split by units" in model_c
+        # a state of 64 bytes or more goes back to its slot by words (firmware.WORD_COPY_MIN_BYTES), a short one by bytes
+        assert ("edgernn_move_words(EDGERNN_STATE" in model_c) == (name == "lstm64")
         got, _ = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
         results[n] = got
         assert H.compare(got, ref, "int8")["mismatches"] == 0, f"{n} workers differ from the interpreter"
