@@ -11,6 +11,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edgernn.backend import cells as cells_mod
 from edgernn.backend import conv_pool, fusion, fusion_loop, grouping, kernel_sources, kernels
 from edgernn.backend.cprint import c_expr, c_initializer
 from edgernn.backend.ir import Graph
@@ -66,6 +67,61 @@ class RenderedGraph:
     streams: dict[int, tuple[str, list, set, list]] = field(default_factory=dict)
     # a table held once: the name of each table identical to an earlier one -> that one's (held_once)
     same: dict[str, str] = field(default_factory=dict)
+    # runs of team ops split once by units (edgernn/backend/cells.py), in schedule order
+    cells: list = field(default_factory=list)
+
+    @property
+    def cell_fns(self) -> list[dict]:
+        """Each cell split's range function as the template prints it: per member, a fused loop's function
+        called on each gate's sub-range, or a kernel called there with its pointers advanced."""
+        out = []
+        for n, cell in enumerate(self.cells):
+            parts = []
+            for j, c in enumerate(cell.members):
+                gates = cell.gates(c)
+                if isinstance(c, fusion.FusedCall):
+                    # the loop walks the gates itself (fusion_loop.Loop.gates): one call, its constants set up once
+                    parts.append({"kind": "loop", "fn": c.fn, "gates": 1})
+                    continue
+                k = kernels.BY_NAME[c.fn]
+                if c.fn == "edgernn_fully_connected_s8":
+                    # every gate's rows in one call (edgernn_fully_connected_gates_s8): one call's set-up, not G
+                    values = dict(zip(k.arg_names, c.args))
+                    g = kernels.BY_NAME["edgernn_fully_connected_gates_s8"]
+                    given = {"stride": cell.units, "gates": gates}
+                    args = []
+                    for a in g.args:
+                        if a.name in ("begin", "end"):
+                            args.append({"kind": a.name, "pointer": False})
+                        elif a.name in given:
+                            args.append({"kind": "plain", "value": given[a.name], "pointer": False})
+                        else:
+                            v = values[a.name]
+                            args.append({"kind": "plain", "name": f"p{j}_{a.name}", "ctype": a.ctype,
+                                         "value": self.arg(v), "pointer": a.ctype.endswith("*") and v is not NULL})
+                    parts.append({"kind": "kernel", "fn": g.name, "gates": 1, "args": args})
+                    continue
+                split = cells_mod.applied_split(c)
+                advance = dict(split.advance)
+                values = dict(zip(k.arg_names, c.args))
+                args = []
+                for a, v in zip(k.args, c.args):
+                    item = {"name": f"p{j}_{a.name}", "ctype": a.ctype, "value": self.arg(v),
+                            "pointer": a.ctype.endswith("*") and v is not NULL}
+                    if a.name == split.count:
+                        item["kind"] = "count"
+                    elif a.name in advance:
+                        step = advance[a.name]
+                        item["kind"] = "advance"
+                        item["step"] = step if isinstance(step, int) else int(values[step])
+                    else:
+                        item["kind"] = "plain"
+                    args.append(item)
+                parts.append({"kind": "kernel", "fn": c.fn, "gates": gates, "args": args})
+            out.append({"fn": cell.fn, "units": cell.units, "parts": parts,
+                        "ops": ", ".join(f"{m.op_index} ({m.op})" for c in cell.members
+                                         for m in (c.members if isinstance(c, fusion.FusedCall) else [c]))})
+        return out
 
     @property
     def fused(self) -> list[fusion_loop.Loop]:
@@ -73,10 +129,19 @@ class RenderedGraph:
         # a loop's tensor operands are read where they live, a constant one from its copy in the team's fast
         # memory where it has one (self.place): on GAP8 the constant itself is in L2, about 10 cycles a load
         # in GVSOC (LTC's six 256-element loops read five such operands an element)
-        return [fusion_loop.build_loop(c, self.place, {s.name: s for m in c.members for s in m.structs},
-                                       self.input_tensor, lambda t: self.aliases.get(t, (t, 0))[0], self.fast,
-                                       self.same)
-                for c in self.calls if isinstance(c, fusion.FusedCall)]
+        loops = []
+        for c in self.calls:
+            if not isinstance(c, fusion.FusedCall):
+                continue
+            loop = fusion_loop.build_loop(c, self.place, {s.name: s for m in c.members for s in m.structs},
+                                          self.input_tensor, lambda t: self.aliases.get(t, (t, 0))[0], self.fast,
+                                          self.same)
+            cell = getattr(c, "cell", None)
+            if cell is not None:
+                # a member of a split by units: the range [begin, end) is units, and the loop walks each gate's
+                loop.gates, loop.units = cell.gates(c), cell.units
+            loops.append(loop)
+        return loops
 
     def place(self, tensor: int) -> Place:
         """Where a tensor is read: its place, or the copy in fast memory of a constant that has one."""
@@ -87,6 +152,24 @@ class RenderedGraph:
     def statements(self) -> list[dict]:
         out = []
         for call in self.calls:
+            cell = getattr(call, "cell", None)
+            if cell is not None:
+                if call is cell.members[0]:
+                    traced = [{"expr": self.places[t], "nbytes": self.graph.tensors[t].nbytes, "index": m.op_index}
+                              for c in cell.members
+                              for m in (c.members if isinstance(c, fusion.FusedCall) else [c])
+                              for t in ([fusion.call_output(m)] if isinstance(c, fusion.FusedCall)
+                                        else self.graph.operators[m.op_index].outputs)
+                              if t in self.places and (not isinstance(c, fusion.FusedCall) or t in c.stored)]
+                    # a member's output that a later member overwrote in the arena is gone by the trace
+                    traced = [t for k, t in enumerate(traced) if not any(
+                        _overlap(t["expr"], t["nbytes"], later["expr"], later["nbytes"]) for later in traced[k + 1:])]
+                    x = self.places[self.input_tensor]
+                    out.append({"op": f"{cell.members[0].op_index}: " + "+".join(c.op for c in cell.members)
+                                + " (one split by units)", "index": cell.members[0].op_index,
+                                "fn": "edgernn_team_split", "args": [Function(cell.fn), x, cell.units, cell.grain],
+                                "traced": traced})
+                continue
             if isinstance(call, fusion.FusedCall):
                 traced = [{"expr": self.places[t], "nbytes": self.graph.tensors[t].nbytes}
                           for m in call.members for t in [fusion.call_output(m)] if t in call.stored]
@@ -137,6 +220,14 @@ class RenderedGraph:
         if isinstance(a, ScratchArg):
             return self.places[_scratch_key(a.op_index)]
         return a
+
+
+def _overlap(a: Place, a_bytes: int, b: Place, b_bytes: int) -> bool:
+    if a.memory != b.memory or a.name != b.name:
+        return False
+    a0 = a.offset + a.elements * kernels.SIZES[a.ctype]
+    b0 = b.offset + b.elements * kernels.SIZES[b.ctype]
+    return a0 < b0 + b_bytes and b0 < a0 + a_bytes
 
 
 def one_run_copy(call: Call, c: Call) -> tuple[int, int, int] | None:

@@ -34,10 +34,11 @@ from edgernn.backend.ir import Graph
 from edgernn.backend.kernels import SIZES
 from edgernn.backend.layout import align
 from edgernn.backend.lowering import ConstArray, ConstStruct
+from edgernn.backend.cells import plan_cells
 from edgernn.backend.parallel import TEAM_KERNELS, share_calls, share_rule
 from edgernn.backend.placement import Placement, place
 from edgernn.backend.reader import read_tflite
-from edgernn.backend.values import TensorArg
+from edgernn.backend.values import ARENA, Place, TensorArg
 from edgernn.backend import fusion, streaming
 from edgernn.backend.streaming import StreamPlan
 from edgernn.backend.tiling import TILES_VAR, DmaPlan, band_args, filters_beyond_tiles, plan_bands
@@ -280,6 +281,9 @@ def plan_firmware(out_dir: Path, board) -> FirmwarePlan:
     shared = share_calls(step.calls, rule) + (share_calls(head.calls, rule) if head else [])
     if placement is not None and "input" in placement.items and not _team_reads(step, step.input_tensor):
         del placement.items["input"]     # only the master reads the input: no copy is worth its cycles
+    # runs of team ops joined into one split by units (a recurrent cell's gates and their finish), after the
+    # input's copy was decided: the run's workers read the input as its ops' team kernels did
+    step.cells = plan_cells(step, rule)
     # the team's CONV_2D over an arena in L2: bands through DMA tiles in L1, when the board has them
     dma = plan_bands(board, placement, [step, head])
     for g in (step, head):
@@ -315,6 +319,20 @@ def plan_firmware(out_dir: Path, board) -> FirmwarePlan:
     )
 
 
+# A state from this many bytes on is copied back by words (edgernn_move_words) where both places allow it: below
+# it, the function's code costs a cell that is bound by its instruction cache (GAP8: a CfC of 16 bytes of state)
+# more than the bytes' copy (GVSOC: LSTM(64)'s two 64-byte copies, about 170 cycles saved).
+WORD_COPY_MIN_BYTES = 64
+
+
+def _word_copy(slot, out: Place) -> bool:
+    """Whether the new state ``out`` goes back to its slot by words: long enough, a multiple of 4, both ends on 4
+    bytes (the state's slots start on 8; an arena tensor on its offset), different memories or disjoint."""
+    if slot.nbytes < WORD_COPY_MIN_BYTES or slot.nbytes % 4 or out.memory != ARENA or slot.offset % 4:
+        return False
+    return (out.offset + out.elements * SIZES[out.ctype]) % 4 == 0
+
+
 def _render_context(plan: FirmwarePlan, l3_checksum: int | None) -> dict:
     """What the model templates (templates/model/) and the HAL's render from."""
     from edgernn._version import __version__
@@ -330,8 +348,9 @@ def _render_context(plan: FirmwarePlan, l3_checksum: int | None) -> dict:
     state_ctx = []
     packed = 0
     for s in plan.models.states:
+        out = step.places[s.out_tensor]
         state_ctx.append({**s.__dict__, "packed_offset": packed, "in_expr": step.places[s.in_tensor],
-                          "out_expr": step.places[s.out_tensor]})
+                          "out_expr": out, "words": _word_copy(s, out)})
         packed += s.nbytes
     (xs, xz), (ys, yz) = x_t.qparams(), y_t.qparams()
     return {

@@ -164,6 +164,10 @@ class Loop:
     # innermost first, the order they step in (the outermost never wraps); empty: the index is enough
     counters: list[Counter] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
+    # a member of a split by units (edgernn/backend/cells.py): [begin, end) are units, and the loop runs over
+    # g * units + [begin, end) for each g < gates
+    gates: int = 1
+    units: int = 0
 
     @property
     def pointers(self) -> list[Pointer]:

@@ -133,6 +133,15 @@ KERNELS: list[Kernel] = [
                "kernel, (x * m + 2^(30 - shift)) >> (31 - shift); EDGERNN_ROUND_TWICE_UP, its builtin kernel (ruy on\n"
                "x86), the rounded high multiply then a rounding right shift, halves up.",
            splits=_FC_INT, source="edgernn_fully_connected.c"),
+    Kernel("edgernn_fully_connected_gates_s8",
+           "const int8_t *in, const int8_t *w, const int32_t *bias, const int32_t *multiplier, const int32_t *shift, "
+           "int rounding, int32_t output_offset, int32_t act_min, int32_t act_max, int n_in, int stride, int gates, "
+           "int begin, int end, int8_t *out",
+           doc="The rows g * stride + [begin, end) of a one-row edgernn_fully_connected_s8 for each g < gates, in one\n"
+               "call: a worker's share of a split by units (edgernn/backend/cells.py), its units' rows of every gate.\n"
+               "begin and stride are multiples of 8 (the blocked layout's blocks), end - begin too or end == stride.\n"
+               "The bytes are those of the whole call's rows.",
+           source="edgernn_fully_connected.c"),
     Kernel("edgernn_fully_connected_group_s8",
            "const int8_t *in, const int8_t *w, const int32_t *bias, const int32_t *multiplier, const int32_t *rnd, "
            "const int32_t *shift, int rounding, const int32_t *ends, int row0, int32_t act_min, int32_t act_max, "

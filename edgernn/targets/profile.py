@@ -40,7 +40,7 @@ _OP_COMMENT = re.compile(r"^\s*/\* op (\d+): (.+?) \*/\s*$")
 _TAIL_COMMENT = re.compile(r"^\s*/\* y, then the new state")
 _TRACED = re.compile(r"EDGERNN_TRACE_OP\((\d+),")
 _CALLED = re.compile(r"^\s*(\w+)\((.*)\);")
-_LOOP_OPS = re.compile(r"^/\* ops (.+?): one loop")
+_LOOP_OPS = re.compile(r"^/\* ops (.+?): one (?:loop|split by units)")   # a fused loop, a split by units
 
 
 @dataclass

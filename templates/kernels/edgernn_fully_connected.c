@@ -552,3 +552,37 @@ void edgernn_fully_connected_group_s16(const int16_t *in, const int8_t *w, const
         o = stop;
     }
 }
+
+/* A worker's rows of every gate (edgernn_fully_connected_gates_s8), one function per rounding as above: the
+ * gates' loop around the blocks' code, so a split by units pays a kernel's call once, not once a gate. Last in
+ * the file: a model that does not call it keeps the code before it where it was (on GAP8 the instruction
+ * cache's sets are chosen by the code's addresses). */
+#define FC_S8_GATES(NAME, ROUNDING)                                                                 \
+    static FC_NOINLINE void NAME(const int8_t *in, const int8_t *w, const int32_t *bias,             \
+                                 const int32_t *multiplier, const int32_t *shift, int32_t output_offset, \
+                                 int32_t act_min, int32_t act_max, int n_in, int stride, int gates,    \
+                                 int begin, int end, int8_t *out)                                   \
+    {                                                                                               \
+        int g;                                                                                      \
+        for (g = 0; g < gates; ++g) {                                                               \
+            const size_t r = (size_t)g * (size_t)stride + (size_t)begin;                            \
+            fc_s8_row(in, w + r * (size_t)n_in, bias + r, multiplier + r, shift + r, ROUNDING,       \
+                      output_offset, act_min, act_max, n_in, end - begin, out + r);                 \
+        }                                                                                           \
+    }
+FC_S8_GATES(fully_connected_gates_s8_once, EDGERNN_ROUND_ONCE)
+FC_S8_GATES(fully_connected_gates_s8_twice_up, EDGERNN_ROUND_TWICE_UP)
+
+void edgernn_fully_connected_gates_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
+                                      const int32_t *multiplier, const int32_t *shift, int rounding,
+                                      int32_t output_offset, int32_t act_min, int32_t act_max, int n_in, int stride,
+                                      int gates, int begin, int end, int8_t *out)
+{
+    if (rounding == EDGERNN_ROUND_TWICE_UP) {
+        fully_connected_gates_s8_twice_up(in, w, bias, multiplier, shift, output_offset, act_min, act_max, n_in,
+                                          stride, gates, begin, end, out);
+    } else {
+        fully_connected_gates_s8_once(in, w, bias, multiplier, shift, output_offset, act_min, act_max, n_in, stride,
+                                      gates, begin, end, out);
+    }
+}

@@ -83,3 +83,27 @@ void edgernn_softmax_f32(const float *in, int rows, int depth, float beta, float
         }
     }
 }
+
+/* A word that may alias any object, as the bytes memcpy moves may. */
+typedef uint32_t __attribute__((__may_alias__)) edgernn_word_t;
+
+void edgernn_move_words(void *dst, const void *src, size_t n)
+{
+    /* the state's copy at the end of a step, where it is long enough (model.c.j2): words, four a round, where a
+     * small libc's memcpy (GAP SDK's FreeRTOS string.c) moves bytes one by one, some 2 cycles each on a cluster
+     * core. Its own function, last in the file: a model with short states never calls it, and the code before
+     * it keeps its addresses (GAP8's instruction-cache sets). */
+    edgernn_word_t *dw = (edgernn_word_t *)dst;
+    const edgernn_word_t *sw = (const edgernn_word_t *)src;
+    size_t k = n / 4u;
+    for (; k >= 4u; k -= 4u, dw += 4, sw += 4) {
+        const edgernn_word_t a = sw[0], b = sw[1], c = sw[2], e = sw[3];
+        dw[0] = a;
+        dw[1] = b;
+        dw[2] = c;
+        dw[3] = e;
+    }
+    for (; k > 0u; --k) {
+        *dw++ = *sw++;
+    }
+}

@@ -160,7 +160,9 @@ def test_project_files(deck_build):
     assert '#include "pmsis.h"\n#define EDGERNN_WEIGHTS_SECTION PI_L2' in weights
     assert ".l2_data" not in (fw / "model.h").read_text() + weights
     model_c = (fw / "model.c").read_text()
-    assert "edgernn_team_fast_alloc(" in model_c and "edgernn_team_fully_connected_s8(" in model_c
+    # the team runs the FULLY_CONNECTEDs: as team kernels, or in a cell's split by units (edgernn/backend/cells.py)
+    assert "edgernn_team_fast_alloc(" in model_c
+    assert "edgernn_team_fully_connected_s8(" in model_c or "edgernn_fully_connected_gates_s8(" in model_c
     assert "memmove" not in model_c and "edgernn_move_bytes(" in model_c
     assert "pi_cl_l1_malloc(&cluster_dev" in (fw / "edgernn_team.c").read_text()
     placement = result["manifest"]["placement"]["items"]
@@ -446,7 +448,8 @@ def test_the_steps_input_is_copied_into_l1_for_the_team_kernels_that_read_it(dec
     body = model_c[model_c.index("static void edgernn_step_body"):model_c.index("edgernn_status_t edgernn_step(")]
     # the LSTM's input FC (a team kernel) reads x: the copy is made before the first op
     assert body.index("edgernn_move_bytes(edgernn_input_stage, x, ") < body.index("/* op ")
-    assert "edgernn_team_fully_connected_s8(x," in body
+    # read by a team kernel, or by the workers of a split by units, which get x as their range function's args
+    assert "edgernn_team_fully_connected_s8(x," in body or re.search(r"edgernn_team_split\(edgernn_step_cell\d+, x,", body)
     for name in ("edgernn_arena", "edgernn_state", "edgernn_fast_weights"):
         assert f"*const {name} = {name}_at_entry;" in body
 
