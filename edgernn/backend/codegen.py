@@ -291,12 +291,13 @@ def _liveness(graph: Graph, fixed: set[int], position: dict[int, int] | None = N
 
 
 def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
-                state_slots: list[StateSlot]) -> RenderedGraph:
+                state_slots: list[StateSlot], fuse_pools: bool = True) -> RenderedGraph:
     lowering = Lowering(graph, prefix)
     calls = lowering.lower()
     keep = set(graph.outputs.values()) | {s.out_tensor for s in state_slots}
     aliases: dict[int, tuple[int, int]] = {}
-    calls = conv_pool.fuse_conv_pool(graph, calls, keep)
+    if fuse_pools:
+        calls = conv_pool.fuse_conv_pool(graph, calls, keep)
     if fusion.ENABLED:
         calls = fusion.fuse_calls(graph, calls, prefix, keep)
         calls, aliases = fusion.slice_aliases(graph, calls, keep)

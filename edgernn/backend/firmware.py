@@ -36,7 +36,7 @@ from edgernn.backend.layout import align
 from edgernn.backend.lowering import ConstArray, ConstStruct
 from edgernn.backend.cells import plan_cells
 from edgernn.backend.parallel import TEAM_KERNELS, share_calls, share_rule
-from edgernn.backend.placement import Placement, place
+from edgernn.backend.placement import MemoryBudgetError, Placement, place
 from edgernn.backend.reader import read_tflite
 from edgernn.backend.values import ARENA, Place, TensorArg
 from edgernn.backend import fusion, streaming
@@ -131,12 +131,12 @@ def _drop_table_copies(graphs) -> bool:
     return dropped
 
 
-def _lower_named(file_name: str, graph, *args):
+def _lower_named(file_name: str, graph, *args, fuse_pools: bool = True):
     """lower_graph, with a refusal naming the file the op is in (step or head)."""
     from edgernn.backend.lowering import Unsupported
 
     try:
-        return lower_graph(graph, *args)
+        return lower_graph(graph, *args, fuse_pools=fuse_pools)
     except Unsupported as exc:
         raise Unsupported(f"{file_name}: {exc}") from None
 
@@ -190,17 +190,19 @@ class FirmwarePlan:
 
 
 def lower_models(step_model: str | Path | bytes, *, states: list | dict | None = None,
-                 head_model: str | Path | None = None) -> LoweredModels:
+                 head_model: str | Path | None = None, fuse_pools: bool = True) -> LoweredModels:
     """The step model (a step.tflite, or its bytes) and the head model (head.tflite), read and lowered to
     kernel calls. ``states``: the manifest's states entries (else the step model's inputs other than x, and
-    its variable tensors)."""
+    its variable tensors). ``fuse_pools``: fuse each large int8 CONV_2D with the MAX_POOL_2D after it
+    (edgernn/backend/conv_pool.py)."""
     name = "step.tflite" if isinstance(step_model, bytes) else Path(step_model).name
     graph = read_tflite(step_model)
     slots = state_layout(graph, state_keys(graph, states, "x"))
-    step = _lower_named(name, graph, "edgernn_step", "x", "y", slots)
+    step = _lower_named(name, graph, "edgernn_step", "x", "y", slots, fuse_pools=fuse_pools)
     head = None
     if head_model is not None:
-        head = _lower_named(Path(head_model).name, read_tflite(head_model), "edgernn_head", "h", "y", [])
+        head = _lower_named(Path(head_model).name, read_tflite(head_model), "edgernn_head", "h", "y", [],
+                            fuse_pools=fuse_pools)
     return LoweredModels(graph=graph, step=step, states=slots, head=head)
 
 
@@ -225,7 +227,24 @@ INPUT_STAGE_MAX_BYTES = 512
 def plan_firmware(out_dir: Path, board) -> FirmwarePlan:
     """The plan of OUT/firmware/ for ``board`` (a loaded board, edgernn.targets.board; None: the model alone)
     from OUT/step.tflite (+ head.tflite, manifest.json). Reads the folder and writes nothing; raises
-    MemoryBudgetError when the model does not fit the board."""
+    MemoryBudgetError when the model does not fit the board.
+
+    A large int8 CONV_2D followed by a MAX_POOL_2D is fused with it (its output never whole) as the board's
+    ``placement.conv_pool`` says: "always", or "to_fit" (the default), only when the plan without it does not fit:
+    the fused pair computes the rows two bands share twice, and on GAP8 runs slower than the pair apart (PULP-Dronet
+    at a quarter of its widths: 4.25 M cycles a frame fused, 2.87 M apart)."""
+    if board is not None and board.placement.conv_pool not in ("to_fit", "always"):
+        raise EdgeRNNError(f"board file {board.path}: placement.conv_pool is \"to_fit\" or \"always\", not "
+                           f"{board.placement.conv_pool!r}")
+    if board is None or board.placement.conv_pool == "always":
+        return _plan_firmware(out_dir, board, fuse_pools=True)
+    try:
+        return _plan_firmware(out_dir, board, fuse_pools=False)
+    except MemoryBudgetError:
+        return _plan_firmware(out_dir, board, fuse_pools=True)
+
+
+def _plan_firmware(out_dir: Path, board, fuse_pools: bool) -> FirmwarePlan:
     out_dir = Path(out_dir)
     step_path = out_dir / "step.tflite"
     if not step_path.is_file():
@@ -233,7 +252,7 @@ def plan_firmware(out_dir: Path, board) -> FirmwarePlan:
     manifest = read_manifest(out_dir) if (out_dir / MANIFEST).is_file() else None
     head_path = out_dir / "head.tflite"
     models = lower_models(step_path, states=manifest.states if manifest else None,
-                          head_model=head_path if head_path.is_file() else None)
+                          head_model=head_path if head_path.is_file() else None, fuse_pools=fuse_pools)
     graph, step, head, states = models.graph, models.step, models.head, models.states
 
     x_t, y_t = graph.tensors[step.input_tensor], graph.tensors[step.output_tensor]

@@ -91,6 +91,9 @@ class Placement:
     weights_stream_memory: Optional[str] = _key(None, "where weight arrays that do not fit their home are read "
                                                       "from in chunks (the AI-deck's HyperRAM); none: refused")
     stream_tiles_memory: Optional[str] = _key(None, "the memory of the streamed chunks' double buffers")
+    conv_pool: str = _key("to_fit", "when an int8 CONV_2D is fused with the MAX_POOL_2D after it (its output never "
+                                    "whole, edgernn/backend/conv_pool.py): \"to_fit\", only when the model does not "
+                                    "fit otherwise; \"always\", whenever its output is large enough")
     stream_source: Optional[str] = _key(None, "the streamed kernels' C source under templates/")
     link_memory: Optional[str] = _key(None, "the memory that holds the server's link buffers: what a step's frames "
                                             "need beyond the board's (EDGERNN_LINK_MAX_FRAME) is charged there "
