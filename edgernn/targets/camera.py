@@ -141,6 +141,8 @@ def mean_reciprocal(factor: int) -> tuple[int, int]:
 def check_frames(frames: np.ndarray, what: str = "the data") -> np.ndarray:
     """Camera frames as the app's validation takes them: (sequences, frames, 244, 324) uint8."""
     frames = np.asarray(frames)
+    if frames.ndim == 5 and frames.shape[-1] == 1:
+        frames = frames[..., 0]             # (sequences, frames, 244, 324, 1): the same frames with a channel
     if frames.dtype != np.uint8 or frames.ndim != 4 or tuple(frames.shape[2:]) != SENSOR:
         raise EdgeRNNError(f"{what} must be camera frames, (sequences, frames, {SENSOR_HEIGHT}, {SENSOR_WIDTH}) uint8 "
                            f"as the Himax gives them; got {frames.shape} {frames.dtype}")

@@ -106,6 +106,11 @@ def test_frames_of_another_shape_or_type_are_refused(frames, message):
         camera.check_frames(frames)
 
 
+def test_frames_with_a_channel_of_one_are_the_same_frames():
+    frames = np.random.default_rng(2).integers(0, 256, size=(1, 2, 244, 324), dtype=np.uint8)
+    assert np.array_equal(camera.check_frames(frames[..., None]), frames)
+
+
 def test_a_manifest_record_that_leaves_the_frame_is_refused():
     pre = camera.plan_preprocess((30, 40, 1))
     assert camera.Preprocess.from_dict(pre.as_dict()) == pre
