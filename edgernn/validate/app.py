@@ -28,7 +28,6 @@ from edgernn.outdir import Manifest
 from edgernn.targets import camera
 from edgernn.validate import compare
 
-APP_FUNCTION = 5                    # CPX's APP function (crazyflie-firmware cpx.h)
 FIRST_FRAME_TIMEOUT_S = 120.0       # boot, the model's init, the first capture: GVSOC runs it slower than the chip
 
 
@@ -64,7 +63,7 @@ def _messages(device, count: int, n_outputs: int, dtype: str, timeout: float) ->
                 raise LinkError(f"the simulated deck stopped (exit status {device.process.returncode}) after "
                                 f"{len(got)} of {count} frames' outputs (log: {device.simulator.log_path})")
             for packet in port.packets(0.2):
-                if packet.function != APP_FUNCTION or packet.source != appmsg.cpx.GAP8:
+                if packet.function != appmsg.cpx.APP or packet.source != appmsg.cpx.GAP8:
                     continue
                 try:
                     message = reassembler.feed(packet.last, packet.data)

@@ -16,12 +16,11 @@ from pathlib import Path
 import numpy as np
 
 from edgernn.errors import EdgeRNNError
+from edgernn.link import appmsg
 from edgernn.targets import camera
 
 FRAME_BYTES = camera.SENSOR_HEIGHT * camera.SENSOR_WIDTH
 SERVER_FILES = ("server.c", "server.h", "protocol.c")     # the validation server's, which the app does not have
-OUT_DTYPE_CODES = {"int8": 0, "int16": 1, "float32": 2}
-MESSAGE_HEADER = 24                                         # docs/protocol.md, "The camera application's outputs"
 RECEIVER_DIR = "crazyflie_app"                              # OUT/crazyflie_app/: the Crazyflie's side
 
 
@@ -55,6 +54,12 @@ def frame_buffers(placement: dict | None, input_bytes: int, buffer_bytes: int = 
                        f"the model's {input_bytes}-byte input in L2; the model leaves {max(room, 0)} B of L2's budget")
 
 
+def _message_format() -> dict:
+    """The message's constants and field offsets for app_config.h, from its one definition (edgernn.link.appmsg)."""
+    return {"magic": appmsg.MAGIC, "version": appmsg.VERSION, "flag_overlap": appmsg.FLAG_OVERLAP,
+            "header_bytes": appmsg.HEADER_BYTES, "part_bytes": appmsg.PART_BYTES, "offsets": appmsg.OFFSETS}
+
+
 def _c_values(table: np.ndarray) -> list[str]:
     if table.dtype == np.float32:
         return [np.format_float_scientific(v, unique=True) + "f" for v in table]
@@ -75,9 +80,11 @@ def write_camera_app(out_dir: Path, manifest, options: camera.AppOptions, board,
     table = camera.input_table(pre, x_entry)
     mul, shift = camera.mean_reciprocal(pre.factor)
     y_entry = app_outputs(manifest)
-    if y_entry["dtype"] not in OUT_DTYPE_CODES:
+    try:
+        out_dtype = appmsg.Dtype.named(y_entry["dtype"])
+    except ValueError:
         raise EdgeRNNError(f"the camera application sends int8, int16 or float32 outputs; this model's are "
-                           f"{y_entry['dtype']}")
+                           f"{y_entry['dtype']}") from None
     input_bytes = pre.height * pre.width * table.itemsize
     buffer_bytes = pre.height * pre.factor * camera.SENSOR_WIDTH
     buffers = frame_buffers(placement, input_bytes, buffer_bytes)
@@ -89,7 +96,7 @@ def write_camera_app(out_dir: Path, manifest, options: camera.AppOptions, board,
                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
     text = env.get_template("app_config.h.j2").render(
         version=__version__, sha256=manifest.model_sha256, pre=pre, origin=pre.origin, mean_mul=mul,
-        mean_shift=shift, frame_buffers=buffers, out_dtype_code=OUT_DTYPE_CODES[y_entry["dtype"]], wifi=wifi,
+        mean_shift=shift, frame_buffers=buffers, out_dtype_code=int(out_dtype), msg=_message_format(), wifi=wifi,
         wait_host=wait_host, input_dtype=x_entry["dtype"], table=_c_values(table))
     (fw / "app_config.h").write_text(text)
     (fw / "main.c").write_text((app_dir / "main.c").read_text())
@@ -106,7 +113,7 @@ def write_camera_app(out_dir: Path, manifest, options: camera.AppOptions, board,
         "waits_for_host": wait_host,
         "outputs": {"source": "head" if manifest.head else "step", "dtype": y_entry["dtype"], "count": n_out,
                     "scale": y_entry.get("scale"), "zero_point": y_entry.get("zero_point")},
-        "message": {"version": 1, "header_bytes": MESSAGE_HEADER},
+        "message": {"version": appmsg.VERSION, "header_bytes": appmsg.HEADER_BYTES},
         "crazyflie_app": RECEIVER_DIR,
     }
 

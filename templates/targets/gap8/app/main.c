@@ -46,14 +46,12 @@
 #define HIMAX_MODE_N_FRAMES 0x03u
 #define HIMAX_I2C_ADDRESS 0x48u        /* 0x24, shifted: PMSIS takes the address with its R/W bit */
 
-/* the message (docs/protocol.md): header, then the outputs */
-#define MESSAGE_MAGIC 0xEDu
-#define MESSAGE_VERSION 1u
-#define MESSAGE_HEADER 24
-#define MESSAGE_FLAG_OVERLAP 0x01u
-/* a packet to the STM32 carries at most 100 bytes (Bitcraze's CPX_MAX_PAYLOAD_SIZE): 2 of header, 1 part
- * index, 97 of message; the WiFi host gets the very same packets */
-#define PART_DATA 97
+/* the message (docs/protocol.md): header, then the outputs; its constants (EDGERNN_APP_MSG_*) are app_config.h's,
+ * rendered from edgernn/link/appmsg.py, the format's one definition. A packet to the STM32 carries at most 100 bytes
+ * (Bitcraze's CPX_MAX_PAYLOAD_SIZE): 2 of header, 1 part index, EDGERNN_APP_MSG_PART_BYTES of message; the WiFi
+ * host gets the very same packets */
+#define MESSAGE_HEADER EDGERNN_APP_MSG_HEADER_BYTES
+#define PART_DATA EDGERNN_APP_MSG_PART_BYTES
 
 #if EDGERNN_HAS_HEAD
 typedef edgernn_head_out_t app_out_t;
@@ -194,16 +192,16 @@ static void send_outputs(uint32_t frame, uint32_t wait, uint32_t pre, uint32_t m
 #endif
     const int total = (int)sizeof message;
 
-    message[0] = MESSAGE_MAGIC;
-    message[1] = MESSAGE_VERSION;
-    message[2] = EDGERNN_APP_OUT_DTYPE;
-    message[3] = overlapped ? MESSAGE_FLAG_OVERLAP : 0u;
-    put_u16(message + 4, APP_OUTPUTS);
-    put_u16(message + 6, 0);
-    put_u32(message + 8, frame);
-    put_u32(message + 12, wait);
-    put_u32(message + 16, pre);
-    put_u32(message + 20, model);
+    message[EDGERNN_APP_MSG_AT_MAGIC] = EDGERNN_APP_MSG_MAGIC;
+    message[EDGERNN_APP_MSG_AT_VERSION] = EDGERNN_APP_MSG_VERSION;
+    message[EDGERNN_APP_MSG_AT_DTYPE] = EDGERNN_APP_OUT_DTYPE;
+    message[EDGERNN_APP_MSG_AT_FLAGS] = overlapped ? EDGERNN_APP_MSG_FLAG_OVERLAP : 0u;
+    put_u16(message + EDGERNN_APP_MSG_AT_N_OUTPUTS, APP_OUTPUTS);
+    put_u16(message + EDGERNN_APP_MSG_AT_RESERVED, 0);
+    put_u32(message + EDGERNN_APP_MSG_AT_FRAME, frame);
+    put_u32(message + EDGERNN_APP_MSG_AT_CAPTURE_CYCLES, wait);
+    put_u32(message + EDGERNN_APP_MSG_AT_PREPROCESS_CYCLES, pre);
+    put_u32(message + EDGERNN_APP_MSG_AT_MODEL_CYCLES, model);
     for (int i = 0; i < (int)(APP_OUTPUTS * sizeof(app_out_t)); ++i) {
         message[MESSAGE_HEADER + i] = outputs[i];
     }
