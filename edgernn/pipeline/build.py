@@ -65,7 +65,7 @@ def build_model(model: Any, out: str | Path, *, board: str, quant: str = "int8",
         facts = adapter.generate(inner, verbose=verbose)
         if app is not None:
             manifest.app = adapter.write_app(inner, manifest, app, facts)
-            log(f"the {app.kind} application: {_app_line(manifest.app)}")
+            log(f"the {app.kind} application written (its summary ends the build)")
         built = adapter.build(inner, scratch=staging, final_out=out, log=log, verbose=verbose)
         manifest.record_build(
             BuildFacts(liveness_bound_bytes=facts.liveness_bound_bytes, state_bytes=facts.state_bytes,
@@ -84,9 +84,3 @@ def build_model(model: Any, out: str | Path, *, board: str, quant: str = "int8",
 
 
 
-
-def _app_line(record: dict) -> str:
-    pre = record["preprocess"]
-    return (f"frames reduced by {pre['factor']}, a {pre['width']} x {pre['height']} window at ({pre['crop_x']}, "
-            f"{pre['crop_y']}), value = pixel * {pre['scale']:.6g} + {pre['offset']:.6g}; {record['frame_buffers']} "
-            f"frame buffer(s); outputs to {' and '.join(record['destinations'])}")

@@ -411,10 +411,6 @@ def with_app(board: Board, app: str | None) -> Board:
     return board_from_data(board.path, data)
 
 
-def is_app_build(board: Board) -> bool:
-    return APP_DEFINE in board.toolchain.defines
-
-
 def known_boards() -> list[str]:
     return sorted(p.stem for p in boards_dir().glob("*.toml"))
 

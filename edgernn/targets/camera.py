@@ -29,9 +29,6 @@ SENSOR = (SENSOR_HEIGHT, SENSOR_WIDTH)
 TABLE_DTYPES = {"int8": np.int8, "int16": np.int16, "float32": np.float32}
 
 
-APP_KINDS = ("camera",)
-
-
 @dataclass(frozen=True)
 class AppOptions:
     """What ``edgernn build --app`` was given: the application, its preprocessing options (None: the default, see

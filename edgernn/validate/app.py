@@ -26,6 +26,7 @@ import numpy as np
 from edgernn.errors import EdgeRNNError, LinkError
 from edgernn.outdir import Manifest
 from edgernn.targets import camera
+from edgernn.tflite.oracle import dequantize
 from edgernn.validate import compare
 
 FIRST_FRAME_TIMEOUT_S = 120.0       # boot, the model's init, the first capture: GVSOC runs it slower than the chip
@@ -77,7 +78,7 @@ def _messages(device, count: int, n_outputs: int, dtype: str, timeout: float) ->
     return got[:count]
 
 
-def _run_sequence(adapter, out: Path, frames: np.ndarray, y_entry: dict, timeout: float, log) -> list:
+def _run_sequence(adapter, out: Path, frames: np.ndarray, y_entry: dict, timeout: float) -> list:
     """One sequence's frames through the application on the emulated deck: its messages, one a frame."""
     with tempfile.TemporaryDirectory(prefix="edgernn-frames-") as folder:
         for i, frame in enumerate(frames):
@@ -90,37 +91,40 @@ def _run_sequence(adapter, out: Path, frames: np.ndarray, y_entry: dict, timeout
             device.stop()
 
 
-def _reference(out: Path, manifest: Manifest, xq: np.ndarray) -> np.ndarray:
-    """The interpreter's outputs for one sequence of the device's input bytes (frames, H, W, 1): the step's, or
-    after each step the head's, raw."""
-    from edgernn.validate.run import InterpreterReference
+def _references(out: Path, manifest: Manifest):
+    """The interpreter on the step model (edgernn.validate.run.InterpreterReference), and the float model beside
+    it (FloatTwin), or None and why there is none: loaded once, reset at each sequence."""
+    from edgernn.validate.run import FloatTwin, InterpreterReference
 
     reference = InterpreterReference(out, manifest)
+    try:
+        return reference, FloatTwin(out, manifest), None
+    except FileNotFoundError:
+        return reference, None, "this build folder has no float step model"
+
+
+def _reference(reference, xq: np.ndarray) -> np.ndarray:
+    """The interpreter's outputs for one sequence of the device's input bytes (frames, H, W, 1), from a reset state:
+    the step's, or after each step the head's, raw."""
     reference.start()
     ys = reference.advance(xq.reshape(len(xq), -1)).y
     head = reference.stepper.head
     return np.asarray(head.run(ys)) if head is not None else ys
 
 
-def _float_outputs(out: Path, manifest: Manifest, x: np.ndarray) -> tuple[np.ndarray | None, str]:
-    """The float model's outputs for one sequence of float inputs, or None and why not."""
-    from edgernn.validate.run import FloatTwin
-
-    try:
-        twin = FloatTwin(out, manifest)
-    except FileNotFoundError:
-        return None, "this build folder has no float step model"
+def _float_outputs(twin, x: np.ndarray) -> np.ndarray:
+    """The float model's outputs for one sequence of float inputs, from a reset state (the head's after each step)."""
     twin.start(0)
     ys = twin.advance(x.reshape(len(x), -1))
     head = twin.stepper.head
-    return (np.asarray(head.run(ys), np.float32) if head is not None else ys), twin.against
+    return np.asarray(head.run(ys), np.float32) if head is not None else ys
 
 
 def validate_app(out: Path, manifest: Manifest, board, *, port=None, data=None, steps=None, json_path=None,
                  html_path=None, timeout: float | None = None, view=None) -> dict:
     """Validate OUT's camera application on its emulated board; returns the report (``report["pass"]``)."""
     from edgernn.targets.device import adapter_for
-    from edgernn.validate.run import _ReportFiles, _manifest_board  # noqa: F401  (the one place reports are checked)
+    from edgernn.validate.run import _ReportFiles
 
     if port is not None:
         raise EdgeRNNError(f"{out} holds a camera application: it is validated from image files on gvsoc_gap8 "
@@ -139,7 +143,8 @@ def validate_app(out: Path, manifest: Manifest, board, *, port=None, data=None, 
     timeout = float(timeout or board.serial.timeout_s)
     reference = compare.ReferenceStats(y_entry, [(0, frames.shape[1])])
     floats = compare.ErrorSums()
-    float_note, against = None, None
+    interpreter, twin, float_note = _references(out, manifest)
+    against = twin.against if twin is not None else None
     per_frame = []
     started = time.monotonic()
     progress = view.progress(frames.shape[0] * frames.shape[1]) if view is not None else None
@@ -147,17 +152,12 @@ def validate_app(out: Path, manifest: Manifest, board, *, port=None, data=None, 
     try:
         for seq in range(frames.shape[0]):
             xq = camera.model_inputs(frames[seq], pre, x_entry)
-            want = _reference(out, manifest, xq)
-            messages = _run_sequence(adapter, out, frames[seq], y_entry, timeout, None)
+            want = _reference(interpreter, xq)
+            messages = _run_sequence(adapter, out, frames[seq], y_entry, timeout)
             got = np.stack([m.outputs for m in messages]).astype(want.dtype).reshape(want.shape)
             reference.update(seq, 0, got, want, None, None)
-            flt, why = _float_outputs(out, manifest, camera.float_inputs(frames[seq], pre))
-            if flt is None:
-                float_note = why
-            else:
-                against = why
-                from edgernn.tflite.oracle import dequantize
-
+            if twin is not None:
+                flt = _float_outputs(twin, camera.float_inputs(frames[seq], pre))
                 floats.update(dequantize(got, y_entry), flt.reshape(got.shape))
             for t, m in enumerate(messages):
                 if m.frame != t:
