@@ -271,6 +271,15 @@ class GvsocProcess:
         self.stop()
 
 
+class PortTaken(EdgeRNNError):
+    """GVSOC could not listen on the port it was given: another process has it."""
+
+
+# a port edgernn chose itself (free_port) can be taken by another process before GVSOC listens on it (parallel
+# runs); then a new one is chosen, this many times in all
+PORT_ATTEMPTS = 3
+
+
 def start_gvsoc(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: int | None = None, *,
                 install: str | os.PathLike, log: Log = None,
                 timeout: float = 20.0, baud: int | None = None, readfs_files: list | tuple = (),
@@ -279,10 +288,24 @@ def start_gvsoc(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: 
     """Run elf in GVSOC in the background and return once the link's TCP port (the UART's, or with
     ``link="wifi"`` the ESP32's) listens. The simulator runs in its own process group (``stop()`` ends it);
     its stdout and stderr go to ``work_dir/gvsoc.log``. With ``trace``, GVSOC's debug build runs, writing
-    that trace."""
+    that trace. Without ``uart_port``, a free port is chosen, and chosen again when another process takes it
+    first (PORT_ATTEMPTS in all)."""
+    attempts = 1 if uart_port is not None else PORT_ATTEMPTS
+    for attempt in range(attempts):
+        port = uart_port if uart_port is not None else free_port()
+        try:
+            return _start_on(port, elf, work_dir, install, log, timeout, baud, readfs_files, trace, link,
+                             esp32_module, camera_stream)
+        except PortTaken:
+            if attempt + 1 == attempts:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _start_on(port: int, elf, work_dir, install, log, timeout, baud, readfs_files, trace, link, esp32_module,
+              camera_stream) -> GvsocProcess:
     install = Path(install)
     work_dir = Path(work_dir).resolve()
-    port = uart_port if uart_port is not None else free_port()
     command = gvsoc_run_command(elf, work_dir, port, install, log, baud, readfs_files, trace, link, esp32_module,
                                 camera_stream)
     log_path = work_dir / "gvsoc.log"
@@ -301,7 +324,7 @@ def start_gvsoc(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: 
             output = sim.output()
             # GVSOC goes on without a UART (or an ESP32's server) then
             if "open telnet port failed" in output or "edgernn-esp32: cannot listen" in output:
-                raise EdgeRNNError(f"GVSOC could not listen on 127.0.0.1:{port} (taken?); log: {log_path}")
+                raise PortTaken(f"GVSOC could not listen on 127.0.0.1:{port} (taken?); log: {log_path}")
             if time.monotonic() > deadline:
                 raise EdgeRNNError(f"GVSOC: {what} did not listen on 127.0.0.1:{port} within {timeout:.0f} s "
                                    f"(port taken? log: {log_path})")
@@ -310,5 +333,3 @@ def start_gvsoc(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_port: 
         sim.stop()
         raise
     return sim
-
-

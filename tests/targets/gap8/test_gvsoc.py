@@ -564,6 +564,20 @@ def test_a_taken_uart_port_is_a_clear_error(gvsoc_build, echo_elf, tmp_path):
             gvsoc.start_gvsoc(echo_elf, tmp_path / "run", uart_port=port, install=install)
 
 
+def test_a_chosen_port_taken_before_gvsoc_listens_is_chosen_again(gvsoc_build, echo_elf, tmp_path, monkeypatch):
+    """A port edgernn chose (free_port) that another process takes first: start_gvsoc chooses a new one, as parallel
+    runs need; a port the caller named is not replaced (above)."""
+    install, _, _ = gvsoc_build
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        chosen = [taken.getsockname()[1]]
+        real = gvsoc.free_port
+        monkeypatch.setattr(gvsoc, "free_port", lambda: chosen.pop(0) if chosen else real())
+        with gvsoc.start_gvsoc(echo_elf, tmp_path / "run", install=install) as sim:
+            assert sim.port != taken.getsockname()[1] and sim.running()
+
+
 UART_TB = "gap8/gvsoc/dpi-models/models/uart/uart/uart.cpp"
 
 
