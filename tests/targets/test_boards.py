@@ -30,6 +30,14 @@ def test_gvsoc_gap8_is_the_ai_deck_emulated():
     assert sim["emulator"]["kind"] == "gvsoc" and sim["toolchain"]["optional"] is False
 
 
+@pytest.mark.parametrize("name, unit", [("host", "cycles"), ("ai_deck", "cycles"), ("gvsoc_gap8", "cycles"),
+                                        ("qemu_riscv32", "instructions (QEMU)"),
+                                        ("qemu_stm32f405", "instructions (QEMU)"), ("crazyflie", "cycles")])
+def test_a_board_that_counts_instructions_says_so(name, unit):
+    # QEMU's counters (-icount shift=0: minstret, TIM2) count instructions, never cycles
+    assert load_board(name).cpu.count_unit == unit
+
+
 def write(path, text):
     path.write_text(text)
     return path

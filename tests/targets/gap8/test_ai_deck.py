@@ -20,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from edgernn.testing import zoo
@@ -369,8 +370,13 @@ def test_model_too_big_for_l2_is_refused(tmp_path):
                              L.LSTM(8), L.Dense(2)], name="wide")
     model = tmp_path / "wide.keras"
     wide.save(model)
+    # a few calibration frames of its own: the synthetic calibration's sequences through 160x160 frames take over a
+    # minute before the memory plan is reached
+    calib = tmp_path / "calib.npy"
+    np.save(calib, np.random.default_rng(0).uniform(-1, 1, (1, 3, 160, 160, 1)).astype(np.float32))
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "edgernn", "build", str(model), "--board", "ai_deck", "-o", str(out)],
+    proc = subprocess.run([sys.executable, "-m", "edgernn", "build", str(model), "--board", "ai_deck", "--calib",
+                           str(calib), "-o", str(out)],
                           capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(TESTS.parent)))
     assert proc.returncode == 2, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
