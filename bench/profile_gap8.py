@@ -32,7 +32,7 @@ from edgernn.targets import device as devices
 from edgernn.targets.gap8.sdk import build_gvsoc
 from edgernn.targets.gap8.gvsoc_trace import GvsocTracedRun
 from edgernn.targets.profile import binutil, disassembly
-from edgernn.testing.bench import build_gap8
+from edgernn.testing.bench import build_gap8, gap8_inputs
 from edgernn.tflite import model as tfl
 from edgernn.tflite.oracle import quantize
 from edgernn.validate.run import outside_rows
@@ -126,7 +126,8 @@ def step_facts(out: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="lstm64", help="bench_gap8.py's model names")
+    parser.add_argument("--model", default="lstm64", help="edgernn.testing.bench.GAP8_MODELS' names")
+    parser.add_argument("--quant", default="int8", choices=["int8", "int16"], help="the --model's precision")
     parser.add_argument("--cores", type=int, default=1)
     parser.add_argument("--simd", type=int, default=1)
     parser.add_argument("--var", action="append", default=[], help="another make variable, NAME=VALUE")
@@ -142,18 +143,19 @@ def main() -> None:
 
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="profile_gap8_"))
     work.mkdir(parents=True, exist_ok=True)
-    out = Path(args.out) if args.out else work / args.model
-    name = out.name if args.out else args.model
+    out = Path(args.out) if args.out else work / (args.model if args.quant == "int8" else f"{args.model}_{args.quant}")
+    name = out.name
     if args.out:
         manifest = step_facts(out)
     else:
         if not (out / "manifest.json").is_file():
-            out = build_gap8(args.model, work)
+            out = build_gap8(args.model, work, args.quant)
         manifest = json.loads((out / "manifest.json").read_text())
     x_entry = manifest["inputs"][0]
     width = int(np.prod(x_entry["shape"][1:]))  # a vector's features or a frame's H*W*C
     steps = max(args.steps, args.step + 2)
-    xs = quantize(np.random.default_rng(0).normal(0, 0.5, (steps, width)).astype(np.float32), x_entry)
+    xs = (gap8_inputs(args.model, steps, x_entry) if not args.out else
+          quantize(np.random.default_rng(0).normal(0, 0.5, (steps, width)).astype(np.float32), x_entry))
     make_vars = {"EDGERNN_CLUSTER_CORES": args.cores, "EDGERNN_XPULP": args.simd}
     make_vars.update(dict(v.split("=", 1) for v in args.var))
     tag = "_".join(f"{k}{v}" for k, v in sorted(make_vars.items()))

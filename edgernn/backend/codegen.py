@@ -135,13 +135,17 @@ class RenderedGraph:
                 continue
             loop = fusion_loop.build_loop(c, self.place, {s.name: s for m in c.members for s in m.structs},
                                           self.input_tensor, lambda t: self.aliases.get(t, (t, 0))[0], self.fast,
-                                          self.same)
+                                          self.same, self.const_values)
             cell = getattr(c, "cell", None)
             if cell is not None:
                 # a member of a split by units: the range [begin, end) is units, and the loop walks each gate's
                 loop.gates, loop.units = cell.gates(c), cell.units
             loops.append(loop)
         return loops
+
+    def const_values(self, tensor: int):
+        """A constant tensor's values (the loops' dead elements, fusion_loop.Dead), None for the others."""
+        return self.graph.tensors[tensor].data if self.places[tensor].memory == CONST else None
 
     def place(self, tensor: int) -> Place:
         """Where a tensor is read: its place, or the copy in fast memory of a constant that has one."""

@@ -39,6 +39,7 @@ FC = {
     "edgernn_fully_connected_group_s8": (100, 45, 0.5),
     "edgernn_fully_connected_s16": (600, 100, 5),
     "edgernn_fully_connected_group_s16": (600, 100, 5),
+    "edgernn_fully_connected_group_s16_words": (600, 100, 5),
 }
 # the instruction cache: the cluster's holds one FULLY_CONNECTED kernel's code, not both the int8 one
 # (unrolled, with the SIMD dot products) and the 16x8 one; each move from one to the other along the

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from edgernn.backend import fusion
 from edgernn.backend.kernels import call_args
 from edgernn.backend.lowering import ConstArray
@@ -153,6 +155,22 @@ class Counter:
 
 
 @dataclass
+class Dead:
+    """The elements whose stored values do not depend on the loop's inputs: those where a constant operand of a
+    MUL is zero (its offset included), so that the product is 0 and the output its zero point, and each MUL
+    fed such an output, if that is zero for it, too (an NCP wiring's synapse mask). ``test`` (one constant
+    operand's zeros) is true on all or most of them; there the loop stores ``stores`` (pointer, element type,
+    value) and computes nothing, and the elements it leaves are computed, to the same values."""
+    test: object
+    stores: list[tuple[str, str, int]]
+
+
+# A loop branches to its dead elements' stores when they are at least this share of its elements: elsewhere the
+# test would cost the live elements a load and a branch for little
+DEAD_SHARE = 0.25
+
+
+@dataclass
 class Loop:
     fn: str
     ops: str                                  # "3 (ADD), 4 (MUL)"
@@ -168,6 +186,7 @@ class Loop:
     # g * units + [begin, end) for each g < gates
     gates: int = 1
     units: int = 0
+    dead: Dead | None = None
 
     @property
     def pointers(self) -> list[Pointer]:
@@ -220,14 +239,16 @@ def _ints(values) -> tuple[int, ...]:
 
 
 def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int = -1, root=lambda t: t,
-               fast: dict[str, Place] | None = None, same: dict[str, str] | None = None) -> Loop:
+               fast: dict[str, Place] | None = None, same: dict[str, str] | None = None,
+               const_values=lambda t: None) -> Loop:
     """The loop of a fused call as an edgernn_range_fn over its output elements [begin, end).
     ``place(t)``: where tensor t lives; ``structs``: name -> ConstStruct of the members' parameters; the
     graph's input (``input_tensor``, int8; ``root(t)``: the tensor a slice t lies in) comes as the range
     function's args; ``fast``: constant name -> its copy in the team's fast memory, which the loop then
     reads instead of the constant itself. A broadcasting group walks its 4-D shape with one counter per
     dimension longer than 1 (the loop's index itself when there is one such dimension). ``same``: a table held
-    once (codegen.held_once) -> the one the loop reads instead."""
+    once (codegen.held_once) -> the one the loop reads instead. ``const_values(t)``: a constant tensor's values
+    (None for the others), which find the loop's dead elements (Dead)."""
     fast = fast or {}
     dims = call.dims
     walked = [d for d in range(4) if dims is not None and dims[d] > 1]
@@ -252,6 +273,7 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
 
     tabs = fusion.tables(call, structs)
     composed = fusion.composed_tables(call, structs)
+    zero = _Zeros(call.n, const_values)
     for m in call.members:
         a = call_args(m)
         k = Name(f"k{m.op_index}")
@@ -272,6 +294,7 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
             v = (Call("edgernn_mul_out_narrow", (AddressOf(k), Call("edgernn_mul_prod", (AddressOf(k), x1, x2)),
                                                  *map(Int, nw))) if nw else
                  Call("edgernn_mul_elem", (AddressOf(k), x1, x2)))
+            zero.mul(m.op_index, q.fields, (a["in1"].index, x1), (a["in2"].index, x2))
         elif m.fn in ("edgernn_mul_n_s16", "edgernn_mul_s16"):
             q = structs[a["p"].name]
             constants.append(_mul_k(k, q, m.op_index))
@@ -279,6 +302,7 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
             w = fusion.mul_words(q.fields)
             v = (Call("edgernn_mul_words_elem", (AddressOf(k), x1, x2, *map(Int, w))) if w else
                  Call("edgernn_mul_elem", (AddressOf(k), x1, x2)))
+            zero.mul(m.op_index, q.fields, (a["in1"].index, x1), (a["in2"].index, x2))
         elif m.fn in ("edgernn_addsub_n_s16", "edgernn_addsub_s16"):
             q = structs[a["p"].name]
             constants.append(_addsub_k(k, q, a["subtract"], m.op_index))
@@ -390,6 +414,7 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
         steps.append(Step(m.op_index, m.op, v, store, ctype))
         value[out_t] = Value(m.op_index)
     steps = _drop_unread(steps)
+    dead = zero.dead(steps)
     for s in steps if same else []:
         s.value = _replace(s.value, lambda n: Name(same[n.name]) if isinstance(n, Name) and n.name in same else None)
     constants = [c for c in constants if any(s.op == c.op for s in steps)]
@@ -397,7 +422,7 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
     pointers = [Pointer(name, _ctype(place(t)), place(t)) for (t, _), name in loads.items() if name in read]
     reads_input = any(root(t) == input_tensor for (t, _), name in loads.items() if name in read)
     loop = Loop(call.fn, ", ".join(f"{m.op_index} ({m.op})" for m in call.members),
-                place(input_tensor) if reads_input else None, pointers, stores, [], constants, [], steps)
+                place(input_tensor) if reads_input else None, pointers, stores, [], constants, [], steps, dead=dead)
     _read_fast_copies(loop, call, structs, fast, same or {})
     if len(walked) > 1:
         inner = 1
@@ -405,6 +430,51 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
             loop.counters.append(Counter(d, inner, dims[d]))
             inner *= dims[d]
     return loop
+
+
+class _Zeros:
+    """Where the loop's MUL members are zero products (Dead): per member, the elements where its value is known
+    without its inputs, and that value. A MUL's product is 0 where an operand plus its offset is 0, whatever the
+    other, and every rescale of MUL maps 0 to 0, so its value there is its output zero point, clamped."""
+
+    def __init__(self, n: int, const_values):
+        self.n, self.const_values = n, const_values
+        self.known: dict[int, tuple[np.ndarray, int]] = {}      # op -> (elements, value there)
+        self.witnesses: list[tuple[np.ndarray, Load, int]] = []  # a flat constant operand's zeros, its load, -offset
+
+    def _zeros(self, tensor: int, x, off: int) -> np.ndarray | None:
+        if isinstance(x, Value):
+            if x.op not in self.known:
+                return None
+            at, v = self.known[x.op]
+            return at if v + off == 0 else None
+        data = self.const_values(tensor)
+        if not isinstance(x, Load) or x.terms is not None or data is None or data.size != self.n:
+            return None
+        at = data.reshape(-1).astype(np.int64) + off == 0
+        self.witnesses.append((at, x, -off))
+        return at
+
+    def mul(self, op: int, fields, *operands) -> None:
+        o1, o2, zo, _, _, lo, hi = (int(f) for f in fields[:7])
+        ats = [self._zeros(t, x, off) for (t, x), off in zip(operands, (o1, o2))]
+        ats = [at for at in ats if at is not None]
+        if ats:
+            self.known[op] = (np.logical_or.reduce(ats), max(lo, min(hi, zo)))
+
+    def dead(self, steps: list[Step]) -> Dead | None:
+        stored = [s for s in steps if s.store is not None]
+        if not stored or any(s.op not in self.known for s in stored):
+            return None
+        at = np.logical_and.reduce([self.known[s.op][0] for s in stored])
+        # the test may leave some dead elements to the live path, which computes the same values: the constant
+        # operand whose zeros are most of them
+        loaded = {n for s in steps for n in _walk(s.value) if isinstance(n, Load)}
+        fits = [(int(w.sum()), x, v) for w, x, v in self.witnesses if x in loaded and not (w & ~at).any()]
+        count, x, v = max(fits, key=lambda f: f[0], default=(0, None, 0))
+        if count < DEAD_SHARE * self.n:
+            return None
+        return Dead(Binary("==", x, Int(v)), [(s.store, s.ctype, self.known[s.op][1]) for s in stored])
 
 
 def _addsub_k(k: Name, q, flag, op_index: int) -> Constant:

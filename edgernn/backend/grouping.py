@@ -1,6 +1,6 @@
 """Grouped FULLY_CONNECTED: int8 FULLY_CONNECTED calls that follow each other in the schedule and read the
 same input become one call of ``edgernn_fully_connected_group_s8`` over all their rows; 16x8 ones, one call of
-``edgernn_fully_connected_group_s16``.
+``edgernn_fully_connected_group_s16`` (``_s16_words`` where every row's sum is bounded to int32).
 
 A small recurrent cell (an NCP wiring's CfC) computes several tiny FULLY_CONNECTED ops of the same input
 (four 15 -> 9, four 14 -> 5, four 7 -> 2): each call pays its own set-up and, its rows not being a multiple
@@ -38,6 +38,7 @@ FC = "edgernn_fully_connected_s8"
 GROUP = "edgernn_fully_connected_group_s8"
 FC_S16 = "edgernn_fully_connected_s16"
 GROUP_S16 = "edgernn_fully_connected_group_s16"
+GROUP_S16_WORDS = "edgernn_fully_connected_group_s16_words"
 MAX_MEMBERS = 4     # the kernel's out0..out3
 
 
@@ -127,20 +128,38 @@ def _ends(members: list[Call]) -> list[int]:
     return ends
 
 
+INT16_REACH = 1 << 15     # the largest |x| of an int16 input
+
+
+def words_s16(weights: np.ndarray, bias: list[int], shift: list[int], rounding: str) -> bool:
+    """Whether 16x8 rows (``weights`` one row each) take edgernn_fully_connected_group_s16_words: every row's sum
+    within int32 for any int16 input, |bias| + 2^15 * sum |w| <= INT32_MAX, and with LiteRT's double rounding a
+    right shift of 3 to 31 (its 32-bit requantization's range; ruy's rounding takes any)."""
+    reach = np.abs(weights.astype(np.int64)).sum(axis=1) * INT16_REACH
+    if any(abs(int(b)) + int(r) > INT32_MAX for b, r in zip(bias, reach)):
+        return False
+    return rounding == "EDGERNN_ROUND_TWICE_UP" or all(-31 <= int(sh) <= -3 for sh in shift)
+
+
 def _group_s16(graph: Graph, members: list[Call], prefix: str) -> GroupedCall:
-    """The 16x8 group: the members' arrays one after the other, each row's requantization its own. The 16x8
-    kernel reads its weights as a constant tensor (row-major); the group holds its own copy of the members'
-    (``dropped_consts`` says which tensors no call reads any more)."""
+    """The 16x8 group: the members' arrays one after the other, each row's requantization its own; in 32-bit
+    words (an int32 bias) where every row's sum is bounded to int32 (``words_s16``). The 16x8 kernel reads its
+    weights as a constant tensor (row-major); the group holds its own copy of the members' (``dropped_consts``
+    says which tensors no call reads any more)."""
     first = members[0]
     a = call_args(first)
     ends = _ends(members)
     base = f"{prefix}_op{first.op_index}_group"
     weights = np.concatenate([graph.tensors[call_args(m)["w"].index].data.reshape(int(call_args(m)["n_out"]), -1)
                               for m in members])
+    bias = [v for m in members for v in _array(m, "bias")]
+    shift = [v for m in members for v in _array(m, "shift")]
+    words = words_s16(weights, bias, shift, a["rounding"].name)
+    fn = GROUP_S16_WORDS if words else GROUP_S16
     arrays = [ConstArray(f"{base}_w", "int8_t", weights.reshape(-1).tolist())]
     arrays += [ConstArray(f"{base}_{arg}", ctype, [v for m in members for v in _array(m, arg)])
-               for arg, ctype in (("bias", "int64_t"), ("multiplier", "int32_t"), ("shift", "int32_t"),
-                                  ("scale", "int64_t"))]
+               for arg, ctype in (("bias", "int32_t" if words else "int64_t"), ("multiplier", "int32_t"),
+                                  ("shift", "int32_t"), ("scale", "int64_t"))]
     arrays.append(ConstArray(f"{base}_ends", "int32_t", ends))
     outs = [call_args(m)["out"] for m in members] + [NULL] * (MAX_MEMBERS - len(members))
     args = {"in": a["in"], **{arg: ConstArg(arr.name) for arg, arr in zip(("w", "bias", "multiplier", "shift",
@@ -148,8 +167,7 @@ def _group_s16(graph: Graph, members: list[Call], prefix: str) -> GroupedCall:
             "rounding": a["rounding"], "output_offset": a["output_offset"], "act_min": a["act_min"],
             "act_max": a["act_max"], "row0": 0, "n_in": a["n_in"], "n_out": ends[-1],
             **{f"out{k}": o for k, o in enumerate(outs)}}
-    return GroupedCall(first.op_index, first.op, GROUP_S16, kernel_args(GROUP_S16, args), arrays=arrays,
-                       members=members)
+    return GroupedCall(first.op_index, first.op, fn, kernel_args(fn, args), arrays=arrays, members=members)
 
 
 def group_calls(graph: Graph, calls: list[Call], prefix: str) -> list[Call]:
@@ -181,8 +199,8 @@ def group_calls(graph: Graph, calls: list[Call], prefix: str) -> list[Call]:
 def dropped_consts(calls: list[Call], consts: set[int]) -> set[int]:
     """Of the constant tensors ``consts``, those that only grouped 16x8 members read: their group holds
     them, so the step needs them no more."""
-    taken = {call_args(m)["w"].index for c in calls if isinstance(c, GroupedCall) and c.fn == GROUP_S16
-             for m in c.members}
+    taken = {call_args(m)["w"].index for c in calls
+             if isinstance(c, GroupedCall) and c.fn in (GROUP_S16, GROUP_S16_WORDS) for m in c.members}
     read = set().union(*(fusion.reads(c) for c in calls)) if calls else set()
     return (taken & consts) - read
 

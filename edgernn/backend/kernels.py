@@ -177,6 +177,18 @@ KERNELS: list[Kernel] = [
                                    ("row0", 1)), grain=1),),
            team_doc="A group's rows, any sub-range, as a 16x8 FULLY_CONNECTED's features; row0 moves with the range.",
            source="edgernn_fully_connected.c"),
+    Kernel("edgernn_fully_connected_group_s16_words",
+           "const int16_t *in, const int8_t *w, const int32_t *bias, const int32_t *multiplier, const int32_t *shift, "
+           "const int64_t *scale, int rounding, int32_t output_offset, int32_t act_min, int32_t act_max, "
+           "const int32_t *ends, int row0, int n_in, int n_out, int16_t *out0, int16_t *out1, int16_t *out2, "
+           "int16_t *out3",
+           doc="edgernn_fully_connected_group_s16 for rows whose sums generation bounded to int32 for every int16\n"
+               "input, each with a right shift of 3 to 31 or the ruy rounding (grouping.words_s16): an int32 bias,\n"
+               "the sums and their requantization in 32-bit words. The same bytes.",
+           splits=(Split("n_out", (("w", "n_in"), ("bias", 1), ("multiplier", 1), ("shift", 1), ("scale", 1),
+                                   ("row0", 1)), grain=1),),
+           team_doc="A group's rows, any sub-range, as a 16x8 FULLY_CONNECTED's features; row0 moves with the range.",
+           source="edgernn_fully_connected.c"),
     # ---- binary element-wise ----
     Kernel("edgernn_add_f32", _BINARY_F32, section="binary element-wise", splits=(_BCAST,),
            team_doc=_TEAM_BCAST_DOC, source="edgernn_elementwise.c"),

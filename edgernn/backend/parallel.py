@@ -50,7 +50,7 @@ CYCLES_PER_MAC_S16 = 4
 CYCLES_PER_REDUCED = 4
 CYCLES_PER_SEARCH = 100
 _FC = ("edgernn_fully_connected_s8", "edgernn_fully_connected_group_s8", "edgernn_fully_connected_s16",
-       "edgernn_fully_connected_group_s16")
+       "edgernn_fully_connected_group_s16", "edgernn_fully_connected_group_s16_words")
 
 
 @dataclass(frozen=True)

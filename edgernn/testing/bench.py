@@ -139,26 +139,50 @@ def edgernn_instructions(folder: Path, xq: np.ndarray, steps: int) -> float:
 # ---- GAP8 in GVSOC: bench/bench_gap8.py's models and variants
 
 GAP8_BOARD = "gvsoc_gap8"
-GAP8_MODELS = {  # name: (zoo.gap8_model's kind, mode)
+GAP8_MODELS = {  # name: (zoo.gap8_model's kind, or "trained:" and edgernn.testing.trained's name; mode)
     "lstm64": ("lstm64", "step"),
     "lstm64_fused": ("lstm64_fused", "fused"),
     "cfc": ("cfc", "step"),
     "ltc": ("ltc", "step"),
+    "cfc_trained": ("trained:cfc_ncp", "step"),
+    "ltc_trained": ("trained:ltc_ncp", "step"),
 }
 
 
-def build_gap8(name: str, work: Path) -> Path:
-    """Build GAP8_MODELS' ``name`` for gvsoc_gap8 (int8, calibrated on zoo.trajectories) into ``work / name``."""
+def build_gap8(name: str, work: Path, quant: str = "int8") -> Path:
+    """Build GAP8_MODELS' ``name`` for gvsoc_gap8 at ``quant`` into ``work / name`` (``name_int16`` at int16): a zoo
+    model calibrated on zoo.trajectories, a trained one on its own calibration trajectories."""
     from edgernn.pipeline.build import build_model as build_folder
     from edgernn.testing.zoo import gap8_model, trajectories
 
     kind, mode = GAP8_MODELS[name]
+    out = work / (name if quant == "int8" else f"{name}_{quant}")
+    if kind.startswith("trained:"):
+        from edgernn.testing.trained import trained
+
+        t = trained(kind.split(":", 1)[1])
+        build_folder(str(t.path), out, board=GAP8_BOARD, quant=quant, mode=mode, calib=t.calib)
+        return out
     model, n_in = gap8_model(kind)
     path = work / f"{name}.keras"
     model.save(path)
-    out = work / name
-    build_folder(str(path), out, board=GAP8_BOARD, quant="int8", mode=mode, calib=trajectories(8, 80, n_in, 1))
+    build_folder(str(path), out, board=GAP8_BOARD, quant=quant, mode=mode, calib=trajectories(8, 80, n_in, 1))
     return out
+
+
+def gap8_inputs(name: str, steps: int, x_entry: dict) -> np.ndarray:
+    """``steps`` quantized inputs for GAP8_MODELS' ``name`` (``x_entry``: its manifest's input): a trained model's
+    first test trajectory (200 steps), else seeded normal noise of deviation 0.5."""
+    from edgernn.tflite.oracle import quantize
+
+    kind, _ = GAP8_MODELS[name]
+    if kind.startswith("trained:"):
+        from edgernn.testing.trained import trained
+
+        xs = trained(kind.split(":", 1)[1]).test[0][:steps]
+    else:
+        xs = np.random.default_rng(0).normal(0, 0.5, (steps, x_entry["shape"][-1])).astype(np.float32)
+    return quantize(xs, x_entry)
 
 
 def run_variant(out: Path, cores: int, simd: int, xs: np.ndarray, work: Path, fc_clock: bool = False, asm: int = 1):

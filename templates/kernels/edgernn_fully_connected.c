@@ -329,6 +329,27 @@ static int32_t rescale_s16_double(int64_t acc, int64_t scale_bits)
     return (int32_t)t;
 }
 
+/* requantize_s16's usual case in 32-bit words: a sum within int32, a right shift 3 <= e = -shift <= 31, the range
+ * of TFLite's QuantizeMultiplier, so no shift below reaches 32. With P = acc * m = hi * 2^32 + lo (|P| < 2^62),
+ * q = P >> (30 + e) = (P >> 31) >> (e - 1) counts halves, and y = (q + 1) >> 1 is the one rounding. The 32 bits
+ * below q's lowest, f = P >> (e - 2) (its low word), place P between two halves: P lies within the general path's
+ * |P| / 2^30 + 2 of a half only if q is odd and f <= T, or q is even and f >= 2^32 - T, T = 4|q| + 8 (that bound
+ * in f's units, floors included); only there is the double product computed (*scale_bits: the row's scale).
+ * Beyond |q| >= 2^20 the clamp decides whatever the rounding. */
+static inline int32_t rescale_s16_words(int32_t acc, int32_t multiplier, int32_t shift, const int64_t *scale_bits)
+{
+    const int64_t p = (int64_t)acc * multiplier;
+    const uint32_t hi = (uint32_t)((uint64_t)p >> 32), lo = (uint32_t)p;
+    const int e = -shift;
+    const int32_t q = (int32_t)((hi << 1) | (lo >> 31)) >> (e - 1);
+    const uint32_t f = (lo >> (e - 2)) | (hi << (34 - e));
+    const uint32_t t = 4u * (uint32_t)(q < 0 ? -q : q) + 8u;
+    if ((q < (1 << 20) && q > -(1 << 20)) && ((q & 1) ? f <= t : f >= 0u - t)) {
+        return rescale_s16_double(acc, *scale_bits);
+    }
+    return (q + 1) >> 1;
+}
+
 /* EDGERNN_S16_WORDS: the 16x8 requantization's common case in 32-bit words (below); by default on a 32-bit core,
  * where it saves the 64-bit products and shifts; -DEDGERNN_S16_WORDS=1 or 0 chooses (the tests run both on a host). */
 #if !defined(EDGERNN_S16_WORDS)
@@ -360,23 +381,7 @@ static int16_t requantize_s16(int64_t acc, int32_t multiplier, int32_t shift, in
         y = edgernn_mbqm_double_up((int32_t)acc, multiplier, shift);
 #if EDGERNN_S16_WORDS
     } else if (acc >= INT32_MIN && acc <= INT32_MAX && shift <= -3 && shift >= -31) {
-        /* On a 32-bit core, the usual case (a sum within int32, a right shift 3 <= e = -shift <= 31, the range of
-         * TFLite's QuantizeMultiplier, so no shift below reaches 32) in 32-bit words:
-         * with P = acc * m = hi * 2^32 + lo (|P| < 2^62), q = P >> (30 + e) = (P >> 31) >> (e - 1) counts
-         * halves, and y = (q + 1) >> 1 is the one rounding. The 32 bits below q's lowest, f = P >> (e - 2)
-         * (its low word), place P between two halves: P lies within the general path's |P| / 2^30 + 2 of a
-         * half only if q is odd and f <= T, or q is even and f >= 2^32 - T, T = 4|q| + 8 (that bound in f's
-         * units, floors included). Beyond |q| >= 2^20 the clamp decides whatever the rounding. */
-        const int64_t p = (int64_t)(int32_t)acc * multiplier;
-        const uint32_t hi = (uint32_t)((uint64_t)p >> 32), lo = (uint32_t)p;
-        const int e = -shift;
-        const int32_t q = (int32_t)((hi << 1) | (lo >> 31)) >> (e - 1);
-        const uint32_t f = (lo >> (e - 2)) | (hi << (34 - e));
-        const uint32_t t = 4u * (uint32_t)(q < 0 ? -q : q) + 8u;
-        y = (q + 1) >> 1;
-        if ((q < (1 << 20) && q > -(1 << 20)) && ((q & 1) ? f <= t : f >= 0u - t)) {
-            y = rescale_s16_double(acc, scale_bits);
-        }
+        y = rescale_s16_words((int32_t)acc, multiplier, shift, &scale_bits);
 #endif
     } else {
         const int total_shift = 31 - shift;
@@ -549,6 +554,77 @@ void edgernn_fully_connected_group_s16(const int16_t *in, const int8_t *w, const
         stop = ends[m] - row0 < n_out ? ends[m] - row0 : n_out;
         fc_s16_row(in, w + (size_t)o * n_in, bias + o, multiplier + o, shift + o, scale + o, rounding,
                    output_offset, act_min, act_max, n_in, stop - o, out[m] + (row0 + o - start));
+        o = stop;
+    }
+}
+
+/* The grouped 16x8 FULLY_CONNECTED of rows whose sums generation bounded to int32 for every int16 input
+ * (|bias| + 32768 * sum |w| <= INT32_MAX, grouping.words_s16), each with a right shift of 3 to 31 (or the ruy
+ * rounding): the sums in one int32 each, the bias (int32) added after the MACs, and the requantization's 32-bit
+ * form with no test of the sum's range; the same bytes as edgernn_fully_connected_group_s16. Four rows at a time
+ * as its compact form, a tail block's missing rows repeating its first. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static int16_t requantize_s16_words(int32_t acc, int32_t multiplier, int32_t shift, const int64_t *scale,
+                                    int rounding, int32_t output_offset, int32_t act_min, int32_t act_max)
+{
+    const int32_t y = rounding == EDGERNN_ROUND_TWICE_UP ? edgernn_mbqm_double_up(acc, multiplier, shift)
+                                                         : rescale_s16_words(acc, multiplier, shift, scale);
+    return (int16_t)edgernn_clamp(y + output_offset, act_min, act_max);
+}
+
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void fc_s16_row_words(const int16_t *x, const int8_t *w, const int32_t *bias, const int32_t *multiplier,
+                             const int32_t *shift, const int64_t *scale, int rounding, int32_t output_offset,
+                             int32_t act_min, int32_t act_max, int n_in, int n_out, int16_t *y)
+{
+    int o, i, k;
+    for (o = 0; o < n_out; o += 4) {
+        const int rows = n_out - o < 4 ? n_out - o : 4;
+        const int8_t *w0 = w + (size_t)o * n_in;
+        const int8_t *w1 = rows > 1 ? w0 + n_in : w0;
+        const int8_t *w2 = rows > 2 ? w0 + 2 * (size_t)n_in : w0;
+        const int8_t *w3 = rows > 3 ? w0 + 3 * (size_t)n_in : w0;
+        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        int32_t acc[4];
+        i = 0;
+#if defined(EDGERNN_FC_S16_ROWS4)
+        i += 4 * EDGERNN_FC_S16_ROWS4(x, w0, w1, w2, w3, n_in >> 2, &s0, &s1, &s2, &s3);
+#endif
+        for (; i < n_in; ++i) {
+            EDGERNN_FC_MAC4_S16(i);
+        }
+        acc[0] = s0;
+        acc[1] = s1;
+        acc[2] = s2;
+        acc[3] = s3;
+        for (k = 0; k < rows; ++k) {
+            y[o + k] = requantize_s16_words(acc[k] + bias[o + k], multiplier[o + k], shift[o + k], scale + o + k,
+                                            rounding, output_offset, act_min, act_max);
+        }
+    }
+}
+
+void edgernn_fully_connected_group_s16_words(const int16_t *in, const int8_t *w, const int32_t *bias,
+                                             const int32_t *multiplier, const int32_t *shift, const int64_t *scale,
+                                             int rounding, int32_t output_offset, int32_t act_min, int32_t act_max,
+                                             const int32_t *ends, int row0, int n_in, int n_out, int16_t *out0,
+                                             int16_t *out1, int16_t *out2, int16_t *out3)
+{
+    int16_t *const out[4] = {out0, out1, out2, out3};
+    int o = 0, m = 0;
+    while (o < n_out) {
+        int start, stop;
+        while (ends[m] <= row0 + o) {
+            ++m;
+        }
+        start = m ? ends[m - 1] : 0;
+        stop = ends[m] - row0 < n_out ? ends[m] - row0 : n_out;
+        fc_s16_row_words(in, w + (size_t)o * n_in, bias + o, multiplier + o, shift + o, scale + o, rounding,
+                         output_offset, act_min, act_max, n_in, stop - o, out[m] + (row0 + o - start));
         o = stop;
     }
 }

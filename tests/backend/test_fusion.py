@@ -137,6 +137,8 @@ def test_fused_build_gives_the_unfused_bytes(converted, tmp_path, monkeypatch, n
     fused_build = H.build(fused_dir)
     model_c = (fused_dir / "firmware" / "model.c").read_text()
     assert "_fused" in model_c
+    # the LTC's synapse loops store the elements its wiring's mask zeroes without computing them
+    assert bool(re.search(r"if \(in\d+\[i\] == -?\d+\) \{", model_c)) == name.startswith("ltc")
     if MODELS[name][1] == "int16":      # loads and stores of 16 bits, the int16 element functions
         assert "int16_t *const out0" in model_c
         assert all(f in model_c for f in ELEMENTS16[name])
@@ -388,6 +390,60 @@ def test_fused_loops_split_across_workers_give_the_same_bytes(converted, tmp_pat
         assert H.compare(got, ref, "int8")["mismatches"] == 0, f"{workers} workers differ from the interpreter"
         results.append(got)
     assert all(np.array_equal(results[0], r) for r in results[1:])
+
+
+# ---- dead elements (fusion_loop.Dead): a MUL by a constant that is zero there, and what it feeds ----
+
+def _mul_q(i: int, a: int, b: int, out: int, fields: list[int], n: int = 8) -> Call:
+    q = ConstStruct(f"q{i}", "edgernn_mul_params_t", fields)
+    return Call(i, "MUL", "edgernn_mul_n_s16",
+                kernel("edgernn_mul_n_s16").order({"p": StructArg(q.name), "in1": TensorArg(a), "in2": TensorArg(b),
+                                                   "n": int(n), "out": TensorArg(out)}), structs=[q])
+
+
+M, E = 1 << 30, -3     # a multiplier and shift the rescale maps 0 to 0 with
+# case: (the first MUL's input 1 (tensor 4, None: a computed one) and its params, the mask (tensor 2), the second
+# MUL's params (its input 2 is tensor 3, no zeros), the test (the operand read, the value it is tested against) or
+# None, the values the dead elements store)
+DEAD = {
+    "int16 mask": (None, [0, 0, 0, M, E, -32768, 32767], [0, 0, 0, 0, 0, 0, 9, -4], [0, 0, 0, M, E, -32768, 32767],
+                   ("in1", 0), [0, 0]),
+    # int8 zero points: the mask's zero is -128 (offset 128), the first output's zero point -5 is the second's
+    # offset 5, so its product is zero too
+    "offsets": (None, [0, 128, -5, M, E, -128, 127], [-128] * 5 + [1, 2, 127], [5, 0, 7, M, E, -128, 127],
+                ("in1", -128), [-5, 7]),
+    # the first output's zero point clamped to -3, the second's offset 3
+    "clamped": (None, [0, 128, -5, M, E, -3, 127], [-128] * 5 + [1, 2, 127], [3, 0, 7, M, E, -128, 127],
+                ("in1", -128), [-3, 7]),
+    # the first output's value there is not zero for the second MUL: it computes
+    "not zero for the next": (None, [0, 128, -5, M, E, -128, 127], [-128] * 5 + [1, 2, 127],
+                              [4, 0, 7, M, E, -128, 127], None, None),
+    "too few": (None, [0, 0, 0, M, E, -32768, 32767], [0, 3, 3, 3, 3, 3, 9, -4], [0, 0, 0, M, E, -32768, 32767],
+                None, None),
+    # the other operand is a constant with zeros of its own: the test reads the mask, the larger set (its
+    # other zeros are computed, to the same values)
+    "two sources": ([0, 0, 1, 1, 1, 1, 1, 1], [0, 0, 0, M, E, -32768, 32767], [1, 1, 0, 0, 0, 0, 0, 1],
+                    [0, 0, 0, M, E, -32768, 32767], ("in1", 0), [0, 0]),
+}
+
+
+@pytest.mark.parametrize("case", list(DEAD))
+def test_a_loop_stores_its_dead_elements_without_computing_them(case):
+    first_in, q1, mask, q2, test, values = DEAD[case]
+    consts = {2: np.array(mask), 3: np.array([5, -6, 7, -8, 9, 10, 11, 12])}
+    if first_in is not None:
+        consts[4] = np.array(first_in)
+    calls = [_mul_q(0, 4, 2, 10, q1), _mul_q(1, 10, 3, 11, q2)]
+    out = fusion.fuse_calls(_Graph({0: [10], 1: [11]}), calls, "m", keep={10, 11})
+    structs = {s.name: s for m in out[0].members for s in m.structs}
+    loop = fusion_loop.build_loop(out[0], lambda t: Place(ARENA, "int16_t", 16 * t), structs,
+                                  const_values=consts.get)
+    if test is None:
+        assert loop.dead is None
+        return
+    assert loop.dead.test == fusion_loop.Binary("==", fusion_loop.Load(test[0]), fusion_loop.Int(test[1]))
+    assert loop.dead.stores == [("out0", "int16_t", values[0]), ("out1", "int16_t", values[1])]
+    assert [p.name for p in loop.loads if p.place == Place(ARENA, "int16_t", 32)] == [test[0]]
 
 
 # ---- CONCATENATION inputs written in place (fusion.concat_aliases), on calls made by hand ----

@@ -289,9 +289,11 @@ def _schedule_s16(specs, seed: int = 0):
     """specs: (src, out, n_in, n_out, extra kwargs) per 16x8 FC, or ("other", src, out)."""
     def make(i, rng, spec):
         src, out, n_in, n_out, kw = spec
+        kw = dict(kw)
         w = rng.integers(-127, 128, size=(n_out, n_in)).astype(np.int8)
-        bias = rng.integers(-(1 << 20), 1 << 20, size=n_out)
-        reals = rng.uniform(1e-5, 3e-3, size=n_out)
+        w = kw.pop("w", lambda w: w)(w)
+        bias = kw.pop("bias", lambda w: rng.integers(-(1 << 20), 1 << 20, size=n_out))(w)
+        reals = kw.pop("reals", rng.uniform(1e-5, 3e-3, size=n_out))
         return _fc_s16(i, src, out, w, bias, reals, **kw), w
     return _schedule_of(specs, seed, make)
 
@@ -310,7 +312,8 @@ def test_adjacent_16x8_fcs_of_one_input_are_grouped(specs, shape):
     out = grouping.group_calls(graph, calls, "m")
     assert _shape(out) == shape
     grouped = [c for c in out if isinstance(c, grouping.GroupedCall)]
-    assert all(c.fn == "edgernn_fully_connected_group_s16" for c in grouped)
+    # their sums are bounded to int32 (weights of +-127, 15 inputs, biases below 2^20): the 32-bit form
+    assert all(c.fn == grouping.GROUP_S16_WORDS for c in grouped)
     # the members' weight tensors are the group's now, unless another call reads them
     taken = {1000 + m.op_index for c in grouped for m in c.members}
     assert grouping.dropped_consts(out, set(range(1000, 1000 + len(specs)))) == taken
@@ -325,23 +328,50 @@ def test_an_int8_and_a_16x8_fc_of_one_input_are_not_grouped():
     assert _shape(grouping.group_calls(graph, calls, "m")) == [[0, 1], 2]
 
 
-# each case: n_in, the ops' rows, clamp
+def _at_bound(past: int):
+    """A bias that puts a row's reach, |bias| + 2^15 * sum |w|, ``past`` beyond INT32_MAX (of the sign of the
+    row's first weight, so that the inputs all at -2^15 or all at 2^15 - 1 bring the sum to its bound)."""
+    return lambda w: [int(np.sign(r[0]) or 1) * (grouping.INT32_MAX + past - (1 << 15) * int(np.abs(r).sum()))
+                      for r in w.astype(np.int64)]
+
+
+def _extreme(w):
+    """Weights of +-127 (their signs random): the largest reach a row of its length has."""
+    return np.where(w < 0, -127, 127).astype(np.int8)
+
+
+# each case: n_in, the ops' rows, clamp, the group's kernel, what the ops' weights, biases and real scales are made
+# of where not random (_schedule_s16)
+WORDS, WIDE = "edgernn_fully_connected_group_s16_words", "edgernn_fully_connected_group_s16"
 CASES_S16 = {
-    "4x15to9": (15, [9, 9, 9, 9], (-32768, 32767)),
-    "4x7to2": (7, [2, 2, 2, 2], (-32768, 32767)),
-    "3_ops_4_1_6": (33, [4, 1, 6], (-32768, 32767)),
-    "2x300to5_chunks": (300, [5, 5], (-32768, 32767)),
-    "2x3to3_clamped": (3, [3, 3], (-3000, 20000)),
+    "4x15to9": (15, [9, 9, 9, 9], (-32768, 32767), WORDS, {}),
+    "4x7to2": (7, [2, 2, 2, 2], (-32768, 32767), WORDS, {}),
+    "3_ops_4_1_6": (33, [4, 1, 6], (-32768, 32767), WORDS, {}),
+    "2x300to5_chunks": (300, [5, 5], (-32768, 32767), WORDS, {}),
+    "2x3to3_clamped": (3, [3, 3], (-3000, 20000), WORDS, {}),
+    # sums reaching INT32_MAX (and INT32_MIN + 1) exactly at the extreme inputs, scales that keep them in range: the
+    # 32-bit form at its bound
+    "at_int32_bound": (8, [3, 2], (-32768, 32767), WORDS,
+                       {"w": _extreme, "bias": _at_bound(0), "reals": [1.2e-5] * 3}),
+    # one past: the 64-bit form (its sums in int64, its chunks)
+    "past_int32_bound": (8, [3, 2], (-32768, 32767), WIDE,
+                         {"w": _extreme, "bias": _at_bound(1), "reals": [1.2e-5] * 3}),
+    # a right shift of 2 (a real scale of 1/4 and more): the 64-bit form, whose requantization takes it; ruy's
+    # rounding takes any shift in 32-bit words
+    "shift_2": (4, [2, 2], (-32768, 32767), {"EDGERNN_ROUND_DOUBLE": WIDE, "EDGERNN_ROUND_TWICE_UP": WORDS},
+                {"reals": [0.3, 0.26]}),
 }
 ROUNDINGS_S16 = ["EDGERNN_ROUND_DOUBLE", "EDGERNN_ROUND_TWICE_UP"]
 
 
-def _case_source_s16(n_in: int, rows: list[int], clamp, rounding: str, seed: int) -> str:
+def _case_source_s16(n_in: int, rows: list[int], clamp, rounding: str, seed: int, fn: str, made: dict) -> str:
     rng = np.random.default_rng(seed)
-    graph, calls = _schedule_s16([(1, 10 + k, n_in, r, {"lo": clamp[0], "hi": clamp[1], "rounding": rounding})
+    graph, calls = _schedule_s16([(1, 10 + k, n_in, r, {"lo": clamp[0], "hi": clamp[1], "rounding": rounding,
+                                                         **{key: (v[:r] if key == "reals" else v)
+                                                            for key, v in made.items()}})
                                   for k, r in enumerate(rows)], seed)
     grouped = grouping.group_calls(graph, calls, "g")
-    assert len(grouped) == 1 and grouped[0].fn == "edgernn_fully_connected_group_s16"
+    assert len(grouped) == 1 and grouped[0].fn == fn
     g = grouped[0]
     src = "".join(_c_array(arr.name, arr.ctype, arr.values) for c in [*calls, g] for arr in c.arrays)
     src += "".join(_c_array(f"w{c.op_index}", "int8_t", graph.tensors[1000 + c.op_index].data.reshape(-1))
@@ -355,11 +385,11 @@ def _case_source_s16(n_in: int, rows: list[int], clamp, rounding: str, seed: int
     outs = ", ".join(f"got{k}" if k < len(rows) else "NULL" for k in range(4))
     head = (f"{c_expr(ga['rounding'])}, {c_expr(ga['output_offset'])}, {c_expr(ga['act_min'])}, "
             f"{c_expr(ga['act_max'])}, {ga['ends'].name}")
-    whole = (f"        edgernn_fully_connected_group_s16(x, {ga['w'].name}, {ga['bias'].name}, {ga['multiplier'].name}, "
+    whole = (f"        {fn}(x, {ga['w'].name}, {ga['bias'].name}, {ga['multiplier'].name}, "
              f"{ga['shift'].name}, {ga['scale'].name}, {head}, 0, {n_in}, {n_out}, {outs});")
     split = (f"        for (r0 = 0; r0 < {n_out}; r0 += step) {{\n"
              f"            const int r1 = r0 + step < {n_out} ? r0 + step : {n_out};\n"
-             f"            edgernn_fully_connected_group_s16(x, {ga['w'].name} + (size_t)r0 * {n_in}, {ga['bias'].name} + r0, "
+             f"            {fn}(x, {ga['w'].name} + (size_t)r0 * {n_in}, {ga['bias'].name} + r0, "
              f"{ga['multiplier'].name} + r0, {ga['shift'].name} + r0, {ga['scale'].name} + r0, {head}, r0, {n_in}, "
              f"r1 - r0, {outs});\n"
              f"        }}")
@@ -394,8 +424,9 @@ def test_grouped_16x8_kernel_gives_each_ops_bytes(tmp_path, case, rounding):
     """The group against each op's own 16x8 call (held against the interpreter in test_fully_connected_s16.py),
     whole and in the team's sub-ranges of 1, 3 and 4 rows, in a 32-bit core's forms of the kernel and a 64-bit
     host's."""
-    n_in, rows, clamp = CASES_S16[case]
-    check = _check(tmp_path, _case_source_s16(n_in, rows, clamp, rounding, seed=len(case)))
+    n_in, rows, clamp, fn, made = CASES_S16[case]
+    fn = fn[rounding] if isinstance(fn, dict) else fn
+    check = _check(tmp_path, _case_source_s16(n_in, rows, clamp, rounding, len(case), fn, made))
     for words in ("0", "1"):     # a 64-bit host's forms, a 32-bit core's (test_fully_connected_s16.WORDS)
         out = check(words, [f"-DEDGERNN_S16_WORDS={words}", f"-DEDGERNN_S16_COMPACT={words}"])
         assert out == "0", f"{case} {rounding} words={words}: {out} op outputs (200 inputs, whole and 2 splits) differ"

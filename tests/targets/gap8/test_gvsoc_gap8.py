@@ -25,10 +25,11 @@ MODELS = {
     "cfc": ("int8", "step"),
     "ltc": ("int8", "step"),
     "gru_int16": ("int16", "step"),
-    "cfc_int16": ("int16", "step"),     # its cells' 16x8 heads as grouped calls, split by rows over the cores
+    "cfc_int16": ("int16", "step"),     # its cells' 16x8 heads as grouped calls (sums bounded to int32: in 32-bit
+                                        # words), split by rows over the cores
 }
 # the team kernel each kind's model.c must call
-TEAM_CALLS = {"cfc_int16": "edgernn_team_fully_connected_group_s16("}
+TEAM_CALLS = {"cfc_int16": "edgernn_team_fully_connected_group_s16_words("}
 
 
 @pytest.fixture(scope="module")

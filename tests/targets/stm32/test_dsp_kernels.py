@@ -60,7 +60,7 @@ def test_the_dsp_set_gives_the_reference_bytes_in_fewer_instructions(tmp_path):
 # FULLY_CONNECTED's external names, renamed in the reference set's copy so that both sets link into one check
 RENAMED = ["edgernn_dot_simd", "edgernn_fully_connected_f32", "edgernn_fully_connected_s8",
            "edgernn_fully_connected_group_s8", "edgernn_fully_connected_gates_s8", "edgernn_fully_connected_s16",
-           "edgernn_fully_connected_group_s16"]
+           "edgernn_fully_connected_group_s16", "edgernn_fully_connected_group_s16_words"]
 
 
 def test_the_dsp_set_matches_the_reference_on_edge_values(tmp_path):
