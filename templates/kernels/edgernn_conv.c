@@ -833,7 +833,8 @@ static void dw_s8_setup(dw_s8_split_t *a, const edgernn_conv_geom_t *geom_in, co
 
 static int dw_planes_apply(const edgernn_conv_geom_t *g)
 {
-    return g->depth_multiplier == 1 && g->k_w <= 3 && g->stride_w == 1 && g->dil_w == 1 && g->k_h <= DW_MAX_KH;
+    return g->depth_multiplier == 1 && g->k_w <= 3 && (g->stride_w == 1 || g->stride_w == 2) && g->dil_w == 1 &&
+           g->k_h <= DW_MAX_KH;
 }
 
 /* A word whose address need be only byte-aligned: GAP8 loads it in one instruction (a misaligned word
@@ -946,6 +947,133 @@ static EDGERNN_DOT_INLINE void dw_plane_row_k3(const uint8_t *base, size_t tap_y
     }
 }
 
+/* ---- Rows of a 3-row filter with edgernn_halves, the requantization from 16-bit halves ----
+ *
+ * Where every accumulator of channel c (its bias and 9 products of any int8 inputs) lies in [-2^30, 2^30) and
+ * its multiplier and shift take the form (edgernn_halves_make), each output is edgernn_halves of the sum
+ * started at xs0 = bias + 2^30: on GAP8 eight one-cycle instructions where edgernn_mbqm_hi_tight takes 13
+ * cycles (its mulh stalls 5), and where act_min >= the output offset (a ReLU's clamp) six (SIGNLESS, its note
+ * in edgernn_fixedpoint.h); the clamp is one p.clip where it is int8's whole range. */
+static int dw_halves_channel(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c, edgernn_halves_t *h)
+{
+    const int taps = g->k_h * g->k_w, out_c = g->out_c;
+    const int64_t bias = a->bias[c];
+    int32_t pos = 0, neg = 0;
+    int k;
+    for (k = 0; k < taps; ++k) {
+        const int32_t wk = a->w[(size_t)k * out_c + c];
+        pos += wk > 0 ? wk : 0;
+        neg += wk < 0 ? wk : 0;
+    }
+    /* the least and greatest accumulator: int8 inputs in [-128, 127] (the padding's zero point among them) */
+    return bias - 128 * (int64_t)pos + 127 * (int64_t)neg >= -((int64_t)1 << 30) &&
+           bias + 127 * (int64_t)pos - 128 * (int64_t)neg < ((int64_t)1 << 30) &&
+           edgernn_halves_make(h, a->multiplier[c], a->shift[c], a->output_offset);
+}
+
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+/* GAP8: a row's outputs as one hardware loop (the rules of CONV_QUAD_LOOP's note: uncompressed, loop 0, no
+ * loop around it, entered with a count of 1 or more, the body ending on a store). Stride 1: a pixel pair a
+ * turn, its 3 filter rows as 3 post-increment word loads (ox and ox + 1 from one word, edgernn_conv.c's
+ * planes note) and 6 pv.sdotsp.b, then each sum's requantization and p.sb at out_c steps; stride 2: one
+ * pixel a turn, 3 loads and 3 pv.sdotsp.b. A load's word is used 3 or more instructions on. */
+#define DW_RQ_CLIP8(t) ".insn r 0x33, 1, 0x0a, %[" t "], %[" t "], x8\n\t" /* p.clip t, t, 8: [-128, 127] */
+#define DW_RQ_MINMAX(t) ".insn r 0x33, 6, 2, %[" t "], %[" t "], %[lo]\n\t.insn r 0x33, 4, 2, %[" t "], %[" t "], %[hi]\n\t"
+#define DW_RQ_STORE(t) ".insn r 0x2b, 4, 0, %[oc], %[y], %[" t "]\n\t" /* p.sb t, oc(y!) */
+#define DW_RQ_SIGNED(acc, t, s, CLAMP) \
+    EDGERNN_HALVES_CORE(t, acc) EDGERNN_HALVES_SIGN(t, acc, s) EDGERNN_HALVES_ROUND(t) CLAMP(t) DW_RQ_STORE(t)
+#define DW_RQ_SIGNLESS(acc, t, s, CLAMP) EDGERNN_HALVES_CORE(t, acc) EDGERNN_HALVES_ROUND(t) CLAMP(t) DW_RQ_STORE(t)
+#define DW_SDOT(acc, x, w) ".insn r 0x57, 1, 0x5c, %[" acc "], %[" x "], %[" w "]\n\t"
+#define DW_LOAD(r, p, step) ".insn i 0x0b, 2, %[" r "], " #step "(%[" p "])\n\t"
+#define DW_HALVES_OPERANDS                                                                          \
+    : [p0] "+r"(p0), [p1] "+r"(p1), [p2] "+r"(p2), [y] "+r"(y), [a0] "=&r"(a0), [a1] "=&r"(a1),    \
+      [r0] "=&r"(r0), [r1] "=&r"(r1), [r2] "=&r"(r2)                                                \
+    : [n] "r"(n), [v0] "r"(v0), [v1] "r"(v1), [v2] "r"(v2), [u0] "r"(u0), [u1] "r"(u1), [u2] "r"(u2),  \
+      [xs0] "r"(xs0), [k1] "r"(h->k1), [k2] "r"(h->k2), [k3] "r"(h->k3), [k4] "r"(k4), [e] "r"(h->e),    \
+      [oc] "r"(oc), [lo] "r"(lo), [hi] "r"(hi)                                                      \
+    : "memory"
+/* HALFWORDS: lp.setup's offset to the body's last instruction, 2 a (4-byte) instruction: pairs 11 and two
+ * requantizations (4 + 2 signed + 1 + 1 or 2 clamp + 1 store each), singles 7 and one */
+#define DW_HALVES_PAIRS(RQ, CLAMP, HALFWORDS)                                                       \
+    __asm__ volatile(".option push\n\t.option norvc\n\t"                                            \
+                     "blez %[n], 1f\n\t"                                                            \
+                     ".insn i 0x7b, 4, x0, %[n], " #HALFWORDS "\n\t"                                \
+                     DW_LOAD("r0", "p0", 2) DW_LOAD("r1", "p1", 2) DW_LOAD("r2", "p2", 2)           \
+                     "addi %[a0], %[xs0], 0\n\taddi %[a1], %[xs0], 0\n\t"                           \
+                     DW_SDOT("a0", "r0", "v0") DW_SDOT("a1", "r0", "u0") DW_SDOT("a0", "r1", "v1")  \
+                     DW_SDOT("a1", "r1", "u1") DW_SDOT("a0", "r2", "v2") DW_SDOT("a1", "r2", "u2")  \
+                     RQ("a0", "r0", "r1", CLAMP) RQ("a1", "r2", "r0", CLAMP)                        \
+                     "1:\n\t.option pop" DW_HALVES_OPERANDS)
+#define DW_HALVES_SINGLES(RQ, CLAMP, HALFWORDS)                                                     \
+    __asm__ volatile(".option push\n\t.option norvc\n\t"                                            \
+                     "blez %[n], 1f\n\t"                                                            \
+                     ".insn i 0x7b, 4, x0, %[n], " #HALFWORDS "\n\t"                                \
+                     DW_LOAD("r0", "p0", 2) DW_LOAD("r1", "p1", 2) DW_LOAD("r2", "p2", 2)           \
+                     "addi %[a0], %[xs0], 0\n\t"                                                    \
+                     DW_SDOT("a0", "r0", "v0") DW_SDOT("a0", "r1", "v1") DW_SDOT("a0", "r2", "v2")  \
+                     RQ("a0", "r0", "r1", CLAMP)                                                    \
+                     "1:\n\t.option pop" DW_HALVES_OPERANDS)
+
+/* The first outputs of a row by the hardware loop: all of them at stride 2, the pairs at stride 1; returns
+ * how many. form: bit 0 SIGNLESS, bit 1 the p.clip clamp. */
+static int dw_halves_row_asm(const uint8_t *base, size_t tap_y, int out_w, int sx, int32_t oc, uint32_t xs0,
+                             const edgernn_halves_t *h, int form, int32_t lo, int32_t hi, const edgernn_v4s *wv,
+                             const edgernn_v4s *ws, int8_t *y)
+{
+    const uint8_t *p0 = base, *p1 = base + tap_y, *p2 = base + 2 * tap_y;
+    const edgernn_v4s v0 = wv[0], v1 = wv[1], v2 = wv[2], u0 = ws[0], u1 = ws[1], u2 = ws[2];
+    const int32_t k4 = h->k4 + (form & 1);
+    const int n = sx == 1 ? out_w / 2 : out_w;
+    int32_t a0, a1, r0, r1, r2;
+    if (sx == 1) {
+        switch (form) {
+        case 0: DW_HALVES_PAIRS(DW_RQ_SIGNED, DW_RQ_MINMAX, 62); break;
+        case 1: DW_HALVES_PAIRS(DW_RQ_SIGNLESS, DW_RQ_MINMAX, 54); break;
+        case 2: DW_HALVES_PAIRS(DW_RQ_SIGNED, DW_RQ_CLIP8, 58); break;
+        default: DW_HALVES_PAIRS(DW_RQ_SIGNLESS, DW_RQ_CLIP8, 50); break;
+        }
+        return 2 * n;
+    }
+    switch (form) {
+    case 0: DW_HALVES_SINGLES(DW_RQ_SIGNED, DW_RQ_MINMAX, 34); break;
+    case 1: DW_HALVES_SINGLES(DW_RQ_SIGNLESS, DW_RQ_MINMAX, 30); break;
+    case 2: DW_HALVES_SINGLES(DW_RQ_SIGNED, DW_RQ_CLIP8, 32); break;
+    default: DW_HALVES_SINGLES(DW_RQ_SIGNLESS, DW_RQ_CLIP8, 28); break;
+    }
+    return n;
+}
+#endif
+
+/* Output channel c of a 3-row filter with edgernn_halves (h), its filter rows packed in wv (and ws). */
+static void dw_halves_channel_rows(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c, const uint8_t *plane,
+                                   const edgernn_halves_t *h, const edgernn_v4s *wv, const edgernn_v4s *ws)
+{
+    const int out_w = g->out_w, out_c = g->out_c, sx = g->stride_w;
+    const size_t tap_y = (size_t)g->dil_h * a->row, step_y = (size_t)g->stride_h * a->row;
+    const uint32_t xs0 = (uint32_t)a->bias[c] + (1u << 30);
+    const int32_t lo = a->act_min, hi = a->act_max;
+    int oy, ox;
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+    const int form = (lo >= a->output_offset ? 1 : 0) | (lo == -128 && hi == 127 ? 2 : 0);
+#endif
+    (void)ws;
+    for (oy = 0; oy < g->out_h; ++oy) {
+        const uint8_t *base = plane + (size_t)oy * step_y;
+        int8_t *y = a->out + (size_t)oy * out_w * out_c + c;
+        ox = 0;
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+        ox = dw_halves_row_asm(base, tap_y, out_w, sx, out_c, xs0, h, form, lo, hi, wv, ws, y);
+#endif
+        for (; ox < out_w; ++ox) {
+            const uint8_t *p = base + (size_t)ox * sx;
+            int32_t s0 = EDGERNN_SDOTSP4(dw_load4(p), wv[0], (int32_t)xs0);
+            s0 = EDGERNN_SDOTSP4(dw_load4(p + tap_y), wv[1], s0);
+            s0 = EDGERNN_SDOTSP4(dw_load4(p + 2 * tap_y), wv[2], s0);
+            y[(size_t)ox * out_c] = (int8_t)edgernn_clamp(edgernn_halves((uint32_t)s0, h), lo, hi);
+        }
+    }
+}
+
 /* Output channel c from its plane. */
 static void dw_plane_channel(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c, const uint8_t *plane)
 {
@@ -963,6 +1091,13 @@ static void dw_plane_channel(const dw_planes_t *a, const edgernn_conv_geom_t *g,
         memcpy(&ws[ky], &u, sizeof u);
     }
     if (k_h == 3) {
+        edgernn_halves_t h;
+        if (dw_halves_channel(a, g, c, &h)) {
+            dw_halves_channel_rows(a, g, c, plane, &h, wv, ws);
+            return;
+        }
+    }
+    if (k_h == 3 && g->stride_w == 1) {
         const edgernn_v4s v0 = wv[0], v1 = wv[1], v2 = wv[2], u0 = ws[0], u1 = ws[1], u2 = ws[2];
         const int32_t e1 = -sh - 1;
         if (edgernn_mbqm_hi_tight_applies(m, sh)) {
@@ -981,6 +1116,16 @@ static void dw_plane_channel(const dw_planes_t *a, const edgernn_conv_geom_t *g,
     for (oy = 0; oy < g->out_h; ++oy) {
         const uint8_t *base = plane + (size_t)oy * step_y;
         int8_t *y = a->out + (size_t)oy * g->out_w * out_c + c;
+        if (g->stride_w == 2) {
+            for (ox = 0; ox < g->out_w; ++ox, y += out_c) {
+                int32_t s0 = b;
+                for (ky = 0; ky < k_h; ++ky) {
+                    s0 = EDGERNN_SDOTSP4(dw_load4(base + ky * tap_y + 2 * ox), wv[ky], s0);
+                }
+                DW_PLANE_OUT(y[0], s0);
+            }
+            continue;
+        }
         for (ox = 0; ox + 2 <= g->out_w; ox += 2, y += 2 * out_c) {
             int32_t s0 = b, s1 = b;
             for (ky = 0; ky < k_h; ++ky) {
