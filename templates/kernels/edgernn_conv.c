@@ -871,6 +871,51 @@ static inline uint32_t dw_pack(int32_t b0, int32_t b1, int32_t b2, int32_t b3)
     return (uint32_t)(uint8_t)b0 | (uint32_t)(uint8_t)b1 << 8 | (uint32_t)(uint8_t)b2 << 16 | (uint32_t)(uint8_t)b3 << 24;
 }
 
+#if defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+/* GAP8: words of the zero point, 4 a turn (p.sw post-increment, .insn s 0x2b, 2), then the rest */
+static void dw_fill_words(uint32_t *p, uint32_t v, size_t words)
+{
+    const int n = (int)(words / 4);
+    __asm__ volatile(".option push\n\t.option norvc\n\t"
+                     "blez %[n], 1f\n\t"
+                     ".insn i 0x7b, 4, x0, %[n], 8\n\t"
+                     ".insn s 0x2b, 2, %[v], 4(%[p])\n\t"
+                     ".insn s 0x2b, 2, %[v], 4(%[p])\n\t"
+                     ".insn s 0x2b, 2, %[v], 4(%[p])\n\t"
+                     ".insn s 0x2b, 2, %[v], 4(%[p])\n\t"
+                     "1:\n\t.option pop"
+                     : [p] "+r"(p)
+                     : [n] "r"(n), [v] "r"(v)
+                     : "memory");
+    for (words -= 4 * (size_t)(n > 0 ? n : 0); words > 0; --words) {
+        *p++ = v;
+    }
+}
+
+/* GAP8: a row of a quad's planes, n >= 1 pixels: each pixel's word (p.lw post-incremented by c_in, .insn r
+ * 0x0b, 7, 0x10) and its 4 bytes to the 4 planes (p.sb post-increment); the word's first use stalls 1 */
+static void dw_fill_quad_row(const int8_t *src, int32_t c_in, int n, uint8_t *d0, uint8_t *d1, uint8_t *d2, uint8_t *d3)
+{
+    uint32_t v, t;
+    __asm__ volatile(".option push\n\t.option norvc\n\t"
+                     "blez %[n], 1f\n\t"
+                     ".insn i 0x7b, 4, x0, %[n], 16\n\t"
+                     ".insn r 0x0b, 7, 0x10, %[v], %[s], %[ci]\n\t"
+                     ".insn s 0x2b, 0, %[v], 1(%[d0])\n\t"
+                     "srli %[t], %[v], 8\n\t"
+                     ".insn s 0x2b, 0, %[t], 1(%[d1])\n\t"
+                     "srli %[t], %[v], 16\n\t"
+                     ".insn s 0x2b, 0, %[t], 1(%[d2])\n\t"
+                     "srli %[t], %[v], 24\n\t"
+                     ".insn s 0x2b, 0, %[t], 1(%[d3])\n\t"
+                     "1:\n\t.option pop"
+                     : [s] "+r"(src), [d0] "+r"(d0), [d1] "+r"(d1), [d2] "+r"(d2), [d3] "+r"(d3), [v] "=&r"(v),
+                       [t] "=&r"(t)
+                     : [n] "r"(n), [ci] "r"(c_in)
+                     : "memory");
+}
+#endif
+
 /* Planes of channels [c, c + n), n <= 4, at planes (ph rows of row bytes each, one after the other). */
 static void dw_fill_planes(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c, int n, uint8_t *planes)
 {
@@ -878,9 +923,14 @@ static void dw_fill_planes(const dw_planes_t *a, const edgernn_conv_geom_t *g, i
     const size_t plane = (size_t)ph * row;
     const uint8_t pad = (uint8_t)a->pad;
     int r, x, j;
+#if defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+    /* the planes start 4-byte aligned and hold whole words (DW_PLANE_ROW) */
+    dw_fill_words((uint32_t *)(void *)planes, pad * 0x01010101u, (size_t)n * plane / 4);
+#else
     for (j = 0; j < n; ++j) {
         memset(planes + j * plane, pad, plane);
     }
+#endif
     for (r = 0; r < ph; ++r) {
         const int32_t iy = r - g->pad_top;
         const int32_t x0 = g->pad_left, x1 = g->in_w + g->pad_left < row ? g->in_w + g->pad_left : row;
@@ -891,6 +941,9 @@ static void dw_fill_planes(const dw_planes_t *a, const edgernn_conv_geom_t *g, i
         src = a->in + (size_t)iy * g->in_w * c_in + c;
         if (n == 4 && (((uintptr_t)src | (uintptr_t)c_in) & 3u) == 0) {
             uint8_t *d0 = planes + (size_t)r * row, *d1 = d0 + plane, *d2 = d1 + plane, *d3 = d2 + plane;
+#if defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+            dw_fill_quad_row(src, c_in, x1 - x0, d0 + x0, d1 + x0, d2 + x0, d3 + x0);
+#else
             for (x = x0; x < x1; ++x, src += c_in) {
                 uint32_t v;
                 memcpy(&v, src, 4);
@@ -899,6 +952,7 @@ static void dw_fill_planes(const dw_planes_t *a, const edgernn_conv_geom_t *g, i
                 d2[x] = (uint8_t)(v >> 16);
                 d3[x] = (uint8_t)(v >> 24);
             }
+#endif
             continue;
         }
         for (j = 0; j < n; ++j) {
@@ -985,60 +1039,95 @@ static int dw_halves_channel(const dw_planes_t *a, const edgernn_conv_geom_t *g,
 #define DW_RQ_SIGNLESS(acc, t, s, CLAMP) EDGERNN_HALVES_CORE(t, acc) EDGERNN_HALVES_ROUND(t) CLAMP(t) DW_RQ_STORE(t)
 #define DW_SDOT(acc, x, w) ".insn r 0x57, 1, 0x5c, %[" acc "], %[" x "], %[" w "]\n\t"
 #define DW_LOAD(r, p, step) ".insn i 0x0b, 2, %[" r "], " #step "(%[" p "])\n\t"
-#define DW_HALVES_OPERANDS                                                                          \
+#define DW_HALVES_OUT                                                                               \
     : [p0] "+r"(p0), [p1] "+r"(p1), [p2] "+r"(p2), [y] "+r"(y), [a0] "=&r"(a0), [a1] "=&r"(a1),    \
-      [r0] "=&r"(r0), [r1] "=&r"(r1), [r2] "=&r"(r2)                                                \
+      [r0] "=&r"(r0), [r1] "=&r"(r1), [r2] "=&r"(r2)
+#define DW_HALVES_IN                                                                                \
     : [n] "r"(n), [v0] "r"(v0), [v1] "r"(v1), [v2] "r"(v2), [u0] "r"(u0), [u1] "r"(u1), [u2] "r"(u2),  \
       [xs0] "r"(xs0), [k1] "r"(h->k1), [k2] "r"(h->k2), [k3] "r"(h->k3), [k4] "r"(k4), [e] "r"(h->e),    \
-      [oc] "r"(oc), [lo] "r"(lo), [hi] "r"(hi)                                                      \
-    : "memory"
+      [oc] "r"(oc)
+/* the clamp's bounds where it is not p.clip's */
+#define DW_HALVES_OPERANDS_MINMAX DW_HALVES_OUT DW_HALVES_IN, [lo] "r"(lo), [hi] "r"(hi) : "memory"
+#define DW_HALVES_OPERANDS_CLIP8 DW_HALVES_OUT DW_HALVES_IN : "memory"
+/* the same with DW_HALVES_ROWS' row count and pointer step (GCC's limit of 30 operands, an in-out one
+ * counting 2, leaves no room for the bounds too: only p.clip's forms take all rows in one loop) */
+#define DW_HALVES_OPERANDS_CLIP8_ROWS DW_HALVES_OUT DW_HALVES_IN, [rows] "r"(rows), [adv] "r"(adv) : "memory"
+#define DW_PAIR_BODY(RQ, CLAMP)                                                                     \
+    DW_LOAD("r0", "p0", 2) DW_LOAD("r1", "p1", 2) DW_LOAD("r2", "p2", 2)                           \
+    "addi %[a0], %[xs0], 0\n\taddi %[a1], %[xs0], 0\n\t"                                           \
+    DW_SDOT("a0", "r0", "v0") DW_SDOT("a1", "r0", "u0") DW_SDOT("a0", "r1", "v1")                  \
+    DW_SDOT("a1", "r1", "u1") DW_SDOT("a0", "r2", "v2") DW_SDOT("a1", "r2", "u2")                  \
+    RQ("a0", "r0", "r1", CLAMP) RQ("a1", "r2", "r0", CLAMP)
+#define DW_SINGLE_BODY(RQ, CLAMP)                                                                   \
+    DW_LOAD("r0", "p0", 2) DW_LOAD("r1", "p1", 2) DW_LOAD("r2", "p2", 2)                           \
+    "addi %[a0], %[xs0], 0\n\t"                                                                    \
+    DW_SDOT("a0", "r0", "v0") DW_SDOT("a0", "r1", "v1") DW_SDOT("a0", "r2", "v2")                  \
+    RQ("a0", "r0", "r1", CLAMP)
 /* HALFWORDS: lp.setup's offset to the body's last instruction, 2 a (4-byte) instruction: pairs 11 and two
  * requantizations (4 + 2 signed + 1 + 1 or 2 clamp + 1 store each), singles 7 and one */
-#define DW_HALVES_PAIRS(RQ, CLAMP, HALFWORDS)                                                       \
+#define DW_HALVES_ROW(BODY, RQ, CLAMP, OPERANDS, HALFWORDS)                                         \
     __asm__ volatile(".option push\n\t.option norvc\n\t"                                            \
                      "blez %[n], 1f\n\t"                                                            \
                      ".insn i 0x7b, 4, x0, %[n], " #HALFWORDS "\n\t"                                \
-                     DW_LOAD("r0", "p0", 2) DW_LOAD("r1", "p1", 2) DW_LOAD("r2", "p2", 2)           \
-                     "addi %[a0], %[xs0], 0\n\taddi %[a1], %[xs0], 0\n\t"                           \
-                     DW_SDOT("a0", "r0", "v0") DW_SDOT("a1", "r0", "u0") DW_SDOT("a0", "r1", "v1")  \
-                     DW_SDOT("a1", "r1", "u1") DW_SDOT("a0", "r2", "v2") DW_SDOT("a1", "r2", "u2")  \
-                     RQ("a0", "r0", "r1", CLAMP) RQ("a1", "r2", "r0", CLAMP)                        \
-                     "1:\n\t.option pop" DW_HALVES_OPERANDS)
-#define DW_HALVES_SINGLES(RQ, CLAMP, HALFWORDS)                                                     \
+                     BODY(RQ, CLAMP)                                                                \
+                     "1:\n\t.option pop" OPERANDS)
+/* All rows: loop 1 over them around loop 0 (its body then 3 adds that move the plane's row pointers to the
+ * next output row, adv; the output pointer runs on, the rows' outputs being consecutive) */
+#define DW_HALVES_ROWS(BODY, RQ, CLAMP, OPERANDS, HALFWORDS)                                        \
     __asm__ volatile(".option push\n\t.option norvc\n\t"                                            \
-                     "blez %[n], 1f\n\t"                                                            \
+                     "blez %[n], 2f\n\t"                                                            \
+                     "blez %[rows], 2f\n\t"                                                         \
+                     ".insn i 0x7b, 4, x1, %[rows], " #HALFWORDS " + 8\n\t"                         \
                      ".insn i 0x7b, 4, x0, %[n], " #HALFWORDS "\n\t"                                \
-                     DW_LOAD("r0", "p0", 2) DW_LOAD("r1", "p1", 2) DW_LOAD("r2", "p2", 2)           \
-                     "addi %[a0], %[xs0], 0\n\t"                                                    \
-                     DW_SDOT("a0", "r0", "v0") DW_SDOT("a0", "r1", "v1") DW_SDOT("a0", "r2", "v2")  \
-                     RQ("a0", "r0", "r1", CLAMP)                                                    \
-                     "1:\n\t.option pop" DW_HALVES_OPERANDS)
+                     BODY(RQ, CLAMP)                                                                \
+                     "add %[p0], %[p0], %[adv]\n\t"                                                 \
+                     "add %[p1], %[p1], %[adv]\n\t"                                                 \
+                     "add %[p2], %[p2], %[adv]\n\t"                                                 \
+                     "2:\n\t.option pop" OPERANDS)
 
-/* The first outputs of a row by the hardware loop: all of them at stride 2, the pairs at stride 1; returns
- * how many. form: bit 0 SIGNLESS, bit 1 the p.clip clamp. */
-static int dw_halves_row_asm(const uint8_t *base, size_t tap_y, int out_w, int sx, int32_t oc, uint32_t xs0,
-                             const edgernn_halves_t *h, int form, int32_t lo, int32_t hi, const edgernn_v4s *wv,
-                             const edgernn_v4s *ws, int8_t *y)
+/* The first outputs of rows by the hardware loops: rows > 1 only where every output of each row is the loop's
+ * (stride 2, or stride 1 with an even out_w), the rows' outputs then consecutive, and the clamp p.clip's
+ * (form 2 or 3); else one row's, all at
+ * stride 2 and its pairs at stride 1. Returns the outputs done in the (last) row. form: bit 0 SIGNLESS, bit 1
+ * the p.clip clamp. */
+static int dw_halves_rows_asm(const uint8_t *base, size_t tap_y, size_t step_y, int rows, int out_w, int sx,
+                              int32_t oc, uint32_t xs0, const edgernn_halves_t *h, int form, int32_t lo,
+                              int32_t hi, const edgernn_v4s *wv, const edgernn_v4s *ws, int8_t *y)
 {
     const uint8_t *p0 = base, *p1 = base + tap_y, *p2 = base + 2 * tap_y;
     const edgernn_v4s v0 = wv[0], v1 = wv[1], v2 = wv[2], u0 = ws[0], u1 = ws[1], u2 = ws[2];
     const int32_t k4 = h->k4 + (form & 1);
     const int n = sx == 1 ? out_w / 2 : out_w;
+    const int32_t adv = (int32_t)step_y - 2 * n;
     int32_t a0, a1, r0, r1, r2;
+    if (rows > 1) {
+        if (sx == 1) {
+            if (form == 2) {
+                DW_HALVES_ROWS(DW_PAIR_BODY, DW_RQ_SIGNED, DW_RQ_CLIP8, DW_HALVES_OPERANDS_CLIP8_ROWS, 58);
+            } else {
+                DW_HALVES_ROWS(DW_PAIR_BODY, DW_RQ_SIGNLESS, DW_RQ_CLIP8, DW_HALVES_OPERANDS_CLIP8_ROWS, 50);
+            }
+        } else if (form == 2) {
+            DW_HALVES_ROWS(DW_SINGLE_BODY, DW_RQ_SIGNED, DW_RQ_CLIP8, DW_HALVES_OPERANDS_CLIP8_ROWS, 32);
+        } else {
+            DW_HALVES_ROWS(DW_SINGLE_BODY, DW_RQ_SIGNLESS, DW_RQ_CLIP8, DW_HALVES_OPERANDS_CLIP8_ROWS, 28);
+        }
+        return 2 * n / sx;
+    }
     if (sx == 1) {
         switch (form) {
-        case 0: DW_HALVES_PAIRS(DW_RQ_SIGNED, DW_RQ_MINMAX, 62); break;
-        case 1: DW_HALVES_PAIRS(DW_RQ_SIGNLESS, DW_RQ_MINMAX, 54); break;
-        case 2: DW_HALVES_PAIRS(DW_RQ_SIGNED, DW_RQ_CLIP8, 58); break;
-        default: DW_HALVES_PAIRS(DW_RQ_SIGNLESS, DW_RQ_CLIP8, 50); break;
+        case 0: DW_HALVES_ROW(DW_PAIR_BODY, DW_RQ_SIGNED, DW_RQ_MINMAX, DW_HALVES_OPERANDS_MINMAX, 62); break;
+        case 1: DW_HALVES_ROW(DW_PAIR_BODY, DW_RQ_SIGNLESS, DW_RQ_MINMAX, DW_HALVES_OPERANDS_MINMAX, 54); break;
+        case 2: DW_HALVES_ROW(DW_PAIR_BODY, DW_RQ_SIGNED, DW_RQ_CLIP8, DW_HALVES_OPERANDS_CLIP8, 58); break;
+        default: DW_HALVES_ROW(DW_PAIR_BODY, DW_RQ_SIGNLESS, DW_RQ_CLIP8, DW_HALVES_OPERANDS_CLIP8, 50); break;
         }
         return 2 * n;
     }
     switch (form) {
-    case 0: DW_HALVES_SINGLES(DW_RQ_SIGNED, DW_RQ_MINMAX, 34); break;
-    case 1: DW_HALVES_SINGLES(DW_RQ_SIGNLESS, DW_RQ_MINMAX, 30); break;
-    case 2: DW_HALVES_SINGLES(DW_RQ_SIGNED, DW_RQ_CLIP8, 32); break;
-    default: DW_HALVES_SINGLES(DW_RQ_SIGNLESS, DW_RQ_CLIP8, 28); break;
+    case 0: DW_HALVES_ROW(DW_SINGLE_BODY, DW_RQ_SIGNED, DW_RQ_MINMAX, DW_HALVES_OPERANDS_MINMAX, 34); break;
+    case 1: DW_HALVES_ROW(DW_SINGLE_BODY, DW_RQ_SIGNLESS, DW_RQ_MINMAX, DW_HALVES_OPERANDS_MINMAX, 30); break;
+    case 2: DW_HALVES_ROW(DW_SINGLE_BODY, DW_RQ_SIGNED, DW_RQ_CLIP8, DW_HALVES_OPERANDS_CLIP8, 32); break;
+    default: DW_HALVES_ROW(DW_SINGLE_BODY, DW_RQ_SIGNLESS, DW_RQ_CLIP8, DW_HALVES_OPERANDS_CLIP8, 28); break;
     }
     return n;
 }
@@ -1057,12 +1146,19 @@ static void dw_halves_channel_rows(const dw_planes_t *a, const edgernn_conv_geom
     const int form = (lo >= a->output_offset ? 1 : 0) | (lo == -128 && hi == 127 ? 2 : 0);
 #endif
     (void)ws;
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+    if ((sx == 2 || out_w % 2 == 0) && out_w >= 2 && (form & 2)) {
+        dw_halves_rows_asm(plane, tap_y, step_y, g->out_h, out_w, sx, out_c, xs0, h, form, lo, hi, wv, ws,
+                           a->out + c);
+        return;
+    }
+#endif
     for (oy = 0; oy < g->out_h; ++oy) {
         const uint8_t *base = plane + (size_t)oy * step_y;
         int8_t *y = a->out + (size_t)oy * out_w * out_c + c;
         ox = 0;
 #if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
-        ox = dw_halves_row_asm(base, tap_y, out_w, sx, out_c, xs0, h, form, lo, hi, wv, ws, y);
+        ox = dw_halves_rows_asm(base, tap_y, step_y, 1, out_w, sx, out_c, xs0, h, form, lo, hi, wv, ws, y);
 #endif
         for (; ox < out_w; ++ox) {
             const uint8_t *p = base + (size_t)ox * sx;
