@@ -814,13 +814,14 @@ static void dw_s8_setup(dw_s8_split_t *a, const edgernn_conv_geom_t *geom_in, co
 
 /* ---- The int8 depthwise convolution by channel planes (GAP8's Xpulp path) ----
  *
- * With a depth multiplier of 1, a filter row of at most 3 taps along x, stride and dilation 1 along x (a 3x3
- * SAME or VALID filter at any stride along y), the team splits the channels, not the rows, and no core pads
+ * With a depth multiplier of 1, a filter row of at most 3 taps along x, stride 1 or 2 and dilation 1 along x
+ * (a 3x3 SAME or VALID filter at any stride along y), the team splits the channels, not the rows, and no core pads
  * the frame for the others: each worker copies its channels, 4 at a time, out of the HWC frame into planes of
  * its own (EDGERNN_DW_PLANES planes of ph rows of pw4 bytes in its slot of scratch, the padding filled with
  * the input zero point), one word load feeding 4 planes. Along a plane's row, two output pixels (ox, ox + 1)
  * read the 4 bytes at ox: a filter row packed as [w0 w1 w2 0] gives ox's taps, [0 w0 w1 w2] ox + 1's, so a
- * filter row of 2 pixels is 1 load and 2 pv.sdotsp.b. The sum of each pixel is bias + the same 9 products
+ * filter row of 2 pixels is 1 load and 2 pv.sdotsp.b (at stride 2 along x, a pixel's own word at 2 ox and
+ * [w0 w1 w2 0]). The sum of each pixel is bias + the same 9 products
  * as the HWC walk's (a padded tap adds (zp - zp) * w = 0, a lane past the filter 0 * x), exact int32: the
  * bytes are those of the HWC walk. */
 #if defined(CONV_PAIRS)
@@ -892,13 +893,17 @@ static void dw_fill_words(uint32_t *p, uint32_t v, size_t words)
     }
 }
 
-/* GAP8: a row of a quad's planes, n >= 1 pixels: each pixel's word (p.lw post-incremented by c_in, .insn r
- * 0x0b, 7, 0x10) and its 4 bytes to the 4 planes (p.sb post-increment); the word's first use stalls 1 */
-static void dw_fill_quad_row(const int8_t *src, int32_t c_in, int n, uint8_t *d0, uint8_t *d1, uint8_t *d2, uint8_t *d3)
+/* GAP8: rows of a quad's planes, n >= 1 pixels each: each pixel's word (p.lw post-incremented by c_in, .insn r
+ * 0x0b, 7, 0x10) and its 4 bytes to the 4 planes (p.sb post-increment; the word's first use stalls 1), loop 1
+ * over the rows moving the source by src_adv and the planes by d_adv after each */
+static void dw_fill_quad_rows(const int8_t *src, int32_t c_in, int n, int rows, int32_t src_adv, int32_t d_adv,
+                              uint8_t *d0, uint8_t *d1, uint8_t *d2, uint8_t *d3)
 {
     uint32_t v, t;
     __asm__ volatile(".option push\n\t.option norvc\n\t"
                      "blez %[n], 1f\n\t"
+                     "blez %[rows], 1f\n\t"
+                     ".insn i 0x7b, 4, x1, %[rows], 28\n\t"
                      ".insn i 0x7b, 4, x0, %[n], 16\n\t"
                      ".insn r 0x0b, 7, 0x10, %[v], %[s], %[ci]\n\t"
                      ".insn s 0x2b, 0, %[v], 1(%[d0])\n\t"
@@ -908,10 +913,15 @@ static void dw_fill_quad_row(const int8_t *src, int32_t c_in, int n, uint8_t *d0
                      ".insn s 0x2b, 0, %[t], 1(%[d2])\n\t"
                      "srli %[t], %[v], 24\n\t"
                      ".insn s 0x2b, 0, %[t], 1(%[d3])\n\t"
+                     "add %[s], %[s], %[sa]\n\t"
+                     "add %[d0], %[d0], %[da]\n\t"
+                     "add %[d1], %[d1], %[da]\n\t"
+                     "add %[d2], %[d2], %[da]\n\t"
+                     "add %[d3], %[d3], %[da]\n\t"
                      "1:\n\t.option pop"
                      : [s] "+r"(src), [d0] "+r"(d0), [d1] "+r"(d1), [d2] "+r"(d2), [d3] "+r"(d3), [v] "=&r"(v),
                        [t] "=&r"(t)
-                     : [n] "r"(n), [ci] "r"(c_in)
+                     : [n] "r"(n), [ci] "r"(c_in), [rows] "r"(rows), [sa] "r"(src_adv), [da] "r"(d_adv)
                      : "memory");
 }
 #endif
@@ -926,6 +936,19 @@ static void dw_fill_planes(const dw_planes_t *a, const edgernn_conv_geom_t *g, i
 #if defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
     /* the planes start 4-byte aligned and hold whole words (DW_PLANE_ROW) */
     dw_fill_words((uint32_t *)(void *)planes, pad * 0x01010101u, (size_t)n * plane / 4);
+    if (n == 4 && (((uintptr_t)a->in | (uintptr_t)c | (uintptr_t)c_in) & 3u) == 0) {
+        /* the frame's rows [r0, r1) of the padded rows, each its pixels [x0, x1) */
+        const int32_t r0 = g->pad_top > 0 ? g->pad_top : 0;
+        const int32_t r1 = g->pad_top + g->in_h < ph ? g->pad_top + g->in_h : ph;
+        const int32_t x0 = g->pad_left, x1 = g->in_w + g->pad_left < row ? g->in_w + g->pad_left : row;
+        uint8_t *d0 = planes + (size_t)r0 * row + x0;
+        if (r1 > r0 && x1 > x0) {
+            dw_fill_quad_rows(a->in + ((size_t)(r0 - g->pad_top) * g->in_w) * c_in + c, c_in, x1 - x0, r1 - r0,
+                              (g->in_w - (x1 - x0)) * c_in, row - (x1 - x0), d0, d0 + plane, d0 + 2 * plane,
+                              d0 + 3 * plane);
+        }
+        return;
+    }
 #else
     for (j = 0; j < n; ++j) {
         memset(planes + j * plane, pad, plane);
@@ -941,9 +964,6 @@ static void dw_fill_planes(const dw_planes_t *a, const edgernn_conv_geom_t *g, i
         src = a->in + (size_t)iy * g->in_w * c_in + c;
         if (n == 4 && (((uintptr_t)src | (uintptr_t)c_in) & 3u) == 0) {
             uint8_t *d0 = planes + (size_t)r * row, *d1 = d0 + plane, *d2 = d1 + plane, *d3 = d2 + plane;
-#if defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
-            dw_fill_quad_row(src, c_in, x1 - x0, d0 + x0, d1 + x0, d2 + x0, d3 + x0);
-#else
             for (x = x0; x < x1; ++x, src += c_in) {
                 uint32_t v;
                 memcpy(&v, src, 4);
@@ -952,7 +972,6 @@ static void dw_fill_planes(const dw_planes_t *a, const edgernn_conv_geom_t *g, i
                 d2[x] = (uint8_t)(v >> 16);
                 d3[x] = (uint8_t)(v >> 24);
             }
-#endif
             continue;
         }
         for (j = 0; j < n; ++j) {
@@ -1011,17 +1030,20 @@ static EDGERNN_DOT_INLINE void dw_plane_row_k3(const uint8_t *base, size_t tap_y
 static int dw_halves_channel(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c, edgernn_halves_t *h)
 {
     const int taps = g->k_h * g->k_w, out_c = g->out_c;
-    const int64_t bias = a->bias[c];
+    const int32_t bias = a->bias[c];
+    const int8_t *wk = a->w + c;
     int32_t pos = 0, neg = 0;
     int k;
-    for (k = 0; k < taps; ++k) {
-        const int32_t wk = a->w[(size_t)k * out_c + c];
-        pos += wk > 0 ? wk : 0;
-        neg += wk < 0 ? wk : 0;
+    if (bias < -((int32_t)1 << 29) || bias >= ((int32_t)1 << 29)) {
+        return 0;
     }
-    /* the least and greatest accumulator: int8 inputs in [-128, 127] (the padding's zero point among them) */
-    return bias - 128 * (int64_t)pos + 127 * (int64_t)neg >= -((int64_t)1 << 30) &&
-           bias + 127 * (int64_t)pos - 128 * (int64_t)neg < ((int64_t)1 << 30) &&
+    for (k = 0; k < taps; ++k, wk += out_c) {
+        pos += *wk > 0 ? *wk : 0;
+        neg += *wk < 0 ? *wk : 0;
+    }
+    /* the least and greatest accumulator: int8 inputs in [-128, 127] (the padding's zero point among them);
+     * at most 24 taps, so no sum leaves int32 */
+    return bias - 128 * pos + 127 * neg >= -((int32_t)1 << 30) && bias + 127 * pos - 128 * neg < ((int32_t)1 << 30) &&
            edgernn_halves_make(h, a->multiplier[c], a->shift[c], a->output_offset);
 }
 
