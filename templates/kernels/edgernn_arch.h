@@ -9,6 +9,7 @@
  *   EDGERNN_DOT_USE_ASM, EDGERNN_DOT8_ASM, EDGERNN_DOT4_ASM, EDGERNN_DOT_ASM_MIN_INPUTS
  *                                  a block's whole groups of 4 inputs in the set's own routine
  *   EDGERNN_MBQM_HI_TIGHT_ASM, edgernn_mbqm_hi_tight    edgernn_fixedpoint.h's tight requantization
+ *   EDGERNN_HALVES_ASM, edgernn_halves_xpulp            edgernn_fixedpoint.h's requantization from 16-bit halves
  *   EDGERNN_ARCH_CLAMP, edgernn_clamp                    a clamp without branches
  *   EDGERNN_ARCH_ROUND_HI(hi, shift)                     hi = (hi + 2^(e-2)) >> (e-1), e = -shift
  *   EDGERNN_FC_REQUANT_ASM, FC_ASM8_ONCE ...             FULLY_CONNECTED's block requantization

@@ -814,13 +814,14 @@ static void dw_s8_setup(dw_s8_split_t *a, const edgernn_conv_geom_t *geom_in, co
 
 /* ---- The int8 depthwise convolution by channel planes (GAP8's Xpulp path) ----
  *
- * With a depth multiplier of 1, a filter row of at most 3 taps along x, stride and dilation 1 along x (a 3x3
- * SAME or VALID filter at any stride along y), the team splits the channels, not the rows, and no core pads
+ * With a depth multiplier of 1, a filter row of at most 3 taps along x, stride 1 or 2 and dilation 1 along x
+ * (a 3x3 SAME or VALID filter at any stride along y), the team splits the channels, not the rows, and no core pads
  * the frame for the others: each worker copies its channels, 4 at a time, out of the HWC frame into planes of
  * its own (EDGERNN_DW_PLANES planes of ph rows of pw4 bytes in its slot of scratch, the padding filled with
  * the input zero point), one word load feeding 4 planes. Along a plane's row, two output pixels (ox, ox + 1)
  * read the 4 bytes at ox: a filter row packed as [w0 w1 w2 0] gives ox's taps, [0 w0 w1 w2] ox + 1's, so a
- * filter row of 2 pixels is 1 load and 2 pv.sdotsp.b. The sum of each pixel is bias + the same 9 products
+ * filter row of 2 pixels is 1 load and 2 pv.sdotsp.b (at stride 2 along x, a pixel's own word at 2 ox and
+ * [w0 w1 w2 0]). The sum of each pixel is bias + the same 9 products
  * as the HWC walk's (a padded tap adds (zp - zp) * w = 0, a lane past the filter 0 * x), exact int32: the
  * bytes are those of the HWC walk. */
 #if defined(CONV_PAIRS)
@@ -833,7 +834,8 @@ static void dw_s8_setup(dw_s8_split_t *a, const edgernn_conv_geom_t *geom_in, co
 
 static int dw_planes_apply(const edgernn_conv_geom_t *g)
 {
-    return g->depth_multiplier == 1 && g->k_w <= 3 && g->stride_w == 1 && g->dil_w == 1 && g->k_h <= DW_MAX_KH;
+    return g->depth_multiplier == 1 && g->k_w <= 3 && (g->stride_w == 1 || g->stride_w == 2) && g->dil_w == 1 &&
+           g->k_h <= DW_MAX_KH;
 }
 
 /* A word whose address need be only byte-aligned: GAP8 loads it in one instruction (a misaligned word
@@ -870,6 +872,60 @@ static inline uint32_t dw_pack(int32_t b0, int32_t b1, int32_t b2, int32_t b3)
     return (uint32_t)(uint8_t)b0 | (uint32_t)(uint8_t)b1 << 8 | (uint32_t)(uint8_t)b2 << 16 | (uint32_t)(uint8_t)b3 << 24;
 }
 
+#if defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+/* GAP8: words of the zero point, 4 a turn (p.sw post-increment, .insn s 0x2b, 2), then the rest */
+static void dw_fill_words(uint32_t *p, uint32_t v, size_t words)
+{
+    const int n = (int)(words / 4);
+    __asm__ volatile(".option push\n\t.option norvc\n\t"
+                     "blez %[n], 1f\n\t"
+                     ".insn i 0x7b, 4, x0, %[n], 8\n\t"
+                     ".insn s 0x2b, 2, %[v], 4(%[p])\n\t"
+                     ".insn s 0x2b, 2, %[v], 4(%[p])\n\t"
+                     ".insn s 0x2b, 2, %[v], 4(%[p])\n\t"
+                     ".insn s 0x2b, 2, %[v], 4(%[p])\n\t"
+                     "1:\n\t.option pop"
+                     : [p] "+r"(p)
+                     : [n] "r"(n), [v] "r"(v)
+                     : "memory");
+    for (words -= 4 * (size_t)(n > 0 ? n : 0); words > 0; --words) {
+        *p++ = v;
+    }
+}
+
+/* GAP8: rows of a quad's planes, n >= 1 pixels each: each pixel's word (p.lw post-incremented by c_in, .insn r
+ * 0x0b, 7, 0x10) and its 4 bytes to the 4 planes (p.sb post-increment; the word's first use stalls 1), loop 1
+ * over the rows moving the source by src_adv and the planes by d_adv after each */
+static void dw_fill_quad_rows(const int8_t *src, int32_t c_in, int n, int rows, int32_t src_adv, int32_t d_adv,
+                              uint8_t *d0, uint8_t *d1, uint8_t *d2, uint8_t *d3)
+{
+    uint32_t v, t;
+    __asm__ volatile(".option push\n\t.option norvc\n\t"
+                     "blez %[n], 1f\n\t"
+                     "blez %[rows], 1f\n\t"
+                     ".insn i 0x7b, 4, x1, %[rows], 28\n\t"
+                     ".insn i 0x7b, 4, x0, %[n], 16\n\t"
+                     ".insn r 0x0b, 7, 0x10, %[v], %[s], %[ci]\n\t"
+                     ".insn s 0x2b, 0, %[v], 1(%[d0])\n\t"
+                     "srli %[t], %[v], 8\n\t"
+                     ".insn s 0x2b, 0, %[t], 1(%[d1])\n\t"
+                     "srli %[t], %[v], 16\n\t"
+                     ".insn s 0x2b, 0, %[t], 1(%[d2])\n\t"
+                     "srli %[t], %[v], 24\n\t"
+                     ".insn s 0x2b, 0, %[t], 1(%[d3])\n\t"
+                     "add %[s], %[s], %[sa]\n\t"
+                     "add %[d0], %[d0], %[da]\n\t"
+                     "add %[d1], %[d1], %[da]\n\t"
+                     "add %[d2], %[d2], %[da]\n\t"
+                     "add %[d3], %[d3], %[da]\n\t"
+                     "1:\n\t.option pop"
+                     : [s] "+r"(src), [d0] "+r"(d0), [d1] "+r"(d1), [d2] "+r"(d2), [d3] "+r"(d3), [v] "=&r"(v),
+                       [t] "=&r"(t)
+                     : [n] "r"(n), [ci] "r"(c_in), [rows] "r"(rows), [sa] "r"(src_adv), [da] "r"(d_adv)
+                     : "memory");
+}
+#endif
+
 /* Planes of channels [c, c + n), n <= 4, at planes (ph rows of row bytes each, one after the other). */
 static void dw_fill_planes(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c, int n, uint8_t *planes)
 {
@@ -877,9 +933,27 @@ static void dw_fill_planes(const dw_planes_t *a, const edgernn_conv_geom_t *g, i
     const size_t plane = (size_t)ph * row;
     const uint8_t pad = (uint8_t)a->pad;
     int r, x, j;
+#if defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+    /* the planes start 4-byte aligned and hold whole words (DW_PLANE_ROW) */
+    dw_fill_words((uint32_t *)(void *)planes, pad * 0x01010101u, (size_t)n * plane / 4);
+    if (n == 4 && (((uintptr_t)a->in | (uintptr_t)c | (uintptr_t)c_in) & 3u) == 0) {
+        /* the frame's rows [r0, r1) of the padded rows, each its pixels [x0, x1) */
+        const int32_t r0 = g->pad_top > 0 ? g->pad_top : 0;
+        const int32_t r1 = g->pad_top + g->in_h < ph ? g->pad_top + g->in_h : ph;
+        const int32_t x0 = g->pad_left, x1 = g->in_w + g->pad_left < row ? g->in_w + g->pad_left : row;
+        uint8_t *d0 = planes + (size_t)r0 * row + x0;
+        if (r1 > r0 && x1 > x0) {
+            dw_fill_quad_rows(a->in + ((size_t)(r0 - g->pad_top) * g->in_w) * c_in + c, c_in, x1 - x0, r1 - r0,
+                              (g->in_w - (x1 - x0)) * c_in, row - (x1 - x0), d0, d0 + plane, d0 + 2 * plane,
+                              d0 + 3 * plane);
+        }
+        return;
+    }
+#else
     for (j = 0; j < n; ++j) {
         memset(planes + j * plane, pad, plane);
     }
+#endif
     for (r = 0; r < ph; ++r) {
         const int32_t iy = r - g->pad_top;
         const int32_t x0 = g->pad_left, x1 = g->in_w + g->pad_left < row ? g->in_w + g->pad_left : row;
@@ -946,6 +1020,178 @@ static EDGERNN_DOT_INLINE void dw_plane_row_k3(const uint8_t *base, size_t tap_y
     }
 }
 
+/* ---- Rows of a 3-row filter with edgernn_halves, the requantization from 16-bit halves ----
+ *
+ * Where every accumulator of channel c (its bias and 9 products of any int8 inputs) lies in [-2^30, 2^30) and
+ * its multiplier and shift take the form (edgernn_halves_make), each output is edgernn_halves of the sum
+ * started at xs0 = bias + 2^30: on GAP8 eight one-cycle instructions where edgernn_mbqm_hi_tight takes 13
+ * cycles (its mulh stalls 5), and where act_min >= the output offset (a ReLU's clamp) six (SIGNLESS, its note
+ * in edgernn_fixedpoint.h); the clamp is one p.clip where it is int8's whole range. */
+static int dw_halves_channel(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c, edgernn_halves_t *h)
+{
+    const int taps = g->k_h * g->k_w, out_c = g->out_c;
+    const int32_t bias = a->bias[c];
+    const int8_t *wk = a->w + c;
+    int32_t pos = 0, neg = 0;
+    int k;
+    if (bias < -((int32_t)1 << 29) || bias >= ((int32_t)1 << 29)) {
+        return 0;
+    }
+    for (k = 0; k < taps; ++k, wk += out_c) {
+        pos += *wk > 0 ? *wk : 0;
+        neg += *wk < 0 ? *wk : 0;
+    }
+    /* the least and greatest accumulator: int8 inputs in [-128, 127] (the padding's zero point among them);
+     * at most 24 taps, so no sum leaves int32 */
+    return bias - 128 * pos + 127 * neg >= -((int32_t)1 << 30) && bias + 127 * pos - 128 * neg < ((int32_t)1 << 30) &&
+           edgernn_halves_make(h, a->multiplier[c], a->shift[c], a->output_offset);
+}
+
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+/* GAP8: a row's outputs as one hardware loop (the rules of CONV_QUAD_LOOP's note: uncompressed, loop 0, no
+ * loop around it, entered with a count of 1 or more, the body ending on a store). Stride 1: a pixel pair a
+ * turn, its 3 filter rows as 3 post-increment word loads (ox and ox + 1 from one word, edgernn_conv.c's
+ * planes note) and 6 pv.sdotsp.b, then each sum's requantization and p.sb at out_c steps; stride 2: one
+ * pixel a turn, 3 loads and 3 pv.sdotsp.b. A load's word is used 3 or more instructions on. */
+#define DW_RQ_CLIP8(t) ".insn r 0x33, 1, 0x0a, %[" t "], %[" t "], x8\n\t" /* p.clip t, t, 8: [-128, 127] */
+#define DW_RQ_MINMAX(t) ".insn r 0x33, 6, 2, %[" t "], %[" t "], %[lo]\n\t.insn r 0x33, 4, 2, %[" t "], %[" t "], %[hi]\n\t"
+#define DW_RQ_STORE(t) ".insn r 0x2b, 4, 0, %[oc], %[y], %[" t "]\n\t" /* p.sb t, oc(y!) */
+#define DW_RQ_SIGNED(acc, t, s, CLAMP) \
+    EDGERNN_HALVES_CORE(t, acc) EDGERNN_HALVES_SIGN(t, acc, s) EDGERNN_HALVES_ROUND(t) CLAMP(t) DW_RQ_STORE(t)
+#define DW_RQ_SIGNLESS(acc, t, s, CLAMP) EDGERNN_HALVES_CORE(t, acc) EDGERNN_HALVES_ROUND(t) CLAMP(t) DW_RQ_STORE(t)
+#define DW_SDOT(acc, x, w) ".insn r 0x57, 1, 0x5c, %[" acc "], %[" x "], %[" w "]\n\t"
+#define DW_LOAD(r, p, step) ".insn i 0x0b, 2, %[" r "], " #step "(%[" p "])\n\t"
+#define DW_HALVES_OUT                                                                               \
+    : [p0] "+r"(p0), [p1] "+r"(p1), [p2] "+r"(p2), [y] "+r"(y), [a0] "=&r"(a0), [a1] "=&r"(a1),    \
+      [r0] "=&r"(r0), [r1] "=&r"(r1), [r2] "=&r"(r2)
+#define DW_HALVES_IN                                                                                \
+    : [n] "r"(n), [v0] "r"(v0), [v1] "r"(v1), [v2] "r"(v2), [u0] "r"(u0), [u1] "r"(u1), [u2] "r"(u2),  \
+      [xs0] "r"(xs0), [k1] "r"(h->k1), [k2] "r"(h->k2), [k3] "r"(h->k3), [k4] "r"(k4), [e] "r"(h->e),    \
+      [oc] "r"(oc)
+/* the clamp's bounds where it is not p.clip's */
+#define DW_HALVES_OPERANDS_MINMAX DW_HALVES_OUT DW_HALVES_IN, [lo] "r"(lo), [hi] "r"(hi) : "memory"
+#define DW_HALVES_OPERANDS_CLIP8 DW_HALVES_OUT DW_HALVES_IN : "memory"
+/* the same with DW_HALVES_ROWS' row count and pointer step (GCC's limit of 30 operands, an in-out one
+ * counting 2, leaves no room for the bounds too: only p.clip's forms take all rows in one loop) */
+#define DW_HALVES_OPERANDS_CLIP8_ROWS DW_HALVES_OUT DW_HALVES_IN, [rows] "r"(rows), [adv] "r"(adv) : "memory"
+#define DW_PAIR_BODY(RQ, CLAMP)                                                                     \
+    DW_LOAD("r0", "p0", 2) DW_LOAD("r1", "p1", 2) DW_LOAD("r2", "p2", 2)                           \
+    "addi %[a0], %[xs0], 0\n\taddi %[a1], %[xs0], 0\n\t"                                           \
+    DW_SDOT("a0", "r0", "v0") DW_SDOT("a1", "r0", "u0") DW_SDOT("a0", "r1", "v1")                  \
+    DW_SDOT("a1", "r1", "u1") DW_SDOT("a0", "r2", "v2") DW_SDOT("a1", "r2", "u2")                  \
+    RQ("a0", "r0", "r1", CLAMP) RQ("a1", "r2", "r0", CLAMP)
+#define DW_SINGLE_BODY(RQ, CLAMP)                                                                   \
+    DW_LOAD("r0", "p0", 2) DW_LOAD("r1", "p1", 2) DW_LOAD("r2", "p2", 2)                           \
+    "addi %[a0], %[xs0], 0\n\t"                                                                    \
+    DW_SDOT("a0", "r0", "v0") DW_SDOT("a0", "r1", "v1") DW_SDOT("a0", "r2", "v2")                  \
+    RQ("a0", "r0", "r1", CLAMP)
+/* HALFWORDS: lp.setup's offset to the body's last instruction, 2 a (4-byte) instruction: pairs 11 and two
+ * requantizations (4 + 2 signed + 1 + 1 or 2 clamp + 1 store each), singles 7 and one */
+#define DW_HALVES_ROW(BODY, RQ, CLAMP, OPERANDS, HALFWORDS)                                         \
+    __asm__ volatile(".option push\n\t.option norvc\n\t"                                            \
+                     "blez %[n], 1f\n\t"                                                            \
+                     ".insn i 0x7b, 4, x0, %[n], " #HALFWORDS "\n\t"                                \
+                     BODY(RQ, CLAMP)                                                                \
+                     "1:\n\t.option pop" OPERANDS)
+/* All rows: loop 1 over them around loop 0 (its body then 3 adds that move the plane's row pointers to the
+ * next output row, adv; the output pointer runs on, the rows' outputs being consecutive) */
+#define DW_HALVES_ROWS(BODY, RQ, CLAMP, OPERANDS, HALFWORDS)                                        \
+    __asm__ volatile(".option push\n\t.option norvc\n\t"                                            \
+                     "blez %[n], 2f\n\t"                                                            \
+                     "blez %[rows], 2f\n\t"                                                         \
+                     ".insn i 0x7b, 4, x1, %[rows], " #HALFWORDS " + 8\n\t"                         \
+                     ".insn i 0x7b, 4, x0, %[n], " #HALFWORDS "\n\t"                                \
+                     BODY(RQ, CLAMP)                                                                \
+                     "add %[p0], %[p0], %[adv]\n\t"                                                 \
+                     "add %[p1], %[p1], %[adv]\n\t"                                                 \
+                     "add %[p2], %[p2], %[adv]\n\t"                                                 \
+                     "2:\n\t.option pop" OPERANDS)
+
+/* The first outputs of rows by the hardware loops: rows > 1 only where every output of each row is the loop's
+ * (stride 2, or stride 1 with an even out_w), the rows' outputs then consecutive, and the clamp p.clip's
+ * (form 2 or 3); else one row's, all at
+ * stride 2 and its pairs at stride 1. Returns the outputs done in the (last) row. form: bit 0 SIGNLESS, bit 1
+ * the p.clip clamp. */
+static int dw_halves_rows_asm(const uint8_t *base, size_t tap_y, size_t step_y, int rows, int out_w, int sx,
+                              int32_t oc, uint32_t xs0, const edgernn_halves_t *h, int form, int32_t lo,
+                              int32_t hi, const edgernn_v4s *wv, const edgernn_v4s *ws, int8_t *y)
+{
+    const uint8_t *p0 = base, *p1 = base + tap_y, *p2 = base + 2 * tap_y;
+    const edgernn_v4s v0 = wv[0], v1 = wv[1], v2 = wv[2], u0 = ws[0], u1 = ws[1], u2 = ws[2];
+    const int32_t k4 = h->k4 + (form & 1);
+    const int n = sx == 1 ? out_w / 2 : out_w;
+    const int32_t adv = (int32_t)step_y - 2 * n;
+    int32_t a0, a1, r0, r1, r2;
+    if (rows > 1) {
+        if (sx == 1) {
+            if (form == 2) {
+                DW_HALVES_ROWS(DW_PAIR_BODY, DW_RQ_SIGNED, DW_RQ_CLIP8, DW_HALVES_OPERANDS_CLIP8_ROWS, 58);
+            } else {
+                DW_HALVES_ROWS(DW_PAIR_BODY, DW_RQ_SIGNLESS, DW_RQ_CLIP8, DW_HALVES_OPERANDS_CLIP8_ROWS, 50);
+            }
+        } else if (form == 2) {
+            DW_HALVES_ROWS(DW_SINGLE_BODY, DW_RQ_SIGNED, DW_RQ_CLIP8, DW_HALVES_OPERANDS_CLIP8_ROWS, 32);
+        } else {
+            DW_HALVES_ROWS(DW_SINGLE_BODY, DW_RQ_SIGNLESS, DW_RQ_CLIP8, DW_HALVES_OPERANDS_CLIP8_ROWS, 28);
+        }
+        return 2 * n / sx;
+    }
+    if (sx == 1) {
+        switch (form) {
+        case 0: DW_HALVES_ROW(DW_PAIR_BODY, DW_RQ_SIGNED, DW_RQ_MINMAX, DW_HALVES_OPERANDS_MINMAX, 62); break;
+        case 1: DW_HALVES_ROW(DW_PAIR_BODY, DW_RQ_SIGNLESS, DW_RQ_MINMAX, DW_HALVES_OPERANDS_MINMAX, 54); break;
+        case 2: DW_HALVES_ROW(DW_PAIR_BODY, DW_RQ_SIGNED, DW_RQ_CLIP8, DW_HALVES_OPERANDS_CLIP8, 58); break;
+        default: DW_HALVES_ROW(DW_PAIR_BODY, DW_RQ_SIGNLESS, DW_RQ_CLIP8, DW_HALVES_OPERANDS_CLIP8, 50); break;
+        }
+        return 2 * n;
+    }
+    switch (form) {
+    case 0: DW_HALVES_ROW(DW_SINGLE_BODY, DW_RQ_SIGNED, DW_RQ_MINMAX, DW_HALVES_OPERANDS_MINMAX, 34); break;
+    case 1: DW_HALVES_ROW(DW_SINGLE_BODY, DW_RQ_SIGNLESS, DW_RQ_MINMAX, DW_HALVES_OPERANDS_MINMAX, 30); break;
+    case 2: DW_HALVES_ROW(DW_SINGLE_BODY, DW_RQ_SIGNED, DW_RQ_CLIP8, DW_HALVES_OPERANDS_CLIP8, 32); break;
+    default: DW_HALVES_ROW(DW_SINGLE_BODY, DW_RQ_SIGNLESS, DW_RQ_CLIP8, DW_HALVES_OPERANDS_CLIP8, 28); break;
+    }
+    return n;
+}
+#endif
+
+/* Output channel c of a 3-row filter with edgernn_halves (h), its filter rows packed in wv (and ws). */
+static void dw_halves_channel_rows(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c, const uint8_t *plane,
+                                   const edgernn_halves_t *h, const edgernn_v4s *wv, const edgernn_v4s *ws)
+{
+    const int out_w = g->out_w, out_c = g->out_c, sx = g->stride_w;
+    const size_t tap_y = (size_t)g->dil_h * a->row, step_y = (size_t)g->stride_h * a->row;
+    const uint32_t xs0 = (uint32_t)a->bias[c] + (1u << 30);
+    const int32_t lo = a->act_min, hi = a->act_max;
+    int oy, ox;
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+    const int form = (lo >= a->output_offset ? 1 : 0) | (lo == -128 && hi == 127 ? 2 : 0);
+#endif
+    (void)ws;
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+    if ((sx == 2 || out_w % 2 == 0) && out_w >= 2 && (form & 2)) {
+        dw_halves_rows_asm(plane, tap_y, step_y, g->out_h, out_w, sx, out_c, xs0, h, form, lo, hi, wv, ws,
+                           a->out + c);
+        return;
+    }
+#endif
+    for (oy = 0; oy < g->out_h; ++oy) {
+        const uint8_t *base = plane + (size_t)oy * step_y;
+        int8_t *y = a->out + (size_t)oy * out_w * out_c + c;
+        ox = 0;
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+        ox = dw_halves_rows_asm(base, tap_y, step_y, 1, out_w, sx, out_c, xs0, h, form, lo, hi, wv, ws, y);
+#endif
+        for (; ox < out_w; ++ox) {
+            const uint8_t *p = base + (size_t)ox * sx;
+            int32_t s0 = EDGERNN_SDOTSP4(dw_load4(p), wv[0], (int32_t)xs0);
+            s0 = EDGERNN_SDOTSP4(dw_load4(p + tap_y), wv[1], s0);
+            s0 = EDGERNN_SDOTSP4(dw_load4(p + 2 * tap_y), wv[2], s0);
+            y[(size_t)ox * out_c] = (int8_t)edgernn_clamp(edgernn_halves((uint32_t)s0, h), lo, hi);
+        }
+    }
+}
+
 /* Output channel c from its plane. */
 static void dw_plane_channel(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c, const uint8_t *plane)
 {
@@ -963,6 +1209,13 @@ static void dw_plane_channel(const dw_planes_t *a, const edgernn_conv_geom_t *g,
         memcpy(&ws[ky], &u, sizeof u);
     }
     if (k_h == 3) {
+        edgernn_halves_t h;
+        if (dw_halves_channel(a, g, c, &h)) {
+            dw_halves_channel_rows(a, g, c, plane, &h, wv, ws);
+            return;
+        }
+    }
+    if (k_h == 3 && g->stride_w == 1) {
         const edgernn_v4s v0 = wv[0], v1 = wv[1], v2 = wv[2], u0 = ws[0], u1 = ws[1], u2 = ws[2];
         const int32_t e1 = -sh - 1;
         if (edgernn_mbqm_hi_tight_applies(m, sh)) {
@@ -981,6 +1234,16 @@ static void dw_plane_channel(const dw_planes_t *a, const edgernn_conv_geom_t *g,
     for (oy = 0; oy < g->out_h; ++oy) {
         const uint8_t *base = plane + (size_t)oy * step_y;
         int8_t *y = a->out + (size_t)oy * g->out_w * out_c + c;
+        if (g->stride_w == 2) {
+            for (ox = 0; ox < g->out_w; ++ox, y += out_c) {
+                int32_t s0 = b;
+                for (ky = 0; ky < k_h; ++ky) {
+                    s0 = EDGERNN_SDOTSP4(dw_load4(base + ky * tap_y + 2 * ox), wv[ky], s0);
+                }
+                DW_PLANE_OUT(y[0], s0);
+            }
+            continue;
+        }
         for (ox = 0; ox + 2 <= g->out_w; ox += 2, y += 2 * out_c) {
             int32_t s0 = b, s1 = b;
             for (ky = 0; ky < k_h; ++ky) {

@@ -154,6 +154,67 @@ static inline int32_t edgernn_mbqm_hi_tight(int32_t x, int32_t multiplier, int32
 }
 #endif
 
+/* edgernn_mbqm's value plus an output offset from 16x16-bit products alone (GAP8: one cycle each, where a mulh
+ * stalls five), for 2^30 <= m < 2^31, a right shift e = -shift of 1 to 22 and -2^30 <= x < 2^30: the depthwise
+ * convolution's requantization where every accumulator of its channel is in that range. x enters as
+ * xs = x + 2^30, whose halves xl = xs mod 2^16 (x's own) and xh' = xs >> 16 = xh + 2^14 (xh = floor(x / 2^16))
+ * are both non-negative. With m = mh 2^16 + ml, c = [ml >= 2^15], ml' = ml - 2^16 c, mh' = mh + c (< 2^15,
+ * else the form does not apply): x m = xh mh' 2^32 + (xh ml' + xl mh) 2^16 + xl ml, and MultiplyByQuantized-
+ * Multiplier, floor((x m + 2^30 + 2^(30+e) - [x < 0] 2^31) / 2^(31+e)) (edgernn_mbqm_hi's note; [x < 0] for
+ * [q < 0]: they differ only at x = -1 with m = 2^30, where both give 0), is the nested floors
+ *   Y = xh ml' + xl mh + floor(xl ml / 2^16),  W = floor((Y + 2^14) / 2^15),
+ *   F = floor((2 xh mh' + W - [x < 0] + 2^(e-1)) / 2^e),
+ * which GAP8 computes as (k1 .. k4 per channel, edgernn_halves_make):
+ *   p.muluN a, xs, k1, 16    a = floor(xl ml / 2^16)          k1 = ml | 2 mh' << 16
+ *   pv.sdotusp.h a, xs, k2   a += xl mh + xh' ml'            k2 = mh | ml' << 16 (signed lanes)
+ *   p.adduN a, a, k3, 15     a = (a + k3) >> 15 (logical)     k3 = 2^14 - 2^14 ml' + 2^29
+ *   p.machhu a, xs, k1       a += xh' 2 mh'
+ *   srli s, xs, 30; add a, a, s                               s = [x >= 0]
+ *   p.addRN a, k4, e         a = (a + k4 + 2^(e-1)) >> e       k4 = off 2^e - 1 - 2^14 - 2^15 mh'
+ * a + k3 = Y + 2^14 + 2^29 mod 2^32, and Y + 2^14 + 2^29 lies in [0, 2^32), so the logical shift gives
+ * W + 2^14; the other sums may wrap, but the last one, 2 xh mh' + W - [x < 0] + off 2^e + 2^(e-1), is in
+ * int32 (|2 xh mh' + W| < 2^30 + 2^16, e <= 22), and the constants cancel in it. Where act_min >= off (a
+ * ReLU's clamp), a kernel may drop s and add 1 to k4 (SIGNLESS): for x < 0 that gives F or F + 1, never
+ * above 0, and both clamp to act_min. tests/c/fixedpoint_check.c holds this C twin against
+ * MultiplyByQuantizedMultiplier; the GAP8 sequence (its edgernn_arch.h) is held in GVSOC by
+ * tests/targets/gap8/test_gap8_requant.py. */
+typedef struct {
+    uint32_t k1, k2, k3;
+    int32_t k4, e;
+} edgernn_halves_t;
+
+static inline int edgernn_halves_make(edgernn_halves_t *h, int32_t multiplier, int32_t shift, int32_t output_offset)
+{
+    const uint32_t m = (uint32_t)multiplier, mh = m >> 16, ml = m & 0xFFFFu, c = ml >> 15;
+    const uint32_t mh1 = mh + c, ml1 = ml - (c << 16); /* ml1: ml' as a 32-bit two's complement word */
+    const int32_t e = -shift;
+    if (multiplier < ((int32_t)1 << 30) || e < 1 || e > 22 || mh1 >= 0x8000u) {
+        return 0;
+    }
+    h->k1 = ml | (2u * mh1) << 16;
+    h->k2 = mh | ml1 << 16;
+    h->k3 = (1u << 14) - (ml1 << 14) + (1u << 29);
+    h->k4 = (int32_t)((uint32_t)output_offset * (1u << e) - 1u - (1u << 14) - (mh1 << 15));
+    h->e = e;
+    return 1;
+}
+
+/* xs = x + 2^30 */
+static inline int32_t edgernn_halves(uint32_t xs, const edgernn_halves_t *h)
+{
+#if defined(EDGERNN_HALVES_ASM)
+    return edgernn_halves_xpulp(xs, h->k1, h->k2, h->k3, h->k4, h->e);
+#else
+    const uint32_t xl = xs & 0xFFFFu, xh = xs >> 16;
+    uint32_t a = (xl * (h->k1 & 0xFFFFu)) >> 16;
+    a += xl * (uint32_t)(int32_t)(int16_t)(h->k2 & 0xFFFFu) + xh * (uint32_t)(int32_t)(int16_t)(h->k2 >> 16);
+    a = (a + h->k3) >> 15;
+    a += xh * (h->k1 >> 16);
+    a += xs >> 30;
+    return (int32_t)(a + (uint32_t)h->k4 + (1u << (h->e - 1))) >> h->e;
+#endif
+}
+
 /* The same product with one rounding, halves toward +infinity: what LiteRT's reference 8-bit
  * FULLY_CONNECTED kernel gives (the BUILTIN_REF oracle; measured, docs/ops.md). */
 static inline int32_t edgernn_mbqm_single(int32_t x, int32_t multiplier, int shift)

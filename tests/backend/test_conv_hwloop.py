@@ -1,8 +1,10 @@
 """The hardware loops of edgernn_conv.c's GAP8 path keep the rules silicon keeps and GVSOC does not check: the
 kernel source compiled for rv32imc as a GAP8 build compiles it (Xpulp by `.insn`, -O3), its object read back,
 every `lp.setup` decoded: a body of at least 3 instructions, none compressed, the last not a branch or jump,
-loop 0 only (no loop nested around it); and the body is the 4x2 blocking's 6 post-increment loads and 8
-pv.sdotsp.b. (The check of every GAP8 ELF, all kernels, is issue 25's test beside the matrix-vector kernels.)"""
+loop 0 the inner one (loop 1 only around it, ending 2 or more instructions after it: the depthwise rows); and
+the bodies are those of the table below: the 4x2 blocking's 6 post-increment loads and 8 pv.sdotsp.b, the
+depthwise pair and single loops with their requantizations (edgernn_halves), the planes' fills. (The check of
+every GAP8 ELF, all kernels, is issue 25's test beside the matrix-vector kernels.)"""
 
 from __future__ import annotations
 
@@ -40,6 +42,16 @@ def _words(tmp_path) -> list[tuple[int, bytes]]:
     return out
 
 
+# (instructions, post-increment word loads, pv.sdotsp.b) of every loop-0 body the kernels hold
+BODIES = {
+    (14, 6, 8),                                         # CONV_2D's 4x2 blocking
+    (31, 3, 6), (27, 3, 6), (29, 3, 6), (25, 3, 6),     # depthwise pairs: signed/signless x p.max-p.min/p.clip
+    (17, 3, 3), (15, 3, 3), (16, 3, 3), (14, 3, 3),     # depthwise singles (stride 2), the same forms
+    (4, 0, 0),                                          # the planes' zero point, 4 words a turn
+    (8, 0, 0),                                          # a pixel's word into a quad's planes (a register-step load)
+}
+
+
 def _fields(word: int) -> tuple[int, int, int]:
     return word & 0x7F, (word >> 12) & 7, word >> 25
 
@@ -51,6 +63,7 @@ def test_conv_hardware_loops_keep_the_silicon_rules(tmp_path):
     setups = [(a, int.from_bytes(b, "little")) for a, b in insns
               if len(b) == 4 and _fields(int.from_bytes(b, "little"))[:2] == LP_SETUP]
     assert setups, "no lp.setup in the GAP8 build of edgernn_conv.c"
+    spans, found = [], set()
     for addr, word in setups:
         loop = (word >> 7) & 1
         end = addr + ((word >> 20) << 1)
@@ -61,17 +74,24 @@ def test_conv_hardware_loops_keep_the_silicon_rules(tmp_path):
             body.append(b)
             a += len(b)
         assert a == end + 4, f"lp.setup at {addr:#x}: its end {end:#x} is not an instruction's start"
-        assert loop == 0, f"lp.setup at {addr:#x}: loop {loop}, with no inner loop"
         assert len(body) >= 3
         assert all(len(b) == 4 for b in body), f"lp.setup at {addr:#x}: a compressed instruction in the body"
         words = [int.from_bytes(b, "little") for b in body]
         assert _fields(words[-1])[0] not in BRANCH_OPCODES
-        assert not any(_fields(w)[:2] == LP_SETUP for w in words), "a hardware loop inside the body"
+        spans.append((loop, addr, end))
+        if loop == 1:
+            continue
+        assert not any(_fields(w)[:2] == LP_SETUP for w in words), "a hardware loop inside loop 0's body"
         loads = [w for w in words if _fields(w)[:2] == POST_LW]
         dots = [w for w in words if _fields(w)[0] == SDOTSP_B[0] and _fields(w)[1] == SDOTSP_B[1]
                 and _fields(w)[2] >> 1 == SDOTSP_B[2]]
-        assert (len(body), len(loads), len(dots)) == (14, 6, 8)
-    # no other hardware loop encloses one: every lp.setup's body holds none (checked above) and none is
-    # nested in another's range
-    spans = [(a, a + ((w >> 20) << 1)) for a, w in setups]
-    assert all(not (s0 < a < e0) for s0, e0 in spans for a, _ in spans)
+        shape = (len(body), len(loads), len(dots))
+        assert shape in BODIES, f"lp.setup at {addr:#x}: {shape}"
+        found.add(shape)
+    assert found == BODIES
+    # a loop inside another's range is loop 0 inside loop 1, whose body ends 2 or more instructions later
+    for outer, s0, e0 in spans:
+        for inner, a, e in spans:
+            if s0 < a < e0:
+                assert (outer, inner) == (1, 0) and e0 - e >= 8, f"lp.setup at {a:#x} nested in {s0:#x}"
+    assert any(loop == 1 for loop, _, _ in spans), "no loop 1 around the depthwise rows"

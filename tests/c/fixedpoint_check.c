@@ -185,6 +185,56 @@ int main(void)
             checked += 2;
         }
     }
+    /* edgernn_halves (the C twin of GAP8's depthwise requantization from 16-bit halves) against
+     * MultiplyByQuantizedMultiplier plus the offset, for what it takes: 2^30 <= m < 2^31 (halves ml >= 2^15
+     * and mh' next to 2^15 included), e = 1..22, -2^30 <= x < 2^30 (its ends, small x, ties of the second
+     * rounding at both signs, random); and its SIGNLESS form (s taken as 1, k4 + 1) clamped at act_min >= off */
+    for (i = 0; i < 4000000; ++i) {
+        static const int32_t ms[] = {1 << 30, (1 << 30) + 1, (1 << 30) + 0x7FFF, (1 << 30) + 0x8000, (1 << 30) + 0xFFFF,
+                                     0x7FFE7FFF, 0x7FFE8000, 0x7FFEFFFF, 0x7FFF7FFF, 0x7FFF8000, INT32_MAX};
+        const int32_t m = i % 3 == 0 ? ms[next() % (sizeof ms / sizeof ms[0])] : (int32_t)((next() >> 1) | (1u << 30));
+        const int e = 1 + (int)(next() % 22);
+        const int32_t off = (int32_t)(next() % 256) - 128;
+        int32_t x = (int32_t)(next() & 0x7FFFFFFFu) - (1 << 30);
+        edgernn_halves_t h;
+        if (i % 5 == 1) {
+            x = (int32_t)(next() % 400001) - 200000;
+        } else if (i % 5 == 2) {
+            static const int32_t xe[] = {0, 1, -1, 2, -2, 65535, 65536, -65536, -65537, (1 << 30) - 1, -(1 << 30),
+                                         -(1 << 30) + 1, (1 << 30) - 65536, 32767, -32768};
+            x = xe[next() % (sizeof xe / sizeof xe[0])];
+        } else if (i % 5 == 3 && e < 30) {
+            const int32_t t = (int32_t)(((int64_t)(2 * (int32_t)(next() % 1024) + 1) << (e - 1)) % (1 << 29));
+            x = (next() & 1) ? t : -t; /* with m near 2^30, x m / 2^31 lands near x / 2: ties of the rounding by 2^e */
+        }
+        if (!edgernn_halves_make(&h, m, -e, off)) {
+            bad += ((uint32_t)m & 0xFFFF8000u) != 0x7FFF8000u && m >= (1 << 30); /* refused only where mh' = 2^15 */
+            ++checked;
+            continue;
+        }
+        {
+            const uint32_t xs = (uint32_t)x + (1u << 30);
+            const int32_t want = ref_rdbpot(ref_srdhm(x, m), e) + off;
+            edgernn_halves_t hs = h;
+            int32_t lo = off + (int32_t)(next() % 3), got_sl;
+            bad += edgernn_halves(xs, &h) != want;
+            hs.k4 += 1;
+            {
+                /* SIGNLESS: s = 1 for every x, as the kernel's ReLU loops compute it */
+                const uint32_t xl = xs & 0xFFFFu, xh = xs >> 16;
+                uint32_t a = (xl * (hs.k1 & 0xFFFFu)) >> 16;
+                a += xl * (uint32_t)(int32_t)(int16_t)(hs.k2 & 0xFFFFu) + xh * (uint32_t)(int32_t)(int16_t)(hs.k2 >> 16);
+                a = (a + hs.k3) >> 15;
+                a += xh * (hs.k1 >> 16);
+                got_sl = (int32_t)(a + (uint32_t)hs.k4 + (1u << (hs.e - 1))) >> hs.e;
+            }
+            if (lo > 127) {
+                lo = 127;
+            }
+            bad += edgernn_clamp(got_sl, lo, 127) != edgernn_clamp(want, lo, 127);
+            checked += 2;
+        }
+    }
     printf("checked %ld mismatches %ld\n", checked, bad);
     return bad != 0;
 }

@@ -1,7 +1,7 @@
 """The int8 FULLY_CONNECTED requantization of GAP8 builds (edgernn_fully_connected.c: the Xpulp block of 8 and
 4 outputs, and the C it falls back to), byte for byte against Python's reference, in GVSOC; and
-edgernn_mbqm_hi_tight (edgernn_fixedpoint.h: the depthwise convolution's requantization) on the same cases,
-against MultiplyByQuantizedMultiplier.
+edgernn_mbqm_hi_tight and edgernn_halves (edgernn_fixedpoint.h: the depthwise convolution's requantizations)
+on the same cases, against MultiplyByQuantizedMultiplier.
 
 A firmware (tests/fixtures/gap8_requant/main.c) runs edgernn_fully_connected_s8 on an input of zeros, so that
 each output row's accumulator is its bias: the table below gives (multiplier, shift, accumulator) cases
@@ -35,7 +35,8 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 def xpulp_cases() -> list[tuple[int, int, int]]:
     """(multiplier, shift, accumulator) with shift <= -2: the Xpulp form's."""
     cases = []
-    for m in (1 << 30, (1 << 30) + 1, 1518500250, INT32_MAX):
+    # 0x7FFE8000 and INT32_MAX: edgernn_halves' low half >= 2^15 (its high half + 1 just below 2^15, and 2^15)
+    for m in (1 << 30, (1 << 30) + 1, 1518500250, 0x7FFE8000, INT32_MAX):
         for shift in (-2, -3, -7, -10, -20, -31):
             e = -shift
             accs = [0, 1, -1, INT32_MIN, INT32_MAX, INT32_MIN + 1]
@@ -46,7 +47,8 @@ def xpulp_cases() -> list[tuple[int, int, int]]:
                 accs += [(1 << e), -(1 << e), 3 * (1 << e), -3 * (1 << e), (1 << e) + 1, -(1 << e) - 1,
                          (1 << e) - 1, -(1 << e) + 1, 1 << (e + 1), -(1 << (e + 1)) - 1]
             else:
-                accs += [12345, -12345, 1 << 20, -(1 << 20), 987654321, -987654321]
+                accs += [12345, -12345, 1 << 20, -(1 << 20), 987654321, -987654321,
+                         (1 << 30) - 1, -(1 << 30), 65535, -65536, -65537]   # edgernn_halves' ends and halves
             cases += [(m, shift, a) for a in accs if INT32_MIN <= a <= INT32_MAX]
     rng = np.random.default_rng(7)
     for _ in range(64):
@@ -171,3 +173,12 @@ def test_fc_requantization_bytes_in_gvsoc(tmp_path, variant):
     assert len(taken) > 100
     bad = [(rows[k], got[k]) for k in taken if got[k] != qp.mbqm(rows[k][2], rows[k][0], rows[k][1]) & 0xFFFFFFFF]
     assert not bad, f"edgernn_mbqm_hi_tight: {len(bad)} of {len(taken)} differ, e.g. {bad[:5]}"
+    halves = re.search(rb"HALVES ([0-9a-f]+)", data)
+    assert halves is not None, data[-300:]
+    words = halves.group(1).decode()
+    got = [int(words[8 * k: 8 * k + 8], 16) for k in range(len(rows))]
+    taken = [k for k, (m, s, a) in enumerate(rows) if -(1 << 30) <= a < 1 << 30 and 1 <= -s <= 22 and m >= 1 << 30
+             and (m & 0xFFFF8000) != 0x7FFF8000]
+    assert len(taken) > 100
+    bad = [(rows[k], got[k]) for k in taken if got[k] != qp.mbqm(rows[k][2], rows[k][0], rows[k][1]) & 0xFFFFFFFF]
+    assert not bad, f"edgernn_halves: {len(bad)} of {len(taken)} differ, e.g. {bad[:5]}"

@@ -210,6 +210,35 @@ static inline __attribute__((always_inline)) int32_t edgernn_mbqm_hi_tight(int32
 }
 #endif
 
+/* edgernn_halves as Xpulp on GAP8 itself (the C twin and what it computes: edgernn_fixedpoint.h), 8 one-cycle instructions,
+ * by their encodings (gap_sdk gvsoc isa_riscv_gen.py and its isa_lib/int.h for the semantics):
+ *   p.muluN rd, rs1, rs2, 16    .insn r 0x5b, 0, 0x10, ...   (zext rs1[15:0] * zext rs2[15:0]) >> 16
+ *   pv.sdotusp.h rd, rs1, rs2   .insn r 0x57, 0, 0x54, ...   rd += rs1's unsigned halves . rs2's signed ones
+ *   p.adduN rd, rs1, rs2, 15    .insn r 0x5b, 2, 0x4f, ...   (rs1 + rs2) >> 15, logical
+ *   p.machhu rd, rs1, rs2       .insn r 0x5b, 1, 0x20, ...   rd += zext rs1[31:16] * zext rs2[31:16]
+ *   p.addRN rd, rs1, rs2        .insn r 0x5b, 6, 0x20, ...   (rd + rs1 + 2^(rs2-1)) >> rs2, arithmetic
+ * EDGERNN_HALVES_CORE and _SIGN are strings over named asm operands: the accumulator word xs, the result a,
+ * a scratch s, and the constants [k1] [k2] [k3] [k4] [e] (edgernn_conv.c's depthwise loops use them too). */
+#if defined(EDGERNN_DOT_SIMD4) && !defined(EDGERNN_XPULP_EMULATE) && (defined(__riscv) || defined(__riscv__))
+#define EDGERNN_HALVES_CORE(a, xs)                                                                  \
+    ".insn r 0x5b, 0, 0x10, %[" a "], %[" xs "], %[k1]\n\t"                                          \
+    ".insn r 0x57, 0, 0x54, %[" a "], %[" xs "], %[k2]\n\t"                                          \
+    ".insn r 0x5b, 2, 0x4f, %[" a "], %[" a "], %[k3]\n\t"                                           \
+    ".insn r 0x5b, 1, 0x20, %[" a "], %[" xs "], %[k1]\n\t"
+#define EDGERNN_HALVES_SIGN(a, xs, s) "srli %[" s "], %[" xs "], 30\n\tadd %[" a "], %[" a "], %[" s "]\n\t"
+#define EDGERNN_HALVES_ROUND(a) ".insn r 0x5b, 6, 0x20, %[" a "], %[k4], %[e]\n\t"
+#define EDGERNN_HALVES_ASM 1
+static inline __attribute__((always_inline)) int32_t edgernn_halves_xpulp(uint32_t xs, uint32_t k1, uint32_t k2,
+                                                                        uint32_t k3, int32_t k4, int32_t e)
+{
+    int32_t a, s;
+    __asm__(EDGERNN_HALVES_CORE("a", "xs") EDGERNN_HALVES_SIGN("a", "xs", "s") EDGERNN_HALVES_ROUND("a")
+            : [a] "=&r"(a), [s] "=&r"(s)
+            : [xs] "r"(xs), [k1] "r"(k1), [k2] "r"(k2), [k3] "r"(k3), [k4] "r"(k4), [e] "r"(e));
+    return a;
+}
+#endif
+
 #if defined(EDGERNN_DOT_SIMD4) && !defined(EDGERNN_XPULP_EMULATE) && EDGERNN_XPULP_INSN
 /* GAP8 built by a compiler without Xpulp (edgernn_dot.h): the clamp as Xpulp's p.max and p.min by their
  * encodings (OP major opcode, funct7 0000010, funct3 6 and 4; gap_sdk gvsoc isa_riscv_gen.py), one
