@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_tools
-from edgernn.testing import zoo
+from edgernn.testing import frames_zoo, zoo
 
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
 
@@ -130,3 +130,35 @@ def test_the_dsp_set_matches_the_reference_on_edge_values(tmp_path):
     said = serial.read_text()
     assert "~~~STM32 KERNEL CHECK DONE~~~" in said, said[-500:]
     assert done.returncode == 0 and "mismatches 0" in said, said[-2000:]
+
+
+# Frame models whose int8 convolutions and pools take the set's edgernn_conv_m4.c: a 3x3 stride-2 stem over one
+# channel and a 2x2 pool over 4 (frame_cfc); stems over 3 channels at odd frame sizes, so that SAME padding
+# falls on every border, a 3x3 stride-1 convolution over 4 channels and a 1x1 one of 2 outputs (frame_res_gru)
+FRAME_MODELS = {
+    "frame_cfc": (lambda: frames_zoo.frame_cfc(12, 12, 1), (12, 12, 1), ["edgernn_m4_conv_s8", "edgernn_m4_max_pool_s8"]),
+    "frame_res_gru": (lambda: frames_zoo.frame_res_gru(9, 11, 3), (9, 11, 3), ["edgernn_m4_conv_s8"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FRAME_MODELS))
+def test_the_dsp_set_convolutions_give_litert_bytes(tmp_path, name):
+    require_tools("arm-none-eabi-gcc", "qemu-system-arm")
+    from edgernn.backend import generate_firmware
+    from edgernn.pipeline.convert import convert
+    from edgernn.targets.board import load_board
+    from edgernn.validate.run import validate
+
+    make, frame, functions = FRAME_MODELS[name]
+    make().save(tmp_path / f"{name}.keras")
+    out = tmp_path / "out"
+    convert(str(tmp_path / f"{name}.keras"), out, quant="int8", calib=frames_zoo.moving_blobs(3, 12, *frame, seed=1),
+            board="qemu_stm32f405")
+    generate_firmware(out, load_board("qemu_stm32f405"))
+    report = validate(out, data=frames_zoo.moving_blobs(1, 12, *frame, seed=5))
+    assert report["reference"]["mismatches"] == 0 and report["reference"]["state_mismatches"] == 0
+    assert report["pass"]
+    elf = next((out / "firmware" / "build").glob("*/firmware.elf"))
+    symbols = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True).stdout
+    for function in functions:
+        assert f" T {function}\n" in symbols, function
