@@ -18,7 +18,7 @@
 
 /* n bytes from s to d: a word, a halfword, a byte at a time (fixed-size memcpy: one load and one store at any
  * alignment; the M4 allows unaligned LDR and STR). A 3x3 filter's row of taps over one channel is 3 bytes. */
-static inline void m4_copy_run(int8_t *d, const int8_t *s, int32_t n)
+static inline __attribute__((always_inline)) void m4_copy_run(int8_t *d, const int8_t *s, int32_t n)
 {
     for (; n >= 4; n -= 4, d += 4, s += 4) {
         memcpy(d, s, 4);
@@ -79,83 +79,213 @@ static inline __attribute__((always_inline)) void m4_patch(const edgernn_conv_ge
     }
 }
 
-/* edgernn_conv.c's requantization of an output (CONV_S8_OUT): edgernn_mbqm_hi, through its 11-instruction tight
- * twin where the channel's multiplier and shift allow it (the same value); SSAT when the clamp is the whole
- * int8 range (full, a constant once inlined). */
-static inline __attribute__((always_inline)) int8_t m4_out(int32_t acc, int32_t m, int32_t sh, int32_t off,
-                                                           int32_t lo, int32_t hi, int full)
+/* The patch of a pixel whose taps are all inside the frame (dil_w 1): k_h runs of `run` bytes, row_step apart
+ * from s; the usual runs (a 3x3 filter over 1, 2 or 4 channels, 1x1 over 4) with their length a constant. */
+static inline __attribute__((always_inline)) void m4_rows(int8_t *d, const int8_t *s, size_t row_step, int32_t k_h,
+                                                          int32_t run)
 {
-    const int32_t v = (edgernn_mbqm_hi_tight_applies(m, sh) ? edgernn_mbqm_hi_tight(acc, m, -sh - 1)
-                                                             : edgernn_mbqm_hi(acc, m, sh)) + off;
+    int32_t ky;
+    for (ky = 0; ky < k_h; ++ky, d += run, s += row_step) {
+        m4_copy_run(d, s, run);
+    }
+}
+
+static inline __attribute__((always_inline)) void m4_patch_inside(int8_t *d, const int8_t *s, size_t row_step,
+                                                                  int32_t k_h, int32_t run)
+{
+    switch (run) {
+    case 3:
+        m4_rows(d, s, row_step, k_h, 3);
+        break;
+    case 4:
+        m4_rows(d, s, row_step, k_h, 4);
+        break;
+    case 6:
+        m4_rows(d, s, row_step, k_h, 6);
+        break;
+    case 12:
+        m4_rows(d, s, row_step, k_h, 12);
+        break;
+    default:
+        m4_rows(d, s, row_step, k_h, run);
+        break;
+    }
+}
+
+/* The patch of a pixel at the frame's border (no dilation): the P bytes of its slot (a multiple of 4, word-aligned)
+ * filled with the zero point a word at a time, then the runs of its taps inside the frame copied over them. */
+static void m4_patch_border(const edgernn_conv_geom_t *g, const int8_t *in, uint32_t pad4, int8_t *d, int P,
+                            int32_t y0, int32_t x0)
+{
+    const int32_t c = g->in_c, run = g->k_w * c;
+    const int32_t ky0 = y0 < 0 ? -y0 : 0, ky1 = g->in_h - y0 < g->k_h ? g->in_h - y0 : g->k_h;
+    const int32_t kx0 = x0 < 0 ? -x0 : 0, kx1 = g->in_w - x0 < g->k_w ? g->in_w - x0 : g->k_w;
+    uint32_t *const d4 = (uint32_t *)(void *)d;
+    int32_t i, ky;
+    for (i = 0; i < P >> 2; ++i) {
+        d4[i] = pad4;
+    }
+    if (kx1 <= kx0) {
+        return;
+    }
+    for (ky = ky0; ky < ky1; ++ky) {
+        m4_copy_run(d + ky * run + kx0 * c, in + ((size_t)(y0 + ky) * g->in_w + x0 + kx0) * c, (kx1 - kx0) * c);
+    }
+}
+
+/* A block's channels' requantization parameters, read once a chunk of pixels: edgernn_mbqm_hi's multiplier
+ * and shift, and where every channel of the block is tight (edgernn_mbqm_hi_tight_applies), its e1 = -shift - 1
+ * and rounding constant 2^(e1 - 1). */
+typedef struct {
+    int32_t m, sh, e1, round;
+} m4_quant_t;
+
+static inline __attribute__((always_inline)) int m4_quant(m4_quant_t *q, const int32_t *mult, const int32_t *shift,
+                                                          int n)
+{
+    int k, tight = 1;
+    for (k = 0; k < n; ++k) {
+        q[k].m = mult[k];
+        q[k].sh = shift[k];
+        q[k].e1 = -shift[k] - 1;
+        q[k].round = (int32_t)(1u << ((-shift[k] - 2) & 31));
+        tight &= edgernn_mbqm_hi_tight_applies(mult[k], shift[k]);
+    }
+    return tight;
+}
+
+/* edgernn_mbqm_hi_tight (the same value) with its rounding constant given: hi + carry + 2^(e1-1) + s, s = -1 for
+ * x < 0, as the high word, the carry of lo + K, less the sign bit (7 instructions with SMULL) */
+static inline __attribute__((always_inline)) int32_t m4_tight(int32_t x, const m4_quant_t *q)
+{
+    const int64_t p = (int64_t)x * (int64_t)q->m;
+    const uint32_t lo = (uint32_t)p;
+    const uint32_t k = ((uint32_t)x & 0x80000000u) ^ 0x40000000u;
+    const uint32_t carry = (uint32_t)(lo + k) < lo;
+    return (int32_t)((uint32_t)(p >> 32) + carry + (uint32_t)q->round - ((uint32_t)x >> 31)) >> q->e1;
+}
+
+/* The output byte: + the output offset, clamped (SSAT when the clamp is the whole int8 range: full, a
+ * constant once inlined) */
+static inline __attribute__((always_inline)) int8_t m4_clamp(int32_t v, int32_t lo, int32_t hi, int full)
+{
     return (int8_t)(full ? __ssat(v, 8) : (v < lo ? lo : (v > hi ? hi : v)));
 }
 
-/* One pixel's every output channel from its patch x (word-aligned): blocks of 8 rows, then 4, then rows one
- * by one (the blocked layout, edgernn_dot.h), as edgernn_conv.c's conv_s8_rows walks them. */
-static inline __attribute__((always_inline)) void m4_conv_pixel(const int8_t *x, int n_in, const int8_t *w,
-                                                                const int32_t *bias, const int32_t *mult,
-                                                                const int32_t *shift, int32_t off, int32_t lo,
-                                                                int32_t hi, int n_out, int8_t *y, int full)
+/* R (8 or 4) output channels of n pixels whose patches lie P bytes apart at x (word-aligned): each pixel's
+ * sums over the block of R rows at w (edgernn_dot.h's layout: EDGERNN_DOT8_ASM or EDGERNN_DOT4_ASM for the
+ * whole groups of 4 inputs), requantized as edgernn_conv.c's CONV_S8_OUT does. */
+static inline __attribute__((always_inline)) void m4_block(const int8_t *x, int P, int n, int n_in, int R,
+                                                           const int8_t *w, const int32_t *bias, const int32_t *mult,
+                                                           const int32_t *shift, int32_t off, int32_t lo, int32_t hi,
+                                                           int8_t *y, int out_c, int full)
 {
-    int o = 0, k;
-    for (; o + 8 <= n_out; o += 8, w += 8 * (size_t)n_in) {
+    m4_quant_t q[8];
+    const int tight = m4_quant(q, mult, shift, R);
+    int p, k;
+    for (p = 0; p < n; ++p, x += P, y += out_c) {
         int32_t acc[8];
-        for (k = 0; k < 8; ++k) {
-            acc[k] = bias[o + k];
+        for (k = 0; k < R; ++k) {
+            acc[k] = bias[k];
         }
-        edgernn_dot8_s8(x, w, n_in, acc);
-        for (k = 0; k < 8; ++k) {
-            y[o + k] = m4_out(acc[k], mult[o + k], shift[o + k], off, lo, hi, full);
+        if (R == 8) {
+            edgernn_dot8_s8(x, w, n_in, acc);
+        } else {
+            edgernn_dot4_s8(x, w, n_in, acc);
+        }
+        if (tight) {
+            for (k = 0; k < R; ++k) {
+                y[k] = m4_clamp(m4_tight(acc[k], &q[k]) + off, lo, hi, full);
+            }
+        } else {
+            for (k = 0; k < R; ++k) {
+                y[k] = m4_clamp(edgernn_mbqm_hi(acc[k], q[k].m, q[k].sh) + off, lo, hi, full);
+            }
         }
     }
-    if (o + 4 <= n_out) {
-        int32_t acc[4];
-        for (k = 0; k < 4; ++k) {
-            acc[k] = bias[o + k];
-        }
-        edgernn_dot4_s8(x, w, n_in, acc);
-        for (k = 0; k < 4; ++k) {
-            y[o + k] = m4_out(acc[k], mult[o + k], shift[o + k], off, lo, hi, full);
-        }
+}
+
+/* Every output channel of n pixels (patches P bytes apart at x): blocks of 8 rows, then 4, then rows one by one,
+ * as edgernn_conv.c's conv_s8_rows walks them, each block over all n pixels. */
+static inline __attribute__((always_inline)) void m4_pixels(const int8_t *x, int P, int n, int n_in, const int8_t *w,
+                                                            const int32_t *bias, const int32_t *mult,
+                                                            const int32_t *shift, int32_t off, int32_t lo, int32_t hi,
+                                                            int8_t *y, int out_c, int full)
+{
+    int o = 0, p;
+    for (; o + 8 <= out_c; o += 8, w += 8 * (size_t)n_in) {
+        m4_block(x, P, n, n_in, 8, w, bias + o, mult + o, shift + o, off, lo, hi, y + o, out_c, full);
+    }
+    if (o + 4 <= out_c) {
+        m4_block(x, P, n, n_in, 4, w, bias + o, mult + o, shift + o, off, lo, hi, y + o, out_c, full);
         o += 4;
         w += 4 * (size_t)n_in;
     }
-    for (; o < n_out; ++o, w += n_in) {
-        y[o] = m4_out(edgernn_dot1_s8(x, w, n_in, bias[o]), mult[o], shift[o], off, lo, hi, full);
+    for (; o < out_c; ++o, w += n_in) {
+        for (p = 0; p < n; ++p) {
+            const int32_t acc = edgernn_dot1_s8(x + (size_t)p * P, w, n_in, bias[o]);
+            y[(size_t)p * out_c + o] = m4_clamp(edgernn_mbqm_hi(acc, mult[o], shift[o]) + off, lo, hi, full);
+        }
     }
 }
 
-static inline __attribute__((always_inline)) void m4_conv_pixels(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias,
-                           const int32_t *mult, const int32_t *shift, uint32_t pad4, int32_t off, int32_t lo,
-                           int32_t hi, int8_t *patch, int8_t *out, int full)
+/* The patches a chunk: the scratch holds at least 16 patches rounded up to 4 bytes (the team's 8 slots of 2,
+ * edgernn/backend/layout.py's patch_slots_elems) */
+#define M4_CHUNK 16
+
+static void m4_conv(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias,
+                    const int32_t *mult, const int32_t *shift, uint32_t pad4, int32_t off, int32_t lo, int32_t hi,
+                    int8_t *scratch, int8_t *out, int full)
 {
-    const int n_in = g->k_h * g->k_w * g->in_c, n_out = g->out_c;
-    /* a 1x1 stride-1 filter's patches are the pixels, read where they lie when word-aligned */
-    const int in_place = g->k_h == 1 && g->k_w == 1 && g->stride_h == 1 && g->stride_w == 1 &&
-                         ((n_in | (int)((uintptr_t)in & 3u)) & 3) == 0;
-    int32_t oy, ox;
+    const int n_in = g->k_h * g->k_w * g->in_c, out_c = g->out_c, P = (n_in + 3) & ~3;
+    int32_t oy, ox, p;
+    if (g->k_h == 1 && g->k_w == 1 && g->stride_h == 1 && g->stride_w == 1 &&
+        ((n_in | (int)((uintptr_t)in & 3u)) & 3) == 0) {
+        /* a 1x1 stride-1 filter's patches are the pixels, word-aligned where they lie */
+        const int n_pix = g->out_h * g->out_w;
+        for (p = 0; p < n_pix; p += M4_CHUNK) {
+            const int n = n_pix - p < M4_CHUNK ? n_pix - p : M4_CHUNK;
+            if (full) {
+                m4_pixels(in + (size_t)p * n_in, n_in, n, n_in, w, bias, mult, shift, off, -128, 127,
+                          out + (size_t)p * out_c, out_c, 1);
+            } else {
+                m4_pixels(in + (size_t)p * n_in, n_in, n, n_in, w, bias, mult, shift, off, lo, hi,
+                          out + (size_t)p * out_c, out_c, 0);
+            }
+        }
+        return;
+    }
     for (oy = 0; oy < g->out_h; ++oy) {
         const int32_t y0 = oy * g->stride_h - g->pad_top;
-        for (ox = 0; ox < g->out_w; ++ox, out += n_out) {
-            const int8_t *x = patch;
-            if (in_place) {
-                x = in + ((size_t)oy * g->out_w + ox) * n_in;
-            } else {
-                m4_patch(g, in, pad4, patch, y0, ox * g->stride_w - g->pad_left);
+        for (ox = 0; ox < g->out_w; ox += M4_CHUNK) {
+            const int n = g->out_w - ox < M4_CHUNK ? g->out_w - ox : M4_CHUNK;
+            int8_t *const y = out + ((size_t)oy * g->out_w + ox) * out_c;
+            for (p = 0; p < n; ++p) {
+                const int32_t x0 = (ox + p) * g->stride_w - g->pad_left;
+                if (g->dil_w == 1 && y0 >= 0 && y0 + (g->k_h - 1) * g->dil_h < g->in_h && x0 >= 0 &&
+                    x0 + g->k_w <= g->in_w) {
+                    m4_patch_inside(scratch + (size_t)p * P, in + ((size_t)y0 * g->in_w + x0) * g->in_c,
+                                    (size_t)g->dil_h * g->in_w * g->in_c, g->k_h, g->k_w * g->in_c);
+                } else if (g->dil_w == 1 && g->dil_h == 1) {
+                    m4_patch_border(g, in, pad4, scratch + (size_t)p * P, P, y0, x0);
+                } else {
+                    m4_patch(g, in, pad4, scratch + (size_t)p * P, y0, x0);
+                }
             }
             if (full) {
-                m4_conv_pixel(x, n_in, w, bias, mult, shift, off, -128, 127, n_out, out, 1);
+                m4_pixels(scratch, P, n, n_in, w, bias, mult, shift, off, -128, 127, y, out_c, 1);
             } else {
-                m4_conv_pixel(x, n_in, w, bias, mult, shift, off, lo, hi, n_out, out, 0);
+                m4_pixels(scratch, P, n, n_in, w, bias, mult, shift, off, lo, hi, y, out_c, 0);
             }
         }
     }
 }
 
-/* CONV_2D pixel by pixel: each patch gathered into scratch (word-aligned, so the whole groups of 4 inputs run
- * on SMLAD: edgernn_arch.h's EDGERNN_DOT8_ASM and EDGERNN_DOT4_ASM), then its output channels. The reference
- * gathers a whole output row's patches one after the other, n_in bytes apart: unaligned unless n_in is a
- * multiple of 4 (a 3x3 stem over one channel has 9), and then its dot products take bytes. */
+/* CONV_2D: the patches of up to 16 pixels of an output row gathered into scratch, word-aligned (so that the
+ * whole groups of 4 inputs run on SMLAD: edgernn_arch.h's EDGERNN_DOT8_ASM and EDGERNN_DOT4_ASM), then each block
+ * of output channels over them, its requantization parameters read once. The reference gathers a row's patches
+ * n_in bytes apart: unaligned unless n_in is a multiple of 4 (a 3x3 stem over one channel has 9), and then its
+ * dot products take bytes. */
 int edgernn_m4_conv_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias,
                        const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
                        int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out)
@@ -164,11 +294,8 @@ int edgernn_m4_conv_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int
     if ((((uintptr_t)scratch | (uintptr_t)w) & 3u) != 0) {
         return 0;
     }
-    if (act_min <= -128 && act_max >= 127) {
-        m4_conv_pixels(g, in, w, bias, multiplier, shift, pad4, output_offset, act_min, act_max, scratch, out, 1);
-    } else {
-        m4_conv_pixels(g, in, w, bias, multiplier, shift, pad4, output_offset, act_min, act_max, scratch, out, 0);
-    }
+    m4_conv(g, in, w, bias, multiplier, shift, pad4, output_offset, act_min, act_max, scratch, out,
+            act_min <= -128 && act_max >= 127);
     return 1;
 }
 
