@@ -13,6 +13,11 @@ int EDGERNN_CONV_S8_ARCH(const edgernn_conv_geom_t *g, const int8_t *in, const i
                          const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
                          int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out);
 #endif
+#if defined(EDGERNN_DEPTHWISE_S8_ARCH)
+int EDGERNN_DEPTHWISE_S8_ARCH(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias,
+                              const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
+                              int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out);
+#endif
 #if defined(EDGERNN_MAX_POOL_S8_ARCH)
 int EDGERNN_MAX_POOL_S8_ARCH(const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max,
                              int8_t *out);
@@ -1073,6 +1078,12 @@ void edgernn_depthwise_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t 
                                int8_t *scratch, int8_t *out)
 {
     dw_s8_split_t a;
+#if defined(EDGERNN_DEPTHWISE_S8_ARCH)
+    if (EDGERNN_DEPTHWISE_S8_ARCH(geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min,
+                                  act_max, scratch, out)) {
+        return;
+    }
+#endif
 #if defined(CONV_PAIRS)
     if (dw_planes_apply(geom_in)) {
         dw_planes_t p;

@@ -132,12 +132,32 @@ def test_the_dsp_set_matches_the_reference_on_edge_values(tmp_path):
     assert done.returncode == 0 and "mismatches 0" in said, said[-2000:]
 
 
+def frame_strided(seed: int = 0):
+    """A VALID 3x3 convolution over 2 channels into 8 clamped by ReLU6, a stride-2 SAME depthwise convolution over
+    them, a stride-1 SAME 3x3 pool, then a GRU: strides, both paddings, a clamp narrower than int8."""
+    keras = zoo._keras(seed)
+    L = keras.layers
+    TD = L.TimeDistributed
+    return keras.Sequential([
+        keras.Input((None, 7, 9, 2)),
+        TD(L.Conv2D(8, 3, padding="valid", activation="relu6")),
+        TD(L.DepthwiseConv2D(3, strides=2, padding="same", activation="relu6")),
+        TD(L.MaxPooling2D(3, strides=1, padding="same")),
+        TD(L.Flatten()),
+        L.GRU(4, return_sequences=True),
+    ], name="frame_strided")
+
+
 # Frame models whose int8 convolutions and pools take the set's edgernn_conv_m4.c: a 3x3 stride-2 stem over one
-# channel and a 2x2 pool over 4 (frame_cfc); stems over 3 channels at odd frame sizes, so that SAME padding
-# falls on every border, a 3x3 stride-1 convolution over 4 channels and a 1x1 one of 2 outputs (frame_res_gru)
+# channel, a 3x3 depthwise convolution and a 2x2 pool over 4 (frame_cfc); stems over 3 channels at odd frame
+# sizes, so that SAME padding falls on every border, a 3x3 stride-1 convolution over 4 channels and a 1x1 one of 2
+# outputs (frame_res_gru); VALID and strided SAME padding, 8 channels, ReLU6's clamps (frame_strided)
 FRAME_MODELS = {
-    "frame_cfc": (lambda: frames_zoo.frame_cfc(12, 12, 1), (12, 12, 1), ["edgernn_m4_conv_s8", "edgernn_m4_max_pool_s8"]),
+    "frame_cfc": (lambda: frames_zoo.frame_cfc(12, 12, 1), (12, 12, 1),
+                  ["edgernn_m4_conv_s8", "edgernn_m4_depthwise_conv_s8", "edgernn_m4_max_pool_s8"]),
     "frame_res_gru": (lambda: frames_zoo.frame_res_gru(9, 11, 3), (9, 11, 3), ["edgernn_m4_conv_s8"]),
+    "frame_strided": (frame_strided, (7, 9, 2),
+                      ["edgernn_m4_conv_s8", "edgernn_m4_depthwise_conv_s8", "edgernn_m4_max_pool_s8"]),
 }
 
 

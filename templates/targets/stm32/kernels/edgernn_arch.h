@@ -179,6 +179,7 @@ static inline __attribute__((always_inline)) int edgernn_fc_s16_rows4_dsp(const 
  * then runs). CONV_2D: each pixel's patch gathered word-aligned by runs of words, halfwords and bytes, then the
  * dot products above; MAX_POOL_2D: four channels a word, SSUB8 and SEL. */
 #define EDGERNN_CONV_S8_ARCH edgernn_m4_conv_s8
+#define EDGERNN_DEPTHWISE_S8_ARCH edgernn_m4_depthwise_conv_s8
 #define EDGERNN_MAX_POOL_S8_ARCH edgernn_m4_max_pool_s8
 
 /* ---- saturation: SSAT ----

@@ -133,6 +133,9 @@ static void m4_patch_border(const edgernn_conv_geom_t *g, const int8_t *in, uint
     }
 }
 
+/* A loop over a block's channels written out (gcc does not unroll at -O2): its sums stay in registers */
+#define M4_UNROLL _Pragma("GCC unroll 8")
+
 /* A block's channels' requantization parameters, read once a chunk of pixels: edgernn_mbqm_hi's multiplier
  * and shift, and where every channel of the block is tight (edgernn_mbqm_hi_tight_applies), its e1 = -shift - 1
  * and rounding constant 2^(e1 - 1). */
@@ -185,6 +188,7 @@ static inline __attribute__((always_inline)) void m4_block(const int8_t *x, int 
     int p, k;
     for (p = 0; p < n; ++p, x += P, y += out_c) {
         int32_t acc[8];
+        M4_UNROLL
         for (k = 0; k < R; ++k) {
             acc[k] = bias[k];
         }
@@ -194,10 +198,12 @@ static inline __attribute__((always_inline)) void m4_block(const int8_t *x, int 
             edgernn_dot4_s8(x, w, n_in, acc);
         }
         if (tight) {
+            M4_UNROLL
             for (k = 0; k < R; ++k) {
                 y[k] = m4_clamp(m4_tight(acc[k], &q[k]) + off, lo, hi, full);
             }
         } else {
+            M4_UNROLL
             for (k = 0; k < R; ++k) {
                 y[k] = m4_clamp(edgernn_mbqm_hi(acc[k], q[k].m, q[k].sh) + off, lo, hi, full);
             }
@@ -237,29 +243,21 @@ static void m4_conv(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t
                     const int32_t *mult, const int32_t *shift, uint32_t pad4, int32_t off, int32_t lo, int32_t hi,
                     int8_t *scratch, int8_t *out, int full)
 {
-    const int n_in = g->k_h * g->k_w * g->in_c, out_c = g->out_c, P = (n_in + 3) & ~3;
-    int32_t oy, ox, p;
-    if (g->k_h == 1 && g->k_w == 1 && g->stride_h == 1 && g->stride_w == 1 &&
-        ((n_in | (int)((uintptr_t)in & 3u)) & 3) == 0) {
-        /* a 1x1 stride-1 filter's patches are the pixels, word-aligned where they lie */
-        const int n_pix = g->out_h * g->out_w;
-        for (p = 0; p < n_pix; p += M4_CHUNK) {
-            const int n = n_pix - p < M4_CHUNK ? n_pix - p : M4_CHUNK;
-            if (full) {
-                m4_pixels(in + (size_t)p * n_in, n_in, n, n_in, w, bias, mult, shift, off, -128, 127,
-                          out + (size_t)p * out_c, out_c, 1);
-            } else {
-                m4_pixels(in + (size_t)p * n_in, n_in, n, n_in, w, bias, mult, shift, off, lo, hi,
-                          out + (size_t)p * out_c, out_c, 0);
-            }
-        }
-        return;
-    }
-    for (oy = 0; oy < g->out_h; ++oy) {
-        const int32_t y0 = oy * g->stride_h - g->pad_top;
-        for (ox = 0; ox < g->out_w; ox += M4_CHUNK) {
-            const int n = g->out_w - ox < M4_CHUNK ? g->out_w - ox : M4_CHUNK;
-            int8_t *const y = out + ((size_t)oy * g->out_w + ox) * out_c;
+    const int n_in = g->k_h * g->k_w * g->in_c, out_c = g->out_c, n_pix = g->out_h * g->out_w;
+    /* a 1x1 stride-1 filter's patches are the pixels, read where they lie when word-aligned */
+    const int in_place = g->k_h == 1 && g->k_w == 1 && g->stride_h == 1 && g->stride_w == 1 &&
+                         ((n_in | (int)((uintptr_t)in & 3u)) & 3) == 0;
+    const int P = in_place ? n_in : (n_in + 3) & ~3;
+    int32_t p0 = 0, oy = 0, ox = 0, p;
+    while (p0 < n_pix) {
+        /* a chunk: up to 16 pixels, of one output row where they are gathered */
+        const int n = in_place ? (n_pix - p0 < M4_CHUNK ? n_pix - p0 : M4_CHUNK)
+                               : (g->out_w - ox < M4_CHUNK ? g->out_w - ox : M4_CHUNK);
+        const int8_t *x = scratch;
+        if (in_place) {
+            x = in + (size_t)p0 * n_in;
+        } else {
+            const int32_t y0 = oy * g->stride_h - g->pad_top;
             for (p = 0; p < n; ++p) {
                 const int32_t x0 = (ox + p) * g->stride_w - g->pad_left;
                 if (g->dil_w == 1 && y0 >= 0 && y0 + (g->k_h - 1) * g->dil_h < g->in_h && x0 >= 0 &&
@@ -272,12 +270,18 @@ static void m4_conv(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t
                     m4_patch(g, in, pad4, scratch + (size_t)p * P, y0, x0);
                 }
             }
-            if (full) {
-                m4_pixels(scratch, P, n, n_in, w, bias, mult, shift, off, -128, 127, y, out_c, 1);
-            } else {
-                m4_pixels(scratch, P, n, n_in, w, bias, mult, shift, off, lo, hi, y, out_c, 0);
+            ox += n;
+            if (ox == g->out_w) {
+                ox = 0;
+                ++oy;
             }
         }
+        if (full) {
+            m4_pixels(x, P, n, n_in, w, bias, mult, shift, off, -128, 127, out + (size_t)p0 * out_c, out_c, 1);
+        } else {
+            m4_pixels(x, P, n, n_in, w, bias, mult, shift, off, lo, hi, out + (size_t)p0 * out_c, out_c, 0);
+        }
+        p0 += n;
     }
 }
 
@@ -296,6 +300,137 @@ int edgernn_m4_conv_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int
     }
     m4_conv(g, in, w, bias, multiplier, shift, pad4, output_offset, act_min, act_max, scratch, out,
             act_min <= -128 && act_max >= 127);
+    return 1;
+}
+
+/* ---- DEPTHWISE_CONV_2D, depth multiplier 1, four channels a word ----
+ * The frame is copied into scratch with its padding around it, a word at a time (the padding is the input zero
+ * point, which the folded bias cancels, as in the reference's DW_PADDED_FRAME; scratch holds the padded frame:
+ * edgernn/backend/layout.py's padded_frame_elems), so that every pixel walks its taps without a bounds check.
+ * Channels outermost, four a word, their requantization parameters read once: a tap's input word and filter
+ * word, each split by SXTB16 into lanes 0 and 2 and (rotated by 8) lanes 1 and 3, then one SMLABB or SMLATT per
+ * channel. No plane is filled and no memset called (newlib-nano's is a byte loop). */
+/* One tap of four channels: SXTB16 of the input and filter words, one SMLABB or SMLATT per channel; the fence
+ * (edgernn_dot.h's) keeps gcc from hoisting the next taps' loads above it (18 loads live at once, spilled) */
+#define M4_DW_TAP(xv_, wv_)                                                                         \
+    do {                                                                                            \
+        const uint32_t x_ = (xv_), w_ = (wv_);                                                      \
+        const int16x2_t x02_ = __sxtb16((int8x4_t)x_), x13_ = edgernn_sxtb16_ror8(x_);              \
+        const int16x2_t w02_ = __sxtb16((int8x4_t)w_), w13_ = edgernn_sxtb16_ror8(w_);              \
+        s0 = __smlabb(x02_, w02_, s0);                                                              \
+        s2 = __smlatt(x02_, w02_, s2);                                                              \
+        s1 = __smlabb(x13_, w13_, s1);                                                              \
+        s3 = __smlatt(x13_, w13_, s3);                                                              \
+        EDGERNN_DOT_FENCE(x_);                                                                      \
+    } while (0)
+
+/* A filter row of 3 taps (x pointer xp_, tap_x words apart; filter words wp_, `words` apart), written out */
+#define M4_DW_ROW3(xp_, wp_)                                                                        \
+    do {                                                                                            \
+        M4_DW_TAP((xp_)[0], (wp_)[0]);                                                              \
+        M4_DW_TAP((xp_)[tap_x], (wp_)[words]);                                                      \
+        M4_DW_TAP((xp_)[2 * tap_x], (wp_)[2 * words]);                                              \
+    } while (0)
+
+/* A 3x3 filter's 9 taps of four channels into s0..s3, written out */
+static inline __attribute__((always_inline)) void m4_dw_k3(const uint32_t *base, const uint32_t *wc, int32_t tap_y,
+                                                           int32_t tap_x, int32_t words, int32_t *a0, int32_t *a1,
+                                                           int32_t *a2, int32_t *a3)
+{
+    int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
+    M4_DW_ROW3(base, wc);
+    M4_DW_ROW3(base + tap_y, wc + 3 * words);
+    M4_DW_ROW3(base + 2 * tap_y, wc + 6 * words);
+    *a0 = s0;
+    *a1 = s1;
+    *a2 = s2;
+    *a3 = s3;
+}
+
+static inline __attribute__((always_inline)) void m4_dw(const edgernn_conv_geom_t *g, const uint32_t *frame, int32_t pw,
+                                                        const int8_t *w, const int32_t *bias, const int32_t *mult,
+                                                        const int32_t *shift, int32_t off, int32_t lo, int32_t hi,
+                                                        int8_t *out, int full)
+{
+    const int32_t words = g->in_c >> 2, C = g->out_c, k_h = g->k_h, k_w = g->k_w;
+    const int32_t tap_x = g->dil_w * words, tap_y = g->dil_h * pw * words;
+    const int32_t step_x = g->stride_w * words, step_y = g->stride_h * pw * words;
+    const int k3 = k_h == 3 && k_w == 3;
+    int32_t c, oy, ox, k, ky, kx;
+    for (c = 0; c < words; ++c) {
+        m4_quant_t q[4];
+        const int tight = m4_quant(q, mult + 4 * c, shift + 4 * c, 4);
+        const uint32_t *const wc = (const uint32_t *)(const void *)w + c;
+        const int32_t b0 = bias[4 * c], b1 = bias[4 * c + 1], b2 = bias[4 * c + 2], b3 = bias[4 * c + 3];
+        int8_t *y = out + 4 * c;
+        for (oy = 0; oy < g->out_h; ++oy) {
+            const uint32_t *base = frame + oy * step_y + c;
+            for (ox = 0; ox < g->out_w; ++ox, base += step_x, y += C) {
+                int32_t s0 = b0, s1 = b1, s2 = b2, s3 = b3;
+                int32_t acc[4];
+                if (k3) {
+                    m4_dw_k3(base, wc, tap_y, tap_x, words, &s0, &s1, &s2, &s3);
+                } else {
+                    const uint32_t *wt = wc;
+                    for (ky = 0; ky < k_h; ++ky) {
+                        const uint32_t *xp = base + ky * tap_y;
+                        for (kx = 0; kx < k_w; ++kx, xp += tap_x, wt += words) {
+                            M4_DW_TAP(*xp, *wt);
+                        }
+                    }
+                }
+                acc[0] = s0;
+                acc[1] = s1;
+                acc[2] = s2;
+                acc[3] = s3;
+                if (tight) {
+                    M4_UNROLL
+                    for (k = 0; k < 4; ++k) {
+                        y[k] = m4_clamp(m4_tight(acc[k], &q[k]) + off, lo, hi, full);
+                    }
+                } else {
+                    M4_UNROLL
+                    for (k = 0; k < 4; ++k) {
+                        y[k] = m4_clamp(edgernn_mbqm_hi(acc[k], q[k].m, q[k].sh) + off, lo, hi, full);
+                    }
+                }
+            }
+        }
+    }
+}
+
+int edgernn_m4_depthwise_conv_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w,
+                                 const int32_t *bias, const int32_t *multiplier, const int32_t *shift,
+                                 int32_t input_zero_point, int32_t output_offset, int32_t act_min, int32_t act_max,
+                                 int8_t *scratch, int8_t *out)
+{
+    const uint32_t pad4 = (uint32_t)(uint8_t)input_zero_point * 0x01010101u;
+    const int32_t ph = (g->out_h - 1) * g->stride_h + (g->k_h - 1) * g->dil_h + 1;
+    const int32_t pw = (g->out_w - 1) * g->stride_w + (g->k_w - 1) * g->dil_w + 1;
+    const int32_t words = g->in_c >> 2;
+    const int32_t rows = g->in_h < ph - g->pad_top ? g->in_h : ph - g->pad_top;
+    const int32_t cols = g->in_w < pw - g->pad_left ? g->in_w : pw - g->pad_left;
+    uint32_t *const frame = (uint32_t *)(void *)scratch;
+    int32_t r, i;
+    if (g->depth_multiplier != 1 || (g->in_c & 3) != 0 ||
+        ((((uintptr_t)in) | (uintptr_t)w | (uintptr_t)scratch) & 3u) != 0) {
+        return 0;
+    }
+    for (i = 0; i < ph * pw * words; ++i) {
+        frame[i] = pad4;
+    }
+    for (r = 0; r < rows; ++r) {
+        const uint32_t *src = (const uint32_t *)(const void *)in + (size_t)r * g->in_w * words;
+        uint32_t *dst = frame + ((size_t)(r + g->pad_top) * pw + g->pad_left) * words;
+        for (i = 0; i < cols * words; ++i) {
+            dst[i] = src[i];
+        }
+    }
+    if (act_min <= -128 && act_max >= 127) {
+        m4_dw(g, frame, pw, w, bias, multiplier, shift, output_offset, act_min, act_max, out, 1);
+    } else {
+        m4_dw(g, frame, pw, w, bias, multiplier, shift, output_offset, act_min, act_max, out, 0);
+    }
     return 1;
 }
 
