@@ -295,7 +295,7 @@ int edgernn_m4_conv_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int
                        int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out)
 {
     const uint32_t pad4 = (uint32_t)(uint8_t)input_zero_point * 0x01010101u;
-    if ((((uintptr_t)scratch | (uintptr_t)w) & 3u) != 0) {
+    if (scratch == NULL || (((uintptr_t)scratch | (uintptr_t)w) & 3u) != 0) {
         return 0;
     }
     m4_conv(g, in, w, bias, multiplier, shift, pad4, output_offset, act_min, act_max, scratch, out,
@@ -412,7 +412,7 @@ int edgernn_m4_depthwise_conv_s8(const edgernn_conv_geom_t *g, const int8_t *in,
     const int32_t cols = g->in_w < pw - g->pad_left ? g->in_w : pw - g->pad_left;
     uint32_t *const frame = (uint32_t *)(void *)scratch;
     int32_t r, i;
-    if (g->depth_multiplier != 1 || (g->in_c & 3) != 0 ||
+    if (scratch == NULL || g->depth_multiplier != 1 || (g->in_c & 3) != 0 ||
         ((((uintptr_t)in) | (uintptr_t)w | (uintptr_t)scratch) & 3u) != 0) {
         return 0;
     }
