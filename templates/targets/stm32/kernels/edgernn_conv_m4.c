@@ -133,7 +133,8 @@ static void m4_patch_border(const edgernn_conv_geom_t *g, const int8_t *in, uint
     }
 }
 
-/* A loop over a block's channels written out (gcc does not unroll at -O2): its sums stay in registers */
+/* A loop over a block's channels written out (gcc does not unroll at -O2): its sums stay in registers (the
+ * tight requantization's; the general one, rare, stays a loop) */
 #define M4_UNROLL _Pragma("GCC unroll 8")
 
 /* A block's channels' requantization parameters, read once a chunk of pixels: edgernn_mbqm_hi's multiplier
@@ -203,7 +204,6 @@ static inline __attribute__((always_inline)) void m4_block(const int8_t *x, int 
                 y[k] = m4_clamp(m4_tight(acc[k], &q[k]) + off, lo, hi, full);
             }
         } else {
-            M4_UNROLL
             for (k = 0; k < R; ++k) {
                 y[k] = m4_clamp(edgernn_mbqm_hi(acc[k], q[k].m, q[k].sh) + off, lo, hi, full);
             }
@@ -389,7 +389,6 @@ static inline __attribute__((always_inline)) void m4_dw(const edgernn_conv_geom_
                         y[k] = m4_clamp(m4_tight(acc[k], &q[k]) + off, lo, hi, full);
                     }
                 } else {
-                    M4_UNROLL
                     for (k = 0; k < 4; ++k) {
                         y[k] = m4_clamp(edgernn_mbqm_hi(acc[k], q[k].m, q[k].sh) + off, lo, hi, full);
                     }
