@@ -20,6 +20,9 @@
  *                                  16x8 FULLY_CONNECTED: 4 rows' int32 sums over whole groups of 4 int16
  *                                  inputs (at most 64 groups, so no sum overflows); returns the groups done
  *   EDGERNN_S16_REQUANT_INLINE     the 16x8 requantization inlined into its row (not one shared call)
+ *   EDGERNN_CONV_S8_ARCH, EDGERNN_DEPTHWISE_S8_ARCH, EDGERNN_MAX_POOL_S8_ARCH
+ *                                  the set's own single-core int8 CONV_2D, DEPTHWISE_CONV_2D and MAX_POOL_2D, called
+ *                                  first with the kernel's arguments; nonzero when they took the geometry
  *
  * Each must compute the reference C's exact bytes: the kernels' tests compile both. */
 #ifndef EDGERNN_ARCH_H

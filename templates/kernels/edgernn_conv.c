@@ -6,6 +6,23 @@
 #include "edgernn_kernels.h"
 #include "edgernn_team.h"
 
+/* A kernel set's own single-core int8 kernels, tried first (edgernn_arch.h; none in the reference set): nonzero
+ * when they took the geometry. */
+#if defined(EDGERNN_CONV_S8_ARCH)
+int EDGERNN_CONV_S8_ARCH(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias,
+                         const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
+                         int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out);
+#endif
+#if defined(EDGERNN_DEPTHWISE_S8_ARCH)
+int EDGERNN_DEPTHWISE_S8_ARCH(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias,
+                              const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
+                              int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out);
+#endif
+#if defined(EDGERNN_MAX_POOL_S8_ARCH)
+int EDGERNN_MAX_POOL_S8_ARCH(const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max,
+                             int8_t *out);
+#endif
+
 /* The per-frame CNN front end: CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D and AVERAGE_POOL_2D, batch 1,
  * NHWC, with the geometry of edgernn_conv_geom_t (padding already resolved into pad_top and pad_left
  * the way TFLite's ComputePaddingHeightWidth does it).
@@ -310,6 +327,12 @@ void edgernn_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const
     const int n_in = g->k_h * g->k_w * g->in_c;
     const int32_t pad = input_zero_point;
     int oy;
+#if defined(EDGERNN_CONV_S8_ARCH)
+    if (EDGERNN_CONV_S8_ARCH(geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min,
+                             act_max, scratch, out)) {
+        return;
+    }
+#endif
     if (CONV_POINTWISE(g)) {
         conv_s8_rows(in, g->out_h * g->out_w, n_in, n_in, w, bias, multiplier, shift, output_offset, act_min, act_max,
                      g->out_c, g->out_c, out);
@@ -1318,6 +1341,12 @@ void edgernn_depthwise_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t 
                                int8_t *scratch, int8_t *out)
 {
     dw_s8_split_t a;
+#if defined(EDGERNN_DEPTHWISE_S8_ARCH)
+    if (EDGERNN_DEPTHWISE_S8_ARCH(geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min,
+                                  act_max, scratch, out)) {
+        return;
+    }
+#endif
 #if defined(CONV_PAIRS)
     if (dw_planes_apply(geom_in)) {
         dw_planes_t p;
@@ -1442,12 +1471,25 @@ static void pool_s8_split(edgernn_range_fn rows, const edgernn_conv_geom_t *g, c
     }
 }
 
+/* A kernel set's own single-core pool, tried first (edgernn_arch.h's EDGERNN_MAX_POOL_S8_ARCH: nonzero when it
+ * took the geometry); none in the reference set */
+#if defined(EDGERNN_MAX_POOL_S8_ARCH)
+#define POOL_S8_ARCH_max_pool EDGERNN_MAX_POOL_S8_ARCH
+#else
+#define POOL_S8_ARCH_max_pool(g, in, lo, hi, out) 0
+#endif
+#define POOL_S8_ARCH_avg_pool(g, in, lo, hi, out) 0
+#define POOL_S8_ARCH(NAME) POOL_S8_ARCH_##NAME
+
 /* An int8 pool kernel and its team twin, NAME##_s8_rows over the output rows on this core or on the team's:
  * POOL_S8_KERNELS(max_pool) defines edgernn_max_pool_s8 and edgernn_team_max_pool_s8. */
 #define POOL_S8_KERNELS(NAME)                                                                       \
     void edgernn_##NAME##_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, int32_t act_min,    \
                              int32_t act_max, int8_t *out)                                          \
     {                                                                                               \
+        if (POOL_S8_ARCH(NAME)(geom_in, in, act_min, act_max, out)) {                               \
+            return;                                                                                 \
+        }                                                                                           \
         pool_s8_split(NAME##_s8_rows, geom_in, in, act_min, act_max, out, 0);                       \
     }                                                                                               \
                                                                                                     \

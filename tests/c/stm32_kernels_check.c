@@ -3,7 +3,11 @@
  * reach 2^30; rounding ties of both roundings; the extreme multipliers 2^30 and 2^31 - 1; shifts from -31 to +1,
  * the words path's ends -3 and -31 and the general path beyond; clamps narrower than the type; row counts with
  * every tail; inputs across the 256-input chunks) and the saturating clamps. Each mismatch is printed on USART1;
- * the exit status (semihosting) is 0 when every byte agrees. Built by tests/targets/stm32/test_dsp_kernels.py. */
+ * the exit status (semihosting) is 0 when every byte agrees. Built by tests/targets/stm32/test_dsp_kernels.py.
+ * The int8 CONV_2D, DEPTHWISE_CONV_2D and MAX_POOL_2D likewise (edgernn_conv_m4.c against the reference C), on
+ * geometries from a table: one channel and many, strides, dilations, SAME and VALID padding, 1x1 filters read in
+ * place or gathered, output rows longer than a chunk, channel counts with every block tail, multipliers and
+ * shifts on both sides of the tight requantization, clamps narrower than int8, and those the set refuses. */
 #include <stdint.h>
 #include <string.h>
 
@@ -16,6 +20,13 @@ void ref_fully_connected_s16(const int16_t *in, const int8_t *w, const int64_t *
 void ref_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t *bias, const int32_t *multiplier,
                             const int32_t *shift, int rounding, int32_t output_offset, int32_t act_min,
                             int32_t act_max, int rows, int n_in, int n_out, int8_t *out);
+void ref_conv_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias,
+                 const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point, int32_t output_offset,
+                 int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out);
+void ref_depthwise_conv_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias,
+                           const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
+                           int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out);
+void ref_max_pool_s8(const edgernn_conv_geom_t *g, const int8_t *in, int32_t act_min, int32_t act_max, int8_t *out);
 int32_t dsp_clamp16(int32_t x);
 int32_t dsp_clamp8(int32_t x);
 int32_t dsp_clamp_relu16(int32_t x);
@@ -164,6 +175,51 @@ static const case8_t CASES8[] = {
     {1, 17, EDGERNN_ROUND_TWICE_UP, 1 << 30, -3, 0, 0, -128, 127, TIES, TIES},
 };
 
+enum frame_op { CONV, DEPTHWISE, POOL };
+
+typedef struct {
+    enum frame_op op;
+    int in_h, in_w, in_c, out_c, k, stride, dil, same;   /* square filters, strides and dilations */
+    int32_t multiplier, shift, act_min, act_max;         /* channel o's shift: shift - (o % 3) */
+} case_frame_t;
+
+static const case_frame_t CASES_FRAME[] = {
+    {CONV, 12, 12, 1, 4, 3, 2, 1, 1, 1518500250, -8, -128, 127},    /* frame_cfc's stem */
+    {CONV, 9, 11, 3, 8, 3, 2, 1, 1, 1 << 30, -7, -128, 127},        /* every border padded; multipliers 2^30 */
+    {CONV, 7, 9, 2, 8, 3, 1, 1, 0, 1518500250, -6, -128, 40},       /* VALID, a narrow clamp */
+    {CONV, 6, 6, 4, 4, 1, 1, 1, 0, 1518500250, -5, -128, 127},      /* 1x1 read in place */
+    {CONV, 5, 7, 3, 2, 1, 1, 1, 0, 1518500250, -5, -128, 127},      /* 1x1 gathered, 2 rows */
+    {CONV, 8, 8, 5, 13, 3, 1, 2, 1, 1518500250, -9, -128, 127},     /* dilation 2; blocks of 8, 4 and 1 */
+    {CONV, 10, 10, 2, 4, 5, 2, 1, 1, 1518500250, 1, -128, 127},     /* shifts +1, 0, -1: not tight */
+    {CONV, 20, 20, 1, 4, 3, 1, 1, 1, INT32_MAX, -10, -100, 100},    /* rows longer than a chunk of 16 */
+    {CONV, 6, 1, 2, 4, 3, 1, 1, 1, 1518500250, -8, -128, 127},      /* a frame 1 wide: one column of taps */
+    {CONV, 1, 6, 3, 4, 3, 1, 1, 1, 1518500250, -8, -128, 127},      /* a frame 1 high: one row of taps */
+    {DEPTHWISE, 6, 6, 4, 4, 3, 1, 1, 1, 1518500250, -8, -128, 127}, /* frame_cfc's */
+    {DEPTHWISE, 7, 9, 8, 8, 3, 2, 1, 1, 1 << 30, -7, 0, 127},       /* strided, a clamp from 0 */
+    {DEPTHWISE, 8, 8, 4, 4, 5, 1, 1, 0, 1518500250, -3, -128, 127}, /* 5x5 VALID */
+    {DEPTHWISE, 9, 9, 8, 8, 3, 1, 2, 1, 1518500250, 0, -128, 127},  /* dilation 2, shifts 0 to -2 */
+    {DEPTHWISE, 6, 6, 3, 3, 3, 1, 1, 1, 1518500250, -8, -128, 127}, /* 3 channels: the reference's */
+    {DEPTHWISE, 5, 1, 4, 4, 3, 1, 1, 1, 1518500250, -8, -128, 127}, /* a frame 1 wide */
+    {POOL, 6, 6, 4, 4, 2, 2, 1, 0, 0, 0, -128, 127},
+    {POOL, 7, 9, 8, 8, 3, 1, 1, 1, 0, 0, -128, 127},
+    {POOL, 5, 5, 4, 4, 3, 2, 1, 1, 0, 0, -20, 127},                 /* a narrower clamp: the reference's */
+};
+
+#define FRAME_MAX 1600
+static int8_t frame_in[FRAME_MAX] __attribute__((aligned(8))), frame_w[FRAME_MAX] __attribute__((aligned(8)));
+static int8_t frame_dsp[2 * FRAME_MAX] __attribute__((aligned(8))), frame_ref[2 * FRAME_MAX] __attribute__((aligned(8)));
+static int8_t frame_scratch[8192] __attribute__((aligned(8)));
+static int32_t frame_bias[32], frame_mult[32], frame_shift[32];
+
+/* TFLite's output size and padding along one axis */
+static void frame_axis(int in, int k, int stride, int dil, int same, int32_t *out, int32_t *pad)
+{
+    const int span = (k - 1) * dil + 1;
+    const int total = same ? ((in + stride - 1) / stride - 1) * stride + span - in : 0;
+    *out = same ? (in + stride - 1) / stride : (in - span) / stride + 1;
+    *pad = total > 0 ? total / 2 : 0;
+}
+
 static int16_t x16[MAX_IN], y16_dsp[MAX_OUT], y16_ref[MAX_OUT];
 /* aligned as the generation aligns activations and weights */
 static int8_t x8[MAX_IN] __attribute__((aligned(8))), w8[MAX_IN * MAX_OUT] __attribute__((aligned(8)));
@@ -239,6 +295,58 @@ int main(int argc, char **argv)
         for (o = 0; o < k->n_out; ++o, ++outputs) {
             if (y8_dsp[o] != y8_ref[o]) {
                 mismatch("8-bit", (int)c, o, y8_dsp[o], y8_ref[o]);
+            }
+        }
+    }
+    for (c = 0; c < sizeof CASES_FRAME / sizeof CASES_FRAME[0]; ++c) {
+        const case_frame_t *k = &CASES_FRAME[c];
+        edgernn_conv_geom_t g;
+        const int32_t zp = (int32_t)(next() & 0xFFu) - 128, off = (int32_t)(next() & 0x3Fu) - 32;
+        int n_w, n_out;
+        g.in_h = k->in_h;
+        g.in_w = k->in_w;
+        g.in_c = k->in_c;
+        g.out_c = k->out_c;
+        g.k_h = g.k_w = k->k;
+        g.stride_h = g.stride_w = k->stride;
+        g.dil_h = g.dil_w = k->dil;
+        g.depth_multiplier = 1;
+        frame_axis(k->in_h, k->k, k->stride, k->dil, k->same, &g.out_h, &g.pad_top);
+        frame_axis(k->in_w, k->k, k->stride, k->dil, k->same, &g.out_w, &g.pad_left);
+        n_out = g.out_h * g.out_w * g.out_c;
+        n_w = k->op == CONV ? k->k * k->k * k->in_c * k->out_c : k->k * k->k * k->out_c;
+        for (i = 0; i < k->in_h * k->in_w * k->in_c; ++i) {
+            frame_in[i] = (int8_t)value8(RANDOM, i);
+        }
+        for (i = 0; i < n_w; ++i) {
+            frame_w[i] = (int8_t)value8(i % 7 == 0 ? ALL_MIN : RANDOM, i);
+        }
+        for (o = 0; o < k->out_c; ++o) {
+            frame_bias[o] = (int32_t)(next() & 0x3FFFFu) - 0x20000;
+            frame_mult[o] = k->multiplier;
+            frame_shift[o] = k->shift - (o % 3);
+        }
+        memset(frame_dsp, 0x55, sizeof frame_dsp);
+        memset(frame_ref, 0x55, sizeof frame_ref);
+        if (k->op == CONV) {
+            edgernn_conv_s8(&g, frame_in, frame_w, frame_bias, frame_mult, frame_shift, zp, off, k->act_min,
+                            k->act_max, frame_scratch, frame_dsp);
+            ref_conv_s8(&g, frame_in, frame_w, frame_bias, frame_mult, frame_shift, zp, off, k->act_min, k->act_max,
+                        frame_scratch, frame_ref);
+        } else if (k->op == DEPTHWISE) {
+            edgernn_depthwise_conv_s8(&g, frame_in, frame_w, frame_bias, frame_mult, frame_shift, zp, off,
+                                      k->act_min, k->act_max, frame_scratch, frame_dsp);
+            ref_depthwise_conv_s8(&g, frame_in, frame_w, frame_bias, frame_mult, frame_shift, zp, off, k->act_min,
+                                  k->act_max, frame_scratch, frame_ref);
+        } else {
+            edgernn_max_pool_s8(&g, frame_in, k->act_min, k->act_max, frame_dsp);
+            ref_max_pool_s8(&g, frame_in, k->act_min, k->act_max, frame_ref);
+        }
+        /* the outputs and the bytes after them (nothing written past the end) */
+        for (o = 0; o < n_out + 8; ++o, ++outputs) {
+            if (frame_dsp[o] != frame_ref[o]) {
+                mismatch(k->op == CONV ? "conv" : k->op == DEPTHWISE ? "depthwise" : "max_pool", (int)c, o,
+                         frame_dsp[o], frame_ref[o]);
             }
         }
     }

@@ -165,6 +165,23 @@ static inline __attribute__((always_inline)) int edgernn_fc_s16_rows4_dsp(const 
  * as much as the requantization itself (the M4 has no instruction cache to spare, as GAP8's cluster must) */
 #define EDGERNN_S16_REQUANT_INLINE 1
 
+/* ---- CONV_2D by pixel pairs (edgernn_conv.c's EDGERNN_CONV_PIXEL_PAIRS) ----
+ * The single-core convolution takes the team's path with one worker: two pixels' patches gathered into a
+ * slot at word-aligned strides, then the 4x2 blocking of conv_s8_pair (4 output channels x 2 pixels a group of
+ * 4 inputs: the weight word loaded and extended once for both pixels), whatever n_in is: a 3x3 stem over one
+ * channel (9 inputs a pixel) ran one pixel at a time with unaligned patches. Patches whose rows of taps are a
+ * few bytes (in_c not a multiple of 4) are copied a word, a halfword, a byte at a time (the M4 loads and
+ * stores unaligned words), not byte by byte. */
+#define EDGERNN_CONV_PIXEL_PAIRS 1
+
+/* ---- the single-core int8 CONV_2D and MAX_POOL_2D (edgernn_conv_m4.c) ----
+ * edgernn_conv.c's kernels call these first; each returns 0 for a geometry it does not take (the reference C
+ * then runs). CONV_2D: each pixel's patch gathered word-aligned by runs of words, halfwords and bytes, then the
+ * dot products above; MAX_POOL_2D: four channels a word, SSUB8 and SEL. */
+#define EDGERNN_CONV_S8_ARCH edgernn_m4_conv_s8
+#define EDGERNN_DEPTHWISE_S8_ARCH edgernn_m4_depthwise_conv_s8
+#define EDGERNN_MAX_POOL_S8_ARCH edgernn_m4_max_pool_s8
+
 /* ---- saturation: SSAT ----
  * A clamp to the whole int8 or int16 range, where the bounds are known when compiling (the requantizations
  * that end a 16-bit op's arithmetic, a fused loop's constants once inlined), is SSAT #8 or #16: one instruction
