@@ -3,8 +3,9 @@ kernel source compiled for rv32imc as a GAP8 build compiles it (Xpulp by `.insn`
 every `lp.setup` decoded: a body of at least 3 instructions, none compressed, the last not a branch or jump,
 loop 0 the inner one (loop 1 only around it, ending 2 or more instructions after it: the depthwise rows); and
 the bodies are those of the table below: the 4x2 blocking's 6 post-increment loads and 8 pv.sdotsp.b, the
-depthwise pair and single loops with their requantizations (edgernn_halves), the planes' fills. (The check of
-every GAP8 ELF, all kernels, is issue 25's test beside the matrix-vector kernels.)"""
+depthwise pair and single loops with their requantizations (edgernn_halves), the planes' fills (a pixel, or 4
+by pv.shuffle2.b, a turn). (The check of every GAP8 ELF, all kernels, is issue 25's test beside the
+matrix-vector kernels.)"""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ BODIES = {
     (17, 3, 3), (15, 3, 3), (16, 3, 3), (14, 3, 3),     # depthwise singles (stride 2), the same forms
     (4, 0, 0),                                          # the planes' zero point, 4 words a turn
     (8, 0, 0),                                          # a pixel's word into a quad's planes (a register-step load)
+    (20, 0, 0),                                         # 4 pixels' words transposed into a quad's planes
 }
 
 
