@@ -54,6 +54,26 @@ def frame_cfc(h: int = 12, w: int = 12, c: int = 1, seed: int = 0):
     return model
 
 
+def depthwise_stack(h: int = 8, w: int = 8, channels: int = 32, seed: int = 0):
+    """TimeDistributed Conv2D 1x1 to ``channels``, then three DepthwiseConv2D 3x3 (same; same under a ReLU; stride 2
+    under a ReLU) and Flatten, with no recurrent layer: each step's output is the last convolution's every byte,
+    so a wrong byte of any of the three cannot hide behind a saturated cell. The forms GAP8's depthwise planes
+    take with a whole quad of channels on each of 8 cores (32 channels) and rows of a multiple of 4 pixels."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    L = keras.layers
+    TD = L.TimeDistributed
+    return keras.Sequential([
+        keras.Input((None, h, w, 1)),
+        TD(L.Conv2D(channels, 1)),
+        TD(L.DepthwiseConv2D(3, padding="same")),
+        TD(L.DepthwiseConv2D(3, padding="same", activation="relu")),
+        TD(L.DepthwiseConv2D(3, strides=2, padding="same", activation="relu")),
+        TD(L.Flatten()),
+    ], name="depthwise_stack")
+
+
 CAMERA = (244, 324, 1)   # height, width, channels: a full AI-deck camera frame (HM01B0), 79,056 int8 bytes
 
 
