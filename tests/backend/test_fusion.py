@@ -17,7 +17,7 @@ import shutil
 import numpy as np
 import pytest
 
-from edgernn.backend import fusion, fusion_loop
+from edgernn.backend import cost, fusion, fusion_loop
 from edgernn.backend.codegen import lower_graph, state_layout
 from edgernn.backend.kernels import call_args, kernel
 from edgernn.backend.lowering import Call, ConstArray, ConstStruct
@@ -445,6 +445,9 @@ def test_a_loop_stores_its_dead_elements_without_computing_them(case):
     assert loop.dead.stores == [("out0", "int16_t", values[0]), ("out1", "int16_t", values[1])]
     assert [p.name for p in loop.loads if p.place == Place(ARENA, "int16_t", 32)] == [test[0]]
     assert loop.bounds[0] == 0 and loop.bounds[-1] == 8 and loop.bounds == sorted(loop.bounds)
+    # --quant auto's estimate prices the skipped elements at their own cost
+    dead = cost.dead_elements(out[0], consts.get)
+    assert dead == mask.count(test[1]) and cost.call_cycles(out[0], dead) < cost.call_cycles(out[0])
 
 
 # case: (the elements the dead test skips, the loop's steps, the parts) -> the parts' element bounds. A skipped
