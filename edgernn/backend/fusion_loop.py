@@ -169,9 +169,12 @@ class Dead:
 # A loop branches to its dead elements' stores when they are at least this share of its elements: elsewhere the
 # test would cost the live elements a load and a branch for little
 DEAD_SHARE = 0.25
-# What an element costs a core in a loop with dead elements (GVSOC's profile of an LTC AutoNCP(16,2)'s synapse
-# loops: a dead one is a load, a branch and the stores; a live one computes each member): the team splits such
-# a loop in parts of equal cost, not of equal element counts (Loop.bounds)
+# What an element costs a core in a loop with dead elements, the team splitting such a loop in parts of equal cost,
+# not of equal element counts (Loop.bounds): a dead one is a load, a branch and the stores (some 13 cycles in
+# GVSOC's profile of an LTC AutoNCP(16,2)'s synapse loops); a live one computes each member. A core's first live
+# element also fetches the live path's code (some 860 instructions) into the instruction cache, which the next
+# ones find there, so the constants are the better of two tried in GVSOC (12 and 24 a step beat 8 and 40 on the
+# LTC's int8 step), not the profile's cycles over the live elements (some 300 each)
 DEAD_ELEMENT_CYCLES = 12
 LIVE_STEP_CYCLES = 24
 # The parts of such a loop: the team's workers (8 on GAP8's cluster, or any divisor of 48) each take the same
