@@ -133,15 +133,18 @@ class RenderedGraph:
         for c in self.calls:
             if not isinstance(c, fusion.FusedCall):
                 continue
-            loop = fusion_loop.build_loop(c, self.place, {s.name: s for m in c.members for s in m.structs},
-                                          self.input_tensor, lambda t: self.aliases.get(t, (t, 0))[0], self.fast,
-                                          self.same, self.const_values)
+            loop = self._loop(c)
             cell = getattr(c, "cell", None)
             if cell is not None:
                 # a member of a split by units: the range [begin, end) is units, and the loop walks each gate's
-                loop.gates, loop.units = cell.gates(c), cell.units
+                loop.gates, loop.units, loop.bounds = cell.gates(c), cell.units, None
             loops.append(loop)
         return loops
+
+    def _loop(self, c: fusion.FusedCall) -> fusion_loop.Loop:
+        return fusion_loop.build_loop(c, self.place, {s.name: s for m in c.members for s in m.structs},
+                                      self.input_tensor, lambda t: self.aliases.get(t, (t, 0))[0], self.fast,
+                                      self.same, self.const_values)
 
     def const_values(self, tensor: int):
         """A constant tensor's values (the loops' dead elements, fusion_loop.Dead), None for the others."""
@@ -179,7 +182,9 @@ class RenderedGraph:
                           for m in call.members for t in [fusion.call_output(m)] if t in call.stored]
                 # the range function's args: the graph's input, which it may read
                 x = self.places[self.input_tensor]
-                args = ([Function(call.fn), x, call.n, 1] if call.team else [x, 0, call.n])
+                # a loop with dead elements is called with parts of equal work, not its elements
+                count = self._loop(call).parts or call.n
+                args = ([Function(call.fn), x, count, 1] if call.team else [x, 0, count])
                 out.append({"op": f"{call.op_index}: {call.op}", "index": call.op_index,
                             "fn": "edgernn_team_split" if call.team else call.fn, "args": args, "traced": traced})
                 continue

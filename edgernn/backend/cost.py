@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgernn.backend.fusion import FusedCall, looks_inputs_up
+from edgernn.backend.fusion_loop import DEAD_ELEMENT_CYCLES, build_loop
 from edgernn.backend.kernels import BY_NAME, call_args
 from edgernn.backend.splits import split_count
 
@@ -39,7 +40,10 @@ FC = {
     "edgernn_fully_connected_group_s8": (100, 45, 0.5),
     "edgernn_fully_connected_s16": (600, 100, 5),
     "edgernn_fully_connected_group_s16": (600, 100, 5),
-    "edgernn_fully_connected_group_s16_words": (600, 100, 5),
+    # in 32-bit words: no 64-bit product or requantization. A first estimate, not a fit: the trained CfC's int16
+    # step fell by 897 cycles when its three groups moved to it (GVSOC, 8 cores), over its busiest worker's 9
+    # rows and 109 MACs, taken as 60 a row and 3 a MAC less (867 of the 897)
+    "edgernn_fully_connected_group_s16_words": (600, 40, 2),
 }
 # the instruction cache: the cluster's holds one FULLY_CONNECTED kernel's code, not both the int8 one
 # (unrolled, with the SIMD dot products) and the 16x8 one; each move from one to the other along the
@@ -126,12 +130,24 @@ def _elements(call) -> int | None:
     return n
 
 
-def call_cycles(call) -> int:
-    """One core's estimated cycles for ``call`` (a lowered call, a fused loop or a grouped call)."""
+def dead_elements(call, const_values) -> int:
+    """How many elements of a fused loop skip their members' arithmetic (fusion_loop.Dead: an NCP wiring's
+    masked synapses), 0 for another call. ``const_values(t)``: a constant tensor's values, else None."""
+    if not isinstance(call, FusedCall):
+        return 0
+    structs = {s.name: s for m in call.members for s in m.structs}
+    dead = build_loop(call, lambda t: None, structs, const_values=const_values).dead
+    return 0 if dead is None else int(dead.skipped.sum())
+
+
+def call_cycles(call, dead: int = 0) -> int:
+    """One core's estimated cycles for ``call`` (a lowered call, a fused loop or a grouped call). ``dead``: a
+    fused loop's elements that skip its members (dead_elements), which cost a test and their stores."""
     if isinstance(call, FusedCall):
         words = {} if looks_inputs_up(call) else FUSED_ELEMENT_WORDS
-        return fixed_cycles(call) + call.n * sum(words.get(m.fn) or FUSED_ELEMENT.get(m.fn, OTHER_ELEMENT)
-                                                 for m in call.members)
+        live = call.n - dead
+        return (fixed_cycles(call) + dead * DEAD_ELEMENT_CYCLES
+                + live * sum(words.get(m.fn) or FUSED_ELEMENT.get(m.fn, OTHER_ELEMENT) for m in call.members))
     if call.fn in FC:
         fc = _fc_cycles(call)
         if fc is not None:
@@ -186,7 +202,10 @@ def estimate_step_cost(step_file: str | Path | bytes, states: list | None = None
     lowered = lower_models(step_file, states=states)
     step = lowered.step
     # before the team renames its kernels
-    own = {id(call): (call_cycles(call), _share(call), fixed_cycles(call)) for call in step.calls}
+    graph = lowered.graph
+    consts = {t: graph.tensors[t].data for t in range(len(graph.tensors)) if graph.tensors[t].is_const}
+    own = {id(call): (call_cycles(call, dead_elements(call, consts.get)), _share(call), fixed_cycles(call))
+           for call in step.calls}
     names = {id(call): "fused loop" if isinstance(call, FusedCall) else call.fn for call in step.calls}
     rule = None
     if board is not None:

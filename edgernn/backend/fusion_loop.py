@@ -163,11 +163,23 @@ class Dead:
     value) and computes nothing, and the elements it leaves are computed, to the same values."""
     test: object
     stores: list[tuple[str, str, int]]
+    skipped: np.ndarray | None = None       # per element, whether the test holds there
 
 
 # A loop branches to its dead elements' stores when they are at least this share of its elements: elsewhere the
 # test would cost the live elements a load and a branch for little
 DEAD_SHARE = 0.25
+# What an element costs a core in a loop with dead elements, the team splitting such a loop in parts of equal cost,
+# not of equal element counts (Loop.bounds): a dead one is a load, a branch and the stores (some 13 cycles in
+# GVSOC's profile of an LTC AutoNCP(16,2)'s synapse loops); a live one computes each member. A core's first live
+# element also fetches the live path's code (some 860 instructions) into the instruction cache, which the next
+# ones find there, so the constants are the better of two tried in GVSOC (12 and 24 a step beat 8 and 40 on the
+# LTC's int8 step), not the profile's cycles over the live elements (some 300 each)
+DEAD_ELEMENT_CYCLES = 12
+LIVE_STEP_CYCLES = 24
+# The parts of such a loop: the team's workers (8 on GAP8's cluster, or any divisor of 48) each take the same
+# number of parts
+BALANCED_PARTS = 48
 
 
 @dataclass
@@ -187,6 +199,13 @@ class Loop:
     gates: int = 1
     units: int = 0
     dead: Dead | None = None
+    # a loop with dead elements: its range [begin, end) is parts, part p its elements [bounds[p], bounds[p + 1])
+    bounds: list[int] | None = None
+
+    @property
+    def parts(self) -> int | None:
+        """The size of the range the loop is called with, when it is not its elements."""
+        return None if self.bounds is None else len(self.bounds) - 1
 
     @property
     def pointers(self) -> list[Pointer]:
@@ -423,6 +442,8 @@ def build_loop(call: fusion.FusedCall, place, structs: dict, input_tensor: int =
     reads_input = any(root(t) == input_tensor for (t, _), name in loads.items() if name in read)
     loop = Loop(call.fn, ", ".join(f"{m.op_index} ({m.op})" for m in call.members),
                 place(input_tensor) if reads_input else None, pointers, stores, [], constants, [], steps, dead=dead)
+    if dead is not None:
+        loop.bounds = balanced_bounds(dead.skipped, len(steps))
     _read_fast_copies(loop, call, structs, fast, same or {})
     if len(walked) > 1:
         inner = 1
@@ -470,11 +491,26 @@ class _Zeros:
         # the test may leave some dead elements to the live path, which computes the same values: the constant
         # operand whose zeros are most of them
         loaded = {n for s in steps for n in _walk(s.value) if isinstance(n, Load)}
-        fits = [(int(w.sum()), x, v) for w, x, v in self.witnesses if x in loaded and not (w & ~at).any()]
-        count, x, v = max(fits, key=lambda f: f[0], default=(0, None, 0))
+        fits = [(int(w.sum()), x, v, w) for w, x, v in self.witnesses if x in loaded and not (w & ~at).any()]
+        count, x, v, skipped = max(fits, key=lambda f: f[0], default=(0, None, 0, None))
         if count < DEAD_SHARE * self.n:
             return None
-        return Dead(Binary("==", x, Int(v)), [(s.store, s.ctype, self.known[s.op][1]) for s in stored])
+        return Dead(Binary("==", x, Int(v)), [(s.store, s.ctype, self.known[s.op][1]) for s in stored], skipped)
+
+
+def balanced_bounds(skipped: np.ndarray, steps: int, parts: int = BALANCED_PARTS) -> list[int]:
+    """The element bounds of ``parts`` parts of about equal cost (DEAD_ELEMENT_CYCLES an element the dead test
+    skips, LIVE_STEP_CYCLES a step on the others): part p is [bounds[p], bounds[p + 1]), the least element
+    where the cost before it reaches p / parts of the whole (a part may be empty). The bytes do not depend
+    on it: every element is computed or stored once, by whichever worker owns it."""
+    n = skipped.size
+    parts = min(parts, n)
+    cost = np.where(skipped, DEAD_ELEMENT_CYCLES, DEAD_ELEMENT_CYCLES + LIVE_STEP_CYCLES * steps).astype(np.int64)
+    before = np.concatenate([[0], np.cumsum(cost)])
+    total = int(before[-1])
+    bounds = np.searchsorted(before * parts, np.arange(parts + 1, dtype=np.int64) * total, side="left")
+    bounds[0], bounds[-1] = 0, n
+    return [int(b) for b in bounds]
 
 
 def _addsub_k(k: Name, q, flag, op_index: int) -> Constant:

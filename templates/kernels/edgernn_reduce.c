@@ -56,29 +56,63 @@ void edgernn_sum_s8(const int8_t *in, int outer, int reduced, int inner, float s
     }
 }
 
+/* The int32 sum of one strided run, four values an iteration: a GAP8 core's compiled loops have no hardware
+ * loop, and each taken branch back costs it three cycles. Same sum: int32 addition is associative, and no
+ * partial sum overflows (see REDUCE_SUM). */
+#define REDUCE_SUM_QUADS(T)                                                                         \
+    static int32_t reduce_sum_quads_##T(const T *p, int reduced, int stride)                        \
+    {                                                                                               \
+        int32_t sum = 0;                                                                            \
+        int r;                                                                                      \
+        for (r = 0; r + 3 < reduced; r += 4) {                                                      \
+            const int32_t a = p[0], b = p[stride], c = p[2 * stride], d = p[3 * stride];            \
+            sum += (a + b) + (c + d);                                                               \
+            p += 4 * (size_t)stride;                                                                \
+        }                                                                                           \
+        for (; r < reduced; ++r) {                                                                  \
+            sum += p[0];                                                                            \
+            p += stride;                                                                            \
+        }                                                                                           \
+        return sum;                                                                                 \
+    }
+
+REDUCE_SUM_QUADS(int8_t)
+REDUCE_SUM_QUADS(int16_t)
+
 /* SUM, 8-bit, by thresholds: edgernn_sum_s8's output as a function of the int32 sum is non-decreasing
  * (float products by a positive scale, adds and roundf all are), so generation lists the thresholds,
- * the least sum that gives each next output value, and a binary search over them replaces the float
- * arithmetic (software float on cores without an FPU: several hundred instructions per output). */
+ * the least sum that gives each next output value, and a search over them replaces the float
+ * arithmetic (software float on cores without an FPU: several hundred instructions per output).
+ * The output is first plus the count of thresholds <= sum. The thresholds are about evenly spaced (the
+ * output is about sum * scale + bias), so the count is guessed by interpolation between the first and
+ * the last, with one division a call, and a walk from the guess corrects it: any start gives the exact
+ * count, and a good one takes a step or two (a binary search over 255 thresholds takes eight). */
 void edgernn_sum_thresholds_s8(const int8_t *in, int outer, int reduced, int inner, int stride,
                                const int32_t *thresholds, int n_thresholds, int32_t first, int8_t *out)
 {
+    const int n = n_thresholds;
+    const int32_t low = n > 0 ? thresholds[0] : 0, high = n > 0 ? thresholds[n - 1] : 0;
+    /* (n - 1) / (high - low) in 16.16: the guess's product stays below (n - 1) << 16, n <= 256 */
+    const uint32_t slope = n > 1 && high > low ? ((uint32_t)(n - 1) << 16) / ((uint32_t)high - (uint32_t)low) : 0;
     int o, i;
     for (o = 0; o < outer; ++o) {
         for (i = 0; i < inner; ++i) {
-            const int32_t sum = reduce_sum_int8_t(in + (size_t)o * reduced * stride + i, reduced, stride);
-            const int32_t *t = thresholds;
-            int n = n_thresholds;
-            while (n > 0) {
-                const int half = n / 2;
-                if (t[half] <= sum) {
-                    t += half + 1;
-                    n -= half + 1;
-                } else {
-                    n = half;
+            const int32_t sum = reduce_sum_quads_int8_t(in + (size_t)o * reduced * stride + i, reduced, stride);
+            int count;
+            if (n == 0 || sum < low) {
+                count = 0;
+            } else if (sum >= high) {
+                count = n;
+            } else {
+                count = (int)((((uint32_t)sum - (uint32_t)low) * slope) >> 16);
+                while (count < n && thresholds[count] <= sum) {
+                    ++count;
+                }
+                while (count > 0 && thresholds[count - 1] > sum) {
+                    --count;
                 }
             }
-            out[(size_t)o * inner + i] = (int8_t)(first + (int32_t)(t - thresholds));
+            out[(size_t)o * inner + i] = (int8_t)(first + count);
         }
     }
 }
@@ -103,7 +137,7 @@ void edgernn_sum_s16(const int16_t *in, int outer, int reduced, int inner, int s
     int o, i;
     for (o = 0; o < outer; ++o) {
         for (i = 0; i < inner; ++i) {
-            const int32_t sum = reduce_sum_int16_t(in + (size_t)o * reduced * stride + i, reduced, stride);
+            const int32_t sum = reduce_sum_quads_int16_t(in + (size_t)o * reduced * stride + i, reduced, stride);
             out[(size_t)o * inner + i] = (int16_t)edgernn_clamp(sum, -32768, 32767);
         }
     }

@@ -17,7 +17,7 @@ import shutil
 import numpy as np
 import pytest
 
-from edgernn.backend import fusion, fusion_loop
+from edgernn.backend import cost, fusion, fusion_loop
 from edgernn.backend.codegen import lower_graph, state_layout
 from edgernn.backend.kernels import call_args, kernel
 from edgernn.backend.lowering import Call, ConstArray, ConstStruct
@@ -444,6 +444,27 @@ def test_a_loop_stores_its_dead_elements_without_computing_them(case):
     assert loop.dead.test == fusion_loop.Binary("==", fusion_loop.Load(test[0]), fusion_loop.Int(test[1]))
     assert loop.dead.stores == [("out0", "int16_t", values[0]), ("out1", "int16_t", values[1])]
     assert [p.name for p in loop.loads if p.place == Place(ARENA, "int16_t", 32)] == [test[0]]
+    assert loop.bounds[0] == 0 and loop.bounds[-1] == 8 and loop.bounds == sorted(loop.bounds)
+    # --quant auto's estimate prices the skipped elements at their own cost
+    dead = cost.dead_elements(out[0], consts.get)
+    assert dead == mask.count(test[1]) and cost.call_cycles(out[0], dead) < cost.call_cycles(out[0])
+
+
+# case: (the elements the dead test skips, the loop's steps, the parts) -> the parts' element bounds. A skipped
+# element costs DEAD_ELEMENT_CYCLES (12), another 12 + LIVE_STEP_CYCLES (24) a step
+BOUNDS = {
+    "none skipped: equal counts": (([False] * 8, 1, 4), [0, 2, 4, 6, 8]),
+    # 36 + 7 * 12 = 120: the first part ends where the cost before reaches 60, after the live one and two dead
+    "one live first": (([False] + [True] * 7, 1, 2), [0, 3, 8]),
+    "two steps: a live one costs 60": (([True] * 5 + [False], 2, 2), [0, 5, 6]),
+    "fewer elements than parts": (([True] * 3, 1, 48), [0, 1, 2, 3]),
+}
+
+
+@pytest.mark.parametrize("case", list(BOUNDS))
+def test_a_loop_with_dead_elements_splits_in_parts_of_equal_cost(case):
+    (skipped, steps, parts), bounds = BOUNDS[case]
+    assert fusion_loop.balanced_bounds(np.array(skipped), steps, parts) == bounds
 
 
 # ---- CONCATENATION inputs written in place (fusion.concat_aliases), on calls made by hand ----
