@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import shutil
 
 import pytest
 
@@ -19,15 +20,32 @@ from edgernn.testing import trained
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
 
 
-@pytest.mark.parametrize("name", list(trained.TRAINED))
-def test_trained_model_meets_its_budget_byte_exact_on_host(tmp_path, name):
+@pytest.fixture(scope="module")
+def auto_build(tmp_path_factory):
+    """``auto_build(name)`` -> OUT of the trained model built for host under --quant auto (step mode, its own
+    calibration), once per module and worker: an LTC's plan takes some 40 s to make."""
     from edgernn.pipeline.build import build_model
+
+    made = {}
+
+    def get(name: str):
+        if name not in made:
+            model = trained.trained(name)
+            out = tmp_path_factory.mktemp(f"auto_{name}") / "out"
+            with contextlib.redirect_stdout(io.StringIO()):
+                build_model(str(model.path), out, board="host", quant="auto", mode="step", calib=model.calib)
+            made[name] = out
+        return made[name]
+
+    return get
+
+
+@pytest.mark.parametrize("name", list(trained.TRAINED))
+def test_trained_model_meets_its_budget_byte_exact_on_host(tmp_path, name, auto_build):
     from edgernn.validate.run import validate
 
     model = trained.trained(name)
-    out = tmp_path / "out"
-    with contextlib.redirect_stdout(io.StringIO()):
-        build_model(str(model.path), out, board="host", quant="auto", mode="step", calib=model.calib)
+    out = auto_build(name)
     plan = json.loads((out / "manifest.json").read_text())["precision"]
     assert plan["error"] <= plan["max_error"] == 0.02, plan["note"]
     # the plan, made on the first 8 calibration sequences, holds over the horizon's 6 streams of 1,000 steps, or is
@@ -56,7 +74,7 @@ def test_trained_model_meets_its_budget_byte_exact_on_host(tmp_path, name):
 
 
 @pytest.mark.parametrize("quant", ["int16", "auto"])
-def test_trained_ltc_is_byte_exact_over_long_sequences(tmp_path, quant):
+def test_trained_ltc_is_byte_exact_over_long_sequences(tmp_path, quant, auto_build):
     """The trained LTC (the machine's weights that once missed a state byte at step 143) at int16 and under
     --quant auto, its C held against LiteRT over sequences five times as long as its calibration's: every output
     and state byte of 3 x 1,000 steps of the task. (These steps meet no boundary of the int16 ADD's rounding; the
@@ -68,8 +86,11 @@ def test_trained_ltc_is_byte_exact_over_long_sequences(tmp_path, quant):
 
     model = trained.trained("ltc_ncp")
     out = tmp_path / "out"
-    with contextlib.redirect_stdout(io.StringIO()):
-        convert(str(model.path), out, quant=quant, calib=model.calib, mode="step")
+    if quant == "auto":     # the plan the budget test above made and validated: its step model, built again here
+        shutil.copytree(auto_build("ltc_ncp"), out, ignore=shutil.ignore_patterns("firmware", "build"))
+    else:
+        with contextlib.redirect_stdout(io.StringIO()):
+            convert(str(model.path), out, quant=quant, calib=model.calib, mode="step")
     b = H.build(out)
     xs, _ = trained.oscillator(3, 1000, seed=11)
     for k, seq in enumerate(xs):

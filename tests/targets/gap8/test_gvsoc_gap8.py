@@ -163,9 +163,9 @@ def run_variant(out, make_vars: dict, xs: np.ndarray, tmp_path):
 # make variable runs once across the two models rather than in every combination: the dot products'
 # assembly inlined (1), called in the .S (2) and gcc's SIMD C (0) on the LSTM, whose gates are the long
 # dot products; 1 core scalar on both (the slowest, the furthest from the default); 1 core SIMD and the
-# fabric controller alone (0 cores) on the CfC; a cluster task per step (persistent 0) on 8 cores for both.
+# fabric controller alone (0 cores) on the CfC; a cluster task per step (persistent 0) on 8 cores on the LSTM.
 VARIANTS = {"lstm64": ((8, 1, 1, 1), (8, 1, 0, 1), (8, 1, 2, 1), (1, 0, 1, 1), (8, 1, 1, 0)),
-            "cfc": ((8, 1, 1, 1), (1, 1, 1, 1), (1, 0, 1, 1), (0, 1, 1, 1), (8, 1, 1, 0))}
+            "cfc": ((8, 1, 1, 1), (1, 1, 1, 1), (1, 0, 1, 1), (0, 1, 1, 1))}
 
 
 @pytest.mark.parametrize("kind", list(VARIANTS))
@@ -199,7 +199,8 @@ def test_one_core_and_scalar_dot_products_give_the_same_bytes(built, kind, tmp_p
     # More cores or SIMD take less of the cluster's time: the counter measures the work, not a constant.
     assert np.median(base.team_cycles) < np.median(runs[(1, 0, 1, 1)].team_cycles)
     # A cluster task per step costs the application more than the one task of the whole run.
-    assert np.median(base.cycles[2:]) < np.median(runs[(8, 1, 1, 0)].cycles[2:])
+    if (8, 1, 1, 0) in runs:
+        assert np.median(base.cycles[2:]) < np.median(runs[(8, 1, 1, 0)].cycles[2:])
 
 
 def test_the_whole_step_and_the_clusters_work_are_counted_apart(built, tmp_path):
