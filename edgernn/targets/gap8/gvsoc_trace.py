@@ -59,11 +59,23 @@ class GvsocTracedRun(TracedRun):
     def __init__(self, elf: Path, model_c: Path, board, step: int, *, install, readfs_files: list | tuple = ()):
         from edgernn.targets.gap8 import gvsoc
 
-        profiler = StepProfiler(StepMap.read(elf, model_c, board), step)
-        super().__init__(board, profiler, lambda lines: read_trace(lines, profiler))
-        self._launch(lambda: gvsoc.start_gvsoc(
-            elf, Path(elf).parent / "gvsoc", install=install, timeout=board.emulator.start_timeout_s,
-            baud=board.serial.baud, readfs_files=readfs_files, trace=gvsoc.Trace(CLUSTER_CORES, self.pipe.path)))
+        step_map = StepMap.read(elf, model_c, board)
+        # A port chosen here that another process takes before GVSOC listens is chosen again, as start_gvsoc
+        # does, but with a new pipe and profile each time: the pipe's reader ends with the GVSOC that had it
+        # open, and a second GVSOC would wait forever to open a pipe nobody reads.
+        for attempt in range(gvsoc.PORT_ATTEMPTS):
+            profiler = StepProfiler(step_map, step)
+            super().__init__(board, profiler, lambda lines, profiler=profiler: read_trace(lines, profiler))
+            port = gvsoc.free_port()
+            try:
+                self._launch(lambda: gvsoc.start_gvsoc(
+                    elf, Path(elf).parent / "gvsoc", port, install=install, timeout=board.emulator.start_timeout_s,
+                    baud=board.serial.baud, readfs_files=readfs_files,
+                    trace=gvsoc.Trace(CLUSTER_CORES, self.pipe.path)))
+                return
+            except gvsoc.PortTaken:
+                if attempt + 1 == gvsoc.PORT_ATTEMPTS:
+                    raise
 
     def _wait(self, timeout: float) -> None:
         self.emulator.wait(timeout)

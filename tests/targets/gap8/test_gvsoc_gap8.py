@@ -92,21 +92,34 @@ def test_validates_on_gvsoc_gap8(built, kind):
     assert 0 < dev["cluster_cycles_per_step_median"] < dev["cycles_per_step_median"]
 
 
-def test_validate_profile_says_where_a_steps_cycles_go_per_op_and_core(built, tmp_path):
+def test_validate_profile_says_where_a_steps_cycles_go_per_op_and_core(built, tmp_path, monkeypatch):
     """validate --profile traces one step of the cluster's 8 cores in GVSOC: each op of model.c's step gets its
     cycles, the ops add up to the firmware's own count of that step's body within 2 %, every row (the
     team's call and the fabric controller's share too) to the whole step it counted, the ops the team shares keep
-    all 8 cores at work while the others run on the master alone, and each op's MACs are the step model's."""
+    all 8 cores at work while the others run on the master alone, and each op's MACs are the step model's.
+    Each run's first port is one another process already listens on: the validation's run and the traced one
+    each choose again (the traced one with a new trace pipe: its first reader ended with the first GVSOC)."""
     import json
+    import socket
 
+    from edgernn.targets.gap8 import gvsoc
     from edgernn.testing.zoo import trajectories
 
     from edgernn.validate.run import FC_ROW, TEAM_ROW, validate
 
     out, n_in = built("lstm64")
     manifest = json.loads((out / "manifest.json").read_text())
-    report = validate(out, data=trajectories(1, 20, n_in, 5), profile=True, json_path=tmp_path / "r.json")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        calls = []
+        real = gvsoc.free_port
+        monkeypatch.setattr(gvsoc, "free_port",
+                            lambda: taken.getsockname()[1] if len(calls.append(0) or calls) % 2 else real())
+        report = validate(out, data=trajectories(1, 20, n_in, 5), profile=True, json_path=tmp_path / "r.json")
+    assert len(calls) == 4, calls               # two runs, each taken once, then free
     assert report["pass"]
+    assert "profile" in report, report["notes"]
     prof = report["profile"]
     assert prof["step"] == 2 and prof["cores"] == list(range(8)) and "GVSOC" in prof["source"]
     # An accounting identity, not a timing: the rows add up to the whole step the firmware counted (the
