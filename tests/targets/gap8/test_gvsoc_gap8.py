@@ -117,7 +117,8 @@ def test_validate_profile_says_where_a_steps_cycles_go_per_op_and_core(built, tm
         monkeypatch.setattr(gvsoc, "free_port",
                             lambda: taken.getsockname()[1] if len(calls.append(0) or calls) % 2 else real())
         report = validate(out, data=trajectories(1, 20, n_in, 5), profile=True, json_path=tmp_path / "r.json")
-    assert len(calls) == 4, calls               # two runs, each taken once, then free
+    # two runs, each taken once, then free (more where a parallel run takes a free one too)
+    assert len(calls) >= 4, calls
     assert report["pass"]
     assert "profile" in report, report["notes"]
     prof = report["profile"]
