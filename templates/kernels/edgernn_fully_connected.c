@@ -531,6 +531,25 @@ void edgernn_fully_connected_s16(const int16_t *in, const int8_t *w, const int64
     }
 }
 
+/* The walk of a 16x8 group's rows, op by op: ROW(...) computes rows [o, stop) of op m into out[m] (the two
+ * groups' forms differ only in their row function and their bias's type). */
+#define FC_GROUP_S16_ROWS(ROW)                                                                                     \
+    do {                                                                                                           \
+        int16_t *const out[4] = {out0, out1, out2, out3};                                                          \
+        int o = 0, m = 0;                                                                                          \
+        while (o < n_out) {                                                                                        \
+            int start, stop;                                                                                       \
+            while (ends[m] <= row0 + o) {                                                                          \
+                ++m;                                                                                               \
+            }                                                                                                      \
+            start = m ? ends[m - 1] : 0;                                                                           \
+            stop = ends[m] - row0 < n_out ? ends[m] - row0 : n_out;                                                \
+            ROW(in, w + (size_t)o * n_in, bias + o, multiplier + o, shift + o, scale + o, rounding, output_offset, \
+                act_min, act_max, n_in, stop - o, out[m] + (row0 + o - start));                                    \
+            o = stop;                                                                                              \
+        }                                                                                                          \
+    } while (0)
+
 /* A group of 16x8 FULLY_CONNECTED ops that read the same input (same n_in, rounding, output zero point and
  * clamp; one row each): one call over all their rows, whose weights, biases, multipliers, shifts and scales lie
  * one op after the other (edgernn/backend/grouping.py). Op k writes out<k>; ends[k] is the row after its last,
@@ -543,19 +562,7 @@ void edgernn_fully_connected_group_s16(const int16_t *in, const int8_t *w, const
                                        const int32_t *ends, int row0, int n_in, int n_out, int16_t *out0,
                                        int16_t *out1, int16_t *out2, int16_t *out3)
 {
-    int16_t *const out[4] = {out0, out1, out2, out3};
-    int o = 0, m = 0;
-    while (o < n_out) {
-        int start, stop;
-        while (ends[m] <= row0 + o) {
-            ++m;
-        }
-        start = m ? ends[m - 1] : 0;
-        stop = ends[m] - row0 < n_out ? ends[m] - row0 : n_out;
-        fc_s16_row(in, w + (size_t)o * n_in, bias + o, multiplier + o, shift + o, scale + o, rounding,
-                   output_offset, act_min, act_max, n_in, stop - o, out[m] + (row0 + o - start));
-        o = stop;
-    }
+    FC_GROUP_S16_ROWS(fc_s16_row);
 }
 
 /* The grouped 16x8 FULLY_CONNECTED of rows whose sums generation bounded to int32 for every int16 input
@@ -614,19 +621,7 @@ void edgernn_fully_connected_group_s16_words(const int16_t *in, const int8_t *w,
                                              const int32_t *ends, int row0, int n_in, int n_out, int16_t *out0,
                                              int16_t *out1, int16_t *out2, int16_t *out3)
 {
-    int16_t *const out[4] = {out0, out1, out2, out3};
-    int o = 0, m = 0;
-    while (o < n_out) {
-        int start, stop;
-        while (ends[m] <= row0 + o) {
-            ++m;
-        }
-        start = m ? ends[m - 1] : 0;
-        stop = ends[m] - row0 < n_out ? ends[m] - row0 : n_out;
-        fc_s16_row_words(in, w + (size_t)o * n_in, bias + o, multiplier + o, shift + o, scale + o, rounding,
-                         output_offset, act_min, act_max, n_in, stop - o, out[m] + (row0 + o - start));
-        o = stop;
-    }
+    FC_GROUP_S16_ROWS(fc_s16_row_words);
 }
 
 /* A worker's rows of every gate (edgernn_fully_connected_gates_s8), one function per rounding as above: the
