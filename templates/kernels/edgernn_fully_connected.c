@@ -657,8 +657,7 @@ void edgernn_fully_connected_group_s16_words(const int16_t *in, const int8_t *w,
         const int rounding = (ROUNDING);                                                            \
         const size_t block = 8 * (size_t)n_in;                                                      \
         const int8_t *const x = in;                                                                 \
-        int8_t *const y = out;                                                                      \
-        int g, o;                                                                                   \
+        int g;                                                                                      \
         (void)carry_above;                                                                          \
         if ((end - begin) & 7) {                                                                    \
             for (g = 0; g < gates; ++g) {                                                           \
@@ -668,21 +667,43 @@ void edgernn_fully_connected_group_s16_words(const int16_t *in, const int8_t *w,
             }                                                                                       \
             return;                                                                                 \
         }                                                                                           \
-        for (g = 0; g < gates; ++g) {                                                               \
-            const int first = g * stride + begin, stop = g * stride + end;                          \
-            const int8_t *wb = w + (size_t)first * (size_t)n_in;                                    \
-            for (o = first; o < stop; o += 8, wb += block) {                                        \
+        {                                                                                           \
+            const int per_gate = (end - begin) >> 3;                                                \
+            const size_t skip = (size_t)(stride - (end - begin));                                   \
+            const int32_t *bq = bias + begin, *mq = multiplier + begin, *sq = shift + begin;        \
+            int8_t *yq = out + begin;                                                               \
+            const int8_t *wb = w + (size_t)begin * (size_t)n_in;                                    \
+            int b, k = 0;                                                                           \
+            for (b = gates * per_gate; b > 0; --b) {                                                \
                 int32_t acc[8];                                                                     \
-                acc[0] = bias[o];                                                                   \
-                acc[1] = bias[o + 1];                                                               \
-                acc[2] = bias[o + 2];                                                               \
-                acc[3] = bias[o + 3];                                                               \
-                acc[4] = bias[o + 4];                                                               \
-                acc[5] = bias[o + 5];                                                               \
-                acc[6] = bias[o + 6];                                                               \
-                acc[7] = bias[o + 7];                                                               \
+                acc[0] = bq[0];                                                                     \
+                acc[1] = bq[1];                                                                     \
+                acc[2] = bq[2];                                                                     \
+                acc[3] = bq[3];                                                                     \
+                acc[4] = bq[4];                                                                     \
+                acc[5] = bq[5];                                                                     \
+                acc[6] = bq[6];                                                                     \
+                acc[7] = bq[7];                                                                     \
                 edgernn_dot8_s8(x, wb, n_in, acc);                                                  \
-                FC_S8_BLOCK8(ROUNDING);                                                             \
+                {                                                                                   \
+                    const int32_t *const multiplier = mq, *const shift = sq;                        \
+                    int8_t *const y = yq;                                                           \
+                    const int o = 0;                                                                \
+                    FC_S8_BLOCK8(ROUNDING);                                                         \
+                }                                                                                   \
+                bq += 8;                                                                            \
+                mq += 8;                                                                            \
+                sq += 8;                                                                            \
+                yq += 8;                                                                            \
+                wb += block;                                                                        \
+                if (++k == per_gate) {                                                              \
+                    k = 0;                                                                          \
+                    bq += skip;                                                                     \
+                    mq += skip;                                                                     \
+                    sq += skip;                                                                     \
+                    yq += skip;                                                                     \
+                    wb += skip * (size_t)n_in;                                                      \
+                }                                                                                   \
             }                                                                                       \
         }                                                                                           \
     }
