@@ -299,6 +299,36 @@ def _liveness(graph: Graph, fixed: set[int], position: dict[int, int] | None = N
     return lives
 
 
+def state_in_place(slot: StateSlot, calls: list, aliases: dict, output: int) -> bool:
+    """Whether the new state ``slot.out_tensor`` may be written into the state's slot by the op computing it, with
+    no copy at the step's end: it is stored by a fused element-wise loop over the state's elements, and the old
+    state (``slot.in_tensor``) is read by that loop alone, element by element (element i, by members up to the one
+    that stores element i of the new state, so before the store). Each element is then read before it is
+    overwritten, by the one worker that overwrites it, whatever the team's split. An LSTM's cell state is (the
+    gates' loop reads c and writes the new c); its output h is not, the FULLY_CONNECTED reads all of the old h.
+    (Reads by earlier ops would be right too, but in a split by units (cells.py) they would share no barrier with
+    the loop: the split would be cut there, which costs the LSTM(64) step more than the copy.)"""
+    old, new = slot.in_tensor, slot.out_tensor
+    if old == new or new == output or any(t in (old, new) for dst, (src, _) in aliases.items() for t in (dst, src)):
+        return False
+    # a tensor has one producer: the fused loop whose member computes it, if one does
+    at = next((j for j, c in enumerate(calls) if isinstance(c, fusion.FusedCall)
+               and any(fusion.call_output(m) == new for m in c.members)), None)
+    if at is None:
+        return False
+    loop = calls[at]
+    if loop.dims is not None or loop.n != slot.count or new not in loop.stored:
+        return False
+    if any(old in fusion.reads(c) for j, c in enumerate(calls) if j != at):
+        return False
+    stored = False
+    for m in loop.members:
+        if old in fusion.tensor_inputs(m) and (stored or m.fn not in fusion.FLAT or "blocks" in m.fn):
+            return False
+        stored = stored or fusion.call_output(m) == new
+    return True
+
+
 def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
                 state_slots: list[StateSlot], fuse_pools: bool = True) -> RenderedGraph:
     lowering = Lowering(graph, prefix)
@@ -322,14 +352,17 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
     if grouping.ENABLED:
         calls = grouping.group_calls(graph, calls, prefix)
         consts -= grouping.dropped_consts(calls, consts)
-    lives = _liveness(graph, fixed, fusion.positions(calls), fusion.unstored(calls) | conv_pool.unstored(calls),
-                      {dst: src for dst, (src, _) in aliases.items()})
+    in_place = {s.out_tensor: s for s in state_slots if state_in_place(s, calls, aliases, graph.outputs[output_key])}
+    lives = _liveness(graph, fixed | set(in_place), fusion.positions(calls),
+                      fusion.unstored(calls) | conv_pool.unstored(calls), {dst: src for dst, (src, _) in aliases.items()})
     scratch = {_scratch_key(c.op_index): c.scratch for c in calls if c.scratch}
     lives += [([key], nbytes, -1 - key, -1 - key) for key, (_, nbytes) in scratch.items()]
     plan = plan_arena(lives)
     places: dict[int, Place] = {x_t: Place(INPUT, graph.tensors[x_t].ctype, name=input_key)}
     for s in state_slots:
         places[s.in_tensor] = Place(STATE, s.ctype, s.offset)
+    for t, s in in_place.items():
+        places[t] = Place(STATE, s.ctype, s.offset)
     arrays: list[ConstArray] = []
     for t in sorted(consts):
         tensor = graph.tensors[t]

@@ -142,6 +142,7 @@ GAP8_BOARD = "gvsoc_gap8"
 GAP8_MODELS = {  # name: (zoo.gap8_model's kind, or "trained:" and edgernn.testing.trained's name; mode)
     "lstm64": ("lstm64", "step"),
     "lstm64_fused": ("lstm64_fused", "fused"),
+    "gru16": ("gru", "step"),
     "cfc": ("cfc", "step"),
     "ltc": ("ltc", "step"),
     "cfc_trained": ("trained:cfc_ncp", "step"),

@@ -624,25 +624,91 @@ void edgernn_fully_connected_group_s16_words(const int16_t *in, const int8_t *w,
     FC_GROUP_S16_ROWS(fc_s16_row_words);
 }
 
+/* A block of 8 outputs o..o+7 of acc into y: FC_S8_BLOCKS' BLOCK8 for a constant rounding. */
+#if defined(EDGERNN_FC_REQUANT_ASM)
+#define FC_S8_BLOCK8(ROUNDING)                                                                      \
+    do {                                                                                            \
+        if ((ROUNDING) == EDGERNN_ROUND_TWICE_UP) {                                                 \
+            FC_ASM8_TWICE_UP(FC_S8_OUT);                                                            \
+        } else {                                                                                    \
+            FC_ASM8_ONCE(FC_S8_OUT);                                                                \
+        }                                                                                           \
+    } while (0)
+#else
+#define FC_S8_BLOCK8(ROUNDING) FC_EACH8(FC_S8_OUT)
+#endif
+
 /* A worker's rows of every gate (edgernn_fully_connected_gates_s8), one function per rounding as above: the
- * gates' loop around the blocks' code, so a split by units pays a kernel's call once, not once a gate. Last in
- * the file: a model that does not call it keeps the code before it where it was (on GAP8 the instruction
- * cache's sets are chosen by the code's addresses). */
-#define FC_S8_GATES(NAME, ROUNDING)                                                                 \
+ * gates' loop around the blocks' code, so a split by units pays a kernel's call once, not once a gate. A
+ * worker's units in whole blocks of 8 (every worker's share of a split in eights) are one loop over the gates'
+ * blocks, with nothing of the 4-row and 1-row tails' code between them: fc_s8_row's walk, gate by gate, cost
+ * some 100 instructions of set-up a block on GAP8 (GVSOC's profile of the LSTM(64) step, 8 blocks a worker),
+ * about as much as its 8 requantizations. Other shares (a last worker's units of one gate, 13 of them) take
+ * the rows' function, whose code is there already: one copy of the blocks' code in this function, not two (the
+ * cluster's instruction cache is 4 KiB). Last in the file: a model that does not call it keeps the code before
+ * it where it was (on GAP8 the instruction cache's sets are chosen by the code's addresses). */
+#define FC_S8_GATES(NAME, ROWS, ROUNDING)                                                           \
     static FC_NOINLINE void NAME(const int8_t *in, const int8_t *w, const int32_t *bias,             \
                                  const int32_t *multiplier, const int32_t *shift, int32_t output_offset, \
                                  int32_t act_min, int32_t act_max, int n_in, int stride, int gates,    \
                                  int begin, int end, int8_t *out)                                   \
     {                                                                                               \
+        const uint32_t carry_above = 0xBFFFFFFFu; /* TWICE_UP's block requantization (fc_s8_row) */ \
+        const int rounding = (ROUNDING);                                                            \
+        const size_t block = 8 * (size_t)n_in;                                                      \
+        const int8_t *const x = in;                                                                 \
         int g;                                                                                      \
-        for (g = 0; g < gates; ++g) {                                                               \
-            const size_t r = (size_t)g * (size_t)stride + (size_t)begin;                            \
-            fc_s8_row(in, w + r * (size_t)n_in, bias + r, multiplier + r, shift + r, ROUNDING,       \
-                      output_offset, act_min, act_max, n_in, end - begin, out + r);                 \
+        (void)carry_above;                                                                          \
+        if ((end - begin) & 7) {                                                                    \
+            for (g = 0; g < gates; ++g) {                                                           \
+                const size_t r = (size_t)g * (size_t)stride + (size_t)begin;                        \
+                ROWS(in, w + r * (size_t)n_in, bias + r, multiplier + r, shift + r, output_offset,   \
+                     act_min, act_max, 1, n_in, end - begin, out + r);                              \
+            }                                                                                       \
+            return;                                                                                 \
+        }                                                                                           \
+        {                                                                                           \
+            const int per_gate = (end - begin) >> 3;                                                \
+            const size_t skip = (size_t)(stride - (end - begin));                                   \
+            const int32_t *bq = bias + begin, *mq = multiplier + begin, *sq = shift + begin;        \
+            int8_t *yq = out + begin;                                                               \
+            const int8_t *wb = w + (size_t)begin * (size_t)n_in;                                    \
+            int b, k = 0;                                                                           \
+            for (b = gates * per_gate; b > 0; --b) {                                                \
+                int32_t acc[8];                                                                     \
+                acc[0] = bq[0];                                                                     \
+                acc[1] = bq[1];                                                                     \
+                acc[2] = bq[2];                                                                     \
+                acc[3] = bq[3];                                                                     \
+                acc[4] = bq[4];                                                                     \
+                acc[5] = bq[5];                                                                     \
+                acc[6] = bq[6];                                                                     \
+                acc[7] = bq[7];                                                                     \
+                edgernn_dot8_s8(x, wb, n_in, acc);                                                  \
+                {                                                                                   \
+                    const int32_t *const multiplier = mq, *const shift = sq;                        \
+                    int8_t *const y = yq;                                                           \
+                    const int o = 0;                                                                \
+                    FC_S8_BLOCK8(ROUNDING);                                                         \
+                }                                                                                   \
+                bq += 8;                                                                            \
+                mq += 8;                                                                            \
+                sq += 8;                                                                            \
+                yq += 8;                                                                            \
+                wb += block;                                                                        \
+                if (++k == per_gate) {                                                              \
+                    k = 0;                                                                          \
+                    bq += skip;                                                                     \
+                    mq += skip;                                                                     \
+                    sq += skip;                                                                     \
+                    yq += skip;                                                                     \
+                    wb += skip * (size_t)n_in;                                                      \
+                }                                                                                   \
+            }                                                                                       \
         }                                                                                           \
     }
-FC_S8_GATES(fully_connected_gates_s8_once, EDGERNN_ROUND_ONCE)
-FC_S8_GATES(fully_connected_gates_s8_twice_up, EDGERNN_ROUND_TWICE_UP)
+FC_S8_GATES(fully_connected_gates_s8_once, fully_connected_s8_once, EDGERNN_ROUND_ONCE)
+FC_S8_GATES(fully_connected_gates_s8_twice_up, fully_connected_s8_twice_up, EDGERNN_ROUND_TWICE_UP)
 
 void edgernn_fully_connected_gates_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
                                       const int32_t *multiplier, const int32_t *shift, int rounding,

@@ -102,6 +102,9 @@ def test_cell_splits_give_the_interpreters_bytes(name, board_file, tmp_path):
             assert "one split by units" in model_c
         # a state of 64 bytes or more goes back to its slot by words (firmware.WORD_COPY_MIN_BYTES), a short one by bytes
         assert ("edgernn_move_words(EDGERNN_STATE" in model_c) == (name == "lstm64")
+        if name.startswith("lstm"):
+            # the cell state is written in place by the gates' loop (codegen.state_in_place), h is copied
+            assert sum(model_c.count(f"edgernn_move_{by}(EDGERNN_STATE") for by in ("bytes", "words")) == 1
         got, _ = H.run_driver(b.exe, xq, ref.shape[1], tmp_path)
         results[n] = got
         assert H.compare(got, ref, "int8")["mismatches"] == 0, f"{n} workers differ from the interpreter"
@@ -161,3 +164,28 @@ def test_a_sum_by_steps_joins_the_loop_whose_elements_it_reduces():
     mixed = Call(1, "SUM", "edgernn_team_sum_thresholds_s8",
                  [TensorArg(1), 1, 4, 16, 8, ConstArg("thresholds"), 255, -128, TensorArg(2)])
     assert cells.valid(graph, [loop, mixed]) is None
+
+
+def test_a_new_state_is_written_in_place_only_where_each_element_is_read_first():
+    """codegen.state_in_place: a fused loop that reads the old state element by element before it stores the new
+    one writes it in the state's slot (no copy); not when a member reads the old state after the store, nor when
+    another op reads it, nor when the new state is not a fused loop's."""
+    from edgernn.backend import fusion
+    from edgernn.backend.codegen import StateSlot, state_in_place
+    from edgernn.backend.lowering import Call
+    from edgernn.backend.values import ConstArg, TensorArg
+
+    def lut(op, src, dst):
+        return Call(op, "LOGISTIC", "edgernn_lut_s8", [ConstArg("lut"), TensorArg(src), 16, TensorArg(dst)])
+
+    def loop(*members):
+        return fusion.FusedCall(9, "LOGISTIC", "t_fused9", [], members=list(members), n=16,
+                                stored={fusion.call_output(m) for m in members}, team=True)
+
+    slot = StateSlot("c", 0, 2, "int8_t", 0, 16, 16, 0)     # old state tensor 0, new state tensor 2
+    reader = Call(5, "FULLY_CONNECTED", "edgernn_fully_connected_s8", [TensorArg(0), TensorArg(7)])
+    assert state_in_place(slot, [loop(lut(1, 0, 1), lut(2, 1, 2))], {}, 8)
+    assert not state_in_place(slot, [loop(lut(1, 0, 1), lut(2, 1, 2), lut(3, 0, 3))], {}, 8)   # read after
+    assert not state_in_place(slot, [reader, loop(lut(1, 0, 1), lut(2, 1, 2))], {}, 8)          # another reader
+    assert not state_in_place(slot, [lut(2, 0, 2)], {}, 8)                                      # no fused loop
+    assert not state_in_place(slot, [loop(lut(1, 0, 1), lut(2, 1, 2))], {}, 2)                 # the step's y
