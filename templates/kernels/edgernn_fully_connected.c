@@ -274,12 +274,13 @@ static EDGERNN_DOT_INLINE void fc_s8_group(const int8_t *x, const int8_t *w, con
     FC_S8_BLOCKS_BY(FC_GROUP_OUT, FC_LOOP8, FC_LOOP4);
 }
 
-/* EDGERNN_FC_GROUP_COMPACT: the group's small form (below), by default on a 32-bit core. A group is a small cell's
- * heads, and on GAP8 its cluster's 4 KiB instruction cache is what such a step is bound by: the large form's code
- * for the touched blocks (8 and 4 rows, each with its own last group of inputs and its outputs) was some 145 lines
- * of 16 bytes of a CfC(16) step's 347. -DEDGERNN_FC_GROUP_COMPACT=1 or 0 chooses (the tests run both). */
+/* EDGERNN_FC_GROUP_COMPACT: the group's small form (below), by default where the kernel set says its instruction
+ * cache is small (EDGERNN_ARCH_SMALL_ICACHE: GAP8's cluster, 4 KiB). A group is a small cell's heads, and such a
+ * step is bound by that cache: the large form's code for the touched blocks (8 and 4 rows, each with its own last
+ * group of inputs and its outputs) was some 145 lines of 16 bytes of a CfC(16) step's 347.
+ * -DEDGERNN_FC_GROUP_COMPACT=1 or 0 chooses (the tests run both). */
 #if !defined(EDGERNN_FC_GROUP_COMPACT)
-#if UINTPTR_MAX <= 0xFFFFFFFFu
+#if defined(EDGERNN_ARCH_SMALL_ICACHE)
 #define EDGERNN_FC_GROUP_COMPACT 1
 #else
 #define EDGERNN_FC_GROUP_COMPACT 0
@@ -356,10 +357,21 @@ static FC_NOINLINE FC_SMALL_CODE void fc_s8_group_compact(const int8_t *x, const
         int32_t acc[8];
         int k;
         rows = n_out - o >= 8 ? 8 : n_out - o >= 4 ? 4 : 1;
-        for (k = 0; k < rows; ++k) {
-            acc[k] = bias[k];
+#if defined(EDGERNN_DOT8_ALL_ASM)
+        if (rows != 1 && (((uintptr_t)x | (uintptr_t)w) & 3u) == 0) {
+            if (rows == 8) {
+                EDGERNN_DOT8_ALL_ASM(x, w, n_in, bias, acc);
+            } else {
+                EDGERNN_DOT4_ALL_ASM(x, w, n_in, bias, acc);
+            }
+        } else
+#endif
+        {
+            for (k = 0; k < rows; ++k) {
+                acc[k] = bias[k];
+            }
+            fc_s8_group_dot(x, w, n_in, rows, acc);
         }
-        fc_s8_group_dot(x, w, n_in, rows, acc);
         for (k = 0; k < rows; ++k) {
             const int64_t p = (int64_t)acc[k] * multiplier[k];
             int32_t hi = (int32_t)(p >> 32);
