@@ -12,6 +12,7 @@
  *   EDGERNN_MBQM_HI_TIGHT_ASM, edgernn_mbqm_hi_tight    edgernn_fixedpoint.h's tight requantization
  *   EDGERNN_HALVES_ASM, edgernn_halves_xpulp            edgernn_fixedpoint.h's requantization from 16-bit halves
  *   EDGERNN_ARCH_CLAMP, edgernn_clamp                    a clamp without branches
+ *   EDGERNN_ARCH_CLZ, edgernn_clz32_nonzero              leading zero bits of a nonzero word
  *   EDGERNN_ARCH_ROUND_HI(hi, shift)                     hi = (hi + 2^(e-2)) >> (e-1), e = -shift
  *   EDGERNN_FC_REQUANT_ASM, FC_ASM8_ONCE ...             FULLY_CONNECTED's block requantization
  *   CONV_QUAD_LOOP(WSTEP)                                a quad of CONV_2D's patch pairs

@@ -344,7 +344,7 @@ static FC_NOINLINE FC_SMALL_CODE void fc_s8_group_compact(const int8_t *x, const
                                 const int32_t *rnd, const int32_t *shift, int rounding, const int32_t *ends, int row0,
                                 int32_t act_min, int32_t act_max, int n_in, int n_out, int8_t *const out[4])
 {
-    const uint32_t twice = rounding == EDGERNN_ROUND_TWICE_UP;
+    const int twice = rounding == EDGERNN_ROUND_TWICE_UP;
     int o, m = 0, rows;
     int8_t *y;
     int32_t end;
@@ -380,7 +380,9 @@ static FC_NOINLINE FC_SMALL_CODE void fc_s8_group_compact(const int8_t *x, const
                 y = out[m];
                 end = ends[m] - row0;
             }
-            hi += (int32_t)(twice & ((uint32_t)p >= 0xC0000000u)); /* the carry of lo + 2^30 */
+            if (twice) {
+                hi += (uint32_t)p >= 0xC0000000u; /* the carry of lo + 2^30 */
+            }
             *y++ = (int8_t)edgernn_clamp((hi + rnd[k]) >> shift[k], act_min, act_max);
         }
         bias += rows;

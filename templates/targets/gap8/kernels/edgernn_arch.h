@@ -354,6 +354,17 @@ static inline int32_t edgernn_clamp(int32_t x, int32_t lo, int32_t hi)
     __asm__(".insn r 0x33, 4, 2, %0, %0, %1" : "+r"(x) : "r"(hi)); /* p.min */
     return x;
 }
+
+/* Leading zero bits of x != 0 as Xpulp's p.fl1 (funct7 0001000, funct3 1, OP major opcode; gap_sdk gvsoc
+ * isa_riscv_gen.py and its lib_FL1: the index of the highest bit set), one cycle, where a compiler without Xpulp
+ * calls libgcc's __clzsi2 (the LTC's DIV counts twice an element: 848 cycles of a step's core 0). */
+#define EDGERNN_ARCH_CLZ 1
+static inline int edgernn_clz32_nonzero(uint32_t x)
+{
+    uint32_t msb;
+    __asm__(".insn r 0x33, 1, 0x08, %0, %1, x0" : "=r"(msb) : "r"(x)); /* p.fl1 */
+    return 31 - (int)msb;
+}
 #endif
 
 /* ---- edgernn_fully_connected.c ---- */
