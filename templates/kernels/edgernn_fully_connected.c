@@ -339,11 +339,15 @@ static FC_SMALL_CODE void fc_s8_group_dot(const int8_t *x, const int8_t *w, int 
 }
 
 /* The group in blocks of 8, then 4, then 1 row (the layout's), each block's sums in memory and its outputs in one
- * loop: one copy of the dot product's tail and of the requantization for every block size and both roundings. */
-static FC_NOINLINE FC_SMALL_CODE void fc_s8_group_compact(const int8_t *x, const int8_t *w, const int32_t *bias, const int32_t *multiplier,
-                                const int32_t *rnd, const int32_t *shift, int rounding, const int32_t *ends, int row0,
-                                int32_t act_min, int32_t act_max, int n_in, int n_out, int8_t *const out[4])
+ * loop: one copy of the dot product's tail and of the requantization for every block size and both roundings; the
+ * kernel itself, where the large form's entry below calls fc_s8_group (one call less for each worker's share). */
+FC_SMALL_CODE void edgernn_fully_connected_group_s8(const int8_t *x, const int8_t *w, const int32_t *bias,
+                                                    const int32_t *multiplier, const int32_t *rnd, const int32_t *shift,
+                                                    int rounding, const int32_t *ends, int row0, int32_t act_min,
+                                                    int32_t act_max, int n_in, int n_out, int8_t *out0, int8_t *out1,
+                                                    int8_t *out2, int8_t *out3)
 {
+    int8_t *const out[4] = {out0, out1, out2, out3};
     const int twice = rounding == EDGERNN_ROUND_TWICE_UP;
     int o, m = 0, rows;
     int8_t *y;
@@ -391,7 +395,7 @@ static FC_NOINLINE FC_SMALL_CODE void fc_s8_group_compact(const int8_t *x, const
         shift += rows;
     }
 }
-#endif
+#else
 
 void edgernn_fully_connected_group_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
                                       const int32_t *multiplier, const int32_t *rnd, const int32_t *shift,
@@ -400,10 +404,6 @@ void edgernn_fully_connected_group_s8(const int8_t *in, const int8_t *w, const i
                                       int8_t *out2, int8_t *out3)
 {
     int8_t *const out[4] = {out0, out1, out2, out3};
-#if EDGERNN_FC_GROUP_COMPACT
-    fc_s8_group_compact(in, w, bias, multiplier, rnd, shift, rounding, ends, row0, act_min, act_max, n_in, n_out, out);
-    return;
-#endif
     if (rounding == EDGERNN_ROUND_TWICE_UP) {
         fc_s8_group(in, w, bias, multiplier, rnd, shift, EDGERNN_ROUND_TWICE_UP, ends, row0, act_min, act_max,
                     n_in, n_out, out);
@@ -412,6 +412,7 @@ void edgernn_fully_connected_group_s8(const int8_t *in, const int8_t *w, const i
                     n_out, out);
     }
 }
+#endif
 
 /* 16x8: each product fits in 23 bits, so a chunk of up to 256 of them sums exactly in int32; the
  * chunks are added in int64. Four rows at a time and blocks of inputs, as in the 8-bit kernel. */
