@@ -186,7 +186,8 @@ static EDGERNN_DOT_INLINE void edgernn_dot4_s8_xpulp_inline(const int8_t *x, con
  * one word loaded at any alignment (GAP8's cores split a misaligned load in two): the word's bytes past the row's
  * (the next row's, or for the block's last row up to 3 bytes after it, still in the same memory) meet xt's zero
  * lanes and add nothing. */
-#define EDGERNN_ASM_TAIL_ROW(rd, wreg) "lw %[" wreg "], 0(%[w])\n\tadd %[w], %[w], %[g]\n\t" EDGERNN_ASM_SDOT(rd, "xt", wreg)
+#define EDGERNN_ASM_TAIL_ROW(rd, wreg)                                                              \
+    "lw %[" wreg "], 0(%[w])\n\tadd %[w], %[w], %[g]\n\t" EDGERNN_ASM_SDOT(rd, "xt", wreg)
 static inline __attribute__((always_inline)) uint32_t edgernn_tail_word(const int8_t *x, int g)
 {
     uint32_t xt = (uint8_t)x[0];
