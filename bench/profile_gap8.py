@@ -76,6 +76,20 @@ def report(traced: GvsocTracedRun, elf: Path, out: Path, n_pcs: int, annotate: l
               f"{row['work']}")
     print(f"{'the rows add up to the whole step':48s} {whole:8,d}")
     print(f"{'cores':48s} work {prof['work']}, wait {prof['wait']} (in the body)")
+    lines = sorted({pc >> 4 for pc in profiler.by_pc(None)})
+    sets: dict[int, int] = {}
+    for line in lines:
+        sets[line % 64] = sets.get(line % 64, 0) + 1
+    over = {s: n for s, n in sets.items() if n > 4}
+    print(f"code the step ran, every core: {len(lines)} lines of 16 bytes ({16 * len(lines):,} B; the cluster's "
+          f"instruction cache holds 256 in 64 sets of 4), {len(over)} sets asked for more than 4 "
+          f"({sum(over.values())} lines)")
+    per_fn_lines: dict[str, int] = {}
+    for line in lines:
+        fn = profiler.map.function(line << 4 if (line << 4) in profiler.by_pc(None) else min(
+            pc for pc in profiler.by_pc(None) if pc >> 4 == line))
+        per_fn_lines[fn] = per_fn_lines.get(fn, 0) + 1
+    print("  by function: " + ", ".join(f"{fn} {n}" for fn, n in sorted(per_fn_lines.items(), key=lambda kv: -kv[1])))
     per_fn = profiler.by_function(core)
     print(f"\ncluster core {core} by function:\n{'function':44s} {'cycles':>9s} {'share':>6s} {'insns':>8s} {'cyc/insn':>8s}")
     for fn, (c, n) in sorted(per_fn.items(), key=lambda kv: -kv[1][0]):

@@ -138,6 +138,8 @@ class RenderedGraph:
             if cell is not None:
                 # a member of a split by units: the range [begin, end) is units, and the loop walks each gate's
                 loop.gates, loop.units, loop.bounds = cell.gates(c), cell.units, None
+            else:
+                loop.direct = not c.team
             loops.append(loop)
         return loops
 

@@ -201,6 +201,8 @@ class Loop:
     dead: Dead | None = None
     # a loop with dead elements: its range [begin, end) is parts, part p its elements [bounds[p], bounds[p + 1])
     bounds: list[int] | None = None
+    # called by the body itself (not through the team, nor from a split by units): kept out of line
+    direct: bool = False
 
     @property
     def parts(self) -> int | None:

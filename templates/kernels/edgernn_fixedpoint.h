@@ -263,7 +263,10 @@ static inline int edgernn_clz32(uint32_t x)
     if (x == 0) {
         return 32;
     }
-#if defined(__GNUC__)
+#if defined(EDGERNN_ARCH_CLZ)
+    (void)n;
+    return edgernn_clz32_nonzero(x);
+#elif defined(__GNUC__)
     /* the count instruction (or libgcc's table) in place of up to 31 trips of the loop below; DIV
      * counts twice per element. unsigned int is 32 bits on every target edgernn builds for. */
     (void)n;

@@ -274,6 +274,129 @@ static EDGERNN_DOT_INLINE void fc_s8_group(const int8_t *x, const int8_t *w, con
     FC_S8_BLOCKS_BY(FC_GROUP_OUT, FC_LOOP8, FC_LOOP4);
 }
 
+/* EDGERNN_FC_GROUP_COMPACT: the group's small form (below), by default where the kernel set says its instruction
+ * cache is small (EDGERNN_ARCH_SMALL_ICACHE: GAP8's cluster, 4 KiB). A group is a small cell's heads, and such a
+ * step is bound by that cache: the large form's code for the touched blocks (8 and 4 rows, each with its own last
+ * group of inputs and its outputs) was some 145 lines of 16 bytes of a CfC(16) step's 347.
+ * -DEDGERNN_FC_GROUP_COMPACT=1 or 0 chooses (the tests run both). */
+#if !defined(EDGERNN_FC_GROUP_COMPACT)
+#if defined(EDGERNN_ARCH_SMALL_ICACHE)
+#define EDGERNN_FC_GROUP_COMPACT 1
+#else
+#define EDGERNN_FC_GROUP_COMPACT 0
+#endif
+#endif
+
+#if EDGERNN_FC_GROUP_COMPACT
+/* gcc's optimization for size for these two functions whatever the build's level: at -O3 it unrolls and versions
+ * their loops by the block's size, three times the code. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define FC_SMALL_CODE __attribute__((optimize("O2")))
+#else
+#define FC_SMALL_CODE
+#endif
+
+/* acc[r] += the products of a block of `rows` rows (8, 4 or 1) over n inputs, in the blocked layout (edgernn_dot.h):
+ * the whole groups of 4 inputs through the kernel set's block routines where it has them, and the rest in loops
+ * that are written once for every block size. */
+static FC_SMALL_CODE void fc_s8_group_dot(const int8_t *x, const int8_t *w, int n, int rows, int32_t acc[8])
+{
+    const int n4 = n & ~3, g = n & 3;
+    int i = 0, r, j;
+#if defined(EDGERNN_DOT_USE_ASM)
+    if (rows != 1 && n >= EDGERNN_DOT_ASM_MIN_INPUTS && (((uintptr_t)x | (uintptr_t)w) & 3u) == 0) {
+        if (rows == 8) {
+            EDGERNN_DOT8_ASM(x, w, n >> 2, acc);
+        } else {
+            EDGERNN_DOT4_ASM(x, w, n >> 2, acc);
+        }
+        i = n4;
+    }
+#endif
+    for (; i < n4; i += 4) {
+        const int8_t *wg = w + (size_t)i * rows;
+        for (r = 0; r < rows; ++r) {
+            for (j = 0; j < 4; ++j) {
+                acc[r] += (int32_t)x[i + j] * (int32_t)wg[4 * r + j];
+            }
+        }
+    }
+    if (g) {
+        /* the last group, g = n mod 4 inputs a row, each row's g weights after the one before */
+        const int32_t x0 = x[n4], x1 = g > 1 ? x[n4 + 1] : 0, x2 = g > 2 ? x[n4 + 2] : 0;
+        w += (size_t)n4 * rows;
+        for (r = 0; r < rows; ++r, w += g) {
+            int32_t a = acc[r] + x0 * w[0];
+            if (g > 1) {
+                a += x1 * w[1];
+                if (g > 2) {
+                    a += x2 * w[2];
+                }
+            }
+            acc[r] = a;
+        }
+    }
+}
+
+/* The group in blocks of 8, then 4, then 1 row (the layout's), each block's sums in memory and its outputs in one
+ * loop: one copy of the dot product's tail and of the requantization for every block size and both roundings; the
+ * kernel itself, where the large form's entry below calls fc_s8_group (one call less for each worker's share). */
+FC_SMALL_CODE void edgernn_fully_connected_group_s8(const int8_t *x, const int8_t *w, const int32_t *bias,
+                                                    const int32_t *multiplier, const int32_t *rnd, const int32_t *shift,
+                                                    int rounding, const int32_t *ends, int row0, int32_t act_min,
+                                                    int32_t act_max, int n_in, int n_out, int8_t *out0, int8_t *out1,
+                                                    int8_t *out2, int8_t *out3)
+{
+    int8_t *const out[4] = {out0, out1, out2, out3};
+    const int twice = rounding == EDGERNN_ROUND_TWICE_UP;
+    int o, m = 0, rows;
+    int8_t *y;
+    int32_t end;
+    while (ends[m] <= row0) {
+        ++m;
+    }
+    y = out[m] + (row0 - (m ? ends[m - 1] : 0));
+    end = ends[m] - row0;
+    for (o = 0; o < n_out; o += rows, w += (size_t)rows * n_in) {
+        int32_t acc[8];
+        int k;
+        rows = n_out - o >= 8 ? 8 : n_out - o >= 4 ? 4 : 1;
+#if defined(EDGERNN_DOT8_ALL_ASM)
+        if (rows != 1 && (((uintptr_t)x | (uintptr_t)w) & 3u) == 0) {
+            if (rows == 8) {
+                EDGERNN_DOT8_ALL_ASM(x, w, n_in, bias, acc);
+            } else {
+                EDGERNN_DOT4_ALL_ASM(x, w, n_in, bias, acc);
+            }
+        } else
+#endif
+        {
+            for (k = 0; k < rows; ++k) {
+                acc[k] = bias[k];
+            }
+            fc_s8_group_dot(x, w, n_in, rows, acc);
+        }
+        for (k = 0; k < rows; ++k) {
+            const int64_t p = (int64_t)acc[k] * multiplier[k];
+            int32_t hi = (int32_t)(p >> 32);
+            if (o + k == end) {
+                ++m;
+                y = out[m];
+                end = ends[m] - row0;
+            }
+            if (twice) {
+                hi += (uint32_t)p >= 0xC0000000u; /* the carry of lo + 2^30 */
+            }
+            *y++ = (int8_t)edgernn_clamp((hi + rnd[k]) >> shift[k], act_min, act_max);
+        }
+        bias += rows;
+        multiplier += rows;
+        rnd += rows;
+        shift += rows;
+    }
+}
+#else
+
 void edgernn_fully_connected_group_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
                                       const int32_t *multiplier, const int32_t *rnd, const int32_t *shift,
                                       int rounding, const int32_t *ends, int row0, int32_t act_min,
@@ -289,6 +412,7 @@ void edgernn_fully_connected_group_s8(const int8_t *in, const int8_t *w, const i
                     n_out, out);
     }
 }
+#endif
 
 /* 16x8: each product fits in 23 bits, so a chunk of up to 256 of them sums exactly in int32; the
  * chunks are added in int64. Four rows at a time and blocks of inputs, as in the 8-bit kernel. */

@@ -85,15 +85,16 @@ REDUCE_SUM_QUADS(int16_t)
  * arithmetic (software float on cores without an FPU: several hundred instructions per output).
  * The output is first plus the count of thresholds <= sum. The thresholds are about evenly spaced (the
  * output is about sum * scale + bias), so the count is guessed by interpolation between the first and
- * the last, with one division a call, and a walk from the guess corrects it: any start gives the exact
- * count, and a good one takes a step or two (a binary search over 255 thresholds takes eight). */
+ * the last, and a walk from the guess corrects it: any start gives the exact count, and a good one takes a
+ * step or two (a binary search over 255 thresholds takes eight). The interpolation's slope, (n - 1) / (last -
+ * first) in 16.16, is thresholds[n], after the thresholds (generation computes it: no division at run time). */
 void edgernn_sum_thresholds_s8(const int8_t *in, int outer, int reduced, int inner, int stride,
                                const int32_t *thresholds, int n_thresholds, int32_t first, int8_t *out)
 {
     const int n = n_thresholds;
     const int32_t low = n > 0 ? thresholds[0] : 0, high = n > 0 ? thresholds[n - 1] : 0;
-    /* (n - 1) / (high - low) in 16.16: the guess's product stays below (n - 1) << 16, n <= 256 */
-    const uint32_t slope = n > 1 && high > low ? ((uint32_t)(n - 1) << 16) / ((uint32_t)high - (uint32_t)low) : 0;
+    /* the guess's product stays below (n - 1) << 16, n <= 256 */
+    const uint32_t slope = (uint32_t)thresholds[n];
     int o, i;
     for (o = 0; o < outer; ++o) {
         for (i = 0; i < inner; ++i) {

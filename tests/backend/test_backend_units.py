@@ -162,6 +162,26 @@ def test_an_int16_sum_with_its_inputs_quantization_is_lowered():
     assert [c.fn for c in Lowering(g, "t").lower()] == ["edgernn_sum_s16"]
 
 
+def test_an_int8_sum_by_thresholds_carries_its_guess_slope_after_them():
+    """edgernn_sum_thresholds_s8 reads thresholds[n] as (n - 1) / (last - first) in 16.16, the division it did at
+    run time (an LTC's 16-value SUMs)."""
+    from edgernn.backend.ir import Graph, Operator, Tensor
+    from edgernn.backend.lowering import Lowering
+
+    t = [Tensor(0, "x", "int8", (1, 16, 4), scale=np.array([0.02], np.float32), zero_point=np.array([3])),
+         Tensor(1, "axis", "int32", (1,), data=np.array([1], np.int32)),
+         Tensor(2, "y", "int8", (1, 4), scale=np.array([0.1], np.float32), zero_point=np.array([-5]))]
+    g = Graph(t, [Operator(0, "SUM", [0, 1], [2], {"keepDims": False})], {"x": 0}, {"y": 2}, "0" * 64)
+    [call] = Lowering(g, "t").lower()
+    assert call.fn == "edgernn_sum_thresholds_s8"
+    values = [int(v) for v in call.arrays[0].values]
+    n = call.args[6]
+    assert len(values) == n + 1 and n > 1
+    low, high = values[0], values[n - 1]
+    assert values[n] == ((n - 1) << 16) // ((high - low) & 0xFFFFFFFF) > 0   # the C's unsigned division
+    assert qp.thresholds_slope([]) == qp.thresholds_slope([7]) == qp.thresholds_slope([5, 5]) == 0
+
+
 def test_inverse_square_root_multiplier_is_tflites_fixed_point_result():
     # 1/sqrt(v) = multiplier * 2^(shift - 31) to within the Newton iteration's precision
     for v in (2, 3, 4, 17, 100, 12345, (1 << 29) + 5):

@@ -140,7 +140,10 @@ def test_a_rescale_that_could_leave_int32_is_not_grouped():
 # ---- the kernel against each op's own call, in C ----
 
 KERNEL_VARIANTS = {"portable": [], "scalar": ["-DEDGERNN_FC_SCALAR"], "xpulp_emulated": ["-DEDGERNN_XPULP_EMULATE"],
-                   "size": ["-Os", "-DEDGERNN_FC_SCALAR"]}
+                   "size": ["-Os", "-DEDGERNN_FC_SCALAR"],
+                   # the group's small form, a 32-bit core's default (GAP8's), where the host would take the large one
+                   "compact": ["-DEDGERNN_FC_GROUP_COMPACT=1"],
+                   "compact_xpulp_emulated": ["-DEDGERNN_FC_GROUP_COMPACT=1", "-DEDGERNN_XPULP_EMULATE"]}
 
 # each case: n_in, the ops' rows, their zero points, clamp
 CASES = {

@@ -66,7 +66,7 @@ class ReduceOps(LoweringBase):
                 if thresholds is not None:
                     # the same function of the sum, by thresholds listed here: no float at run time
                     first, at = thresholds
-                    arr = ConstArray(self.cname(op, "thresholds"), "int32_t", at or [0])
+                    arr = ConstArray(self.cname(op, "thresholds"), "int32_t", [*at, qp.thresholds_slope(at)])
                     return self.call(op, "edgernn_sum_thresholds_s8",
                                      {"in": shape["in"], "outer": shape["outer"], "reduced": shape["reduced"],
                                       "inner": shape["inner"], "stride": shape["inner"],

@@ -180,6 +180,110 @@ static EDGERNN_DOT_INLINE void edgernn_dot4_s8_xpulp_inline(const int8_t *x, con
 }
 #define EDGERNN_DOT8_ASM edgernn_dot8_s8_xpulp_inline
 #define EDGERNN_DOT4_ASM edgernn_dot4_s8_xpulp_inline
+
+/* The last group of a block (g = n mod 4 inputs, each row's g weights after the one before: edgernn_dot.h's layout)
+ * with the R sums in registers: xt holds the g inputs in its low lanes and zeros above, and each row's weights are
+ * one word loaded at any alignment (GAP8's cores split a misaligned load in two): the word's bytes past the row's
+ * (the next row's, or for the block's last row up to 3 bytes after it, still in the same memory) meet xt's zero
+ * lanes and add nothing. */
+#define EDGERNN_ASM_TAIL_ROW(rd, wreg)                                                              \
+    "lw %[" wreg "], 0(%[w])\n\tadd %[w], %[w], %[g]\n\t" EDGERNN_ASM_SDOT(rd, "xt", wreg)
+static inline __attribute__((always_inline)) uint32_t edgernn_tail_word(const int8_t *x, int g)
+{
+    uint32_t xt = (uint8_t)x[0];
+    if (g > 1) {
+        xt |= (uint32_t)(uint8_t)x[1] << 8;
+        if (g > 2) {
+            xt |= (uint32_t)(uint8_t)x[2] << 16;
+        }
+    }
+    return xt;
+}
+
+/* acc[r] = bias[r] + the products of a block of 8 rows over all its n inputs: the whole groups as
+ * edgernn_dot8_s8_xpulp_inline's loop, then the last group as above. For any n >= 1; x and w 4-byte aligned. */
+static EDGERNN_DOT_INLINE void edgernn_dot8_s8_xpulp_all(const int8_t *x, const int8_t *w, int n, const int32_t *bias,
+                                                         int32_t acc[8])
+{
+    int32_t a0 = bias[0], a1 = bias[1], a2 = bias[2], a3 = bias[3], a4 = bias[4], a5 = bias[5], a6 = bias[6],
+            a7 = bias[7];
+    const int groups = n >> 2, g = n & 3;
+    uint32_t xv, wa, wb;
+    __asm__ volatile(".option push\n\t.option norvc\n\t"
+                     "blez %[n], 2f\n\t"
+                     ".insn i 0x7b, 4, x0, %[n], 34\n\t"
+                     EDGERNN_ASM_LW4("xv", "x") EDGERNN_ASM_LW4("wa", "w") EDGERNN_ASM_LW4("wb", "w")
+                     EDGERNN_ASM_SDOT("a0", "xv", "wa") EDGERNN_ASM_LW4("wa", "w")
+                     EDGERNN_ASM_SDOT("a1", "xv", "wb") EDGERNN_ASM_LW4("wb", "w")
+                     EDGERNN_ASM_SDOT("a2", "xv", "wa") EDGERNN_ASM_LW4("wa", "w")
+                     EDGERNN_ASM_SDOT("a3", "xv", "wb") EDGERNN_ASM_LW4("wb", "w")
+                     EDGERNN_ASM_SDOT("a4", "xv", "wa") EDGERNN_ASM_LW4("wa", "w")
+                     EDGERNN_ASM_SDOT("a5", "xv", "wb") EDGERNN_ASM_LW4("wb", "w")
+                     EDGERNN_ASM_SDOT("a6", "xv", "wa")
+                     EDGERNN_ASM_SDOT("a7", "xv", "wb")
+                     "2:\n\t.option pop"
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [a4] "+r"(a4), [a5] "+r"(a5),
+                       [a6] "+r"(a6), [a7] "+r"(a7), [x] "+r"(x), [w] "+r"(w), [xv] "=&r"(xv), [wa] "=&r"(wa),
+                       [wb] "=&r"(wb)
+                     : [n] "r"(groups)
+                     : "memory");
+    if (g) {
+        const uint32_t xt = edgernn_tail_word(x, g);
+        __asm__ volatile(EDGERNN_ASM_TAIL_ROW("a0", "wa") EDGERNN_ASM_TAIL_ROW("a1", "wb")
+                         EDGERNN_ASM_TAIL_ROW("a2", "wa") EDGERNN_ASM_TAIL_ROW("a3", "wb")
+                         EDGERNN_ASM_TAIL_ROW("a4", "wa") EDGERNN_ASM_TAIL_ROW("a5", "wb")
+                         EDGERNN_ASM_TAIL_ROW("a6", "wa") EDGERNN_ASM_TAIL_ROW("a7", "wb")
+                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [a4] "+r"(a4), [a5] "+r"(a5),
+                           [a6] "+r"(a6), [a7] "+r"(a7), [w] "+r"(w), [wa] "=&r"(wa), [wb] "=&r"(wb)
+                         : [xt] "r"(xt), [g] "r"(g)
+                         : "memory");
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+    acc[4] = a4;
+    acc[5] = a5;
+    acc[6] = a6;
+    acc[7] = a7;
+}
+
+/* The same for a block of 4 rows */
+static EDGERNN_DOT_INLINE void edgernn_dot4_s8_xpulp_all(const int8_t *x, const int8_t *w, int n, const int32_t *bias,
+                                                         int32_t acc[4])
+{
+    int32_t a0 = bias[0], a1 = bias[1], a2 = bias[2], a3 = bias[3];
+    const int groups = n >> 2, g = n & 3;
+    uint32_t xv, wa, wb;
+    __asm__ volatile(".option push\n\t.option norvc\n\t"
+                     "blez %[n], 2f\n\t"
+                     ".insn i 0x7b, 4, x0, %[n], 18\n\t"
+                     EDGERNN_ASM_LW4("xv", "x") EDGERNN_ASM_LW4("wa", "w") EDGERNN_ASM_LW4("wb", "w")
+                     EDGERNN_ASM_SDOT("a0", "xv", "wa") EDGERNN_ASM_LW4("wa", "w")
+                     EDGERNN_ASM_SDOT("a1", "xv", "wb") EDGERNN_ASM_LW4("wb", "w")
+                     EDGERNN_ASM_SDOT("a2", "xv", "wa")
+                     EDGERNN_ASM_SDOT("a3", "xv", "wb")
+                     "2:\n\t.option pop"
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "+r"(x), [w] "+r"(w),
+                       [xv] "=&r"(xv), [wa] "=&r"(wa), [wb] "=&r"(wb)
+                     : [n] "r"(groups)
+                     : "memory");
+    if (g) {
+        const uint32_t xt = edgernn_tail_word(x, g);
+        __asm__ volatile(EDGERNN_ASM_TAIL_ROW("a0", "wa") EDGERNN_ASM_TAIL_ROW("a1", "wb")
+                         EDGERNN_ASM_TAIL_ROW("a2", "wa") EDGERNN_ASM_TAIL_ROW("a3", "wb")
+                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [w] "+r"(w), [wa] "=&r"(wa),
+                           [wb] "=&r"(wb)
+                         : [xt] "r"(xt), [g] "r"(g)
+                         : "memory");
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+#define EDGERNN_DOT8_ALL_ASM edgernn_dot8_s8_xpulp_all
+#define EDGERNN_DOT4_ALL_ASM edgernn_dot4_s8_xpulp_all
 #elif defined(EDGERNN_DOT_USE_ASM)
 #define EDGERNN_DOT8_ASM edgernn_dot8_s8_xpulp
 #define EDGERNN_DOT4_ASM edgernn_dot4_s8_xpulp
@@ -250,6 +354,17 @@ static inline int32_t edgernn_clamp(int32_t x, int32_t lo, int32_t hi)
     __asm__(".insn r 0x33, 6, 2, %0, %0, %1" : "+r"(x) : "r"(lo)); /* p.max */
     __asm__(".insn r 0x33, 4, 2, %0, %0, %1" : "+r"(x) : "r"(hi)); /* p.min */
     return x;
+}
+
+/* Leading zero bits of x != 0 as Xpulp's p.fl1 (funct7 0001000, funct3 1, OP major opcode; gap_sdk gvsoc
+ * isa_riscv_gen.py and its lib_FL1: the index of the highest bit set), one cycle, where a compiler without Xpulp
+ * calls libgcc's __clzsi2 (the LTC's DIV counts twice an element: 848 cycles of a step's core 0). */
+#define EDGERNN_ARCH_CLZ 1
+static inline int edgernn_clz32_nonzero(uint32_t x)
+{
+    uint32_t msb;
+    __asm__(".insn r 0x33, 1, 0x08, %0, %1, x0" : "=r"(msb) : "r"(x)); /* p.fl1 */
+    return 31 - (int)msb;
 }
 #endif
 
