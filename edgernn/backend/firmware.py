@@ -110,9 +110,10 @@ def constant_bytes(arrays, structs) -> int:
 
 
 def _weight_copy_bytes(arrays, structs) -> int:
-    """The weights' copy in the team's fast memory: each constant starts on ALIGN bytes (model.c.j2)."""
+    """The weights' copy in the team's fast memory: each constant starts on ALIGN bytes, and a word follows the
+    last (model.c.j2's EDGERNN_FAST_WEIGHTS_BYTES)."""
     sizes = [SIZES[a.ctype] * len(a.values) for a in arrays] + [SIZES[s.ctype] for s in structs]
-    return sum(align(n) for n in sizes)
+    return sum(align(n) for n in sizes) + 4 if sizes else 0
 
 
 def _drop_table_copies(graphs) -> bool:
