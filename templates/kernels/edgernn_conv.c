@@ -1402,15 +1402,16 @@ static void dw_planes_setup(dw_planes_t *a, const edgernn_conv_geom_t *g, const 
  * where a filter row is at most 3 taps (dilation 1 along x, stride 1 or 2 along x, at most DW_MAX_KH rows),
  * each output channel is a depthwise planes' channel (the planes note above: a row's taps one word against
  * [w0 w1 w2 0], at stride 1 the next pixel's against [0 w0 w1 w2]) whose plane is the frame, read by every
- * channel; 3-row filters with edgernn_halves take the planes' hardware loop. The padding is not copied: a
- * filter row outside the frame adds zp times its weights' sum to the sum's start, its word's weights 0; a
- * pixel whose row of taps is not one word inside the frame (the left and right edges) has its words made with
- * the zero point in C. Each sum is bias + the patch's products (exact int32, in another order: the same
- * bytes). Where the frame is far and scratch near (EDGERNN_NEAR: GAP8's L2 and L1, where a load from L2 takes
- * a cluster core some 18 cycles in GVSOC) and the slots fit (conv_stem_slot), each worker copies the frame's
- * rows of EDGERNN_STEM_CHUNK_ROWS output rows at a time into its slot and reads them there, the team split by
- * output rows; else the frame is read in place, the team split by output channels where each worker gets as
- * many, else by pixels. */
+ * channel; 3-row filters with edgernn_halves take the planes' hardware loop. Each sum is bias + the patch's
+ * products (exact int32, in another order: the same bytes). Where the frame is far and scratch near
+ * (EDGERNN_NEAR: GAP8's L2 and L1, where a load from L2 takes a cluster core some 18 cycles in GVSOC) and the
+ * slots fit (conv_stem_slot), each worker copies the padded frame's rows of EDGERNN_STEM_CHUNK_ROWS output rows
+ * at a time into its slot (the padding as the zero point) and reads them there, the team split by output rows.
+ * Else a near frame is read in place, the team split by output channels where each worker gets as many, else by
+ * pixels, and its padding is not made: a filter row outside the frame adds zp times its weights' sum to the
+ * sum's start, its word's weights 0, and a pixel whose row of taps is not one word inside the frame (the left
+ * and right edges) has its words made with the zero point in C. A far frame without slots is left to the
+ * patches (one far load a tap, where in place would take one a filter row a channel). */
 #if defined(CONV_PAIRS)
 /* The output rows a worker's slot holds the input rows of, and the most bytes the 8 slots may take
  * (edgernn/backend/layout.py's STEM_CHUNK_ROWS and STEM_ROWS_MAX). */
@@ -1764,6 +1765,11 @@ static int conv_stem_s8(const edgernn_conv_geom_t *g, const int8_t *in, const in
     a.workers = workers;
     a.by_channels = g->out_c % workers == 0;
     a.slot = scratch != NULL && STEM_COPY(in, scratch) ? conv_stem_slot(g) : 0;
+#if defined(EDGERNN_NEAR)
+    if (a.slot == 0 && !EDGERNN_NEAR(in)) {
+        return 0; /* read in place, a far frame costs a far load a filter row a channel; the patches, one a tap */
+    }
+#endif
     a.scratch = scratch;
     a.out = out;
     if (team) {
