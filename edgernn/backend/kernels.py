@@ -11,7 +11,7 @@ output range is (splits.split_count); and the sizes of the constant structs (``S
 from __future__ import annotations
 
 from edgernn.backend.kernel_types import SCALAR_SIZES, Arg, Field, Kernel, Split, Struct
-from edgernn.backend.layout import depthwise_s8_scratch, padded_frame_elems, patch_slots_elems
+from edgernn.backend.layout import depthwise_s8_scratch, padded_frame_elems, patch_slots_elems, stem_rows_bytes
 
 __all__ = ["Arg", "Field", "Kernel", "Split", "Struct", "KERNELS", "STRUCTS", "BY_NAME", "STRUCT_BY_NAME",
            "TEAM_KERNELS", "SIZES", "kernel", "kernel_args", "call_args"]
@@ -30,6 +30,12 @@ def _conv_patches(g: dict) -> int:
     if (g["k_h"], g["k_w"], g["stride_h"], g["stride_w"]) == (1, 1, 1, 1):
         return 0
     return max(g["out_w"] * n_in, patch_slots_elems(n_in))
+
+
+def _conv_s8_scratch(g: dict) -> int:
+    """The int8 CONV_2D's: its patches, or a one-input-channel filter's row slots (layout.stem_rows_bytes), the
+    larger."""
+    return max(_conv_patches(g), stem_rows_bytes(g))
 
 
 def _channel_sums(g: dict) -> int:
@@ -400,7 +406,7 @@ KERNELS: list[Kernel] = [
            team_doc="CONV_2D, 8-bit: the output pixels split across the workers, each gathering its own patches into its\n"
                     "slot of scratch (8 slots). Defined in edgernn_conv.c. The split's measure counts an output row as 8\n"
                     "FULLY_CONNECTED outputs (a guess, not measured on GAP8).", source="edgernn_conv.c",
-           scratch=_conv_patches, scratch_from="g", banded="edgernn_dma_conv_s8"),
+           scratch=_conv_s8_scratch, scratch_from="g", banded="edgernn_dma_conv_s8"),
     Kernel("edgernn_conv_s16",
            "const edgernn_conv_geom_t *g, const int16_t *in, const int8_t *w, const int64_t *bias, "
            "const int32_t *multiplier, const int32_t *shift, int32_t act_min, int32_t act_max, int16_t *scratch, "

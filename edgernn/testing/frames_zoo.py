@@ -55,10 +55,11 @@ def frame_cfc(h: int = 12, w: int = 12, c: int = 1, seed: int = 0):
 
 
 def depthwise_stack(h: int = 8, w: int = 8, channels: int = 32, seed: int = 0):
-    """TimeDistributed Conv2D 1x1 to ``channels``, then three DepthwiseConv2D 3x3 (same; same under a ReLU; stride 2
-    under a ReLU) and Flatten, with no recurrent layer: each step's output is the last convolution's every byte,
-    so a wrong byte of any of the three cannot hide behind a saturated cell. The forms GAP8's depthwise planes
-    take with a whole quad of channels on each of 8 cores (32 channels) and rows of a multiple of 4 pixels."""
+    """TimeDistributed Conv2D 3x3 (same) to ``channels``, then three DepthwiseConv2D 3x3 (same; same under a ReLU;
+    stride 2 under a ReLU) and Flatten, with no recurrent layer: each step's output is the last convolution's every
+    byte, so a wrong byte of any of the four cannot hide behind a saturated cell. The forms GAP8's depthwise planes
+    take with a whole quad of channels on each of 8 cores (32 channels) and rows of a multiple of 4 pixels; the
+    first convolution, over one input channel, GAP8's stem kernel (edgernn_conv.c's conv_stem_s8) at stride 1."""
     import keras
 
     keras.utils.set_random_seed(seed)
@@ -66,7 +67,7 @@ def depthwise_stack(h: int = 8, w: int = 8, channels: int = 32, seed: int = 0):
     TD = L.TimeDistributed
     return keras.Sequential([
         keras.Input((None, h, w, 1)),
-        TD(L.Conv2D(channels, 1)),
+        TD(L.Conv2D(channels, 3, padding="same")),
         TD(L.DepthwiseConv2D(3, padding="same")),
         TD(L.DepthwiseConv2D(3, padding="same", activation="relu")),
         TD(L.DepthwiseConv2D(3, strides=2, padding="same", activation="relu")),

@@ -124,6 +124,13 @@ void edgernn_conv_f32(const edgernn_conv_geom_t *geom_in, const float *in, const
 #if defined(EDGERNN_DOT_SIMD4)
 #define CONV_PAIRS 1
 
+/* CONV_2D over one input channel, the frame read in place (below, after the depthwise planes it shares): nonzero
+ * when it took the geometry. */
+static int conv_stem_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias,
+                        const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
+                        int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out,
+                        int team);
+
 
 /* acc[k] += x0 . row k, acc[4 + k] += x1 . row k for the quad's rows k < 4: wg its first group's words,
  * wt its first row's tail (t bytes a row), R the block's rows. */
@@ -333,6 +340,12 @@ void edgernn_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, const
         return;
     }
 #endif
+#if defined(CONV_PAIRS)
+    if (conv_stem_s8(geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
+                     scratch, out, 0)) {
+        return;
+    }
+#endif
     if (CONV_POINTWISE(g)) {
         conv_s8_rows(in, g->out_h * g->out_w, n_in, n_in, w, bias, multiplier, shift, output_offset, act_min, act_max,
                      g->out_c, g->out_c, out);
@@ -525,6 +538,12 @@ void edgernn_team_conv_s8(const edgernn_conv_geom_t *geom_in, const int8_t *in, 
                           const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
                           int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out)
 {
+#if defined(CONV_PAIRS)
+    if (conv_stem_s8(geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
+                     scratch, out, 1)) {
+        return;
+    }
+#endif
     if (edgernn_team_workers() > EDGERNN_CONV_TEAM_SLOTS) {
         edgernn_conv_s8(geom_in, in, w, bias, multiplier, shift, input_zero_point, output_offset, act_min, act_max,
                         scratch, out);
@@ -1172,16 +1191,14 @@ static int dw_halves_channel(const dw_planes_t *a, int c, edgernn_halves_t *h)
                      "add %[p2], %[p2], %[adv]\n\t"                                                 \
                      "2:\n\t.option pop" OPERANDS)
 
-/* The first outputs of rows by the hardware loops: rows > 1 only where every output of each row is the loop's
- * (stride 2, or stride 1 with an even out_w), the rows' outputs then consecutive, and the clamp p.clip's
- * (form 2 or 3); else one row's, all at
- * stride 2 and its pairs at stride 1. Returns the outputs done in the (last) row. form: bit 0 SIGNLESS, bit 1
- * the p.clip clamp. */
-static int dw_halves_rows_asm(const uint8_t *base, size_t tap_y, size_t step_y, int rows, int out_w, int sx,
-                              int32_t oc, uint32_t xs0, const edgernn_halves_t *h, int form, int32_t lo,
-                              int32_t hi, const edgernn_v4s *wv, const edgernn_v4s *ws, int8_t *y)
+/* The first outputs of rows by the hardware loops, p0..p2 the first output's 3 filter rows: rows > 1 only where
+ * every output of each row is the loop's (stride 2, or stride 1 with an even out_w), the rows' outputs then
+ * consecutive, and the clamp p.clip's (form 2 or 3); else one row's, all at stride 2 and its pairs at stride 1.
+ * Returns the outputs done in the (last) row. form: bit 0 SIGNLESS, bit 1 the p.clip clamp. */
+static int dw_halves_rows_asm(const uint8_t *p0, const uint8_t *p1, const uint8_t *p2, size_t step_y, int rows,
+                              int out_w, int sx, int32_t oc, uint32_t xs0, const edgernn_halves_t *h, int form,
+                              int32_t lo, int32_t hi, const edgernn_v4s *wv, const edgernn_v4s *ws, int8_t *y)
 {
-    const uint8_t *p0 = base, *p1 = base + tap_y, *p2 = base + 2 * tap_y;
     const edgernn_v4s v0 = wv[0], v1 = wv[1], v2 = wv[2], u0 = ws[0], u1 = ws[1], u2 = ws[2];
     const int32_t k4 = h->k4 + (form & 1);
     const int n = sx == 1 ? out_w / 2 : out_w;
@@ -1235,8 +1252,8 @@ static void dw_halves_channel_rows(const dw_planes_t *a, const edgernn_conv_geom
     (void)ws;
 #if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
     if ((sx == 2 || out_w % 2 == 0) && out_w >= 2 && (form & 2)) {
-        dw_halves_rows_asm(plane, tap_y, step_y, g->out_h, out_w, sx, out_c, xs0, h, form, lo, hi, wv, ws,
-                           a->out + c);
+        dw_halves_rows_asm(plane, plane + tap_y, plane + 2 * tap_y, step_y, g->out_h, out_w, sx, out_c, xs0, h, form,
+                           lo, hi, wv, ws, a->out + c);
         return;
     }
 #endif
@@ -1245,7 +1262,8 @@ static void dw_halves_channel_rows(const dw_planes_t *a, const edgernn_conv_geom
         int8_t *y = a->out + (size_t)oy * out_w * out_c + c;
         ox = 0;
 #if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
-        ox = dw_halves_rows_asm(base, tap_y, step_y, 1, out_w, sx, out_c, xs0, h, form, lo, hi, wv, ws, y);
+        ox = dw_halves_rows_asm(base, base + tap_y, base + 2 * tap_y, step_y, 1, out_w, sx, out_c, xs0, h, form, lo,
+                                hi, wv, ws, y);
 #endif
         for (; ox < out_w; ++ox) {
             const uint8_t *p = base + (size_t)ox * sx;
@@ -1375,6 +1393,391 @@ static void dw_planes_setup(dw_planes_t *a, const edgernn_conv_geom_t *g, const 
     a->row = DW_PLANE_ROW(a->pw);
     a->scratch = scratch;
     a->out = out;
+}
+#endif
+
+/* ---- CONV_2D over one input channel (a camera CNN's stem) ----
+ *
+ * With one input channel a pixel's patch is k_h rows of k_w bytes of the frame itself, so nothing is gathered:
+ * where a filter row is at most 3 taps (dilation 1 along x, stride 1 or 2 along x, at most DW_MAX_KH rows),
+ * each output channel is a depthwise planes' channel (the planes note above: a row's taps one word against
+ * [w0 w1 w2 0], at stride 1 the next pixel's against [0 w0 w1 w2]) whose plane is the frame, read by every
+ * channel; 3-row filters with edgernn_halves take the planes' hardware loop. Each sum is bias + the patch's
+ * products (exact int32, in another order: the same bytes). Where the frame is far and scratch near
+ * (EDGERNN_NEAR: GAP8's L2 and L1, where a load from L2 takes a cluster core some 18 cycles in GVSOC) and the
+ * slots fit (conv_stem_slot), each worker copies the padded frame's rows of EDGERNN_STEM_CHUNK_ROWS output rows
+ * at a time into its slot (the padding as the zero point) and reads them there, the team split by output rows.
+ * Else a near frame is read in place, the team split by output channels where each worker gets as many, else by
+ * pixels, and its padding is not made: a filter row outside the frame adds zp times its weights' sum to the
+ * sum's start, its word's weights 0, and a pixel whose row of taps is not one word inside the frame (the left
+ * and right edges) has its words made with the zero point in C. A far frame without slots is left to the
+ * patches (one far load a tap, where in place would take one a filter row a channel). */
+#if defined(CONV_PAIRS)
+/* The output rows a worker's slot holds the input rows of, and the most bytes the 8 slots may take
+ * (edgernn/backend/layout.py's STEM_CHUNK_ROWS and STEM_ROWS_MAX). */
+#define EDGERNN_STEM_CHUNK_ROWS 2
+#define EDGERNN_STEM_ROWS_MAX 4096
+#if defined(EDGERNN_NEAR)
+#define STEM_COPY(in, scratch) (!EDGERNN_NEAR(in) && EDGERNN_NEAR(scratch))
+#else
+#define STEM_COPY(in, scratch) 1 /* no nearer memory: copied wherever the slots fit (the host's tests run it) */
+#endif
+
+typedef struct {
+    const edgernn_conv_geom_t *g;
+    const int8_t *in, *w;
+    const int32_t *bias, *multiplier, *shift;
+    int32_t pad, output_offset, act_min, act_max;
+    int workers, by_channels;
+    int32_t slot; /* bytes of a worker's slot of scratch where the rows are copied, 0 where read in place */
+    int8_t *scratch, *out;
+} conv_stem_t;
+
+/* The frame's rows from first on as the kernel reads them: row iy at base + (iy - first) * row, pixel x of the
+ * frame at byte x + left of its row, bytes [0, width) of a row readable (the zero point outside the frame's). */
+typedef struct {
+    const int8_t *base;
+    int32_t row, first, left, width;
+} conv_stem_rows_t;
+
+/* One output channel's filter: its rows' words ([w0 w1 w2 0], and a byte up for a pair's second pixel) and
+ * weights' sums, the sum's start (bias, + 2^30 with halves) and the requantization. */
+typedef struct {
+    edgernn_v4s v[DW_MAX_KH], u[DW_MAX_KH];
+    int32_t wsum[DW_MAX_KH];
+    int32_t start, m, sh;
+    int halves;
+    edgernn_halves_t h;
+} conv_stem_channel_t;
+
+static int conv_stem_apply(const edgernn_conv_geom_t *g)
+{
+    return g->in_c == 1 && g->k_w <= 3 && g->dil_w == 1 && (g->stride_w == 1 || g->stride_w == 2) &&
+           g->k_h <= DW_MAX_KH;
+}
+
+/* The bytes of a copied row: the padded frame's columns that the filter reads and 3 more (DW_PLANE_ROW). */
+static int32_t conv_stem_row_bytes(const edgernn_conv_geom_t *g)
+{
+    return DW_PLANE_ROW((g->out_w - 1) * g->stride_w + g->k_w);
+}
+
+/* A worker's slot of copied rows in bytes, 0 where the slots would take more than EDGERNN_STEM_ROWS_MAX (the
+ * frame then read in place): a chunk's input rows. The widths fix it, not the heights, so that a band of the
+ * frame (edgernn_conv_max_pool_s8) needs no more than the whole. */
+static int32_t conv_stem_slot(const edgernn_conv_geom_t *g)
+{
+    const int32_t rows = (EDGERNN_STEM_CHUNK_ROWS - 1) * g->stride_h + (g->k_h - 1) * g->dil_h + 1;
+    const int32_t slot = rows * conv_stem_row_bytes(g);
+    return slot * EDGERNN_CONV_TEAM_SLOTS <= EDGERNN_STEM_ROWS_MAX ? slot : 0;
+}
+
+/* Channel o, its filter read from the blocked weights (edgernn_dot.h) of out_c rows of k_h * k_w inputs: the
+ * row's whole groups of 4 a word each, its last n mod 4 bytes, then each filter row's word from those. */
+static void conv_stem_channel(const conv_stem_t *a, const edgernn_conv_geom_t *g, int o, conv_stem_channel_t *ch)
+{
+    const int n_out = g->out_c, k_h = g->k_h, k_w = g->k_w, n = k_h * k_w, o8 = n_out & ~7, whole = n & ~3;
+    const int32_t bias = a->bias[o];
+    const int R = o < o8 ? 8 : (n_out - o8 >= 4 && o < o8 + 4 ? 4 : 1); /* 1: a last row, row-major */
+    const int oo = o & (R - 1);
+    const uint8_t *w = (const uint8_t *)a->w + (size_t)(o - oo) * n;
+    const uint32_t mask = 0xFFFFFFFFu >> (8 * (4 - k_w)), ones = 0x01010101u;
+    uint32_t taps[(DW_MAX_KH * 3 + 3) / 4 + 1]; /* the row's n bytes, then zeros */
+    uint8_t *t = (uint8_t *)taps;
+    int j, ky;
+    for (j = 0; j < whole; j += 4) {
+        const edgernn_v4s v = dw_load4(w + (size_t)j * R + (size_t)oo * 4);
+        memcpy(&taps[j >> 2], &v, sizeof v);
+    }
+    taps[whole >> 2] = 0;
+    for (; j < n; ++j) {
+        t[j] = w[(size_t)whole * R + (size_t)oo * (n - whole) + (j - whole)];
+    }
+    for (ky = 0; ky < k_h; ++ky) {
+        edgernn_v4s v = dw_load4(t + ky * k_w), u;
+        uint32_t b;
+        memcpy(&b, &v, sizeof b);
+        b &= mask;
+        memcpy(&v, &b, sizeof v);
+        memcpy(&u, &ones, sizeof u);
+        ch->v[ky] = v;
+        ch->wsum[ky] = EDGERNN_SDOTSP4(v, u, 0);
+        b <<= 8;
+        memcpy(&ch->u[ky], &b, sizeof b);
+    }
+    ch->m = a->multiplier[o];
+    ch->sh = a->shift[o];
+    /* every accumulator inside [-2^30, 2^30): at most DW_MAX_KH x 3 products of int8 values (dw_halves_channel) */
+    ch->halves = bias >= -((int32_t)1 << 29) && bias < ((int32_t)1 << 29) &&
+                 edgernn_halves_make(&ch->h, ch->m, ch->sh, a->output_offset);
+    ch->start = ch->halves ? (int32_t)((uint32_t)bias + (1u << 30)) : bias;
+}
+
+/* Output pixels [ox, end) of a row in C, rp its filter rows, rv their words: a row of taps one word inside the
+ * frame is loaded, another made with the zero point outside. */
+static void conv_stem_pixels(const conv_stem_t *a, const edgernn_conv_geom_t *g, const conv_stem_rows_t *f,
+                             const conv_stem_channel_t *ch, const int8_t *const *rp, const edgernn_v4s *rv,
+                             int32_t start, int ox, int end, int8_t *y)
+{
+    const int k_h = g->k_h, k_w = g->k_w, sx = g->stride_w, out_c = g->out_c;
+    const int32_t in_w = f->width, pad = a->pad, off = a->output_offset, lo = a->act_min, hi = a->act_max;
+    int ky, kx;
+    for (; ox < end; ++ox, y += out_c) {
+        const int32_t x0 = ox * sx - f->left;
+        int32_t acc = start;
+        for (ky = 0; ky < k_h; ++ky) {
+            edgernn_v4s r;
+            if (x0 >= 0 && x0 + 4 <= in_w) {
+                r = dw_load4((const uint8_t *)rp[ky] + x0);
+            } else {
+                uint32_t v = 0;
+                for (kx = 0; kx < k_w; ++kx) {
+                    const int32_t x = x0 + kx;
+                    v |= (uint32_t)(uint8_t)(x >= 0 && x < in_w ? rp[ky][x] : pad) << (8 * kx);
+                }
+                memcpy(&r, &v, sizeof r);
+            }
+            acc = EDGERNN_SDOTSP4(r, rv[ky], acc);
+        }
+        *y = (int8_t)edgernn_clamp(ch->halves ? edgernn_halves((uint32_t)acc, &ch->h)
+                                              : edgernn_mbqm_hi(acc, ch->m, ch->sh) + off,
+                                   lo, hi);
+    }
+}
+
+/* Channel ch's outputs of pixels [xa, xb) of output row oy from the frame's rows f, y at pixel xa's; pixels
+ * [lo, hi) of every row have their rows of taps one word of f's (x0 >= 0, x0 + 4 <= width): the hardware
+ * loop's where it applies. */
+static void conv_stem_row(const conv_stem_t *a, const edgernn_conv_geom_t *g, const conv_stem_rows_t *f,
+                          const conv_stem_channel_t *ch, int oy, int xa, int xb, int lo, int hi, int8_t *y)
+{
+    const int k_h = g->k_h;
+    const int32_t y0 = oy * g->stride_h - g->pad_top;
+    const int mid0 = lo < xa ? xa : (lo > xb ? xb : lo), mid1 = hi > xb ? xb : (hi < mid0 ? mid0 : hi);
+    const int8_t *rp[DW_MAX_KH], *inside = f->base;
+    edgernn_v4s rv[DW_MAX_KH], ru[DW_MAX_KH];
+    int32_t start = ch->start;
+    int ky, ox;
+    for (ky = 0; ky < k_h; ++ky) {
+        const int32_t iy = y0 + ky * g->dil_h;
+        if (iy >= 0 && iy < g->in_h) {
+            rp[ky] = inside = f->base + (size_t)(iy - f->first) * f->row;
+            rv[ky] = ch->v[ky];
+            ru[ky] = ch->u[ky];
+        } else {
+            const uint32_t zero = 0;
+            rp[ky] = NULL;
+            memcpy(&rv[ky], &zero, sizeof zero);
+            memcpy(&ru[ky], &zero, sizeof zero);
+            start += a->pad * ch->wsum[ky];
+        }
+    }
+    for (ky = 0; ky < k_h; ++ky) {
+        if (rp[ky] == NULL) {
+            rp[ky] = inside; /* a row of the frame, read against weights 0 */
+        }
+    }
+    if (xa < mid0) {
+        conv_stem_pixels(a, g, f, ch, rp, rv, start, xa, mid0, y);
+    }
+    ox = mid0;
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+    if (k_h == 3 && ch->halves && mid1 > mid0) {
+        const int32_t x0 = mid0 * g->stride_w - f->left, lo_ = a->act_min, hi_ = a->act_max;
+        const int form = (lo_ >= a->output_offset ? 1 : 0) | (lo_ == -128 && hi_ == 127 ? 2 : 0);
+        ox += dw_halves_rows_asm((const uint8_t *)rp[0] + x0, (const uint8_t *)rp[1] + x0,
+                                 (const uint8_t *)rp[2] + x0, 0, 1, mid1 - mid0, g->stride_w, g->out_c,
+                                 (uint32_t)start, &ch->h, form, lo_, hi_, rv, ru, y + (size_t)(mid0 - xa) * g->out_c);
+    }
+#else
+    (void)ru;
+    (void)mid1;
+#endif
+    if (ox < xb) {
+        conv_stem_pixels(a, g, f, ch, rp, rv, start, ox, xb, y + (size_t)(ox - xa) * g->out_c);
+    }
+}
+
+typedef struct {
+    uint8_t b[4];
+} conv_stem_word_t; /* the 4 bytes a store names as its memory operand (dw_load4's note) */
+
+/* The padded frame's rows that output rows [oy0, oy1) read, copied into slot as rows of row bytes: the zero
+ * point, the frame's row from byte pad_left (a word at a time: GAP8 loads and stores words at any byte), the
+ * zero point after it; a row outside the frame all zero point. */
+static void conv_stem_copy(const edgernn_conv_geom_t *g, const int8_t *in, int32_t pad, int oy0, int oy1, int32_t row,
+                           int8_t *slot)
+{
+    const int32_t first = oy0 * g->stride_h, end = (oy1 - 1) * g->stride_h + (g->k_h - 1) * g->dil_h + 1;
+    const int32_t pl = g->pad_left, n = g->in_w < row - pl ? g->in_w : row - pl;
+    const uint32_t pad4 = (uint32_t)(uint8_t)pad * 0x01010101u;
+    int32_t r, i;
+    for (r = first; r < end; ++r) {
+        const int32_t iy = r - g->pad_top;
+        uint8_t *d = (uint8_t *)slot + (size_t)(r - first) * row;
+        const uint8_t *src = (const uint8_t *)in + (size_t)iy * g->in_w;
+        uint32_t *dw = (uint32_t *)(void *)d;
+        for (i = 0; i < row >> 2; ++i) {
+            dw[i] = pad4;
+        }
+        if (iy < 0 || iy >= g->in_h) {
+            continue;
+        }
+        d += pl;
+        for (i = 0; i + 4 <= n; i += 4) {
+            const edgernn_v4s v = dw_load4(src + i);
+#if defined(__riscv) || defined(__riscv__)
+            __asm__("sw %1, 0(%2)" : "=m"(*(conv_stem_word_t *)(void *)(d + i)) : "r"(v), "r"(d + i));
+#else
+            memcpy(d + i, &v, sizeof v);
+#endif
+        }
+        for (; i < n; ++i) {
+            d[i] = src[i];
+        }
+    }
+}
+
+/* Channel ch's outputs of n output rows from their padded rows (f: conv_stem_copy's slot, the first output
+ * row's first), y at the first row's pixel 0: all rows in one hardware loop where it takes them, else a row
+ * at a time, its pixels the loop leaves in C. */
+static void conv_stem_chunk(const conv_stem_t *a, const edgernn_conv_geom_t *g, const conv_stem_rows_t *f,
+                            const conv_stem_channel_t *ch, int n, int8_t *y)
+{
+    const int out_w = g->out_w, k_h = g->k_h;
+    const size_t tap_y = (size_t)g->dil_h * f->row, step_y = (size_t)g->stride_h * f->row;
+    const size_t out_row = (size_t)out_w * g->out_c;
+    const int8_t *rp[DW_MAX_KH];
+    int r, ky;
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+    const int32_t lo = a->act_min, hi = a->act_max;
+    const int form = (lo >= a->output_offset ? 1 : 0) | (lo == -128 && hi == 127 ? 2 : 0);
+    const int asm_rows = k_h == 3 && ch->halves;
+    if (asm_rows && n > 1 && (form & 2) && (g->stride_w == 2 || (out_w & 1) == 0) && out_w >= 2) {
+        const uint8_t *b = (const uint8_t *)f->base;
+        dw_halves_rows_asm(b, b + tap_y, b + 2 * tap_y, step_y, n, out_w, g->stride_w, g->out_c,
+                           (uint32_t)ch->start, &ch->h, form, lo, hi, ch->v, ch->u, y);
+        return;
+    }
+#endif
+    for (r = 0; r < n; ++r, y += out_row) {
+        int done = 0;
+        for (ky = 0; ky < k_h; ++ky) {
+            rp[ky] = f->base + (size_t)r * step_y + (size_t)ky * tap_y;
+        }
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+        if (asm_rows) {
+            done = dw_halves_rows_asm((const uint8_t *)rp[0], (const uint8_t *)rp[1], (const uint8_t *)rp[2], 0, 1,
+                                      out_w, g->stride_w, g->out_c, (uint32_t)ch->start, &ch->h, form, lo, hi, ch->v,
+                                      ch->u, y);
+        }
+#endif
+        if (done < out_w) {
+            conv_stem_pixels(a, g, f, ch, rp, ch->v, ch->start, done, out_w, y + (size_t)done * g->out_c);
+        }
+    }
+}
+
+/* Workers [k_begin, k_end): worker k's channels of every pixel, or every channel of its pixels or output rows,
+ * a channel's filter read once a chunk and then its rows. */
+static void conv_stem_workers(const void *args, int k_begin, int k_end)
+{
+    const conv_stem_t *a = (const conv_stem_t *)args;
+    GEOM_LOCAL_FROM(a->g);
+    const int n_pix = g->out_h * g->out_w, sx = g->stride_w, out_w = g->out_w;
+    const int32_t pl = g->pad_left, last = g->in_w - 4 + pl; /* in place, x0 + 4 <= in_w: ox * sx <= last */
+    int lo = sx == 1 ? pl : (pl + 1) >> 1, hi = last < 0 ? 0 : (sx == 1 ? last : last >> 1) + 1;
+    int k;
+    lo = lo > out_w ? out_w : lo;
+    hi = hi > out_w ? out_w : hi;
+    for (k = k_begin; k < k_end; ++k) {
+        int c0 = 0, c1 = g->out_c, p0 = 0, p1 = n_pix, c;
+        if (a->slot) {
+            int oy0, oy1;
+            conv_stem_rows_t f;
+            int8_t *slot = a->scratch + (size_t)k * a->slot;
+            edgernn_team_range(k, a->workers, g->out_h, 1, &oy0, &oy1);
+            f.row = f.width = conv_stem_row_bytes(g);
+            f.left = 0;   /* the padding copied: every pixel's taps one word of its row */
+            f.first = 0;
+            f.base = slot;
+            for (; oy0 < oy1; oy0 += EDGERNN_STEM_CHUNK_ROWS) {
+                const int oy_end = oy1 - oy0 < EDGERNN_STEM_CHUNK_ROWS ? oy1 : oy0 + EDGERNN_STEM_CHUNK_ROWS;
+                conv_stem_copy(g, a->in, a->pad, oy0, oy_end, f.row, slot);
+                for (c = 0; c < g->out_c; ++c) {
+                    conv_stem_channel_t ch;
+                    conv_stem_channel(a, g, c, &ch);
+                    conv_stem_chunk(a, g, &f, &ch, oy_end - oy0, a->out + (size_t)oy0 * out_w * g->out_c + c);
+                }
+            }
+            continue;
+        }
+        if (a->by_channels) {
+            edgernn_team_range(k, a->workers, g->out_c, 1, &c0, &c1);
+        } else {
+            edgernn_team_range(k, a->workers, n_pix, 1, &p0, &p1);
+        }
+        if (c0 >= c1 || p0 >= p1) {
+            continue;
+        }
+        for (c = c0; c < c1; ++c) {
+            conv_stem_channel_t ch;
+            conv_stem_rows_t f;
+            int p = p0, oy = p0 / out_w, ox = p0 - oy * out_w;
+            f.base = a->in;
+            f.row = f.width = g->in_w;
+            f.first = 0;
+            f.left = pl;
+            conv_stem_channel(a, g, c, &ch);
+            while (p < p1) {
+                const int xb = p1 - p < out_w - ox ? ox + (p1 - p) : out_w;
+                conv_stem_row(a, g, &f, &ch, oy, ox, xb, lo, hi, a->out + (size_t)p * g->out_c + c);
+                p += xb - ox;
+                ox = 0;
+                ++oy;
+            }
+        }
+    }
+}
+
+/* Nonzero when the geometry is one the stem's kernel takes, which it then computed, on the team or not; scratch
+ * the convolution's (edgernn/backend/kernels.py: the slots of conv_stem_slot where they fit). */
+static int conv_stem_s8(const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w, const int32_t *bias,
+                        const int32_t *multiplier, const int32_t *shift, int32_t input_zero_point,
+                        int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *scratch, int8_t *out,
+                        int team)
+{
+    conv_stem_t a;
+    const int workers = team ? edgernn_team_workers() : 1;
+    if (!conv_stem_apply(g) || workers > EDGERNN_CONV_TEAM_SLOTS) {
+        return 0;
+    }
+    a.g = g;
+    a.in = in;
+    a.w = w;
+    a.bias = bias;
+    a.multiplier = multiplier;
+    a.shift = shift;
+    a.pad = input_zero_point;
+    a.output_offset = output_offset;
+    a.act_min = act_min;
+    a.act_max = act_max;
+    a.workers = workers;
+    a.by_channels = g->out_c % workers == 0;
+    a.slot = scratch != NULL && STEM_COPY(in, scratch) ? conv_stem_slot(g) : 0;
+#if defined(EDGERNN_NEAR)
+    if (a.slot == 0 && !EDGERNN_NEAR(in)) {
+        return 0; /* read in place, a far frame costs a far load a filter row a channel; the patches, one a tap */
+    }
+#endif
+    a.scratch = scratch;
+    a.out = out;
+    if (team) {
+        edgernn_team_split(conv_stem_workers, &a, workers, 1);
+    } else {
+        conv_stem_workers(&a, 0, 1);
+    }
+    return 1;
 }
 #endif
 

@@ -4,7 +4,8 @@ built here on the C emulation of pv.sdotsp.b (-DEDGERNN_XPULP_EMULATE) and on GC
 form), on 1 and 8 POSIX threads (the team as GAP8's cluster splits it), every output and state byte held
 against the LiteRT interpreter. The shapes are the odd ones: channels not a multiple of 4 (tails of the
 patch and of the output channels), a single output channel quad, strides, dilation, SAME and VALID, an odd
-count of pixels (a last unpaired one), a filter narrower than 3 and taller than 3. The hardware loop itself
+count of pixels (a last unpaired one), a filter narrower than 3 and taller than 3, one input channel (the stem's
+kernel: padding folded into the sum's start, the frame's edges in C). The hardware loop itself
 runs only on GAP8: the GVSOC runs are tests/e2e (test_frontends_e2e, test_conv_dma_e2e) and
 bench/bench_conv.py --board gvsoc_gap8."""
 
@@ -29,6 +30,17 @@ def _cases():
                                                             activation="relu")(x)),
         # 1x1 stride 1, 6 inputs a pixel (pixels read in place, not word-aligned: one at a time)
         "conv_1x1_c6_o9": ((5, 7, 6), lambda x: L.Conv2D(9, 1)(x)),
+        # one input channel (a stem, the frame read in place): stride 2, a zero-point row below and column right,
+        # a block of 4 channels, under a ReLU (the signless requantization)
+        "conv_c1_o4_s2_same_relu": ((17, 16, 1), lambda x: L.Conv2D(4, 3, strides=2, padding="same",
+                                                                     activation="relu")(x)),
+        # stride 1 (pixel pairs), padded on every side, 13 channels (8 + 4 + 1), ReLU6 (the clamp's p.max/p.min)
+        "conv_c1_o13_relu6": ((7, 9, 1), lambda x: L.Conv2D(13, 3, padding="same", activation="relu6")(x)),
+        # a filter row of 2 taps, strides (2, 1), VALID, 8 channels (a channel a worker on 8)
+        "conv_c1_o8_k3x2_s21": ((9, 10, 1), lambda x: L.Conv2D(8, (3, 2), strides=(2, 1), padding="valid")(x)),
+        # 5 rows dilated by 2 (not the 3-row loop), 5 channels
+        "conv_c1_o5_k5x3_dil2": ((11, 8, 1), lambda x: L.Conv2D(5, (5, 3), dilation_rate=(2, 1),
+                                                                 padding="same")(x)),
         # 2x5 filter (the depthwise planes refuse k_w 5: the HWC walk), 2x2 stride
         "depthwise_k2x5": ((8, 8, 4), lambda x: L.DepthwiseConv2D((5, 2), strides=2, padding="same")(x)),
         # 3x3 over 7 channels (a quad, a partial quad), odd width
@@ -44,7 +56,9 @@ def _cases():
 VARIANTS = {  # label: compiler flags (the POSIX team of EDGERNN_THREADS workers)
     "emulated, 1 worker": ["-DEDGERNN_XPULP_EMULATE", "-DEDGERNN_THREADS=1", "-pthread"],
     "emulated, 8 workers": ["-DEDGERNN_XPULP_EMULATE", "-DEDGERNN_THREADS=8", "-pthread"],
-    "vector, 3 workers": ["-DEDGERNN_XPULP=1", "VECTOR", "-DEDGERNN_THREADS=3", "-pthread"],
+    # and every frame as near as scratch: a one-input-channel filter reads it in place (the others copy its rows)
+    "vector, 3 workers, frames near": ["-DEDGERNN_XPULP=1", "VECTOR", "-DEDGERNN_THREADS=3", "-pthread",
+                                       "-DEDGERNN_NEAR(p)=1"],
 }
 
 

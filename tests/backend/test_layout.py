@@ -24,6 +24,9 @@ def _define(path: str, name: str) -> str:
     ("kernels/edgernn_l3_fc.c", "L3_FC_SLICES", str(layout.TEAM_SLOTS)),
     ("kernels/edgernn_conv.c", "EDGERNN_DW_PLANES", str(layout.DW_PLANES)),
     ("kernels/edgernn_conv.c", "DW_PLANE_ROW(pw)", "(((pw) + 3 + 3) & ~3)"),
+    ("kernels/edgernn_conv.c", "EDGERNN_STEM_CHUNK_ROWS", str(layout.STEM_CHUNK_ROWS)),
+    ("kernels/edgernn_conv.c", "EDGERNN_STEM_ROWS_MAX", str(layout.STEM_ROWS_MAX)),
+    ("kernels/edgernn_conv.c", "DW_MAX_KH", str(layout.STEM_MAX_KH)),
 ])
 def test_copied_c_holds_the_layout_facts(path, name, value):
     assert _define(path, re.escape(name)) == value

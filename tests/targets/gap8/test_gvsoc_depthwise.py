@@ -1,6 +1,7 @@
 """GAP8's int8 depthwise 3x3 on its planes path, in GVSOC: a whole quad of channels on each of the 8 cores, rows of
 a multiple of 4 pixels (the planes filled 4 pixels a turn by a 4x4 byte transpose), the requantization from
-16-bit halves with and without a ReLU's clamp, and stride 2. The model has no recurrent layer, so that every
+16-bit halves with and without a ReLU's clamp, and stride 2; before it, a 3x3 CONV_2D over the one-channel frame
+(the stem kernel, conv_stem_s8: its hardware loop of pixel pairs). The model has no recurrent layer, so that every
 byte of the last convolution is an output held to the interpreter's (a cell after it can saturate and hide a
 wrong byte). The loops' shapes are held to the chip's hardware-loop rules by the build's check
 (edgernn/targets/gap8/hwloop_check.py) and tests/backend/test_conv_hwloop.py."""

@@ -368,6 +368,15 @@ static inline int edgernn_clz32_nonzero(uint32_t x)
 }
 #endif
 
+/* ---- edgernn_conv.c: memory a cluster core reads in a cycle ----
+ * The cluster's L1 (its TCDM: 64 KiB at 0x10000000, gap_sdk gap_archi chips/gap8 memory_map.h and properties.h),
+ * where a word load takes a core one cycle; from L2 it took some 18 in GVSOC (the one-channel CONV_2D's trace,
+ * docs/design/gap8_kernels.md). The stem's kernel copies a frame's rows into L1 scratch where the frame is not; the
+ * host's builds of this set copy them always (a test may define EDGERNN_NEAR itself). */
+#if (defined(__riscv) || defined(__riscv__)) && !defined(EDGERNN_NEAR)
+#define EDGERNN_NEAR(p) (((uintptr_t)(p) >> 16) == 0x1000u)
+#endif
+
 /* ---- edgernn_fully_connected.c ---- */
 
 #if defined(EDGERNN_DOT_SIMD4) && !defined(EDGERNN_XPULP_EMULATE) && EDGERNN_XPULP_INSN
