@@ -156,6 +156,10 @@ def prepare_gvsoc_run(elf: str | os.PathLike, work_dir: str | os.PathLike, uart_
         # TX goes to the TCP client only (not to stdout, not to tx_uart.log); RX comes from it.
         uart.update({"telnet": True, "telnet_port": int(uart_port), "stdout": False, "stdin": False,
                      "tx_file": "", "loopback": False})
+        if "wifi" in board:
+            # the ESP32's model serves no one over the UART, but it listens all the same, on the SDK's fixed
+            # port (3333) unless told otherwise: two runs at once would both want it. Port 0 is any free one
+            board["wifi"]["port"] = "0"
     else:
         uart.update({"telnet": False, "stdout": True, "stdin": False, "tx_file": "", "loopback": False})
         _wire_esp32(board, uart_port)
@@ -323,7 +327,7 @@ def _start_on(port: int, elf, work_dir, install, log, timeout, baud, readfs_file
                                    f"port {port}: {tail[0]} (log: {log_path})")
             output = sim.output()
             # GVSOC goes on without a UART (or an ESP32's server) then
-            if "open telnet port failed" in output or "edgernn-esp32: cannot listen" in output:
+            if "open telnet port failed" in output or (link == "wifi" and "edgernn-esp32: cannot listen" in output):
                 raise PortTaken(f"GVSOC could not listen on 127.0.0.1:{port} (taken?); log: {log_path}")
             if time.monotonic() > deadline:
                 raise EdgeRNNError(f"GVSOC: {what} did not listen on 127.0.0.1:{port} within {timeout:.0f} s "

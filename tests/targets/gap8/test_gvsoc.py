@@ -8,6 +8,7 @@ content); later runs find it in the cache (``python -m edgernn.targets.gap8.sdk`
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -576,6 +577,30 @@ def test_a_chosen_port_taken_before_gvsoc_listens_is_chosen_again(gvsoc_build, e
         monkeypatch.setattr(gvsoc, "free_port", lambda: chosen.pop(0) if chosen else real())
         with gvsoc.start_gvsoc(echo_elf, tmp_path / "run", install=install) as sim:
             assert sim.port != taken.getsockname()[1] and sim.running()
+
+
+def test_a_uart_run_leaves_the_esp32s_fixed_port_to_others(gvsoc_build, echo_elf, tmp_path):
+    """The deck's ESP32 model is loaded in every run, and over the UART it serves no one: it must not want the
+    SDK configuration's fixed port, which another run (or anything else) may hold. A run whose ESP32 could not
+    listen there was taken for a run whose UART port was taken, chosen again and refused three times."""
+    install, _, _ = gvsoc_build
+    config = gvsoc.prepare_gvsoc_run(echo_elf, tmp_path / "prep", 12345, install)
+    sdk_port = int(json.loads((config.parent / "gvsoc_config.json").read_text())
+                   ["target"]["system_tree"]["board"]["wifi"]["port"])
+    with socket.socket() as held:
+        held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        with contextlib.suppress(OSError):      # held by another run already: the same case
+            held.bind(("127.0.0.1", sdk_port))
+            held.listen()
+        with gvsoc.start_gvsoc(echo_elf, tmp_path / "run", install=install) as sim:
+            uart = Uart(sim.port)
+            try:
+                assert uart.read_line().startswith("GVSOC-ECHO READY")
+            finally:
+                uart.close()
+            out = sim.output()
+    assert "edgernn-esp32: listening on 127.0.0.1:" in out, out
+    assert "cannot listen" not in out, out
 
 
 UART_TB = "gap8/gvsoc/dpi-models/models/uart/uart/uart.cpp"
