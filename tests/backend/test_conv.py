@@ -37,6 +37,9 @@ def _cases() -> dict[str, tuple[tuple[int, int, int], Callable]]:
         "separable": ((8, 8, 3), lambda x: L.SeparableConv2D(6, 3, padding="same", activation="relu")(x)),
         "maxpool2": ((8, 8, 3), lambda x: L.MaxPooling2D(2)(L.Conv2D(4, 3, padding="same")(x))),
         "maxpool3_s2_same": ((9, 9, 2), lambda x: L.MaxPooling2D(3, strides=2, padding="same")(x)),
+        # channels in words: the team's pool by words, its windows cut by the frame's edges, 25 pixels over 3, 8, 9
+        "maxpool3_s2_same_c8": ((9, 9, 3), lambda x: L.MaxPooling2D(3, strides=2, padding="same")(
+            L.Conv2D(8, 3, padding="same")(x))),
         "avgpool2": ((8, 8, 3), lambda x: L.AveragePooling2D(2)(L.Conv2D(4, 3, padding="same")(x))),
         "avgpool3_s2_same": ((9, 9, 2), lambda x: L.AveragePooling2D(3, strides=2, padding="same")(x)),
         "global_avg": ((8, 8, 3), lambda x: L.GlobalAveragePooling2D()(L.Conv2D(6, 3)(x))),
@@ -234,7 +237,7 @@ def test_int8_convolution_dot_paths_are_byte_exact(tmp_path, name):
 
 @pytest.mark.toolchain
 @pytest.mark.parametrize("name,quant", [("stack", "int8"), ("conv_1x1", "int8"), ("maxpool2", "int8"),
-                                        ("stack", "int16")])
+                                        ("maxpool3_s2_same_c8", "int8"), ("stack", "int16")])
 def test_team_shares_int8_convolutions_with_identical_bytes(tmp_path, name, quant):
     """1, 3 and 8 POSIX threads (the host's team, as GAP8's cluster splits), and 9 (more workers than
     CONV_2D has patch slots: its single-core kernel): CONV_2D's output pixels (int8 and 16x8), each worker
@@ -250,11 +253,11 @@ def test_team_shares_int8_convolutions_with_identical_bytes(tmp_path, name, quan
     for n in (1, 3, 8, 9):
         b = H.build(folder, cflags=["-O2", f"-DEDGERNN_THREADS={n}", "-pthread"], name=f"driver_t{n}")
         model_c = (folder / "firmware" / "model.c").read_text()
-        if not name.endswith("pool2"):
+        if "pool" not in name:
             assert f"edgernn_team_conv_{suffix}(" in model_c, "the schedule shares no CONV_2D"
         if name == "stack" and quant == "int8":
             assert "edgernn_team_depthwise_conv_s8(" in model_c
-        if name.endswith("pool2"):
+        if "pool" in name:
             assert f"edgernn_team_{name[:3]}_pool_s8(" in model_c, "the schedule shares no pool"
         got, _ = H.run_driver(b.exe, xq, ref.shape[1], folder)
         assert H.compare(got, ref, quant)["mismatches"] == 0, f"{n} workers"
