@@ -146,7 +146,11 @@ class CpxPort:
             return
         ready, _, _ = select.select([self._sock], [], [], wait)
         while ready:
-            chunk = self._sock.recv(65536)
+            try:
+                chunk = self._sock.recv(65536)
+            except ConnectionResetError:
+                # a close with our bytes unread comes as a reset (the ESP32 closing a second client at once)
+                chunk = b""
             if not chunk:
                 self._closed_by_peer = True
                 self._take_frames()
@@ -208,6 +212,9 @@ class CpxPort:
 
             raise serial.SerialTimeoutException("write timeout") from None
         except OSError as exc:
+            if not self.packets_in and not self._raw:
+                raise CpxClosed("the deck closed the connection before it sent anything (its ESP32 serves one "
+                                "client: is another connected?)") from None
             raise CpxClosed(f"the deck's connection broke ({exc.strerror or exc})") from None
         self.packets_out += (len(data) + MTU - HEADER - 1) // (MTU - HEADER)
         return len(data)

@@ -128,6 +128,19 @@ def test_a_connection_closed_mid_frame_is_one_clear_fault(peer):
         peer.port.read(6)
 
 
+def test_a_second_client_closed_at_once_is_told_so_even_as_a_reset(peer):
+    """The deck's ESP32 serves one client and closes another at once. With the client's bytes unread the close
+    comes as a reset, not an end of stream: reading and writing after it say the same one line."""
+    peer.port.write(b"hello")
+    peer.conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))   # close by a reset
+    peer.conn.close()
+    with pytest.raises(cpx.CpxClosed, match=r"closed the connection before it sent anything .*one client"):
+        peer.port.read(1)
+    with pytest.raises(cpx.CpxClosed, match=r"closed the connection before it sent anything .*one client"):
+        for _ in range(100):        # the reset may take a write or two to be seen
+            peer.port.write(bytes(1000))
+
+
 def test_a_frame_outside_the_mtu_is_not_a_cpx_stream(peer):
     peer.conn.sendall(struct.pack("<H", 4000) + bytes(10))
     with pytest.raises(ConnectionError, match="CPX frame of 4000 bytes .* not a CPX stream"):
