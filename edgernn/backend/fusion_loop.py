@@ -555,10 +555,12 @@ def _addsub_scaled(k: Name, w: int, x):
 def _drop_unread(steps: list[Step]) -> list[Step]:
     """The steps without the values nothing reads or stores (a table op composed into the next)."""
     kept: list[Step] = []
+    read: set[Value] = set()       # the values the kept steps read
     for s in reversed(steps):
-        if s.store is None and not any(n == Value(s.op) for later in kept for n in _walk(later.value)):
+        if s.store is None and Value(s.op) not in read:
             continue
         kept.append(s)
+        read.update(n for n in _walk(s.value) if isinstance(n, Value))
     return kept[::-1]
 
 

@@ -3,6 +3,8 @@ DEQUANTIZE and SOFTMAX (lookup tables for int8, the integer paths of int16)."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from edgernn.backend import quantparams as qp
@@ -11,6 +13,21 @@ from edgernn.backend.ir import Operator, Tensor
 
 from edgernn.backend.lowering.base import Call, ConstArray, ConstStruct, LoweringBase, _refuse
 from edgernn.backend.values import TensorArg, ConstArg, StructArg, Float, Enum
+
+
+@functools.lru_cache(maxsize=64)
+def _rsqrt_table_s16(in_scale: float, out_scale: float) -> np.ndarray:
+    """LiteRT's int16 RSQRT: the interpolating 513-entry table of 1.0f / sqrtf(x), whose inputs at or below 0 give
+    32767 * s_out (elementwise.cc's Prepare); zero points 0. Kept by scales: --quant auto lowers one model for
+    every plan it weighs, and the table takes 1,539 calls of the function."""
+    top = np.float32(np.float32(32767) * np.float32(out_scale))
+
+    def rsqrt(v):
+        v = np.float32(v)
+        return top if v <= 0 else np.float32(np.float32(1.0) / np.sqrt(v))
+    table = qp.lookup_table_s16(rsqrt, in_scale, 0, out_scale, 0)
+    table.flags.writeable = False
+    return table
 
 
 class ActivationsOps(LoweringBase):
@@ -140,12 +157,7 @@ class ActivationsOps(LoweringBase):
             (si, zi), (so, zo) = x.qparams(), out.qparams()
             if zi != 0 or zo != 0:
                 raise _refuse(op, "int16 activations with a nonzero zero point")
-            top = np.float32(np.float32(32767) * np.float32(so))
-
-            def rsqrt(v):
-                v = np.float32(v)
-                return top if v <= 0 else np.float32(np.float32(1.0) / np.sqrt(v))
-            return self._lut(op, "edgernn_lut_s16", "int16_t", qp.lookup_table_s16(rsqrt, si, zi, so, zo))
+            return self._lut(op, "edgernn_lut_s16", "int16_t", _rsqrt_table_s16(float(si), float(so)).copy())
         if dtype == "int8":
             x, out = self.t(op.inputs[0]), self.t(op.outputs[0])
             return self._lut(op, "edgernn_lut_s8", "int8_t", qp.rsqrt_table_s8(*x.qparams(), *out.qparams()))
