@@ -63,6 +63,19 @@ def test_write_then_read_keeps_the_model():
     assert tfl.constant_bytes(model) == 4
 
 
+def test_each_read_is_a_model_of_its_own():
+    """A read of bytes read before comes from the kept copy: the same model, never the object an earlier read
+    returned, so a caller that edits its model (a splice) leaves the next read as the bytes say."""
+    data = _model()
+    first = tfl.read(data)
+    first.subgraphs[0].tensors[0].name = b"edited"
+    first.buffers[1].data[0] = 99
+    again = tfl.read(data)
+    assert again is not first and tfl.write(again) == tfl.write(tfl.read(bytes(data)))
+    assert again.subgraphs[0].tensors[0].name == b"x" and again.buffers[1].data[0] == 1
+    assert tfl.op_names(again) == ["ADD"]
+
+
 def test_the_backend_ir_is_read_through_the_one_reader():
     g = read_tflite(_model())
     assert g.op_names == ["ADD"] and g.inputs == {"x": 0} and g.outputs == {"y": 2}
