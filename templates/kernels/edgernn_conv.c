@@ -1,3 +1,4 @@
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -1235,6 +1236,81 @@ static int dw_halves_rows_asm(const uint8_t *p0, const uint8_t *p1, const uint8_
     }
     return n;
 }
+
+/* GAP8: two output rows a turn, stride 1 and dilation 1 along y, an even out_w, the clamp p.clip's. Output rows oy
+ * and oy + 1 read plane rows oy .. oy + 3, so a turn of 2 pixels x 2 rows is 4 word loads (register-step p.lw down
+ * the 4 rows, the last stepping back up and 2 along) where two single-row turns take 6, and 12 pv.sdotsp.b; then the
+ * 4 requantizations, row oy + 1's outputs stored at out_row bytes past y (p.sb rs2, rs3(rs1)), row oy's with y's
+ * post-increment. Loop 1 runs over the row pairs (p += adv, y += out_row after each). The operands would be 36, past
+ * GCC's 30: the asm reads its values from this record into registers it names itself (26 clobbered), the record's
+ * pointer becoming adv. Body: 4 loads, 4 moves of the sum's start, 12 dot products, 4 x (8 or 6) + 4 stores. */
+typedef struct {
+    const uint8_t *p;                        /*  0: output row oy's first filter row at pixel 0 */
+    int32_t row, back;                       /*  4: a plane row's bytes; 8: 2 - 3 row */
+    int8_t *y;                               /* 12 */
+    int32_t oc, out_row;                     /* 16: out_c; 20: out_w * out_c */
+    edgernn_v4s v0, v1, v2, u0, u1, u2;      /* 24 .. 44: [w0 w1 w2 0] and [0 w0 w1 w2] a filter row */
+    uint32_t xs0, k1, k2, k3;                /* 48 .. 60: the sum's start and edgernn_halves' constants */
+    int32_t k4, e;                           /* 64, 68 */
+    int32_t n, row_pairs, adv;               /* 72: pixel pairs a row; 76; 80: 2 row - 2 n */
+} dw_rows2_t;
+typedef char dw_rows2_layout_t[offsetof(dw_rows2_t, adv) == 80 && offsetof(dw_rows2_t, xs0) == 48 ? 1 : -1];
+
+/* registers: p t0, row t1, back t2, y s0, oc s1, out_row a2, v0..v2 a3..a5, u0..u2 a6 a7 s2, xs0 s3, k1..k4 s4..s7,
+ * e s8, the 4 sums s9 s10 s11 t3 (rows oy, oy; oy + 1, oy + 1), the loads t4 t5 t6, n ra */
+#define DW2_LOAD(r, step) ".insn r 0x0b, 7, 0x10, " r ", t0, " step "\n\t" /* p.lw r, step(t0!) */
+#define DW2_SDOT(acc, x, w) ".insn r 0x57, 1, 0x5c, " acc ", " x ", " w "\n\t"
+#define DW2_SUMS                                                                                    \
+    DW2_LOAD("t4", "t1") DW2_LOAD("t5", "t1")                                                       \
+    "addi s9, s3, 0\n\taddi s10, s3, 0\n\t"                                                        \
+    DW2_SDOT("s9", "t4", "a3") DW2_SDOT("s10", "t4", "a6")                                          \
+    DW2_LOAD("t6", "t1")                                                                            \
+    "addi s11, s3, 0\n\taddi t3, s3, 0\n\t"                                                        \
+    DW2_SDOT("s9", "t5", "a4") DW2_SDOT("s10", "t5", "a7") DW2_SDOT("s11", "t5", "a3") DW2_SDOT("t3", "t5", "a6") \
+    DW2_LOAD("t4", "t2")                                                                            \
+    DW2_SDOT("s9", "t6", "a5") DW2_SDOT("s10", "t6", "s2") DW2_SDOT("s11", "t6", "a4") DW2_SDOT("t3", "t6", "a7") \
+    DW2_SDOT("s11", "t4", "a5") DW2_SDOT("t3", "t4", "s2")
+/* the sum acc requantized into t5 (the sign's scratch: acc itself, dead by then), clipped to int8, stored */
+#define DW2_RQ_SIGNED(acc) EDGERNN_HALVES_CORE_REGS("t5", acc, "s4", "s5", "s6")                   \
+    EDGERNN_HALVES_SIGN_REGS("t5", acc, acc) EDGERNN_HALVES_ROUND_REGS("t5", "s7", "s8")            \
+    ".insn r 0x33, 1, 0x0a, t5, t5, x8\n\t"
+#define DW2_RQ_SIGNLESS(acc) EDGERNN_HALVES_CORE_REGS("t5", acc, "s4", "s5", "s6")                 \
+    EDGERNN_HALVES_ROUND_REGS("t5", "s7", "s8") ".insn r 0x33, 1, 0x0a, t5, t5, x8\n\t"
+#define DW2_STORE_NEXT_ROW ".insn r 0x23, 4, 0, a2, s0, t5\n\t" /* p.sb t5, a2(s0) */
+#define DW2_STORE ".insn r 0x2b, 4, 0, s1, s0, t5\n\t"          /* p.sb t5, s1(s0!) */
+#define DW2_BODY(RQ) DW2_SUMS RQ("s11") DW2_STORE_NEXT_ROW RQ("s9") DW2_STORE RQ("t3") DW2_STORE_NEXT_ROW \
+    RQ("s10") DW2_STORE
+/* HALFWORDS: lp.setup's offset to loop 0's last instruction, 2 a body instruction (56 signed, 48 signless) */
+#define DW2_LOOP(RQ, HALFWORDS)                                                                     \
+    __asm__ volatile(".option push\n\t.option norvc\n\t"                                            \
+                     "lw t0, 0(%[q])\n\tlw t1, 4(%[q])\n\tlw t2, 8(%[q])\n\tlw s0, 12(%[q])\n\t"     \
+                     "lw s1, 16(%[q])\n\tlw a2, 20(%[q])\n\tlw a3, 24(%[q])\n\tlw a4, 28(%[q])\n\t"  \
+                     "lw a5, 32(%[q])\n\tlw a6, 36(%[q])\n\tlw a7, 40(%[q])\n\tlw s2, 44(%[q])\n\t"  \
+                     "lw s3, 48(%[q])\n\tlw s4, 52(%[q])\n\tlw s5, 56(%[q])\n\tlw s6, 60(%[q])\n\t"  \
+                     "lw s7, 64(%[q])\n\tlw s8, 68(%[q])\n\tlw ra, 72(%[q])\n\tlw t4, 76(%[q])\n\t"  \
+                     "lw %[q], 80(%[q])\n\t"                                                        \
+                     "blez ra, 2f\n\t"                                                              \
+                     "blez t4, 2f\n\t"                                                              \
+                     ".insn i 0x7b, 4, x1, t4, " #HALFWORDS " + 6\n\t"                              \
+                     ".insn i 0x7b, 4, x0, ra, " #HALFWORDS "\n\t"                                  \
+                     DW2_BODY(RQ)                                                                   \
+                     "add t0, t0, %[q]\n\t"                                                         \
+                     "add s0, s0, a2\n\t"                                                           \
+                     "2:\n\t.option pop"                                                            \
+                     : [q] "+r"(q)                                                                  \
+                     :                                                                              \
+                     : "memory", "ra", "t0", "t1", "t2", "s0", "s1", "a2", "a3", "a4", "a5", "a6", "a7", "s2", \
+                       "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4", "t5", "t6")
+
+static void dw_halves_rows2_asm(const dw_rows2_t *r, int signless)
+{
+    const dw_rows2_t *q = r;
+    if (signless) {
+        DW2_LOOP(DW2_RQ_SIGNLESS, 96);
+    } else {
+        DW2_LOOP(DW2_RQ_SIGNED, 112);
+    }
+}
 #endif
 
 /* Output channel c of a 3-row filter with edgernn_halves (h), its filter rows packed in wv (and ws). */
@@ -1251,6 +1327,39 @@ static void dw_halves_channel_rows(const dw_planes_t *a, const edgernn_conv_geom
 #endif
     (void)ws;
 #if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+    if (sx == 1 && g->stride_h == 1 && g->dil_h == 1 && out_w % 2 == 0 && out_w >= 2 && g->out_h >= 2 && (form & 2)) {
+        dw_rows2_t r;
+        const int n = out_w / 2, pairs = g->out_h / 2;
+        r.p = plane;
+        r.row = (int32_t)a->row;
+        r.back = 2 - 3 * (int32_t)a->row;
+        r.y = a->out + c;
+        r.oc = out_c;
+        r.out_row = out_w * out_c;
+        r.v0 = wv[0];
+        r.v1 = wv[1];
+        r.v2 = wv[2];
+        r.u0 = ws[0];
+        r.u1 = ws[1];
+        r.u2 = ws[2];
+        r.xs0 = xs0;
+        r.k1 = h->k1;
+        r.k2 = h->k2;
+        r.k3 = h->k3;
+        r.k4 = h->k4 + (form & 1);
+        r.e = h->e;
+        r.n = n;
+        r.row_pairs = pairs;
+        r.adv = 2 * (int32_t)a->row - 2 * n;
+        dw_halves_rows2_asm(&r, form & 1);
+        if (g->out_h & 1) {
+            const size_t oy = (size_t)g->out_h - 1;
+            dw_halves_rows_asm(plane + oy * step_y, plane + oy * step_y + tap_y, plane + oy * step_y + 2 * tap_y,
+                               step_y, 1, out_w, sx, out_c, xs0, h, form, lo, hi, wv, ws,
+                               a->out + oy * out_w * out_c + c);
+        }
+        return;
+    }
     if ((sx == 2 || out_w % 2 == 0) && out_w >= 2 && (form & 2)) {
         dw_halves_rows_asm(plane, plane + tap_y, plane + 2 * tap_y, step_y, g->out_h, out_w, sx, out_c, xs0, h, form,
                            lo, hi, wv, ws, a->out + c);
