@@ -1249,7 +1249,7 @@ typedef struct {
     int32_t row, back;                       /*  4: a plane row's bytes; 8: 2 - 3 row */
     int8_t *y;                               /* 12 */
     int32_t oc, out_row;                     /* 16: out_c; 20: out_w * out_c */
-    edgernn_v4s v0, v1, v2, u0, u1, u2;      /* 24 .. 44: [w0 w1 w2 0] and [0 w0 w1 w2] a filter row */
+    uint32_t v0, v1, v2, u0, u1, u2;         /* 24 .. 44: [w0 w1 w2 0] and [0 w0 w1 w2] a filter row */
     uint32_t xs0, k1, k2, k3;                /* 48 .. 60: the sum's start and edgernn_halves' constants */
     int32_t k4, e;                           /* 64, 68 */
     int32_t n, row_pairs, adv;               /* 72: pixel pairs a row; 76; 80: 2 row - 2 n */
@@ -1311,6 +1311,55 @@ static void dw_halves_rows2_asm(const dw_rows2_t *r, int signless)
         DW2_LOOP(DW2_RQ_SIGNED, 112);
     }
 }
+
+/* Whether a worker's channels take the two-row loop whole, with the record's words they share (r): a 3x3 filter at
+ * stride 1 and dilation 1, an even out_w and out_h, the clamp p.clip's. Then each channel is dw_rows2_channel. */
+static int dw_rows2_applies(const dw_planes_t *a, const edgernn_conv_geom_t *g, dw_rows2_t *r)
+{
+    if (!(g->k_h == 3 && g->k_w == 3 && g->stride_w == 1 && g->stride_h == 1 && g->dil_h == 1 && g->out_w >= 2 &&
+          g->out_h >= 2 && (g->out_w & 1) == 0 && (g->out_h & 1) == 0 && a->act_min == -128 && a->act_max == 127)) {
+        return 0;
+    }
+    r->row = (int32_t)a->row;
+    r->back = 2 - 3 * (int32_t)a->row;
+    r->oc = g->out_c;
+    r->out_row = g->out_w * g->out_c;
+    r->n = g->out_w / 2;
+    r->row_pairs = g->out_h / 2;
+    r->adv = 2 * (int32_t)a->row - g->out_w;
+    return 1;
+}
+
+/* Output channel c by the two-row loop, its words of r set from the filter, bias and multiplier (what
+ * dw_plane_channel derives through its general path, in fewer instructions); 0 where the channel does not take
+ * edgernn_halves (the caller then takes dw_plane_channel). */
+static __attribute__((noinline)) int dw_rows2_channel(const dw_planes_t *a, dw_rows2_t *r, int c,
+                                                      const uint8_t *plane)
+{
+    const int32_t bias = a->bias[c], oc = r->oc;
+    const int8_t *w = a->w + c;
+    edgernn_halves_t h;
+    if (bias < -((int32_t)1 << 29) || bias >= ((int32_t)1 << 29) ||
+        !edgernn_halves_make(&h, a->multiplier[c], a->shift[c], a->output_offset)) {
+        return 0;
+    }
+    r->v0 = dw_pack(w[0], w[oc], w[2 * oc], 0);
+    r->v1 = dw_pack(w[3 * oc], w[4 * oc], w[5 * oc], 0);
+    r->v2 = dw_pack(w[6 * oc], w[7 * oc], w[8 * oc], 0);
+    r->u0 = r->v0 << 8;
+    r->u1 = r->v1 << 8;
+    r->u2 = r->v2 << 8;
+    r->p = plane;
+    r->y = a->out + c;
+    r->xs0 = (uint32_t)bias + (1u << 30);
+    r->k1 = h.k1;
+    r->k2 = h.k2;
+    r->k3 = h.k3;
+    r->k4 = h.k4 + (a->act_min >= a->output_offset ? 1 : 0);
+    r->e = h.e;
+    dw_halves_rows2_asm(r, a->act_min >= a->output_offset);
+    return 1;
+}
 #endif
 
 /* Output channel c of a 3-row filter with edgernn_halves (h), its filter rows packed in wv (and ws). */
@@ -1336,12 +1385,8 @@ static void dw_halves_channel_rows(const dw_planes_t *a, const edgernn_conv_geom
         r.y = a->out + c;
         r.oc = out_c;
         r.out_row = out_w * out_c;
-        r.v0 = wv[0];
-        r.v1 = wv[1];
-        r.v2 = wv[2];
-        r.u0 = ws[0];
-        r.u1 = ws[1];
-        r.u2 = ws[2];
+        memcpy(&r.v0, wv, 3 * sizeof r.v0);
+        memcpy(&r.u0, ws, 3 * sizeof r.u0);
         r.xs0 = xs0;
         r.k1 = h->k1;
         r.k2 = h->k2;
@@ -1466,6 +1511,10 @@ static void dw_planes_workers(const void *args, int k_begin, int k_end)
     const size_t plane = (size_t)a->ph * a->row;
     const int grain = g->out_c >= 4 * a->workers ? 4 : 1;
     int k;
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+    dw_rows2_t r;
+    const int rows2 = dw_rows2_applies(a, g, &r);
+#endif
     for (k = k_begin; k < k_end; ++k) {
         uint8_t *slot = (uint8_t *)a->scratch + (size_t)k * EDGERNN_DW_PLANES * plane;
         int begin, end, c;
@@ -1475,6 +1524,11 @@ static void dw_planes_workers(const void *args, int k_begin, int k_end)
             int j;
             dw_fill_planes(a, g, c, n, slot);
             for (j = 0; j < n; ++j) {
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+                if (rows2 && dw_rows2_channel(a, &r, c + j, slot + j * plane)) {
+                    continue;
+                }
+#endif
                 dw_plane_channel(a, g, c + j, slot + j * plane);
             }
         }
