@@ -1018,7 +1018,8 @@ static void dw_fill_quad_rows4(const int8_t *src, int32_t c_in, int n4, int rows
 #endif
 
 /* Planes of channels [c, c + n), n <= 4, at planes (ph rows of row bytes each, one after the other). */
-static void dw_fill_planes(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c, int n, uint8_t *planes)
+static __attribute__((noinline)) void dw_fill_planes(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c, int n,
+                                                     uint8_t *planes)
 {
     const int ph = a->ph, row = a->row, c_in = g->in_c;
     const size_t plane = (size_t)ph * row;
@@ -1430,7 +1431,8 @@ static void dw_halves_channel_rows(const dw_planes_t *a, const edgernn_conv_geom
 }
 
 /* Output channel c from its plane. */
-static void dw_plane_channel(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c, const uint8_t *plane)
+static __attribute__((noinline)) void dw_plane_channel(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c,
+                                                       const uint8_t *plane)
 {
     const int k_h = g->k_h, k_w = g->k_w, out_c = g->out_c, row = a->row;
     const int32_t b = a->bias[c], m = a->multiplier[c], sh = a->shift[c];
@@ -1504,17 +1506,12 @@ static void dw_plane_channel(const dw_planes_t *a, const edgernn_conv_geom_t *g,
 
 /* Workers [k_begin, k_end): worker k's channels (whole quads where the team has enough of them), each
  * quad's planes filled in slot k, then each channel computed from its plane. */
-static void dw_planes_workers(const void *args, int k_begin, int k_end)
+static __attribute__((noinline)) void dw_planes_workers_general(const dw_planes_t *a, int k_begin, int k_end)
 {
-    const dw_planes_t *a = (const dw_planes_t *)args;
     GEOM_LOCAL_FROM(a->g);
     const size_t plane = (size_t)a->ph * a->row;
     const int grain = g->out_c >= 4 * a->workers ? 4 : 1;
     int k;
-#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
-    dw_rows2_t r;
-    const int rows2 = dw_rows2_applies(a, g, &r);
-#endif
     for (k = k_begin; k < k_end; ++k) {
         uint8_t *slot = (uint8_t *)a->scratch + (size_t)k * EDGERNN_DW_PLANES * plane;
         int begin, end, c;
@@ -1524,15 +1521,50 @@ static void dw_planes_workers(const void *args, int k_begin, int k_end)
             int j;
             dw_fill_planes(a, g, c, n, slot);
             for (j = 0; j < n; ++j) {
-#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
-                if (rows2 && dw_rows2_channel(a, &r, c + j, slot + j * plane)) {
-                    continue;
-                }
-#endif
                 dw_plane_channel(a, g, c + j, slot + j * plane);
             }
         }
     }
+}
+
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+/* The same where every channel may take the two-row loop (dw_rows2_applies): a worker's entry that holds nothing
+ * for the general path (whose invariants, hoisted, took a core some 1,300 cycles before its first channel). */
+static __attribute__((noinline)) void dw_rows2_workers(const dw_planes_t *a, dw_rows2_t *r, int k_begin, int k_end)
+{
+    const edgernn_conv_geom_t *g = a->g;
+    const size_t plane = (size_t)a->ph * a->row;
+    const int out_c = g->out_c, grain = out_c >= 4 * a->workers ? 4 : 1;
+    int k;
+    for (k = k_begin; k < k_end; ++k) {
+        uint8_t *slot = (uint8_t *)a->scratch + (size_t)k * EDGERNN_DW_PLANES * plane;
+        int begin, end, c;
+        edgernn_team_range(k, a->workers, out_c, grain, &begin, &end);
+        for (c = begin; c < end; c += EDGERNN_DW_PLANES) {
+            const int n = end - c < EDGERNN_DW_PLANES ? end - c : EDGERNN_DW_PLANES;
+            int j;
+            dw_fill_planes(a, g, c, n, slot);
+            for (j = 0; j < n; ++j) {
+                if (!dw_rows2_channel(a, r, c + j, slot + j * plane)) {
+                    dw_plane_channel(a, g, c + j, slot + j * plane);
+                }
+            }
+        }
+    }
+}
+#endif
+
+static void dw_planes_workers(const void *args, int k_begin, int k_end)
+{
+    const dw_planes_t *a = (const dw_planes_t *)args;
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+    dw_rows2_t r;
+    if (dw_rows2_applies(a, a->g, &r)) {
+        dw_rows2_workers(a, &r, k_begin, k_end);
+        return;
+    }
+#endif
+    dw_planes_workers_general(a, k_begin, k_end);
 }
 
 static void dw_planes_setup(dw_planes_t *a, const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w,
