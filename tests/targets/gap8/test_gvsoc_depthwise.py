@@ -1,6 +1,6 @@
 """GAP8's int8 depthwise 3x3 on its planes path, in GVSOC: a whole quad of channels on each of the 8 cores, rows of
-a multiple of 4 pixels (the planes filled 4 pixels a turn by a 4x4 byte transpose), the requantization from
-16-bit halves with and without a ReLU's clamp, and stride 2; before it, a 3x3 CONV_2D over the one-channel frame
+a multiple of 4 pixels (the planes filled 4 pixels a turn by a 4x4 byte transpose), two output rows a turn (an
+even and an odd number of rows), the requantization from 16-bit halves with and without a ReLU's clamp, and stride 2; before it, a 3x3 CONV_2D over the one-channel frame
 (the stem kernel, conv_stem_s8: its hardware loop of pixel pairs). The model has no recurrent layer, so that every
 byte of the last convolution is an output held to the interpreter's (a cell after it can saturate and hide a
 wrong byte). The loops' shapes are held to the chip's hardware-loop rules by the build's check
@@ -14,10 +14,13 @@ from conftest import require_gap_sdk
 
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
 
-FRAME = (8, 8, 1)
+# (height, width, channels): 8x8 takes the two-row loop over every row pair of every channel
+# (dw_rows2_workers); 7 rows, an odd out_h, take it through dw_halves_channel_rows, its last row by the single-row loop
+FRAMES = [(8, 8, 1), (7, 8, 1)]
 
 
-def test_depthwise_planes_validate_byte_exact(tmp_path):
+@pytest.mark.parametrize("frame", FRAMES, ids=lambda f: "x".join(map(str, f)))
+def test_depthwise_planes_validate_byte_exact(tmp_path, frame):
     require_gap_sdk()
     from edgernn.pipeline.build import build_model
     from edgernn.targets.gap8 import sdk as gap_sdk
@@ -26,11 +29,11 @@ def test_depthwise_planes_validate_byte_exact(tmp_path):
 
     gap_sdk.build_gvsoc()
     path = tmp_path / "depthwise_stack.keras"
-    depthwise_stack(*FRAME[:2]).save(path)
+    depthwise_stack(*frame[:2]).save(path)
     result = build_model(str(path), tmp_path / "out", board="gvsoc_gap8", quant="int8",
-                         calib=moving_blobs(4, 20, *FRAME, seed=1))
+                         calib=moving_blobs(4, 20, *frame, seed=1))
     assert "DEPTHWISE_CONV_2D" in result["manifest"]["ops"]
-    report = validate(tmp_path / "out", data=moving_blobs(1, 12, *FRAME, seed=5))
+    report = validate(tmp_path / "out", data=moving_blobs(1, 12, *frame, seed=5))
     ref = report["reference"]
     assert ref["mismatches"] == 0, ref
     assert report["pass"] and report["steps"] >= 12
