@@ -1254,11 +1254,13 @@ typedef struct {
     uint32_t xs0, k1, k2, k3;                /* 48 .. 60: the sum's start and edgernn_halves' constants */
     int32_t k4, e;                           /* 64, 68 */
     int32_t n, row_pairs, adv;               /* 72: pixel pairs a row; 76; 80: 2 row - 2 n */
+    int32_t yadv;                            /* 84: 2 out_row - 2 n oc (out_row where out_w is even) */
 } dw_rows2_t;
-typedef char dw_rows2_layout_t[offsetof(dw_rows2_t, adv) == 80 && offsetof(dw_rows2_t, xs0) == 48 ? 1 : -1];
+typedef char dw_rows2_layout_t[offsetof(dw_rows2_t, yadv) == 84 && offsetof(dw_rows2_t, xs0) == 48 ? 1 : -1];
 
 /* registers: p t0, row t1, back t2, y s0, oc s1, out_row a2, v0..v2 a3..a5, u0..u2 a6 a7 s2, xs0 s3, k1..k4 s4..s7,
- * e s8, the 4 sums s9 s10 s11 t3 (rows oy, oy; oy + 1, oy + 1), the loads t4 t5 t6, n ra */
+ * e s8, the 4 sums s9 s10 s11 t3 (rows oy, oy; oy + 1, oy + 1), the loads t4 t5 t6, n ra, yadv a1, adv a0 (the
+ * record's pointer, bound to a0: every other register the compiler allocates is clobbered) */
 #define DW2_LOAD(r, step) ".insn r 0x0b, 7, 0x10, " r ", t0, " step "\n\t" /* p.lw r, step(t0!) */
 #define DW2_SDOT(acc, x, w) ".insn r 0x57, 1, 0x5c, " acc ", " x ", " w "\n\t"
 #define DW2_SUMS                                                                                    \
@@ -1289,23 +1291,23 @@ typedef char dw_rows2_layout_t[offsetof(dw_rows2_t, adv) == 80 && offsetof(dw_ro
                      "lw a5, 32(%[q])\n\tlw a6, 36(%[q])\n\tlw a7, 40(%[q])\n\tlw s2, 44(%[q])\n\t"  \
                      "lw s3, 48(%[q])\n\tlw s4, 52(%[q])\n\tlw s5, 56(%[q])\n\tlw s6, 60(%[q])\n\t"  \
                      "lw s7, 64(%[q])\n\tlw s8, 68(%[q])\n\tlw ra, 72(%[q])\n\tlw t4, 76(%[q])\n\t"  \
-                     "lw %[q], 80(%[q])\n\t"                                                        \
+                     "lw a1, 84(%[q])\n\tlw %[q], 80(%[q])\n\t"                                    \
                      "blez ra, 2f\n\t"                                                              \
                      "blez t4, 2f\n\t"                                                              \
                      ".insn i 0x7b, 4, x1, t4, " #HALFWORDS " + 6\n\t"                              \
                      ".insn i 0x7b, 4, x0, ra, " #HALFWORDS "\n\t"                                  \
                      DW2_BODY(RQ)                                                                   \
                      "add t0, t0, %[q]\n\t"                                                         \
-                     "add s0, s0, a2\n\t"                                                           \
+                     "add s0, s0, a1\n\t"                                                           \
                      "2:\n\t.option pop"                                                            \
                      : [q] "+r"(q)                                                                  \
                      :                                                                              \
-                     : "memory", "ra", "t0", "t1", "t2", "s0", "s1", "a2", "a3", "a4", "a5", "a6", "a7", "s2", \
+                     : "memory", "ra", "t0", "t1", "t2", "s0", "s1", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "s2", \
                        "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4", "t5", "t6")
 
 static void dw_halves_rows2_asm(const dw_rows2_t *r, int signless)
 {
-    const dw_rows2_t *q = r;
+    register const dw_rows2_t *q __asm__("a0") = r;
     if (signless) {
         DW2_LOOP(DW2_RQ_SIGNLESS, 96);
     } else {
@@ -1314,11 +1316,12 @@ static void dw_halves_rows2_asm(const dw_rows2_t *r, int signless)
 }
 
 /* Whether a worker's channels take the two-row loop whole, with the record's words they share (r): a 3x3 filter at
- * stride 1 and dilation 1, an even out_w and out_h, the clamp p.clip's. Then each channel is dw_rows2_channel. */
+ * stride 1 and dilation 1, an even out_h, the clamp p.clip's. Then each channel is dw_rows2_channel (an odd out_w's
+ * last column in C). */
 static int dw_rows2_applies(const dw_planes_t *a, const edgernn_conv_geom_t *g, dw_rows2_t *r)
 {
     if (!(g->k_h == 3 && g->k_w == 3 && g->stride_w == 1 && g->stride_h == 1 && g->dil_h == 1 && g->out_w >= 2 &&
-          g->out_h >= 2 && (g->out_w & 1) == 0 && (g->out_h & 1) == 0 && a->act_min == -128 && a->act_max == 127)) {
+          g->out_h >= 2 && (g->out_h & 1) == 0 && a->act_min == -128 && a->act_max == 127)) {
         return 0;
     }
     r->row = (int32_t)a->row;
@@ -1327,7 +1330,8 @@ static int dw_rows2_applies(const dw_planes_t *a, const edgernn_conv_geom_t *g, 
     r->out_row = g->out_w * g->out_c;
     r->n = g->out_w / 2;
     r->row_pairs = g->out_h / 2;
-    r->adv = 2 * (int32_t)a->row - g->out_w;
+    r->adv = 2 * (int32_t)a->row - 2 * r->n;
+    r->yadv = 2 * r->out_row - 2 * r->n * g->out_c;
     return 1;
 }
 
@@ -1359,6 +1363,20 @@ static __attribute__((noinline)) int dw_rows2_channel(const dw_planes_t *a, dw_r
     r->k4 = h.k4 + (a->act_min >= a->output_offset ? 1 : 0);
     r->e = h.e;
     dw_halves_rows2_asm(r, a->act_min >= a->output_offset);
+    if (a->g->out_w & 1) {
+        const int32_t ox = a->g->out_w - 1, rows = a->g->out_h, row = r->row;
+        const uint8_t *p = plane + ox;
+        int8_t *y = r->y + (size_t)ox * oc;
+        edgernn_v4s wv[3];
+        int oy;
+        memcpy(wv, &r->v0, sizeof wv);
+        for (oy = 0; oy < rows; ++oy, p += row, y += r->out_row) {
+            int32_t s0 = EDGERNN_SDOTSP4(dw_load4(p), wv[0], (int32_t)r->xs0);
+            s0 = EDGERNN_SDOTSP4(dw_load4(p + row), wv[1], s0);
+            s0 = EDGERNN_SDOTSP4(dw_load4(p + 2 * row), wv[2], s0);
+            *y = (int8_t)edgernn_clamp(edgernn_halves((uint32_t)s0, &h), -128, 127);
+        }
+    }
     return 1;
 }
 #endif
@@ -1397,6 +1415,7 @@ static void dw_halves_channel_rows(const dw_planes_t *a, const edgernn_conv_geom
         r.n = n;
         r.row_pairs = pairs;
         r.adv = 2 * (int32_t)a->row - 2 * n;
+        r.yadv = r.out_row;
         dw_halves_rows2_asm(&r, form & 1);
         if (g->out_h & 1) {
             const size_t oy = (size_t)g->out_h - 1;

@@ -15,8 +15,9 @@ from conftest import require_gap_sdk
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain]
 
 # (height, width, channels): 8x8 takes the two-row loop over every row pair of every channel
-# (dw_rows2_workers); 7 rows, an odd out_h, take it through dw_halves_channel_rows, its last row by the single-row loop
-FRAMES = [(8, 8, 1), (7, 8, 1)]
+# (dw_rows2_workers); 7 rows, an odd out_h, take it through dw_halves_channel_rows, its last row by the single-row loop;
+# 7 columns, an odd out_w, take it for the first 6 and the last column in C
+FRAMES = [(8, 8, 1), (7, 8, 1), (8, 7, 1)]
 
 
 @pytest.mark.parametrize("frame", FRAMES, ids=lambda f: "x".join(map(str, f)))
