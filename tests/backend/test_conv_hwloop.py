@@ -3,7 +3,7 @@ kernel source compiled for rv32imc as a GAP8 build compiles it (Xpulp by `.insn`
 every `lp.setup` decoded: a body of at least 3 instructions, none compressed, the last not a branch or jump,
 loop 0 the inner one (loop 1 only around it, ending 2 or more instructions after it: the depthwise rows); and
 the bodies are those of the table below: the 4x2 blocking's 6 post-increment loads and 8 pv.sdotsp.b, the
-depthwise pair and single loops with their requantizations (edgernn_halves), the planes' fills (a pixel, or 4
+depthwise pair, two-row and single loops with their requantizations (edgernn_halves), the planes' fills (a pixel, or 4
 by pv.shuffle2.b, a turn). (The check of every GAP8 ELF, all kernels, is issue 25's test beside the
 matrix-vector kernels.)"""
 
