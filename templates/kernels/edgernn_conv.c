@@ -1,3 +1,4 @@
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -1017,7 +1018,8 @@ static void dw_fill_quad_rows4(const int8_t *src, int32_t c_in, int n4, int rows
 #endif
 
 /* Planes of channels [c, c + n), n <= 4, at planes (ph rows of row bytes each, one after the other). */
-static void dw_fill_planes(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c, int n, uint8_t *planes)
+static __attribute__((noinline)) void dw_fill_planes(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c, int n,
+                                                     uint8_t *planes)
 {
     const int ph = a->ph, row = a->row, c_in = g->in_c;
     const size_t plane = (size_t)ph * row;
@@ -1235,6 +1237,148 @@ static int dw_halves_rows_asm(const uint8_t *p0, const uint8_t *p1, const uint8_
     }
     return n;
 }
+
+/* GAP8: two output rows a turn, stride 1 and dilation 1 along y, an even out_w, the clamp p.clip's. Output rows oy
+ * and oy + 1 read plane rows oy .. oy + 3, so a turn of 2 pixels x 2 rows is 4 word loads (register-step p.lw down
+ * the 4 rows, the last stepping back up and 2 along) where two single-row turns take 6, and 12 pv.sdotsp.b; then the
+ * 4 requantizations, row oy + 1's outputs stored at out_row bytes past y (p.sb rs2, rs3(rs1)), row oy's with y's
+ * post-increment. Loop 1 runs over the row pairs (p += adv, y += out_row after each). The operands would be 36, past
+ * GCC's 30: the asm reads its values from this record into registers it names itself (26 clobbered), the record's
+ * pointer becoming adv. Body: 4 loads, 4 moves of the sum's start, 12 dot products, 4 x (8 or 6) + 4 stores. */
+typedef struct {
+    const uint8_t *p;                        /*  0: output row oy's first filter row at pixel 0 */
+    int32_t row, back;                       /*  4: a plane row's bytes; 8: 2 - 3 row */
+    int8_t *y;                               /* 12 */
+    int32_t oc, out_row;                     /* 16: out_c; 20: out_w * out_c */
+    uint32_t v0, v1, v2, u0, u1, u2;         /* 24 .. 44: [w0 w1 w2 0] and [0 w0 w1 w2] a filter row */
+    uint32_t xs0, k1, k2, k3;                /* 48 .. 60: the sum's start and edgernn_halves' constants */
+    int32_t k4, e;                           /* 64, 68 */
+    int32_t n, row_pairs, adv;               /* 72: pixel pairs a row; 76; 80: 2 row - 2 n */
+    int32_t yadv;                            /* 84: 2 out_row - 2 n oc (out_row where out_w is even) */
+} dw_rows2_t;
+typedef char dw_rows2_layout_t[offsetof(dw_rows2_t, yadv) == 84 && offsetof(dw_rows2_t, xs0) == 48 ? 1 : -1];
+
+/* registers: p t0, row t1, back t2, y s0, oc s1, out_row a2, v0..v2 a3..a5, u0..u2 a6 a7 s2, xs0 s3, k1..k4 s4..s7,
+ * e s8, the 4 sums s9 s10 s11 t3 (rows oy, oy; oy + 1, oy + 1), the loads t4 t5 t6, n ra, yadv a1, adv a0 (the
+ * record's pointer, bound to a0: every other register the compiler allocates is clobbered) */
+#define DW2_LOAD(r, step) ".insn r 0x0b, 7, 0x10, " r ", t0, " step "\n\t" /* p.lw r, step(t0!) */
+#define DW2_SDOT(acc, x, w) ".insn r 0x57, 1, 0x5c, " acc ", " x ", " w "\n\t"
+#define DW2_SUMS                                                                                    \
+    DW2_LOAD("t4", "t1") DW2_LOAD("t5", "t1")                                                       \
+    "addi s9, s3, 0\n\taddi s10, s3, 0\n\t"                                                        \
+    DW2_SDOT("s9", "t4", "a3") DW2_SDOT("s10", "t4", "a6")                                          \
+    DW2_LOAD("t6", "t1")                                                                            \
+    "addi s11, s3, 0\n\taddi t3, s3, 0\n\t"                                                        \
+    DW2_SDOT("s9", "t5", "a4") DW2_SDOT("s10", "t5", "a7") DW2_SDOT("s11", "t5", "a3") DW2_SDOT("t3", "t5", "a6") \
+    DW2_LOAD("t4", "t2")                                                                            \
+    DW2_SDOT("s9", "t6", "a5") DW2_SDOT("s10", "t6", "s2") DW2_SDOT("s11", "t6", "a4") DW2_SDOT("t3", "t6", "a7") \
+    DW2_SDOT("s11", "t4", "a5") DW2_SDOT("t3", "t4", "s2")
+/* the sum acc requantized into t5 (the sign's scratch: acc itself, dead by then), clipped to int8, stored */
+#define DW2_RQ_SIGNED(acc) EDGERNN_HALVES_CORE_REGS("t5", acc, "s4", "s5", "s6")                   \
+    EDGERNN_HALVES_SIGN_REGS("t5", acc, acc) EDGERNN_HALVES_ROUND_REGS("t5", "s7", "s8")            \
+    ".insn r 0x33, 1, 0x0a, t5, t5, x8\n\t"
+#define DW2_RQ_SIGNLESS(acc) EDGERNN_HALVES_CORE_REGS("t5", acc, "s4", "s5", "s6")                 \
+    EDGERNN_HALVES_ROUND_REGS("t5", "s7", "s8") ".insn r 0x33, 1, 0x0a, t5, t5, x8\n\t"
+#define DW2_STORE_NEXT_ROW ".insn r 0x23, 4, 0, a2, s0, t5\n\t" /* p.sb t5, a2(s0) */
+#define DW2_STORE ".insn r 0x2b, 4, 0, s1, s0, t5\n\t"          /* p.sb t5, s1(s0!) */
+#define DW2_BODY(RQ) DW2_SUMS RQ("s11") DW2_STORE_NEXT_ROW RQ("s9") DW2_STORE RQ("t3") DW2_STORE_NEXT_ROW \
+    RQ("s10") DW2_STORE
+/* HALFWORDS: lp.setup's offset to loop 0's last instruction, 2 a body instruction (56 signed, 48 signless) */
+#define DW2_LOOP(RQ, HALFWORDS)                                                                     \
+    __asm__ volatile(".option push\n\t.option norvc\n\t"                                            \
+                     "lw t0, 0(%[q])\n\tlw t1, 4(%[q])\n\tlw t2, 8(%[q])\n\tlw s0, 12(%[q])\n\t"     \
+                     "lw s1, 16(%[q])\n\tlw a2, 20(%[q])\n\tlw a3, 24(%[q])\n\tlw a4, 28(%[q])\n\t"  \
+                     "lw a5, 32(%[q])\n\tlw a6, 36(%[q])\n\tlw a7, 40(%[q])\n\tlw s2, 44(%[q])\n\t"  \
+                     "lw s3, 48(%[q])\n\tlw s4, 52(%[q])\n\tlw s5, 56(%[q])\n\tlw s6, 60(%[q])\n\t"  \
+                     "lw s7, 64(%[q])\n\tlw s8, 68(%[q])\n\tlw ra, 72(%[q])\n\tlw t4, 76(%[q])\n\t"  \
+                     "lw a1, 84(%[q])\n\tlw %[q], 80(%[q])\n\t"                                    \
+                     "blez ra, 2f\n\t"                                                              \
+                     "blez t4, 2f\n\t"                                                              \
+                     ".insn i 0x7b, 4, x1, t4, " #HALFWORDS " + 6\n\t"                              \
+                     ".insn i 0x7b, 4, x0, ra, " #HALFWORDS "\n\t"                                  \
+                     DW2_BODY(RQ)                                                                   \
+                     "add t0, t0, %[q]\n\t"                                                         \
+                     "add s0, s0, a1\n\t"                                                           \
+                     "2:\n\t.option pop"                                                            \
+                     : [q] "+r"(q)                                                                  \
+                     :                                                                              \
+                     : "memory", "ra", "t0", "t1", "t2", "s0", "s1", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "s2", \
+                       "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4", "t5", "t6")
+
+static void dw_halves_rows2_asm(const dw_rows2_t *r, int signless)
+{
+    register const dw_rows2_t *q __asm__("a0") = r;
+    if (signless) {
+        DW2_LOOP(DW2_RQ_SIGNLESS, 96);
+    } else {
+        DW2_LOOP(DW2_RQ_SIGNED, 112);
+    }
+}
+
+/* Whether a worker's channels take the two-row loop whole, with the record's words they share (r): a 3x3 filter at
+ * stride 1 and dilation 1, an even out_h, the clamp p.clip's. Then each channel is dw_rows2_channel (an odd out_w's
+ * last column in C). */
+static int dw_rows2_applies(const dw_planes_t *a, const edgernn_conv_geom_t *g, dw_rows2_t *r)
+{
+    if (!(g->k_h == 3 && g->k_w == 3 && g->stride_w == 1 && g->stride_h == 1 && g->dil_h == 1 && g->out_w >= 2 &&
+          g->out_h >= 2 && (g->out_h & 1) == 0 && a->act_min == -128 && a->act_max == 127)) {
+        return 0;
+    }
+    r->row = (int32_t)a->row;
+    r->back = 2 - 3 * (int32_t)a->row;
+    r->oc = g->out_c;
+    r->out_row = g->out_w * g->out_c;
+    r->n = g->out_w / 2;
+    r->row_pairs = g->out_h / 2;
+    r->adv = 2 * (int32_t)a->row - 2 * r->n;
+    r->yadv = 2 * r->out_row - 2 * r->n * g->out_c;
+    return 1;
+}
+
+/* Output channel c by the two-row loop, its words of r set from the filter, bias and multiplier (what
+ * dw_plane_channel derives through its general path, in fewer instructions); 0 where the channel does not take
+ * edgernn_halves (the caller then takes dw_plane_channel). */
+static __attribute__((noinline)) int dw_rows2_channel(const dw_planes_t *a, dw_rows2_t *r, int c,
+                                                      const uint8_t *plane)
+{
+    const int32_t bias = a->bias[c], oc = r->oc;
+    const int8_t *w = a->w + c;
+    edgernn_halves_t h;
+    if (bias < -((int32_t)1 << 29) || bias >= ((int32_t)1 << 29) ||
+        !edgernn_halves_make(&h, a->multiplier[c], a->shift[c], a->output_offset)) {
+        return 0;
+    }
+    r->v0 = dw_pack(w[0], w[oc], w[2 * oc], 0);
+    r->v1 = dw_pack(w[3 * oc], w[4 * oc], w[5 * oc], 0);
+    r->v2 = dw_pack(w[6 * oc], w[7 * oc], w[8 * oc], 0);
+    r->u0 = r->v0 << 8;
+    r->u1 = r->v1 << 8;
+    r->u2 = r->v2 << 8;
+    r->p = plane;
+    r->y = a->out + c;
+    r->xs0 = (uint32_t)bias + (1u << 30);
+    r->k1 = h.k1;
+    r->k2 = h.k2;
+    r->k3 = h.k3;
+    r->k4 = h.k4 + (a->act_min >= a->output_offset ? 1 : 0);
+    r->e = h.e;
+    dw_halves_rows2_asm(r, a->act_min >= a->output_offset);
+    if (a->g->out_w & 1) {
+        const int32_t ox = a->g->out_w - 1, rows = a->g->out_h, row = r->row;
+        const uint8_t *p = plane + ox;
+        int8_t *y = r->y + (size_t)ox * oc;
+        edgernn_v4s wv[3];
+        int oy;
+        memcpy(wv, &r->v0, sizeof wv);
+        for (oy = 0; oy < rows; ++oy, p += row, y += r->out_row) {
+            int32_t s0 = EDGERNN_SDOTSP4(dw_load4(p), wv[0], (int32_t)r->xs0);
+            s0 = EDGERNN_SDOTSP4(dw_load4(p + row), wv[1], s0);
+            s0 = EDGERNN_SDOTSP4(dw_load4(p + 2 * row), wv[2], s0);
+            *y = (int8_t)edgernn_clamp(edgernn_halves((uint32_t)s0, &h), -128, 127);
+        }
+    }
+    return 1;
+}
 #endif
 
 /* Output channel c of a 3-row filter with edgernn_halves (h), its filter rows packed in wv (and ws). */
@@ -1251,6 +1395,36 @@ static void dw_halves_channel_rows(const dw_planes_t *a, const edgernn_conv_geom
 #endif
     (void)ws;
 #if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+    if (sx == 1 && g->stride_h == 1 && g->dil_h == 1 && out_w % 2 == 0 && out_w >= 2 && g->out_h >= 2 && (form & 2)) {
+        dw_rows2_t r;
+        const int n = out_w / 2, pairs = g->out_h / 2;
+        r.p = plane;
+        r.row = (int32_t)a->row;
+        r.back = 2 - 3 * (int32_t)a->row;
+        r.y = a->out + c;
+        r.oc = out_c;
+        r.out_row = out_w * out_c;
+        memcpy(&r.v0, wv, 3 * sizeof r.v0);
+        memcpy(&r.u0, ws, 3 * sizeof r.u0);
+        r.xs0 = xs0;
+        r.k1 = h->k1;
+        r.k2 = h->k2;
+        r.k3 = h->k3;
+        r.k4 = h->k4 + (form & 1);
+        r.e = h->e;
+        r.n = n;
+        r.row_pairs = pairs;
+        r.adv = 2 * (int32_t)a->row - 2 * n;
+        r.yadv = r.out_row;
+        dw_halves_rows2_asm(&r, form & 1);
+        if (g->out_h & 1) {
+            const size_t oy = (size_t)g->out_h - 1;
+            dw_halves_rows_asm(plane + oy * step_y, plane + oy * step_y + tap_y, plane + oy * step_y + 2 * tap_y,
+                               step_y, 1, out_w, sx, out_c, xs0, h, form, lo, hi, wv, ws,
+                               a->out + oy * out_w * out_c + c);
+        }
+        return;
+    }
     if ((sx == 2 || out_w % 2 == 0) && out_w >= 2 && (form & 2)) {
         dw_halves_rows_asm(plane, plane + tap_y, plane + 2 * tap_y, step_y, g->out_h, out_w, sx, out_c, xs0, h, form,
                            lo, hi, wv, ws, a->out + c);
@@ -1276,7 +1450,8 @@ static void dw_halves_channel_rows(const dw_planes_t *a, const edgernn_conv_geom
 }
 
 /* Output channel c from its plane. */
-static void dw_plane_channel(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c, const uint8_t *plane)
+static __attribute__((noinline)) void dw_plane_channel(const dw_planes_t *a, const edgernn_conv_geom_t *g, int c,
+                                                       const uint8_t *plane)
 {
     const int k_h = g->k_h, k_w = g->k_w, out_c = g->out_c, row = a->row;
     const int32_t b = a->bias[c], m = a->multiplier[c], sh = a->shift[c];
@@ -1350,9 +1525,8 @@ static void dw_plane_channel(const dw_planes_t *a, const edgernn_conv_geom_t *g,
 
 /* Workers [k_begin, k_end): worker k's channels (whole quads where the team has enough of them), each
  * quad's planes filled in slot k, then each channel computed from its plane. */
-static void dw_planes_workers(const void *args, int k_begin, int k_end)
+static __attribute__((noinline)) void dw_planes_workers_general(const dw_planes_t *a, int k_begin, int k_end)
 {
-    const dw_planes_t *a = (const dw_planes_t *)args;
     GEOM_LOCAL_FROM(a->g);
     const size_t plane = (size_t)a->ph * a->row;
     const int grain = g->out_c >= 4 * a->workers ? 4 : 1;
@@ -1370,6 +1544,46 @@ static void dw_planes_workers(const void *args, int k_begin, int k_end)
             }
         }
     }
+}
+
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+/* The same where every channel may take the two-row loop (dw_rows2_applies): a worker's entry that holds nothing
+ * for the general path (whose invariants, hoisted, took a core some 1,300 cycles before its first channel). */
+static __attribute__((noinline)) void dw_rows2_workers(const dw_planes_t *a, dw_rows2_t *r, int k_begin, int k_end)
+{
+    const edgernn_conv_geom_t *g = a->g;
+    const size_t plane = (size_t)a->ph * a->row;
+    const int out_c = g->out_c, grain = out_c >= 4 * a->workers ? 4 : 1;
+    int k;
+    for (k = k_begin; k < k_end; ++k) {
+        uint8_t *slot = (uint8_t *)a->scratch + (size_t)k * EDGERNN_DW_PLANES * plane;
+        int begin, end, c;
+        edgernn_team_range(k, a->workers, out_c, grain, &begin, &end);
+        for (c = begin; c < end; c += EDGERNN_DW_PLANES) {
+            const int n = end - c < EDGERNN_DW_PLANES ? end - c : EDGERNN_DW_PLANES;
+            int j;
+            dw_fill_planes(a, g, c, n, slot);
+            for (j = 0; j < n; ++j) {
+                if (!dw_rows2_channel(a, r, c + j, slot + j * plane)) {
+                    dw_plane_channel(a, g, c + j, slot + j * plane);
+                }
+            }
+        }
+    }
+}
+#endif
+
+static void dw_planes_workers(const void *args, int k_begin, int k_end)
+{
+    const dw_planes_t *a = (const dw_planes_t *)args;
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+    dw_rows2_t r;
+    if (dw_rows2_applies(a, a->g, &r)) {
+        dw_rows2_workers(a, &r, k_begin, k_end);
+        return;
+    }
+#endif
+    dw_planes_workers_general(a, k_begin, k_end);
 }
 
 static void dw_planes_setup(dw_planes_t *a, const edgernn_conv_geom_t *g, const int8_t *in, const int8_t *w,

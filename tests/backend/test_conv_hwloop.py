@@ -3,7 +3,7 @@ kernel source compiled for rv32imc as a GAP8 build compiles it (Xpulp by `.insn`
 every `lp.setup` decoded: a body of at least 3 instructions, none compressed, the last not a branch or jump,
 loop 0 the inner one (loop 1 only around it, ending 2 or more instructions after it: the depthwise rows); and
 the bodies are those of the table below: the 4x2 blocking's 6 post-increment loads and 8 pv.sdotsp.b, the
-depthwise pair and single loops with their requantizations (edgernn_halves), the planes' fills (a pixel, or 4
+depthwise pair, two-row and single loops with their requantizations (edgernn_halves), the planes' fills (a pixel, or 4
 by pv.shuffle2.b, a turn). (The check of every GAP8 ELF, all kernels, is issue 25's test beside the
 matrix-vector kernels.)"""
 
@@ -22,6 +22,7 @@ CC = "riscv64-unknown-elf-gcc"
 OBJDUMP = "riscv64-unknown-elf-objdump"
 LP_SETUP = (0x7B, 4)                      # opcode, funct3
 POST_LW = (0x0B, 2)                       # p.lw rd, imm(rs1!)
+POST_LW_STEP = (0x0B, 7, 0x10)            # p.lw rd, rs2(rs1!): opcode, funct3, funct7
 SDOTSP_B = (0x57, 1, 0x5C >> 1)           # opcode, funct3, funct7 (0101110x)
 BRANCH_OPCODES = {0x63, 0x6F, 0x67}       # branch, jal, jalr
 
@@ -43,14 +44,16 @@ def _words(tmp_path) -> list[tuple[int, bytes]]:
     return out
 
 
-# (instructions, post-increment word loads, pv.sdotsp.b) of every loop-0 body the kernels hold
+# (instructions, post-increment word loads (immediate or register step), pv.sdotsp.b) of every loop-0 body the
+# kernels hold
 BODIES = {
     (14, 6, 8),                                         # CONV_2D's 4x2 blocking
     (31, 3, 6), (27, 3, 6), (29, 3, 6), (25, 3, 6),     # depthwise pairs: signed/signless x p.max-p.min/p.clip
     (17, 3, 3), (15, 3, 3), (16, 3, 3), (14, 3, 3),     # depthwise singles (stride 2), the same forms
+    (56, 4, 12), (48, 4, 12),                           # depthwise two rows a turn: signed/signless, p.clip
     (4, 0, 0),                                          # the planes' zero point, 4 words a turn
-    (8, 0, 0),                                          # a pixel's word into a quad's planes (a register-step load)
-    (20, 0, 0),                                         # 4 pixels' words transposed into a quad's planes
+    (8, 1, 0),                                          # a pixel's word into a quad's planes (a register-step load)
+    (20, 4, 0),                                         # 4 pixels' words transposed into a quad's planes
 }
 
 
@@ -84,7 +87,7 @@ def test_conv_hardware_loops_keep_the_silicon_rules(tmp_path):
         if loop == 1:
             continue
         assert not any(_fields(w)[:2] == LP_SETUP for w in words), "a hardware loop inside loop 0's body"
-        loads = [w for w in words if _fields(w)[:2] == POST_LW]
+        loads = [w for w in words if _fields(w)[:2] == POST_LW or _fields(w) == POST_LW_STEP]
         dots = [w for w in words if _fields(w)[0] == SDOTSP_B[0] and _fields(w)[1] == SDOTSP_B[1]
                 and _fields(w)[2] >> 1 == SDOTSP_B[2]]
         shape = (len(body), len(loads), len(dots))

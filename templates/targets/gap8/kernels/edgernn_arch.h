@@ -324,13 +324,18 @@ static inline __attribute__((always_inline)) int32_t edgernn_mbqm_hi_tight(int32
  * EDGERNN_HALVES_CORE and _SIGN are strings over named asm operands: the accumulator word xs, the result a,
  * a scratch s, and the constants [k1] [k2] [k3] [k4] [e] (edgernn_conv.c's depthwise loops use them too). */
 #if defined(EDGERNN_DOT_SIMD4) && !defined(EDGERNN_XPULP_EMULATE) && (defined(__riscv) || defined(__riscv__))
-#define EDGERNN_HALVES_CORE(a, xs)                                                                  \
-    ".insn r 0x5b, 0, 0x10, %[" a "], %[" xs "], %[k1]\n\t"                                          \
-    ".insn r 0x57, 0, 0x54, %[" a "], %[" xs "], %[k2]\n\t"                                          \
-    ".insn r 0x5b, 2, 0x4f, %[" a "], %[" a "], %[k3]\n\t"                                           \
-    ".insn r 0x5b, 1, 0x20, %[" a "], %[" xs "], %[k1]\n\t"
-#define EDGERNN_HALVES_SIGN(a, xs, s) "srli %[" s "], %[" xs "], 30\n\tadd %[" a "], %[" a "], %[" s "]\n\t"
-#define EDGERNN_HALVES_ROUND(a) ".insn r 0x5b, 6, 0x20, %[" a "], %[k4], %[e]\n\t"
+/* The _REGS forms take every register as asm text (a named operand "%[a]" or a register's name "t5"), for a loop
+ * that names its registers itself (edgernn_conv.c's two-row depthwise loop, past GCC's 30 operands). */
+#define EDGERNN_HALVES_CORE_REGS(a, xs, k1, k2, k3)                                                 \
+    ".insn r 0x5b, 0, 0x10, " a ", " xs ", " k1 "\n\t"                                              \
+    ".insn r 0x57, 0, 0x54, " a ", " xs ", " k2 "\n\t"                                              \
+    ".insn r 0x5b, 2, 0x4f, " a ", " a ", " k3 "\n\t"                                               \
+    ".insn r 0x5b, 1, 0x20, " a ", " xs ", " k1 "\n\t"
+#define EDGERNN_HALVES_SIGN_REGS(a, xs, s) "srli " s ", " xs ", 30\n\tadd " a ", " a ", " s "\n\t"
+#define EDGERNN_HALVES_ROUND_REGS(a, k4, e) ".insn r 0x5b, 6, 0x20, " a ", " k4 ", " e "\n\t"
+#define EDGERNN_HALVES_CORE(a, xs) EDGERNN_HALVES_CORE_REGS("%[" a "]", "%[" xs "]", "%[k1]", "%[k2]", "%[k3]")
+#define EDGERNN_HALVES_SIGN(a, xs, s) EDGERNN_HALVES_SIGN_REGS("%[" a "]", "%[" xs "]", "%[" s "]")
+#define EDGERNN_HALVES_ROUND(a) EDGERNN_HALVES_ROUND_REGS("%[" a "]", "%[k4]", "%[e]")
 #define EDGERNN_HALVES_ASM 1
 static inline __attribute__((always_inline)) int32_t edgernn_halves_xpulp(uint32_t xs, uint32_t k1, uint32_t k2,
                                                                         uint32_t k3, int32_t k4, int32_t e)
