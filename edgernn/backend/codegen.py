@@ -18,8 +18,8 @@ from edgernn.backend.ir import Graph
 from edgernn.backend.lowering import Call, ConstArray, ConstStruct, Lowering
 from edgernn.backend.layout import ALIGN, align
 from edgernn.backend.memplan import ArenaPlan, plan_arena
-from edgernn.backend.values import (ARENA, CONST, FAST, INPUT, STATE, NULL, ConstArg, Function, Place, ScratchArg,
-                                    StructArg, TensorArg)
+from edgernn.backend.values import (ARENA, CONST, FAST, INPUT, STATE, NULL, ArgsBlock, ConstArg, Function, Place,
+                                    ScratchArg, StructArg, TensorArg)
 from edgernn.errors import EdgeRNNError
 
 TEAM_PREFIX = "edgernn_team_"
@@ -158,8 +158,35 @@ class RenderedGraph:
         return self.fast.get(p.name, p) if p.memory == CONST else p
 
     @property
+    def group_args_name(self) -> str:
+        return f"{self.prefix}_group_args"
+
+    def _group_block(self, call) -> bool:
+        """Whether an int8 FC group's call goes through an argument block filled at init: every pointer it takes
+        is known there (not the step's input parameter)."""
+        if call.fn not in (grouping.GROUP, kernels.TEAM_KERNELS[grouping.GROUP]):
+            return False
+        return not any(isinstance(v, Place) and v.memory == INPUT for v in map(self.arg, call.args))
+
+    @property
+    def group_args(self) -> list[dict]:
+        """The int8 FC groups' argument blocks (edgernn_fc_group_s8_args_t), in schedule order: each field's value
+        as the template prints it, the outputs as out[k]."""
+        blocks = []
+        for call in self.calls:
+            if not self._group_block(call):
+                continue
+            a = dict(zip(kernels.BY_NAME[grouping.GROUP].arg_names, map(self.arg, call.args)))
+            fields = [(f, a[f]) for f in ("in", "w", "bias", "multiplier", "rnd", "shift", "ends", "rounding",
+                                          "act_min", "act_max", "n_in", "row0")]
+            fields += [(f"out[{k}]", a[f"out{k}"]) for k in range(grouping.MAX_MEMBERS)]
+            blocks.append({"op": call.op_index, "fields": fields})
+        return blocks
+
+    @property
     def statements(self) -> list[dict]:
         out = []
+        n_blocks = 0
         for call in self.calls:
             cell = getattr(call, "cell", None)
             if cell is not None:
@@ -189,6 +216,22 @@ class RenderedGraph:
                 args = ([Function(call.fn), x, count, 1] if call.team else [x, 0, count])
                 out.append({"op": f"{call.op_index}: {call.op}", "index": call.op_index,
                             "fn": "edgernn_team_split" if call.team else call.fn, "args": args, "traced": traced})
+                continue
+            if self._group_block(call):
+                # its arguments read from the block filled at init: the team's workers call the range function
+                traced = [{"expr": self.places[t], "nbytes": self.graph.tensors[t].nbytes, "index": m.op_index}
+                          for m in call.members for t in self.graph.operators[m.op_index].outputs
+                          if t in self.places]
+                block = ArgsBlock(self.group_args_name, n_blocks)
+                n_blocks += 1
+                n_out = dict(zip(kernels.BY_NAME[grouping.GROUP].arg_names, call.args))["n_out"]
+                fn = "edgernn_fully_connected_group_s8_range"
+                team = call.fn != grouping.GROUP
+                out.append({"op": f"{call.op_index}: {call.op}", "index": call.op_index,
+                            "fn": "edgernn_team_split" if team else fn,
+                            "args": [Function(fn), block, n_out, kernels.BY_NAME[grouping.GROUP].splits[0].grain]
+                            if team else [block, 0, n_out],
+                            "traced": traced})
                 continue
             chain = [call, *call.more]
             for k, c in enumerate(chain):

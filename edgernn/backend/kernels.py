@@ -161,6 +161,10 @@ KERNELS: list[Kernel] = [
                                    ("row0", 1)), grain=8),),
            team_doc="A group's rows, in blocks of 8 as a FULLY_CONNECTED's features; row0 moves with the range.",
            source="edgernn_fully_connected.c"),
+    Kernel("edgernn_fully_connected_group_s8_range", "const void *args, int begin, int end",
+           doc="edgernn_fully_connected_group_s8 as an edgernn_range_fn: rows [begin, end) of the group its args\n"
+               "(an edgernn_fc_group_s8_args_t) describe; begin a multiple of 8, end too or the group's last row.",
+           source="edgernn_fully_connected.c"),
     Kernel("edgernn_fully_connected_s16",
            "const int16_t *in, const int8_t *w, const int64_t *bias, const int32_t *multiplier, const int32_t *shift, "
            "const int64_t *scale, int rounding, int32_t output_offset, int32_t act_min, int32_t act_max, int rows, "

@@ -339,24 +339,30 @@ static FC_SMALL_CODE void fc_s8_group_dot(const int8_t *x, const int8_t *w, int 
 }
 
 /* The group in blocks of 8, then 4, then 1 row (the layout's), each block's sums in memory and its outputs in one
- * loop: one copy of the dot product's tail and of the requantization for every block size and both roundings; the
- * kernel itself, where the large form's entry below calls fc_s8_group (one call less for each worker's share). */
-FC_SMALL_CODE void edgernn_fully_connected_group_s8(const int8_t *x, const int8_t *w, const int32_t *bias,
-                                                    const int32_t *multiplier, const int32_t *rnd, const int32_t *shift,
-                                                    int rounding, const int32_t *ends, int row0, int32_t act_min,
-                                                    int32_t act_max, int n_in, int n_out, int8_t *out0, int8_t *out1,
-                                                    int8_t *out2, int8_t *out3)
+ * loop: one copy of the dot product's tail and of the requantization for every block size and both roundings.
+ * It is the range function itself (edgernn_range_fn: the team's workers call it on their rows, the body calls it on
+ * all of them), its constants read from the args block in fast memory, where a call of 17 arguments was spilled
+ * and reloaded around the call by the body, the team's wrapper and each worker. */
+FC_SMALL_CODE void edgernn_fully_connected_group_s8_range(const void *args, int begin, int end)
 {
-    int8_t *const out[4] = {out0, out1, out2, out3};
-    const int twice = rounding == EDGERNN_ROUND_TWICE_UP;
+    const edgernn_fc_group_s8_args_t *a = (const edgernn_fc_group_s8_args_t *)args;
+    const int n_in = a->n_in, n_out = end - begin, row0 = a->row0 + begin;
+    const int twice = a->rounding == EDGERNN_ROUND_TWICE_UP;
+    const int8_t *const x = a->in;
+    const int8_t *w = a->w + (size_t)begin * n_in;
+    const int32_t *bias = a->bias + begin, *multiplier = a->multiplier + begin, *rnd = a->rnd + begin;
+    const int32_t *shift = a->shift + begin;
+    const int32_t *const ends = a->ends;
+    /* held in registers: the stores below might alias the block, for all gcc knows, and it would reload them */
+    const int32_t act_min = a->act_min, act_max = a->act_max;
     int o, m = 0, rows;
     int8_t *y;
-    int32_t end;
+    int32_t end_m;
     while (ends[m] <= row0) {
         ++m;
     }
-    y = out[m] + (row0 - (m ? ends[m - 1] : 0));
-    end = ends[m] - row0;
+    y = a->out[m] + (row0 - (m ? ends[m - 1] : 0));
+    end_m = ends[m] - row0;
     for (o = 0; o < n_out; o += rows, w += (size_t)rows * n_in) {
         int32_t acc[8];
         int k;
@@ -379,10 +385,10 @@ FC_SMALL_CODE void edgernn_fully_connected_group_s8(const int8_t *x, const int8_
         for (k = 0; k < rows; ++k) {
             const int64_t p = (int64_t)acc[k] * multiplier[k];
             int32_t hi = (int32_t)(p >> 32);
-            if (o + k == end) {
+            if (o + k == end_m) {
                 ++m;
-                y = out[m];
-                end = ends[m] - row0;
+                y = a->out[m];
+                end_m = ends[m] - row0;
             }
             if (twice) {
                 hi += (uint32_t)p >= 0xC0000000u; /* the carry of lo + 2^30 */
@@ -394,6 +400,16 @@ FC_SMALL_CODE void edgernn_fully_connected_group_s8(const int8_t *x, const int8_
         rnd += rows;
         shift += rows;
     }
+}
+
+void edgernn_fully_connected_group_s8(const int8_t *x, const int8_t *w, const int32_t *bias,
+                                      const int32_t *multiplier, const int32_t *rnd, const int32_t *shift,
+                                      int rounding, const int32_t *ends, int row0, int32_t act_min, int32_t act_max,
+                                      int n_in, int n_out, int8_t *out0, int8_t *out1, int8_t *out2, int8_t *out3)
+{
+    const edgernn_fc_group_s8_args_t a = {x, w, bias, multiplier, rnd, shift, ends, {out0, out1, out2, out3},
+                                          rounding, act_min, act_max, n_in, row0};
+    edgernn_fully_connected_group_s8_range(&a, 0, n_out);
 }
 #else
 
@@ -411,6 +427,15 @@ void edgernn_fully_connected_group_s8(const int8_t *in, const int8_t *w, const i
         fc_s8_group(in, w, bias, multiplier, rnd, shift, EDGERNN_ROUND_ONCE, ends, row0, act_min, act_max, n_in,
                     n_out, out);
     }
+}
+
+void edgernn_fully_connected_group_s8_range(const void *args, int begin, int end)
+{
+    const edgernn_fc_group_s8_args_t *a = (const edgernn_fc_group_s8_args_t *)args;
+    edgernn_fully_connected_group_s8(a->in, a->w + (size_t)begin * a->n_in, a->bias + begin, a->multiplier + begin,
+                                     a->rnd + begin, a->shift + begin, a->rounding, a->ends, a->row0 + begin,
+                                     a->act_min, a->act_max, a->n_in, end - begin, a->out[0], a->out[1], a->out[2],
+                                     a->out[3]);
 }
 #endif
 
