@@ -374,6 +374,49 @@ def state_in_place(slot: StateSlot, calls: list, aliases: dict, output: int) -> 
     return True
 
 
+def _written(call) -> set[int] | None:
+    """The tensors a call writes (a fused loop: each member's value, stored or not), or None where the kernel table
+    does not say (its non-const pointer arguments are its outputs)."""
+    if isinstance(call, fusion.FusedCall):
+        return {fusion.call_output(m) for m in call.members}
+    if isinstance(call, grouping.GroupedCall):
+        return set(grouping.outputs(call))
+    out = set()
+    for c in [call, *call.more]:
+        k = kernels.BY_NAME.get(c.fn)
+        if k is None:
+            return None
+        out |= {v.index for a, v in zip(k.args, c.args) if isinstance(v, TensorArg) and not a.ctype.startswith("const")}
+    return out
+
+
+def state_after_reads(slot: StateSlot, calls: list, aliases: dict, output: int) -> bool:
+    """Whether the new state ``slot.out_tensor``, a CONCATENATION's output (an NCP cell's layers' states, copied or
+    computed where they lie in it), may be assembled in the state's slot, with no copy at the step's end: every op
+    that reads the old state (``slot.in_tensor``) or a slice that lies in it comes in the schedule before the first
+    op that writes the new one or a part that lies in it. No byte of the old state is then overwritten before its
+    last read, whichever worker runs what: the ops between are apart by the team's barriers. (Not a fused loop's new
+    state, state_in_place's case: in a split by units the reads would share no barrier with the loop.)"""
+    old, new = slot.in_tensor, slot.out_tensor
+    if old == new or new == output or new in aliases or old in aliases:
+        return False
+
+    def root(t: int) -> int:
+        while t in aliases:
+            t = aliases[t][0]
+        return t
+
+    writes = [_written(c) for c in calls]
+    if any(w is None for w in writes):
+        return False
+    makers = [j for j, w in enumerate(writes) if new in w]
+    if len(makers) != 1 or calls[makers[0]].op != "CONCATENATION" or isinstance(calls[makers[0]], fusion.FusedCall):
+        return False
+    first_write = min(j for j, w in enumerate(writes) if any(root(t) == new for t in w))
+    last_read = max((j for j, c in enumerate(calls) if any(root(t) == old for t in fusion.reads(c))), default=-1)
+    return last_read < first_write
+
+
 def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
                 state_slots: list[StateSlot], fuse_pools: bool = True) -> RenderedGraph:
     lowering = Lowering(graph, prefix)
@@ -397,7 +440,8 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
     if grouping.ENABLED:
         calls = grouping.group_calls(graph, calls, prefix)
         consts -= grouping.dropped_consts(calls, consts)
-    in_place = {s.out_tensor: s for s in state_slots if state_in_place(s, calls, aliases, graph.outputs[output_key])}
+    in_place = {s.out_tensor: s for s in state_slots if state_in_place(s, calls, aliases, graph.outputs[output_key])
+                or state_after_reads(s, calls, aliases, graph.outputs[output_key])}
     lives = _liveness(graph, fixed | set(in_place), fusion.positions(calls),
                       fusion.unstored(calls) | conv_pool.unstored(calls), {dst: src for dst, (src, _) in aliases.items()})
     scratch = {_scratch_key(c.op_index): c.scratch for c in calls if c.scratch}
