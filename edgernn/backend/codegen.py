@@ -18,8 +18,8 @@ from edgernn.backend.ir import Graph
 from edgernn.backend.lowering import Call, ConstArray, ConstStruct, Lowering
 from edgernn.backend.layout import ALIGN, align
 from edgernn.backend.memplan import ArenaPlan, plan_arena
-from edgernn.backend.values import (ARENA, CONST, FAST, INPUT, STATE, NULL, ConstArg, Function, Place, ScratchArg,
-                                    StructArg, TensorArg)
+from edgernn.backend.values import (ARENA, CONST, FAST, INPUT, STATE, NULL, ArgsBlock, ConstArg, Function, Place,
+                                    ScratchArg, StructArg, TensorArg)
 from edgernn.errors import EdgeRNNError
 
 TEAM_PREFIX = "edgernn_team_"
@@ -158,8 +158,35 @@ class RenderedGraph:
         return self.fast.get(p.name, p) if p.memory == CONST else p
 
     @property
+    def group_args_name(self) -> str:
+        return f"{self.prefix}_group_args"
+
+    def _group_block(self, call) -> bool:
+        """Whether an int8 FC group's call goes through an argument block filled at init: every pointer it takes
+        is known there (not the step's input parameter)."""
+        if call.fn not in (grouping.GROUP, kernels.TEAM_KERNELS[grouping.GROUP]):
+            return False
+        return not any(isinstance(v, Place) and v.memory == INPUT for v in map(self.arg, call.args))
+
+    @property
+    def group_args(self) -> list[dict]:
+        """The int8 FC groups' argument blocks (edgernn_fc_group_s8_args_t), in schedule order: each field's value
+        as the template prints it, the outputs as out[k]."""
+        blocks = []
+        for call in self.calls:
+            if not self._group_block(call):
+                continue
+            a = dict(zip(kernels.BY_NAME[grouping.GROUP].arg_names, map(self.arg, call.args)))
+            fields = [(f, a[f]) for f in ("in", "w", "bias", "multiplier", "rnd", "shift", "ends", "rounding",
+                                          "act_min", "act_max", "n_in", "row0")]
+            fields += [(f"out[{k}]", a[f"out{k}"]) for k in range(grouping.MAX_MEMBERS)]
+            blocks.append({"op": call.op_index, "fields": fields})
+        return blocks
+
+    @property
     def statements(self) -> list[dict]:
         out = []
+        n_blocks = 0
         for call in self.calls:
             cell = getattr(call, "cell", None)
             if cell is not None:
@@ -189,6 +216,22 @@ class RenderedGraph:
                 args = ([Function(call.fn), x, count, 1] if call.team else [x, 0, count])
                 out.append({"op": f"{call.op_index}: {call.op}", "index": call.op_index,
                             "fn": "edgernn_team_split" if call.team else call.fn, "args": args, "traced": traced})
+                continue
+            if self._group_block(call):
+                # its arguments read from the block filled at init: the team's workers call the range function
+                traced = [{"expr": self.places[t], "nbytes": self.graph.tensors[t].nbytes, "index": m.op_index}
+                          for m in call.members for t in self.graph.operators[m.op_index].outputs
+                          if t in self.places]
+                block = ArgsBlock(self.group_args_name, n_blocks)
+                n_blocks += 1
+                n_out = dict(zip(kernels.BY_NAME[grouping.GROUP].arg_names, call.args))["n_out"]
+                fn = "edgernn_fully_connected_group_s8_range"
+                team = call.fn != grouping.GROUP
+                out.append({"op": f"{call.op_index}: {call.op}", "index": call.op_index,
+                            "fn": "edgernn_team_split" if team else fn,
+                            "args": [Function(fn), block, n_out, kernels.BY_NAME[grouping.GROUP].splits[0].grain]
+                            if team else [block, 0, n_out],
+                            "traced": traced})
                 continue
             chain = [call, *call.more]
             for k, c in enumerate(chain):
@@ -331,6 +374,49 @@ def state_in_place(slot: StateSlot, calls: list, aliases: dict, output: int) -> 
     return True
 
 
+def _written(call) -> set[int] | None:
+    """The tensors a call writes (a fused loop: each member's value, stored or not), or None where the kernel table
+    does not say (its non-const pointer arguments are its outputs)."""
+    if isinstance(call, fusion.FusedCall):
+        return {fusion.call_output(m) for m in call.members}
+    if isinstance(call, grouping.GroupedCall):
+        return set(grouping.outputs(call))
+    out = set()
+    for c in [call, *call.more]:
+        k = kernels.BY_NAME.get(c.fn)
+        if k is None:
+            return None
+        out |= {v.index for a, v in zip(k.args, c.args) if isinstance(v, TensorArg) and not a.ctype.startswith("const")}
+    return out
+
+
+def state_after_reads(slot: StateSlot, calls: list, aliases: dict, output: int) -> bool:
+    """Whether the new state ``slot.out_tensor``, a CONCATENATION's output (an NCP cell's layers' states, copied or
+    computed where they lie in it), may be assembled in the state's slot, with no copy at the step's end: every op
+    that reads the old state (``slot.in_tensor``) or a slice that lies in it comes in the schedule before the first
+    op that writes the new one or a part that lies in it. No byte of the old state is then overwritten before its
+    last read, whichever worker runs what: the ops between are apart by the team's barriers. (Not a fused loop's new
+    state, state_in_place's case: in a split by units the reads would share no barrier with the loop.)"""
+    old, new = slot.in_tensor, slot.out_tensor
+    if old == new or new == output or new in aliases or old in aliases:
+        return False
+
+    def root(t: int) -> int:
+        while t in aliases:
+            t = aliases[t][0]
+        return t
+
+    writes = [_written(c) for c in calls]
+    if any(w is None for w in writes):
+        return False
+    makers = [j for j, w in enumerate(writes) if new in w]
+    if len(makers) != 1 or calls[makers[0]].op != "CONCATENATION" or isinstance(calls[makers[0]], fusion.FusedCall):
+        return False
+    first_write = min(j for j, w in enumerate(writes) if any(root(t) == new for t in w))
+    last_read = max((j for j, c in enumerate(calls) if any(root(t) == old for t in fusion.reads(c))), default=-1)
+    return last_read < first_write
+
+
 def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
                 state_slots: list[StateSlot], fuse_pools: bool = True) -> RenderedGraph:
     lowering = Lowering(graph, prefix)
@@ -354,7 +440,8 @@ def lower_graph(graph: Graph, prefix: str, input_key: str, output_key: str,
     if grouping.ENABLED:
         calls = grouping.group_calls(graph, calls, prefix)
         consts -= grouping.dropped_consts(calls, consts)
-    in_place = {s.out_tensor: s for s in state_slots if state_in_place(s, calls, aliases, graph.outputs[output_key])}
+    in_place = {s.out_tensor: s for s in state_slots if state_in_place(s, calls, aliases, graph.outputs[output_key])
+                or state_after_reads(s, calls, aliases, graph.outputs[output_key])}
     lives = _liveness(graph, fixed | set(in_place), fusion.positions(calls),
                       fusion.unstored(calls) | conv_pool.unstored(calls), {dst: src for dst, (src, _) in aliases.items()})
     scratch = {_scratch_key(c.op_index): c.scratch for c in calls if c.scratch}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgernn.backend.values import (ARENA, CONST, FAST, INPUT, STATE, ConstArg, Enum, Float, Function, Null, Place, SizeOf,
+from edgernn.backend.values import (ARENA, CONST, FAST, INPUT, STATE, ArgsBlock, ConstArg, Enum, Float, Function, Null, Place, SizeOf,
                                     StructArg)
 
 FLT_MAX = "3.402823466e+38f"
@@ -53,6 +53,8 @@ def c_expr(value) -> str:
         return "NULL"
     if isinstance(value, StructArg):
         return f"&{value.name}"
+    if isinstance(value, ArgsBlock):
+        return f"&{value.name}[{value.index}]"
     if isinstance(value, ConstArg):
         return value.name
     raise TypeError(f"no C for {value!r}")

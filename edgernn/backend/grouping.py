@@ -5,11 +5,12 @@ same input become one call of ``edgernn_fully_connected_group_s8`` over all thei
 A small recurrent cell (an NCP wiring's CfC) computes several tiny FULLY_CONNECTED ops of the same input
 (four 15 -> 9, four 14 -> 5, four 7 -> 2): each call pays its own set-up and, its rows not being a multiple
 of 8, a tail of single rows, each row one dot product and one requantization with its own loop. Their rows
-together (36, 20, 8) fall into the 8-row blocks of the blocked layout, where each input byte is loaded
-once for 8 rows. Every row keeps its own bias and multiplier; its right shift and its op's output zero
-point become two per-row constants of a high-word rescale (``high_word_rescale``), so that a row needs no
-per-op parameter but its output pointer (``ends`` says where each op's rows end). The clamp must be the
-same for the whole group; an op whose rows cannot take that rescale is not grouped.
+together (36, 20, 8) fall into the 4-row blocks of the blocked layout, where each input byte is loaded
+once for 4 rows, and the team splits them by blocks (20 rows reach 5 workers). Every row keeps its own bias
+and multiplier; its right shift and its op's output zero point become two per-row constants of a high-word
+rescale (``high_word_rescale``), so that a row needs no per-op parameter but its output pointer (``ends`` says
+where each op's rows end). The clamp must be the same for the whole group; an op whose rows cannot take that
+rescale is not grouped.
 
 The 16x8 group is simpler: each row is computed as its own call computes it (the same row function), so the
 ops' arrays are only laid one after the other, and the members share the input, its length, the rounding, the
@@ -30,7 +31,7 @@ from edgernn.backend import fusion
 from edgernn.backend.ir import Graph
 from edgernn.backend.kernels import call_args, kernel_args
 from edgernn.backend.lowering import Call, ConstArray
-from edgernn.backend.lowering.blocking import blocked_rows
+from edgernn.backend.lowering.blocking import GROUP_BLOCK_ROWS, blocked_rows
 from edgernn.backend.values import NULL, ConstArg
 
 ENABLED = True
@@ -104,7 +105,7 @@ def _group(graph: Graph, members: list[Call], prefix: str) -> GroupedCall:
     rescales = [high_word_rescale(graph, m) for m in members]
     base = f"{prefix}_op{first.op_index}_group"
     arrays = [
-        ConstArray(f"{base}_w", "int8_t", blocked_rows(weights).tolist()),
+        ConstArray(f"{base}_w", "int8_t", blocked_rows(weights, GROUP_BLOCK_ROWS).tolist()),
         ConstArray(f"{base}_bias", "int32_t", [v for m in members for v in _array(m, "bias")]),
         ConstArray(f"{base}_mult", "int32_t", [v for m in members for v in _array(m, "multiplier")]),
         ConstArray(f"{base}_rnd", "int32_t", [v for r in rescales for v in r[0]]),

@@ -154,12 +154,16 @@ KERNELS: list[Kernel] = [
            "int n_in, int n_out, int8_t *out0, int8_t *out1, int8_t *out2, int8_t *out3",
            doc="Two to four int8 FULLY_CONNECTED ops (one row each) that read the same input, one call over all their\n"
                "rows (edgernn/backend/grouping.py): w, bias, multiplier, rnd, shift are the ops' one after the other\n"
-               "(w in the blocked layout of all the rows); row r gives clamp((hi(acc * multiplier[r]) + rnd[r]) >>\n"
-               "shift[r]), its op's output zero point folded into rnd[r]; op k writes out<k> and ends[k] is the row\n"
-               "after its last; row0 is the first row's place in the group (0 for a whole call).",
+               "(w in the blocked layout of all the rows, in blocks of 4); row r gives clamp((hi(acc * multiplier[r]) +\n"
+               "rnd[r]) >> shift[r]), its op's output zero point folded into rnd[r]; op k writes out<k> and ends[k] is\n"
+               "the row after its last; row0 is the first row's place in the group (0 for a whole call).",
            splits=(Split("n_out", (("w", "n_in"), ("bias", 1), ("multiplier", 1), ("rnd", 1), ("shift", 1),
-                                   ("row0", 1)), grain=8),),
-           team_doc="A group's rows, in blocks of 8 as a FULLY_CONNECTED's features; row0 moves with the range.",
+                                   ("row0", 1)), grain=4),),
+           team_doc="A group's rows, in its blocks of 4; row0 moves with the range.",
+           source="edgernn_fully_connected.c"),
+    Kernel("edgernn_fully_connected_group_s8_range", "const void *args, int begin, int end",
+           doc="edgernn_fully_connected_group_s8 as an edgernn_range_fn: rows [begin, end) of the group its args\n"
+               "(an edgernn_fc_group_s8_args_t) describe; begin a multiple of 4, end too or the group's last row.",
            source="edgernn_fully_connected.c"),
     Kernel("edgernn_fully_connected_s16",
            "const int16_t *in, const int8_t *w, const int64_t *bias, const int32_t *multiplier, const int32_t *shift, "

@@ -30,6 +30,15 @@ class StructArg:
 
 
 @dataclass(frozen=True)
+class ArgsBlock:
+    """Element ``index`` of the graph's argument blocks ``name`` (a call's arguments filled once at init, in the
+    team's fast memory where it has one), passed by address."""
+
+    name: str
+    index: int
+
+
+@dataclass(frozen=True)
 class ScratchArg:
     op_index: int
 

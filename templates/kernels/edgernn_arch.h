@@ -8,7 +8,7 @@
  *                                  (edgernn_dot.h's blocks, edgernn_conv.c's patch pairs)
  *   EDGERNN_DOT_USE_ASM, EDGERNN_DOT8_ASM, EDGERNN_DOT4_ASM, EDGERNN_DOT_ASM_MIN_INPUTS
  *                                  a block's whole groups of 4 inputs in the set's own routine
- *   EDGERNN_DOT8_ALL_ASM, EDGERNN_DOT4_ALL_ASM    a block's bias and all its inputs (the group's small form)
+ *   EDGERNN_DOT8_ALL_ASM, EDGERNN_DOT4_ALL_ASM    a block's bias and all its inputs (the int8 FC group: 4)
  *   EDGERNN_MBQM_HI_TIGHT_ASM, edgernn_mbqm_hi_tight    edgernn_fixedpoint.h's tight requantization
  *   EDGERNN_HALVES_ASM, edgernn_halves_xpulp            edgernn_fixedpoint.h's requantization from 16-bit halves
  *   EDGERNN_ARCH_CLAMP, edgernn_clamp                    a clamp without branches
@@ -18,7 +18,7 @@
  *   CONV_QUAD_LOOP(WSTEP)                                a quad of CONV_2D's patch pairs
  *   EDGERNN_MAX4(a, b)                                   each int8 lane's maximum of two words (MAX_POOL_2D)
  *   EDGERNN_ARCH_SMALL_ICACHE                            one copy of the LSTM's code, not two; the int8 FC
- *                                                        group's small form (EDGERNN_FC_GROUP_COMPACT)
+ *                                                        group compiled at -O2
  *   EDGERNN_FC_S16_ROWS4(x, w0, w1, w2, w3, groups, &s0, &s1, &s2, &s3)
  *                                  16x8 FULLY_CONNECTED: 4 rows' int32 sums over whole groups of 4 int16
  *                                  inputs (at most 64 groups, so no sum overflows); returns the groups done

@@ -211,105 +211,47 @@ void edgernn_fully_connected_s8(const int8_t *in, const int8_t *w, const int32_t
 }
 
 /* A group of int8 FULLY_CONNECTED ops that read the same input (same n_in, one row each): one call over
- * all their rows, whose weights, biases and rescales lie one op after the other (the weights in the
- * blocked layout of the whole group), so that a block of 8 rows may hold rows of two ops, and the small
- * ops of a cell share one set-up and the 8-row blocks in place of each op's tail of single rows
+ * all their rows, whose weights, biases and rescales lie one op after the other (the weights in blocks of 4 rows
+ * of the whole group, edgernn/backend/lowering/blocking.py), so that a block may hold rows of two ops, and the small
+ * ops of a cell share one set-up and the blocks in place of each op's tail of single rows
  * (edgernn/backend/grouping.py). Op k writes out<k>; ends[k] is the row after its last, counted from the
  * group's first. row0 is the group's row of this call's first row: 0 for the whole group, the start of a
  * sub-range when the team splits it (w, bias, multiplier, rnd and shift then advanced by row0 rows,
- * row0 a multiple of 8).
+ * row0 a multiple of 4).
+ *
+ * Blocks of 4 rows, not the 8 of a FULLY_CONNECTED's own layout: a group is a small cell's heads (a few dozen rows),
+ * and the team splits it by blocks, so that 20 rows reach 5 workers and 8 rows 2 (in blocks of 8: 3 and 1).
  *
  * The rescale is rescale_s8's high-word form, with the op's output zero point folded in at generation:
  * every row has a right shift e >= 2, so with P = acc * m = hi * 2^32 + lo both roundings are
  * (hi' + 2^(e-2)) >> (e-1) (hi' = hi, or hi plus the carry of lo + 2^30), and adding the zero point z
  * after the shift is adding z * 2^(e-1) before it. So shift[r] = e - 1 and rnd[r] = 2^(e-2) + z * 2^(e-1),
  * and the generation has checked that hi' + rnd[r] cannot leave int32 for any input (the folded bias
- * and the weights bound acc). The bytes are those of the op's own call. */
-#define FC_GROUP_OUT(k)                                                                             \
-    do {                                                                                            \
-        const int64_t p_ = (int64_t)acc[k] * multiplier[o + (k)];                                   \
-        int32_t hi_ = (int32_t)(p_ >> 32);                                                          \
-        if (o + (k) == end) {                                                                       \
-            ++m;                                                                                    \
-            y = out[m];                                                                             \
-            end = ends[m] - row0;                                                                   \
-        }                                                                                           \
-        if (rounding == EDGERNN_ROUND_TWICE_UP) {                                                   \
-            hi_ += (uint32_t)p_ >= 0xC0000000u;                                                     \
-        }                                                                                           \
-        *y++ = (int8_t)edgernn_clamp((hi_ + rnd[o + (k)]) >> shift[o + (k)], act_min, act_max);   \
-    } while (0)
+ * and the weights bound acc). The bytes are those of the op's own call.
+ *
+ * One form on every board, small: each block's sums in memory and its outputs in one loop, one copy of the dot
+ * product's tail and of the requantization for both block sizes and both roundings (on GAP8 a CfC(16) step is bound
+ * by the cluster's 4 KiB instruction cache, which a form written out for each block size outgrew). */
 
-/* The block's outputs in a loop, not written out: a group is a small cell's heads (a few dozen rows), whose
- * step is short enough that the code's size costs more than the loop (on GAP8 its cluster's 4 KiB
- * instruction cache: a CfC(16) step's code is more than that, and every line missed is refetched from L2). */
-#define FC_LOOP8(OUT)                                                                               \
-    do {                                                                                            \
-        int k_;                                                                                     \
-        for (k_ = 0; k_ < 8; ++k_) {                                                                \
-            OUT(k_);                                                                                \
-        }                                                                                           \
-    } while (0)
-#define FC_LOOP4(OUT)                                                                               \
-    do {                                                                                            \
-        int k_;                                                                                     \
-        for (k_ = 0; k_ < 4; ++k_) {                                                                \
-            OUT(k_);                                                                                \
-        }                                                                                           \
-    } while (0)
-
-static EDGERNN_DOT_INLINE void fc_s8_group(const int8_t *x, const int8_t *w, const int32_t *bias,
-                                           const int32_t *multiplier, const int32_t *rnd, const int32_t *shift,
-                                           int rounding, const int32_t *ends, int row0, int32_t act_min,
-                                           int32_t act_max, int n_in, int n_out, int8_t *const out[4])
-{
-    int o, m = 0;
-    int8_t *y;
-    int32_t end;
-    while (ends[m] <= row0) {
-        ++m;
-    }
-    y = out[m] + (row0 - (m ? ends[m - 1] : 0));
-    end = ends[m] - row0;
-    FC_S8_BLOCKS_BY(FC_GROUP_OUT, FC_LOOP8, FC_LOOP4);
-}
-
-/* EDGERNN_FC_GROUP_COMPACT: the group's small form (below), by default where the kernel set says its instruction
- * cache is small (EDGERNN_ARCH_SMALL_ICACHE: GAP8's cluster, 4 KiB). A group is a small cell's heads, and such a
- * step is bound by that cache: the large form's code for the touched blocks (8 and 4 rows, each with its own last
- * group of inputs and its outputs) was some 145 lines of 16 bytes of a CfC(16) step's 347.
- * -DEDGERNN_FC_GROUP_COMPACT=1 or 0 chooses (the tests run both). */
-#if !defined(EDGERNN_FC_GROUP_COMPACT)
-#if defined(EDGERNN_ARCH_SMALL_ICACHE)
-#define EDGERNN_FC_GROUP_COMPACT 1
-#else
-#define EDGERNN_FC_GROUP_COMPACT 0
-#endif
-#endif
-
-#if EDGERNN_FC_GROUP_COMPACT
-/* gcc's optimization for size for these two functions whatever the build's level: at -O3 it unrolls and versions
- * their loops by the block's size, three times the code. */
-#if defined(__GNUC__) && !defined(__clang__)
+/* gcc's optimization for size for these functions whatever the build's level, where the kernel set says its
+ * instruction cache is small (EDGERNN_ARCH_SMALL_ICACHE: GAP8's cluster): at -O3 it unrolls and versions their
+ * loops by the block's size, three times the code. */
+#if defined(EDGERNN_ARCH_SMALL_ICACHE) && defined(__GNUC__) && !defined(__clang__)
 #define FC_SMALL_CODE __attribute__((optimize("O2")))
 #else
 #define FC_SMALL_CODE
 #endif
 
-/* acc[r] += the products of a block of `rows` rows (8, 4 or 1) over n inputs, in the blocked layout (edgernn_dot.h):
- * the whole groups of 4 inputs through the kernel set's block routines where it has them, and the rest in loops
- * that are written once for every block size. */
-static FC_SMALL_CODE void fc_s8_group_dot(const int8_t *x, const int8_t *w, int n, int rows, int32_t acc[8])
+/* acc[r] += the products of a block of `rows` rows (4 or 1) over n inputs, in the blocked layout (edgernn_dot.h):
+ * the whole groups of 4 inputs through the kernel set's block routine where it has one, and the rest in loops
+ * that are written once for both block sizes. */
+static FC_SMALL_CODE void fc_s8_group_dot(const int8_t *x, const int8_t *w, int n, int rows, int32_t acc[4])
 {
     const int n4 = n & ~3, g = n & 3;
     int i = 0, r, j;
 #if defined(EDGERNN_DOT_USE_ASM)
     if (rows != 1 && n >= EDGERNN_DOT_ASM_MIN_INPUTS && (((uintptr_t)x | (uintptr_t)w) & 3u) == 0) {
-        if (rows == 8) {
-            EDGERNN_DOT8_ASM(x, w, n >> 2, acc);
-        } else {
-            EDGERNN_DOT4_ASM(x, w, n >> 2, acc);
-        }
+        EDGERNN_DOT4_ASM(x, w, n >> 2, acc);
         i = n4;
     }
 #endif
@@ -338,36 +280,37 @@ static FC_SMALL_CODE void fc_s8_group_dot(const int8_t *x, const int8_t *w, int 
     }
 }
 
-/* The group in blocks of 8, then 4, then 1 row (the layout's), each block's sums in memory and its outputs in one
- * loop: one copy of the dot product's tail and of the requantization for every block size and both roundings; the
- * kernel itself, where the large form's entry below calls fc_s8_group (one call less for each worker's share). */
-FC_SMALL_CODE void edgernn_fully_connected_group_s8(const int8_t *x, const int8_t *w, const int32_t *bias,
-                                                    const int32_t *multiplier, const int32_t *rnd, const int32_t *shift,
-                                                    int rounding, const int32_t *ends, int row0, int32_t act_min,
-                                                    int32_t act_max, int n_in, int n_out, int8_t *out0, int8_t *out1,
-                                                    int8_t *out2, int8_t *out3)
+/* The group's rows [begin, end) in blocks of 4, then 1 row (the layout's): the range function itself
+ * (edgernn_range_fn: the team's workers call it on their rows, the body calls it on all of them), its constants read
+ * from the argument block, which the generated code fills once at init in the team's fast memory (a call of 17
+ * arguments had been spilled and reloaded around the call by the body, the team's wrapper and each worker). */
+FC_SMALL_CODE void edgernn_fully_connected_group_s8_range(const void *args, int begin, int end)
 {
-    int8_t *const out[4] = {out0, out1, out2, out3};
-    const int twice = rounding == EDGERNN_ROUND_TWICE_UP;
+    const edgernn_fc_group_s8_args_t *a = (const edgernn_fc_group_s8_args_t *)args;
+    const int n_in = a->n_in, n_out = end - begin, row0 = a->row0 + begin;
+    const int twice = a->rounding == EDGERNN_ROUND_TWICE_UP;
+    const int8_t *const x = a->in;
+    const int8_t *w = a->w + (size_t)begin * n_in;
+    const int32_t *bias = a->bias + begin, *multiplier = a->multiplier + begin, *rnd = a->rnd + begin;
+    const int32_t *shift = a->shift + begin;
+    const int32_t *const ends = a->ends;
+    /* held in registers: the stores below might alias the block, for all gcc knows, and it would reload them */
+    const int32_t act_min = a->act_min, act_max = a->act_max;
     int o, m = 0, rows;
     int8_t *y;
-    int32_t end;
+    int32_t end_m;
     while (ends[m] <= row0) {
         ++m;
     }
-    y = out[m] + (row0 - (m ? ends[m - 1] : 0));
-    end = ends[m] - row0;
+    y = a->out[m] + (row0 - (m ? ends[m - 1] : 0));
+    end_m = ends[m] - row0;
     for (o = 0; o < n_out; o += rows, w += (size_t)rows * n_in) {
-        int32_t acc[8];
+        int32_t acc[4];
         int k;
-        rows = n_out - o >= 8 ? 8 : n_out - o >= 4 ? 4 : 1;
-#if defined(EDGERNN_DOT8_ALL_ASM)
+        rows = n_out - o >= 4 ? 4 : 1;
+#if defined(EDGERNN_DOT4_ALL_ASM)
         if (rows != 1 && (((uintptr_t)x | (uintptr_t)w) & 3u) == 0) {
-            if (rows == 8) {
-                EDGERNN_DOT8_ALL_ASM(x, w, n_in, bias, acc);
-            } else {
-                EDGERNN_DOT4_ALL_ASM(x, w, n_in, bias, acc);
-            }
+            EDGERNN_DOT4_ALL_ASM(x, w, n_in, bias, acc);
         } else
 #endif
         {
@@ -379,10 +322,10 @@ FC_SMALL_CODE void edgernn_fully_connected_group_s8(const int8_t *x, const int8_
         for (k = 0; k < rows; ++k) {
             const int64_t p = (int64_t)acc[k] * multiplier[k];
             int32_t hi = (int32_t)(p >> 32);
-            if (o + k == end) {
+            if (o + k == end_m) {
                 ++m;
-                y = out[m];
-                end = ends[m] - row0;
+                y = a->out[m];
+                end_m = ends[m] - row0;
             }
             if (twice) {
                 hi += (uint32_t)p >= 0xC0000000u; /* the carry of lo + 2^30 */
@@ -395,24 +338,16 @@ FC_SMALL_CODE void edgernn_fully_connected_group_s8(const int8_t *x, const int8_
         shift += rows;
     }
 }
-#else
 
-void edgernn_fully_connected_group_s8(const int8_t *in, const int8_t *w, const int32_t *bias,
+void edgernn_fully_connected_group_s8(const int8_t *x, const int8_t *w, const int32_t *bias,
                                       const int32_t *multiplier, const int32_t *rnd, const int32_t *shift,
-                                      int rounding, const int32_t *ends, int row0, int32_t act_min,
-                                      int32_t act_max, int n_in, int n_out, int8_t *out0, int8_t *out1,
-                                      int8_t *out2, int8_t *out3)
+                                      int rounding, const int32_t *ends, int row0, int32_t act_min, int32_t act_max,
+                                      int n_in, int n_out, int8_t *out0, int8_t *out1, int8_t *out2, int8_t *out3)
 {
-    int8_t *const out[4] = {out0, out1, out2, out3};
-    if (rounding == EDGERNN_ROUND_TWICE_UP) {
-        fc_s8_group(in, w, bias, multiplier, rnd, shift, EDGERNN_ROUND_TWICE_UP, ends, row0, act_min, act_max,
-                    n_in, n_out, out);
-    } else {
-        fc_s8_group(in, w, bias, multiplier, rnd, shift, EDGERNN_ROUND_ONCE, ends, row0, act_min, act_max, n_in,
-                    n_out, out);
-    }
+    const edgernn_fc_group_s8_args_t a = {x, w, bias, multiplier, rnd, shift, ends, {out0, out1, out2, out3},
+                                          rounding, act_min, act_max, n_in, row0};
+    edgernn_fully_connected_group_s8_range(&a, 0, n_out);
 }
-#endif
 
 /* 16x8: each product fits in 23 bits, so a chunk of up to 256 of them sums exactly in int32; the
  * chunks are added in int64. Four rows at a time and blocks of inputs, as in the 8-bit kernel. */

@@ -378,7 +378,8 @@ def test_int8_kernels_match_the_builtin_kernels_when_generated_for_them(converte
     LOGISTIC, TANH, EXP, ABS, NEG, QUANTIZE, MEAN, SQUARED_DIFFERENCE, RSQRT, SOFTMAX, data movement) is
     exact against both kernel sets; a second op whose builtin kernel differs would fail here. The LSTM is
     also built with a two-thread team, whose FULLY_CONNECTED ranges carry the rounding; so is the CfC, whose
-    four FULLY_CONNECTED ops of one input run as one grouped call (edgernn/backend/grouping.py) split in two."""
+    four FULLY_CONNECTED ops of one input run as one grouped call (edgernn/backend/grouping.py, its arguments
+    in a block filled at init) split in two."""
     import shutil
 
     import edgernn.tflite.interpreter as interpreter
@@ -394,7 +395,8 @@ def test_int8_kernels_match_the_builtin_kernels_when_generated_for_them(converte
     assert "EDGERNN_ROUND_TWICE_UP" in (folder / "firmware" / "model.c").read_text()
     if name in ("lstm", "cfc"):
         builds["threads"] = H.build(folder, cflags=["-O2", "-DEDGERNN_THREADS=2", "-pthread"], name="driver_t2")
-        fn = "edgernn_team_fully_connected_s8(" if name == "lstm" else "edgernn_team_fully_connected_group_s8("
+        fn = ("edgernn_team_fully_connected_s8(" if name == "lstm" else
+              "edgernn_team_split(edgernn_fully_connected_group_s8_range, ")
         assert fn in (folder / "firmware" / "model.c").read_text()
     for label, xs in _sequences(folder).items():
         xq = H.quantize_x(folder, xs)

@@ -166,6 +166,41 @@ def test_a_sum_by_steps_joins_the_loop_whose_elements_it_reduces():
     assert cells.valid(graph, [loop, mixed]) is None
 
 
+# each case: the schedule (a function of the calls below) and whether the new state is assembled in its slot
+AFTER_READS = {
+    "every read before the first write": (lambda k: [k["read_old"], k["part_in_new"], k["concat"]], True),
+    "a part written before a read of the old state": (lambda k: [k["part_in_new"], k["read_old"], k["concat"]], False),
+    "a read of a slice of the old state after the concat": (lambda k: [k["concat"], k["read_slice"]], False),
+    "the concat itself reads the old state": (lambda k: [k["concat_old"]], False),
+    "not a CONCATENATION's": (lambda k: [k["read_old"], k["lut_new"]], False),
+}
+
+
+@pytest.mark.parametrize("case", list(AFTER_READS))
+def test_a_concatenated_new_state_is_assembled_in_its_slot_only_after_every_read_of_the_old(case):
+    """codegen.state_after_reads: an NCP cell's new state, a CONCATENATION of its layers' states (tensor 2), goes
+    straight into the state's slot when every op that reads the old state (tensor 0, or its slice 5) comes before
+    the first that writes the new one or a part of it (tensor 4, placed in it at 14)."""
+    from edgernn.backend.codegen import StateSlot, state_after_reads
+    from edgernn.backend.lowering import Call
+    from edgernn.backend.values import ConstArg, TensorArg
+
+    def lut(op, name, src, dst):
+        return Call(op, name, "edgernn_lut_s8", [ConstArg("lut"), TensorArg(src), 2, TensorArg(dst)])
+
+    def concat(src):
+        return Call(7, "CONCATENATION", "edgernn_copy_runs", [ConstArg("runs"), 1, 1, TensorArg(src), TensorArg(2)])
+
+    calls = {"read_old": lut(1, "LOGISTIC", 0, 3), "part_in_new": lut(3, "LOGISTIC", 3, 4), "concat": concat(3),
+             "read_slice": lut(8, "LOGISTIC", 5, 6), "concat_old": concat(0), "lut_new": lut(6, "LOGISTIC", 3, 2)}
+    aliases = {4: (2, 14), 5: (0, 9)}     # tensor 4 lies in the new state, 5 in the old (a slice)
+    slot = StateSlot("h", 0, 2, "int8_t", 0, 16, 16, 0)
+    schedule, expected = AFTER_READS[case]
+    assert state_after_reads(slot, schedule(calls), aliases, 9) is expected
+    if expected:
+        assert not state_after_reads(slot, schedule(calls), aliases, 2)     # the step's y is no state
+
+
 def test_a_new_state_is_written_in_place_only_where_each_element_is_read_first():
     """codegen.state_in_place: a fused loop that reads the old state element by element before it stores the new
     one writes it in the state's slot (no copy); not when a member reads the old state after the store, nor when

@@ -140,10 +140,7 @@ def test_a_rescale_that_could_leave_int32_is_not_grouped():
 # ---- the kernel against each op's own call, in C ----
 
 KERNEL_VARIANTS = {"portable": [], "scalar": ["-DEDGERNN_FC_SCALAR"], "xpulp_emulated": ["-DEDGERNN_XPULP_EMULATE"],
-                   "size": ["-Os", "-DEDGERNN_FC_SCALAR"],
-                   # the group's small form, a 32-bit core's default (GAP8's), where the host would take the large one
-                   "compact": ["-DEDGERNN_FC_GROUP_COMPACT=1"],
-                   "compact_xpulp_emulated": ["-DEDGERNN_FC_GROUP_COMPACT=1", "-DEDGERNN_XPULP_EMULATE"]}
+                   "size": ["-Os", "-DEDGERNN_FC_SCALAR"]}
 
 # each case: n_in, the ops' rows, their zero points, clamp
 CASES = {
@@ -199,7 +196,7 @@ def _case_source(name: str, n_in: int, rows: list[int], zps: list[int], clamp, r
         lines.append(f"        edgernn_fully_connected_s8({', '.join(arg(a) for a in c.args)});")
     ga = call_args(g)
     outs = ", ".join(f"got{k}" if k < len(rows) else "NULL" for k in range(4))
-    # the whole group, then the team's sub-ranges: blocks of 8 rows, pointers advanced as its wrapper does
+    # the whole group, then the team's sub-ranges: blocks of 4 rows, pointers advanced as its wrapper does
     whole = (f"        edgernn_fully_connected_group_s8(x, {ga['w'].name}, {ga['bias'].name}, {ga['multiplier'].name}, "
              f"{ga['rnd'].name}, {ga['shift'].name}, {c_expr(ga['rounding'])}, {ga['ends'].name}, 0, {c_expr(ga['act_min'])}, "
              f"{c_expr(ga['act_max'])}, {n_in}, {n_out}, {outs});")
@@ -209,6 +206,14 @@ def _case_source(name: str, n_in: int, rows: list[int], zps: list[int], clamp, r
              f"{ga['multiplier'].name} + r0, {ga['rnd'].name} + r0, {ga['shift'].name} + r0, {c_expr(ga['rounding'])}, "
              f"{ga['ends'].name}, r0, {c_expr(ga['act_min'])}, {c_expr(ga['act_max'])}, {n_in}, r1 - r0, {outs});\n"
              f"        }}")
+    # the range function on the argument block the generated code fills at init: the group's base pointers, each
+    # worker's rows [r0, r1) in blocks of 4
+    block = (f"        const edgernn_fc_group_s8_args_t blk = {{x, {ga['w'].name}, {ga['bias'].name}, "
+             f"{ga['multiplier'].name}, {ga['rnd'].name}, {ga['shift'].name}, {ga['ends'].name}, {{{outs}}}, "
+             f"{c_expr(ga['rounding'])}, {c_expr(ga['act_min'])}, {c_expr(ga['act_max'])}, {n_in}, 0}};\n")
+    ranges = (f"        for (r0 = 0; r0 < {n_out}; r0 += step) {{\n"
+              f"            edgernn_fully_connected_group_s8_range(&blk, r0, r0 + step < {n_out} ? r0 + step : {n_out});\n"
+              f"        }}")
     decl = "".join(f"    int8_t ref{k}[{r}], got{k}[{r}];\n" for k, r in enumerate(rows))
     cmp = "".join(f"        bad += memcmp(ref{k}, got{k}, {r}) != 0;\n" for k, r in enumerate(rows))
     clear = "".join(f"        memset(got{k}, 0x55, {r});\n" for k, r in enumerate(rows))
@@ -218,10 +223,11 @@ int main(void)
 {decl}    int t, r0, step, bad = 0;
     for (t = 0; t < 200; ++t) {{
         const int8_t *x = inputs + (size_t)t * {n_in};
-{chr(10).join(lines)}
+{block}{chr(10).join(lines)}
 {clear}{whole}
-{cmp}        for (step = 8; step <= 16; step += 8) {{
+{cmp}        for (step = 4; step <= 16; step += 4) {{
 {clear}{split}
+{cmp}{clear}{ranges}
 {cmp}        }}
     }}
     printf("%d\\n", bad);
@@ -265,7 +271,7 @@ def test_grouped_kernel_gives_each_ops_bytes(tmp_path, case, rounding):
     check = _check(tmp_path, _case_source(case, n_in, rows, zps, clamp, rounding, seed=len(case)))
     for label, flags in KERNEL_VARIANTS.items():
         out = check(label, flags)
-        assert out == "0", f"{case} {rounding} {label}: {out} op outputs (200 inputs, whole and 2 splits) differ"
+        assert out == "0", f"{case} {rounding} {label}: {out} op outputs (200 inputs, whole and 8 splits) differ"
 
 
 # ---- the 16x8 group (edgernn_fully_connected_group_s16) ----

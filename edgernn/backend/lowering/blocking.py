@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 BLOCK_ROWS = (8, 4)   # the row blocks of edgernn_dot8_s8 and edgernn_dot4_s8, largest first
+GROUP_BLOCK_ROWS = (4,)   # edgernn_fully_connected_group_s8's: a small cell's heads, split by the team in blocks of 4
 
 
 def _block(rows: np.ndarray) -> np.ndarray:
@@ -21,16 +22,17 @@ def _block(rows: np.ndarray) -> np.ndarray:
     return np.concatenate(parts) if parts else rows.reshape(-1)
 
 
-def blocked_rows(w: np.ndarray) -> np.ndarray:
-    """The 2-D weights w (rows x inputs) flattened in the blocked layout."""
+def blocked_rows(w: np.ndarray, sizes: tuple[int, ...] = BLOCK_ROWS) -> np.ndarray:
+    """The 2-D weights w (rows x inputs) flattened in the blocked layout (``sizes``: its blocks, largest first;
+    the int8 FULLY_CONNECTED group's are ``GROUP_BLOCK_ROWS``)."""
     w = np.asarray(w)
     n_rows = w.shape[0]
     out, r = [], 0
-    for size in BLOCK_ROWS:
+    for size in sizes:
         while n_rows - r >= size:
             out.append(_block(w[r:r + size]))
             r += size
-            if size != BLOCK_ROWS[0]:
+            if size != sizes[0]:
                 break
     out.append(w[r:].reshape(-1))
     return np.concatenate(out)

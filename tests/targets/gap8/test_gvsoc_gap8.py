@@ -29,7 +29,9 @@ MODELS = {
                                         # words), split by rows over the cores
 }
 # the team kernel each kind's model.c must call
-TEAM_CALLS = {"cfc_int16": "edgernn_team_fully_connected_group_s16_words("}
+TEAM_CALLS = {"cfc_int16": "edgernn_team_fully_connected_group_s16_words(",
+              # the int8 heads' group, through its argument block (filled at init) and in blocks of 4 rows
+              "cfc": "edgernn_team_split(edgernn_fully_connected_group_s8_range, &edgernn_step_group_args[0], 36, 4)"}
 
 
 @pytest.fixture(scope="module")
