@@ -1417,6 +1417,8 @@ static void dw_planes_setup(dw_planes_t *a, const edgernn_conv_geom_t *g, const 
  * (edgernn/backend/layout.py's STEM_CHUNK_ROWS and STEM_ROWS_MAX). */
 #define EDGERNN_STEM_CHUNK_ROWS 2
 #define EDGERNN_STEM_ROWS_MAX 4096
+/* the most taps a filter row has: two words (layout.py's STEM_MAX_KW) */
+#define STEM_MAX_KW 8
 #if defined(EDGERNN_NEAR)
 #define STEM_COPY(in, scratch) (!EDGERNN_NEAR(in) && EDGERNN_NEAR(scratch))
 #else
@@ -1440,10 +1442,11 @@ typedef struct {
     int32_t row, first, left, width;
 } conv_stem_rows_t;
 
-/* One output channel's filter: its rows' words ([w0 w1 w2 0], and a byte up for a pair's second pixel) and
- * weights' sums, the sum's start (bias, + 2^30 with halves) and the requantization. */
+/* One output channel's filter: its rows' words ([w0 w1 w2 0], and a byte up for a pair's second pixel; a row of 4
+ * to 8 taps two words, [w0 w1 w2 w3] in v and the rest, zero-filled, in v2) and weights' sums, the sum's start
+ * (bias, + 2^30 with halves) and the requantization. */
 typedef struct {
-    edgernn_v4s v[DW_MAX_KH], u[DW_MAX_KH];
+    edgernn_v4s v[DW_MAX_KH], u[DW_MAX_KH], v2[DW_MAX_KH];
     int32_t wsum[DW_MAX_KH];
     int32_t start, m, sh;
     int halves;
@@ -1452,8 +1455,14 @@ typedef struct {
 
 static int conv_stem_apply(const edgernn_conv_geom_t *g)
 {
-    return g->in_c == 1 && g->k_w <= 3 && g->dil_w == 1 && (g->stride_w == 1 || g->stride_w == 2) &&
+    return g->in_c == 1 && g->k_w <= STEM_MAX_KW && g->dil_w == 1 && (g->stride_w == 1 || g->stride_w == 2) &&
            g->k_h <= DW_MAX_KH;
+}
+
+/* The words of a filter row (and of a pixel's row of taps): 1 up to 4 taps, 2 up to STEM_MAX_KW. */
+static inline int conv_stem_words(const edgernn_conv_geom_t *g)
+{
+    return g->k_w > 4 ? 2 : 1;
 }
 
 /* The bytes of a copied row: the padded frame's columns that the filter reads and 3 more (DW_PLANE_ROW). */
@@ -1481,8 +1490,11 @@ static void conv_stem_channel(const conv_stem_t *a, const edgernn_conv_geom_t *g
     const int R = o < o8 ? 8 : (n_out - o8 >= 4 && o < o8 + 4 ? 4 : 1); /* 1: a last row, row-major */
     const int oo = o & (R - 1);
     const uint8_t *w = (const uint8_t *)a->w + (size_t)(o - oo) * n;
-    const uint32_t mask = 0xFFFFFFFFu >> (8 * (4 - k_w)), ones = 0x01010101u;
-    uint32_t taps[(DW_MAX_KH * 3 + 3) / 4 + 1]; /* the row's n bytes, then zeros */
+    const int k_w1 = k_w < 4 ? k_w : 4, k_w2 = k_w - k_w1; /* the taps of a row's first and second word */
+    const uint32_t mask = 0xFFFFFFFFu >> (8 * (4 - k_w1)), mask2 = k_w2 ? 0xFFFFFFFFu >> (8 * (4 - k_w2)) : 0;
+    const uint32_t ones = 0x01010101u;
+    uint32_t taps[(DW_MAX_KH * STEM_MAX_KW + 8) / 4]; /* the row's n bytes, then zeros (a last row's second word
+                                                         reads up to 7 bytes past its start) */
     uint8_t *t = (uint8_t *)taps;
     int j, ky;
     for (j = 0; j < whole; j += 4) {
@@ -1494,56 +1506,123 @@ static void conv_stem_channel(const conv_stem_t *a, const edgernn_conv_geom_t *g
         t[j] = w[(size_t)whole * R + (size_t)oo * (n - whole) + (j - whole)];
     }
     for (ky = 0; ky < k_h; ++ky) {
-        edgernn_v4s v = dw_load4(t + ky * k_w), u;
-        uint32_t b;
+        edgernn_v4s v = dw_load4(t + ky * k_w), u, v2 = dw_load4(t + ky * k_w + 4);
+        uint32_t b, b2;
         memcpy(&b, &v, sizeof b);
+        memcpy(&b2, &v2, sizeof b2);
         b &= mask;
+        b2 &= mask2;
         memcpy(&v, &b, sizeof v);
+        memcpy(&v2, &b2, sizeof v2);
         memcpy(&u, &ones, sizeof u);
         ch->v[ky] = v;
-        ch->wsum[ky] = EDGERNN_SDOTSP4(v, u, 0);
+        ch->v2[ky] = v2;
+        ch->wsum[ky] = EDGERNN_SDOTSP4(v2, u, EDGERNN_SDOTSP4(v, u, 0));
         b <<= 8;
         memcpy(&ch->u[ky], &b, sizeof b);
     }
     ch->m = a->multiplier[o];
     ch->sh = a->shift[o];
-    /* every accumulator inside [-2^30, 2^30): at most DW_MAX_KH x 3 products of int8 values (dw_halves_channel) */
+    /* every accumulator inside [-2^30, 2^30): at most DW_MAX_KH x STEM_MAX_KW products of int8 values, 2^20 at
+     * most (dw_halves_channel) */
     ch->halves = bias >= -((int32_t)1 << 29) && bias < ((int32_t)1 << 29) &&
                  edgernn_halves_make(&ch->h, ch->m, ch->sh, a->output_offset);
     ch->start = ch->halves ? (int32_t)((uint32_t)bias + (1u << 30)) : bias;
 }
 
-/* Output pixels [ox, end) of a row in C, rp its filter rows, rv their words: a row of taps one word inside the
- * frame is loaded, another made with the zero point outside. */
+/* Output pixels [ox, end) of a row in C, rp its filter rows, rv (and rv2) their words: a row of taps whose words
+ * are inside the frame is loaded, another made with the zero point outside. */
 static void conv_stem_pixels(const conv_stem_t *a, const edgernn_conv_geom_t *g, const conv_stem_rows_t *f,
                              const conv_stem_channel_t *ch, const int8_t *const *rp, const edgernn_v4s *rv,
-                             int32_t start, int ox, int end, int8_t *y)
+                             const edgernn_v4s *rv2, int32_t start, int ox, int end, int8_t *y)
 {
-    const int k_h = g->k_h, k_w = g->k_w, sx = g->stride_w, out_c = g->out_c;
+    const int k_h = g->k_h, k_w = g->k_w, sx = g->stride_w, out_c = g->out_c, words = conv_stem_words(g);
     const int32_t in_w = f->width, pad = a->pad, off = a->output_offset, lo = a->act_min, hi = a->act_max;
-    int ky, kx;
+    int ky, kx, q;
     for (; ox < end; ++ox, y += out_c) {
         const int32_t x0 = ox * sx - f->left;
         int32_t acc = start;
         for (ky = 0; ky < k_h; ++ky) {
-            edgernn_v4s r;
-            if (x0 >= 0 && x0 + 4 <= in_w) {
-                r = dw_load4((const uint8_t *)rp[ky] + x0);
-            } else {
-                uint32_t v = 0;
-                for (kx = 0; kx < k_w; ++kx) {
-                    const int32_t x = x0 + kx;
-                    v |= (uint32_t)(uint8_t)(x >= 0 && x < in_w ? rp[ky][x] : pad) << (8 * kx);
+            for (q = 0; q < words; ++q) {
+                const int32_t xq = x0 + 4 * q;
+                edgernn_v4s r;
+                if (xq >= 0 && xq + 4 <= in_w) {
+                    r = dw_load4((const uint8_t *)rp[ky] + xq);
+                } else if (in_w >= 4 && xq > -4 && xq + 4 - in_w < 4) {
+                    /* a word across an edge: the row's first (last) word moved up (down) by the lanes outside,
+                     * the zero point in them */
+                    const uint32_t pad4 = (uint32_t)(uint8_t)pad * 0x01010101u;
+                    const int out = xq < 0 ? -xq : xq + 4 - in_w;
+                    const edgernn_v4s e = dw_load4((const uint8_t *)rp[ky] + (xq < 0 ? 0 : in_w - 4));
+                    uint32_t v;
+                    memcpy(&v, &e, sizeof v);
+                    v = xq < 0 ? v << (8 * out) | pad4 >> (32 - 8 * out) : v >> (8 * out) | pad4 << (32 - 8 * out);
+                    memcpy(&r, &v, sizeof r);
+                } else {
+                    uint32_t v = 0;
+                    for (kx = 4 * q; kx < k_w && kx < 4 * q + 4; ++kx) {
+                        const int32_t x = x0 + kx;
+                        v |= (uint32_t)(uint8_t)(x >= 0 && x < in_w ? rp[ky][x] : pad) << (8 * (kx - 4 * q));
+                    }
+                    memcpy(&r, &v, sizeof r);
                 }
-                memcpy(&r, &v, sizeof r);
+                acc = EDGERNN_SDOTSP4(r, q ? rv2[ky] : rv[ky], acc);
             }
-            acc = EDGERNN_SDOTSP4(r, rv[ky], acc);
         }
         *y = (int8_t)edgernn_clamp(ch->halves ? edgernn_halves((uint32_t)acc, &ch->h)
                                               : edgernn_mbqm_hi(acc, ch->m, ch->sh) + off,
                                    lo, hi);
     }
 }
+
+/* dw_halves_rows_asm's form: bit 0 the signless requantization (a ReLU's clamp), bit 1 p.clip's clamp */
+#define STEM_FORM(a) \
+    (((a)->act_min >= (a)->output_offset ? 1 : 0) | ((a)->act_min == -128 && (a)->act_max == 127 ? 2 : 0))
+/* the 5-row loop's channels: rows of 5 to 8 taps, halves, p.clip's clamp (the stem without activation; a ReLU's
+ * clamp would need two more registers than the loop has) */
+#define STEM5_ASM(a, g, ch) ((g)->k_h == 5 && (g)->k_w > 4 && (ch)->halves && (STEM_FORM(a) & 2))
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+/* GAP8: n >= 1 outputs of one row of a 5-row filter of two words a row (5 to 8 taps), one a turn: p the first
+ * output's first filter row, its rows tap_y bytes apart, the pixels sx apart. A row's two words are a load at 4(p)
+ * and a load at p post-incremented by tap_y (p.lw rd, rs2(rs1!): .insn r 0x0b, 7, 0x10), 10 loads and 10
+ * pv.sdotsp.b an output, each word used 2 instructions after its load; then p back to the next pixel's first row
+ * (back = sx - 5 tap_y) and the requantization from halves (dw_halves_rows_asm's) with p.clip's clamp. The count
+ * register, once lp.setup has read it, is the sign's scratch. */
+#define STEM5_ROW(k)                                                                                \
+    "lw %[r1], 4(%[p])\n\t.insn r 0x0b, 7, 0x10, %[r0], %[p], %[ty]\n\t"                             \
+    DW_SDOT("a0", "r1", "t" #k) DW_SDOT("a0", "r0", "v" #k)
+#define STEM5_BODY                                                                                  \
+    "addi %[a0], %[xs0], 0\n\t" STEM5_ROW(0) STEM5_ROW(1) STEM5_ROW(2) STEM5_ROW(3) STEM5_ROW(4)         \
+    "add %[p], %[p], %[back]\n\t"
+/* HALFWORDS: lp.setup's offset to the body's last instruction, 2 an instruction: the body's 22 and the
+ * requantization's 9 (signed) or 7 */
+#define STEM5_LOOP(RQ, HALFWORDS)                                                                   \
+    __asm__ volatile(".option push\n\t.option norvc\n\t"                                           \
+                     "blez %[r0], 1f\n\t"                                                           \
+                     ".insn i 0x7b, 4, x0, %[r0], " #HALFWORDS "\n\t"                               \
+                     STEM5_BODY RQ("a0", "r1", "r0", DW_RQ_CLIP8)                                     \
+                     "1:\n\t.option pop"                                                            \
+                     : [p] "+r"(p), [y] "+r"(y), [r0] "+r"(r0), [a0] "=&r"(a0), [r1] "=&r"(r1)           \
+                     : [v0] "r"(v[0]), [v1] "r"(v[1]), [v2] "r"(v[2]), [v3] "r"(v[3]), [v4] "r"(v[4]),      \
+                       [t0] "r"(t[0]), [t1] "r"(t[1]), [t2] "r"(t[2]), [t3] "r"(t[3]), [t4] "r"(t[4]),      \
+                       [xs0] "r"(xs0), [k1] "r"(h->k1), [k2] "r"(h->k2), [k3] "r"(h->k3), [k4] "r"(k4),     \
+                       [e] "r"(h->e), [oc] "r"(oc), [ty] "r"(tap_y), [back] "r"(back)                       \
+                     : "memory")
+
+/* form: as dw_halves_rows_asm's, bit 1 (p.clip's clamp) set. */
+static void conv_stem_row5_asm(const uint8_t *p, int32_t tap_y, int n, int sx, int32_t oc, uint32_t xs0,
+                               const edgernn_halves_t *h, int form, const edgernn_v4s *v, const edgernn_v4s *t,
+                               int8_t *y)
+{
+    const int32_t k4 = h->k4 + (form & 1), back = sx - 5 * tap_y;
+    int32_t r0 = n, a0, r1;
+    if (form & 1) {
+        STEM5_LOOP(DW_RQ_SIGNLESS, 58);
+    } else {
+        STEM5_LOOP(DW_RQ_SIGNED, 62);
+    }
+}
+#endif
 
 /* Channel ch's outputs of pixels [xa, xb) of output row oy from the frame's rows f, y at pixel xa's; pixels
  * [lo, hi) of every row have their rows of taps one word of f's (x0 >= 0, x0 + 4 <= width): the hardware
@@ -1555,21 +1634,24 @@ static void conv_stem_row(const conv_stem_t *a, const edgernn_conv_geom_t *g, co
     const int32_t y0 = oy * g->stride_h - g->pad_top;
     const int mid0 = lo < xa ? xa : (lo > xb ? xb : lo), mid1 = hi > xb ? xb : (hi < mid0 ? mid0 : hi);
     const int8_t *rp[DW_MAX_KH], *inside = f->base;
-    edgernn_v4s rv[DW_MAX_KH], ru[DW_MAX_KH];
+    edgernn_v4s rv[DW_MAX_KH], ru[DW_MAX_KH], rv2[DW_MAX_KH];
     int32_t start = ch->start;
-    int ky, ox;
+    int ky, ox, all_inside = 1;
     for (ky = 0; ky < k_h; ++ky) {
         const int32_t iy = y0 + ky * g->dil_h;
         if (iy >= 0 && iy < g->in_h) {
             rp[ky] = inside = f->base + (size_t)(iy - f->first) * f->row;
             rv[ky] = ch->v[ky];
             ru[ky] = ch->u[ky];
+            rv2[ky] = ch->v2[ky];
         } else {
             const uint32_t zero = 0;
             rp[ky] = NULL;
             memcpy(&rv[ky], &zero, sizeof zero);
             memcpy(&ru[ky], &zero, sizeof zero);
+            memcpy(&rv2[ky], &zero, sizeof zero);
             start += a->pad * ch->wsum[ky];
+            all_inside = 0;
         }
     }
     for (ky = 0; ky < k_h; ++ky) {
@@ -1578,11 +1660,17 @@ static void conv_stem_row(const conv_stem_t *a, const edgernn_conv_geom_t *g, co
         }
     }
     if (xa < mid0) {
-        conv_stem_pixels(a, g, f, ch, rp, rv, start, xa, mid0, y);
+        conv_stem_pixels(a, g, f, ch, rp, rv, rv2, start, xa, mid0, y);
     }
     ox = mid0;
 #if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
-    if (k_h == 3 && ch->halves && mid1 > mid0) {
+    if (STEM5_ASM(a, g, ch) && all_inside && mid1 > mid0) {
+        /* the rows evenly spaced: a row outside the frame would be read at an address before or after it */
+        const int32_t x0 = mid0 * g->stride_w - f->left;
+        conv_stem_row5_asm((const uint8_t *)rp[0] + x0, g->dil_h * f->row, mid1 - mid0, g->stride_w, g->out_c,
+                           (uint32_t)start, &ch->h, STEM_FORM(a), rv, rv2, y + (size_t)(mid0 - xa) * g->out_c);
+        ox = mid1;
+    } else if (g->k_w <= 3 && k_h == 3 && ch->halves && mid1 > mid0) {
         const int32_t x0 = mid0 * g->stride_w - f->left, lo_ = a->act_min, hi_ = a->act_max;
         const int form = (lo_ >= a->output_offset ? 1 : 0) | (lo_ == -128 && hi_ == 127 ? 2 : 0);
         ox += dw_halves_rows_asm((const uint8_t *)rp[0] + x0, (const uint8_t *)rp[1] + x0,
@@ -1592,9 +1680,10 @@ static void conv_stem_row(const conv_stem_t *a, const edgernn_conv_geom_t *g, co
 #else
     (void)ru;
     (void)mid1;
+    (void)all_inside;
 #endif
     if (ox < xb) {
-        conv_stem_pixels(a, g, f, ch, rp, rv, start, ox, xb, y + (size_t)(ox - xa) * g->out_c);
+        conv_stem_pixels(a, g, f, ch, rp, rv, rv2, start, ox, xb, y + (size_t)(ox - xa) * g->out_c);
     }
 }
 
@@ -1652,7 +1741,7 @@ static void conv_stem_chunk(const conv_stem_t *a, const edgernn_conv_geom_t *g, 
 #if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
     const int32_t lo = a->act_min, hi = a->act_max;
     const int form = (lo >= a->output_offset ? 1 : 0) | (lo == -128 && hi == 127 ? 2 : 0);
-    const int asm_rows = k_h == 3 && ch->halves;
+    const int asm_rows = g->k_w <= 3 && k_h == 3 && ch->halves;
     if (asm_rows && n > 1 && (form & 2) && (g->stride_w == 2 || (out_w & 1) == 0) && out_w >= 2) {
         const uint8_t *b = (const uint8_t *)f->base;
         dw_halves_rows_asm(b, b + tap_y, b + 2 * tap_y, step_y, n, out_w, g->stride_w, g->out_c,
@@ -1666,14 +1755,18 @@ static void conv_stem_chunk(const conv_stem_t *a, const edgernn_conv_geom_t *g, 
             rp[ky] = f->base + (size_t)r * step_y + (size_t)ky * tap_y;
         }
 #if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
-        if (asm_rows) {
+        if (STEM5_ASM(a, g, ch)) {
+            conv_stem_row5_asm((const uint8_t *)rp[0], (int32_t)tap_y, out_w, g->stride_w, g->out_c,
+                               (uint32_t)ch->start, &ch->h, STEM_FORM(a), ch->v, ch->v2, y);
+            done = out_w;
+        } else if (asm_rows) {
             done = dw_halves_rows_asm((const uint8_t *)rp[0], (const uint8_t *)rp[1], (const uint8_t *)rp[2], 0, 1,
                                       out_w, g->stride_w, g->out_c, (uint32_t)ch->start, &ch->h, form, lo, hi, ch->v,
                                       ch->u, y);
         }
 #endif
         if (done < out_w) {
-            conv_stem_pixels(a, g, f, ch, rp, ch->v, ch->start, done, out_w, y + (size_t)done * g->out_c);
+            conv_stem_pixels(a, g, f, ch, rp, ch->v, ch->v2, ch->start, done, out_w, y + (size_t)done * g->out_c);
         }
     }
 }
@@ -1685,7 +1778,8 @@ static void conv_stem_workers(const void *args, int k_begin, int k_end)
     const conv_stem_t *a = (const conv_stem_t *)args;
     GEOM_LOCAL_FROM(a->g);
     const int n_pix = g->out_h * g->out_w, sx = g->stride_w, out_w = g->out_w;
-    const int32_t pl = g->pad_left, last = g->in_w - 4 + pl; /* in place, x0 + 4 <= in_w: ox * sx <= last */
+    /* in place, x0 + 4 words <= in_w: ox * sx <= last */
+    const int32_t pl = g->pad_left, last = g->in_w - 4 * conv_stem_words(g) + pl;
     int lo = sx == 1 ? pl : (pl + 1) >> 1, hi = last < 0 ? 0 : (sx == 1 ? last : last >> 1) + 1;
     int k;
     lo = lo > out_w ? out_w : lo;
