@@ -1609,8 +1609,47 @@ static void conv_stem_pixels(const conv_stem_t *a, const edgernn_conv_geom_t *g,
                        [e] "r"(h->e), [oc] "r"(oc), [ty] "r"(tap_y), [back] "r"(back)                       \
                      : "memory")
 
+/* Two outputs a turn that share a word: pixel x's second word (at x + 4) is the first word of the pixel 4 bytes on
+ * (d = 4 / sx pixels on), so a turn loads 3 words a row for the two (at 4(p), 8(p), then p post-incremented),
+ * 15 loads and 20 pv.sdotsp.b; the pointer moves 8 bytes a turn (the 2d pixels of a group: the turn's two and
+ * the d - 1 others' between them, which other calls make) and each store on by d outputs (yd). */
+#define STEM5_PAIR_ROW(k)                                                                           \
+    "lw %[r1], 4(%[p])\n\tlw %[r2], 8(%[p])\n\t.insn r 0x0b, 7, 0x10, %[r0], %[p], %[ty]\n\t"         \
+    DW_SDOT("a0", "r1", "t" #k) DW_SDOT("a1", "r1", "v" #k) DW_SDOT("a1", "r2", "t" #k)               \
+    DW_SDOT("a0", "r0", "v" #k)
+#define STEM5_PAIR_BODY                                                                             \
+    "addi %[a0], %[xs0], 0\n\taddi %[a1], %[xs0], 0\n\t" STEM5_PAIR_ROW(0) STEM5_PAIR_ROW(1)           \
+    STEM5_PAIR_ROW(2) STEM5_PAIR_ROW(3) STEM5_PAIR_ROW(4) "add %[p], %[p], %[back]\n\t"
+/* HALFWORDS: the body's 38 and two requantizations of 9 (signed) or 7 */
+#define STEM5_PAIR_LOOP(RQ, HALFWORDS)                                                              \
+    __asm__ volatile(".option push\n\t.option norvc\n\t"                                           \
+                     "blez %[r0], 1f\n\t"                                                           \
+                     ".insn i 0x7b, 4, x0, %[r0], " #HALFWORDS "\n\t"                               \
+                     STEM5_PAIR_BODY RQ("a0", "r1", "r0", DW_RQ_CLIP8) RQ("a1", "r2", "r0", DW_RQ_CLIP8) \
+                     "1:\n\t.option pop"                                                            \
+                     : [p] "+r"(p), [y] "+r"(y), [r0] "+r"(r0), [a0] "=&r"(a0), [a1] "=&r"(a1),           \
+                       [r1] "=&r"(r1), [r2] "=&r"(r2)                                                    \
+                     : [v0] "r"(v[0]), [v1] "r"(v[1]), [v2] "r"(v[2]), [v3] "r"(v[3]), [v4] "r"(v[4]),      \
+                       [t0] "r"(t[0]), [t1] "r"(t[1]), [t2] "r"(t[2]), [t3] "r"(t[3]), [t4] "r"(t[4]),      \
+                       [xs0] "r"(xs0), [k1] "r"(h->k1), [k2] "r"(h->k2), [k3] "r"(h->k3), [k4] "r"(k4),     \
+                       [e] "r"(h->e), [oc] "r"(yd), [ty] "r"(tap_y), [back] "r"(back)                       \
+                     : "memory")
+
+static void conv_stem_pairs5_asm(const uint8_t *p, int32_t tap_y, int n, int32_t yd, uint32_t xs0,
+                                 const edgernn_halves_t *h, int form, const edgernn_v4s *v, const edgernn_v4s *t,
+                                 int8_t *y)
+{
+    const int32_t k4 = h->k4 + (form & 1), back = 8 - 5 * tap_y;
+    int32_t r0 = n, a0, a1, r1, r2;
+    if (form & 1) {
+        STEM5_PAIR_LOOP(DW_RQ_SIGNLESS, 104);
+    } else {
+        STEM5_PAIR_LOOP(DW_RQ_SIGNED, 112);
+    }
+}
+
 /* form: as dw_halves_rows_asm's, bit 1 (p.clip's clamp) set. */
-static void conv_stem_row5_asm(const uint8_t *p, int32_t tap_y, int n, int sx, int32_t oc, uint32_t xs0,
+static void conv_stem_row5_one_asm(const uint8_t *p, int32_t tap_y, int n, int sx, int32_t oc, uint32_t xs0,
                                const edgernn_halves_t *h, int form, const edgernn_v4s *v, const edgernn_v4s *t,
                                int8_t *y)
 {
@@ -1620,6 +1659,27 @@ static void conv_stem_row5_asm(const uint8_t *p, int32_t tap_y, int n, int sx, i
         STEM5_LOOP(DW_RQ_SIGNLESS, 58);
     } else {
         STEM5_LOOP(DW_RQ_SIGNED, 62);
+    }
+}
+
+/* n outputs of a row: groups of 2d pixels (d = 4 / sx) by d calls of the pair loop, each making the pixels
+ * q and q + d of every group, then the rest one a turn. */
+static void conv_stem_row5_asm(const uint8_t *p, int32_t tap_y, int n, int sx, int32_t oc, uint32_t xs0,
+                               const edgernn_halves_t *h, int form, const edgernn_v4s *v, const edgernn_v4s *t,
+                               int8_t *y)
+{
+    const int d = sx == 1 ? 4 : 2, groups = sx == 1 ? n >> 3 : n >> 2;
+    int q;
+    if (groups > 0) {
+        for (q = 0; q < d; ++q) {
+            conv_stem_pairs5_asm(p + q * sx, tap_y, groups, d * oc, xs0, h, form, v, t, y + (size_t)q * oc);
+        }
+        p += 8 * groups;
+        y += (size_t)(2 * d * groups) * oc;
+        n -= 2 * d * groups;
+    }
+    if (n > 0) {
+        conv_stem_row5_one_asm(p, tap_y, n, sx, oc, xs0, h, form, v, t, y);
     }
 }
 #endif
