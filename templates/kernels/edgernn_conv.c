@@ -1417,6 +1417,12 @@ static void dw_planes_setup(dw_planes_t *a, const edgernn_conv_geom_t *g, const 
  * (edgernn/backend/layout.py's STEM_CHUNK_ROWS and STEM_ROWS_MAX). */
 #define EDGERNN_STEM_CHUNK_ROWS 2
 #define EDGERNN_STEM_ROWS_MAX 4096
+/* the stem's helpers out of line, so that a worker's stack holds one frame of theirs at a time */
+#if defined(__GNUC__)
+#define EDGERNN_STEM_NOINLINE __attribute__((noinline))
+#else
+#define EDGERNN_STEM_NOINLINE
+#endif
 /* the most taps a filter row has: two words (layout.py's STEM_MAX_KW) */
 #define STEM_MAX_KW 8
 #if defined(EDGERNN_NEAR)
@@ -1442,12 +1448,12 @@ typedef struct {
     int32_t row, first, left, width;
 } conv_stem_rows_t;
 
-/* One output channel's filter: its rows' words ([w0 w1 w2 0], and a byte up for a pair's second pixel; a row of 4
- * to 8 taps two words, [w0 w1 w2 w3] in v and the rest, zero-filled, in v2) and weights' sums, the sum's start
- * (bias, + 2^30 with halves) and the requantization. */
+/* One output channel's filter: its rows' words ([w0 w1 w2 0] in v, and in u a byte up for a pair's second pixel;
+ * a row of 5 to 8 taps two words, [w0 w1 w2 w3] in v and the rest, zero-filled, in u) and weights' sums, the sum's
+ * start (bias, + 2^30 with halves) and the requantization. Small: the cluster cores' stacks are (a worker's
+ * holds one, and the rows' words of conv_stem_row, not inlined into it). */
 typedef struct {
-    edgernn_v4s v[DW_MAX_KH], u[DW_MAX_KH], v2[DW_MAX_KH];
-    int32_t wsum[DW_MAX_KH];
+    edgernn_v4s v[DW_MAX_KH], u[DW_MAX_KH];
     int32_t start, m, sh;
     int halves;
     edgernn_halves_t h;
@@ -1483,7 +1489,8 @@ static int32_t conv_stem_slot(const edgernn_conv_geom_t *g)
 
 /* Channel o, its filter read from the blocked weights (edgernn_dot.h) of out_c rows of k_h * k_w inputs: the
  * row's whole groups of 4 a word each, its last n mod 4 bytes, then each filter row's word from those. */
-static void conv_stem_channel(const conv_stem_t *a, const edgernn_conv_geom_t *g, int o, conv_stem_channel_t *ch)
+static EDGERNN_STEM_NOINLINE void conv_stem_channel(const conv_stem_t *a, const edgernn_conv_geom_t *g, int o,
+                                                    conv_stem_channel_t *ch)
 {
     const int n_out = g->out_c, k_h = g->k_h, k_w = g->k_w, n = k_h * k_w, o8 = n_out & ~7, whole = n & ~3;
     const int32_t bias = a->bias[o];
@@ -1516,10 +1523,12 @@ static void conv_stem_channel(const conv_stem_t *a, const edgernn_conv_geom_t *g
         memcpy(&v2, &b2, sizeof v2);
         memcpy(&u, &ones, sizeof u);
         ch->v[ky] = v;
-        ch->v2[ky] = v2;
-        ch->wsum[ky] = EDGERNN_SDOTSP4(v2, u, EDGERNN_SDOTSP4(v, u, 0));
         b <<= 8;
-        memcpy(&ch->u[ky], &b, sizeof b);
+        if (k_w2) {
+            ch->u[ky] = v2;
+        } else {
+            memcpy(&ch->u[ky], &b, sizeof b);
+        }
     }
     ch->m = a->multiplier[o];
     ch->sh = a->shift[o];
@@ -1530,30 +1539,38 @@ static void conv_stem_channel(const conv_stem_t *a, const edgernn_conv_geom_t *g
     ch->start = ch->halves ? (int32_t)((uint32_t)bias + (1u << 30)) : bias;
 }
 
-/* Output pixels [ox, end) of a row in C, rp its filter rows, rv (and rv2) their words: a row of taps whose words
- * are inside the frame is loaded, another made with the zero point outside. */
-static void conv_stem_pixels(const conv_stem_t *a, const edgernn_conv_geom_t *g, const conv_stem_rows_t *f,
-                             const conv_stem_channel_t *ch, const int8_t *const *rp, const edgernn_v4s *rv,
-                             const edgernn_v4s *rv2, int32_t start, int ox, int end, int8_t *y)
+/* Output pixels [ox, end) of a row in C: filter row ky reads the frame's row y0 + ky dil_h of f where bit ky of
+ * inside is set (the others are outside the frame, their zero point in start); a row of taps whose words are inside
+ * the frame is loaded, another made with the zero point outside. The rows' pointers are not kept in arrays: the
+ * cluster cores' stacks are small (a master core's 2 KiB holds the DMA bands' frames under this one). */
+static EDGERNN_STEM_NOINLINE void conv_stem_pixels(const conv_stem_t *a, const edgernn_conv_geom_t *g,
+                                                   const conv_stem_rows_t *f, const conv_stem_channel_t *ch,
+                                                   int32_t y0, uint32_t inside, int32_t start, int ox, int end,
+                                                   int8_t *y)
 {
     const int k_h = g->k_h, k_w = g->k_w, sx = g->stride_w, out_c = g->out_c, words = conv_stem_words(g);
     const int32_t in_w = f->width, pad = a->pad, off = a->output_offset, lo = a->act_min, hi = a->act_max;
+    const uint32_t pad4 = (uint32_t)(uint8_t)pad * 0x01010101u;
     int ky, kx, q;
     for (; ox < end; ++ox, y += out_c) {
         const int32_t x0 = ox * sx - f->left;
         int32_t acc = start;
         for (ky = 0; ky < k_h; ++ky) {
+            const int8_t *rp;
+            if (!((inside >> ky) & 1u)) {
+                continue;
+            }
+            rp = f->base + (size_t)(y0 + ky * g->dil_h - f->first) * f->row;
             for (q = 0; q < words; ++q) {
                 const int32_t xq = x0 + 4 * q;
                 edgernn_v4s r;
                 if (xq >= 0 && xq + 4 <= in_w) {
-                    r = dw_load4((const uint8_t *)rp[ky] + xq);
+                    r = dw_load4((const uint8_t *)rp + xq);
                 } else if (in_w >= 4 && xq > -4 && xq + 4 - in_w < 4) {
                     /* a word across an edge: the row's first (last) word moved up (down) by the lanes outside,
                      * the zero point in them */
-                    const uint32_t pad4 = (uint32_t)(uint8_t)pad * 0x01010101u;
                     const int out = xq < 0 ? -xq : xq + 4 - in_w;
-                    const edgernn_v4s e = dw_load4((const uint8_t *)rp[ky] + (xq < 0 ? 0 : in_w - 4));
+                    const edgernn_v4s e = dw_load4((const uint8_t *)rp + (xq < 0 ? 0 : in_w - 4));
                     uint32_t v;
                     memcpy(&v, &e, sizeof v);
                     v = xq < 0 ? v << (8 * out) | pad4 >> (32 - 8 * out) : v >> (8 * out) | pad4 << (32 - 8 * out);
@@ -1562,11 +1579,11 @@ static void conv_stem_pixels(const conv_stem_t *a, const edgernn_conv_geom_t *g,
                     uint32_t v = 0;
                     for (kx = 4 * q; kx < k_w && kx < 4 * q + 4; ++kx) {
                         const int32_t x = x0 + kx;
-                        v |= (uint32_t)(uint8_t)(x >= 0 && x < in_w ? rp[ky][x] : pad) << (8 * (kx - 4 * q));
+                        v |= (uint32_t)(uint8_t)(x >= 0 && x < in_w ? rp[x] : pad) << (8 * (kx - 4 * q));
                     }
                     memcpy(&r, &v, sizeof r);
                 }
-                acc = EDGERNN_SDOTSP4(r, q ? rv2[ky] : rv[ky], acc);
+                acc = EDGERNN_SDOTSP4(r, q ? ch->u[ky] : ch->v[ky], acc);
             }
         }
         *y = (int8_t)edgernn_clamp(ch->halves ? edgernn_halves((uint32_t)acc, &ch->h)
@@ -1687,63 +1704,57 @@ static void conv_stem_row5_asm(const uint8_t *p, int32_t tap_y, int n, int sx, i
 /* Channel ch's outputs of pixels [xa, xb) of output row oy from the frame's rows f, y at pixel xa's; pixels
  * [lo, hi) of every row have their rows of taps one word of f's (x0 >= 0, x0 + 4 <= width): the hardware
  * loop's where it applies. */
-static void conv_stem_row(const conv_stem_t *a, const edgernn_conv_geom_t *g, const conv_stem_rows_t *f,
-                          const conv_stem_channel_t *ch, int oy, int xa, int xb, int lo, int hi, int8_t *y)
+static EDGERNN_STEM_NOINLINE void conv_stem_row(const conv_stem_t *a, const edgernn_conv_geom_t *g,
+                                                const conv_stem_rows_t *f, const conv_stem_channel_t *ch, int oy,
+                                                int xa, int xb, int lo, int hi, int8_t *y)
 {
-    const int k_h = g->k_h;
+    const int k_h = g->k_h, all = (int)((1u << k_h) - 1u);
     const int32_t y0 = oy * g->stride_h - g->pad_top;
     const int mid0 = lo < xa ? xa : (lo > xb ? xb : lo), mid1 = hi > xb ? xb : (hi < mid0 ? mid0 : hi);
-    const int8_t *rp[DW_MAX_KH], *inside = f->base;
-    edgernn_v4s rv[DW_MAX_KH], ru[DW_MAX_KH], rv2[DW_MAX_KH];
+    const uint32_t ones = 0x01010101u;
+    edgernn_v4s one;
+    uint32_t inside = 0;
     int32_t start = ch->start;
-    int ky, ox, all_inside = 1;
+    int ky, ox;
+    memcpy(&one, &ones, sizeof one);
     for (ky = 0; ky < k_h; ++ky) {
         const int32_t iy = y0 + ky * g->dil_h;
         if (iy >= 0 && iy < g->in_h) {
-            rp[ky] = inside = f->base + (size_t)(iy - f->first) * f->row;
-            rv[ky] = ch->v[ky];
-            ru[ky] = ch->u[ky];
-            rv2[ky] = ch->v2[ky];
-        } else {
-            const uint32_t zero = 0;
-            rp[ky] = NULL;
-            memcpy(&rv[ky], &zero, sizeof zero);
-            memcpy(&ru[ky], &zero, sizeof zero);
-            memcpy(&rv2[ky], &zero, sizeof zero);
-            start += a->pad * ch->wsum[ky];
-            all_inside = 0;
-        }
-    }
-    for (ky = 0; ky < k_h; ++ky) {
-        if (rp[ky] == NULL) {
-            rp[ky] = inside; /* a row of the frame, read against weights 0 */
+            inside |= 1u << ky;
+        } else { /* the zero point times the row's weights (u a second word only past 4 taps) */
+            int32_t wsum = EDGERNN_SDOTSP4(ch->v[ky], one, 0);
+            if (g->k_w > 4) {
+                wsum = EDGERNN_SDOTSP4(ch->u[ky], one, wsum);
+            }
+            start += a->pad * wsum;
         }
     }
     if (xa < mid0) {
-        conv_stem_pixels(a, g, f, ch, rp, rv, rv2, start, xa, mid0, y);
+        conv_stem_pixels(a, g, f, ch, y0, inside, start, xa, mid0, y);
     }
     ox = mid0;
 #if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
-    if (STEM5_ASM(a, g, ch) && all_inside && mid1 > mid0) {
-        /* the rows evenly spaced: a row outside the frame would be read at an address before or after it */
-        const int32_t x0 = mid0 * g->stride_w - f->left;
-        conv_stem_row5_asm((const uint8_t *)rp[0] + x0, g->dil_h * f->row, mid1 - mid0, g->stride_w, g->out_c,
-                           (uint32_t)start, &ch->h, STEM_FORM(a), rv, rv2, y + (size_t)(mid0 - xa) * g->out_c);
-        ox = mid1;
-    } else if (g->k_w <= 3 && k_h == 3 && ch->halves && mid1 > mid0) {
-        const int32_t x0 = mid0 * g->stride_w - f->left, lo_ = a->act_min, hi_ = a->act_max;
-        const int form = (lo_ >= a->output_offset ? 1 : 0) | (lo_ == -128 && hi_ == 127 ? 2 : 0);
-        ox += dw_halves_rows_asm((const uint8_t *)rp[0] + x0, (const uint8_t *)rp[1] + x0,
-                                 (const uint8_t *)rp[2] + x0, 0, 1, mid1 - mid0, g->stride_w, g->out_c,
-                                 (uint32_t)start, &ch->h, form, lo_, hi_, rv, ru, y + (size_t)(mid0 - xa) * g->out_c);
+    if ((int)inside == all && mid1 > mid0) {
+        /* every row inside: the rows evenly spaced from the first */
+        const uint8_t *p = (const uint8_t *)f->base + (size_t)(y0 - f->first) * f->row + mid0 * g->stride_w - f->left;
+        int8_t *ym = y + (size_t)(mid0 - xa) * g->out_c;
+        if (STEM5_ASM(a, g, ch)) {
+            conv_stem_row5_asm(p, g->dil_h * f->row, mid1 - mid0, g->stride_w, g->out_c, (uint32_t)start, &ch->h,
+                               STEM_FORM(a), ch->v, ch->u, ym);
+            ox = mid1;
+        } else if (g->k_w <= 3 && k_h == 3 && ch->halves) {
+            const size_t tap_y = (size_t)g->dil_h * f->row;
+            ox += dw_halves_rows_asm(p, p + tap_y, p + 2 * tap_y, 0, 1, mid1 - mid0, g->stride_w, g->out_c,
+                                     (uint32_t)start, &ch->h, STEM_FORM(a), a->act_min, a->act_max, ch->v, ch->u,
+                                     ym);
+        }
     }
 #else
-    (void)ru;
     (void)mid1;
-    (void)all_inside;
+    (void)all;
 #endif
     if (ox < xb) {
-        conv_stem_pixels(a, g, f, ch, rp, rv, rv2, start, ox, xb, y + (size_t)(ox - xa) * g->out_c);
+        conv_stem_pixels(a, g, f, ch, y0, inside, start, ox, xb, y + (size_t)(ox - xa) * g->out_c);
     }
 }
 
@@ -1790,15 +1801,18 @@ static void conv_stem_copy(const edgernn_conv_geom_t *g, const int8_t *in, int32
 /* Channel ch's outputs of n output rows from their padded rows (f: conv_stem_copy's slot, the first output
  * row's first), y at the first row's pixel 0: all rows in one hardware loop where it takes them, else a row
  * at a time, its pixels the loop leaves in C. */
-static void conv_stem_chunk(const conv_stem_t *a, const edgernn_conv_geom_t *g, const conv_stem_rows_t *f,
-                            const conv_stem_channel_t *ch, int n, int8_t *y)
+static EDGERNN_STEM_NOINLINE void conv_stem_chunk(const conv_stem_t *a, const edgernn_conv_geom_t *g,
+                                                  const conv_stem_rows_t *f, const conv_stem_channel_t *ch, int n,
+                                                  int8_t *y)
 {
     const int out_w = g->out_w, k_h = g->k_h;
     const size_t tap_y = (size_t)g->dil_h * f->row, step_y = (size_t)g->stride_h * f->row;
     const size_t out_row = (size_t)out_w * g->out_c;
-    const int8_t *rp[DW_MAX_KH];
-    int r, ky;
-#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+    int r;
+#if !(defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP)
+    (void)tap_y;
+    (void)step_y;
+#else
     const int32_t lo = a->act_min, hi = a->act_max;
     const int form = (lo >= a->output_offset ? 1 : 0) | (lo == -128 && hi == 127 ? 2 : 0);
     const int asm_rows = g->k_w <= 3 && k_h == 3 && ch->halves;
@@ -1811,22 +1825,21 @@ static void conv_stem_chunk(const conv_stem_t *a, const edgernn_conv_geom_t *g, 
 #endif
     for (r = 0; r < n; ++r, y += out_row) {
         int done = 0;
-        for (ky = 0; ky < k_h; ++ky) {
-            rp[ky] = f->base + (size_t)r * step_y + (size_t)ky * tap_y;
-        }
 #if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+        const uint8_t *rp0 = (const uint8_t *)f->base + (size_t)r * step_y;
         if (STEM5_ASM(a, g, ch)) {
-            conv_stem_row5_asm((const uint8_t *)rp[0], (int32_t)tap_y, out_w, g->stride_w, g->out_c,
-                               (uint32_t)ch->start, &ch->h, STEM_FORM(a), ch->v, ch->v2, y);
+            conv_stem_row5_asm(rp0, (int32_t)tap_y, out_w, g->stride_w, g->out_c,
+                               (uint32_t)ch->start, &ch->h, STEM_FORM(a), ch->v, ch->u, y);
             done = out_w;
         } else if (asm_rows) {
-            done = dw_halves_rows_asm((const uint8_t *)rp[0], (const uint8_t *)rp[1], (const uint8_t *)rp[2], 0, 1,
+            done = dw_halves_rows_asm(rp0, rp0 + tap_y, rp0 + 2 * tap_y, 0, 1,
                                       out_w, g->stride_w, g->out_c, (uint32_t)ch->start, &ch->h, form, lo, hi, ch->v,
                                       ch->u, y);
         }
 #endif
         if (done < out_w) {
-            conv_stem_pixels(a, g, f, ch, rp, ch->v, ch->v2, ch->start, done, out_w, y + (size_t)done * g->out_c);
+            conv_stem_pixels(a, g, f, ch, (int32_t)(r * g->stride_h), (1u << k_h) - 1u, ch->start, done, out_w,
+                             y + (size_t)done * g->out_c);
         }
     }
 }
@@ -1836,11 +1849,12 @@ static void conv_stem_chunk(const conv_stem_t *a, const edgernn_conv_geom_t *g, 
 static void conv_stem_workers(const void *args, int k_begin, int k_end)
 {
     const conv_stem_t *a = (const conv_stem_t *)args;
-    GEOM_LOCAL_FROM(a->g);
+    const edgernn_conv_geom_t *const g = a->g; /* not copied: the stack is small (conv_stem_pixels) */
     const int n_pix = g->out_h * g->out_w, sx = g->stride_w, out_w = g->out_w;
     /* in place, x0 + 4 words <= in_w: ox * sx <= last */
     const int32_t pl = g->pad_left, last = g->in_w - 4 * conv_stem_words(g) + pl;
     int lo = sx == 1 ? pl : (pl + 1) >> 1, hi = last < 0 ? 0 : (sx == 1 ? last : last >> 1) + 1;
+    conv_stem_channel_t ch;
     int k;
     lo = lo > out_w ? out_w : lo;
     hi = hi > out_w ? out_w : hi;
@@ -1859,7 +1873,6 @@ static void conv_stem_workers(const void *args, int k_begin, int k_end)
                 const int oy_end = oy1 - oy0 < EDGERNN_STEM_CHUNK_ROWS ? oy1 : oy0 + EDGERNN_STEM_CHUNK_ROWS;
                 conv_stem_copy(g, a->in, a->pad, oy0, oy_end, f.row, slot);
                 for (c = 0; c < g->out_c; ++c) {
-                    conv_stem_channel_t ch;
                     conv_stem_channel(a, g, c, &ch);
                     conv_stem_chunk(a, g, &f, &ch, oy_end - oy0, a->out + (size_t)oy0 * out_w * g->out_c + c);
                 }
@@ -1875,7 +1888,6 @@ static void conv_stem_workers(const void *args, int k_begin, int k_end)
             continue;
         }
         for (c = c0; c < c1; ++c) {
-            conv_stem_channel_t ch;
             conv_stem_rows_t f;
             int p = p0, oy = p0 / out_w, ox = p0 - oy * out_w;
             f.base = a->in;
