@@ -43,18 +43,17 @@ def depthwise_planes_bytes(g: dict) -> int:
 # a one-input-channel int8 CONV_2D's rows copied into scratch (edgernn_conv.c's conv_stem_slot): each worker's slot
 # holds the input rows of STEM_CHUNK_ROWS output rows (EDGERNN_STEM_CHUNK_ROWS), the slots at most STEM_ROWS_MAX
 # bytes (EDGERNN_STEM_ROWS_MAX), else the frame is read in place; the filters it takes: at most STEM_MAX_KH rows
-# (DW_MAX_KH) of at most STEM_MAX_KW taps (two words), stride 1 or 2 and dilation 1 along x
+# (DW_MAX_KH) of at most 3 taps, stride 1 or 2 and dilation 1 along x
 STEM_CHUNK_ROWS = 2
 STEM_ROWS_MAX = 4096
 STEM_MAX_KH = 8
-STEM_MAX_KW = 8
 
 
 def stem_rows_bytes(g: dict) -> int:
     """The bytes of the one-input-channel convolution's row slots (edgernn_conv.c's conv_stem_slot, times
     TEAM_SLOTS), 0 where it reads the frame in place or does not apply. The widths alone fix them, so a band of
     the frame (the fused pool's) needs no more than the whole."""
-    if not (g["in_c"] == 1 and g["k_w"] <= STEM_MAX_KW and g["dil_w"] == 1 and g["stride_w"] in (1, 2)
+    if not (g["in_c"] == 1 and g["k_w"] <= 3 and g["dil_w"] == 1 and g["stride_w"] in (1, 2)
             and g["k_h"] <= STEM_MAX_KH):
         return 0
     rows = (STEM_CHUNK_ROWS - 1) * g["stride_h"] + (g["k_h"] - 1) * g["dil_h"] + 1

@@ -75,23 +75,6 @@ def depthwise_stack(h: int = 8, w: int = 8, channels: int = 32, seed: int = 0):
     ], name="depthwise_stack")
 
 
-def stem5_stack(h: int = 14, w: int = 19, channels: int = 8, seed: int = 0):
-    """Two 5x5 convolutions over the same one-channel frame, concatenated and flattened, with no recurrent layer
-    (every output byte held to the interpreter's): stride 2 with SAME padding and no clamp, and stride 1 with
-    SAME padding under a ReLU, an odd width. The forms of GAP8's stem kernel for two-word filter rows
-    (edgernn_conv.c's 5-row hardware loops: two outputs a turn sharing a word, one a turn for the rest, the
-    signed and the signless requantization)."""
-    import keras
-
-    keras.utils.set_random_seed(seed)
-    L = keras.layers
-    TD = L.TimeDistributed
-    x = keras.Input((None, h, w, 1))
-    a = TD(L.Flatten())(TD(L.Conv2D(channels, 5, strides=2, padding="same"))(x))
-    b = TD(L.Flatten())(TD(L.Conv2D(channels, 5, padding="same", activation="relu"))(x))
-    return keras.Model(x, L.Concatenate()([a, b]), name="stem5_stack")
-
-
 CAMERA = (244, 324, 1)   # height, width, channels: a full AI-deck camera frame (HM01B0), 79,056 int8 bytes
 
 

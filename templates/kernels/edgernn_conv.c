@@ -1417,14 +1417,6 @@ static void dw_planes_setup(dw_planes_t *a, const edgernn_conv_geom_t *g, const 
  * (edgernn/backend/layout.py's STEM_CHUNK_ROWS and STEM_ROWS_MAX). */
 #define EDGERNN_STEM_CHUNK_ROWS 2
 #define EDGERNN_STEM_ROWS_MAX 4096
-/* the stem's helpers out of line, so that a worker's stack holds one frame of theirs at a time */
-#if defined(__GNUC__)
-#define EDGERNN_STEM_NOINLINE __attribute__((noinline))
-#else
-#define EDGERNN_STEM_NOINLINE
-#endif
-/* the most taps a filter row has: two words (layout.py's STEM_MAX_KW) */
-#define STEM_MAX_KW 8
 #if defined(EDGERNN_NEAR)
 #define STEM_COPY(in, scratch) (!EDGERNN_NEAR(in) && EDGERNN_NEAR(scratch))
 #else
@@ -1448,12 +1440,11 @@ typedef struct {
     int32_t row, first, left, width;
 } conv_stem_rows_t;
 
-/* One output channel's filter: its rows' words ([w0 w1 w2 0] in v, and in u a byte up for a pair's second pixel;
- * a row of 5 to 8 taps two words, [w0 w1 w2 w3] in v and the rest, zero-filled, in u) and weights' sums, the sum's
- * start (bias, + 2^30 with halves) and the requantization. Small: the cluster cores' stacks are (a worker's
- * holds one, and the rows' words of conv_stem_row, not inlined into it). */
+/* One output channel's filter: its rows' words ([w0 w1 w2 0], and a byte up for a pair's second pixel) and
+ * weights' sums, the sum's start (bias, + 2^30 with halves) and the requantization. */
 typedef struct {
     edgernn_v4s v[DW_MAX_KH], u[DW_MAX_KH];
+    int32_t wsum[DW_MAX_KH];
     int32_t start, m, sh;
     int halves;
     edgernn_halves_t h;
@@ -1461,14 +1452,8 @@ typedef struct {
 
 static int conv_stem_apply(const edgernn_conv_geom_t *g)
 {
-    return g->in_c == 1 && g->k_w <= STEM_MAX_KW && g->dil_w == 1 && (g->stride_w == 1 || g->stride_w == 2) &&
+    return g->in_c == 1 && g->k_w <= 3 && g->dil_w == 1 && (g->stride_w == 1 || g->stride_w == 2) &&
            g->k_h <= DW_MAX_KH;
-}
-
-/* The words of a filter row (and of a pixel's row of taps): 1 up to 4 taps, 2 up to STEM_MAX_KW. */
-static inline int conv_stem_words(const edgernn_conv_geom_t *g)
-{
-    return g->k_w > 4 ? 2 : 1;
 }
 
 /* The bytes of a copied row: the padded frame's columns that the filter reads and 3 more (DW_PLANE_ROW). */
@@ -1489,19 +1474,15 @@ static int32_t conv_stem_slot(const edgernn_conv_geom_t *g)
 
 /* Channel o, its filter read from the blocked weights (edgernn_dot.h) of out_c rows of k_h * k_w inputs: the
  * row's whole groups of 4 a word each, its last n mod 4 bytes, then each filter row's word from those. */
-static EDGERNN_STEM_NOINLINE void conv_stem_channel(const conv_stem_t *a, const edgernn_conv_geom_t *g, int o,
-                                                    conv_stem_channel_t *ch)
+static void conv_stem_channel(const conv_stem_t *a, const edgernn_conv_geom_t *g, int o, conv_stem_channel_t *ch)
 {
     const int n_out = g->out_c, k_h = g->k_h, k_w = g->k_w, n = k_h * k_w, o8 = n_out & ~7, whole = n & ~3;
     const int32_t bias = a->bias[o];
     const int R = o < o8 ? 8 : (n_out - o8 >= 4 && o < o8 + 4 ? 4 : 1); /* 1: a last row, row-major */
     const int oo = o & (R - 1);
     const uint8_t *w = (const uint8_t *)a->w + (size_t)(o - oo) * n;
-    const int k_w1 = k_w < 4 ? k_w : 4, k_w2 = k_w - k_w1; /* the taps of a row's first and second word */
-    const uint32_t mask = 0xFFFFFFFFu >> (8 * (4 - k_w1)), mask2 = k_w2 ? 0xFFFFFFFFu >> (8 * (4 - k_w2)) : 0;
-    const uint32_t ones = 0x01010101u;
-    uint32_t taps[(DW_MAX_KH * STEM_MAX_KW + 8) / 4]; /* the row's n bytes, then zeros (a last row's second word
-                                                         reads up to 7 bytes past its start) */
+    const uint32_t mask = 0xFFFFFFFFu >> (8 * (4 - k_w)), ones = 0x01010101u;
+    uint32_t taps[(DW_MAX_KH * 3 + 3) / 4 + 1]; /* the row's n bytes, then zeros */
     uint8_t *t = (uint8_t *)taps;
     int j, ky;
     for (j = 0; j < whole; j += 4) {
@@ -1513,78 +1494,50 @@ static EDGERNN_STEM_NOINLINE void conv_stem_channel(const conv_stem_t *a, const 
         t[j] = w[(size_t)whole * R + (size_t)oo * (n - whole) + (j - whole)];
     }
     for (ky = 0; ky < k_h; ++ky) {
-        edgernn_v4s v = dw_load4(t + ky * k_w), u, v2 = dw_load4(t + ky * k_w + 4);
-        uint32_t b, b2;
+        edgernn_v4s v = dw_load4(t + ky * k_w), u;
+        uint32_t b;
         memcpy(&b, &v, sizeof b);
-        memcpy(&b2, &v2, sizeof b2);
         b &= mask;
-        b2 &= mask2;
         memcpy(&v, &b, sizeof v);
-        memcpy(&v2, &b2, sizeof v2);
         memcpy(&u, &ones, sizeof u);
         ch->v[ky] = v;
+        ch->wsum[ky] = EDGERNN_SDOTSP4(v, u, 0);
         b <<= 8;
-        if (k_w2) {
-            ch->u[ky] = v2;
-        } else {
-            memcpy(&ch->u[ky], &b, sizeof b);
-        }
+        memcpy(&ch->u[ky], &b, sizeof b);
     }
     ch->m = a->multiplier[o];
     ch->sh = a->shift[o];
-    /* every accumulator inside [-2^30, 2^30): at most DW_MAX_KH x STEM_MAX_KW products of int8 values, 2^20 at
-     * most (dw_halves_channel) */
+    /* every accumulator inside [-2^30, 2^30): at most DW_MAX_KH x 3 products of int8 values (dw_halves_channel) */
     ch->halves = bias >= -((int32_t)1 << 29) && bias < ((int32_t)1 << 29) &&
                  edgernn_halves_make(&ch->h, ch->m, ch->sh, a->output_offset);
     ch->start = ch->halves ? (int32_t)((uint32_t)bias + (1u << 30)) : bias;
 }
 
-/* Output pixels [ox, end) of a row in C: filter row ky reads the frame's row y0 + ky dil_h of f where bit ky of
- * inside is set (the others are outside the frame, their zero point in start); a row of taps whose words are inside
- * the frame is loaded, another made with the zero point outside. The rows' pointers are not kept in arrays: the
- * cluster cores' stacks are small (a master core's 2 KiB holds the DMA bands' frames under this one). */
-static EDGERNN_STEM_NOINLINE void conv_stem_pixels(const conv_stem_t *a, const edgernn_conv_geom_t *g,
-                                                   const conv_stem_rows_t *f, const conv_stem_channel_t *ch,
-                                                   int32_t y0, uint32_t inside, int32_t start, int ox, int end,
-                                                   int8_t *y)
+/* Output pixels [ox, end) of a row in C, rp its filter rows, rv their words: a row of taps one word inside the
+ * frame is loaded, another made with the zero point outside. */
+static void conv_stem_pixels(const conv_stem_t *a, const edgernn_conv_geom_t *g, const conv_stem_rows_t *f,
+                             const conv_stem_channel_t *ch, const int8_t *const *rp, const edgernn_v4s *rv,
+                             int32_t start, int ox, int end, int8_t *y)
 {
-    const int k_h = g->k_h, k_w = g->k_w, sx = g->stride_w, out_c = g->out_c, words = conv_stem_words(g);
+    const int k_h = g->k_h, k_w = g->k_w, sx = g->stride_w, out_c = g->out_c;
     const int32_t in_w = f->width, pad = a->pad, off = a->output_offset, lo = a->act_min, hi = a->act_max;
-    const uint32_t pad4 = (uint32_t)(uint8_t)pad * 0x01010101u;
-    int ky, kx, q;
+    int ky, kx;
     for (; ox < end; ++ox, y += out_c) {
         const int32_t x0 = ox * sx - f->left;
         int32_t acc = start;
         for (ky = 0; ky < k_h; ++ky) {
-            const int8_t *rp;
-            if (!((inside >> ky) & 1u)) {
-                continue;
-            }
-            rp = f->base + (size_t)(y0 + ky * g->dil_h - f->first) * f->row;
-            for (q = 0; q < words; ++q) {
-                const int32_t xq = x0 + 4 * q;
-                edgernn_v4s r;
-                if (xq >= 0 && xq + 4 <= in_w) {
-                    r = dw_load4((const uint8_t *)rp + xq);
-                } else if (in_w >= 4 && xq > -4 && xq + 4 - in_w < 4) {
-                    /* a word across an edge: the row's first (last) word moved up (down) by the lanes outside,
-                     * the zero point in them */
-                    const int out = xq < 0 ? -xq : xq + 4 - in_w;
-                    const edgernn_v4s e = dw_load4((const uint8_t *)rp + (xq < 0 ? 0 : in_w - 4));
-                    uint32_t v;
-                    memcpy(&v, &e, sizeof v);
-                    v = xq < 0 ? v << (8 * out) | pad4 >> (32 - 8 * out) : v >> (8 * out) | pad4 << (32 - 8 * out);
-                    memcpy(&r, &v, sizeof r);
-                } else {
-                    uint32_t v = 0;
-                    for (kx = 4 * q; kx < k_w && kx < 4 * q + 4; ++kx) {
-                        const int32_t x = x0 + kx;
-                        v |= (uint32_t)(uint8_t)(x >= 0 && x < in_w ? rp[x] : pad) << (8 * (kx - 4 * q));
-                    }
-                    memcpy(&r, &v, sizeof r);
+            edgernn_v4s r;
+            if (x0 >= 0 && x0 + 4 <= in_w) {
+                r = dw_load4((const uint8_t *)rp[ky] + x0);
+            } else {
+                uint32_t v = 0;
+                for (kx = 0; kx < k_w; ++kx) {
+                    const int32_t x = x0 + kx;
+                    v |= (uint32_t)(uint8_t)(x >= 0 && x < in_w ? rp[ky][x] : pad) << (8 * kx);
                 }
-                acc = EDGERNN_SDOTSP4(r, q ? ch->u[ky] : ch->v[ky], acc);
+                memcpy(&r, &v, sizeof r);
             }
+            acc = EDGERNN_SDOTSP4(r, rv[ky], acc);
         }
         *y = (int8_t)edgernn_clamp(ch->halves ? edgernn_halves((uint32_t)acc, &ch->h)
                                               : edgernn_mbqm_hi(acc, ch->m, ch->sh) + off,
@@ -1592,169 +1545,56 @@ static EDGERNN_STEM_NOINLINE void conv_stem_pixels(const conv_stem_t *a, const e
     }
 }
 
-/* dw_halves_rows_asm's form: bit 0 the signless requantization (a ReLU's clamp), bit 1 p.clip's clamp */
-#define STEM_FORM(a) \
-    (((a)->act_min >= (a)->output_offset ? 1 : 0) | ((a)->act_min == -128 && (a)->act_max == 127 ? 2 : 0))
-/* the 5-row loop's channels: rows of 5 to 8 taps, halves, p.clip's clamp (the stem without activation; a ReLU's
- * clamp would need two more registers than the loop has) */
-#define STEM5_ASM(a, g, ch) ((g)->k_h == 5 && (g)->k_w > 4 && (ch)->halves && (STEM_FORM(a) & 2))
-#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
-/* GAP8: n >= 1 outputs of one row of a 5-row filter of two words a row (5 to 8 taps), one a turn: p the first
- * output's first filter row, its rows tap_y bytes apart, the pixels sx apart. A row's two words are a load at 4(p)
- * and a load at p post-incremented by tap_y (p.lw rd, rs2(rs1!): .insn r 0x0b, 7, 0x10), 10 loads and 10
- * pv.sdotsp.b an output, each word used 2 instructions after its load; then p back to the next pixel's first row
- * (back = sx - 5 tap_y) and the requantization from halves (dw_halves_rows_asm's) with p.clip's clamp. The count
- * register, once lp.setup has read it, is the sign's scratch. */
-#define STEM5_ROW(k)                                                                                \
-    "lw %[r1], 4(%[p])\n\t.insn r 0x0b, 7, 0x10, %[r0], %[p], %[ty]\n\t"                             \
-    DW_SDOT("a0", "r1", "t" #k) DW_SDOT("a0", "r0", "v" #k)
-#define STEM5_BODY                                                                                  \
-    "addi %[a0], %[xs0], 0\n\t" STEM5_ROW(0) STEM5_ROW(1) STEM5_ROW(2) STEM5_ROW(3) STEM5_ROW(4)         \
-    "add %[p], %[p], %[back]\n\t"
-/* HALFWORDS: lp.setup's offset to the body's last instruction, 2 an instruction: the body's 22 and the
- * requantization's 9 (signed) or 7 */
-#define STEM5_LOOP(RQ, HALFWORDS)                                                                   \
-    __asm__ volatile(".option push\n\t.option norvc\n\t"                                           \
-                     "blez %[r0], 1f\n\t"                                                           \
-                     ".insn i 0x7b, 4, x0, %[r0], " #HALFWORDS "\n\t"                               \
-                     STEM5_BODY RQ("a0", "r1", "r0", DW_RQ_CLIP8)                                     \
-                     "1:\n\t.option pop"                                                            \
-                     : [p] "+r"(p), [y] "+r"(y), [r0] "+r"(r0), [a0] "=&r"(a0), [r1] "=&r"(r1)           \
-                     : [v0] "r"(v[0]), [v1] "r"(v[1]), [v2] "r"(v[2]), [v3] "r"(v[3]), [v4] "r"(v[4]),      \
-                       [t0] "r"(t[0]), [t1] "r"(t[1]), [t2] "r"(t[2]), [t3] "r"(t[3]), [t4] "r"(t[4]),      \
-                       [xs0] "r"(xs0), [k1] "r"(h->k1), [k2] "r"(h->k2), [k3] "r"(h->k3), [k4] "r"(k4),     \
-                       [e] "r"(h->e), [oc] "r"(oc), [ty] "r"(tap_y), [back] "r"(back)                       \
-                     : "memory")
-
-/* Two outputs a turn that share a word: pixel x's second word (at x + 4) is the first word of the pixel 4 bytes on
- * (d = 4 / sx pixels on), so a turn loads 3 words a row for the two (at 4(p), 8(p), then p post-incremented),
- * 15 loads and 20 pv.sdotsp.b; the pointer moves 8 bytes a turn (the 2d pixels of a group: the turn's two and
- * the d - 1 others' between them, which other calls make) and each store on by d outputs (yd). */
-#define STEM5_PAIR_ROW(k)                                                                           \
-    "lw %[r1], 4(%[p])\n\tlw %[r2], 8(%[p])\n\t.insn r 0x0b, 7, 0x10, %[r0], %[p], %[ty]\n\t"         \
-    DW_SDOT("a0", "r1", "t" #k) DW_SDOT("a1", "r1", "v" #k) DW_SDOT("a1", "r2", "t" #k)               \
-    DW_SDOT("a0", "r0", "v" #k)
-#define STEM5_PAIR_BODY                                                                             \
-    "addi %[a0], %[xs0], 0\n\taddi %[a1], %[xs0], 0\n\t" STEM5_PAIR_ROW(0) STEM5_PAIR_ROW(1)           \
-    STEM5_PAIR_ROW(2) STEM5_PAIR_ROW(3) STEM5_PAIR_ROW(4) "add %[p], %[p], %[back]\n\t"
-/* HALFWORDS: the body's 38 and two requantizations of 9 (signed) or 7 */
-#define STEM5_PAIR_LOOP(RQ, HALFWORDS)                                                              \
-    __asm__ volatile(".option push\n\t.option norvc\n\t"                                           \
-                     "blez %[r0], 1f\n\t"                                                           \
-                     ".insn i 0x7b, 4, x0, %[r0], " #HALFWORDS "\n\t"                               \
-                     STEM5_PAIR_BODY RQ("a0", "r1", "r0", DW_RQ_CLIP8) RQ("a1", "r2", "r0", DW_RQ_CLIP8) \
-                     "1:\n\t.option pop"                                                            \
-                     : [p] "+r"(p), [y] "+r"(y), [r0] "+r"(r0), [a0] "=&r"(a0), [a1] "=&r"(a1),           \
-                       [r1] "=&r"(r1), [r2] "=&r"(r2)                                                    \
-                     : [v0] "r"(v[0]), [v1] "r"(v[1]), [v2] "r"(v[2]), [v3] "r"(v[3]), [v4] "r"(v[4]),      \
-                       [t0] "r"(t[0]), [t1] "r"(t[1]), [t2] "r"(t[2]), [t3] "r"(t[3]), [t4] "r"(t[4]),      \
-                       [xs0] "r"(xs0), [k1] "r"(h->k1), [k2] "r"(h->k2), [k3] "r"(h->k3), [k4] "r"(k4),     \
-                       [e] "r"(h->e), [oc] "r"(yd), [ty] "r"(tap_y), [back] "r"(back)                       \
-                     : "memory")
-
-static void conv_stem_pairs5_asm(const uint8_t *p, int32_t tap_y, int n, int32_t yd, uint32_t xs0,
-                                 const edgernn_halves_t *h, int form, const edgernn_v4s *v, const edgernn_v4s *t,
-                                 int8_t *y)
-{
-    const int32_t k4 = h->k4 + (form & 1), back = 8 - 5 * tap_y;
-    int32_t r0 = n, a0, a1, r1, r2;
-    if (form & 1) {
-        STEM5_PAIR_LOOP(DW_RQ_SIGNLESS, 104);
-    } else {
-        STEM5_PAIR_LOOP(DW_RQ_SIGNED, 112);
-    }
-}
-
-/* form: as dw_halves_rows_asm's, bit 1 (p.clip's clamp) set. */
-static void conv_stem_row5_one_asm(const uint8_t *p, int32_t tap_y, int n, int sx, int32_t oc, uint32_t xs0,
-                               const edgernn_halves_t *h, int form, const edgernn_v4s *v, const edgernn_v4s *t,
-                               int8_t *y)
-{
-    const int32_t k4 = h->k4 + (form & 1), back = sx - 5 * tap_y;
-    int32_t r0 = n, a0, r1;
-    if (form & 1) {
-        STEM5_LOOP(DW_RQ_SIGNLESS, 58);
-    } else {
-        STEM5_LOOP(DW_RQ_SIGNED, 62);
-    }
-}
-
-/* n outputs of a row: groups of 2d pixels (d = 4 / sx) by d calls of the pair loop, each making the pixels
- * q and q + d of every group, then the rest one a turn. */
-static void conv_stem_row5_asm(const uint8_t *p, int32_t tap_y, int n, int sx, int32_t oc, uint32_t xs0,
-                               const edgernn_halves_t *h, int form, const edgernn_v4s *v, const edgernn_v4s *t,
-                               int8_t *y)
-{
-    const int d = sx == 1 ? 4 : 2, groups = sx == 1 ? n >> 3 : n >> 2;
-    int q;
-    if (groups > 0) {
-        for (q = 0; q < d; ++q) {
-            conv_stem_pairs5_asm(p + q * sx, tap_y, groups, d * oc, xs0, h, form, v, t, y + (size_t)q * oc);
-        }
-        p += 8 * groups;
-        y += (size_t)(2 * d * groups) * oc;
-        n -= 2 * d * groups;
-    }
-    if (n > 0) {
-        conv_stem_row5_one_asm(p, tap_y, n, sx, oc, xs0, h, form, v, t, y);
-    }
-}
-#endif
-
 /* Channel ch's outputs of pixels [xa, xb) of output row oy from the frame's rows f, y at pixel xa's; pixels
  * [lo, hi) of every row have their rows of taps one word of f's (x0 >= 0, x0 + 4 <= width): the hardware
  * loop's where it applies. */
-static EDGERNN_STEM_NOINLINE void conv_stem_row(const conv_stem_t *a, const edgernn_conv_geom_t *g,
-                                                const conv_stem_rows_t *f, const conv_stem_channel_t *ch, int oy,
-                                                int xa, int xb, int lo, int hi, int8_t *y)
+static void conv_stem_row(const conv_stem_t *a, const edgernn_conv_geom_t *g, const conv_stem_rows_t *f,
+                          const conv_stem_channel_t *ch, int oy, int xa, int xb, int lo, int hi, int8_t *y)
 {
-    const int k_h = g->k_h, all = (int)((1u << k_h) - 1u);
+    const int k_h = g->k_h;
     const int32_t y0 = oy * g->stride_h - g->pad_top;
     const int mid0 = lo < xa ? xa : (lo > xb ? xb : lo), mid1 = hi > xb ? xb : (hi < mid0 ? mid0 : hi);
-    const uint32_t ones = 0x01010101u;
-    edgernn_v4s one;
-    uint32_t inside = 0;
+    const int8_t *rp[DW_MAX_KH], *inside = f->base;
+    edgernn_v4s rv[DW_MAX_KH], ru[DW_MAX_KH];
     int32_t start = ch->start;
     int ky, ox;
-    memcpy(&one, &ones, sizeof one);
     for (ky = 0; ky < k_h; ++ky) {
         const int32_t iy = y0 + ky * g->dil_h;
         if (iy >= 0 && iy < g->in_h) {
-            inside |= 1u << ky;
-        } else { /* the zero point times the row's weights (u a second word only past 4 taps) */
-            int32_t wsum = EDGERNN_SDOTSP4(ch->v[ky], one, 0);
-            if (g->k_w > 4) {
-                wsum = EDGERNN_SDOTSP4(ch->u[ky], one, wsum);
-            }
-            start += a->pad * wsum;
+            rp[ky] = inside = f->base + (size_t)(iy - f->first) * f->row;
+            rv[ky] = ch->v[ky];
+            ru[ky] = ch->u[ky];
+        } else {
+            const uint32_t zero = 0;
+            rp[ky] = NULL;
+            memcpy(&rv[ky], &zero, sizeof zero);
+            memcpy(&ru[ky], &zero, sizeof zero);
+            start += a->pad * ch->wsum[ky];
+        }
+    }
+    for (ky = 0; ky < k_h; ++ky) {
+        if (rp[ky] == NULL) {
+            rp[ky] = inside; /* a row of the frame, read against weights 0 */
         }
     }
     if (xa < mid0) {
-        conv_stem_pixels(a, g, f, ch, y0, inside, start, xa, mid0, y);
+        conv_stem_pixels(a, g, f, ch, rp, rv, start, xa, mid0, y);
     }
     ox = mid0;
 #if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
-    if ((int)inside == all && mid1 > mid0) {
-        /* every row inside: the rows evenly spaced from the first */
-        const uint8_t *p = (const uint8_t *)f->base + (size_t)(y0 - f->first) * f->row + mid0 * g->stride_w - f->left;
-        int8_t *ym = y + (size_t)(mid0 - xa) * g->out_c;
-        if (STEM5_ASM(a, g, ch)) {
-            conv_stem_row5_asm(p, g->dil_h * f->row, mid1 - mid0, g->stride_w, g->out_c, (uint32_t)start, &ch->h,
-                               STEM_FORM(a), ch->v, ch->u, ym);
-            ox = mid1;
-        } else if (g->k_w <= 3 && k_h == 3 && ch->halves) {
-            const size_t tap_y = (size_t)g->dil_h * f->row;
-            ox += dw_halves_rows_asm(p, p + tap_y, p + 2 * tap_y, 0, 1, mid1 - mid0, g->stride_w, g->out_c,
-                                     (uint32_t)start, &ch->h, STEM_FORM(a), a->act_min, a->act_max, ch->v, ch->u,
-                                     ym);
-        }
+    if (k_h == 3 && ch->halves && mid1 > mid0) {
+        const int32_t x0 = mid0 * g->stride_w - f->left, lo_ = a->act_min, hi_ = a->act_max;
+        const int form = (lo_ >= a->output_offset ? 1 : 0) | (lo_ == -128 && hi_ == 127 ? 2 : 0);
+        ox += dw_halves_rows_asm((const uint8_t *)rp[0] + x0, (const uint8_t *)rp[1] + x0,
+                                 (const uint8_t *)rp[2] + x0, 0, 1, mid1 - mid0, g->stride_w, g->out_c,
+                                 (uint32_t)start, &ch->h, form, lo_, hi_, rv, ru, y + (size_t)(mid0 - xa) * g->out_c);
     }
 #else
+    (void)ru;
     (void)mid1;
-    (void)all;
 #endif
     if (ox < xb) {
-        conv_stem_pixels(a, g, f, ch, y0, inside, start, ox, xb, y + (size_t)(ox - xa) * g->out_c);
+        conv_stem_pixels(a, g, f, ch, rp, rv, start, ox, xb, y + (size_t)(ox - xa) * g->out_c);
     }
 }
 
@@ -1801,21 +1641,18 @@ static void conv_stem_copy(const edgernn_conv_geom_t *g, const int8_t *in, int32
 /* Channel ch's outputs of n output rows from their padded rows (f: conv_stem_copy's slot, the first output
  * row's first), y at the first row's pixel 0: all rows in one hardware loop where it takes them, else a row
  * at a time, its pixels the loop leaves in C. */
-static EDGERNN_STEM_NOINLINE void conv_stem_chunk(const conv_stem_t *a, const edgernn_conv_geom_t *g,
-                                                  const conv_stem_rows_t *f, const conv_stem_channel_t *ch, int n,
-                                                  int8_t *y)
+static void conv_stem_chunk(const conv_stem_t *a, const edgernn_conv_geom_t *g, const conv_stem_rows_t *f,
+                            const conv_stem_channel_t *ch, int n, int8_t *y)
 {
     const int out_w = g->out_w, k_h = g->k_h;
     const size_t tap_y = (size_t)g->dil_h * f->row, step_y = (size_t)g->stride_h * f->row;
     const size_t out_row = (size_t)out_w * g->out_c;
-    int r;
-#if !(defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP)
-    (void)tap_y;
-    (void)step_y;
-#else
+    const int8_t *rp[DW_MAX_KH];
+    int r, ky;
+#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
     const int32_t lo = a->act_min, hi = a->act_max;
     const int form = (lo >= a->output_offset ? 1 : 0) | (lo == -128 && hi == 127 ? 2 : 0);
-    const int asm_rows = g->k_w <= 3 && k_h == 3 && ch->halves;
+    const int asm_rows = k_h == 3 && ch->halves;
     if (asm_rows && n > 1 && (form & 2) && (g->stride_w == 2 || (out_w & 1) == 0) && out_w >= 2) {
         const uint8_t *b = (const uint8_t *)f->base;
         dw_halves_rows_asm(b, b + tap_y, b + 2 * tap_y, step_y, n, out_w, g->stride_w, g->out_c,
@@ -1825,21 +1662,18 @@ static EDGERNN_STEM_NOINLINE void conv_stem_chunk(const conv_stem_t *a, const ed
 #endif
     for (r = 0; r < n; ++r, y += out_row) {
         int done = 0;
+        for (ky = 0; ky < k_h; ++ky) {
+            rp[ky] = f->base + (size_t)r * step_y + (size_t)ky * tap_y;
+        }
 #if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
-        const uint8_t *rp0 = (const uint8_t *)f->base + (size_t)r * step_y;
-        if (STEM5_ASM(a, g, ch)) {
-            conv_stem_row5_asm(rp0, (int32_t)tap_y, out_w, g->stride_w, g->out_c,
-                               (uint32_t)ch->start, &ch->h, STEM_FORM(a), ch->v, ch->u, y);
-            done = out_w;
-        } else if (asm_rows) {
-            done = dw_halves_rows_asm(rp0, rp0 + tap_y, rp0 + 2 * tap_y, 0, 1,
+        if (asm_rows) {
+            done = dw_halves_rows_asm((const uint8_t *)rp[0], (const uint8_t *)rp[1], (const uint8_t *)rp[2], 0, 1,
                                       out_w, g->stride_w, g->out_c, (uint32_t)ch->start, &ch->h, form, lo, hi, ch->v,
                                       ch->u, y);
         }
 #endif
         if (done < out_w) {
-            conv_stem_pixels(a, g, f, ch, (int32_t)(r * g->stride_h), (1u << k_h) - 1u, ch->start, done, out_w,
-                             y + (size_t)done * g->out_c);
+            conv_stem_pixels(a, g, f, ch, rp, ch->v, ch->start, done, out_w, y + (size_t)done * g->out_c);
         }
     }
 }
@@ -1849,12 +1683,10 @@ static EDGERNN_STEM_NOINLINE void conv_stem_chunk(const conv_stem_t *a, const ed
 static void conv_stem_workers(const void *args, int k_begin, int k_end)
 {
     const conv_stem_t *a = (const conv_stem_t *)args;
-    const edgernn_conv_geom_t *const g = a->g; /* not copied: the stack is small (conv_stem_pixels) */
+    GEOM_LOCAL_FROM(a->g);
     const int n_pix = g->out_h * g->out_w, sx = g->stride_w, out_w = g->out_w;
-    /* in place, x0 + 4 words <= in_w: ox * sx <= last */
-    const int32_t pl = g->pad_left, last = g->in_w - 4 * conv_stem_words(g) + pl;
+    const int32_t pl = g->pad_left, last = g->in_w - 4 + pl; /* in place, x0 + 4 <= in_w: ox * sx <= last */
     int lo = sx == 1 ? pl : (pl + 1) >> 1, hi = last < 0 ? 0 : (sx == 1 ? last : last >> 1) + 1;
-    conv_stem_channel_t ch;
     int k;
     lo = lo > out_w ? out_w : lo;
     hi = hi > out_w ? out_w : hi;
@@ -1873,6 +1705,7 @@ static void conv_stem_workers(const void *args, int k_begin, int k_end)
                 const int oy_end = oy1 - oy0 < EDGERNN_STEM_CHUNK_ROWS ? oy1 : oy0 + EDGERNN_STEM_CHUNK_ROWS;
                 conv_stem_copy(g, a->in, a->pad, oy0, oy_end, f.row, slot);
                 for (c = 0; c < g->out_c; ++c) {
+                    conv_stem_channel_t ch;
                     conv_stem_channel(a, g, c, &ch);
                     conv_stem_chunk(a, g, &f, &ch, oy_end - oy0, a->out + (size_t)oy0 * out_w * g->out_c + c);
                 }
@@ -1888,6 +1721,7 @@ static void conv_stem_workers(const void *args, int k_begin, int k_end)
             continue;
         }
         for (c = c0; c < c1; ++c) {
+            conv_stem_channel_t ch;
             conv_stem_rows_t f;
             int p = p0, oy = p0 / out_w, ox = p0 - oy * out_w;
             f.base = a->in;

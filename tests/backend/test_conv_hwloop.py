@@ -3,8 +3,7 @@ kernel source compiled for rv32imc as a GAP8 build compiles it (Xpulp by `.insn`
 every `lp.setup` decoded: a body of at least 3 instructions, none compressed, the last not a branch or jump,
 loop 0 the inner one (loop 1 only around it, ending 2 or more instructions after it: the depthwise rows); and
 the bodies are those of the table below: the 4x2 blocking's 6 post-increment loads and 8 pv.sdotsp.b, the
-depthwise pair and single loops with their requantizations (edgernn_halves), the 5-row stem's loops (10 loads by
-register steps and offsets and 10 pv.sdotsp.b an output; two outputs sharing a word, 15 loads and 20), the planes' fills (a pixel, or 4
+depthwise pair and single loops with their requantizations (edgernn_halves), the planes' fills (a pixel, or 4
 by pv.shuffle2.b, a turn). (The check of every GAP8 ELF, all kernels, is issue 25's test beside the
 matrix-vector kernels.)"""
 
@@ -49,8 +48,6 @@ BODIES = {
     (14, 6, 8),                                         # CONV_2D's 4x2 blocking
     (31, 3, 6), (27, 3, 6), (29, 3, 6), (25, 3, 6),     # depthwise pairs: signed/signless x p.max-p.min/p.clip
     (17, 3, 3), (15, 3, 3), (16, 3, 3), (14, 3, 3),     # depthwise singles (stride 2), the same forms
-    (31, 0, 10), (29, 0, 10),                           # a 5-row stem's outputs of two words a row, signed/signless
-    (56, 0, 20), (52, 0, 20),                           # the same two outputs a turn (15 loads), signed/signless
     (4, 0, 0),                                          # the planes' zero point, 4 words a turn
     (8, 0, 0),                                          # a pixel's word into a quad's planes (a register-step load)
     (20, 0, 0),                                         # 4 pixels' words transposed into a quad's planes
