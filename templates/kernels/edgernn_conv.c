@@ -1631,6 +1631,15 @@ static void dw_planes_setup(dw_planes_t *a, const edgernn_conv_geom_t *g, const 
  * (edgernn/backend/layout.py's STEM_CHUNK_ROWS and STEM_ROWS_MAX). */
 #define EDGERNN_STEM_CHUNK_ROWS 2
 #define EDGERNN_STEM_ROWS_MAX 4096
+/* The stem's helpers out of line and without arrays of row pointers: a cluster core's stack is small, and under an
+ * unfused DMA band's kernel the master's 2 KiB (the SDK's CL_MASTER_CORE_STACK_SIZE) already hold some 1,500 bytes
+ * of the bands' frames (edgernn_conv_dma.c), an interrupt's on top. With its rows inlined, a worker's frame and
+ * conv_stem_pixels' took 592 bytes, and a 40x200 frame's 3x3 stem in DMA bands never returned in GVSOC. */
+#if defined(__GNUC__)
+#define EDGERNN_STEM_NOINLINE __attribute__((noinline))
+#else
+#define EDGERNN_STEM_NOINLINE
+#endif
 #if defined(EDGERNN_NEAR)
 #define STEM_COPY(in, scratch) (!EDGERNN_NEAR(in) && EDGERNN_NEAR(scratch))
 #else
@@ -1654,11 +1663,10 @@ typedef struct {
     int32_t row, first, left, width;
 } conv_stem_rows_t;
 
-/* One output channel's filter: its rows' words ([w0 w1 w2 0], and a byte up for a pair's second pixel) and
- * weights' sums, the sum's start (bias, + 2^30 with halves) and the requantization. */
+/* One output channel's filter: its rows' words ([w0 w1 w2 0], and a byte up for a pair's second pixel), the sum's
+ * start (bias, + 2^30 with halves) and the requantization. */
 typedef struct {
     edgernn_v4s v[DW_MAX_KH], u[DW_MAX_KH];
-    int32_t wsum[DW_MAX_KH];
     int32_t start, m, sh;
     int halves;
     edgernn_halves_t h;
@@ -1688,14 +1696,15 @@ static int32_t conv_stem_slot(const edgernn_conv_geom_t *g)
 
 /* Channel o, its filter read from the blocked weights (edgernn_dot.h) of out_c rows of k_h * k_w inputs: the
  * row's whole groups of 4 a word each, its last n mod 4 bytes, then each filter row's word from those. */
-static void conv_stem_channel(const conv_stem_t *a, const edgernn_conv_geom_t *g, int o, conv_stem_channel_t *ch)
+static EDGERNN_STEM_NOINLINE void conv_stem_channel(const conv_stem_t *a, const edgernn_conv_geom_t *g, int o,
+                                                    conv_stem_channel_t *ch)
 {
     const int n_out = g->out_c, k_h = g->k_h, k_w = g->k_w, n = k_h * k_w, o8 = n_out & ~7, whole = n & ~3;
     const int32_t bias = a->bias[o];
     const int R = o < o8 ? 8 : (n_out - o8 >= 4 && o < o8 + 4 ? 4 : 1); /* 1: a last row, row-major */
     const int oo = o & (R - 1);
     const uint8_t *w = (const uint8_t *)a->w + (size_t)(o - oo) * n;
-    const uint32_t mask = 0xFFFFFFFFu >> (8 * (4 - k_w)), ones = 0x01010101u;
+    const uint32_t mask = 0xFFFFFFFFu >> (8 * (4 - k_w));
     uint32_t taps[(DW_MAX_KH * 3 + 3) / 4 + 1]; /* the row's n bytes, then zeros */
     uint8_t *t = (uint8_t *)taps;
     int j, ky;
@@ -1708,14 +1717,12 @@ static void conv_stem_channel(const conv_stem_t *a, const edgernn_conv_geom_t *g
         t[j] = w[(size_t)whole * R + (size_t)oo * (n - whole) + (j - whole)];
     }
     for (ky = 0; ky < k_h; ++ky) {
-        edgernn_v4s v = dw_load4(t + ky * k_w), u;
+        edgernn_v4s v = dw_load4(t + ky * k_w);
         uint32_t b;
         memcpy(&b, &v, sizeof b);
         b &= mask;
         memcpy(&v, &b, sizeof v);
-        memcpy(&u, &ones, sizeof u);
         ch->v[ky] = v;
-        ch->wsum[ky] = EDGERNN_SDOTSP4(v, u, 0);
         b <<= 8;
         memcpy(&ch->u[ky], &b, sizeof b);
     }
@@ -1727,11 +1734,13 @@ static void conv_stem_channel(const conv_stem_t *a, const edgernn_conv_geom_t *g
     ch->start = ch->halves ? (int32_t)((uint32_t)bias + (1u << 30)) : bias;
 }
 
-/* Output pixels [ox, end) of a row in C, rp its filter rows, rv their words: a row of taps one word inside the
+/* Output pixels [ox, end) of a row in C: filter row ky reads the frame's row y0 + ky dil_h of f where bit ky of
+ * inside is set (the others are outside the frame, their zero point in start); a row of taps one word inside the
  * frame is loaded, another made with the zero point outside. */
-static void conv_stem_pixels(const conv_stem_t *a, const edgernn_conv_geom_t *g, const conv_stem_rows_t *f,
-                             const conv_stem_channel_t *ch, const int8_t *const *rp, const edgernn_v4s *rv,
-                             int32_t start, int ox, int end, int8_t *y)
+static EDGERNN_STEM_NOINLINE void conv_stem_pixels(const conv_stem_t *a, const edgernn_conv_geom_t *g,
+                                                   const conv_stem_rows_t *f, const conv_stem_channel_t *ch,
+                                                   int32_t y0, uint32_t inside, int32_t start, int ox, int end,
+                                                   int8_t *y)
 {
     const int k_h = g->k_h, k_w = g->k_w, sx = g->stride_w, out_c = g->out_c;
     const int32_t in_w = f->width, pad = a->pad, off = a->output_offset, lo = a->act_min, hi = a->act_max;
@@ -1740,18 +1749,23 @@ static void conv_stem_pixels(const conv_stem_t *a, const edgernn_conv_geom_t *g,
         const int32_t x0 = ox * sx - f->left;
         int32_t acc = start;
         for (ky = 0; ky < k_h; ++ky) {
+            const int8_t *rp;
             edgernn_v4s r;
+            if (!((inside >> ky) & 1u)) {
+                continue;
+            }
+            rp = f->base + (size_t)(y0 + ky * g->dil_h - f->first) * f->row;
             if (x0 >= 0 && x0 + 4 <= in_w) {
-                r = dw_load4((const uint8_t *)rp[ky] + x0);
+                r = dw_load4((const uint8_t *)rp + x0);
             } else {
                 uint32_t v = 0;
                 for (kx = 0; kx < k_w; ++kx) {
                     const int32_t x = x0 + kx;
-                    v |= (uint32_t)(uint8_t)(x >= 0 && x < in_w ? rp[ky][x] : pad) << (8 * kx);
+                    v |= (uint32_t)(uint8_t)(x >= 0 && x < in_w ? rp[x] : pad) << (8 * kx);
                 }
                 memcpy(&r, &v, sizeof r);
             }
-            acc = EDGERNN_SDOTSP4(r, rv[ky], acc);
+            acc = EDGERNN_SDOTSP4(r, ch->v[ky], acc);
         }
         *y = (int8_t)edgernn_clamp(ch->halves ? edgernn_halves((uint32_t)acc, &ch->h)
                                               : edgernn_mbqm_hi(acc, ch->m, ch->sh) + off,
@@ -1762,53 +1776,47 @@ static void conv_stem_pixels(const conv_stem_t *a, const edgernn_conv_geom_t *g,
 /* Channel ch's outputs of pixels [xa, xb) of output row oy from the frame's rows f, y at pixel xa's; pixels
  * [lo, hi) of every row have their rows of taps one word of f's (x0 >= 0, x0 + 4 <= width): the hardware
  * loop's where it applies. */
-static void conv_stem_row(const conv_stem_t *a, const edgernn_conv_geom_t *g, const conv_stem_rows_t *f,
-                          const conv_stem_channel_t *ch, int oy, int xa, int xb, int lo, int hi, int8_t *y)
+static EDGERNN_STEM_NOINLINE void conv_stem_row(const conv_stem_t *a, const edgernn_conv_geom_t *g,
+                                                const conv_stem_rows_t *f, const conv_stem_channel_t *ch, int oy,
+                                                int xa, int xb, int lo, int hi, int8_t *y)
 {
     const int k_h = g->k_h;
     const int32_t y0 = oy * g->stride_h - g->pad_top;
     const int mid0 = lo < xa ? xa : (lo > xb ? xb : lo), mid1 = hi > xb ? xb : (hi < mid0 ? mid0 : hi);
-    const int8_t *rp[DW_MAX_KH], *inside = f->base;
-    edgernn_v4s rv[DW_MAX_KH], ru[DW_MAX_KH];
+    const uint32_t ones = 0x01010101u;
+    edgernn_v4s one;
+    uint32_t inside = 0;
     int32_t start = ch->start;
     int ky, ox;
+    memcpy(&one, &ones, sizeof one);
     for (ky = 0; ky < k_h; ++ky) {
         const int32_t iy = y0 + ky * g->dil_h;
         if (iy >= 0 && iy < g->in_h) {
-            rp[ky] = inside = f->base + (size_t)(iy - f->first) * f->row;
-            rv[ky] = ch->v[ky];
-            ru[ky] = ch->u[ky];
+            inside |= 1u << ky;
         } else {
-            const uint32_t zero = 0;
-            rp[ky] = NULL;
-            memcpy(&rv[ky], &zero, sizeof zero);
-            memcpy(&ru[ky], &zero, sizeof zero);
-            start += a->pad * ch->wsum[ky];
-        }
-    }
-    for (ky = 0; ky < k_h; ++ky) {
-        if (rp[ky] == NULL) {
-            rp[ky] = inside; /* a row of the frame, read against weights 0 */
+            start += a->pad * EDGERNN_SDOTSP4(ch->v[ky], one, 0); /* the zero point times the row's weights */
         }
     }
     if (xa < mid0) {
-        conv_stem_pixels(a, g, f, ch, rp, rv, start, xa, mid0, y);
+        conv_stem_pixels(a, g, f, ch, y0, inside, start, xa, mid0, y);
     }
     ox = mid0;
 #if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
-    if (k_h == 3 && ch->halves && mid1 > mid0) {
-        const int32_t x0 = mid0 * g->stride_w - f->left, lo_ = a->act_min, hi_ = a->act_max;
+    if (k_h == 3 && ch->halves && inside == 7u && mid1 > mid0) {
+        /* every row inside (a row outside would be read at an address before or after the frame) */
+        const int32_t lo_ = a->act_min, hi_ = a->act_max;
         const int form = (lo_ >= a->output_offset ? 1 : 0) | (lo_ == -128 && hi_ == 127 ? 2 : 0);
-        ox += dw_halves_rows_asm((const uint8_t *)rp[0] + x0, (const uint8_t *)rp[1] + x0,
-                                 (const uint8_t *)rp[2] + x0, 0, 1, mid1 - mid0, g->stride_w, g->out_c,
-                                 (uint32_t)start, &ch->h, form, lo_, hi_, rv, ru, y + (size_t)(mid0 - xa) * g->out_c);
+        const size_t tap_y = (size_t)g->dil_h * f->row;
+        const uint8_t *p = (const uint8_t *)f->base + (size_t)(y0 - f->first) * f->row + mid0 * g->stride_w - f->left;
+        ox += dw_halves_rows_asm(p, p + tap_y, p + 2 * tap_y, 0, 1, mid1 - mid0, g->stride_w, g->out_c,
+                                 (uint32_t)start, &ch->h, form, lo_, hi_, ch->v, ch->u,
+                                 y + (size_t)(mid0 - xa) * g->out_c);
     }
 #else
-    (void)ru;
     (void)mid1;
 #endif
     if (ox < xb) {
-        conv_stem_pixels(a, g, f, ch, rp, rv, start, ox, xb, y + (size_t)(ox - xa) * g->out_c);
+        conv_stem_pixels(a, g, f, ch, y0, inside, start, ox, xb, y + (size_t)(ox - xa) * g->out_c);
     }
 }
 
@@ -1855,15 +1863,18 @@ static void conv_stem_copy(const edgernn_conv_geom_t *g, const int8_t *in, int32
 /* Channel ch's outputs of n output rows from their padded rows (f: conv_stem_copy's slot, the first output
  * row's first), y at the first row's pixel 0: all rows in one hardware loop where it takes them, else a row
  * at a time, its pixels the loop leaves in C. */
-static void conv_stem_chunk(const conv_stem_t *a, const edgernn_conv_geom_t *g, const conv_stem_rows_t *f,
-                            const conv_stem_channel_t *ch, int n, int8_t *y)
+static EDGERNN_STEM_NOINLINE void conv_stem_chunk(const conv_stem_t *a, const edgernn_conv_geom_t *g,
+                                                  const conv_stem_rows_t *f, const conv_stem_channel_t *ch, int n,
+                                                  int8_t *y)
 {
     const int out_w = g->out_w, k_h = g->k_h;
     const size_t tap_y = (size_t)g->dil_h * f->row, step_y = (size_t)g->stride_h * f->row;
     const size_t out_row = (size_t)out_w * g->out_c;
-    const int8_t *rp[DW_MAX_KH];
-    int r, ky;
-#if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+    int r;
+#if !(defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP)
+    (void)tap_y;
+    (void)step_y;
+#else
     const int32_t lo = a->act_min, hi = a->act_max;
     const int form = (lo >= a->output_offset ? 1 : 0) | (lo == -128 && hi == 127 ? 2 : 0);
     const int asm_rows = k_h == 3 && ch->halves;
@@ -1876,18 +1887,17 @@ static void conv_stem_chunk(const conv_stem_t *a, const edgernn_conv_geom_t *g, 
 #endif
     for (r = 0; r < n; ++r, y += out_row) {
         int done = 0;
-        for (ky = 0; ky < k_h; ++ky) {
-            rp[ky] = f->base + (size_t)r * step_y + (size_t)ky * tap_y;
-        }
 #if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
+        const uint8_t *rp0 = (const uint8_t *)f->base + (size_t)r * step_y;
         if (asm_rows) {
-            done = dw_halves_rows_asm((const uint8_t *)rp[0], (const uint8_t *)rp[1], (const uint8_t *)rp[2], 0, 1,
+            done = dw_halves_rows_asm(rp0, rp0 + tap_y, rp0 + 2 * tap_y, 0, 1,
                                       out_w, g->stride_w, g->out_c, (uint32_t)ch->start, &ch->h, form, lo, hi, ch->v,
                                       ch->u, y);
         }
 #endif
         if (done < out_w) {
-            conv_stem_pixels(a, g, f, ch, rp, ch->v, ch->start, done, out_w, y + (size_t)done * g->out_c);
+            conv_stem_pixels(a, g, f, ch, (int32_t)(r * g->stride_h), (1u << k_h) - 1u, ch->start, done, out_w,
+                             y + (size_t)done * g->out_c);
         }
     }
 }
@@ -1897,10 +1907,11 @@ static void conv_stem_chunk(const conv_stem_t *a, const edgernn_conv_geom_t *g, 
 static void conv_stem_workers(const void *args, int k_begin, int k_end)
 {
     const conv_stem_t *a = (const conv_stem_t *)args;
-    GEOM_LOCAL_FROM(a->g);
+    const edgernn_conv_geom_t *const g = a->g; /* not copied: the stack is small (EDGERNN_STEM_NOINLINE) */
     const int n_pix = g->out_h * g->out_w, sx = g->stride_w, out_w = g->out_w;
     const int32_t pl = g->pad_left, last = g->in_w - 4 + pl; /* in place, x0 + 4 <= in_w: ox * sx <= last */
     int lo = sx == 1 ? pl : (pl + 1) >> 1, hi = last < 0 ? 0 : (sx == 1 ? last : last >> 1) + 1;
+    conv_stem_channel_t ch;
     int k;
     lo = lo > out_w ? out_w : lo;
     hi = hi > out_w ? out_w : hi;
@@ -1919,7 +1930,6 @@ static void conv_stem_workers(const void *args, int k_begin, int k_end)
                 const int oy_end = oy1 - oy0 < EDGERNN_STEM_CHUNK_ROWS ? oy1 : oy0 + EDGERNN_STEM_CHUNK_ROWS;
                 conv_stem_copy(g, a->in, a->pad, oy0, oy_end, f.row, slot);
                 for (c = 0; c < g->out_c; ++c) {
-                    conv_stem_channel_t ch;
                     conv_stem_channel(a, g, c, &ch);
                     conv_stem_chunk(a, g, &f, &ch, oy_end - oy0, a->out + (size_t)oy0 * out_w * g->out_c + c);
                 }
@@ -1935,7 +1945,6 @@ static void conv_stem_workers(const void *args, int k_begin, int k_end)
             continue;
         }
         for (c = c0; c < c1; ++c) {
-            conv_stem_channel_t ch;
             conv_stem_rows_t f;
             int p = p0, oy = p0 / out_w, ox = p0 - oy * out_w;
             f.base = a->in;

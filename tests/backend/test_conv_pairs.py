@@ -41,6 +41,16 @@ def _cases():
         # 5 rows dilated by 2 (not the 3-row loop), 5 channels
         "conv_c1_o5_k5x3_dil2": ((11, 8, 1), lambda x: L.Conv2D(5, (5, 3), dilation_rate=(2, 1),
                                                                  padding="same")(x)),
+        # one input channel, filter rows past 3 taps (the stem kernel refuses them: the patches' 4x2 blocking):
+        # 5x5 stride 2 SAME (PULP-Dronet's stem: a zero-point row above, a column left, two right), 32 channels, no
+        # clamp; 5x5 stride 1 SAME under a ReLU, odd width; 5x5 stride 2 VALID, 9 channels (8 + 1), ReLU6; 7x7
+        # stride 2 SAME; a 5x4 filter at strides (1, 2)
+        "conv_c1_o32_k5_s2_same": ((21, 20, 1), lambda x: L.Conv2D(32, 5, strides=2, padding="same")(x)),
+        "conv_c1_o6_k5_same_relu": ((9, 13, 1), lambda x: L.Conv2D(6, 5, padding="same", activation="relu")(x)),
+        "conv_c1_o9_k5_s2_valid_relu6": ((15, 17, 1), lambda x: L.Conv2D(9, 5, strides=2, padding="valid",
+                                                                          activation="relu6")(x)),
+        "conv_c1_o8_k7_s2_same": ((19, 18, 1), lambda x: L.Conv2D(8, 7, strides=2, padding="same")(x)),
+        "conv_c1_o5_k5x4_s12": ((11, 14, 1), lambda x: L.Conv2D(5, (5, 4), strides=(1, 2), padding="same")(x)),
         # 2x5 filter (the depthwise planes refuse k_w 5: the HWC walk), 2x2 stride
         "depthwise_k2x5": ((8, 8, 4), lambda x: L.DepthwiseConv2D((5, 2), strides=2, padding="same")(x)),
         # 3x3 over 7 channels (a quad, a partial quad), odd width
