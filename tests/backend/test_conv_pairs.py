@@ -41,6 +41,13 @@ def _cases():
         # 5 rows dilated by 2 (not the 3-row loop), 5 channels
         "conv_c1_o5_k5x3_dil2": ((11, 8, 1), lambda x: L.Conv2D(5, (5, 3), dilation_rate=(2, 1),
                                                                  padding="same")(x)),
+        # one input channel whose zero point is far from 0 (the frame shifted by 0.7 before the convolution): the
+        # filter rows above and below the frame add the zero point times their weights to each sum's start; at
+        # stride 2 SAME with a row outside at the top and the bottom, and at stride 1 SAME, 5 rows a channel
+        "conv_c1_o8_s2_same_zp": ((13, 12, 1), lambda x: L.Conv2D(8, 3, strides=2, padding="same")(
+            L.Rescaling(1.0, offset=0.7)(x))),
+        "conv_c1_o5_same_zp_relu": ((6, 9, 1), lambda x: L.Conv2D(5, 3, padding="same", activation="relu")(
+            L.Rescaling(1.0, offset=0.7)(x))),
         # one input channel, filter rows past 3 taps (the stem kernel refuses them: the patches' 4x2 blocking):
         # 5x5 stride 2 SAME (PULP-Dronet's stem: a zero-point row above, a column left, two right), 32 channels, no
         # clamp; 5x5 stride 1 SAME under a ReLU, odd width; 5x5 stride 2 VALID, 9 channels (8 + 1), ReLU6; 7x7
