@@ -6,6 +6,11 @@ group: killing only the ``gcc`` driver would leave ``cc1`` running, killing only
 the simulator running. Every group started here is remembered until it has ended; ``stop_all`` ends
 those still alive, and the CLI calls it on every exit path (error, Ctrl-C, SIGTERM, SIGHUP).
 
+A process that dies without unwinding (SIGKILL, or SIGTERM in a script that installed no handlers: a bench, a
+user's own script calling ``validate``) runs no ``finally``. For that, the first group started also starts a reaper:
+a small Python process in a session of its own, deaf to the terminal's signals, told of each group as it starts and
+ends over a pipe. When the pipe closes, however edgernn ended, it ends the groups still alive.
+
 ``install_signal_handlers`` turns SIGTERM and SIGHUP into ``Interrupted``, raised in the main thread
 like KeyboardInterrupt, so that every ``finally`` (a device's stop, a staging folder's removal) runs.
 Every signal, Ctrl-C's SIGINT included, is also remembered: TensorFlow's converter catches a
@@ -18,11 +23,68 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
 from typing import Any
 
 _live: dict[int, subprocess.Popen] = {}
 _lock = threading.Lock()
+
+# The reaper: reads "+ GROUP" and "- GROUP" lines; at the end of its input (edgernn ended, however), ends every
+# group it was told of that still has a process, SIGTERM then SIGKILL. A group it was told of whose processes have all
+# gone is forgotten at once (checked each second), so that a group id the system gives again later is not ended.
+_REAPER = r"""
+import os, select, signal, sys, time
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+def alive(g):
+    try:
+        os.killpg(g, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+groups, fd, buf = set(), sys.stdin.fileno(), b""
+while True:
+    ready, _, _ = select.select([fd], [], [], 1.0)
+    if ready:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        buf += chunk
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            word = line.split()
+            if len(word) == 2 and word[0] in (b"+", b"-"):
+                (groups.add if word[0] == b"+" else groups.discard)(int(word[1]))
+    groups = {g for g in groups if alive(g)}
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    for g in groups:
+        try:
+            os.killpg(g, sig)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 2.0
+    while sig == signal.SIGTERM and time.monotonic() < deadline and any(alive(g) for g in groups):
+        time.sleep(0.05)
+"""
+_reaper: list[subprocess.Popen] = []
+_Popen = subprocess.Popen  # the reaper's, whatever a caller later puts in subprocess's place
+
+
+def _tell_reaper(word: str, group: int) -> None:
+    """Tell the reaper (started by the first group) that ``group`` started (+) or ended (-)."""
+    try:
+        if not _reaper:
+            if word == "-":
+                return
+            _reaper.append(_Popen([sys.executable, "-S", "-c", _REAPER], stdin=subprocess.PIPE,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+        _reaper[0].stdin.write(f"{word} {group}\n".encode())
+        _reaper[0].stdin.flush()
+    except OSError:
+        pass  # no reaper: the groups still end on every path that unwinds
 
 
 class Interrupted(BaseException):
@@ -94,6 +156,8 @@ def spawn(command: list[str], **kwargs: Any) -> subprocess.Popen:
         process = subprocess.Popen(command, **kwargs)
         with _lock:
             _live[process.pid] = process
+            if kwargs["start_new_session"]:
+                _tell_reaper("+", process.pid)
     finally:
         if main:
             _starting[0] = False
@@ -128,7 +192,8 @@ def stop(process: subprocess.Popen | None, timeout: float = 5.0) -> None:
     except subprocess.TimeoutExpired:
         pass
     with _lock:
-        _live.pop(process.pid, None)
+        if _live.pop(process.pid, None) is not None:
+            _tell_reaper("-", process.pid)
 
 
 def stop_all() -> None:

@@ -106,3 +106,35 @@ def test_a_signal_while_a_group_starts_leaves_no_orphan(tmp_path, monkeypatch, s
     child = int(pids.read_text())
     assert wait_until(lambda: not alive(child)), "the group's child outlived the signal"
     assert procs._live == {}
+
+
+# A script that starts a group through edgernn (as a bench, or a user's script calling validate, does), says so, and
+# waits; it installs no signal handlers, so SIGTERM ends it as SIGKILL does: without unwinding, no finally run.
+_SCRIPT = """
+import sys, time
+from edgernn import procs
+procs.spawn(["bash", "-c", "exec -a " + sys.argv[1] + " sleep 60"])
+print("started", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_process_that_dies_without_unwinding_leaves_no_orphan(tmp_path, sig):
+    """Killed, or ended by a SIGTERM it does not handle, a process runs no finally and no stop_all: its groups
+    (each in a session of its own) would run on under init. The reaper, told of each group, ends them when the
+    process's end closes its pipe."""
+    marker = str(tmp_path / "left-behind")
+    script = subprocess.Popen([sys.executable, "-c", _SCRIPT, marker], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        assert script.stdout.readline().strip() == "started"
+        assert processes_mentioning(marker), "the group did not start"
+        script.send_signal(sig)
+        assert script.wait(20) == -sig
+        assert wait_until(lambda: not processes_mentioning(marker)), "the group outlived the process"
+    finally:
+        if script.poll() is None:
+            script.kill()
+        for pid in processes_mentioning(marker):
+            os.kill(pid, signal.SIGKILL)
