@@ -8,7 +8,7 @@
  *                                  (edgernn_dot.h's blocks, edgernn_conv.c's patch pairs)
  *   EDGERNN_DOT_USE_ASM, EDGERNN_DOT8_ASM, EDGERNN_DOT4_ASM, EDGERNN_DOT_ASM_MIN_INPUTS
  *                                  a block's whole groups of 4 inputs in the set's own routine
- *   EDGERNN_DOT8_ALL_ASM, EDGERNN_DOT4_ALL_ASM    a block's bias and all its inputs (the int8 FC group: 4)
+ *   EDGERNN_DOT4_ALL_ASM                          a 4-row block's bias and all its inputs (the int8 FC group)
  *   EDGERNN_MBQM_HI_TIGHT_ASM, edgernn_mbqm_hi_tight    edgernn_fixedpoint.h's tight requantization
  *   EDGERNN_HALVES_ASM, edgernn_halves_xpulp            edgernn_fixedpoint.h's requantization from 16-bit halves
  *   EDGERNN_ARCH_CLAMP, edgernn_clamp                    a clamp without branches

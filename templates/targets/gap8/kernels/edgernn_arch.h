@@ -200,55 +200,9 @@ static inline __attribute__((always_inline)) uint32_t edgernn_tail_word(const in
     return xt;
 }
 
-/* acc[r] = bias[r] + the products of a block of 8 rows over all its n inputs: the whole groups as
- * edgernn_dot8_s8_xpulp_inline's loop, then the last group as above. For any n >= 1; x and w 4-byte aligned. */
-static EDGERNN_DOT_INLINE void edgernn_dot8_s8_xpulp_all(const int8_t *x, const int8_t *w, int n, const int32_t *bias,
-                                                         int32_t acc[8])
-{
-    int32_t a0 = bias[0], a1 = bias[1], a2 = bias[2], a3 = bias[3], a4 = bias[4], a5 = bias[5], a6 = bias[6],
-            a7 = bias[7];
-    const int groups = n >> 2, g = n & 3;
-    uint32_t xv, wa, wb;
-    __asm__ volatile(".option push\n\t.option norvc\n\t"
-                     "blez %[n], 2f\n\t"
-                     ".insn i 0x7b, 4, x0, %[n], 34\n\t"
-                     EDGERNN_ASM_LW4("xv", "x") EDGERNN_ASM_LW4("wa", "w") EDGERNN_ASM_LW4("wb", "w")
-                     EDGERNN_ASM_SDOT("a0", "xv", "wa") EDGERNN_ASM_LW4("wa", "w")
-                     EDGERNN_ASM_SDOT("a1", "xv", "wb") EDGERNN_ASM_LW4("wb", "w")
-                     EDGERNN_ASM_SDOT("a2", "xv", "wa") EDGERNN_ASM_LW4("wa", "w")
-                     EDGERNN_ASM_SDOT("a3", "xv", "wb") EDGERNN_ASM_LW4("wb", "w")
-                     EDGERNN_ASM_SDOT("a4", "xv", "wa") EDGERNN_ASM_LW4("wa", "w")
-                     EDGERNN_ASM_SDOT("a5", "xv", "wb") EDGERNN_ASM_LW4("wb", "w")
-                     EDGERNN_ASM_SDOT("a6", "xv", "wa")
-                     EDGERNN_ASM_SDOT("a7", "xv", "wb")
-                     "2:\n\t.option pop"
-                     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [a4] "+r"(a4), [a5] "+r"(a5),
-                       [a6] "+r"(a6), [a7] "+r"(a7), [x] "+r"(x), [w] "+r"(w), [xv] "=&r"(xv), [wa] "=&r"(wa),
-                       [wb] "=&r"(wb)
-                     : [n] "r"(groups)
-                     : "memory");
-    if (g) {
-        const uint32_t xt = edgernn_tail_word(x, g);
-        __asm__ volatile(EDGERNN_ASM_TAIL_ROW("a0", "wa") EDGERNN_ASM_TAIL_ROW("a1", "wb")
-                         EDGERNN_ASM_TAIL_ROW("a2", "wa") EDGERNN_ASM_TAIL_ROW("a3", "wb")
-                         EDGERNN_ASM_TAIL_ROW("a4", "wa") EDGERNN_ASM_TAIL_ROW("a5", "wb")
-                         EDGERNN_ASM_TAIL_ROW("a6", "wa") EDGERNN_ASM_TAIL_ROW("a7", "wb")
-                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [a4] "+r"(a4), [a5] "+r"(a5),
-                           [a6] "+r"(a6), [a7] "+r"(a7), [w] "+r"(w), [wa] "=&r"(wa), [wb] "=&r"(wb)
-                         : [xt] "r"(xt), [g] "r"(g)
-                         : "memory");
-    }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
-    acc[4] = a4;
-    acc[5] = a5;
-    acc[6] = a6;
-    acc[7] = a7;
-}
-
-/* The same for a block of 4 rows */
+/* acc[r] = bias[r] + the products of a block of 4 rows over all its n inputs (the int8 FC group's blocks): the whole
+ * groups as edgernn_dot4_s8_xpulp_inline's loop, then the last group as above. For any n >= 1; x and w 4-byte
+ * aligned. */
 static EDGERNN_DOT_INLINE void edgernn_dot4_s8_xpulp_all(const int8_t *x, const int8_t *w, int n, const int32_t *bias,
                                                          int32_t acc[4])
 {
@@ -282,7 +236,6 @@ static EDGERNN_DOT_INLINE void edgernn_dot4_s8_xpulp_all(const int8_t *x, const 
     acc[2] = a2;
     acc[3] = a3;
 }
-#define EDGERNN_DOT8_ALL_ASM edgernn_dot8_s8_xpulp_all
 #define EDGERNN_DOT4_ALL_ASM edgernn_dot4_s8_xpulp_all
 #elif defined(EDGERNN_DOT_USE_ASM)
 #define EDGERNN_DOT8_ASM edgernn_dot8_s8_xpulp
