@@ -1318,12 +1318,9 @@ static void dw_halves_rows2_asm(const dw_rows2_t *r, int signless)
 /* Whether a worker's channels take the two-row loop whole, with the record's words they share (r): a 3x3 filter at
  * stride 1 and dilation 1, an even out_h, the clamp p.clip's. Then each channel is dw_rows2_channel (an odd out_w's
  * last column in C). */
-static int dw_rows2_applies(const dw_planes_t *a, const edgernn_conv_geom_t *g, dw_rows2_t *r)
+/* The record's words that every channel of the op shares: the planes' and the output's geometry. */
+static void dw_rows2_shared(const dw_planes_t *a, const edgernn_conv_geom_t *g, dw_rows2_t *r)
 {
-    if (!(g->k_h == 3 && g->k_w == 3 && g->stride_w == 1 && g->stride_h == 1 && g->dil_h == 1 && g->out_w >= 2 &&
-          g->out_h >= 2 && (g->out_h & 1) == 0 && a->act_min == -128 && a->act_max == 127)) {
-        return 0;
-    }
     r->row = (int32_t)a->row;
     r->back = 2 - 3 * (int32_t)a->row;
     r->oc = g->out_c;
@@ -1331,7 +1328,31 @@ static int dw_rows2_applies(const dw_planes_t *a, const edgernn_conv_geom_t *g, 
     r->n = g->out_w / 2;
     r->row_pairs = g->out_h / 2;
     r->adv = 2 * (int32_t)a->row - 2 * r->n;
-    r->yadv = 2 * r->out_row - 2 * r->n * g->out_c;
+    r->yadv = 2 * r->out_row - 2 * r->n * g->out_c; /* out_row where out_w is even */
+}
+
+/* A channel's words of the record: its plane and output, the sum's start, edgernn_halves' constants (k4 one more
+ * for the signless form). */
+static void dw_rows2_own(dw_rows2_t *r, const uint8_t *plane, int8_t *y, uint32_t xs0, const edgernn_halves_t *h,
+                         int signless)
+{
+    r->p = plane;
+    r->y = y;
+    r->xs0 = xs0;
+    r->k1 = h->k1;
+    r->k2 = h->k2;
+    r->k3 = h->k3;
+    r->k4 = h->k4 + (signless ? 1 : 0);
+    r->e = h->e;
+}
+
+static int dw_rows2_applies(const dw_planes_t *a, const edgernn_conv_geom_t *g, dw_rows2_t *r)
+{
+    if (!(g->k_h == 3 && g->k_w == 3 && g->stride_w == 1 && g->stride_h == 1 && g->dil_h == 1 && g->out_w >= 2 &&
+          g->out_h >= 2 && (g->out_h & 1) == 0 && a->act_min == -128 && a->act_max == 127)) {
+        return 0;
+    }
+    dw_rows2_shared(a, g, r);
     return 1;
 }
 
@@ -1354,14 +1375,7 @@ static __attribute__((noinline)) int dw_rows2_channel(const dw_planes_t *a, dw_r
     r->u0 = r->v0 << 8;
     r->u1 = r->v1 << 8;
     r->u2 = r->v2 << 8;
-    r->p = plane;
-    r->y = a->out + c;
-    r->xs0 = (uint32_t)bias + (1u << 30);
-    r->k1 = h.k1;
-    r->k2 = h.k2;
-    r->k3 = h.k3;
-    r->k4 = h.k4 + (a->act_min >= a->output_offset ? 1 : 0);
-    r->e = h.e;
+    dw_rows2_own(r, plane, a->out + c, (uint32_t)bias + (1u << 30), &h, a->act_min >= a->output_offset);
     dw_halves_rows2_asm(r, a->act_min >= a->output_offset);
     if (a->g->out_w & 1) {
         const int32_t ox = a->g->out_w - 1, rows = a->g->out_h, row = r->row;
@@ -1397,25 +1411,10 @@ static void dw_halves_channel_rows(const dw_planes_t *a, const edgernn_conv_geom
 #if defined(EDGERNN_HALVES_ASM) && defined(EDGERNN_CONV_HWLOOP) && EDGERNN_CONV_HWLOOP
     if (sx == 1 && g->stride_h == 1 && g->dil_h == 1 && out_w % 2 == 0 && out_w >= 2 && g->out_h >= 2 && (form & 2)) {
         dw_rows2_t r;
-        const int n = out_w / 2, pairs = g->out_h / 2;
-        r.p = plane;
-        r.row = (int32_t)a->row;
-        r.back = 2 - 3 * (int32_t)a->row;
-        r.y = a->out + c;
-        r.oc = out_c;
-        r.out_row = out_w * out_c;
+        dw_rows2_shared(a, g, &r);
+        dw_rows2_own(&r, plane, a->out + c, xs0, h, form & 1);
         memcpy(&r.v0, wv, 3 * sizeof r.v0);
         memcpy(&r.u0, ws, 3 * sizeof r.u0);
-        r.xs0 = xs0;
-        r.k1 = h->k1;
-        r.k2 = h->k2;
-        r.k3 = h->k3;
-        r.k4 = h->k4 + (form & 1);
-        r.e = h->e;
-        r.n = n;
-        r.row_pairs = pairs;
-        r.adv = 2 * (int32_t)a->row - 2 * n;
-        r.yadv = r.out_row;
         dw_halves_rows2_asm(&r, form & 1);
         if (g->out_h & 1) {
             const size_t oy = (size_t)g->out_h - 1;
